@@ -1,0 +1,13 @@
+"""Exceptions that carry a message meant for the user, not a traceback."""
+
+
+class KraftcheckError(Exception):
+    """Base of every error kraftcheck reports to a user as one clear line."""
+
+
+class UsageError(KraftcheckError):
+    """Bad input from the user: unknown spec, bad parameter, contradictory options (exit 2)."""
+
+
+class SpecError(KraftcheckError):
+    """A spec broke its contract: a value outside its field's domain, a malformed layout."""

@@ -1,0 +1,1 @@
+"""Explorers: the compiled breadth-first engine and the pure-Python reference, behind one interface."""

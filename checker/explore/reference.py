@@ -1,0 +1,129 @@
+"""The reference explorer: breadth-first search in plain Python, slow and obviously correct.
+
+States are tuples of ints; the visited set is a dict; actions run interpreted (their ``py_func``)
+on ``SimpleNamespace`` objects whose arrays are lists. It shares nothing with the engine's packing,
+hashing, visited set or compiled code, so when the two agree on counts, depth, verdicts and
+counterexample lengths, the engine's machinery is right.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Optional
+
+from checker.explore.result import (HOLDS, INCOMPLETE, VIOLATED, Clock, Options, ProgressFn, Progress,
+                                    Result, Step, Violation, describe_limit, no_progress)
+from checker.errors import SpecError
+from checker.model import Model, python_function
+
+
+class ReferenceExplorer:
+    """Explores a model level by level, recording a parent and label for every distinct state."""
+
+    name = "reference"
+
+    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+        layout = model.layout
+        actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
+        invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
+        properties = [(p.name, python_function(p.fn)) for p in model.properties]
+        fired = [0] * len(model.actions)
+        new_states = [0] * len(model.actions)
+        result = Result(model=model, engine=self.name, fired=fired, new_states=new_states)
+
+        index: dict[tuple[int, ...], int] = {}
+        parent: list[int] = []
+        label_of: list[int] = []
+        states: list[tuple[int, ...]] = []
+        found: dict[str, Violation] = {}
+        clock = Clock(options.time_limit)
+
+        def path(i: int) -> list[Step]:
+            steps = []
+            while i >= 0:
+                steps.append(Step(label_of[i] if label_of[i] >= 0 else None, states[i]))
+                i = parent[i]
+            return steps[::-1]
+
+        def add(flat: tuple[int, ...], par: int, lab: int) -> bool:
+            """Record a new state and check invariants; True when the run must stop."""
+            index[flat] = len(states)
+            states.append(flat)
+            parent.append(par)
+            label_of.append(lab)
+            obj = layout.to_object(flat)
+            for name, fn in invariants:
+                if name not in found and not fn(obj):
+                    found[name] = Violation(name, "invariant", path(len(states) - 1))
+            return bool(found) and not options.keep_going
+
+        stop = False
+        frontier: list[int] = []
+        for flat in model.initial:
+            result.states_generated += 1
+            if flat not in index:
+                frontier.append(len(states))
+                if add(flat, -1, -1):
+                    stop = True
+                    break
+        result.initial_states = len(model.initial)
+        depth = 1 if frontier else 0
+
+        while frontier and not stop:
+            if options.max_depth is not None and depth >= options.max_depth:
+                result.incomplete_reason = describe_limit(options, "max_depth")
+                break
+            next_frontier: list[int] = []
+            for i in frontier:
+                source = states[i]
+                before = layout.to_object(source)
+                for lab, (fn, values) in enumerate(actions):
+                    after = copy.deepcopy(before)
+                    if not fn(before, after, *values):
+                        if layout.from_object(after) != source:
+                            raise SpecError(f"action {model.labels[lab]} changed the successor but returned False")
+                        continue
+                    succ = layout.from_object(after)
+                    layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
+                    result.states_generated += 1
+                    fired[model.label_action[lab]] += 1
+                    for name, prop in properties:
+                        if name not in found and not prop(before, after):
+                            found[name] = Violation(name, "property", path(i) + [Step(lab, succ)])
+                            stop = stop or not options.keep_going
+                    if succ not in index:
+                        new_states[model.label_action[lab]] += 1
+                        next_frontier.append(len(states))
+                        stop = add(succ, i, lab) or stop
+                    if stop:
+                        break
+                if stop:
+                    break
+                if options.max_states is not None and len(states) >= options.max_states:
+                    result.incomplete_reason = describe_limit(options, "max_states")
+                    stop = True
+                    break
+                if clock.expired():
+                    result.incomplete_reason = describe_limit(options, "time_limit")
+                    stop = True
+                    break
+            frontier = next_frontier
+            if frontier:
+                depth += 1
+            progress(Progress(depth, len(states), result.states_generated, len(frontier), clock.elapsed))
+
+        result.distinct_states = len(states)
+        result.depth = depth
+        result.elapsed_s = clock.elapsed
+        result.violations = sorted(found.values(), key=lambda v: (v.depth, model.check_names.index(v.check)))
+        if result.violations:
+            result.status = VIOLATED
+        elif result.incomplete_reason:
+            result.status = INCOMPLETE
+        else:
+            result.status = HOLDS
+        return result
+
+
+def first_violation(result: Result) -> Optional[Violation]:
+    return result.violations[0] if result.violations else None

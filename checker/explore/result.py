@@ -1,0 +1,119 @@
+"""What an exploration returns and reports while it runs: options, progress, violations, result."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from checker.model import Model
+
+HOLDS, VIOLATED, INCOMPLETE = "holds", "violated", "incomplete"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Limits and modes of one exploration."""
+
+    max_states: Optional[int] = None   # stop once this many distinct states are known
+    max_depth: Optional[int] = None    # do not expand states at this depth (initial level = 1)
+    time_limit: Optional[float] = None  # seconds of exploration
+    keep_going: bool = False           # --continue: find the shortest violation of each check
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot sent to the reporter during a run; the explorer never prints."""
+
+    depth: int
+    distinct: int
+    generated: int
+    frontier: int
+    elapsed_s: float
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass
+class Step:
+    """One state of a trace and the action that led to it (None for the initial state)."""
+
+    label: Optional[int]
+    state: tuple[int, ...]
+
+
+@dataclass
+class Violation:
+    """The shortest counterexample found for one invariant or transition property."""
+
+    check: str
+    kind: str  # "invariant" or "property"
+    steps: list[Step]
+    trace_file: Optional[str] = None
+
+    @property
+    def depth(self) -> int:
+        """Number of states in the trace, the initial state counted (TLC's trace length)."""
+        return len(self.steps)
+
+
+@dataclass
+class Result:
+    """Counts follow TLC: generated = initial states + every successor computed, duplicates included;
+    depth = number of BFS levels with the initial level counted."""
+
+    model: Model
+    status: str = HOLDS
+    incomplete_reason: Optional[str] = None
+    interrupted: bool = False
+    initial_states: int = 0
+    states_generated: int = 0
+    distinct_states: int = 0
+    depth: int = 0
+    elapsed_s: float = 0.0
+    compile_s: float = 0.0
+    fired: list[int] = field(default_factory=list)      # per action: transitions computed
+    new_states: list[int] = field(default_factory=list)  # per action: new distinct states found
+    violations: list[Violation] = field(default_factory=list)
+    engine: str = ""
+
+    @property
+    def states_per_s(self) -> float:
+        return self.distinct_states / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def coverage(self) -> dict[str, dict[str, int]]:
+        return {a.name: {"fired": f, "new": n}
+                for a, f, n in zip(self.model.actions, self.fired, self.new_states)}
+
+    def never_fired(self) -> list[str]:
+        return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]
+
+
+class Clock:
+    """Elapsed time and the time limit, shared by the explorers."""
+
+    def __init__(self, limit: Optional[float]) -> None:
+        self.start = time.perf_counter()
+        self.limit = limit
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def expired(self) -> bool:
+        return self.limit is not None and self.elapsed >= self.limit
+
+
+def describe_limit(options: Options, what: str) -> str:
+    value = {"max_states": options.max_states, "max_depth": options.max_depth,
+             "time_limit": options.time_limit}[what]
+    flag = {"max_states": "--max-states", "max_depth": "--max-depth", "time_limit": "--time-limit"}[what]
+    return f"stopped at {flag} {value}"
+
+
+def no_progress(_: Progress) -> None:
+    return None
+
+
+Reporter = Any

@@ -1,0 +1,170 @@
+"""State encoding derived from a spec's fields.
+
+Three forms of one state:
+
+* *flat*: a tuple of Python ints, one per field element in declaration order (constants included);
+  hashable, used by the reference explorer and by traces;
+* *record*: a numpy record (int32 per element) that compiled actions read and write by field name;
+* *packed*: ``nwords`` uint64 words, each element in ``bits`` bits, at most 63 bits per word so a
+  word of all ones never occurs (the visited set uses it to mark an empty slot).
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from checker.errors import SpecError
+from checker.spec import Field
+
+WORD_BITS = 63
+
+
+@dataclass(frozen=True)
+class Element:
+    """One integer of the state: where it lives in the record and in the packed words."""
+
+    field: Field
+    flat: int  # position in the flat tuple and in the record's int32 view
+    bits: int
+    word: int
+    shift: int
+
+
+class Layout:
+    """Everything the engine needs to move a state between its flat, record and packed forms."""
+
+    def __init__(self, fields: Iterable[Field]) -> None:
+        self.fields: list[Field] = list(fields)
+        names = [f.name for f in self.fields]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise SpecError(f"duplicate field names: {', '.join(sorted(dupes))}")
+        if not self.fields:
+            raise SpecError("a spec needs at least one field")
+        self.dtype = np.dtype([(f.name, np.int32, f.shape) if f.shape else (f.name, np.int32) for f in self.fields])
+        self.elements: list[Element] = []
+        self.field_slices: dict[str, slice] = {}
+        word, used, flat = 0, 0, 0
+        for f in self.fields:
+            start = flat
+            for _ in range(f.size):
+                if f.bits and used + f.bits > WORD_BITS:
+                    word, used = word + 1, 0
+                self.elements.append(Element(f, flat, f.bits, word, used))
+                used += f.bits
+                flat += 1
+            self.field_slices[f.name] = slice(start, flat)
+        self.size = flat
+        self.nwords = word + 1
+        self.state_bits = sum(e.bits for e in self.elements)
+        if self.dtype.itemsize != 4 * self.size:
+            raise SpecError("internal: record layout is not a dense int32 array")
+        self.consts = tuple((e.flat, e.field.const) for e in self.elements if e.field.const is not None)
+
+    # -- flat <-> dict / object
+    def flat_from_values(self, values: Mapping[str, Any]) -> tuple[int, ...]:
+        """A flat state from field values (scalars or nested lists); missing fields are 0."""
+        unknown = set(values) - set(self.field_slices)
+        if unknown:
+            raise SpecError(f"unknown field(s) in a state: {', '.join(sorted(unknown))}")
+        out: list[int] = []
+        for f in self.fields:
+            if f.const is not None:
+                out.extend([f.const] * f.size)
+                continue
+            v = values.get(f.name, 0)
+            arr = np.asarray(v, dtype=np.int64)
+            if arr.shape == () and f.shape:
+                arr = np.full(f.shape, int(arr))
+            if arr.shape != f.shape:
+                raise SpecError(f"field {f.name}: expected shape {f.shape}, got {arr.shape}")
+            out.extend(int(x) for x in arr.reshape(-1))
+        self.check_domains(out)
+        return tuple(out)
+
+    def values(self, flat: tuple[int, ...]) -> dict[str, Any]:
+        """Raw field values: ints for scalars, nested lists for arrays."""
+        return {f.name: self._shaped(f, list(flat[self.field_slices[f.name]])) for f in self.fields}
+
+    def show(self, flat: tuple[int, ...], include_consts: bool = False) -> dict[str, Any]:
+        """Field values as a person reads them (enum labels, set members, booleans)."""
+        out = {}
+        for f in self.fields:
+            if f.const is not None and not include_consts:
+                continue
+            shown = [f.show_value(v) for v in flat[self.field_slices[f.name]]]
+            out[f.name] = self._shaped(f, shown)
+        return out
+
+    @staticmethod
+    def _shaped(f: Field, items: list[Any]) -> Any:
+        if not f.shape:
+            return items[0]
+        arr = np.empty(len(items), dtype=object)
+        arr[:] = items
+        return arr.reshape(f.shape).tolist()
+
+    def to_object(self, flat: tuple[int, ...]) -> types.SimpleNamespace:
+        """A mutable plain-Python state (lists for arrays) for the reference explorer."""
+        return types.SimpleNamespace(**self.values(flat))
+
+    def from_object(self, obj: types.SimpleNamespace) -> tuple[int, ...]:
+        out: list[int] = []
+        for f in self.fields:
+            v = getattr(obj, f.name)
+            if f.shape:
+                out.extend(int(x) for x in np.asarray(v, dtype=np.int64).reshape(-1))
+            else:
+                out.append(int(v))
+        return tuple(out)
+
+    # -- flat <-> record
+    def new_records(self, n: int) -> np.recarray:
+        return np.zeros(n, self.dtype).view(np.recarray)
+
+    def record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
+        rec = self.new_records(1)
+        rec.view(np.int32)[:] = flat
+        return rec
+
+    # -- flat <-> packed
+    def check_domains(self, flat: Iterable[int], where: str = "") -> None:
+        for e, v in zip(self.elements, flat):
+            f = e.field
+            if f.const is not None:
+                if v != f.const:
+                    raise SpecError(f"{where}constant field {f.name} changed to {v} (fixed at {f.const})")
+            elif not 0 <= v < f.domain:
+                raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain 0..{f.domain - 1}")
+
+    def element_name(self, e: Element) -> str:
+        f = e.field
+        if not f.shape:
+            return f.name
+        idx = np.unravel_index(e.flat - self.field_slices[f.name].start, f.shape)
+        return f.name + "".join(f"[{int(i)}]" for i in idx)
+
+    def pack(self, flat: tuple[int, ...]) -> tuple[int, ...]:
+        """Reference packing in plain Python (the compiled packer must agree with it)."""
+        self.check_domains(flat)
+        words = [0] * self.nwords
+        for e, v in zip(self.elements, flat):
+            if e.bits:
+                words[e.word] |= v << e.shift
+        return tuple(words)
+
+    def unpack(self, words: Iterable[int]) -> tuple[int, ...]:
+        words = [int(w) for w in words]
+        out = []
+        for e in self.elements:
+            if e.field.const is not None:
+                out.append(e.field.const)
+            elif e.bits:
+                out.append(words[e.word] >> e.shift & ((1 << e.bits) - 1))
+            else:
+                out.append(0)
+        return tuple(out)

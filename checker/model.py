@@ -1,0 +1,134 @@
+"""A spec instance made ready to explore: layout, numbered transition labels, selected checks.
+
+Every (action, parameter values) pair gets a *label*, a small integer the explorers store per state
+instead of the state itself; a trace is rebuilt by replaying labels from an initial state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from checker.errors import SpecError, UsageError
+from checker.layout import Layout
+from checker.spec import Action, Invariant, Spec, TransitionProperty
+
+MAX_LABELS = 65535  # labels are stored as uint16 per state
+
+
+def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The interpreted body of a numba function (itself when JIT is disabled)."""
+    return getattr(fn, "py_func", fn)
+
+
+@dataclass(frozen=True)
+class Label:
+    """One action instance."""
+
+    action_index: int
+    action: Action
+    values: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return self.action.name
+
+    def shown_params(self) -> dict[str, Any]:
+        return {p.name: p.show(v) for p, v in zip(self.action.params, self.values)}
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in self.shown_params().items())
+        return f"{self.name}({args})" if args else self.name
+
+
+class Model:
+    """Spec + layout + labels + the invariants and transition properties to check."""
+
+    def __init__(self, spec: Spec, check: Sequence[str] | None = None) -> None:
+        self.spec = spec
+        self.layout = Layout(spec.fields())
+        self.actions: list[Action] = list(spec.actions())
+        if not self.actions:
+            raise SpecError(f"spec {spec.name} declares no actions")
+        names = [a.name for a in self.actions]
+        if len(set(names)) != len(names):
+            raise SpecError(f"spec {spec.name}: duplicate action names")
+        self.labels: list[Label] = []
+        self.action_base: list[int] = []
+        for i, a in enumerate(self.actions):
+            self.action_base.append(len(self.labels))
+            self.labels.extend(Label(i, a, a.param_values(k)) for k in range(a.instances))
+        if len(self.labels) > MAX_LABELS:
+            raise SpecError(f"spec {spec.name} has {len(self.labels)} action instances; at most {MAX_LABELS}")
+        self.label_action = [lab.action_index for lab in self.labels]
+
+        all_invariants = list(spec.invariants())
+        all_properties = list(spec.properties())
+        known = [x.name for x in all_invariants + all_properties]
+        if len(set(known)) != len(known):
+            raise SpecError(f"spec {spec.name}: duplicate invariant or property names")
+        if check:
+            unknown = [n for n in check if n not in known]
+            if unknown:
+                raise UsageError(
+                    f"unknown invariant {unknown[0]!r} for spec {spec.name}; "
+                    f"choose from: {', '.join(known) or '(none)'}")
+            all_invariants = [x for x in all_invariants if x.name in check]
+            all_properties = [x for x in all_properties if x.name in check]
+        if len(all_invariants) > 64 or len(all_properties) > 64:
+            raise SpecError("at most 64 invariants and 64 transition properties are supported")
+        self.invariants: list[Invariant] = all_invariants
+        self.properties: list[TransitionProperty] = all_properties
+
+        seen = set()
+        self.initial: list[tuple[int, ...]] = []
+        for values in spec.initial_states():
+            flat = self.layout.flat_from_values(values)
+            if flat not in seen:
+                seen.add(flat)
+                self.initial.append(flat)
+        if not self.initial:
+            raise SpecError(f"spec {spec.name} has no initial state")
+
+    @property
+    def check_names(self) -> list[str]:
+        return [x.name for x in self.invariants] + [x.name for x in self.properties]
+
+    def label_for(self, action: str, values: Sequence[int] = ()) -> int:
+        """The label of action ``action`` with parameter values ``values``."""
+        for i, a in enumerate(self.actions):
+            if a.name == action:
+                if len(values) != len(a.params):
+                    raise SpecError(f"action {action} takes {len(a.params)} parameter(s), got {len(values)}")
+                return self.action_base[i] + a.flat_index(values)
+        raise SpecError(f"spec {self.spec.name} has no action {action!r}")
+
+    # -- single steps, evaluated by the compiled action functions (the engine's own code path)
+    def step(self, flat: tuple[int, ...], label: int) -> tuple[int, ...] | None:
+        """The successor of ``flat`` under ``label``, or None if the action is disabled there."""
+        lab = self.labels[label]
+        rec = self.layout.new_records(2)
+        ints = rec.view("int32")
+        ints[: self.layout.size] = flat
+        ints[self.layout.size:] = flat
+        if not lab.action.fn(rec[0], rec[1], *lab.values):
+            if tuple(int(x) for x in ints[self.layout.size:]) != tuple(flat):
+                raise SpecError(f"action {lab} changed the successor record but returned False")
+            return None
+        succ = tuple(int(x) for x in ints[self.layout.size:])
+        self.layout.check_domains(succ, where=f"after {lab}: ")
+        return succ
+
+    def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
+        rec = self.layout.record_from_flat(flat)
+        return [inv.name for inv in self.invariants if not inv.fn(rec[0])]
+
+    def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
+        rec = self.layout.new_records(2)
+        ints = rec.view("int32")
+        ints[: self.layout.size] = before
+        ints[self.layout.size:] = after
+        return [p.name for p in self.properties if not p.fn(rec[0], rec[1])]
+
+    def enabled_labels(self, flat: tuple[int, ...]) -> list[int]:
+        return [lab for lab in range(len(self.labels)) if self.step(flat, lab) is not None]

@@ -1,0 +1,254 @@
+"""The spec interface: what a model declares so the engine can explore it.
+
+A spec is a class with a frozen ``Params`` dataclass and four methods, all evaluated once per run
+in plain Python:
+
+* ``fields()``          the state layout: named fields with bounded integer domains;
+* ``initial_states()``  dicts of field values (missing fields are 0);
+* ``actions()``         named actions, each a numba function ``fn(s, t, *params) -> bool``;
+* ``invariants()`` / ``properties()``  predicates over a state / over a transition.
+
+Action, invariant and property functions receive states as records: ``s.rm_state[r]``,
+``t.tm_state = COMMITTED``. An action returns False *before touching* ``t`` when it is disabled;
+when enabled it writes the successor into ``t`` (which starts as a copy of ``s``) and returns True.
+The same functions run compiled in the engine and interpreted, on plain Python objects, in the
+reference explorer, so they must use only what both support: integers, ``len()``, indexing
+(``s.log[b][i]``, not ``s.log[b, i]``), loops and calls to other such functions.
+
+Per-run configuration (protocol switches, bounds) belongs in ``Const`` fields: they cost no bits in
+the packed state and are read like any other field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable, Sequence
+
+from checker.errors import SpecError, UsageError
+
+# ----------------------------------------------------------------------------------------------
+# State layout
+
+
+@dataclass(frozen=True)
+class Field:
+    """One named state variable: a scalar or a fixed-shape array of integers in ``0..domain-1``.
+
+    ``kind`` says only how a value is shown: ``int``, ``bool``, ``enum`` (``labels`` name the
+    values) or ``set`` (a bitmask; ``labels`` name the members, bit i is ``labels[i]``).
+    ``index_labels`` name the positions of the first axis (``("b1", "b2", "b3")``).
+    A field with ``const`` set holds that value in every state and takes no bits.
+    """
+
+    name: str
+    domain: int
+    shape: tuple[int, ...] = ()
+    kind: str = "int"
+    labels: tuple[str, ...] | None = None
+    index_labels: tuple[str, ...] | None = None
+    const: int | None = None
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise SpecError(f"field name {self.name!r} is not a Python identifier")
+        if self.domain < 1:
+            raise SpecError(f"field {self.name}: domain must be at least 1, got {self.domain}")
+        if self.domain > 2**31:
+            raise SpecError(f"field {self.name}: domain {self.domain} exceeds the int32 range")
+        if any(n < 1 for n in self.shape):
+            raise SpecError(f"field {self.name}: every dimension of shape must be >= 1")
+        if self.kind not in ("int", "bool", "enum", "set"):
+            raise SpecError(f"field {self.name}: unknown kind {self.kind!r}")
+        if self.const is not None and not 0 <= self.const < max(self.domain, self.const + 1):
+            raise SpecError(f"field {self.name}: const value must be >= 0")
+        if self.index_labels is not None and (not self.shape or len(self.index_labels) != self.shape[0]):
+            raise SpecError(f"field {self.name}: index_labels must name every position of the first axis")
+
+    @property
+    def size(self) -> int:
+        """Number of integers the field holds."""
+        return math.prod(self.shape)
+
+    @property
+    def bits(self) -> int:
+        """Bits one element needs in the packed state (0 for constants and one-value domains)."""
+        if self.const is not None:
+            return 0
+        return (self.domain - 1).bit_length()
+
+    def show_value(self, v: int) -> Any:
+        """One element's value as a person reads it."""
+        if self.kind == "bool":
+            return bool(v)
+        if self.kind == "enum" and self.labels is not None:
+            return self.labels[v] if 0 <= v < len(self.labels) else v
+        if self.kind == "set":
+            names = self.labels or tuple(str(i) for i in range(self.domain.bit_length()))
+            return [names[i] for i in range(len(names)) if v >> i & 1]
+        return v
+
+
+def Int(name: str, maximum: int, shape: tuple[int, ...] = (), **kw: Any) -> Field:
+    """An integer field with values ``0..maximum``."""
+    return Field(name, maximum + 1, shape, "int", **kw)
+
+
+def Bool(name: str, shape: tuple[int, ...] = (), **kw: Any) -> Field:
+    """A boolean field (0 or 1)."""
+    return Field(name, 2, shape, "bool", **kw)
+
+
+def Enum(name: str, labels: Sequence[str], shape: tuple[int, ...] = (), **kw: Any) -> Field:
+    """A field whose values ``0..len(labels)-1`` are named by ``labels``."""
+    return Field(name, len(labels), shape, "enum", labels=tuple(labels), **kw)
+
+
+def Set(name: str, members: Sequence[str], shape: tuple[int, ...] = (), **kw: Any) -> Field:
+    """A subset of ``members`` held as a bitmask: bit i stands for ``members[i]``."""
+    return Field(name, 2 ** len(members), shape, "set", labels=tuple(members), **kw)
+
+
+def Const(name: str, value: int, kind: str = "int", labels: Sequence[str] | None = None, **kw: Any) -> Field:
+    """A per-run setting: the same value in every state, free in the packed encoding."""
+    return Field(name, value + 1, (), kind, labels=tuple(labels) if labels else None, const=value, **kw)
+
+
+# ----------------------------------------------------------------------------------------------
+# Actions and properties
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an action: an integer ``0..count-1``, shown through ``labels``."""
+
+    name: str
+    count: int
+    labels: tuple[str, ...] | None = None
+
+    def show(self, v: int) -> Any:
+        return self.labels[v] if self.labels is not None else v
+
+
+@dataclass(frozen=True)
+class Action:
+    """A named action ``fn(s, t, *params) -> bool``, instantiated for every parameter value."""
+
+    name: str
+    fn: Callable[..., bool]
+    params: tuple[Param, ...] = ()
+    doc: str = ""
+
+    @property
+    def instances(self) -> int:
+        return math.prod(p.count for p in self.params)
+
+    def param_values(self, flat: int) -> tuple[int, ...]:
+        """The parameter tuple of instance ``flat`` (the last parameter varies fastest)."""
+        values = []
+        for p in reversed(self.params):
+            flat, v = divmod(flat, p.count)
+            values.append(v)
+        return tuple(reversed(values))
+
+    def flat_index(self, values: Sequence[int]) -> int:
+        flat = 0
+        for p, v in zip(self.params, values):
+            if not 0 <= v < p.count:
+                raise SpecError(f"action {self.name}: {p.name}={v} outside 0..{p.count - 1}")
+            flat = flat * p.count + v
+        return flat
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A named predicate ``fn(s) -> bool`` that must hold in every reachable state."""
+
+    name: str
+    fn: Callable[..., bool]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class TransitionProperty:
+    """A named predicate ``fn(s, t) -> bool`` that must hold for every transition s -> t."""
+
+    name: str
+    fn: Callable[..., bool]
+    doc: str = ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters
+
+
+def param(default: Any, help: str, *, minimum: int | None = None, maximum: int | None = None,
+          choices: Sequence[Any] | None = None) -> Any:
+    """Declare one spec parameter inside a ``Params`` dataclass, with its help and allowed range."""
+    meta = {"help": help, "min": minimum, "max": maximum, "choices": tuple(choices) if choices else None}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def validate_params(params: Any) -> None:
+    """Check every parameter against its declared type, range and choices."""
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        meta = f.metadata
+        expected = f.type if isinstance(f.type, type) else {"int": int, "bool": bool, "str": str}.get(str(f.type))
+        if expected is int and (not isinstance(v, int) or isinstance(v, bool)):
+            raise UsageError(f"parameter {f.name} must be an integer, got {v!r}")
+        if expected is bool and not isinstance(v, bool):
+            raise UsageError(f"parameter {f.name} must be true or false, got {v!r}")
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and v < lo or hi is not None and v > hi:
+            raise UsageError(f"parameter {f.name}={v} is out of range: allowed {lo}..{hi}")
+        if meta.get("choices") and v not in meta["choices"]:
+            allowed = ", ".join(map(str, meta["choices"]))
+            raise UsageError(f"parameter {f.name}={v!r} is not allowed: choose one of {allowed}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The spec
+
+
+class Spec:
+    """Base class of every model. Subclasses set ``name``, ``summary`` and ``Params``."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Params: ClassVar[type]
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params if params is not None else self.Params()
+        validate_params(self.params)
+        self.check_params()
+
+    def check_params(self) -> None:
+        """Reject contradictory parameter combinations with a UsageError (override as needed)."""
+
+    # -- what a spec declares
+    def fields(self) -> list[Field]:
+        raise NotImplementedError
+
+    def initial_states(self) -> Iterable[dict[str, Any]]:
+        raise NotImplementedError
+
+    def actions(self) -> list[Action]:
+        raise NotImplementedError
+
+    def invariants(self) -> list[Invariant]:
+        return []
+
+    def properties(self) -> list[TransitionProperty]:
+        return []
+
+    # -- identity
+    def options(self) -> dict[str, Any]:
+        """Every option that shapes the state graph, for reports and trace files."""
+        return dataclasses.asdict(self.params)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"{self.name}({args})"

@@ -1,0 +1,1 @@
+"""Counterexample traces: networkx graphs, files, pictures and replay."""
