@@ -1,0 +1,1 @@
+"""The ``kraftcheck`` command line: one module per command, one terminal object for output."""
