@@ -181,6 +181,32 @@ class TransitionProperty:
 
 
 # ----------------------------------------------------------------------------------------------
+# Presentation hooks (traces): who owns which state, where an action happens, what "available" means
+
+
+@dataclass(frozen=True)
+class LaneTouch:
+    """Where one action instance happens, for trace pictures and sequence diagrams.
+
+    ``lane`` is the lane the action runs on; ``receives_from`` are lanes whose message it consumes
+    (drawn as arrows into ``lane``); ``sends_to`` are lanes it sends a message to (arrows out).
+    """
+
+    lane: str
+    receives_from: tuple[str, ...] = ()
+    sends_to: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What "the system can serve" means for ``--availability``: a predicate over a state's raw field
+    values (``Layout.values``: ints and nested lists), and the words a report uses for it."""
+
+    description: str  # e.g. "the partition has a leader"
+    holds: Callable[[dict[str, Any]], bool]
+
+
+# ----------------------------------------------------------------------------------------------
 # Parameters
 
 
@@ -243,6 +269,52 @@ class Spec:
 
     def properties(self) -> list[TransitionProperty]:
         return []
+
+    # -- optional presentation hooks, used by traces (never by the engine)
+    main_lane: ClassVar[str] = "global"
+
+    def lanes(self) -> dict[str, tuple[str, ...]]:
+        """Lane name -> the state it owns, for trace tables, pictures and sequence diagrams.
+
+        A lane is a participant: the controller, each broker. Its state is named by selectors:
+        ``"field"`` (the whole field) or ``"field[label]"`` (one position of the field's first
+        axis, named by its ``index_labels``). The first lane is the main one (``--broker B`` keeps
+        it beside lane B). Every non-constant field element must belong to exactly one lane.
+
+        Default: position ``label`` of every field with ``index_labels`` belongs to lane ``label``
+        (``rm_state[rm1]`` to lane ``rm1``); every other field to lane ``main_lane``. Override when
+        a per-broker array is really the controller's (its record of each broker's epoch).
+        """
+        out: dict[str, list[str]] = {}
+        for f in self.fields():
+            if f.const is not None:
+                continue
+            if f.index_labels is None:
+                out.setdefault(self.main_lane, []).append(f.name)
+        for f in self.fields():
+            if f.const is None and f.index_labels is not None:
+                for label in f.index_labels:
+                    out.setdefault(label, []).append(f"{f.name}[{label}]")
+        return {lane: tuple(sel) for lane, sel in out.items()}
+
+    def action_lanes(self, action: str, params: dict[str, Any]) -> LaneTouch | None:
+        """Where action ``action`` with shown parameter values ``params`` happens.
+
+        None (default): traces derive it from each step: the action runs on the lane of a
+        parameter whose state changed (else on the first lane whose state changed); it sends to the
+        other lanes whose state changed and receives from parameter lanes whose state did not.
+        """
+        return None
+
+    def availability(self) -> Availability | None:
+        """What ``--availability`` checks can always be regained; None: the spec offers no such
+        analysis (the default)."""
+        return None
+
+    def availability_variants(self) -> dict[str, Any]:
+        """Name -> ``Params`` of the settings ``--availability`` compares (e.g. one per recovery
+        strategy). Default: empty, meaning only the run's own settings."""
+        return {}
 
     # -- identity
     def options(self) -> dict[str, Any]:

@@ -1,0 +1,243 @@
+"""Trace files: schema-versioned node-link JSON, written atomically, read strictly.
+
+Writing goes to a temporary file in the target's directory, is flushed to disk, then renamed over
+the target, so a crash leaves either the old file or the new one, never half of one. Reading
+parses JSON only (nothing in a file is ever imported, evaluated or unpickled) and checks every
+attribute's presence and type before building the graph; each complaint names the step and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import networkx as nx
+
+from traces.errors import TraceFormatError
+from traces.graph import SCHEMA, SCHEMA_VERSION
+
+MAX_FILE_BYTES = 256 * 2**20
+KINDS = ("counterexample", "scenario")
+_HEX16 = re.compile(r"^[0-9a-f]{16}$")
+
+PathLike = Union[str, os.PathLike]
+
+
+def atomic_write(path: PathLike, data: Union[str, bytes]) -> Path:
+    """Write ``data`` to ``path`` all at once: temp file in the same directory, fsync, rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode() if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
+    """Let ``writer`` produce a file at a temporary path (matplotlib, networkx writers), then
+    rename it into place; nothing is left behind if the writer fails."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        writer(Path(tmp))
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def to_json(graph: nx.DiGraph) -> str:
+    """The canonical text of a trace: node-link JSON, keys in a stable order, one file per trace."""
+    data = nx.node_link_data(graph, edges="edges")
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def save(graph: nx.DiGraph, path: PathLike) -> Path:
+    """Check ``graph`` is a well-formed trace and write it to ``path`` atomically."""
+    data = json.loads(to_json(graph))
+    validate(data, source=str(path))
+    return atomic_write(path, to_json(graph))
+
+
+def load(path: PathLike) -> nx.DiGraph:
+    """Read a trace file into a ``networkx.DiGraph``; raises TraceFormatError naming what is wrong."""
+    source = str(path)
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise TraceFormatError(f"file is {size} bytes; traces are at most {MAX_FILE_BYTES}", source=source)
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise TraceFormatError(f"cannot read the file: {e.strerror or e}", source=source) from None
+    return from_text(raw, source)
+
+
+def from_text(raw: Union[str, bytes], source: str = "<trace>") -> nx.DiGraph:
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
+        raise TraceFormatError(f"not valid JSON ({e}); a trace file is node-link JSON written by kraftcheck",
+                               source=source) from None
+    validate(data, source)
+    return from_data(data)
+
+
+def from_data(data: dict[str, Any]) -> nx.DiGraph:
+    """The graph of already validated node-link data."""
+    g = nx.DiGraph()
+    g.graph.update(data["graph"])
+    for node in sorted(data["nodes"], key=lambda n: n["id"]):
+        attrs = {k: v for k, v in node.items() if k != "id"}
+        g.add_node(node["id"], **attrs)
+    for edge in data["edges"]:
+        attrs = {k: v for k, v in edge.items() if k not in ("source", "target")}
+        g.add_edge(edge["source"], edge["target"], **attrs)
+    return g
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in a trace")
+
+
+# ----------------------------------------------------------------------------------------------
+# structure checks
+
+
+def validate(data: Any, source: str = "<trace>") -> None:
+    """Check the node-link structure of a trace; types only, the spec is not consulted."""
+
+    def fail(reason: str, step: int | None = None, field: str | None = None) -> None:
+        raise TraceFormatError(reason, step, field, source)
+
+    if not isinstance(data, dict):
+        fail("the top level must be a JSON object (node-link data)")
+    for key, kind in (("graph", dict), ("nodes", list), ("edges", list)):
+        if not isinstance(data.get(key), kind):
+            fail(f"missing or not a {kind.__name__}", field=key)
+    if data.get("directed") is not True or data.get("multigraph", False) is not False:
+        fail("a trace is a directed graph without parallel edges", field="directed")
+    graph = data["graph"]
+    if graph.get("schema") != SCHEMA:
+        fail(f"expected {SCHEMA!r}, got {graph.get('schema')!r}: not a kraftcheck trace", field="graph.schema")
+    version = graph.get("schema_version")
+    if not _is_int(version):
+        fail("missing or not an integer", field="graph.schema_version")
+    if version > SCHEMA_VERSION:
+        fail(f"the file has format version {version}, this kraftcheck reads up to {SCHEMA_VERSION}: "
+             "upgrade kraftcheck", field="graph.schema_version")
+    if version < 1:
+        fail(f"unknown format version {version}", field="graph.schema_version")
+    _check_graph_attrs(graph, fail)
+
+    nodes = data["nodes"]
+    if not nodes:
+        fail("a trace has at least its initial state", field="nodes")
+    ids = []
+    for pos, node in enumerate(nodes):
+        if not isinstance(node, dict) or not _is_int(node.get("id")):
+            fail("each node needs an integer id", field=f"nodes[{pos}].id")
+        ids.append(node["id"])
+    if sorted(ids) != list(range(len(nodes))):
+        fail(f"node ids must be the steps 0..{len(nodes) - 1}, got {sorted(ids)[:8]}", field="nodes")
+    for node in nodes:
+        step = node["id"]
+        if not isinstance(node.get("state"), dict):
+            fail("missing or not an object", step, "state")
+        if not isinstance(node.get("fingerprint"), str) or not _HEX16.match(node["fingerprint"]):
+            fail("missing or not 16 hex digits", step, "fingerprint")
+        _check_names(node.get("violated"), fail, step, "violated")
+        if "note" in node and not isinstance(node["note"], str):
+            fail("must be text", step, "note")
+    prints = graph["fingerprints"]
+    if len(prints) != len(nodes):
+        fail(f"{len(prints)} fingerprints for {len(nodes)} steps", field="graph.fingerprints")
+    for node in nodes:
+        if prints[node["id"]] != node["fingerprint"]:
+            fail(f"the node says {node['fingerprint']}, graph.fingerprints says {prints[node['id']]}",
+                 node["id"], "fingerprint")
+
+    edges = data["edges"]
+    if len(edges) != len(nodes) - 1:
+        fail(f"{len(edges)} transitions for {len(nodes)} steps; a trace is a path", field="edges")
+    seen = set()
+    for pos, edge in enumerate(edges):
+        if not isinstance(edge, dict) or not _is_int(edge.get("source")) or not _is_int(edge.get("target")):
+            fail("each transition needs integer source and target", field=f"edges[{pos}]")
+        step = edge["target"]
+        if edge["source"] != step - 1 or not 1 <= step < len(nodes) or step in seen:
+            fail(f"transition {edge['source']} -> {step} does not link consecutive steps", step, "edge")
+        seen.add(step)
+        if not isinstance(edge.get("action"), str) or not edge["action"]:
+            fail("missing or not a name", step, "action")
+        params = edge.get("params")
+        if not isinstance(params, dict):
+            fail("missing or not an object", step, "params")
+        for name, value in params.items():
+            if not (isinstance(value, str) or _is_int(value)):
+                fail(f"must be a label or an integer, got {value!r}", step, f"params.{name}")
+        touch = edge.get("touch")
+        if not isinstance(touch, dict) or not isinstance(touch.get("lane"), str):
+            fail("missing or without a lane", step, "touch")
+        for key in ("receives_from", "sends_to"):
+            _check_names(touch.get(key, []), fail, step, f"touch.{key}")
+        _check_names(edge.get("violated"), fail, step, "violated")
+
+
+def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None:
+    types = {"kind": str, "spec": str, "params": dict, "run_options": dict, "fields": list,
+             "lanes": dict, "fingerprints": list, "kraftcheck_version": str, "settings": dict}
+    for key, kind in types.items():
+        if not isinstance(graph.get(key), kind):
+            fail(f"missing or not a {kind.__name__}", field=f"graph.{key}")
+    if graph["kind"] not in KINDS:
+        fail(f"{graph['kind']!r} is not one of {', '.join(KINDS)}", field="graph.kind")
+    violation = graph.get("violation")
+    if violation is not None:
+        if not isinstance(violation, dict) or not isinstance(violation.get("check"), str) \
+                or violation.get("kind") not in ("invariant", "property") or not _is_int(violation.get("step")):
+            fail("must be null or {check, kind: invariant|property, step}", field="graph.violation")
+    for i, f in enumerate(graph["fields"]):
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("shape"), list) \
+                or not all(_is_int(n) and n > 0 for n in f["shape"]) or not isinstance(f.get("kind"), str):
+            fail("each field needs a name, a kind and a shape", field=f"graph.fields[{i}]")
+        labels = f.get("index_labels")
+        if labels is not None and (not isinstance(labels, list) or not f["shape"] or len(labels) != f["shape"][0]):
+            fail("index_labels must name each position of the first axis", field=f"graph.fields[{i}]")
+    for lane, selectors in graph["lanes"].items():
+        _check_names(selectors, fail, None, f"graph.lanes.{lane}")
+    for i, fp in enumerate(graph["fingerprints"]):
+        if not isinstance(fp, str) or not _HEX16.match(fp):
+            fail("not 16 hex digits", i, "graph.fingerprints")
+
+
+def _check_names(value: Any, fail: Callable[..., None], step: int | None, field: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        fail("missing or not a list of names", step, field)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)

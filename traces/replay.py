@@ -1,0 +1,219 @@
+"""Replay: prove a trace is a real behaviour of its spec.
+
+The spec is rebuilt from the graph's attributes alone (registered name + parameters; nothing from
+the file is executed). Then step 0 must be an initial state, every edge must name an action
+instance enabled in the state before it that produces exactly the state after it, the recorded
+fingerprints and failing checks must be what the spec computes, and the recorded violation (if
+any) must fail at the recorded step. The first disagreement becomes a ReplayError that names the
+step and field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+import networkx as nx
+
+from checker.errors import KraftcheckError
+from checker.model import Model
+from checker.spec import Action, Spec
+from specs import spec_class
+from traces.errors import ReplayError, TraceFormatError
+from traces.files import to_json, validate
+from traces.graph import action_text
+from traces.states import DecodeError, element_names, fingerprint, flat_from_readable
+from traces.stepping import Stepper
+
+
+@dataclass
+class StepCheck:
+    """What the spec says about one step: which checks fail in its state / on its transition."""
+
+    step: int
+    action: Optional[str]  # "RMPrepare(rm=rm1)"; None for the initial state
+    failing: list[str]     # invariants failing in the state, properties failing on the transition
+    note: Optional[str] = None
+
+
+@dataclass
+class ReplayReport:
+    spec: Optional[Spec]
+    checks: list[str] = field(default_factory=list)  # every invariant and property evaluated
+    docs: dict[str, str] = field(default_factory=dict)
+    steps: list[StepCheck] = field(default_factory=list)
+    violation: Optional[dict[str, Any]] = None  # as recorded in the file
+    error: Optional[ReplayError] = None
+    states: list[tuple[int, ...]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """The trace is a behaviour of its spec and reaches its recorded violation (if any)."""
+        return self.error is None
+
+    def raise_for_error(self) -> "ReplayReport":
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+def rebuild_spec(graph_attrs: Mapping[str, Any]) -> Spec:
+    """The spec instance a trace was produced by, from its registered name and parameters."""
+    name = graph_attrs.get("spec")
+    try:
+        cls = spec_class(name)
+    except KraftcheckError as e:
+        raise ReplayError(str(e), field="graph.spec") from None
+    params = dict(graph_attrs.get("params") or {})
+    known = {f for f in cls.Params.__dataclass_fields__}
+    for key in params:
+        if key not in known:
+            raise ReplayError(f"spec {name} has no parameter {key!r} (it has: {', '.join(sorted(known))})",
+                              field=f"graph.params.{key}")
+    for key, value in params.items():  # JSON has lists where Params may hold tuples
+        if isinstance(value, list):
+            params[key] = tuple(value)
+    try:
+        return cls(cls.Params(**params))
+    except KraftcheckError as e:
+        raise ReplayError(str(e), field="graph.params") from None
+
+
+def parse_params(action: Action, given: Any, step: Optional[int], error=ReplayError) -> tuple[int, ...]:
+    """Shown parameter values (labels or integers) of ``action`` back to the integers it takes."""
+    if not isinstance(given, Mapping):
+        raise error("parameters must be a mapping of name to value", step, "params")
+    names = [p.name for p in action.params]
+    for key in given:
+        if key not in names:
+            takes = ", ".join(names) or "no parameters"
+            raise error(f"{action.name} has no parameter {key!r} (it takes {takes})", step, f"params.{key}")
+    values = []
+    for p in action.params:
+        if p.name not in given:
+            raise error(f"{action.name} needs parameter {p.name!r}", step, f"params.{p.name}")
+        v = given[p.name]
+        if p.labels is not None and isinstance(v, str):
+            if v not in p.labels:
+                raise error(f"{v!r} is not one of {', '.join(p.labels)}", step, f"params.{p.name}")
+            values.append(p.labels.index(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < p.count:
+            if p.labels is not None and error is ReplayError:
+                raise error(f"expected one of {', '.join(p.labels)}, got {v}", step, f"params.{p.name}")
+            values.append(v)
+        else:
+            allowed = ", ".join(p.labels) if p.labels else f"0..{p.count - 1}"
+            raise error(f"{v!r} is not a value of {p.name} ({allowed})", step, f"params.{p.name}")
+    return tuple(values)
+
+
+def find_action(model: Model, name: Any, step: Optional[int], error=ReplayError) -> Action:
+    for a in model.actions:
+        if a.name == name:
+            return a
+    raise error(f"spec {model.spec.name} has no action {name!r} (its actions: "
+                f"{', '.join(a.name for a in model.actions)})", step, "action")
+
+
+def first_difference(model: Model, produced: Sequence[int], recorded: Sequence[int]) -> tuple[str, str]:
+    """(element, 'the action produces X, the trace says Y') for the first element that differs."""
+    names = [n for f in model.layout.fields for n in element_names(f)]
+    fields = [f for f in model.layout.fields for _ in range(f.size)]
+    for i, (a, b) in enumerate(zip(produced, recorded)):
+        if a != b:
+            f = fields[i]
+            return names[i], f"the action produces {f.show_value(a)!r}, the trace says {f.show_value(b)!r}"
+    return "state", "states differ"
+
+
+def replay(graph: nx.DiGraph, compiled: bool = False) -> ReplayReport:
+    """Check ``graph`` against its spec step by step; see the module docstring.
+
+    Never raises for a bad trace: the report's ``error`` holds the first problem (``ok`` is False).
+    ``compiled=True`` steps through the engine's compiled actions instead of interpreting them.
+    """
+    report = ReplayReport(spec=None)
+    try:
+        _replay(graph, compiled, report)
+    except TraceFormatError as e:
+        report.error = ReplayError(e.reason, e.step, e.field)
+    except ReplayError as e:
+        report.error = e
+    return report
+
+
+def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport) -> None:
+    validate(json.loads(to_json(graph)))
+    attrs = graph.graph
+    spec = rebuild_spec(attrs)
+    report.spec = spec
+    model = Model(spec)
+    stepper = Stepper(model, compiled=compiled)
+    report.checks = model.check_names
+    report.docs = {c.name: c.doc for c in list(model.invariants) + list(model.properties)}
+    report.violation = attrs.get("violation")
+
+    consts = {f.name: f.show_value(f.const) for f in model.layout.fields if f.const is not None}
+    for name, value in attrs.get("settings", {}).items():
+        if name not in consts:
+            raise ReplayError(f"the spec has no setting {name!r}", field=f"graph.settings.{name}")
+        if json.loads(json.dumps(consts[name])) != value:
+            raise ReplayError(f"the spec's parameters give {consts[name]!r}, the file says {value!r}",
+                              field=f"graph.settings.{name}")
+
+    n = graph.number_of_nodes()
+    states: list[tuple[int, ...]] = []
+    for step in range(n):
+        node = graph.nodes[step]
+        try:
+            flat = flat_from_readable(model.layout, node["state"])
+        except DecodeError as e:
+            raise ReplayError(e.reason, step, e.element) from None
+        if fingerprint(flat) != node["fingerprint"]:
+            raise ReplayError(f"the state recorded here has fingerprint {fingerprint(flat)}, the file says "
+                              f"{node['fingerprint']}: the state or its fingerprint was edited", step, "fingerprint")
+        states.append(flat)
+        report.states.append(flat)
+
+        action = None
+        failing = stepper.violated_invariants(flat)
+        if step == 0:
+            if flat not in model.initial:
+                elem, _ = first_difference(model, model.initial[0], flat)
+                raise ReplayError("not an initial state of the spec (first difference from its initial "
+                                  "state is here)", 0, elem)
+        else:
+            edge = graph.edges[step - 1, step]
+            act = find_action(model, edge["action"], step)
+            values = parse_params(act, edge["params"], step)
+            label = model.label_for(act.name, values)
+            action = action_text(act.name, edge["params"])
+            produced = stepper.step(states[step - 1], label)
+            if produced is None:
+                raise ReplayError(f"{action} is not enabled in the state of step {step - 1}", step, "action")
+            if produced != flat:
+                elem, why = first_difference(model, produced, flat)
+                raise ReplayError(why, step, elem)
+            props = stepper.violated_properties(states[step - 1], flat)
+            if sorted(props) != sorted(edge["violated"]):
+                raise ReplayError(f"the spec says the failing properties here are {sorted(props)}, "
+                                  f"the file says {sorted(edge['violated'])}", step, "violated")
+            failing = failing + props
+        invariants_failing = [c for c in failing if c in {i.name for i in model.invariants}]
+        if sorted(invariants_failing) != sorted(node["violated"]):
+            raise ReplayError(f"the spec says the failing invariants here are {sorted(invariants_failing)}, "
+                              f"the file says {sorted(node['violated'])}", step, "violated")
+        report.steps.append(StepCheck(step, action, failing, node.get("note")))
+
+    violation = report.violation
+    if violation is not None:
+        check, at = violation["check"], violation["step"]
+        if check not in report.checks:
+            raise ReplayError(f"spec {spec.name} has no check {check!r}", field="graph.violation.check")
+        if at != n - 1:
+            raise ReplayError(f"the violation is recorded at step {at} but the trace ends at step {n - 1}",
+                              field="graph.violation.step")
+        if check not in report.steps[at].failing:
+            raise ReplayError(f"the trace ends here, but {violation['kind']} {check} holds: "
+                              "the trace does not reach its recorded violation", at, "violation")

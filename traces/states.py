@@ -1,0 +1,243 @@
+"""States as a person reads them, and back: the readable form stored in trace files.
+
+A trace node holds each non-constant field under its own name. Values are shown the way the spec
+declares them (enum labels, set members as lists, booleans); a field whose first axis has
+``index_labels`` becomes a mapping from those labels (``{"rm1": "prepared", ...}``), other axes stay
+lists. Decoding is strict and never evaluates anything: every error names the field element
+(``rm_state[rm2]``) so a tampered file is pinned to the exact value.
+
+Fingerprints identify a state across runs and machines: the first 8 bytes of BLAKE2b over the flat
+state (every element, constants included, in declaration order) as signed 64-bit little-endian
+integers, written as 16 hex digits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import struct
+from typing import Any, Mapping, Sequence
+
+from checker.layout import Layout
+from checker.spec import Field
+
+
+class DecodeError(ValueError):
+    """A readable value that does not fit its field; ``element`` names the value."""
+
+    def __init__(self, element: str, reason: str) -> None:
+        super().__init__(f"{element}: {reason}")
+        self.element = element
+        self.reason = reason
+
+
+def fingerprint(flat: Sequence[int]) -> str:
+    """The stable fingerprint of a flat state (see the module docstring)."""
+    digest = hashlib.blake2b(struct.pack(f"<{len(flat)}q", *flat), digest_size=8)
+    return digest.hexdigest()
+
+
+def state_fields(layout: Layout) -> list[Field]:
+    """The fields a trace records: every field but the constants (they are the run's settings)."""
+    return [f for f in layout.fields if f.const is None]
+
+
+def element_name(field: Field, index: Sequence[int]) -> str:
+    """``rm_state[rm2]``, ``log[b1][0]``: the first axis by its label when the field has them."""
+    parts = []
+    for axis, i in enumerate(index):
+        parts.append(f"[{field.index_labels[i]}]" if axis == 0 and field.index_labels else f"[{i}]")
+    return field.name + "".join(parts)
+
+
+def element_names(field: Field) -> list[str]:
+    """The names of a field's elements in flat order."""
+    if not field.shape:
+        return [field.name]
+    return [element_name(field, idx) for idx in itertools.product(*(range(n) for n in field.shape))]
+
+
+def lane_selector(element: str) -> tuple[str, str]:
+    """(``field[label]``, ``field``): the two selectors an element can be assigned to a lane by."""
+    field = element.split("[", 1)[0]
+    rest = element[len(field):]
+    first = rest[: rest.index("]") + 1] if rest else ""
+    return field + first, field
+
+
+# ----------------------------------------------------------------------------------------------
+# flat -> readable
+
+
+def readable_state(layout: Layout, flat: Sequence[int]) -> dict[str, Any]:
+    """The readable form of a flat state (constants left out)."""
+    out: dict[str, Any] = {}
+    for f in state_fields(layout):
+        items = [f.show_value(v) for v in flat[layout.field_slices[f.name]]]
+        out[f.name] = _nest(f, items)
+    return out
+
+
+def _nest(f: Field, items: list[Any]) -> Any:
+    if not f.shape:
+        return items[0]
+
+    def build(shape: tuple[int, ...], flat_items: list[Any]) -> Any:
+        if len(shape) == 1:
+            return list(flat_items)
+        step = len(flat_items) // shape[0]
+        return [build(shape[1:], flat_items[i * step:(i + 1) * step]) for i in range(shape[0])]
+
+    nested = build(f.shape, items)
+    if f.index_labels:
+        return dict(zip(f.index_labels, nested))
+    return nested
+
+
+def readable_elements(fields: Sequence[Mapping[str, Any]], state: Mapping[str, Any]) -> dict[str, Any]:
+    """Element name -> shown value, from a readable state and the trace's field descriptions
+    (``graph.graph["fields"]``); needs no spec, so pictures and tables work from the file alone."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        name, shape, labels = f["name"], tuple(f["shape"]), f.get("index_labels")
+        value = state.get(name)
+
+        def walk(path: str, v: Any, depth: int) -> None:
+            if depth == len(shape):
+                out[path] = v
+                return
+            if depth == 0 and labels:
+                for lab in labels:
+                    walk(f"{path}[{lab}]", v.get(lab) if isinstance(v, Mapping) else None, depth + 1)
+            else:
+                seq = v if isinstance(v, list) else [None] * shape[depth]
+                for i, item in enumerate(seq):
+                    walk(f"{path}[{i}]", item, depth + 1)
+
+        walk(name, value, 0)
+    return out
+
+
+def field_description(f: Field) -> dict[str, Any]:
+    """How a trace file describes one field, so it can be read without the spec's code."""
+    return {"name": f.name, "kind": f.kind, "shape": list(f.shape), "domain": f.domain,
+            "labels": list(f.labels) if f.labels else None,
+            "index_labels": list(f.index_labels) if f.index_labels else None, "doc": f.doc}
+
+
+# ----------------------------------------------------------------------------------------------
+# readable -> flat
+
+
+def flat_from_readable(layout: Layout, state: Any) -> tuple[int, ...]:
+    """The flat state a readable one stands for; raises DecodeError naming the bad element."""
+    if not isinstance(state, Mapping):
+        raise DecodeError("state", f"expected a mapping of field names to values, got {type(state).__name__}")
+    fields = state_fields(layout)
+    known = {f.name for f in fields}
+    for name in state:
+        if name not in known:
+            raise DecodeError(str(name), "no such field in this spec")
+    out: list[int] = []
+    for f in layout.fields:
+        if f.const is not None:
+            out.extend([f.const] * f.size)
+            continue
+        if f.name not in state:
+            raise DecodeError(f.name, "missing")
+        out.extend(_decode_field(f, state[f.name]))
+    return tuple(out)
+
+
+def _decode_field(f: Field, value: Any) -> list[int]:
+    out: list[int] = []
+
+    def walk(v: Any, index: tuple[int, ...]) -> None:
+        depth = len(index)
+        if depth == len(f.shape):
+            out.append(decode_value(f, v, element_name(f, index) if f.shape else f.name))
+            return
+        where = f.name + "".join(f"[{f.index_labels[i]}]" if k == 0 and f.index_labels else f"[{i}]"
+                                 for k, i in enumerate(index))
+        n = f.shape[depth]
+        if depth == 0 and f.index_labels:
+            if not isinstance(v, Mapping):
+                raise DecodeError(where, f"expected a mapping keyed by {', '.join(f.index_labels)}")
+            extra = [k for k in v if k not in f.index_labels]
+            if extra:
+                raise DecodeError(where, f"unknown position {extra[0]!r}; expected {', '.join(f.index_labels)}")
+            for i, label in enumerate(f.index_labels):
+                if label not in v:
+                    raise DecodeError(f"{where}[{label}]", "missing")
+                walk(v[label], index + (i,))
+        else:
+            if not isinstance(v, list) or len(v) != n:
+                raise DecodeError(where, f"expected a list of {n} values, got {_describe(v)}")
+            for i, item in enumerate(v):
+                walk(item, index + (i,))
+
+    walk(value, ())
+    return out
+
+
+def decode_value(f: Field, v: Any, where: str) -> int:
+    """One shown element back to its integer."""
+    if f.kind == "bool":
+        if not isinstance(v, bool):
+            raise DecodeError(where, f"expected true or false, got {_describe(v)}")
+        return int(v)
+    if f.kind == "enum" and f.labels is not None:
+        if not isinstance(v, str) or v not in f.labels:
+            raise DecodeError(where, f"{_describe(v)} is not one of {', '.join(f.labels)}")
+        return f.labels.index(v)
+    if f.kind == "set":
+        names = f.labels or tuple(str(i) for i in range(f.domain.bit_length()))
+        if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
+            raise DecodeError(where, f"expected a list of members of {{{', '.join(names)}}}, got {_describe(v)}")
+        mask = 0
+        for m in v:
+            if m not in names:
+                raise DecodeError(where, f"{m!r} is not a member; members are {', '.join(names)}")
+            bit = 1 << names.index(m)
+            if mask & bit:
+                raise DecodeError(where, f"member {m!r} is listed twice")
+            mask |= bit
+        if mask >= f.domain:
+            raise DecodeError(where, f"set {v} is outside the field's domain")
+        return mask
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise DecodeError(where, f"expected an integer, got {_describe(v)}")
+    if not 0 <= v < f.domain:
+        raise DecodeError(where, f"{v} is outside 0..{f.domain - 1}")
+    return v
+
+
+def _describe(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ----------------------------------------------------------------------------------------------
+# showing values compactly
+
+
+def format_value(v: Any) -> str:
+    """A shown value as short text: sets as {a,b}, lists as [..], mappings as a=..; None as -."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}={format_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        if all(isinstance(x, str) for x in v):
+            return "{" + ",".join(v) + "}"
+        return "[" + ",".join(format_value(x) for x in v) + "]"
+    return str(v)
+
+
+def format_element(kind: str, v: Any) -> str:
+    """Like format_value, but knows that a set field's empty list is the empty set."""
+    if kind == "set" and isinstance(v, list):
+        return "{" + ",".join(map(str, v)) + "}"
+    return format_value(v)

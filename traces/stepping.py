@@ -1,0 +1,78 @@
+"""Single steps and checks for traces, interpreted or compiled.
+
+Traces are a few dozen steps, so they run the spec's functions interpreted by default (the
+reference explorer's way: no compile wait, obviously the spec's text). ``compiled=True`` runs
+them through ``Model.step`` instead, the engine's own compiled code path, for a replay that also
+vouches for the compiled actions.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Optional
+
+from checker.errors import SpecError
+from checker.model import Model, python_function
+
+
+class Stepper:
+    """Successors and checks of one model's states, one at a time."""
+
+    def __init__(self, model: Model, compiled: bool = False) -> None:
+        self.model = model
+        self.compiled = compiled
+        self._actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
+        self._invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
+        self._properties = [(p.name, python_function(p.fn)) for p in model.properties]
+
+    def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
+        """The successor of ``flat`` under ``label``, or None when the action is disabled."""
+        if self.compiled:
+            return self.model.step(flat, label)
+        layout = self.model.layout
+        fn, values = self._actions[label]
+        before = layout.to_object(flat)
+        after = copy.deepcopy(before)
+        if not fn(before, after, *values):
+            if layout.from_object(after) != tuple(flat):
+                raise SpecError(f"action {self.model.labels[label]} changed the successor but returned False")
+            return None
+        succ = layout.from_object(after)
+        layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+        return succ
+
+    def successors(self, flat: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+        """Every (label, successor) of ``flat``; one copy per enabled action, not per label."""
+        if self.compiled:
+            out = []
+            for lab in range(len(self.model.labels)):
+                succ = self.model.step(flat, lab)
+                if succ is not None:
+                    out.append((lab, succ))
+            return out
+        layout = self.model.layout
+        before = layout.to_object(flat)
+        after = copy.deepcopy(before)
+        out = []
+        for lab, (fn, values) in enumerate(self._actions):
+            if fn(before, after, *values):
+                succ = layout.from_object(after)
+                layout.check_domains(succ, where=f"after {self.model.labels[lab]}: ")
+                out.append((lab, succ))
+                after = copy.deepcopy(before)
+            elif after.__dict__ != before.__dict__:
+                raise SpecError(f"action {self.model.labels[lab]} changed the successor but returned False")
+        return out
+
+    def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
+        if self.compiled:
+            return self.model.violated_invariants(flat)
+        obj = self.model.layout.to_object(flat)
+        return [name for name, fn in self._invariants if not fn(obj)]
+
+    def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
+        if self.compiled:
+            return self.model.violated_properties(before, after)
+        layout = self.model.layout
+        b, a = layout.to_object(before), layout.to_object(after)
+        return [name for name, fn in self._properties if not fn(b, a)]
