@@ -1,0 +1,130 @@
+"""``kraftcheck trace render``: a trace as a picture (SVG or PNG) drawn with matplotlib.
+
+Time flows down; one lane per participant (the controller / main lane first, then each broker).
+Each step is a box on the lane it runs on, with arrows for the messages it sends or consumes; the
+values it changes are written under it on the lanes that own them; the violating step is red and
+the violated check's explanation closes the picture. Drawn on a bare ``Figure`` (no pyplot, no
+global state, no display needed) and written atomically.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Union
+
+import networkx as nx
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
+
+from checker.errors import UsageError
+from traces.files import atomic_write_with
+from traces.view import TraceView
+
+LANE_W_IN = 2.5        # inches per lane
+LINE_IN = 0.16         # inches per text line
+FONT = 7.5
+WRAP = 38              # characters per line inside a lane
+RED, INK, GREY, ACTION_BG = "#c62828", "#222222", "#9e9e9e", "#e8eef7"
+FORMATS = (".svg", ".png")
+
+
+def _short(element: str, lane: str) -> str:
+    """``log[b1][0]`` on lane b1 reads as ``log[0]``: the lane already says whose it is."""
+    tag = f"[{lane}]"
+    return element.replace(tag, "", 1) if tag in element else element
+
+
+def _wrap(text: str, width: int = WRAP) -> list[str]:
+    return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def render(graph: nx.DiGraph, out: Union[str, Path], dpi: int = 150) -> Path:
+    """Draw ``graph`` to ``out`` (.svg or .png); returns the path written."""
+    out = Path(out)
+    if out.suffix.lower() not in FORMATS:
+        raise UsageError(f"cannot render to {out.name}: the file name must end in .svg or .png")
+    fig = draw(graph)
+    fmt = out.suffix.lower().lstrip(".")
+    return atomic_write_with(out, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi, facecolor="white"))
+
+
+def draw(graph: nx.DiGraph) -> Figure:
+    """The picture of a trace as a matplotlib Figure."""
+    view = TraceView(graph)
+    lanes = view.lanes
+    x_of = {lane: i for i, lane in enumerate(lanes)}
+    bad = view.violating_step
+
+    # Lay the rows out first: each step needs room for its action and its tallest lane of changes.
+    rows = []
+    for step in view.steps:
+        shown = step.values if step.step == 0 else {e: step.values[e] for e in step.changed}
+        notes: dict[str, list[str]] = {}
+        for e, v in shown.items():
+            lane = view.lane_of[e]
+            notes.setdefault(lane, []).extend(_wrap(f"{_short(e, lane)} = {view.fmt(e, v)}"))
+        label = _wrap(f"{step.step}. {step.action or 'initial state'}")
+        extra = _wrap("violates " + ", ".join(step.failing)) if step.failing else []
+        height = len(label) + len(extra) + max([len(n) for n in notes.values()] + [0]) + 1.3
+        rows.append((step, label, extra, notes, height))
+
+    title = [f"{view.spec}  " + ", ".join(f"{k}={v}" for k, v in (view.attrs.get("params") or {}).items())]
+    closing = []
+    if view.violation:
+        v = view.violation
+        closing = _wrap(f"Step {bad} violates {v.get('kind', 'check')} {v.get('check')}: {v.get('doc', '')}",
+                        int(WRAP * max(len(lanes), 2) * 0.9))
+    header = 2.0 + len(title)
+    total = header + sum(r[-1] for r in rows) + len(closing) + 1.5
+    width_in = max(5.0, LANE_W_IN * len(lanes) + 0.6)
+    fig = Figure(figsize=(width_in, max(3.0, total * LINE_IN)))
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(-0.62, len(lanes) - 0.5)
+    ax.set_ylim(-total, 0)
+    ax.axis("off")
+
+    ax.text(-0.55, -0.8, title[0], fontsize=FONT + 1.5, weight="bold", va="center", color=INK)
+    top = -header
+    for lane, x in x_of.items():
+        ax.text(x, top + 0.6, lane, ha="center", va="center", fontsize=FONT + 1, weight="bold",
+                bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=INK, lw=0.8))
+        ax.plot([x, x], [top, -(total - len(closing) - 1.0)], color=GREY, lw=0.7, ls=(0, (4, 3)), zorder=0)
+
+    y = top - 0.6
+    for step, label, extra, notes, height in rows:
+        red = step.step == bad or bool(step.failing)
+        touch = step.touch or {}
+        actor = touch.get("lane") if touch.get("lane") in x_of else view.main_lane
+        ax_x = x_of[actor]
+        box_y = y - (len(label) + len(extra)) / 2
+        # text width estimate: a bold glyph is about 0.62 em wide
+        half_box = (max(len(t) for t in label + extra) * FONT * 0.62 / 72 + 0.12) / LANE_W_IN / 2
+        ax.text(ax_x, box_y, "\n".join(label + extra), ha="center", va="center", fontsize=FONT,
+                color=RED if red else INK, weight="bold" if step.step else "normal", zorder=3,
+                linespacing=1.2,
+                bbox=dict(boxstyle="round,pad=0.35", fc="#ffebee" if red else (ACTION_BG if step.step else "white"),
+                          ec=RED if red else INK, lw=1.4 if red else 0.7))
+        for src, dst in [(s, actor) for s in touch.get("receives_from", [])] + \
+                        [(actor, d) for d in touch.get("sends_to", [])]:
+            if src in x_of and dst in x_of and src != dst:
+                sign = 1 if x_of[dst] > x_of[src] else -1
+                # arrows start or end at the edge of the action's box, not under it
+                start = x_of[src] + sign * (half_box if src == actor else 0.02)
+                end = x_of[dst] - sign * (half_box if dst == actor else 0.02)
+                ax.add_patch(FancyArrowPatch((start, box_y), (end, box_y),
+                                             arrowstyle="-|>", mutation_scale=9, lw=1.0,
+                                             color=RED if red else "#1565c0", zorder=2))
+        note_top = y - len(label) - len(extra) - 0.5
+        ax.text(-0.57, box_y, f"{step.step}", fontsize=FONT, color=RED if red else GREY, va="center")
+        for lane, lines in notes.items():
+            ax.text(x_of[lane], note_top, "\n".join(lines), ha="center", va="top", fontsize=FONT - 0.5,
+                    color=RED if red else "#37474f", family="monospace", zorder=3, linespacing=1.25,
+                    bbox=dict(boxstyle="square,pad=0.15", fc="white", ec="none", alpha=0.85))
+        y -= height
+
+    if closing:
+        ax.text(-0.55, y - 0.4, "\n".join(closing), fontsize=FONT + 0.5, color=RED, va="top", weight="bold")
+    return fig

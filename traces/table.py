@@ -1,0 +1,141 @@
+"""``kraftcheck trace show``: a trace as a table a person reads top to bottom.
+
+One row per step: the action and the fields it changed (old -> new, the new value highlighted);
+``full`` lists every field with the changed ones marked; ``lane`` keeps one broker's fields and
+the controller's. The violating step is marked and the check's explanation closes the table.
+Every value from the file goes in as plain text (never as rich markup). Below ``NARROW`` columns
+the table becomes a list of blocks, one per step, which reads well at any width.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from traces.view import StepView, TraceView
+
+NARROW = 72
+
+
+def _arrow(ascii_only: bool) -> str:
+    return " -> " if ascii_only else " → "
+
+
+def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: list[str], full: bool,
+           ascii_only: bool) -> Text:
+    out = Text()
+    shown = elements if (full or prev is None) else [e for e in elements if e in step.changed]
+    for e in shown:
+        if out:
+            out.append("\n")
+        if prev is not None and e in step.changed:
+            out.append(f"{e}: ")
+            out.append(view.fmt(e, prev.values[e]), style="dim")
+            out.append(_arrow(ascii_only))
+            out.append(view.fmt(e, step.values[e]), style="bold yellow")
+        else:
+            out.append(f"{e}: {view.fmt(e, step.values[e])}", style="dim" if prev is not None else "")
+    if not shown:
+        out.append("(no change)", style="dim")
+    return out
+
+
+def _failing(step: StepView, mark: bool) -> Text:
+    if not step.failing:
+        return Text("ok", style="green")
+    return Text(("VIOLATED: " if mark else "fails: ") + ", ".join(step.failing), style="bold red")
+
+
+def _action(step: StepView) -> Text:
+    text = Text(step.action or "initial state", style="bold" if step.action else "italic")
+    if step.note:
+        text.append("\n" + step.note, style="dim italic")
+    return text
+
+
+def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str] = None,
+                     ascii_only: bool = False, width: int = 100) -> RenderableType:
+    """The table (or, when narrow, the step blocks) and the closing explanation."""
+    keep = None
+    if lane is not None:
+        keep = {view.main_lane, view.resolve_lane(lane)}
+    elements = view.elements_for(keep)
+    bad = view.violating_step
+    title = f"{view.spec}: {view.attrs.get('kind', 'trace')} of {len(view.steps) - 1} steps"
+    params = view.attrs.get("params") or {}
+    if params:
+        title += " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    if keep is not None:
+        parts.append(Text("lanes shown: " + ", ".join(sorted(keep, key=view.lanes.index)), style="dim"))
+
+    rows = []
+    for i, step in enumerate(view.steps):
+        prev = view.steps[i - 1] if i else None
+        rows.append((step, _action(step), _lines(view, step, prev, elements, full, ascii_only),
+                     _failing(step, step.step == bad)))
+
+    if width >= NARROW:
+        table = Table(box=box.ASCII if ascii_only else box.SIMPLE_HEAVY, show_lines=True,
+                      header_style="bold", expand=False, pad_edge=False)
+        table.add_column("#", justify="right", no_wrap=True)
+        table.add_column("action", overflow="fold", max_width=max(18, width // 4))
+        table.add_column("state" if full else "changes", overflow="fold")
+        table.add_column("checks", overflow="fold", max_width=max(12, width // 5))
+        for step, action, lines, failing in rows:
+            table.add_row(str(step.step), action, lines, failing,
+                          style="red" if step.step == bad else None)
+        parts.append(table)
+    else:
+        rule = "-" if ascii_only else "─"
+        for step, action, lines, failing in rows:
+            head = Text(f"{rule * 2} step {step.step}: ", style="red" if step.step == bad else "")
+            head.append_text(action)
+            parts.append(head)
+            indented = Text("  ") + Text("\n  ").join(lines.split("\n")) if lines else Text("  ")
+            parts.append(indented)
+            parts.append(Text("  ") + failing)
+    parts.extend(_closing(view))
+    return Group(*parts)
+
+
+def _closing(view: TraceView) -> Iterable[Text]:
+    v = view.violation
+    if v is None:
+        failing = [s for s in view.steps if s.failing]
+        if failing:
+            first = failing[0]
+            yield Text(f"first failure at step {first.step}: {', '.join(first.failing)}", style="bold red")
+        else:
+            yield Text("every check holds at every step", style="green")
+        return
+    text = Text(f"step {v.get('step')} violates {v.get('kind', 'check')} {v.get('check')}", style="bold red")
+    if v.get("doc"):
+        text.append(f": {v['doc']}", style="red")
+    yield text
+
+
+def print_trace(view: TraceView, console: Console, *, full: bool = False, lane: Optional[str] = None,
+                ascii_only: bool = False) -> None:
+    console.print(trace_renderable(view, full=full, lane=lane, ascii_only=ascii_only, width=console.width))
+
+
+def trace_text(view: TraceView, *, width: int = 100, full: bool = False, lane: Optional[str] = None,
+               ascii_only: bool = True) -> str:
+    """The table as plain text (no color), e.g. for tests or a CI log."""
+    console = Console(width=width, no_color=True, color_system=None, record=True, file=_Null(),
+                      highlight=False, emoji=False, legacy_windows=False)
+    print_trace(view, console, full=full, lane=lane, ascii_only=ascii_only)
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
