@@ -83,7 +83,9 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
         table = Table(box=box.ASCII if ascii_only else box.SIMPLE_HEAVY, show_lines=True,
                       header_style="bold", expand=False, pad_edge=False)
         table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("action", overflow="fold", max_width=max(18, width // 4))
+        longest = max((len(s.action or "") for s in view.steps), default=12)
+        table.add_column("action", overflow="fold", min_width=min(longest, width // 3),
+                         max_width=max(18, width // 3))
         table.add_column("state" if full else "changes", overflow="fold")
         table.add_column("checks", overflow="fold", max_width=max(12, width // 5))
         for step, action, lines, failing in rows:

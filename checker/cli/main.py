@@ -13,6 +13,7 @@ from checker import __version__
 SUBCOMMANDS = [
     "checker.cli.specs_cmd:specs",
     "checker.cli.check_cmd:check",
+    "checker.cli.trace_cmd:trace",
 ]
 
 

@@ -1,0 +1,176 @@
+"""``kraftcheck trace``: read a counterexample (or an authored scenario) as a table, a picture, a
+graph file, or replay it against its spec.
+
+Every subcommand takes a trace file written by ``kraftcheck check`` or a scenario file (YAML, or
+JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: the first).
+Exit codes: 0 success (``replay``: a valid behaviour that reaches its recorded violation, or a
+scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
+2 the file cannot be read or is not a trace.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from checker.errors import KraftcheckError
+from traces.files import atomic_write, load
+from traces.replay import replay as replay_trace
+from traces.scenario import is_scenario_file, load_scenario, run_scenario
+from traces.view import TraceView
+
+EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT = 0, 1, 2
+
+_file = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+_variant = click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
+
+
+def _console(no_color: bool, width: Optional[int], stderr: bool = False) -> Console:
+    return Console(no_color=no_color or None, color_system=None if no_color else "auto", width=width,
+                   highlight=False, emoji=False, stderr=stderr, soft_wrap=False)
+
+
+def _fail(message: str, code: int = EXIT_INPUT) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _open(path: Path, variant: Optional[str]):
+    """(graph, scenario run or None) of a trace or scenario file."""
+    if not path.exists():
+        _fail(f"{path}: no such file")
+    try:
+        if is_scenario_file(path):
+            run = run_scenario(load_scenario(path), variant)
+            return run.graph, run
+        if variant:
+            _fail("--variant applies to scenario files only")
+        return load(path), None
+    except KraftcheckError as e:
+        _fail(str(e))
+
+
+@click.group("trace")
+def trace() -> None:
+    """Show, picture, export or replay a counterexample trace or an authored scenario."""
+
+
+@trace.command("show")
+@_file
+@_variant
+@click.option("--full", is_flag=True, help="Show every field at every step, changed ones marked.")
+@click.option("--broker", "lane", metavar="B", help="Keep one broker's fields (lane B) and the controller's.")
+@click.option("--no-color", is_flag=True, help="Plain text (also when NO_COLOR is set).")
+@click.option("--ascii", "ascii_only", is_flag=True, help="ASCII borders and arrows only.")
+@click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit (default: the terminal's).")
+def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no_color: bool,
+         ascii_only: bool, width: Optional[int]) -> None:
+    """A table, one row per step: the action and the fields it changed."""
+    from traces.table import print_trace
+
+    graph, run = _open(file, variant)
+    console = _console(no_color, width)
+    try:
+        print_trace(TraceView(graph), console, full=full, lane=lane, ascii_only=ascii_only)
+    except KraftcheckError as e:
+        _fail(str(e))
+    if run is not None:
+        _print_run(console, run)
+
+
+@trace.command("export")
+@_file
+@_variant
+@click.option("--format", "fmt", required=True, type=click.Choice(["graphml", "dot", "json", "mermaid"]),
+              help="graphml / dot / json (node-link) / mermaid (sequence diagram).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (atomically); default: standard output.")
+def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path]) -> None:
+    """The trace in another graph format."""
+    from traces.export import export
+
+    graph, _ = _open(file, variant)
+    text = export(graph, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write(output, text)
+        click.echo(f"wrote {output}", err=True)
+
+
+@trace.command("render")
+@_file
+@_variant
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Picture to write: a .svg or .png file.")
+@click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
+def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> None:
+    """A picture: lanes for the controller and each broker, time flowing down."""
+    from traces.render import render
+
+    graph, _ = _open(file, variant)
+    try:
+        render(graph, output, dpi=dpi)
+    except KraftcheckError as e:
+        _fail(str(e))
+    click.echo(f"wrote {output}", err=True)
+
+
+@trace.command("replay")
+@_file
+@_variant
+@click.option("--all-variants/--one-variant", default=True,
+              help="Scenario files: replay every variant (default) or only --variant / the first.")
+@click.option("--compiled", is_flag=True, help="Step through the engine's compiled actions.")
+@click.option("--quiet", is_flag=True, help="Only the verdict, no table.")
+@click.option("--no-color", is_flag=True, help="Plain text.")
+@click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit.")
+def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled: bool, quiet: bool,
+               no_color: bool, width: Optional[int]) -> None:
+    """Check the trace is a real behaviour of its spec; exit 1 at the first bad step."""
+    from traces.table import print_trace
+
+    console = _console(no_color, width)
+    if not file.exists():
+        _fail(f"{file}: no such file")
+    if is_scenario_file(file):
+        try:
+            scenario = load_scenario(file)
+            names = [variant] if variant or not all_variants else list(scenario.variants)
+            runs = [run_scenario(scenario, name or None, compiled=compiled) for name in names]
+        except KraftcheckError as e:
+            _fail(str(e))
+        for run in runs:
+            if not quiet:
+                print_trace(TraceView(run.graph), console)
+            _print_run(console, run)
+        sys.exit(EXIT_OK if all(r.ok for r in runs) else EXIT_BAD_TRACE)
+
+    try:
+        graph = load(file)
+    except KraftcheckError as e:
+        _fail(str(e))
+    report = replay_trace(graph, compiled=compiled)
+    if report.error is not None:
+        console.print(Text(f"NOT A VALID TRACE: {report.error}", style="bold red"))
+        sys.exit(EXIT_BAD_TRACE)
+    if not quiet:
+        print_trace(TraceView(graph), console)
+    v = report.violation
+    tail = f"; reaches {v['kind']} {v['check']} violated at step {v['step']}" if v else ""
+    console.print(Text(f"valid: {len(report.steps) - 1} steps of {report.spec!r}, each an enabled action "
+                       f"producing exactly the next state{tail}", style="bold green"))
+    sys.exit(EXIT_OK)
+
+
+def _print_run(console: Console, run) -> None:
+    verdict = "as expected" if run.ok else "NOT as expected"
+    style = "bold green" if run.ok else "bold red"
+    console.print(Text(f"scenario {run.scenario.name} [{run.variant}]: {run.outcome()} -- {verdict}", style=style))
+    for problem in run.problems:
+        console.print(Text(f"  {problem}", style="red"))
