@@ -1,0 +1,141 @@
+"""``kraftcheck trace show|export|render|replay`` on a real counterexample."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+import traces
+from checker.cli.trace_cmd import trace
+from traces.table import trace_text
+from traces.view import TraceView
+from traces_support import RUN_OPTIONS, eager_commit_violation
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    model, violation = eager_commit_violation()
+    return traces.write_counterexample(model, violation, RUN_OPTIONS, tmp_path_factory.mktemp("t"))
+
+
+def invoke(*args):
+    return CliRunner().invoke(trace, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_show_ascii_fixed_width_lists_the_changes_step_by_step(trace_file):
+    result = invoke("show", trace_file, "--no-color", "--ascii", "--width", "100")
+    assert result.exit_code == 0
+    out = result.output
+    assert out.isascii() and "\x1b[" not in out
+    assert all(len(line) <= 100 for line in out.splitlines())
+    rows = [line for line in out.splitlines() if line.startswith("|") and line[1:3].strip().isdigit()]
+    assert [r.split("|")[1].strip() for r in rows] == ["0", "1", "2", "3", "4", "5"]
+    assert "RMPrepare(rm=rm1)" in rows[1] and "rm_state[rm1]: working -> prepared" in rows[1]
+    assert "TMCommit" in rows[3] and "tm_state: init -> committed" in rows[3]
+    assert "RMRcvCommitMsg(rm=rm1)" in rows[5] and "VIOLATED" in rows[5]
+    # unchanged fields are not repeated after the initial state
+    assert out.count("tm_state: init\n") <= 1 and "rm_state[rm3]" not in "".join(rows[1:])
+    assert "step 5 violates invariant tc_consistent: No resource manager has committed" in out.replace("\n", " ")
+
+
+def test_show_fits_a_narrow_terminal(trace_file):
+    text = trace_text(TraceView(traces.load(trace_file)), width=44, ascii_only=True)
+    assert all(len(line) <= 44 for line in text.splitlines())
+    assert "-- step 3: TMCommit" in text and "tm_state: init -> committed" in text
+    assert "  VIOLATED: tc_consistent" in text
+
+
+def test_show_full_and_broker_filter(trace_file):
+    full = trace_text(TraceView(traces.load(trace_file)), width=120, full=True)
+    assert full.count("rm_state[rm3]: working") == 6  # every field at every step
+    one = trace_text(TraceView(traces.load(trace_file)), width=120, lane="rm2")
+    assert "rm_state[rm2]: working -> aborted" in one and "rm_state[rm1]" not in one
+    assert "tm_state: init -> committed" in one  # the main lane stays
+    assert invoke("show", trace_file, "--broker", "2", "--width", "120").exit_code == 0
+    bad = invoke("show", trace_file, "--broker", "b9")
+    assert bad.exit_code == 2 and "its lanes are: global, rm1, rm2, rm3" in bad.output
+
+
+def test_export_formats(trace_file, tmp_path):
+    out = tmp_path / "t.graphml"
+    assert invoke("export", trace_file, "--format", "graphml", "-o", out).exit_code == 0
+    g = nx.read_graphml(out)
+    assert g.number_of_nodes() == 6 and g.nodes["5"]["rm_state[rm1]"] == "committed"
+    assert g.edges["2", "3"]["action"] == "TMCommit" and g.graph["spec"] == "two_phase_eager_commit"
+
+    as_json = invoke("export", trace_file, "--format", "json").output
+    assert json.loads(as_json) == json.loads(trace_file.read_text())
+
+    dot = invoke("export", trace_file, "--format", "dot").output
+    assert dot.startswith("digraph trace {") and dot.rstrip().endswith("}")
+    assert 's4 -> s5 [label="RMRcvCommitMsg(rm=rm1)"]' in dot
+    node_lines = {line.split()[0]: line for line in dot.splitlines() if line.startswith("  s") and "->" not in line}
+    assert ", color=red" in node_lines["s5"] and "red" not in node_lines["s4"]
+
+    mermaid = invoke("export", trace_file, "--format", "mermaid").output
+    lines = mermaid.splitlines()
+    assert lines[0] == "sequenceDiagram"
+    assert "  participant L0 as global" in lines and "  participant L1 as rm1" in lines
+    assert "  L1->>L0: 1. RMPrepare(rm=rm1)" in lines       # rm1 sends Prepared to the TM
+    assert "  L1->>L0: 2. TMRcvPrepared(rm=rm1)" in lines   # the TM consumes it
+    rect = lines.index("  rect rgb(255, 215, 215)")
+    assert "RMRcvCommitMsg" in lines[rect + 1] and lines[-1] == "  end"
+
+
+def _pixels(path):
+    return np.asarray(Image.open(path).convert("RGB")).astype(int)
+
+
+def test_render_png_is_a_real_picture_with_a_red_step(trace_file, tmp_path):
+    out = tmp_path / "t.png"
+    result = invoke("render", trace_file, "-o", out)
+    assert result.exit_code == 0, result.output
+    px = _pixels(out)
+    assert px.shape[0] > 300 and px.shape[1] > 600
+    ink = (px.sum(axis=2) < 600).mean()
+    assert 0.005 < ink < 0.5  # drawn on, but not a solid block
+    red = (px[:, :, 0] > 150) & (px[:, :, 1] < 90) & (px[:, :, 2] < 90)
+    assert red.sum() > 200  # the violating step and the closing line
+    rows_with_red = np.nonzero(red.any(axis=1))[0]
+    assert rows_with_red.min() > px.shape[0] * 0.6  # red is at the bottom: the last step
+
+
+def test_render_svg_and_bad_suffix(trace_file, tmp_path):
+    out = tmp_path / "t.svg"
+    assert invoke("render", trace_file, "-o", out).exit_code == 0
+    root = ET.parse(out).getroot()
+    assert root.tag.endswith("svg")
+    bad = invoke("render", trace_file, "-o", tmp_path / "t.gif")
+    assert bad.exit_code == 2 and ".svg or .png" in bad.output
+    assert not (tmp_path / "t.gif").exists()
+
+
+def test_replay_exit_codes(trace_file, tmp_path):
+    ok = invoke("replay", trace_file, "--no-color")
+    assert ok.exit_code == 0 and "valid: 5 steps" in ok.output and "tc_consistent violated at step 5" in ok.output
+    data = json.loads(trace_file.read_text())
+    next(n for n in data["nodes"] if n["id"] == 3)["state"]["msg_commit"] = False
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(data))
+    bad = invoke("replay", tampered, "--no-color", "--width", "200")
+    assert bad.exit_code == 1 and "step 3, msg_commit" in bad.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    result = invoke("replay", broken)
+    assert result.exit_code == 2 and "not valid JSON" in result.output
+    assert invoke("replay", tmp_path / "missing.json").exit_code == 2
+
+
+def test_trace_group_is_registered_in_the_cli(trace_file):
+    try:
+        from checker.cli.main import cli
+    except ModuleNotFoundError as e:  # the other commands are still being written
+        pytest.skip(f"the kraftcheck entry point cannot load yet: {e}")
+    result = CliRunner().invoke(cli, ["trace", "replay", str(trace_file), "--quiet"])
+    assert result.exit_code == 0 and "valid: 5 steps" in result.output
