@@ -281,18 +281,21 @@ class Spec:
         axis, named by its ``index_labels``). The first lane is the main one (``--broker B`` keeps
         it beside lane B). Every non-constant field element must belong to exactly one lane.
 
-        Default: position ``label`` of every field with ``index_labels`` belongs to lane ``label``
-        (``rm_state[rm1]`` to lane ``rm1``); every other field to lane ``main_lane``. Override when
-        a per-broker array is really the controller's (its record of each broker's epoch).
+        Default: the participants are the most used ``index_labels`` (the brokers, say, rather than
+        the record numbers some ghost fields are indexed by): position ``label`` of every field
+        indexed by them belongs to lane ``label`` (``rm_state[rm1]`` to lane ``rm1``); every other
+        field to lane ``main_lane``. Override when a per-broker array is really the controller's
+        (its record of each broker's epoch).
         """
+        fields = [f for f in self.fields() if f.const is None]
+        label_sets = [f.index_labels for f in fields if f.index_labels is not None]
+        participants = max(label_sets, key=label_sets.count) if label_sets else None
         out: dict[str, list[str]] = {}
-        for f in self.fields():
-            if f.const is not None:
-                continue
-            if f.index_labels is None:
+        for f in fields:
+            if f.index_labels is None or f.index_labels != participants:
                 out.setdefault(self.main_lane, []).append(f.name)
-        for f in self.fields():
-            if f.const is None and f.index_labels is not None:
+        for f in fields:
+            if f.index_labels is not None and f.index_labels == participants:
                 for label in f.index_labels:
                     out.setdefault(label, []).append(f"{f.name}[{label}]")
         return {lane: tuple(sel) for lane, sel in out.items()}

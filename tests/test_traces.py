@@ -251,3 +251,43 @@ def test_graph_built_in_python_replays_without_a_file(written):
     h.nodes[1]["state"]["msg_commit"] = True
     assert traces.replay(h).error.field == "msg_commit"
     assert json.loads(to_json(g)) == _data(written[2])
+
+
+# ----------------------------------------------------------------------------------------------
+# lanes: the spec hooks and their defaults
+
+
+def test_default_lanes_follow_the_most_used_index_labels():
+    from checker.spec import Int, Spec
+
+    class Mixed(Spec):
+        name, summary, Params = "mixed", "", type(spec_class("two_phase")().params)
+
+        def fields(self):
+            bs, rs = ("b1", "b2"), ("r1", "r2", "r3")
+            return [Int("x", 3, (2,), index_labels=bs), Int("y", 3, (2, 2), index_labels=bs),
+                    Int("rec", 3, (3,), index_labels=rs), Int("z", 3)]
+
+    assert Mixed().lanes() == {"global": ("rec", "z"), "b1": ("x[b1]", "y[b1]"), "b2": ("x[b2]", "y[b2]")}
+
+
+def test_spec_can_say_where_an_action_happens():
+    from checker.spec import LaneTouch
+    from specs.two_phase_eager_commit import TwoPhaseEagerCommit
+    from traces.export import to_mermaid
+
+    class Drawn(TwoPhaseEagerCommit):
+        main_lane = "tm"
+
+        def action_lanes(self, action, params):
+            if action == "RMRcvCommitMsg":
+                return LaneTouch(params["rm"], receives_from=("tm",))
+            return None
+
+    model, violation = eager_commit_violation()
+    drawn = Model(Drawn())
+    g = traces.build_trace(drawn, [(s.label, s.state) for s in violation.steps])
+    assert list(g.graph["lanes"])[0] == "tm"
+    assert g.edges[4, 5]["touch"] == {"lane": "rm1", "receives_from": ["tm"], "sends_to": []}
+    assert g.edges[1, 2]["touch"] == {"lane": "tm", "receives_from": ["rm1"], "sends_to": []}  # derived
+    assert "  L0->>L1: 5. RMRcvCommitMsg(rm=rm1)" in to_mermaid(g).splitlines()
