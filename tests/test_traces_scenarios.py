@@ -1,0 +1,109 @@
+"""Authored scenarios: replayed step by step, judged against their expected outcome."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import traces
+from checker.cli.trace_cmd import trace
+from specs import spec_names
+from traces.errors import ScenarioError
+from traces.scenario import is_scenario_file, load_scenario, run_scenario
+
+SHIPPED = Path(traces.__file__).parent / "scenarios"
+
+EAGER_STORY = """\
+# the TM commits after the first Prepared; a second RM may still abort
+name: eager-commit
+spec: two_phase_eager_commit
+params: {rm: 2}
+variants:
+  flawed: {expect: {violates: [tc_consistent]}}
+steps:
+  - {action: RMPrepare, params: {rm: rm1}, note: "rm1 votes yes"}
+  - TMRcvPrepared(rm=rm1)
+  - TMCommit
+  - RMChooseToAbort(rm=rm2)
+  - RMRcvCommitMsg(rm=rm1)
+"""
+
+
+@pytest.fixture
+def story(tmp_path):
+    path = tmp_path / "eager.yaml"
+    path.write_text(EAGER_STORY)
+    return path
+
+
+def test_flawed_story_reaches_the_violation(story):
+    run = run_scenario(load_scenario(story))
+    assert run.ok, run.problems
+    assert run.blocked_at is None and run.first_failure == {"tc_consistent": 5}
+    g = run.graph
+    assert g.graph["kind"] == "scenario" and g.nodes[1]["note"] == "rm1 votes yes"
+    assert traces.replay(g).ok  # a scenario's graph is a trace like any other
+
+
+def test_correct_protocol_refuses_the_early_commit(tmp_path):
+    text = EAGER_STORY.replace("spec: two_phase_eager_commit", "spec: two_phase").replace(
+        "flawed: {expect: {violates: [tc_consistent]}}", "fixed: {expect: {blocked_at: 3}}")
+    path = tmp_path / "fixed.yaml"
+    path.write_text(text)
+    run = run_scenario(load_scenario(path))
+    assert run.ok, run.problems
+    assert run.blocked_at == 3 and run.blocked_action == "TMCommit"
+    assert "blocked at step 3: TMCommit is not enabled" in run.outcome()
+
+
+def test_unmet_expectation_is_reported(tmp_path, story):
+    path = tmp_path / "wrong.yaml"
+    path.write_text(EAGER_STORY.replace("violates: [tc_consistent]", "holds: true"))
+    run = run_scenario(load_scenario(path))
+    assert not run.ok and "tc_consistent fails at step 5" in run.problems[0]
+    result = CliRunner().invoke(trace, ["replay", str(path), "--quiet", "--no-color"])
+    assert result.exit_code == 1 and "NOT as expected" in result.output
+    result = CliRunner().invoke(trace, ["replay", str(story), "--quiet", "--no-color"])
+    assert result.exit_code == 0 and "as expected" in result.output
+
+
+@pytest.mark.parametrize("edit, step, field, message", [
+    (("TMCommit", "TMKommit"), 3, "action", "no action 'TMKommit'"),
+    (("TMRcvPrepared(rm=rm1)", "TMRcvPrepared(rm=rm5)"), 2, "params.rm", "'rm5' is not one of rm1, rm2"),
+    (("TMRcvPrepared(rm=rm1)", "TMRcvPrepared(r=rm1)"), 2, "params.r", "has no parameter 'r'"),
+])
+def test_malformed_steps_are_named(tmp_path, edit, step, field, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(EAGER_STORY.replace(*edit))
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(load_scenario(path))
+    assert (info.value.step, info.value.field) == (step, field) and message in str(info.value)
+
+
+def test_scenario_file_is_data_only(tmp_path):
+    path = tmp_path / "evil.yaml"
+    path.write_text("spec: !!python/object/apply:os.system ['echo owned']\nsteps: [TMCommit]\n")
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        load_scenario(path)
+
+
+def test_json_scenarios_are_recognised(tmp_path):
+    import yaml
+    path = tmp_path / "story.json"
+    path.write_text(json.dumps(yaml.safe_load(EAGER_STORY)))
+    assert is_scenario_file(path)
+    assert run_scenario(load_scenario(path)).ok
+
+
+def test_show_and_render_accept_a_scenario(story, tmp_path):
+    shown = CliRunner().invoke(trace, ["show", str(story), "--no-color", "--ascii", "--width", "100"])
+    assert shown.exit_code == 0
+    assert "rm1 votes yes" in shown.output and "eager-commit [flawed]: all 5 steps ran" in shown.output
+    out = tmp_path / "s.png"
+    assert CliRunner().invoke(trace, ["render", str(story), "-o", str(out)]).exit_code == 0
+    assert out.stat().st_size > 10_000
+    bad = CliRunner().invoke(trace, ["show", str(story), "--variant", "nope"])
+    assert bad.exit_code == 2 and "this scenario has: flawed" in bad.output
