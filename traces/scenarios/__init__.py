@@ -1,0 +1,1 @@
+"""Authored scenarios shipped with kraftcheck (YAML), replayed by ``kraftcheck trace replay``."""
