@@ -74,7 +74,7 @@ class ReferenceExplorer:
                 result.incomplete_reason = describe_limit(options, "max_depth")
                 break
             next_frontier: list[int] = []
-            for i in frontier:
+            for position, i in enumerate(frontier):
                 source = states[i]
                 before = layout.to_object(source)
                 for lab, (fn, values) in enumerate(actions):
@@ -99,11 +99,12 @@ class ReferenceExplorer:
                         break
                 if stop:
                     break
-                if options.max_states is not None and len(states) >= options.max_states:
+                more_work = position + 1 < len(frontier) or bool(next_frontier)
+                if options.max_states is not None and len(states) >= options.max_states and more_work:
                     result.incomplete_reason = describe_limit(options, "max_states")
                     stop = True
                     break
-                if clock.expired():
+                if clock.expired() and more_work:
                     result.incomplete_reason = describe_limit(options, "time_limit")
                     stop = True
                     break

@@ -1,0 +1,249 @@
+"""Generate and load the compiled kernels specialised to one model.
+
+For each model (spec + parameters + selected checks) the engine writes a small Python module into
+the kernel cache: unrolled pack/unpack for its layout, and an expansion kernel that calls every
+action instance in label order. The module is a real file so numba's on-disk cache
+(``cache=True``) survives between runs; its name is a digest of its own text and of every source
+file it depends on, so editing a spec gives a new module instead of a stale cache hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from checker import __version__
+from checker.errors import SpecError
+from checker.layout import Layout
+from checker.model import Model, python_function
+
+KERNEL_DEPENDENCIES = ("kernels/hashing.py",)
+
+
+def cache_dir() -> Path:
+    """Where generated kernels and numba's cache of them live (``KRAFTCHECK_CACHE_DIR`` overrides)."""
+    root = os.environ.get("KRAFTCHECK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kraftcheck")
+    return Path(root) / "kernels"
+
+
+def _import_path(fn: Callable, what: str) -> tuple[str, str]:
+    """Module and name under which a spec function can be imported by the generated module."""
+    py = python_function(fn)
+    module, name = py.__module__, py.__qualname__
+    mod = sys.modules.get(module)
+    if mod is None or "." in name or getattr(mod, name, None) is not fn:
+        raise SpecError(f"{what}: its function {name} must be a module-level @njit function")
+    return module, name
+
+
+def _unpack_lines(layout: Layout) -> list[str]:
+    lines = [f"    w{k} = words[row, {k}]" for k in range(layout.nwords)]
+    for e in layout.elements:
+        if e.field.const is not None:
+            continue
+        if e.bits == 0:
+            lines.append(f"    f[{e.flat}] = 0")
+        else:
+            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
+    return lines
+
+
+def _pack_lines(layout: Layout) -> list[str]:
+    """Pack ``f`` into ``words[row]``; a value outside its domain returns False instead."""
+    lines = [f"    w{k} = uint64(0)" for k in range(layout.nwords)]
+    for e in layout.elements:
+        f = e.field
+        if f.const is not None:
+            lines.append(f"    if f[{e.flat}] != {f.const}:\n        return False")
+            continue
+        lines.append(f"    v = f[{e.flat}]")
+        lines.append(f"    if v < 0 or v >= {f.domain}:\n        return False")
+        if e.bits:
+            lines.append(f"    w{e.word} |= uint64(v) << uint64({e.shift})")
+    lines += [f"    words[row, {k}] = w{k}" for k in range(layout.nwords)]
+    lines.append("    return True")
+    return lines
+
+
+def _action_lines(model: Model, names: list[str], props: list[str]) -> list[str]:
+    """The body of the per-state loop: every action instance, in label order."""
+    lines = []
+    for ai, action in enumerate(model.actions):
+        base = model.action_base[ai]
+        indent = "            "
+        params = [f"p{j}" for j in range(len(action.params))]
+        for j, p in enumerate(action.params):
+            lines.append(f"{indent}for p{j} in range({p.count}):")
+            indent += "    "
+        flat = "0"
+        for j, p in enumerate(action.params):
+            flat = f"({flat}) * {p.count} + p{j}" if j else "p0"
+        call_args = ", ".join(["s", "t"] + params)
+        lines.append(f"{indent}if {names[ai]}({call_args}):")
+        body = indent + "    "
+        lines.append(f"{body}lab = {base} + {flat}")
+        lines.append(f"{body}if not pack(tf, out_words, c):")
+        lines.append(f"{body}    err[0] = i\n{body}    err[1] = lab")
+        lines.append(f"{body}out_label[c] = lab")
+        lines.append(f"{body}out_hash[c] = fingerprint_row(out_words, c)")
+        if props:
+            lines.append(f"{body}m = uint64(0)")
+            for k, q in enumerate(props):
+                lines.append(f"{body}if not {q}(s, t):\n{body}    m |= uint64({1 << k})")
+            lines.append(f"{body}out_prop[c] = m")
+        lines.append(f"{body}c += 1")
+        lines.append(f"{body}restore(sf, tf)")
+    return lines
+
+
+def generate_source(model: Model) -> str:
+    """The text of the kernel module for ``model``."""
+    layout = model.layout
+    imports: dict[str, list[str]] = {}
+    action_names, inv_names, prop_names = [], [], []
+
+    def alias(fn: Callable, what: str, prefix: str, k: int) -> str:
+        module, name = _import_path(fn, what)
+        local = f"{prefix}{k}_{name}"
+        imports.setdefault(module, []).append(f"{name} as {local}")
+        return local
+
+    for k, a in enumerate(model.actions):
+        action_names.append(alias(a.fn, f"action {a.name}", "a", k))
+    for k, inv in enumerate(model.invariants):
+        inv_names.append(alias(inv.fn, f"invariant {inv.name}", "i", k))
+    for k, p in enumerate(model.properties):
+        prop_names.append(alias(p.fn, f"property {p.name}", "q", k))
+
+    consts = [f"    f[{flat}] = {value}" for flat, value in layout.consts] or ["    pass"]
+    inv_checks = [f"            if not {n}(s):\n                m |= uint64({1 << k})" for k, n in enumerate(inv_names)]
+    out = [
+        f'"""Kernels generated by kraftcheck {__version__} for {model.spec!r}. Do not edit."""',
+        "",
+        "from numba import int32, njit, uint64",
+        "",
+        "from checker.kernels.hashing import fingerprint_row",
+    ]
+    out += [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(imports.items())]
+    out += [
+        "",
+        f"NWORDS = {layout.nwords}",
+        f"SIZE = {layout.size}",
+        f"NLABELS = {len(model.labels)}",
+        "",
+        "",
+        '@njit(cache=True, inline="always")',
+        "def unpack(words, row, f):",
+        *_unpack_lines(layout),
+        "",
+        "",
+        '@njit(cache=True, inline="always")',
+        "def pack(f, words, row):",
+        *_pack_lines(layout),
+        "",
+        "",
+        '@njit(cache=True, inline="always")',
+        "def set_consts(f):",
+        *consts,
+        "",
+        "",
+        '@njit(cache=True, inline="always")',
+        "def restore(src, dst):",
+        "    for k in range(SIZE):",
+        "        dst[k] = src[k]",
+        "",
+        "",
+        "@njit(cache=True)",
+        "def pack_rows(flat_rows, words):",
+        "    for r in range(flat_rows.shape[0]):",
+        "        if not pack(flat_rows[r], words, r):",
+        "            return r",
+        "    return -1",
+        "",
+        "",
+        "@njit(cache=True)",
+        "def unpack_rows(words, flat_rows):",
+        "    for r in range(words.shape[0]):",
+        "        set_consts(flat_rows[r])",
+        "        unpack(words, r, flat_rows[r])",
+        "",
+        "",
+        "@njit(cache=True, nogil=True)",
+        "def expand(frontier, lo, hi, offset, recs, flat, out_words, out_hash, out_label, out_count, out_prop, err):",
+        '    """Successors of frontier[lo:hi]; state lo + j writes rows (offset + j) * NLABELS + k."""',
+        "    s = recs[0]",
+        "    t = recs[1]",
+        "    sf = flat[0]",
+        "    tf = flat[1]",
+        "    set_consts(sf)",
+        "    for j in range(hi - lo):",
+        "        i = offset + j",
+        "        if True:",
+        "            unpack(frontier, lo + j, sf)",
+        "            restore(sf, tf)",
+        "            c = i * NLABELS",
+        *_action_lines(model, action_names, prop_names),
+        "            out_count[i] = c - i * NLABELS",
+        "",
+        "",
+        "@njit(cache=True, nogil=True)",
+        "def check(words, lo, hi, offset, recs, flat, out_mask):",
+        '    """Bitmask of violated invariants of words[lo:hi] into out_mask[offset:]."""',
+        "    s = recs[0]",
+        "    sf = flat[0]",
+        "    set_consts(sf)",
+        "    for j in range(hi - lo):",
+        "        unpack(words, lo + j, sf)",
+        "        if True:",
+        "            m = uint64(0)",
+        *inv_checks,
+        "            out_mask[offset + j] = m",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _dependency_digest(model: Model) -> str:
+    """Digest of every source file the generated module compiles in."""
+    files = {Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES}
+    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties]:
+        files.add(Path(inspect.getsourcefile(python_function(fn))))
+    # Spec functions call helpers from other modules of their package: include the whole package.
+    for f in list(files):
+        if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
+            files.update(f.parent.glob("*.py"))
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(str(f.name).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def load_kernels(model: Model) -> ModuleType:
+    """Write (if new) and import the kernel module for ``model``."""
+    source = generate_source(model)
+    digest = hashlib.sha256((source + _dependency_digest(model) + __version__).encode()).hexdigest()[:20]
+    name = f"kc_{model.spec.name}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

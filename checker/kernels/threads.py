@@ -1,0 +1,44 @@
+"""A process-wide pool of threads that run ``nogil`` kernels side by side.
+
+numba's ``parallel=True`` doubles compile time per model; plain ``nogil`` kernels called on
+disjoint slices from Python threads scale the same on a few cores and compile once.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def thread_count() -> int:
+    """Worker threads: ``KRAFTCHECK_THREADS`` if set, else the usable CPU count."""
+    env = os.environ.get("KRAFTCHECK_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_parts(fn: Callable[[int], None], parts: int) -> None:
+    """Call ``fn(0) .. fn(parts - 1)`` concurrently and wait; re-raise the first error."""
+    global _pool
+    if parts <= 1:
+        fn(0)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=thread_count(), thread_name_prefix="kraftcheck")
+    for f in [_pool.submit(fn, j) for j in range(parts)]:
+        f.result()
+
+
+def split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
+    """Split ``lo..hi`` into at most ``parts`` contiguous, non-empty ranges."""
+    n = hi - lo
+    parts = max(1, min(parts, n))
+    step = -(-n // parts) if n else 0
+    return [(a, min(hi, a + step)) for a in range(lo, hi, step)] if n else []
