@@ -1,0 +1,136 @@
+"""``kraftcheck check``: explore a spec exhaustively and report the verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any, Optional
+
+import click
+
+from checker.cli.params import derived_options, option_name, parse_param_args
+from checker.cli.terminal import Terminal
+from checker.errors import KraftcheckError, UsageError
+from checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
+from checker.model import Model
+from specs import DEFAULT_SPEC, spec_class
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def exit_code(result: Result) -> int:
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATED, INCOMPLETE: EXIT_INCOMPLETE}[result.status]
+
+
+def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be greater than 0")
+    return value
+
+
+DEFAULT_PARAMS = spec_class(DEFAULT_SPEC).Params
+
+
+def gather_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str, Any]) -> Any:
+    """The Params instance of ``spec_name`` from ``--param`` items and the default spec's options."""
+    cls = spec_class(spec_name)
+    given = {k[len("spec_"):]: v for k, v in derived.items() if v is not None}
+    if given and spec_name != DEFAULT_SPEC:
+        flag = option_name(next(iter(given)))
+        raise UsageError(f"{flag} is an option of spec {DEFAULT_SPEC}; for spec {spec_name} use --param KEY=VALUE")
+    values = dict(given)
+    values.update(parse_param_args(cls.Params, spec_name, param_items))
+    defaults = {f.name for f in dataclasses.fields(cls.Params)}
+    unknown = set(values) - defaults
+    if unknown:
+        raise UsageError(f"spec {spec_name} has no parameter {sorted(unknown)[0]!r}")
+    return cls, cls.Params(**values)
+
+
+def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants: tuple[str, ...],
+              keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
+              time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
+              derived: dict[str, Any]) -> int:
+    cls, param_values = gather_params(spec, params, derived)
+    model = Model(cls(param_values), check=list(invariants) or None)
+    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going)
+    if engine == "reference":
+        from checker.explore.reference import ReferenceExplorer
+        explorer: Any = ReferenceExplorer()
+    else:
+        from checker.explore.engine import Engine
+        explorer = Engine()
+    terminal.note(f"checking {model.spec!r}: {len(model.labels)} action instances, "
+                  f"{model.layout.state_bits} bits per state, checks: {', '.join(model.check_names) or 'none'}")
+    terminal.start_progress()
+    try:
+        result = explorer.explore(model, options, terminal.progress)
+    finally:
+        terminal.stop_progress()
+
+    run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
+                   "max_depth": max_depth, "time_limit": time_limit, "engine": engine}
+    trace_files: dict[str, str] = {}
+    if result.violations:
+        import traces
+        for v in result.violations:
+            path = traces.write_counterexample(model, v, run_options, trace_dir)
+            v.trace_file = str(path)
+            trace_files[v.check] = str(path)
+    terminal.summary(result, trace_files)
+    if json_path:
+        from checker.report import build_report, write_report
+        write_report(build_report(result, run_options, trace_files), json_path)
+    if result.interrupted:
+        terminal.error("interrupted; the statistics above cover what was explored so far")
+    return exit_code(result)
+
+
+@click.command(context_settings={"show_default": True})
+@click.option("--spec", default=DEFAULT_SPEC, metavar="NAME", help="The spec to check (see `kraftcheck specs`).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Set a spec parameter (repeatable).")
+@click.option("--invariant", "invariants", multiple=True, metavar="NAME",
+              help="Check only this invariant or transition property (repeatable). [default: all]")
+@click.option("--continue", "keep_going", is_flag=True,
+              help="Keep exploring after a violation; report the shortest violation of each check.")
+@click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop after N distinct states.")
+@click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Explore at most N BFS levels.")
+@click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
+@click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
+@click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
+@click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
+              help="The compiled explorer, or the slow pure-Python reference explorer.")
+@click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
+@click.option("--no-color", is_flag=True, help="Plain text output.")
+def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
+          max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
+          json_path: Optional[str], trace_dir: str, engine: str, threads: Optional[int], quiet: bool,
+          no_color: bool, **derived: Any) -> None:
+    """Explore every reachable state of a spec and check its invariants.
+
+    Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
+    violated; 2 usage or input error; 3 exploration incomplete (a limit was hit); 130 interrupted.
+    """
+    terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
+    if threads:
+        os.environ["KRAFTCHECK_THREADS"] = str(threads)
+    try:
+        code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
+                         json_path, trace_dir, engine, derived)
+    except KraftcheckError as e:
+        terminal.error(str(e))
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        terminal.error("interrupted")
+        code = EXIT_INTERRUPTED
+    sys.exit(code)
+
+
+check.params.extend(derived_options(DEFAULT_PARAMS))
+if DEFAULT_SPEC:
+    check.help = (check.help or "") + (f"\n\nThe options after --no-color are the parameters of the default spec "
+                                       f"({DEFAULT_SPEC}); other specs take --param KEY=VALUE.")

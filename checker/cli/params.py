@@ -1,0 +1,86 @@
+"""Spec parameters on the command line: ``--param KEY=VALUE`` and options derived from a Params dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import click
+
+from checker.errors import UsageError
+
+
+def field_kind(f: dataclasses.Field) -> str:
+    """'int', 'bool' or 'str', from the annotation (which may be a string under future annotations)."""
+    t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    for kind in ("bool", "int", "str"):
+        if kind in t:
+            return kind
+    return "str"
+
+
+def optional(f: dataclasses.Field) -> bool:
+    t = f.type if isinstance(f.type, str) else str(f.type)
+    return "None" in t or "Optional" in t
+
+
+def parse_value(f: dataclasses.Field, text: str) -> Any:
+    kind = field_kind(f)
+    if optional(f) and text.lower() in ("none", ""):
+        return None
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"parameter {f.name} must be an integer, got {text!r}") from None
+    if kind == "bool":
+        low = text.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(f"parameter {f.name} must be true or false, got {text!r}")
+    return text
+
+
+def parse_param_args(params_cls: type, spec_name: str, items: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings into typed values for ``params_cls``."""
+    fields = {f.name: f for f in dataclasses.fields(params_cls)}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep:
+            raise UsageError(f"--param expects KEY=VALUE, got {item!r}")
+        if key not in fields:
+            allowed = ", ".join(fields) or "(none)"
+            raise UsageError(f"spec {spec_name} has no parameter {key!r}; its parameters: {allowed}")
+        out[key] = parse_value(fields[key], value.strip())
+    return out
+
+
+def option_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def derived_options(params_cls: type) -> list[click.Option]:
+    """One click option per parameter of ``params_cls`` (the default spec's own options)."""
+    options = []
+    for f in dataclasses.fields(params_cls):
+        meta = f.metadata
+        kind = field_kind(f)
+        default = f.default if f.default is not dataclasses.MISSING else None
+        help_text = meta.get("help", "")
+        if kind == "bool":
+            options.append(click.Option([option_name(f.name), f"spec_{f.name}"], is_flag=True, default=None,
+                                        help=help_text))
+            continue
+        if meta.get("choices"):
+            ptype: Any = click.Choice([str(c) for c in meta["choices"]])
+        else:
+            ptype = click.INT if kind == "int" else click.STRING
+        shown = "preset default" if default is None else default
+        options.append(click.Option([option_name(f.name), f"spec_{f.name}"], type=ptype, default=None,
+                                    metavar="N" if kind == "int" else None,
+                                    help=f"{help_text} [default: {shown}]"))
+    return options

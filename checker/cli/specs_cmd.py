@@ -1,0 +1,48 @@
+"""``kraftcheck specs``: the registered specs, their parameters, defaults and descriptions."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import click
+from rich.table import Table
+
+from checker.cli.params import field_kind
+from checker.cli.terminal import Terminal
+from checker.errors import KraftcheckError
+from specs import DEFAULT_SPEC, spec_class, spec_names
+
+
+def describe_param(f: dataclasses.Field) -> str:
+    meta = f.metadata
+    parts = [field_kind(f)]
+    if meta.get("choices"):
+        parts.append("one of " + "|".join(map(str, meta["choices"])))
+    elif meta.get("min") is not None or meta.get("max") is not None:
+        parts.append(f"{meta.get('min', '')}..{meta.get('max', '')}")
+    default = f.default if f.default is not dataclasses.MISSING else None
+    return f"{', '.join(parts)}; default {default}"
+
+
+@click.command()
+@click.option("--no-color", is_flag=True, help="Plain text output.")
+def specs(no_color: bool) -> None:
+    """List the specs, their parameters, defaults and one-line descriptions."""
+    terminal = Terminal(color=False if no_color else None)
+    try:
+        for name in spec_names():
+            cls = spec_class(name)
+            default = "  [dim](default spec)[/]" if name == DEFAULT_SPEC else ""
+            terminal.out.print(f"[bold]{name}[/]{default}: {cls.summary}")
+            table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 2))
+            table.add_column(style="cyan", no_wrap=True)
+            table.add_column(ratio=1)
+            table.add_column(ratio=2)
+            for f in dataclasses.fields(cls.Params):
+                table.add_row(f.name, describe_param(f), f.metadata.get("help", ""))
+            terminal.out.print(table)
+            terminal.out.print()
+    except KraftcheckError as e:
+        terminal.error(str(e))
+        sys.exit(2)

@@ -1,0 +1,118 @@
+"""The one object that writes to the terminal: progress while exploring, the summary after.
+
+Explorers never print; they send ``Progress`` snapshots here. On a terminal, a rich live line
+refreshed several times a second; otherwise (CI logs, pipes) a plain line every 10 seconds;
+nothing at all with ``--quiet``. Results go to stdout, progress and errors to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progress, Result
+
+PLAIN_PROGRESS_EVERY_S = 10.0
+
+
+def _rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f}/s" if seconds > 0 else "-"
+
+
+class Terminal:
+    """Owns the rich consoles; every command prints through one of these."""
+
+    def __init__(self, quiet: bool = False, color: Optional[bool] = None, width: Optional[int] = None,
+                 results_to_stderr: bool = False) -> None:
+        no_color = color is False
+        # results_to_stderr keeps stdout clean when it carries the JSON report
+        self.out = Console(stderr=results_to_stderr, no_color=no_color, width=width, highlight=False, soft_wrap=False)
+        self.err = Console(stderr=True, no_color=no_color, width=width, highlight=False)
+        self.quiet = quiet
+        self._live: Optional[Live] = None
+        self._last_plain = 0.0
+        self._last: Optional[Progress] = None
+
+    # -- errors and notes
+    def error(self, message: str) -> None:
+        self.err.print(Text(f"kraftcheck: error: {message}", style="bold red"), soft_wrap=True)
+
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(Text(message, style="dim"), soft_wrap=True)
+
+    # -- progress
+    def start_progress(self) -> None:
+        if self.quiet:
+            return
+        if self.err.is_terminal:
+            self._live = Live(Text("starting..."), console=self.err, refresh_per_second=4, transient=True)
+            self._live.start()
+        self._last_plain = time.monotonic()
+
+    def progress(self, p: Progress) -> None:
+        self._last = p
+        if self.quiet:
+            return
+        line = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
+                f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  "
+                f"{_rate(p.generated, p.elapsed_s)} generated  {p.elapsed_s:,.1f}s")
+        if self._live is not None:
+            self._live.update(Text(line, style="cyan"))
+        elif time.monotonic() - self._last_plain >= PLAIN_PROGRESS_EVERY_S:
+            self._last_plain = time.monotonic()
+            self.err.print(f"progress: {line}", soft_wrap=True)
+
+    def stop_progress(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # -- the summary
+    def summary(self, result: Result, trace_files: dict[str, str]) -> None:
+        if self.quiet:
+            return
+        verdict = {
+            HOLDS: ("[bold green]all invariants hold over the complete state space[/]"),
+            VIOLATED: ("[bold red]invariant violated[/]"),
+            INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}"),
+        }[result.status]
+        model = result.model
+        self.out.print(f"{model.spec!r}: {verdict}")
+        stats = Table(show_header=False, box=None, pad_edge=False)
+        stats.add_column(style="bold")
+        stats.add_column(justify="right")
+        stats.add_row("initial states", f"{result.initial_states:,}")
+        stats.add_row("states generated", f"{result.states_generated:,}")
+        stats.add_row("distinct states", f"{result.distinct_states:,}")
+        stats.add_row("depth", f"{result.depth:,}")
+        stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
+        stats.add_row("compilation", f"{result.compile_s:,.2f} s")
+        stats.add_row("checked", ", ".join(model.check_names) or "(nothing)")
+        self.out.print(stats)
+
+        cov = Table(title="coverage", title_justify="left", show_edge=False)
+        cov.add_column("action")
+        cov.add_column("fired", justify="right")
+        cov.add_column("new states", justify="right")
+        for name, c in result.coverage().items():
+            style = "yellow" if c["fired"] == 0 else None
+            cov.add_row(name, f"{c['fired']:,}", f"{c['new']:,}", style=style)
+        self.out.print(cov)
+        never = result.never_fired()
+        if never and result.status != INCOMPLETE:
+            self.out.print(f"[yellow]warning[/]: never enabled (a sign of a model bug): {', '.join(never)}")
+
+        for v in result.violations:
+            where = trace_files.get(v.check)
+            self.out.print(f"[red]violated[/] {v.kind} [bold]{v.check}[/]: shortest counterexample has "
+                           f"{v.depth} states" + (f", written to {where}" if where else ""))
+            for i, step in enumerate(v.steps):
+                action = "initial state" if step.label is None else str(model.labels[step.label])
+                self.out.print(f"  {i + 1:>3}. {action}")

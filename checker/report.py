@@ -1,0 +1,67 @@
+"""The machine-readable report of a run (``--json``): one flat JSON object."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+from typing import Any, Mapping
+
+from checker import __version__
+from checker.explore.result import Result
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024
+
+
+def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Mapping[str, str]) -> dict:
+    model = result.model
+    return {
+        "result": result.status,
+        "incomplete_reason": result.incomplete_reason,
+        "spec": model.spec.name,
+        "params": model.spec.options(),
+        "options": dict(run_options),
+        "engine": result.engine,
+        "kraftcheck_version": __version__,
+        "checked": model.check_names,
+        "initial_states": result.initial_states,
+        "states_generated": result.states_generated,
+        "distinct_states": result.distinct_states,
+        "depth": result.depth,
+        "elapsed_s": round(result.elapsed_s, 4),
+        "compile_s": round(result.compile_s, 4),
+        "states_per_s": round(result.states_per_s, 1),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "coverage": result.coverage(),
+        "never_fired": result.never_fired(),
+        "violations": [
+            {"invariant": v.check, "kind": v.kind, "depth": v.depth, "trace_file": trace_files.get(v.check),
+             "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None]}
+            for v in result.violations
+        ],
+    }
+
+
+def write_report(report: dict, path: str) -> None:
+    """Write to ``path`` atomically, or to stdout for ``-``."""
+    text = json.dumps(report, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kraftcheck-report-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
