@@ -6,6 +6,7 @@ instead of the state itself; a trace is rebuilt by replaying labels from an init
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -16,9 +17,30 @@ from checker.spec import Action, Invariant, Spec, TransitionProperty
 MAX_LABELS = 65535  # labels are stored as uint16 per state
 
 
+_interpreted: dict[int, Callable[..., Any]] = {}
+
+
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The interpreted body of a numba function (itself when JIT is disabled)."""
-    return getattr(fn, "py_func", fn)
+    """The interpreted body of a numba function (itself when JIT is disabled).
+
+    The numba functions it calls (helpers shared by several actions) are interpreted too: the body
+    is rebuilt over a copy of its globals in which every dispatcher is replaced by its interpreted
+    version, so a helper never receives a plain Python state object in compiled form.
+    """
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        return fn
+    key = id(fn)
+    if key in _interpreted:
+        return _interpreted[key]
+    env = dict(py.__globals__)
+    clone = types.FunctionType(py.__code__, env, py.__name__, py.__defaults__, py.__closure__)
+    clone.__doc__, clone.__wrapped__ = py.__doc__, py
+    _interpreted[key] = clone
+    for name, value in py.__globals__.items():
+        if name in py.__code__.co_names and hasattr(value, "py_func"):
+            env[name] = python_function(value)
+    return clone
 
 
 @dataclass(frozen=True)
