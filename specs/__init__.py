@@ -13,9 +13,10 @@ from checker.errors import UsageError
 REGISTRY: dict[str, str] = {
     "two_phase": "specs.two_phase:TwoPhase",
     "two_phase_eager_commit": "specs.two_phase_eager_commit:TwoPhaseEagerCommit",
+    "kafka": "specs.kafka:KafkaReplication",
 }
 
-DEFAULT_SPEC = "two_phase"
+DEFAULT_SPEC = "kafka"
 
 
 def spec_names() -> list[str]:

@@ -1,0 +1,106 @@
+"""Durability and consistency: committed and acknowledged data survive, reads are repeatable.
+
+All but ``isr_members_have_current_broker_epoch`` are claimed only while the lossy unclean
+shutdowns so far are fewer than the smallest min.insync.replicas in force so far (KIP-966:
+"providing MinISR-1 tolerance to data loss unclean shutdown events"); they speak of running
+brokers, as a broker that lost data is only known to have done so once it registers again.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from invariants.elr import durability_claimed
+from specs.kafka.broker import acting_leader
+from specs.kafka.state import RUNNING, records_below
+
+
+@njit(cache=True)
+def isr_members_hold_committed_log(s):
+    """KIP-966: the ISR "acts as a quorum for replication. The High Watermark is utilized to
+    indicate the lower bound of the log offset that all ISR replicas have replicated." Every
+    running member of the controller's ISR holds every committed record."""
+    if not durability_claimed(s):
+        return True
+    for b in range(len(s.log)):
+        if s.c_isr >> b & 1 and s.b_state[b] == RUNNING and s.committed & ~s.log[b]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def leader_holds_committed_log(s):
+    """KIP-966: "Our ultimate goal is to elect a leader without data loss or HWM moving backward
+    when we only have min ISR - 1 unclean shutdowns." The controller's leader, when running, holds
+    every committed record."""
+    if not durability_claimed(s):
+        return True
+    lead = s.c_leader
+    if lead >= len(s.log) or s.b_state[lead] != RUNNING:
+        return True
+    return s.committed & ~s.log[lead] == 0
+
+
+@njit(cache=True)
+def committed_logs_match(s):
+    """Every running broker's log below its HWM holds only committed records, and any two running
+    brokers agree below the smaller of their HWMs (what any replica exposes as committed is the
+    same history)."""
+    if not durability_claimed(s):
+        return True
+    n = len(s.log)
+    for a in range(n):
+        if s.b_state[a] != RUNNING:
+            continue
+        mine = records_below(s.log[a], s.hwm[a])
+        if mine & ~s.committed:
+            return False
+        for b in range(a + 1, n):
+            if s.b_state[b] != RUNNING:
+                continue
+            k = min(s.hwm[a], s.hwm[b])
+            if records_below(s.log[a], k) != records_below(s.log[b], k):
+                return False
+    return True
+
+
+@njit(cache=True)
+def acked_writes_survive(s):
+    """KIP-966: "with at most minISR - 1 lossy unclean shutdowns, no acknowledged (acks=all) write
+    is lost" (PROTOCOL rule 9). The controller's leader, when running, holds every acknowledged
+    acks=all record (a leader without it makes every replica truncate it)."""
+    if not durability_claimed(s):
+        return True
+    lead = s.c_leader
+    if lead >= len(s.log) or s.b_state[lead] != RUNNING:
+        return True
+    return s.acked & ~s.log[lead] == 0
+
+
+@njit(cache=True)
+def reads_are_repeatable(s):
+    """KIP-966 motivation: "This can cause HWM to move backward and impacts the consumers." What a
+    consumer read is never undone: no two different records were ever committed at the same
+    offset, and the leader acting in the controller's current leader epoch still holds every
+    committed record (its HWM has not moved back below what consumers read)."""
+    if not durability_claimed(s):
+        return True
+    seen = 0
+    for r in range(len(s.rec_epoch)):
+        if s.committed >> r & 1:
+            bit = 1 << s.rec_offset[r]
+            if seen & bit:
+                return False
+            seen |= bit
+    lead = s.c_leader
+    if lead < len(s.log) and acting_leader(s, lead) and s.v_epoch[lead] == s.c_epoch:
+        if s.committed & ~s.log[lead]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def isr_members_have_current_broker_epoch(s):
+    """KIP-903: "A replica with a stale broker epoch is not eligible to join the ISR." No ISR member
+    was admitted (or kept) with a broker epoch older than its current registration. Claimed always."""
+    return s.isr_stale & s.c_isr == 0

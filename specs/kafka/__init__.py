@@ -1,0 +1,139 @@
+"""Kafka's replication protocol under KRaft: KIP-966 ELR, strict min ISR, KIP-903, faults, recovery.
+
+One partition on brokers ``b1..bN`` (all replicas). The modules:
+
+* ``state``       field layout, value codes, bit helpers;
+* ``params``      the options (``kraftcheck check`` flags) and the presets they select;
+* ``controller``  ISR/ELR rule, leader election, AlterPartition handling, fencing, min ISR changes;
+* ``broker``      metadata propagation, produce, fetch, HWM, AlterPartition proposals and responses;
+* ``faults``      unclean (lossy / lossless) and controlled shutdowns, restart and registration;
+* ``recovery``    KIP-966 unclean recovery (GetReplicaLogInfo replies, election);
+
+and ``invariants/`` holds the properties checked. ``docs/model.md`` describes every variable and
+action precisely.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from checker.errors import UsageError
+from checker.spec import Action, Invariant, Param, Spec, TransitionProperty
+from invariants import kafka_invariants, kafka_properties
+from specs.kafka import broker, controller, faults, recovery
+from specs.kafka.params import BOUNDS, KafkaParams, check, switches
+from specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch
+
+
+class KafkaReplication(Spec):
+    name = "kafka"
+    summary = "Kafka replication under KRaft: KIP-966 ELR, strict min ISR, KIP-903, faults, unclean recovery"
+    Params = KafkaParams
+    main_lane = "controller"
+
+    def __init__(self, params: KafkaParams | None = None) -> None:
+        self.params = params if params is not None else KafkaParams()
+        _validate(self.params)
+        self.check_params()
+
+    def check_params(self) -> None:
+        check(self.params)
+
+    # -- derived sizes
+    @property
+    def n(self) -> int:
+        return self.params.brokers
+
+    def shutdowns(self) -> int:
+        p = self.params
+        return p.lossy_shutdowns + p.lossless_shutdowns + p.clean_shutdowns
+
+    def broker_names(self) -> tuple[str, ...]:
+        return tuple(f"b{i + 1}" for i in range(self.n))
+
+    def fields(self):
+        p = self.params
+        consts = switches(p)
+        bounds = {name: getattr(p, name) for name in BOUNDS}
+        return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns()),
+                            max(1, self.shutdowns()), consts, bounds)
+
+    def initial_states(self):
+        n, p = self.n, self.params
+        everyone = (1 << n) - 1
+        leader_view_isr = [everyone] + [0] * (n - 1)
+        yield {
+            "c_isr": everyone, "c_leader": 0, "c_last_leader": n, "c_epoch": 1, "c_min_isr": p.min_isr,
+            "b_state": [0] * n, "v_leader": [0] * n, "v_epoch": [1] * n,
+            "v_isr": leader_view_isr, "v_min_isr": [p.min_isr] + [0] * (n - 1),
+            "v_pe_ok": [1] + [0] * (n - 1),
+            "fewest_min_isr": p.min_isr,
+        }
+
+    def actions(self):
+        p = self.params
+        b = Param("b", self.n, self.broker_names())
+        f = Param("f", self.n, self.broker_names())
+        acks = Param("acks", 2, ("1", "all"))
+        acts = [
+            Action("SyncMetadata", broker.sync_metadata, (b,), broker.sync_metadata.__doc__),
+            Action("Produce", broker.produce, (b, acks), broker.produce.__doc__),
+            Action("Fetch", broker.fetch, (f,), broker.fetch.__doc__),
+            Action("AdvanceHighWatermark", broker.advance_hwm, (b,), broker.advance_hwm.__doc__),
+            Action("ProposeIsrExpand", broker.propose_expand, (b, f), broker.propose_expand.__doc__),
+            Action("HandleAlterPartition", controller.handle_alter_partition, (),
+                   controller.handle_alter_partition.__doc__),
+            Action("ReceiveAlterPartitionResponse", broker.receive_alter_partition_response, (),
+                   broker.receive_alter_partition_response.__doc__),
+            Action("Unfence", controller.unfence, (b,), controller.unfence.__doc__),
+            Action("SessionTimeout", controller.session_timeout, (b,), controller.session_timeout.__doc__),
+            Action("Restart", faults.restart, (b,), faults.restart.__doc__),
+        ]
+        if p.isr_shrinks:
+            acts.append(Action("ProposeIsrShrink", broker.propose_shrink, (b, f), broker.propose_shrink.__doc__))
+        if p.fences:
+            acts.append(Action("Fence", controller.fence, (b,), controller.fence.__doc__))
+        if p.lossy_shutdowns:
+            keep = Param("keep", p.records)
+            acts.append(Action("LossyShutdown", faults.lossy_shutdown, (b, keep), faults.lossy_shutdown.__doc__))
+        if p.lossless_shutdowns:
+            acts.append(Action("LosslessShutdown", faults.lossless_shutdown, (b,), faults.lossless_shutdown.__doc__))
+        if p.clean_shutdowns:
+            acts.append(Action("CleanShutdown", faults.clean_shutdown, (b,), faults.clean_shutdown.__doc__))
+        if p.min_isr_changes:
+            value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
+            acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
+        sw = switches(p)
+        if sw["k_recovery"] != RECOVERY_OFF:
+            acts.append(Action("RecoveryReply", recovery.recovery_reply, (b,), recovery.recovery_reply.__doc__))
+            acts.append(Action("RecoveryElect", recovery.recovery_elect, (), recovery.recovery_elect.__doc__))
+        if sw["k_recovery"] != RECOVERY_OFF or sw["k_fallback"] == FALLBACK_UNCLEAN:
+            acts.append(Action("ProposeRecovered", broker.propose_recovered, (b,), broker.propose_recovered.__doc__))
+        return acts
+
+    def invariants(self):
+        return [Invariant(fn.__name__, fn, fn.__doc__) for fn in kafka_invariants()]
+
+    def properties(self):
+        return [TransitionProperty(fn.__name__, fn, fn.__doc__) for fn in kafka_properties()]
+
+
+def _validate(params: KafkaParams) -> None:
+    """``checker.spec.validate_params``, treating None as "not given" for optional options."""
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        if v is None:
+            continue
+        meta = f.metadata
+        kind = {"int": int, "bool": bool, "str": str, "Optional[str]": str, "Optional[int]": int}.get(str(f.type))
+        if kind is int and (not isinstance(v, int) or isinstance(v, bool)):
+            raise UsageError(f"parameter {f.name} must be an integer, got {v!r}")
+        if kind is bool and not isinstance(v, bool):
+            raise UsageError(f"parameter {f.name} must be true or false, got {v!r}")
+        if kind is str and not isinstance(v, str):
+            raise UsageError(f"parameter {f.name} must be a string, got {v!r}")
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and v < lo or hi is not None and v > hi:
+            raise UsageError(f"parameter {f.name}={v} is out of range: allowed {lo}..{hi}")
+        if meta.get("choices") and v not in meta["choices"]:
+            raise UsageError(f"parameter {f.name}={v!r} is not allowed: choose one of {', '.join(meta['choices'])}")

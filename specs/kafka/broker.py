@@ -1,0 +1,289 @@
+"""Broker actions: metadata propagation, produce, fetch/replication, HWM, AlterPartition proposals.
+
+A broker acts on its own metadata view (``v_*``), a snapshot of the controller's state taken when
+it last applied metadata. Fields only a leader reads (``v_isr``, ``v_min_isr``, ``v_pe_ok``,
+``v_recovering``, ``v_gen_age``, ``f_leo``, ``f_gen_age``, ``eso``) are kept at 0 while a broker
+is not the leader in its own view, so states that differ only in unused data are one state.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
+                               popcount, records_below)
+
+
+@njit(cache=True)
+def acting_leader(s, b):
+    """``b`` is running and its metadata view says it leads (possibly a stale, zombie view)."""
+    return s.b_state[b] == RUNNING and s.v_leader[b] == b
+
+
+@njit(cache=True)
+def maximal_isr(s, b):
+    """The leader's committed ISR plus the members of its pending AlterPartition."""
+    isr = s.v_isr[b]
+    if s.ap_live and s.ap_from == b:
+        isr |= s.ap_isr
+    return isr
+
+
+@njit(cache=True)
+def hwm_may_advance(s, b):
+    """The min-ISR condition for advancing the HWM (PROTOCOL rule 1, or the switch that breaks it)."""
+    if s.k_hwm_rule == HWM_ANY:
+        return True
+    if s.k_hwm_rule == HWM_MAXIMAL:
+        return popcount(maximal_isr(s, b)) >= s.v_min_isr[b]
+    return popcount(s.v_isr[b]) >= s.v_min_isr[b]
+
+
+@njit(cache=True)
+def clear_leader_state(t, b):
+    """Forget everything only a leader keeps (views of followers, ISR, epochs)."""
+    t.v_isr[b] = 0
+    t.v_min_isr[b] = 0
+    t.v_pe_ok[b] = 0
+    t.v_recovering[b] = 0
+    t.eso[b] = 0
+    for f in range(len(t.log)):
+        t.v_gen_age[b][f] = 0
+        t.f_leo[b][f] = 0
+        t.f_gen_age[b][f] = 0
+
+
+@njit(cache=True)
+def load_view(s, t, b):
+    """``b`` applies every metadata record up to the controller's latest (one catch-up step).
+
+    Returns True if its view changed. A new leadership (leader epoch) resets the follower states
+    and sets the epoch start offset; a partition change drops the pending AlterPartition, as
+    ``Partition.makeLeader`` replaces the partition state.
+    """
+    n = len(s.log)
+    lead = s.c_leader == b
+    was_leading = s.v_leader[b] == b
+    same_epoch = s.v_epoch[b] == s.c_epoch
+    if not lead:
+        if s.v_leader[b] == s.c_leader and same_epoch and not was_leading:
+            return False
+        t.v_leader[b] = s.c_leader
+        t.v_epoch[b] = s.c_epoch
+        clear_leader_state(t, b)
+        if s.ap_from == b and s.ap_state != AP_NONE:
+            t.ap_live = 0
+        return True
+    if was_leading and same_epoch:
+        changed = (s.v_isr[b] != s.c_isr or s.v_min_isr[b] != s.c_min_isr or not s.v_pe_ok[b]
+                   or s.v_recovering[b] != s.c_recovering)
+        for f in range(n):
+            if s.v_gen_age[b][f] != 0:
+                changed = True
+        if not changed:
+            return False
+        if not s.v_pe_ok[b] and s.ap_from == b and s.ap_state != AP_NONE:
+            t.ap_live = 0
+    else:
+        clear_leader_state(t, b)
+        t.eso[b] = popcount(s.log[b])
+        if s.ap_from == b and s.ap_state != AP_NONE:
+            t.ap_live = 0
+    t.v_leader[b] = b
+    t.v_epoch[b] = s.c_epoch
+    t.v_isr[b] = s.c_isr
+    t.v_min_isr[b] = s.c_min_isr
+    t.v_pe_ok[b] = 1
+    t.v_recovering[b] = s.c_recovering
+    for f in range(n):
+        t.v_gen_age[b][f] = 0
+    return True
+
+
+@njit(cache=True)
+def sync_metadata(s, t, b):
+    """Running broker ``b`` catches up with the metadata log (it may lag by any number of records)."""
+    if s.b_state[b] != RUNNING:
+        return False
+    return load_view(s, t, b)
+
+
+@njit(cache=True)
+def next_record(s):
+    for r in range(len(s.rec_epoch)):
+        if s.rec_epoch[r] == 0:
+            return r
+    return -1
+
+
+@njit(cache=True)
+def produce(s, t, b, acks_all):
+    """Leader ``b`` appends the next record. acks=1 is acknowledged on append; acks=all is refused
+    while the committed ISR (as the leader knows it) is below min ISR, and is acknowledged when the
+    HWM passes it. Bounded by --records."""
+    if not acting_leader(s, b):
+        return False
+    r = next_record(s)
+    if r < 0:
+        return False
+    if acks_all and popcount(s.v_isr[b]) < s.v_min_isr[b]:
+        return False
+    t.rec_epoch[r] = s.v_epoch[b]
+    t.rec_offset[r] = popcount(s.log[b])
+    t.log[b] = s.log[b] | (1 << r)
+    if acks_all:
+        t.rec_acks_all = s.rec_acks_all | (1 << r)
+    return True
+
+
+@njit(cache=True)
+def fetch(s, t, f):
+    """Follower ``f`` fetches from the leader of its view, in one round trip.
+
+    The leader serves it only in the same leader epoch. If ``f``'s log has diverged (entries the
+    leader lacks), the response carries the diverging epoch and ``f`` truncates to the common
+    prefix (its HWM with it). Otherwise the leader records ``f``'s fetch offset and broker epoch
+    (KIP-903) and ``f`` appends the leader's records and takes the leader's HWM.
+    """
+    if s.b_state[f] != RUNNING:
+        return False
+    lead = s.v_leader[f]
+    if lead >= len(s.log) or lead == f:
+        return False
+    if not acting_leader(s, lead) or s.v_epoch[lead] != s.v_epoch[f]:
+        return False
+    mine = s.log[f]
+    theirs = s.log[lead]
+    if mine & ~theirs:
+        kept = mine & theirs
+        t.log[f] = kept
+        t.hwm[f] = min(s.hwm[f], popcount(kept))
+        return True
+    offset_plus_one = popcount(mine) + 1
+    if (s.f_leo[lead][f] == offset_plus_one and s.f_gen_age[lead][f] == 0 and mine == theirs
+            and s.hwm[f] == s.hwm[lead]):
+        return False  # nothing would change
+    t.f_leo[lead][f] = offset_plus_one
+    t.f_gen_age[lead][f] = 0
+    t.log[f] = theirs
+    t.hwm[f] = s.hwm[lead]
+    return True
+
+
+@njit(cache=True)
+def advance_hwm(s, t, b):
+    """Leader ``b`` advances its HWM to the smallest log end offset over its maximal ISR, if the
+    min-ISR rule allows. Records below it become committed; acks=all records written in this
+    leadership and now covered are acknowledged if the committed ISR is at least min ISR
+    (``DelayedProduce``)."""
+    if not acting_leader(s, b) or not hwm_may_advance(s, b):
+        return False
+    new = popcount(s.log[b])
+    isr = maximal_isr(s, b)
+    for f in range(len(s.log)):
+        if f != b and isr >> f & 1:
+            known = s.f_leo[b][f]
+            if known == 0:
+                return False
+            if known - 1 < new:
+                new = known - 1
+    if new <= s.hwm[b]:
+        return False
+    covered = records_below(s.log[b], new)
+    newly = covered & ~records_below(s.log[b], s.hwm[b])
+    t.hwm[b] = new
+    t.committed = s.committed | covered
+    if popcount(s.v_isr[b]) >= s.v_min_isr[b]:
+        for r in range(len(s.rec_epoch)):
+            if newly >> r & 1 and s.rec_acks_all >> r & 1 and s.rec_epoch[r] == s.v_epoch[b]:
+                t.acked = t.acked | (1 << r)
+    return True
+
+
+@njit(cache=True)
+def send_alter_partition(s, t, b, isr, recovered):
+    """Leader ``b`` sends AlterPartition for ``isr`` with, per member, the broker epoch learned
+    from its last Fetch (-1, never stale, for members that have not fetched this epoch)."""
+    stale = 0
+    for m in range(len(s.log)):
+        if m != b and isr >> m & 1 and s.f_leo[b][m] > 0 and s.f_gen_age[b][m] > 0:
+            stale |= 1 << m
+    t.ap_state = AP_REQUEST
+    t.ap_from = b
+    t.ap_isr = isr
+    t.ap_epoch = s.v_epoch[b]
+    t.ap_pe_ok = s.v_pe_ok[b]
+    t.ap_stale = stale
+    t.ap_recovered = recovered
+    t.ap_live = 1
+
+
+@njit(cache=True)
+def propose_shrink(s, t, b, f):
+    """Leader ``b`` proposes removing lagging follower ``f`` (not caught up to the leader's log end
+    offset) from the ISR. Fault, bounded by --isr-shrinks; one AlterPartition in flight."""
+    if s.isr_shrinks_used >= s.k_max_isr_shrinks or f == b or not acting_leader(s, b):
+        return False
+    if s.ap_state != AP_NONE or s.v_recovering[b] or not (s.v_isr[b] >> f & 1):
+        return False
+    known = s.f_leo[b][f]
+    if known != 0 and known - 1 >= popcount(s.log[b]):
+        return False
+    t.isr_shrinks_used = s.isr_shrinks_used + 1
+    send_alter_partition(s, t, b, s.v_isr[b] & ~(1 << f), 0)
+    return True
+
+
+@njit(cache=True)
+def propose_expand(s, t, b, f):
+    """Leader ``b`` proposes adding follower ``f`` (PROTOCOL rule 6): ``f`` fetched in this leader
+    epoch, reached the HWM and the epoch start offset (each guard can be switched off), and the
+    broker epoch of its Fetch matches the leader's metadata (KIP-903, unless switched off)."""
+    if f == b or not acting_leader(s, b) or s.ap_state != AP_NONE or s.v_recovering[b]:
+        return False
+    if s.v_isr[b] >> f & 1:
+        return False
+    known = s.f_leo[b][f]
+    if known == 0:
+        return False
+    if s.k_hwm_guard and known - 1 < s.hwm[b]:
+        return False
+    if s.k_eso_guard and known - 1 < s.eso[b]:
+        return False
+    if s.k_epoch_check and s.f_gen_age[b][f] != s.v_gen_age[b][f]:
+        return False
+    send_alter_partition(s, t, b, s.v_isr[b] | (1 << f), 0)
+    return True
+
+
+@njit(cache=True)
+def propose_recovered(s, t, b):
+    """A leader elected uncleanly reports recovery done (LeaderRecoveryState RECOVERED)."""
+    if not acting_leader(s, b) or s.ap_state != AP_NONE or not s.v_recovering[b]:
+        return False
+    send_alter_partition(s, t, b, s.v_isr[b], 1)
+    return True
+
+
+@njit(cache=True)
+def receive_alter_partition_response(s, t):
+    """The sender gets the AlterPartition response. If it still waits for it (its view did not move
+    on meanwhile), an accepted change becomes its committed ISR and partition epoch; a rejected one
+    reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA)."""
+    if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
+        return False
+    b = s.ap_from
+    if s.ap_live and s.ap_state == AP_ACCEPTED:
+        t.v_isr[b] = s.ap_isr
+        t.v_pe_ok[b] = s.ap_pe_ok
+        if s.ap_recovered:
+            t.v_recovering[b] = 0
+    t.ap_state = AP_NONE
+    t.ap_from = 0
+    t.ap_isr = 0
+    t.ap_epoch = 0
+    t.ap_pe_ok = 0
+    t.ap_stale = 0
+    t.ap_recovered = 0
+    t.ap_live = 0
+    return True

@@ -1,0 +1,108 @@
+"""Faults and restarts: unclean shutdowns (lossy or not), controlled shutdown, restart + registration.
+
+Each fault is bounded by its option (``*_used`` counters); restarting is healing and is not.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from specs.kafka.broker import clear_leader_state, load_view
+from specs.kafka.controller import finish_partition_change, remove_from_isr
+from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, popcount, prefix
+
+
+@njit(cache=True)
+def stop_broker(s, t, b, keep, state):
+    """``b`` stops, keeping the first ``keep`` records of its log; all its memory is gone."""
+    n = len(s.log)
+    t.b_state[b] = state
+    t.log[b] = prefix(s.log[b], keep)
+    t.hwm[b] = min(s.hwm[b], keep)
+    t.v_leader[b] = n
+    t.v_epoch[b] = 0
+    clear_leader_state(t, b)
+    if s.ap_from == b and s.ap_state != AP_NONE:
+        t.ap_live = 0
+
+
+@njit(cache=True)
+def lossy_shutdown(s, t, b, keep):
+    """Unclean shutdown of ``b`` losing its unflushed suffix: it keeps only ``keep`` records
+    (fewer than it has). The controller notices only later (session timeout or registration).
+    Bounded by --lossy-shutdowns."""
+    if s.lossy_shutdowns_used >= s.k_max_lossy_shutdowns or s.b_state[b] != RUNNING:
+        return False
+    if keep >= popcount(s.log[b]):
+        return False
+    t.lossy_shutdowns_used = s.lossy_shutdowns_used + 1
+    stop_broker(s, t, b, keep, OFFLINE_UNCLEAN)
+    return True
+
+
+@njit(cache=True)
+def lossless_shutdown(s, t, b):
+    """Unclean shutdown of ``b`` that happens to lose nothing (no clean-shutdown file is written).
+    Bounded by --lossless-shutdowns."""
+    if s.lossless_shutdowns_used >= s.k_max_lossless_shutdowns or s.b_state[b] != RUNNING:
+        return False
+    t.lossless_shutdowns_used = s.lossless_shutdowns_used + 1
+    stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_UNCLEAN)
+    return True
+
+
+@njit(cache=True)
+def clean_shutdown(s, t, b):
+    """Controlled shutdown of ``b``: the controller removes it from the ISR (a clean replica may
+    join the ELR) and moves leadership; ``b`` flushes its log, writes its broker epoch to the
+    clean-shutdown file and stops; it is fenced. Bounded by --clean-shutdowns."""
+    if s.clean_shutdowns_used >= s.k_max_clean_shutdowns or s.b_state[b] != RUNNING:
+        return False
+    if s.c_fenced >> b & 1:
+        return False
+    t.clean_shutdowns_used = s.clean_shutdowns_used + 1
+    t.c_fenced = s.c_fenced | (1 << b)
+    remove_from_isr(t, b, 0)
+    finish_partition_change(s, t)
+    stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_CLEAN)
+    return True
+
+
+@njit(cache=True)
+def restart(s, t, b):
+    """Offline ``b`` starts, registers and catches up with metadata (PROTOCOL rule 4).
+
+    It gets a new broker epoch: every copy of its old one (leader views, Fetch states, the
+    AlterPartition in flight) becomes one registration older. The controller compares the
+    clean-shutdown file's epoch with its record; on a mismatch (unclean shutdown) it removes ``b``
+    from ISR and ELR before persisting the registration (kafka-4.x, kip-966). The new incarnation
+    is fenced until it heartbeats (``unfence``); its recovery reply, if any, is dropped.
+    """
+    if s.b_state[b] == RUNNING:
+        return False
+    n = len(s.log)
+    bit = 1 << b
+    clean = s.b_state[b] == OFFLINE_CLEAN
+    for x in range(n):
+        if s.v_leader[x] == x and s.b_state[x] == RUNNING:
+            t.v_gen_age[x][b] = s.v_gen_age[x][b] + 1
+            if s.f_leo[x][b] > 0:
+                t.f_gen_age[x][b] = s.f_gen_age[x][b] + 1
+    if s.ap_state == AP_REQUEST and s.ap_isr & bit:
+        t.ap_stale = s.ap_stale | bit
+    t.c_fenced = s.c_fenced | bit
+    t.rec_replied = s.rec_replied & ~bit
+    t.rep_epoch[b] = 0
+    t.rep_leo[b] = 0
+    if not clean and s.k_unclean_detect and (s.c_isr | s.c_elr) & bit:
+        if s.c_isr & bit or not s.k_keep_unclean_in_elr:
+            t.unclean_removed = 1
+        remove_from_isr(t, b, 1)
+    else:
+        remove_from_isr(t, b, 0)
+    if t.c_isr & bit:
+        t.isr_stale = t.isr_stale | bit  # kept in the ISR across a new incarnation (kafka-3.5)
+    finish_partition_change(s, t)
+    t.b_state[b] = RUNNING
+    load_view(t, t, b)
+    return True

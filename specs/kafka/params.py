@@ -1,0 +1,112 @@
+"""Options of the Kafka model (each becomes a ``kraftcheck check`` option) and the presets.
+
+``switches()`` turns a preset plus its overriding switches into the Const fields the actions read,
+so a protocol variant is a few lines here and, at most, one branch in an action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from checker.errors import UsageError
+from checker.spec import param
+from specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, FALLBACK_UNCLEAN, HWM_ANY, HWM_MAXIMAL,
+                               HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
+
+PROTOCOLS = ("kafka-3.5", "kafka-4.x", "kip-966")
+
+
+@dataclass(frozen=True)
+class KafkaParams:
+    brokers: int = param(3, "number of brokers, all replicas of the partition", minimum=2, maximum=5)
+    min_isr: int = param(2, "min.insync.replicas at start", minimum=1, maximum=5)
+    protocol: str = param("kip-966", "protocol preset", choices=PROTOCOLS)
+    recovery: Optional[str] = param(None, "kip-966 unclean recovery strategy (default balanced)",
+                                    choices=RECOVERIES)
+    unclean_election: bool = param(False, "unclean.leader.election.enable (kafka presets)")
+    no_strict_min_isr: bool = param(False, "the HWM advances even with the ISR below min ISR")
+    hwm_from_maximal_isr: bool = param(False, "min ISR check counts the leader's maximal ISR, not the committed one")
+    keep_unclean_in_elr: bool = param(False, "the controller keeps an uncleanly restarted broker in the ELR")
+    no_broker_epoch_check: bool = param(False, "KIP-903 off: no broker epochs in AlterPartition (leader and controller)")
+    no_partition_epoch_check: bool = param(False, "the controller accepts AlterPartition with a stale partition epoch")
+    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.x, else kip)",
+                                          choices=MIN_ISR_POLICIES)
+    balanced_replies: Optional[int] = param(None, "Balanced recovery elects after K replies instead of every LastKnownELR member")
+    no_expansion_hwm_guard: bool = param(False, "ISR expansion without the follower reaching the HWM")
+    no_expansion_epoch_start_guard: bool = param(False, "ISR expansion without the follower reaching the leader-epoch start offset")
+    accept_stale_fetch_responses: bool = param(False, "followers apply fetch responses from an older leader epoch")
+    records: int = param(1, "records produced (bound)", minimum=1, maximum=3)
+    lossy_shutdowns: int = param(1, "unclean shutdowns that lose an unflushed suffix (bound)", minimum=0, maximum=4)
+    lossless_shutdowns: int = param(0, "unclean shutdowns that lose nothing (bound)", minimum=0, maximum=4)
+    clean_shutdowns: int = param(0, "controlled shutdowns (bound)", minimum=0, maximum=4)
+    fences: int = param(1, "fencings of a running broker (bound)", minimum=0, maximum=4)
+    isr_shrinks: int = param(1, "ISR shrinks proposed by a leader (bound)", minimum=0, maximum=4)
+    min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
+
+
+BOUNDS = ("lossy_shutdowns", "lossless_shutdowns", "clean_shutdowns", "fences", "isr_shrinks", "min_isr_changes")
+
+
+def check(p: KafkaParams) -> None:
+    """Reject contradictory combinations with one clear sentence."""
+    if p.min_isr > p.brokers:
+        raise UsageError(f"--min-isr {p.min_isr} is above --brokers {p.brokers}")
+    kip = p.protocol == "kip-966"
+    elr = p.protocol != "kafka-3.5"
+    if p.recovery is not None and not kip:
+        raise UsageError(f"--recovery applies to the kip-966 preset only, not {p.protocol}")
+    if p.unclean_election and kip:
+        raise UsageError("--unclean-election applies to the kafka presets; with kip-966 use --recovery aggressive")
+    if p.balanced_replies is not None:
+        if not kip or (p.recovery or "balanced") != "balanced":
+            raise UsageError("--balanced-replies applies to kip-966 with --recovery balanced only")
+        if not 1 <= p.balanced_replies <= p.brokers:
+            raise UsageError(f"--balanced-replies must be between 1 and --brokers {p.brokers}")
+    if not elr:
+        for name in ("keep_unclean_in_elr", "hwm_from_maximal_isr"):
+            if getattr(p, name):
+                raise UsageError(f"--{name.replace('_', '-')} needs ELR, which kafka-3.5 does not have")
+        if p.min_isr_policy is not None:
+            raise UsageError("--min-isr-policy needs ELR, which kafka-3.5 does not have")
+    if p.no_strict_min_isr and p.hwm_from_maximal_isr:
+        raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
+
+
+def switches(p: KafkaParams) -> dict[str, int]:
+    """The Const fields (protocol switches and bounds) for these options."""
+    preset = p.protocol
+    elr = preset != "kafka-3.5"
+    if p.no_strict_min_isr or preset == "kafka-3.5":
+        hwm_rule = HWM_ANY
+    elif p.hwm_from_maximal_isr:
+        hwm_rule = HWM_MAXIMAL
+    else:
+        hwm_rule = HWM_STRICT
+    if preset == "kip-966":
+        fallback = FALLBACK_NONE
+        recovery = RECOVERIES.index(p.recovery or "balanced")
+    else:
+        fallback = FALLBACK_UNCLEAN if p.unclean_election else (
+            FALLBACK_LAST_LEADER if preset == "kafka-4.x" else FALLBACK_NONE)
+        recovery = RECOVERY_OFF
+    policy = p.min_isr_policy or ("kafka" if preset == "kafka-4.x" else "kip")
+    out = {
+        "k_elr": int(elr),
+        "k_lkelr": int(preset == "kip-966"),
+        "k_hwm_rule": hwm_rule,
+        "k_unclean_detect": int(elr),
+        "k_keep_unclean_in_elr": int(p.keep_unclean_in_elr),
+        "k_epoch_check": int(not p.no_broker_epoch_check),
+        "k_pe_check": int(not p.no_partition_epoch_check),
+        "k_min_isr_policy": MIN_ISR_POLICIES.index(policy),
+        "k_fallback": fallback,
+        "k_recovery": recovery,
+        "k_balanced_replies": p.balanced_replies or 0,
+        "k_hwm_guard": int(not p.no_expansion_hwm_guard),
+        "k_eso_guard": int(not p.no_expansion_epoch_start_guard),
+        "k_stale_fetch": int(p.accept_stale_fetch_responses),
+    }
+    for name in BOUNDS:
+        out[f"k_max_{name}"] = getattr(p, name)
+    return out

@@ -1,0 +1,173 @@
+"""The state of the Kafka replication model: field layout, value codes and small bit helpers.
+
+One partition replicated on every broker ``0..N-1``. Records are numbered ``0..R-1`` in produce
+order; because each record is appended once, by one leader, at one offset, a log is an increasing
+sequence of record numbers and is held as a bitmask (bit ``r`` = record ``r`` present). The epoch
+and offset a record was written with are global (``rec_epoch``, ``rec_offset``), so a log entry
+``(record, leader epoch)`` needs no per-broker epoch bits. Logs obey log matching (two logs holding
+a record hold the same records before it), so the common prefix of two logs is their intersection.
+
+Epochs that are only ever compared with the controller's current value are held as "is it still
+current" bits or ages rather than counters (partition epoch: ``v_pe_ok``, ``ap_pe_ok``; broker
+epochs: ages ``v_gen_age``, ``f_gen_age``, ``ap_stale``): this is exact, because the protocol only
+tests them for equality with the current value (or, for broker epochs, with each other, which
+equal ages decide), and it keeps states that differ only in how many epochs went by apart from
+each other out of the state space.
+
+Every helper here is a numba function usable interpreted on plain Python objects.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from checker.spec import Bool, Const, Enum, Int, Set
+
+# broker process state
+RUNNING, OFFLINE_CLEAN, OFFLINE_UNCLEAN = 0, 1, 2
+BROKER_STATES = ("running", "offline_clean", "offline_unclean")
+
+# the one AlterPartition exchange in flight
+AP_NONE, AP_REQUEST, AP_ACCEPTED, AP_REJECTED = 0, 1, 2, 3
+AP_STATES = ("none", "request", "accepted", "rejected")
+
+# presets and switch values held in Const fields
+HWM_STRICT, HWM_MAXIMAL, HWM_ANY = 0, 1, 2
+HWM_RULES = ("strict", "maximal", "any")
+MIN_ISR_KIP, MIN_ISR_KAFKA, MIN_ISR_KEEP_ELR = 0, 1, 2
+MIN_ISR_POLICIES = ("kip", "kafka", "keep-elr")
+FALLBACK_NONE, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN = 0, 1, 2
+FALLBACKS = ("none", "last-leader", "unclean")
+RECOVERY_OFF, RECOVERY_BALANCED, RECOVERY_AGGRESSIVE = 0, 1, 2
+RECOVERIES = ("none", "balanced", "aggressive")
+
+
+@njit(cache=True)
+def popcount(x):
+    """Number of members of a bitmask set."""
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def last_record(log):
+    """The highest record number in a log, or -1 for an empty log."""
+    r = -1
+    k = 0
+    while log >> k:
+        if log >> k & 1:
+            r = k
+        k += 1
+    return r
+
+
+@njit(cache=True)
+def prefix(log, keep):
+    """The first ``keep`` records of ``log`` (a lossy shutdown keeps a prefix)."""
+    out = 0
+    n = 0
+    k = 0
+    while n < keep and log >> k:
+        if log >> k & 1:
+            out |= 1 << k
+            n += 1
+        k += 1
+    return out
+
+
+@njit(cache=True)
+def records_below(log, offset):
+    """The records of ``log`` at offsets below ``offset``."""
+    return prefix(log, offset)
+
+
+@njit(cache=True)
+def last_epoch(s, log):
+    """The leader epoch of the last entry of ``log`` (0 for an empty log)."""
+    r = last_record(log)
+    if r < 0:
+        return 0
+    return s.rec_epoch[r]
+
+
+@njit(cache=True)
+def running(s, b):
+    return s.b_state[b] == RUNNING
+
+
+def max_leader_epoch(fences: int, shutdowns: int) -> int:
+    """Largest leader epoch reachable: epoch 1 initially, and every leader change bumps it.
+
+    A leader is lost at most once per fault (fence or shutdown) and every leaderless period ends
+    with at most one election, so there are at most 2 * (fences + shutdowns) leader changes.
+    """
+    return 1 + 2 * (fences + shutdowns)
+
+
+def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dict[str, int],
+                 bounds: dict[str, int]) -> list:
+    """Every field of the model for ``n`` brokers and ``records`` records.
+
+    ``consts`` are the protocol switches (free in the packed state); ``bounds`` the fault budgets,
+    whose counters (``*_used``) are state fields with domain ``0..bound``.
+    """
+    bs = tuple(f"b{i + 1}" for i in range(n))
+    rs = tuple(f"r{i + 1}" for i in range(records))
+    none_or_broker = n  # value n stands for "no broker"
+    fields = [Const(name, value, doc=f"switch {name}") for name, value in consts.items()]
+    fields += [
+        # -- controller
+        Set("c_isr", bs, doc="ISR committed by the controller"),
+        Set("c_elr", bs, doc="Eligible Leader Replicas"),
+        Set("c_lkelr", bs, doc="LastKnownELR (kip-966 only)"),
+        Int("c_leader", none_or_broker, doc="partition leader (N = none)"),
+        Int("c_last_leader", none_or_broker, doc="last known leader (kafka-4.x fallback; N = none)"),
+        Int("c_epoch", max_epoch, doc="leader epoch"),
+        Int("c_min_isr", n, doc="configured min.insync.replicas"),
+        Set("c_fenced", bs, doc="fenced brokers"),
+        Bool("c_recovering", doc="leader recovery state RECOVERING (after an unclean election)"),
+        Set("rec_replied", bs, doc="unclean recovery: replicas whose GetReplicaLogInfo reply was accepted"),
+        Int("rep_epoch", max_epoch, (n,), index_labels=bs, doc="reply: last written leader epoch"),
+        Int("rep_leo", records, (n,), index_labels=bs, doc="reply: log end offset"),
+        # -- the AlterPartition exchange in flight (request, then response)
+        Enum("ap_state", AP_STATES),
+        Int("ap_from", n - 1, doc="sender of the AlterPartition"),
+        Set("ap_isr", bs, doc="proposed ISR (the sender's maximal ISR)"),
+        Int("ap_epoch", max_epoch, doc="leader epoch of the request"),
+        Bool("ap_pe_ok", doc="the request's (response's) partition epoch is the controller's current one"),
+        Set("ap_stale", bs, doc="proposed members whose broker epoch in the request is not current"),
+        Bool("ap_recovered", doc="the request marks leader recovery done"),
+        Bool("ap_live", doc="the sender still waits for this exchange (its pending ISR)"),
+        # -- brokers
+        Enum("b_state", BROKER_STATES, (n,), index_labels=bs, doc="running / offline with or without clean-shutdown file"),
+        Set("log", rs, (n,), index_labels=bs, doc="log as a set of records (an increasing sequence)"),
+        Int("hwm", records, (n,), index_labels=bs, doc="high watermark"),
+        Int("v_leader", none_or_broker, (n,), index_labels=bs, doc="metadata view: leader"),
+        Int("v_epoch", max_epoch, (n,), index_labels=bs, doc="metadata view: leader epoch"),
+        Set("v_isr", bs, (n,), index_labels=bs, doc="leader only: ISR it knows committed"),
+        Int("v_min_isr", n, (n,), index_labels=bs, doc="leader only: min.insync.replicas it knows"),
+        Bool("v_pe_ok", (n,), index_labels=bs, doc="leader only: its partition epoch is current"),
+        Bool("v_recovering", (n,), index_labels=bs, doc="leader only: partition is RECOVERING in its view"),
+        Int("v_gen_age", max_age, (n, n), index_labels=bs,
+            doc="leader only: registrations of each broker its metadata view misses"),
+        Int("f_leo", records + 1, (n, n), index_labels=bs,
+            doc="leader only: follower fetch offset + 1 learned from Fetch (0 = no fetch this epoch)"),
+        Int("f_gen_age", max_age, (n, n), index_labels=bs,
+            doc="leader only: how many registrations ago the broker epoch of that Fetch was"),
+        Int("eso", records, (n,), index_labels=bs, doc="leader only: leader epoch start offset"),
+        # -- records and history (ghost) variables
+        Int("rec_epoch", max_epoch, (records,), index_labels=rs, doc="leader epoch a record was written in (0 = not yet produced)"),
+        Int("rec_offset", records - 1, (records,), index_labels=rs, doc="offset a record was written at"),
+        Set("rec_acks_all", rs, doc="records produced with acks=all (others: acks=1, acknowledged on append)"),
+        Set("acked", rs, doc="acks=all records acknowledged to the producer"),
+        Set("committed", rs, doc="records that were below an acting leader's HWM (consumers may have read them)"),
+        Int("fewest_min_isr", n, doc="smallest min.insync.replicas in force so far"),
+        Bool("unclean_removed", doc="a registration revealed an unclean shutdown of an ISR or ELR member"),
+        Set("isr_stale", bs, doc="ISR members admitted with a broker epoch that was not current"),
+    ]
+    for name, bound in bounds.items():
+        fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
+    return fields
