@@ -107,3 +107,40 @@ def test_show_and_render_accept_a_scenario(story, tmp_path):
     assert out.stat().st_size > 10_000
     bad = CliRunner().invoke(trace, ["show", str(story), "--variant", "nope"])
     assert bad.exit_code == 2 and "this scenario has: flawed" in bad.output
+
+
+# ----------------------------------------------------------------------------------------------
+# the two Kafka stories shipped in traces/scenarios/
+
+kafka_model = pytest.mark.skipif("kafka" not in spec_names(), reason="the Kafka spec is not registered yet")
+
+
+@kafka_model
+@pytest.mark.parametrize("name, flawed_failures", [
+    ("kip966_last_replica_standing.yaml", {"acked_writes_survive": 15, "leader_holds_committed_log": 15}),
+    ("kip903_stale_alter_partition.yaml", {"isr_members_have_current_broker_epoch": 15,
+                                           "isr_members_hold_committed_log": 15, "acked_writes_survive": 17}),
+])
+def test_shipped_kafka_story_loses_data_only_under_the_flawed_setting(name, flawed_failures):
+    scenario = load_scenario(SHIPPED / name)
+    assert set(scenario.variants) == {"flawed", "fixed", "shipped"}
+    assert "seeds/" in (SHIPPED / name).read_text().split("\nname:")[0]  # the comment cites the seed
+    runs = {v: run_scenario(scenario, v) for v in scenario.variants}
+    for variant, run in runs.items():
+        assert run.ok, (variant, run.problems)
+    flawed = runs["flawed"]
+    assert flawed.blocked_at is None
+    for check, step in flawed_failures.items():
+        assert flawed.first_failure[check] == step
+    for variant in ("fixed", "shipped"):
+        assert runs[variant].blocked_at is None and runs[variant].first_failure == {}
+        assert traces.replay(runs[variant].graph).ok
+    assert traces.replay(flawed.graph).ok
+
+
+@kafka_model
+def test_shipped_stories_replay_from_the_command_line():
+    for path in sorted(SHIPPED.glob("*.yaml")):
+        result = CliRunner().invoke(trace, ["replay", str(path), "--quiet", "--no-color", "--width", "200"])
+        assert result.exit_code == 0, result.output
+        assert result.output.count("as expected") == 3 and "NOT" not in result.output

@@ -28,7 +28,15 @@ def _arrow(ascii_only: bool) -> str:
 def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: list[str], full: bool,
            ascii_only: bool) -> Text:
     out = Text()
-    shown = elements if (full or prev is None) else [e for e in elements if e in step.changed]
+    hidden = 0
+    if full:
+        shown = elements
+    elif prev is None:
+        # the initial state without its zeros: a large model's start fits on a screen
+        shown = [e for e in elements if not _zero_like(step.values[e])]
+        hidden = len(elements) - len(shown)
+    else:
+        shown = [e for e in elements if e in step.changed]
     for e in shown:
         if out:
             out.append("\n")
@@ -39,15 +47,21 @@ def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: 
             out.append(view.fmt(e, step.values[e]), style="bold yellow")
         else:
             out.append(f"{e}: {view.fmt(e, step.values[e])}", style="dim" if prev is not None else "")
-    if not shown:
+    if hidden:
+        out.append(("\n" if out else "") + f"(the other {hidden} values are 0, false or empty)", style="dim")
+    if not shown and not hidden:
         out.append("(no change)", style="dim")
     return out
+
+
+def _zero_like(value) -> bool:
+    return value is None or value is False or value == 0 or value == []
 
 
 def _failing(step: StepView, mark: bool) -> Text:
     if not step.failing:
         return Text("ok", style="green")
-    return Text(("VIOLATED: " if mark else "fails: ") + ", ".join(step.failing), style="bold red")
+    return Text(("VIOLATED:\n" if mark else "fails:\n") + "\n".join(step.failing), style="bold red")
 
 
 def _action(step: StepView) -> Text:
@@ -66,7 +80,8 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     elements = view.elements_for(keep)
     bad = view.violating_step
     title = f"{view.spec}: {view.attrs.get('kind', 'trace')} of {len(view.steps) - 1} steps"
-    params = view.attrs.get("params") or {}
+    # switches left off (False / None) are the defaults: naming them only buries the ones that matter
+    params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
     if params:
         title += " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
     parts: list[RenderableType] = [Text(title, style="bold")]
@@ -87,7 +102,9 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
         table.add_column("action", overflow="fold", min_width=min(longest, width // 3),
                          max_width=max(18, width // 3))
         table.add_column("state" if full else "changes", overflow="fold")
-        table.add_column("checks", overflow="fold", max_width=max(12, width // 5))
+        longest_check = max((len(c) for s in view.steps for c in s.failing), default=8)
+        table.add_column("checks", overflow="fold", min_width=min(longest_check, width // 4),
+                         max_width=max(12, width // 4))
         for step, action, lines, failing in rows:
             table.add_row(str(step.step), action, lines, failing,
                           style="red" if step.step == bad else None)
