@@ -48,7 +48,7 @@ def test_show_fits_a_narrow_terminal(trace_file):
     text = trace_text(TraceView(traces.load(trace_file)), width=44, ascii_only=True)
     assert all(len(line) <= 44 for line in text.splitlines())
     assert "-- step 3: TMCommit" in text and "tm_state: init -> committed" in text
-    assert "  VIOLATED: tc_consistent" in text
+    assert "  VIOLATED:\n  tc_consistent" in text
 
 
 def test_show_full_and_broker_filter(trace_file):

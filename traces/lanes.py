@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from checker.spec import LaneTouch, Spec
+from checker.spec import LaneTouch
 from traces.states import lane_selector
 
 
@@ -41,13 +41,6 @@ def derive_touch(lane_order: Sequence[str], changed_lanes: Sequence[str], params
     sends = tuple(lane for lane in changed if lane != actor)
     receives = tuple(p for p in param_lanes if p != actor and p not in changed)
     return LaneTouch(actor, receives, sends)
-
-
-def step_touch(spec: Spec, lane_order: Sequence[str], action: str, params: Mapping[str, Any],
-               changed_lanes: Sequence[str]) -> LaneTouch:
-    """The spec's own answer when it gives one, else the derived one."""
-    touch = spec.action_lanes(action, dict(params))
-    return touch if touch is not None else derive_touch(lane_order, changed_lanes, params)
 
 
 def touch_to_dict(touch: LaneTouch) -> dict[str, Any]:

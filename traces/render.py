@@ -23,7 +23,7 @@ from traces.files import atomic_write_with
 from traces.view import TraceView
 
 LANE_W_IN = 2.5        # inches per lane
-LINE_IN = 0.16         # inches per text line
+LINE_IN = 0.13         # inches per text line (FONT points with 1.25 line spacing)
 FONT = 7.5
 WRAP = 38              # characters per line inside a lane
 RED, INK, GREY, ACTION_BG = "#c62828", "#222222", "#9e9e9e", "#e8eef7"
@@ -34,6 +34,10 @@ def _short(element: str, lane: str) -> str:
     """``log[b1][0]`` on lane b1 reads as ``log[0]``: the lane already says whose it is."""
     tag = f"[{lane}]"
     return element.replace(tag, "", 1) if tag in element else element
+
+
+def _zero_like(value) -> bool:
+    return value is None or value is False or value == 0 or value == []
 
 
 def _wrap(text: str, width: int = WRAP) -> list[str]:
@@ -60,23 +64,37 @@ def draw(graph: nx.DiGraph) -> Figure:
     # Lay the rows out first: each step needs room for its action and its tallest lane of changes.
     rows = []
     for step in view.steps:
-        shown = step.values if step.step == 0 else {e: step.values[e] for e in step.changed}
+        if step.step == 0:  # the initial state without its zeros, as in the table
+            shown = {e: v for e, v in step.values.items() if not _zero_like(v)}
+        else:
+            shown = {e: step.values[e] for e in step.changed}
         notes: dict[str, list[str]] = {}
         for e, v in shown.items():
             lane = view.lane_of[e]
             notes.setdefault(lane, []).extend(_wrap(f"{_short(e, lane)} = {view.fmt(e, v)}"))
+        if step.step == 0 and len(shown) < len(step.values):
+            notes.setdefault(view.main_lane, []).append("(others 0 / false / empty)")
         label = _wrap(f"{step.step}. {step.action or 'initial state'}")
         extra = _wrap("violates " + ", ".join(step.failing)) if step.failing else []
+        if step.note:  # an authored scenario's words for the step
+            extra = extra + _wrap(step.note)
         height = len(label) + len(extra) + max([len(n) for n in notes.values()] + [0]) + 1.3
         rows.append((step, label, extra, notes, height))
 
-    title = [f"{view.spec}  " + ", ".join(f"{k}={v}" for k, v in (view.attrs.get("params") or {}).items())]
+    params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
+    title = _wrap(f"{view.spec}  " + ", ".join(f"{k}={v}" for k, v in params.items()),
+                  int(WRAP * max(len(lanes), 2) * 0.85))
     closing = []
+    width_chars = int(WRAP * max(len(lanes), 2) * 0.9)
     if view.violation:
         v = view.violation
         closing = _wrap(f"Step {bad} violates {v.get('kind', 'check')} {v.get('check')}: {v.get('doc', '')}",
-                        int(WRAP * max(len(lanes), 2) * 0.9))
-    header = 2.0 + len(title)
+                        width_chars)
+    else:
+        failing = [s for s in view.steps if s.failing]
+        if failing:
+            closing = _wrap(f"First failure at step {failing[0].step}: {', '.join(failing[0].failing)}", width_chars)
+    header = 2.0 + 1.3 * len(title)
     total = header + sum(r[-1] for r in rows) + len(closing) + 1.5
     width_in = max(5.0, LANE_W_IN * len(lanes) + 0.6)
     fig = Figure(figsize=(width_in, max(3.0, total * LINE_IN)))
@@ -86,7 +104,8 @@ def draw(graph: nx.DiGraph) -> Figure:
     ax.set_ylim(-total, 0)
     ax.axis("off")
 
-    ax.text(-0.55, -0.8, title[0], fontsize=FONT + 1.5, weight="bold", va="center", color=INK)
+    ax.text(-0.55, -0.4, "\n".join(title), fontsize=FONT + 1.5, weight="bold", va="top", color=INK,
+            linespacing=1.3)
     top = -header
     for lane, x in x_of.items():
         ax.text(x, top + 0.6, lane, ha="center", va="center", fontsize=FONT + 1, weight="bold",

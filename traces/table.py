@@ -115,9 +115,8 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
             head = Text(f"{rule * 2} step {step.step}: ", style="red" if step.step == bad else "")
             head.append_text(action)
             parts.append(head)
-            indented = Text("  ") + Text("\n  ").join(lines.split("\n")) if lines else Text("  ")
-            parts.append(indented)
-            parts.append(Text("  ") + failing)
+            for block in (lines, failing):
+                parts.append(Text("  ") + Text("\n  ").join(block.split("\n")))
     parts.extend(_closing(view))
     return Group(*parts)
 
