@@ -291,3 +291,12 @@ def test_spec_can_say_where_an_action_happens():
     assert g.edges[4, 5]["touch"] == {"lane": "rm1", "receives_from": ["tm"], "sends_to": []}
     assert g.edges[1, 2]["touch"] == {"lane": "tm", "receives_from": ["rm1"], "sends_to": []}  # derived
     assert "  L0->>L1: 5. RMRcvCommitMsg(rm=rm1)" in to_mermaid(g).splitlines()
+
+
+def test_written_files_get_the_usual_permissions(written, tmp_path):
+    mask = os.umask(0o022)
+    try:
+        path = traces.save(traces.load(written[2]), tmp_path / "perm.json")
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644

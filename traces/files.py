@@ -27,6 +27,13 @@ _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 PathLike = Union[str, os.PathLike]
 
 
+def _default_mode() -> int:
+    """The mode ``open()`` would give a new file (mkstemp makes them private, 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: PathLike, data: Union[str, bytes]) -> Path:
     """Write ``data`` to ``path`` all at once: temp file in the same directory, fsync, rename."""
     path = Path(path)
@@ -38,6 +45,7 @@ def atomic_write(path: PathLike, data: Union[str, bytes]) -> Path:
             out.write(payload)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -59,6 +67,7 @@ def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
         writer(Path(tmp))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
