@@ -245,6 +245,9 @@ class Spec:
     name: ClassVar[str]
     summary: ClassVar[str]
     Params: ClassVar[type]
+    #: Small parameter sets (keyword dicts for ``Params``) on which the conformance tests compare
+    #: every explorer with the reference explorer; keep each to a few thousand states.
+    examples: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()

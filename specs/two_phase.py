@@ -101,6 +101,7 @@ class TwoPhase(Spec):
     name = "two_phase"
     summary = "Lamport's Two-Phase Commit (TLC's state counts reproduced exactly)"
     Params = TwoPhaseParams
+    examples = ({"rm": 1}, {"rm": 2}, {"rm": 3})
 
     def rm_names(self) -> tuple[str, ...]:
         return tuple(f"rm{i + 1}" for i in range(self.params.rm))

@@ -96,8 +96,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               help="Check only this invariant or transition property (repeatable). [default: all]")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Keep exploring after a violation; report the shortest violation of each check.")
-@click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop after N distinct states.")
-@click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Explore at most N BFS levels.")
+@click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop (incomplete, exit 3) once more than N distinct states are found.")
+@click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Do not expand states at depth N (initial states are depth 1); unexpanded states make the run incomplete.")
 @click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")

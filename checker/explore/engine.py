@@ -312,7 +312,7 @@ class _Run:
         distinct = self.distinct + new_in_level
         if self.found and not self.options.keep_going:
             return True
-        if self.options.max_states is not None and distinct >= self.options.max_states and more_work:
+        if self.options.max_states is not None and distinct > self.options.max_states:
             self.result.incomplete_reason = describe_limit(self.options, "max_states")
             return True
         if self.clock.expired() and more_work:

@@ -69,50 +69,54 @@ class ReferenceExplorer:
         result.initial_states = len(model.initial)
         depth = 1 if frontier else 0
 
-        while frontier and not stop:
-            if options.max_depth is not None and depth >= options.max_depth:
-                result.incomplete_reason = describe_limit(options, "max_depth")
-                break
-            next_frontier: list[int] = []
-            for position, i in enumerate(frontier):
-                source = states[i]
-                before = layout.to_object(source)
-                for lab, (fn, values) in enumerate(actions):
-                    after = copy.deepcopy(before)
-                    if not fn(before, after, *values):
-                        if layout.from_object(after) != source:
-                            raise SpecError(f"action {model.labels[lab]} changed the successor but returned False")
-                        continue
-                    succ = layout.from_object(after)
-                    layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
-                    result.states_generated += 1
-                    fired[model.label_action[lab]] += 1
-                    for name, prop in properties:
-                        if name not in found and not prop(before, after):
-                            found[name] = Violation(name, "property", path(i) + [Step(lab, succ)])
-                            stop = stop or not options.keep_going
-                    if succ not in index:
-                        new_states[model.label_action[lab]] += 1
-                        next_frontier.append(len(states))
-                        stop = add(succ, i, lab) or stop
+        try:
+            while frontier and not stop:
+                if options.max_depth is not None and depth >= options.max_depth:
+                    result.incomplete_reason = describe_limit(options, "max_depth")
+                    break
+                next_frontier: list[int] = []
+                for position, i in enumerate(frontier):
+                    source = states[i]
+                    before = layout.to_object(source)
+                    for lab, (fn, values) in enumerate(actions):
+                        after = copy.deepcopy(before)
+                        if not fn(before, after, *values):
+                            if layout.from_object(after) != source:
+                                raise SpecError(f"action {model.labels[lab]} changed the successor but returned False")
+                            continue
+                        succ = layout.from_object(after)
+                        layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
+                        result.states_generated += 1
+                        fired[model.label_action[lab]] += 1
+                        for name, prop in properties:
+                            if name not in found and not prop(before, after):
+                                found[name] = Violation(name, "property", path(i) + [Step(lab, succ)])
+                                stop = stop or not options.keep_going
+                        if succ not in index:
+                            new_states[model.label_action[lab]] += 1
+                            next_frontier.append(len(states))
+                            stop = add(succ, i, lab) or stop
+                        if stop:
+                            break
                     if stop:
                         break
-                if stop:
-                    break
-                more_work = position + 1 < len(frontier) or bool(next_frontier)
-                if options.max_states is not None and len(states) >= options.max_states and more_work:
-                    result.incomplete_reason = describe_limit(options, "max_states")
-                    stop = True
-                    break
-                if clock.expired() and more_work:
-                    result.incomplete_reason = describe_limit(options, "time_limit")
-                    stop = True
-                    break
-            frontier = next_frontier
-            if frontier:
-                depth += 1
-            progress(Progress(depth, len(states), result.states_generated, len(frontier), clock.elapsed))
+                    more_work = position + 1 < len(frontier) or bool(next_frontier)
+                    if options.max_states is not None and len(states) > options.max_states:
+                        result.incomplete_reason = describe_limit(options, "max_states")
+                        stop = True
+                        break
+                    if clock.expired() and more_work:
+                        result.incomplete_reason = describe_limit(options, "time_limit")
+                        stop = True
+                        break
+                frontier = next_frontier
+                if frontier:
+                    depth += 1
+                progress(Progress(depth, len(states), result.states_generated, len(frontier), clock.elapsed))
 
+        except KeyboardInterrupt:
+            result.interrupted = True
+            result.incomplete_reason = "interrupted"
         result.distinct_states = len(states)
         result.depth = depth
         result.elapsed_s = clock.elapsed

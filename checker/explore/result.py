@@ -15,7 +15,7 @@ HOLDS, VIOLATED, INCOMPLETE = "holds", "violated", "incomplete"
 class Options:
     """Limits and modes of one exploration."""
 
-    max_states: Optional[int] = None   # stop once this many distinct states are known
+    max_states: Optional[int] = None   # stop (incomplete) once more distinct states than this are found
     max_depth: Optional[int] = None    # do not expand states at this depth (initial level = 1)
     time_limit: Optional[float] = None  # seconds of exploration
     keep_going: bool = False           # --continue: find the shortest violation of each check

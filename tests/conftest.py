@@ -1,0 +1,20 @@
+"""Shared fixtures: the explorers every conformance test runs against."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker.explore.engine import Engine
+from checker.explore.reference import ReferenceExplorer
+
+# Every backend must pass the conformance suite; a new engine adds itself here.
+EXPLORERS = {
+    "engine": lambda: Engine(),
+    "engine-small-chunks": lambda: Engine(chunk_candidates=64, shard_bits=1),
+    "reference": lambda: ReferenceExplorer(),
+}
+
+
+@pytest.fixture(params=sorted(EXPLORERS))
+def explorer(request):
+    return EXPLORERS[request.param]()

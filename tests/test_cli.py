@@ -1,0 +1,109 @@
+"""The command line as a user drives it: reports, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from checker.cli.main import cli
+
+REPORT_KEYS = {"result", "spec", "params", "initial_states", "states_generated", "distinct_states", "depth",
+               "elapsed_s", "compile_s", "states_per_s", "peak_rss_bytes", "coverage", "violations"}
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **kw)
+
+
+def test_json_report_on_stdout_exits_0():
+    result = run("check", "--spec", "two_phase", "--param", "rm=7", "--json", "-")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert REPORT_KEYS <= set(report)
+    assert report["result"] == "holds"
+    assert (report["distinct_states"], report["states_generated"], report["depth"]) == (296448, 2744706, 23)
+    assert report["params"] == {"rm": 7}
+    assert report["coverage"]["TMCommit"] == {"fired": 1, "new": 1}
+    assert report["violations"] == []
+    assert report["peak_rss_bytes"] > 0
+
+
+def test_broken_variant_exits_1_with_its_shortest_trace(tmp_path):
+    result = run("check", "--spec", "two_phase_eager_commit", "--trace-dir", str(tmp_path),
+                 "--json", str(tmp_path / "r.json"), "--no-color")
+    assert result.exit_code == 1
+    assert "tc_consistent" in result.stdout and "6 states" in result.stdout
+    assert "RMChooseToAbort(rm=rm2)" in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    (v,) = report["violations"]
+    assert v["invariant"] == "tc_consistent" and v["depth"] == 6
+    assert os.path.exists(v["trace_file"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--spec", "two_phase", "--param", "rm=abc"], "parameter rm must be an integer"),
+    (["--spec", "two_phase", "--param", "rm=0"], "rm=0 is out of range: allowed 1..30"),
+    (["--spec", "two_phase", "--param", "nodes=3"], "has no parameter 'nodes'"),
+    (["--spec", "two_phase", "--param", "rm"], "--param expects KEY=VALUE"),
+    (["--spec", "no_such_spec"], "unknown spec 'no_such_spec'"),
+    (["--spec", "two_phase", "--invariant", "nope"], "unknown invariant 'nope'"),
+])
+def test_bad_input_exits_2_with_one_clear_line(args, message):
+    result = run("check", *args)
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_max_states_exits_3():
+    result = run("check", "--spec", "two_phase", "--param", "rm=7", "--max-states", "1000", "--json", "-")
+    assert result.exit_code == 3
+    report = json.loads(result.stdout)
+    assert report["result"] == "incomplete" and "--max-states 1000" in report["incomplete_reason"]
+
+
+def test_continue_reports_each_violation(tmp_path):
+    result = run("check", "--spec", "two_phase_eager_commit", "--continue", "--trace-dir", str(tmp_path),
+                 "--json", "-")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["distinct_states"] > 200  # explored past the first violation
+    assert [v["invariant"] for v in report["violations"]] == ["tc_consistent"]
+
+
+def test_interrupt_exits_130(monkeypatch):
+    from checker.explore import engine
+
+    def interrupted(self, model, options, progress):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine.Engine, "explore", interrupted)
+    result = run("check", "--spec", "two_phase")
+    assert result.exit_code == 130
+
+
+def test_specs_lists_every_spec_with_parameters():
+    result = run("specs", "--no-color")
+    assert result.exit_code == 0
+    assert "two_phase" in result.stdout and "rm" in result.stdout and "number of resource managers" in result.stdout
+
+
+def test_reference_engine_from_the_command_line():
+    result = run("check", "--spec", "two_phase", "--engine", "reference", "--json", "-")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0 and report["engine"] == "reference" and report["distinct_states"] == 288
+
+
+def test_engine_runs_with_jit_disabled(tmp_path):
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "checker.cli.main", "check", "--spec", "two_phase",
+                          "--param", "rm=2", "--json", "-"], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["engine"] == "engine" and report["distinct_states"] > 0

@@ -1,0 +1,62 @@
+"""Limits and interruption: hitting one is never reported as success."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker.explore.result import HOLDS, INCOMPLETE, Options
+from checker.model import Model
+from specs.two_phase import TwoPhase, TwoPhaseParams
+
+
+def _model(rm=4):
+    return Model(TwoPhase(TwoPhaseParams(rm)))
+
+
+def test_max_states_is_incomplete(explorer):
+    result = explorer.explore(_model(), Options(max_states=100))
+    assert result.status == INCOMPLETE
+    assert "--max-states 100" in result.incomplete_reason
+    assert 100 < result.distinct_states < 2000
+
+
+def test_max_states_above_the_state_count_completes(explorer):
+    result = explorer.explore(_model(3), Options(max_states=288))
+    assert result.status == HOLDS and result.distinct_states == 288
+
+
+def test_max_depth_is_incomplete(explorer):
+    result = explorer.explore(_model(3), Options(max_depth=4))
+    assert result.status == INCOMPLETE
+    assert result.depth == 4
+    assert "--max-depth 4" in result.incomplete_reason
+
+
+def test_max_depth_at_the_full_depth_is_still_incomplete(explorer):
+    # the 11th level is never expanded, so nothing proves it has no new successors
+    result = explorer.explore(_model(3), Options(max_depth=11))
+    assert result.status == INCOMPLETE and result.depth == 11
+
+
+def test_max_depth_beyond_the_full_depth_completes(explorer):
+    result = explorer.explore(_model(3), Options(max_depth=12))
+    assert result.status == HOLDS and result.depth == 11 and result.distinct_states == 288
+
+
+def test_time_limit_is_incomplete(explorer):
+    result = explorer.explore(_model(5), Options(time_limit=1e-9))
+    assert result.status == INCOMPLETE
+    assert "--time-limit" in result.incomplete_reason
+
+
+def test_interrupt_keeps_statistics(explorer):
+    calls = []
+
+    def interrupt(progress):
+        calls.append(progress)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    result = explorer.explore(_model(4), Options(), interrupt)
+    assert result.interrupted and result.status == INCOMPLETE
+    assert result.distinct_states >= calls[-1].distinct > 0
