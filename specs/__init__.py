@@ -13,6 +13,7 @@ from checker.errors import UsageError
 REGISTRY: dict[str, str] = {
     "two_phase": "specs.two_phase:TwoPhase",
     "two_phase_eager_commit": "specs.two_phase_eager_commit:TwoPhaseEagerCommit",
+    "die_hard": "specs.die_hard:DieHard",
     "kafka": "specs.kafka:KafkaReplication",
 }
 
