@@ -60,3 +60,42 @@ def test_availability_reports_the_strategy_that_can_get_stuck():
 def test_availability_needs_the_spec_to_say_what_available_means():
     with pytest.raises(UsageError, match="does not say what 'available' means"):
         traces.availability_report(Model(spec_class("two_phase")()))
+
+
+# ----------------------------------------------------------------------------------------------
+# the Kafka model: two brokers, min ISR 1, one ISR shrink and one lossy shutdown
+
+def _kafka(**overrides):
+    from specs import spec_class, spec_names
+    if "kafka" not in spec_names():
+        pytest.skip("the Kafka spec is not registered yet")
+    cls = spec_class("kafka")
+    kw = dict(brokers=2, min_isr=1, fences=0, isr_shrinks=1, min_isr_changes=0, lossy_shutdowns=1)
+    kw.update(overrides)
+    return Model(cls(cls.Params(**kw)))
+
+
+@pytest.mark.slow
+def test_kafka_partition_is_stuck_only_with_recovery_none():
+    # ISR shrinks to {b1} (ELR stays empty: 1 >= min ISR), b1 loses its log in an unclean shutdown
+    # and, at registration, leaves the ELR: without unclean recovery nobody may lead again.
+    report = traces.availability_report(_kafka(protocol="kip-966"))
+    by_variant = {v["variant"]: v for v in report["variants"]}
+    assert set(by_variant) == {"recovery=none", "recovery=balanced", "recovery=aggressive"}
+    stuck = by_variant["recovery=none"]
+    assert stuck["verdict"] == "can get stuck" and stuck["stuck_states"] > 0 and stuck["stuck_sink_components"] > 0
+    steps = stuck["example"]["steps"]
+    assert any(s.startswith("ProposeIsrShrink") for s in steps) and any(s.startswith("LossyShutdown") for s in steps)
+    assert stuck["example"]["stuck_state"]["c_isr"] == []
+    for name in ("recovery=balanced", "recovery=aggressive"):
+        assert by_variant[name]["verdict"] == "can always recover" and by_variant[name]["stuck_states"] == 0
+    assert report["can_get_stuck"] == ["recovery=none"]
+
+
+def test_kafka_state_graph_dump(tmp_path):
+    out = tmp_path / "k.graphml"
+    summary = traces.dump_state_graph(_kafka(protocol="kafka-4.x", isr_shrinks=0), out, 5000)
+    g = nx.read_graphml(out)
+    assert g.number_of_nodes() == summary["states"] > 100
+    assert {"c_isr", "log[b1]", "hwm[b2]"} <= set(g.nodes["0"])
+    assert g.nodes["0"]["c_isr"] == "{b1,b2}"

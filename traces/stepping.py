@@ -8,11 +8,21 @@ vouches for the compiled actions.
 
 from __future__ import annotations
 
-import copy
-from typing import Optional
+import types
+from typing import Any, Optional
 
 from checker.errors import SpecError
 from checker.model import Model, python_function
+
+
+def _clone_value(v: Any) -> Any:
+    return [_clone_value(x) for x in v] if isinstance(v, list) else v
+
+
+def clone(state: types.SimpleNamespace) -> types.SimpleNamespace:
+    """A copy of a plain-Python state (ints and nested lists of ints): what deepcopy does, ten
+    times faster, which is most of the time of exploring a whole state graph."""
+    return types.SimpleNamespace(**{k: _clone_value(v) for k, v in state.__dict__.items()})
 
 
 class Stepper:
@@ -32,7 +42,7 @@ class Stepper:
         layout = self.model.layout
         fn, values = self._actions[label]
         before = layout.to_object(flat)
-        after = copy.deepcopy(before)
+        after = clone(before)
         if not fn(before, after, *values):
             if layout.from_object(after) != tuple(flat):
                 raise SpecError(f"action {self.model.labels[label]} changed the successor but returned False")
@@ -52,14 +62,14 @@ class Stepper:
             return out
         layout = self.model.layout
         before = layout.to_object(flat)
-        after = copy.deepcopy(before)
+        after = clone(before)
         out = []
         for lab, (fn, values) in enumerate(self._actions):
             if fn(before, after, *values):
                 succ = layout.from_object(after)
                 layout.check_domains(succ, where=f"after {self.model.labels[lab]}: ")
                 out.append((lab, succ))
-                after = copy.deepcopy(before)
+                after = clone(before)
             elif after.__dict__ != before.__dict__:
                 raise SpecError(f"action {self.model.labels[lab]} changed the successor but returned False")
         return out
