@@ -139,3 +139,37 @@ def test_trace_group_is_registered_in_the_cli(trace_file):
         pytest.skip(f"the kraftcheck entry point cannot load yet: {e}")
     result = CliRunner().invoke(cli, ["trace", "replay", str(trace_file), "--quiet"])
     assert result.exit_code == 0 and "valid: 5 steps" in result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# kraftcheck check: trace files, --dump-graph, --availability
+
+
+def _check(tmp_path, *args):
+    from checker.cli.main import cli
+    return CliRunner().invoke(cli, ["check", "--engine", "reference", "--no-color",
+                                    "--trace-dir", str(tmp_path / "traces"), *map(str, args)])
+
+
+def test_check_writes_a_trace_that_replays(tmp_path):
+    result = _check(tmp_path, "--spec", "two_phase_eager_commit")
+    assert result.exit_code == 1
+    (path,) = (tmp_path / "traces").iterdir()
+    assert path.name in result.output.replace("\n", "")
+    assert traces.replay(traces.load(path)).ok
+    assert traces.load(path).graph["run_options"]["engine"] == "reference"
+
+
+def test_check_dump_graph_and_its_limit(tmp_path):
+    out = tmp_path / "g.graphml"
+    result = _check(tmp_path, "--spec", "two_phase", "--dump-graph", out)
+    assert result.exit_code == 0 and "288 states" in result.output
+    assert nx.read_graphml(out).number_of_nodes() == 288
+    out.unlink()
+    result = _check(tmp_path, "--spec", "two_phase", "--dump-graph", out, "--graph-limit", "10")
+    assert result.exit_code == 2 and "more than 10 states" in result.output and not out.exists()
+
+
+def test_check_availability_needs_the_spec_to_define_it(tmp_path):
+    result = _check(tmp_path, "--spec", "two_phase", "--availability")
+    assert result.exit_code == 2 and "does not say what 'available' means" in result.output

@@ -109,7 +109,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
           json_path: Optional[str], trace_dir: str, engine: str, threads: Optional[int], quiet: bool,
-          no_color: bool, **derived: Any) -> None:
+          no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
+          graph_limit: int = 20_000, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
@@ -121,6 +122,12 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived)
+        # -- whole-graph analyses (traces/): --dump-graph, --availability
+        if dump_graph or availability:
+            from checker.cli.graph_analyses import run_graph_analyses
+            cls, param_values = gather_params(spec, params, derived)
+            failed = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability, graph_limit)
+            code = failed if failed is not None else code
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE
@@ -130,6 +137,10 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     sys.exit(code)
 
 
+# -- whole-graph analyses (traces/): --dump-graph, --availability, --graph-limit (before --no-color)
+from checker.cli.graph_analyses import OPTIONS as GRAPH_ANALYSIS_OPTIONS  # noqa: E402
+_at = next(i for i, p in enumerate(check.params) if p.name == "no_color")
+check.params[_at:_at] = GRAPH_ANALYSIS_OPTIONS
 check.params.extend(derived_options(DEFAULT_PARAMS))
 if DEFAULT_SPEC:
     check.help = (check.help or "") + (f"\n\nThe options after --no-color are the parameters of the default spec "
