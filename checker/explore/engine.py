@@ -58,6 +58,25 @@ def _collect_new(rows, nrows, stride, is_new, labels, label_action, first_index,
     return n
 
 
+class ChunkBuffers:
+    """Arrays for the successors of up to ``states`` states, allocated once and reused per chunk
+    (fresh arrays per chunk left freed-but-retained memory behind and cost page faults)."""
+
+    def __init__(self, states: int, nlabels: int, nwords: int, with_props: bool) -> None:
+        rows = max(1, states * nlabels)
+        self.states = states
+        self.words = np.empty((rows, nwords), np.uint64)
+        self.hashes = np.empty(rows, np.uint64)
+        self.labels = np.empty(rows, np.uint16)
+        self.counts = np.zeros(max(1, states), np.int64)
+        self.props = np.zeros(rows if with_props else 1, np.uint64)
+        self.valid = np.empty(rows, np.int64)
+        self.is_new = np.zeros(rows, np.uint8)
+        self.new_rows = np.empty(rows, np.int64)
+        self.new_parent = np.empty(rows, np.uint32)
+        self.new_label = np.empty(rows, np.uint16)
+
+
 class Kernels:
     """The compiled kernels of one model, with validated batch entry points.
 
@@ -101,35 +120,39 @@ class Kernels:
         self.module.unpack_rows(words, rows)
         return [tuple(int(x) for x in r) for r in rows]
 
-    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None):
-        """Every successor of ``words[lo:hi]``: (words, fingerprints, labels, counts, property masks).
+    def buffers(self, states: int) -> "ChunkBuffers":
+        return ChunkBuffers(states, self.nlabels, self.nwords, bool(self.model.properties))
 
-        Successor k of state i sits at row ``i * nlabels + k`` for ``k < counts[i]``.
+    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
+                   out: Optional["ChunkBuffers"] = None) -> "ChunkBuffers":
+        """Every successor of ``words[lo:hi]``, in ``out`` (allocated if not given).
+
+        Successor k of state lo + i sits at row ``i * nlabels + k`` for ``k < counts[i]``, with its
+        fingerprint, label and, if the model has transition properties, the mask of those violated.
         """
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
+        if not 0 <= lo <= hi <= words.shape[0]:
+            raise IndexError(f"successors(): bad range {lo}..{hi} of {words.shape[0]} states")
         n = hi - lo
-        rows = n * self.nlabels
-        out_words = np.empty((rows, self.nwords), np.uint64)
-        out_hash = np.empty(rows, np.uint64)
-        out_label = np.empty(rows, np.uint16)
-        out_count = np.zeros(n, np.int64)
-        out_prop = np.zeros(rows if self.model.properties else 1, np.uint64)
+        out = self.buffers(n) if out is None else out
+        if out.states < n:
+            raise ValueError(f"successors(): buffers hold {out.states} states, asked for {n}")
         err = np.full(2, -1, np.int64)
         parts = self._parts(lo, hi)
 
         def expand_part(j: int) -> None:
             a, b = parts[j]
             recs, flat = self._scratch[j]
-            self.module.expand(words, a, b, a - lo, recs, flat, out_words, out_hash, out_label, out_count,
-                               out_prop, err)
+            self.module.expand(words, a, b, a - lo, recs, flat, out.words, out.hashes, out.labels, out.counts,
+                               out.props, err)
 
         run_parts(expand_part, len(parts))
         if err[0] >= 0:  # re-run that step in Python for a precise message
             state = self.unpack(words[lo + err[0]: lo + err[0] + 1])[0]
             self.model.step(state, int(err[1]))
             raise SpecError(f"action {self.model.labels[err[1]]} produced a value outside its field's domain")
-        return out_words, out_hash, out_label, out_count, out_prop
+        return out
 
     def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
         """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
@@ -182,7 +205,8 @@ class Engine:
         kernels.violations(init_words, 0, 1)
         VisitedSet(kernels.nwords, 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
                                                 np.zeros(1, np.int64))
-        _valid_rows(np.zeros(1, np.int64), 1, np.zeros(1, np.int64))
+        buf = kernels.successors(init_words, 0, 1)
+        _valid_rows(buf.counts, 1, buf.valid)
         z = np.zeros(1, np.int64)
         _collect_new(z, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), np.zeros(1, np.int64), 0,
                      z.copy(), z.copy(), z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
@@ -195,6 +219,7 @@ class _Run:
                  shard_bits: int, chunk_states: int) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.chunk_states = chunk_states
+        self.buffers = kernels.buffers(chunk_states)
         self.visited = VisitedSet(kernels.nwords, shard_bits)
         self.result = Result(model=model, engine=Engine.name, fired=[0] * len(model.actions),
                              new_states=[0] * len(model.actions))
@@ -216,7 +241,7 @@ class _Run:
     def explore(self, init_words: np.ndarray) -> None:
         self.clock = Clock(self.options.time_limit)
         hashes = fingerprints(init_words)
-        is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0]))
+        is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64))
         level = init_words[is_new.astype(bool)]
         self.generated = init_words.shape[0]
         self.result.initial_states = init_words.shape[0]
@@ -236,24 +261,21 @@ class _Run:
         next_words, next_parents, next_labels = [], [], []
         new_so_far = 0
         stride = len(self.model.labels)
+        buf = self.buffers
         for lo in range(0, level.shape[0], self.chunk_states):
             hi = min(level.shape[0], lo + self.chunk_states)
-            words, hashes, labels, counts, props = self.kernels.successors(level, lo, hi)
-            rows = np.empty(int(counts.sum()), np.int64)
-            nrows = _valid_rows(counts, stride, rows)
+            self.kernels.successors(level, lo, hi, buf)
+            nrows = _valid_rows(buf.counts[: hi - lo], stride, buf.valid)
             self.generated += nrows
             if self.model.properties:
-                self._check_properties(props, rows, labels, first + lo, stride)
-            is_new = self.visited.insert(words, hashes, rows)
-            out_rows = np.empty(nrows, np.int64)
-            out_parent = np.empty(nrows, np.uint32)
-            out_label = np.empty(nrows, np.uint16)
-            n = _collect_new(rows, nrows, stride, is_new, labels, self.label_action, first + lo, self.fired,
-                             self.new_per_action, out_rows, out_parent, out_label)
-            new_words = words[out_rows[:n]]
+                self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo, stride)
+            self.visited.insert(buf.words, buf.hashes, buf.valid, nrows, buf.is_new)
+            n = _collect_new(buf.valid, nrows, stride, buf.is_new, buf.labels, self.label_action, first + lo,
+                             self.fired, self.new_per_action, buf.new_rows, buf.new_parent, buf.new_label)
+            new_words = buf.words[buf.new_rows[:n]]
             next_words.append(new_words)
-            next_parents.append(out_parent[:n])
-            next_labels.append(out_label[:n])
+            next_parents.append(buf.new_parent[:n].copy())
+            next_labels.append(buf.new_label[:n].copy())
             self.frontier_size = level.shape[0] - hi + new_so_far + n
             stop = self._check_new(new_words, self.distinct + new_so_far, next_parents, next_labels)
             new_so_far += n
@@ -264,6 +286,7 @@ class _Run:
                 return None
             self._report(force=False)
         nxt = np.concatenate(next_words) if next_words else np.empty((0, self.kernels.nwords), np.uint64)
+        del next_words
         if nxt.shape[0]:
             self._add_level(np.concatenate(next_parents), np.concatenate(next_labels))
         self._report(force=True)
@@ -297,6 +320,8 @@ class _Run:
     def _check_properties(self, props: np.ndarray, rows: np.ndarray, labels: np.ndarray, first: int,
                           stride: int) -> None:
         bad_rows = rows[props[rows] != 0]
+        if not bad_rows.size:
+            return
         for k, prop in enumerate(self.model.properties):
             if prop.name in self.found:
                 continue

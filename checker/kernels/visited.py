@@ -20,19 +20,18 @@ MAX_LOAD = 0.75
 
 
 @njit(cache=True, inline="always")
-def _probe_insert(table, base, mask, words, row, h):
-    """Insert ``words[row]`` into the shard starting at ``base``; True if it was not there."""
+def _probe_insert(table, mask, words, row, h):
+    """Insert ``words[row]`` into one shard's table; True if it was not there."""
     nw = words.shape[1]
     slot = h & mask
     while True:
-        pos = base + slot
-        if table[pos, 0] == EMPTY:
+        if table[slot, 0] == EMPTY:
             for k in range(nw):
-                table[pos, k] = words[row, k]
+                table[slot, k] = words[row, k]
             return True
         same = True
         for k in range(nw):
-            if table[pos, k] != words[row, k]:
+            if table[slot, k] != words[row, k]:
                 same = False
                 break
         if same:
@@ -41,8 +40,8 @@ def _probe_insert(table, base, mask, words, row, h):
 
 
 @njit(cache=True)
-def bucket_by_shard(hashes, valid_rows, shard_bits, order, offsets):
-    """Stable counting sort of ``valid_rows`` by shard (the top ``shard_bits`` of the hash).
+def bucket_by_shard(hashes, valid_rows, nrows, shard_bits, order, offsets):
+    """Stable counting sort of ``valid_rows[:nrows]`` by shard (the top ``shard_bits`` of the hash).
 
     Afterwards the rows of shard k are ``order[offsets[k]:offsets[k + 1]]``, in input order.
     ``shard_bits`` is at least 1.
@@ -50,13 +49,13 @@ def bucket_by_shard(hashes, valid_rows, shard_bits, order, offsets):
     nshards = offsets.shape[0] - 1
     shift = uint64(64 - shard_bits)
     counts = np.zeros(nshards, np.int64)
-    for i in range(valid_rows.shape[0]):
+    for i in range(nrows):
         counts[int64(hashes[valid_rows[i]] >> shift)] += 1
     offsets[0] = 0
     for k in range(nshards):
         offsets[k + 1] = offsets[k] + counts[k]
         counts[k] = offsets[k]
-    for i in range(valid_rows.shape[0]):
+    for i in range(nrows):
         r = valid_rows[i]
         k = int64(hashes[r] >> shift)
         order[counts[k]] = r
@@ -64,85 +63,94 @@ def bucket_by_shard(hashes, valid_rows, shard_bits, order, offsets):
 
 
 @njit(cache=True, nogil=True)
-def insert_by_shard(table, shard_cap, shard_counts, words, hashes, order, offsets, is_new, first, step):
-    """Insert the bucketed rows of shards ``first, first + step, ...``; mark first occurrences.
-
-    Threads given different ``first`` touch disjoint shards, so they need no locks.
-    """
-    nshards = offsets.shape[0] - 1
-    mask = uint64(shard_cap - 1)
-    for k in range(first, nshards, step):
-        base = k * shard_cap
-        added = 0
-        for j in range(offsets[k], offsets[k + 1]):
-            r = order[j]
-            if _probe_insert(table, base, mask, words, r, hashes[r]):
-                is_new[r] = 1
-                added += 1
-        shard_counts[k] += added
+def insert_rows(table, words, hashes, order, lo, hi, is_new):
+    """Insert rows ``order[lo:hi]`` into one shard's table; mark first occurrences; return how many."""
+    mask = uint64(table.shape[0] - 1)
+    added = 0
+    for j in range(lo, hi):
+        r = order[j]
+        if _probe_insert(table, mask, words, r, hashes[r]):
+            is_new[r] = 1
+            added += 1
+    return added
 
 
 @njit(cache=True, nogil=True)
-def rehash(old, old_cap, new, new_cap, first, step):
-    """Move the states of shards ``first, first + step, ...`` of ``old`` into ``new``."""
-    nshards = old.shape[0] // old_cap
-    mask = uint64(new_cap - 1)
-    for k in range(first, nshards, step):
-        for j in range(k * old_cap, (k + 1) * old_cap):
-            if old[j, 0] != EMPTY:
-                _probe_insert(new, k * new_cap, mask, old, j, fingerprint_row(old, j))
+def rehash(old, new):
+    """Move every state of one shard's ``old`` table into its larger ``new`` table."""
+    mask = uint64(new.shape[0] - 1)
+    for j in range(old.shape[0]):
+        if old[j, 0] != EMPTY:
+            _probe_insert(new, mask, old, j, fingerprint_row(old, j))
 
 
 class VisitedSet:
-    """Python face of the sharded table: capacity management and validated calls."""
+    """Python face of the sharded table: capacity management and validated calls.
+
+    Each shard is its own array and grows on its own, so growing the set never holds two copies
+    of the whole table at once (only of one shard).
+    """
 
     def __init__(self, nwords: int, shard_bits: int = 4, initial_shard_cap: int = 1 << 12) -> None:
         if not 1 <= nwords <= 64:
             raise ValueError("a packed state has 1 to 64 words")
         if not 1 <= shard_bits <= 10:
             raise ValueError("shard_bits must be 1..10")
-        if initial_shard_cap & (initial_shard_cap - 1):
+        if initial_shard_cap < 2 or initial_shard_cap & (initial_shard_cap - 1):
             raise ValueError("shard capacity must be a power of two")
         self.nwords = nwords
         self.shard_bits = shard_bits
         self.nshards = 1 << shard_bits
-        self.shard_cap = initial_shard_cap
-        self.table = np.full((self.nshards * self.shard_cap, nwords), EMPTY, np.uint64)
-        self.shard_counts = np.zeros(self.nshards, np.int64)
+        self.shards = [np.full((initial_shard_cap, nwords), EMPTY, np.uint64) for _ in range(self.nshards)]
+        self.shard_counts = [0] * self.nshards
         self._offsets = np.zeros(self.nshards + 1, np.int64)
+        self._order = np.empty(0, np.int64)
 
     def __len__(self) -> int:
-        return int(self.shard_counts.sum())
+        return sum(self.shard_counts)
 
     @property
     def nbytes(self) -> int:
-        return self.table.nbytes
+        return sum(t.nbytes for t in self.shards)
 
-    def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Insert ``words[rows]``; returns a uint8 array over ``words`` with 1 on first occurrences."""
+    def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None = None,
+               is_new: np.ndarray | None = None) -> np.ndarray:
+        """Insert ``words[rows[:nrows]]``; returns a uint8 array over ``words``, 1 on first occurrences.
+
+        ``is_new``, if given, is that array (zeroed here), reused to spare an allocation per call.
+        """
         if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
             raise TypeError(f"insert() needs a 2-D uint64 array with {self.nwords} words per row")
         if hashes.shape[0] < words.shape[0] or hashes.dtype != np.uint64:
             raise TypeError("insert() needs one uint64 fingerprint per row")
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
-        order = np.empty(rows.shape[0], np.int64)
-        bucket_by_shard(hashes, rows, self.shard_bits, order, self._offsets)
-        incoming = np.diff(self._offsets)
-        self._reserve(int((self.shard_counts + incoming).max()) if rows.size else 0)
-        is_new = np.zeros(words.shape[0], np.uint8)
-        threads = min(thread_count(), self.nshards) if rows.size > 4096 else 1
-        run_parts(lambda j: insert_by_shard(self.table, self.shard_cap, self.shard_counts, words, hashes,
-                                            order, self._offsets, is_new, j, threads), threads)
+        if rows.dtype != np.int64:
+            raise TypeError("insert() needs int64 row numbers")
+        nrows = rows.shape[0] if nrows is None else nrows
+        if self._order.shape[0] < nrows:
+            self._order = np.empty(max(nrows, 2 * self._order.shape[0]), np.int64)
+        bucket_by_shard(hashes, rows, nrows, self.shard_bits, self._order, self._offsets)
+        if is_new is None:
+            is_new = np.zeros(words.shape[0], np.uint8)
+        else:
+            is_new[: words.shape[0]] = 0
+        offsets = self._offsets.tolist()
+        threads = min(thread_count(), self.nshards) if nrows > 4096 else 1
+
+        def insert_shards(first: int) -> None:
+            for k in range(first, self.nshards, threads):
+                self._reserve(k, self.shard_counts[k] + offsets[k + 1] - offsets[k])
+                self.shard_counts[k] += insert_rows(self.shards[k], words, hashes, self._order,
+                                                    offsets[k], offsets[k + 1], is_new)
+
+        run_parts(insert_shards, threads)
         return is_new
 
-    def _reserve(self, shard_load: int) -> None:
-        cap = self.shard_cap
-        while shard_load > MAX_LOAD * cap:
+    def _reserve(self, k: int, load: int) -> None:
+        """Grow shard k until ``load`` states fit under the maximum load factor."""
+        cap = self.shards[k].shape[0]
+        while load > MAX_LOAD * cap:
             cap *= 2
-        if cap == self.shard_cap:
-            return
-        old, old_cap = self.table, self.shard_cap
-        new = np.full((self.nshards * cap, self.nwords), EMPTY, np.uint64)
-        threads = min(thread_count(), self.nshards)
-        run_parts(lambda j: rehash(old, old_cap, new, cap, j, threads), threads)
-        self.table, self.shard_cap = new, cap
+        if cap != self.shards[k].shape[0]:
+            new = np.full((cap, self.nwords), EMPTY, np.uint64)
+            rehash(self.shards[k], new)
+            self.shards[k] = new
