@@ -41,7 +41,8 @@ def trace_from_violation(model: Model, violation: Violation, run_options: Mappin
     checks.update({c.name: ("property", c.doc) for c in model.properties})
     kind, doc = checks.get(violation.check, (violation.kind, ""))
     steps = [(s.label, tuple(s.state)) for s in violation.steps]
-    info = {"check": violation.check, "kind": violation.kind or kind, "doc": doc or "", "step": len(steps) - 1}
+    info = {"check": violation.check, "kind": violation.kind or kind, "doc": " ".join((doc or "").split()),
+            "step": len(steps) - 1}
     return build_trace(model, steps, kind="counterexample", violation=info, run_options=run_options)
 
 

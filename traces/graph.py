@@ -40,6 +40,7 @@ GRAPH_KEYS = {
     "kraftcheck_version": "version that wrote the trace",
     "fields": "description of every recorded field (name, kind, shape, labels, index_labels, doc)",
     "lanes": "lane name -> element selectors it owns (first lane = controller / main)",
+    "check_docs": "every invariant and property of the spec -> its explanation",
     "fingerprints": "fingerprint of each step's state, in order",
     "trace_id": "fingerprint of the whole trace (spec, params, actions, states)",
     "created": "UTC time the trace was written",
@@ -109,6 +110,7 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
         settings={f.name: jsonable(f.show_value(f.const)) for f in layout.fields if f.const is not None},
         run_options=jsonable(run_options or {}), violation=jsonable(violation) if violation else None,
         kraftcheck_version=__version__, fields=[field_description(f) for f in fields], lanes=lanes,
+        check_docs={c.name: " ".join((c.doc or "").split()) for c in list(full.invariants) + list(full.properties)},
         fingerprints=prints, trace_id=trace_id(spec.name, spec.options(), texts, prints),
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

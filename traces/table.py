@@ -128,6 +128,10 @@ def _closing(view: TraceView) -> Iterable[Text]:
         if failing:
             first = failing[0]
             yield Text(f"first failure at step {first.step}: {', '.join(first.failing)}", style="bold red")
+            docs = view.attrs.get("check_docs") or {}
+            for check in first.failing:
+                if docs.get(check):
+                    yield Text(f"  {check}: {docs[check]}", style="red")
         else:
             yield Text("every check holds at every step", style="green")
         return
