@@ -44,7 +44,8 @@ def run_graph_analyses(terminal: Terminal, model: Model, dump_graph: Optional[st
 
 def print_availability(terminal: Terminal, report: dict) -> None:
     out = terminal.out
-    out.print(Text(f"availability: can {report['available_means']} always be regained?", style="bold"))
+    out.print(Text(f"availability: from every reachable state, is a state where {report['available_means']} "
+                   "still reachable?", style="bold"))
     for v in report["variants"]:
         stuck = v["stuck_states"]
         style = "red" if stuck else "green"
