@@ -300,3 +300,11 @@ def test_written_files_get_the_usual_permissions(written, tmp_path):
     finally:
         os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_graph_with_a_python_object_cannot_be_saved(written, tmp_path):
+    g = traces.load(written[2])
+    g.nodes[2]["state"]["tm_state"] = object()
+    with pytest.raises(TraceFormatError, match="JSON cannot represent"):
+        traces.save(g, tmp_path / "x.json")
+    assert traces.replay(g).error is not None and not (tmp_path / "x.json").exists()

@@ -144,3 +144,10 @@ def test_shipped_stories_replay_from_the_command_line():
         result = CliRunner().invoke(trace, ["replay", str(path), "--quiet", "--no-color", "--width", "200"])
         assert result.exit_code == 0, result.output
         assert result.output.count("as expected") == 3 and "NOT" not in result.output
+
+
+def test_initial_state_must_exist(tmp_path):
+    path = tmp_path / "init.yaml"
+    path.write_text(EAGER_STORY + "initial: 3\n")
+    with pytest.raises(ScenarioError, match="1 initial state"):
+        run_scenario(load_scenario(path))

@@ -81,7 +81,11 @@ def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
 def to_json(graph: nx.DiGraph) -> str:
     """The canonical text of a trace: node-link JSON, keys in a stable order, one file per trace."""
     data = nx.node_link_data(graph, edges="edges")
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    try:
+        return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as e:
+        raise TraceFormatError(f"the graph holds a value JSON cannot represent ({e}); trace attributes are "
+                               "plain numbers, text, lists and mappings") from None
 
 
 def save(graph: nx.DiGraph, path: PathLike) -> Path:

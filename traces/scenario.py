@@ -9,6 +9,7 @@ A scenario file (YAML or JSON; read with ``yaml.safe_load`` / ``json``, so nothi
     variants:                              # optional; default one variant "default"
       flawed: {params: {preset: kafka-3.5}, expect: {violates: [acked_write_kept]}}
       fixed:  {params: {preset: kip-966},   expect: {holds: true}}
+    initial: 0                             # optional: which initial state of the spec
     steps:
       - {action: FenceBroker, params: {b: b1}, note: "T0: broker 0 leaves the ISR"}
       - "Produce(acks=all)"                # or Name(p=v, ...) as one string
@@ -61,6 +62,7 @@ class Scenario:
     source: str = ""
     description: str = ""
     path: str = ""
+    initial: int = 0  # which of the spec's initial states the story starts from
 
 
 @dataclass
@@ -180,9 +182,12 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             fail("must be a mapping of parameter to value", i, "params")
         note = raw.get("note")
         steps.append(ScenarioStep(raw["action"], step_params, str(note).strip() if note else None, only))
+    initial = data.get("initial", 0)
+    if not isinstance(initial, int) or isinstance(initial, bool):
+        fail("must be the number of one of the spec's initial states (from 0)", where="initial")
     return Scenario(name=str(data.get("name") or Path(source).stem), spec=data["spec"], params=params,
                     variants=variants, steps=steps, source=str(data.get("source") or ""),
-                    description=str(data.get("description") or "").strip(), path=source)
+                    description=str(data.get("description") or "").strip(), path=source, initial=initial)
 
 
 def run_scenario(scenario: Scenario, variant: Optional[str] = None, compiled: bool = False) -> ScenarioRun:
@@ -202,7 +207,11 @@ def run_scenario(scenario: Scenario, variant: Optional[str] = None, compiled: bo
     checks = model.check_names
     steps = [s for s in scenario.steps if s.only is None or name in s.only]
 
-    state = model.initial[0]
+    initial = scenario.initial
+    if not 0 <= initial < len(model.initial):
+        raise ScenarioError(f"the spec has {len(model.initial)} initial state(s); initial must be "
+                            f"0..{len(model.initial) - 1}", source=scenario.path, field="initial")
+    state = model.initial[initial]
     path: list[tuple[Optional[int], tuple[int, ...]]] = [(None, state)]
     notes: list[Optional[str]] = [None]
     blocked_at = blocked_action = None
