@@ -33,6 +33,7 @@ def test_registered_as_default_spec():
     (dict(no_strict_min_isr=True, hwm_from_maximal_isr=True), "pick one"),
     (dict(recovery="sometimes"), "choose one of"),
     (dict(brokers=6), "out of range"),
+    (dict(accept_stale_fetch_responses=True), "not modelled"),
 ])
 def test_contradictory_options_are_rejected(kw, words):
     with pytest.raises(UsageError, match=words):
