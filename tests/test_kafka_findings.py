@@ -49,4 +49,5 @@ def test_without_the_min_isr_change_the_shrink_creates_no_elr():
         assert nxt is not None, f"{name}{values} is not enabled"
         assert m.violated_invariants(nxt) == [] and m.violated_properties(state, nxt) == [], name
         state = nxt
-    assert m.layout.show(state)["c_leader"] == 1  # b2 (ISR member with r1) leads
+    v = m.layout.show(state)
+    assert v["c_leader"] == 3 and v["c_elr"] == ["b1", "b2"]  # no leader until an ELR member (with r1) returns
