@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
-                               popcount, records_below)
+                               normalize_epochs, popcount, records_below)
 
 
 @njit(cache=True)
@@ -103,9 +103,10 @@ def load_view(s, t, b):
 @njit(cache=True)
 def sync_metadata(s, t, b):
     """Running broker ``b`` catches up with the metadata log (it may lag by any number of records)."""
-    if s.b_state[b] != RUNNING:
+    if s.b_state[b] != RUNNING or not load_view(s, t, b):
         return False
-    return load_view(s, t, b)
+    normalize_epochs(t)
+    return True
 
 
 @njit(cache=True)
@@ -286,4 +287,5 @@ def receive_alter_partition_response(s, t):
     t.ap_stale = 0
     t.ap_recovered = 0
     t.ap_live = 0
+    normalize_epochs(t)
     return True

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN,
-                               MIN_ISR_KAFKA, MIN_ISR_KIP, RUNNING, popcount)
+                               MIN_ISR_KAFKA, MIN_ISR_KIP, RUNNING, normalize_epochs, popcount)
 
 
 @njit(cache=True)
@@ -151,6 +151,7 @@ def fence(s, t, b):
     t.c_fenced = s.c_fenced | (1 << b)
     remove_from_isr(t, b, 0)
     finish_partition_change(s, t)
+    normalize_epochs(t)
     return True
 
 
@@ -162,6 +163,7 @@ def session_timeout(s, t, b):
     t.c_fenced = s.c_fenced | (1 << b)
     remove_from_isr(t, b, 0)
     finish_partition_change(s, t)
+    normalize_epochs(t)
     return True
 
 
@@ -174,6 +176,7 @@ def unfence(s, t, b):
     t.c_fenced = s.c_fenced & ~(1 << b)
     elect(t)
     finish_partition_change(s, t)
+    normalize_epochs(t)
     return True
 
 
@@ -199,6 +202,8 @@ def handle_alter_partition(s, t):
         ok = False
     if not ok:
         t.ap_state = AP_REJECTED
+        t.ap_epoch = 0  # a response carries no epoch the sender checks (ap_live decides)
+        normalize_epochs(t)
         return True
     update_isr(t, s.ap_isr, 0)
     if s.ap_recovered:
@@ -207,7 +212,9 @@ def handle_alter_partition(s, t):
     elect(t)
     finish_partition_change(s, t)
     t.ap_state = AP_ACCEPTED
+    t.ap_epoch = 0
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
+    normalize_epochs(t)
     return True
 
 

@@ -9,7 +9,7 @@ from numba import njit
 
 from specs.kafka.broker import clear_leader_state, load_view
 from specs.kafka.controller import finish_partition_change, remove_from_isr
-from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, popcount, prefix
+from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, prefix
 
 
 @njit(cache=True)
@@ -37,6 +37,7 @@ def lossy_shutdown(s, t, b, keep):
         return False
     t.lossy_shutdowns_used = s.lossy_shutdowns_used + 1
     stop_broker(s, t, b, keep, OFFLINE_UNCLEAN)
+    normalize_epochs(t)
     return True
 
 
@@ -48,6 +49,7 @@ def lossless_shutdown(s, t, b):
         return False
     t.lossless_shutdowns_used = s.lossless_shutdowns_used + 1
     stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_UNCLEAN)
+    normalize_epochs(t)
     return True
 
 
@@ -65,6 +67,7 @@ def clean_shutdown(s, t, b):
     remove_from_isr(t, b, 0)
     finish_partition_change(s, t)
     stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_CLEAN)
+    normalize_epochs(t)
     return True
 
 
@@ -105,4 +108,5 @@ def restart(s, t, b):
     finish_partition_change(s, t)
     t.b_state[b] = RUNNING
     load_view(t, t, b)
+    normalize_epochs(t)
     return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 from numba import njit
 
 from specs.kafka.controller import clear_recovery, finish_partition_change, set_leader
-from specs.kafka.state import RECOVERY_AGGRESSIVE, RECOVERY_OFF, RUNNING, last_epoch, popcount
+from specs.kafka.state import RECOVERY_AGGRESSIVE, RECOVERY_OFF, RUNNING, last_epoch, normalize_epochs, popcount
 
 
 @njit(cache=True)
@@ -67,4 +67,5 @@ def recovery_elect(s, t):
     set_leader(t, best)
     clear_recovery(t)
     finish_partition_change(s, t)
+    normalize_epochs(t)
     return True

@@ -171,3 +171,32 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
+
+
+@njit(cache=True)
+def normalize_epochs(t):
+    """Renumber the leader epochs still held anywhere by their rank (1, 2, ...), keeping 0.
+
+    The protocol only compares leader epochs with each other (equal, greater) and creates new ones
+    as the controller's epoch + 1, which is the largest held; so renumbering them in order is a
+    bisimulation, and states that differ only in how many elections happened before become one.
+    """
+    present = 1 << t.c_epoch
+    n = len(t.log)
+    for b in range(n):
+        present |= 1 << t.v_epoch[b]
+        present |= 1 << t.rep_epoch[b]
+    for r in range(len(t.rec_epoch)):
+        present |= 1 << t.rec_epoch[r]
+    present |= 1 << t.ap_epoch
+    present &= ~1
+    t.c_epoch = popcount(present & ((2 << t.c_epoch) - 1))
+    t.ap_epoch = popcount(present & ((2 << t.ap_epoch) - 1)) if t.ap_epoch else 0
+    for b in range(n):
+        if t.v_epoch[b]:
+            t.v_epoch[b] = popcount(present & ((2 << t.v_epoch[b]) - 1))
+        if t.rep_epoch[b]:
+            t.rep_epoch[b] = popcount(present & ((2 << t.rep_epoch[b]) - 1))
+    for r in range(len(t.rec_epoch)):
+        if t.rec_epoch[r]:
+            t.rec_epoch[r] = popcount(present & ((2 << t.rec_epoch[r]) - 1))
