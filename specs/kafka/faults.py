@@ -103,8 +103,10 @@ def restart(s, t, b):
         remove_from_isr(t, b, 1)
     else:
         remove_from_isr(t, b, 0)
-    if t.c_isr & bit:
-        t.isr_stale = t.isr_stale | bit  # kept in the ISR across a new incarnation (kafka-3.5)
+    if t.c_isr & bit and not clean:
+        # kafka-3.5 keeps the last ISR member across an unclean restart (KIP-903's "notable
+        # exception"): an ISR member whose epoch changed without any check of its log
+        t.isr_stale = t.isr_stale | bit
     finish_partition_change(s, t)
     t.b_state[b] = RUNNING
     load_view(t, t, b)
