@@ -71,3 +71,11 @@ def test_kip_966_loses_an_acknowledged_write_with_min_isr_lossy_shutdowns():
 def test_kip_966_holds_with_min_isr_minus_one_lossy_shutdowns(recovery):
     r = run(recovery=recovery, min_isr_changes=0)
     assert r.status == "holds", [(v.check, v.depth) for v in r.violations]
+
+
+def test_every_action_fires_at_default_bounds():
+    from checker.explore.engine import Engine
+    m = Model(KafkaReplication(KafkaParams()))
+    r = Engine().explore(m, Options(keep_going=True))
+    assert r.incomplete_reason is None
+    assert r.never_fired() == []
