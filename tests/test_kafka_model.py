@@ -65,6 +65,7 @@ def test_two_records_without_faults():
     assert r.distinct_states > 44
 
 
+@pytest.mark.slow
 def test_a_lossy_shutdown_loses_nothing_acknowledged_under_kip_966():
     r = explore(model(**{**QUIET, "lossy_shutdowns": 1}))
     assert (r.status, r.distinct_states, r.states_generated, r.depth) == ("holds", 4762, 13432, 21)
