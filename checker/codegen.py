@@ -22,7 +22,10 @@ from typing import Callable
 from checker import __version__
 from checker.errors import SpecError
 from checker.layout import Layout
-from checker.model import Model, python_function
+from checker.model import MAX_LABELS, Model, python_function
+
+NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
+INLINE_PACK_MAX_ELEMENTS = 32
 
 KERNEL_DEPENDENCIES = ("kernels/hashing.py",)
 
@@ -57,50 +60,79 @@ def _unpack_lines(layout: Layout) -> list[str]:
 
 
 def _pack_lines(layout: Layout) -> list[str]:
-    """Pack ``f`` into ``words[row]``; a value outside its domain returns False instead."""
-    lines = [f"    w{k} = uint64(0)" for k in range(layout.nwords)]
+    """Pack ``f`` into ``words[row]``; a value outside its domain returns False instead.
+
+    Written with every name assigned once: numba's SSA reconstruction is superlinear in the number
+    of redefinitions of one variable, and a packer that reassigned ``v`` and ``w0`` per element
+    took over 10 s to compile for the Kafka layout (0.5 s this way).
+    """
+    checks, terms = [], {k: [] for k in range(layout.nwords)}
     for e in layout.elements:
         f = e.field
         if f.const is not None:
-            lines.append(f"    if f[{e.flat}] != {f.const}:\n        return False")
+            checks.append(f"(f[{e.flat}] == {f.const})")
             continue
-        lines.append(f"    v = f[{e.flat}]")
-        lines.append(f"    if v < 0 or v >= {f.domain}:\n        return False")
+        checks.append(f"(f[{e.flat}] >= 0) & (f[{e.flat}] < {f.domain})")
         if e.bits:
-            lines.append(f"    w{e.word} |= uint64(v) << uint64({e.shift})")
-    lines += [f"    words[row, {k}] = w{k}" for k in range(layout.nwords)]
+            terms[e.word].append(f"(uint64(f[{e.flat}]) << uint64({e.shift}))")
+    lines = []
+    groups = [checks[i:i + 16] for i in range(0, len(checks), 16)]
+    for g, group in enumerate(groups):
+        lines.append(f"    ok{g} = " + " & ".join(group))
+    lines.append(f"    if not ({' & '.join(f'ok{g}' for g in range(len(groups)))}):")
+    lines.append("        return False")
+    for k in range(layout.nwords):
+        lines.append(f"    words[row, {k}] = " + (" | ".join(terms[k]) if terms[k] else "uint64(0)"))
     lines.append("    return True")
     return lines
 
 
-def _action_lines(model: Model, names: list[str], props: list[str]) -> list[str]:
-    """The body of the per-state loop: every action instance, in label order."""
-    lines = []
-    for ai, action in enumerate(model.actions):
-        base = model.action_base[ai]
-        indent = "            "
-        params = [f"p{j}" for j in range(len(action.params))]
-        for j, p in enumerate(action.params):
-            lines.append(f"{indent}for p{j} in range({p.count}):")
-            indent += "    "
-        flat = "0"
-        for j, p in enumerate(action.params):
-            flat = f"({flat}) * {p.count} + p{j}" if j else "p0"
-        call_args = ", ".join(["s", "t"] + params)
-        lines.append(f"{indent}if {names[ai]}({call_args}):")
-        body = indent + "    "
-        lines.append(f"{body}lab = {base} + {flat}")
-        lines.append(f"{body}if not pack(tf, out_words, c):")
-        lines.append(f"{body}    err[0] = i\n{body}    err[1] = lab")
-        lines.append(f"{body}out_label[c] = lab")
-        lines.append(f"{body}out_hash[c] = fingerprint_row(out_words, c)")
-        if props:
-            lines.append(f"{body}m = uint64(0)")
-            for k, q in enumerate(props):
-                lines.append(f"{body}if not {q}(s, t):\n{body}    m |= uint64({1 << k})")
-            lines.append(f"{body}out_prop[c] = m")
-        lines.append(f"{body}c += 1")
-        lines.append(f"{body}restore(sf, tf)")
+def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
+    """One kernel per action: every instance of action ``ai`` on the unpacked states ``recs[lo:hi]``.
+
+    Kernels are kept apart (rather than one loop over all actions) because LLVM's compile time and
+    memory grow much faster than linearly with the size of one function: a fused kernel for the
+    Kafka model did not compile in minutes. Instance p of state i owns output row
+    ``i * NLABELS + base + p``; a disabled instance marks its row NO_LABEL.
+    """
+    action = model.actions[ai]
+    base = model.action_base[ai]
+    lines = [
+        "@njit(cache=True, nogil=True)",
+        f"def expand_{ai}(recs, flat, lo, hi, t_rec, tf, out_words, out_hash, out_label, out_prop, err):",
+        f'    """{action.name}: every instance on recs[lo:hi]."""',
+        "    t = t_rec[0]",
+        "    for i in range(lo, hi):",
+        "        s = recs[i]",
+        "        sf = flat[i]",
+        "        restore(sf, tf)",
+    ]
+    indent = "        "
+    params = [f"p{j}" for j in range(len(action.params))]
+    for j, p in enumerate(action.params):
+        lines.append(f"{indent}for p{j} in range({p.count}):")
+        indent += "    "
+    flat_expr = "0"
+    for j, p in enumerate(action.params):
+        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
+    lines.append(f"{indent}row = i * NLABELS + {base} + {flat_expr}")
+    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
+    body = indent + "    "
+    lines += [
+        f"{body}if not pack(tf, out_words, row):",
+        f"{body}    err[0] = i",
+        f"{body}    err[1] = {base} + {flat_expr}",
+        f"{body}out_label[row] = {base} + {flat_expr}",
+        f"{body}out_hash[row] = fingerprint_row(out_words, row)",
+    ]
+    if props:
+        lines.append(f"{body}m = uint64(0)")
+        for k, q in enumerate(props):
+            lines.append(f"{body}if not {q}(s, t):\n{body}    m |= uint64({1 << k})")
+        lines.append(f"{body}out_prop[row] = m")
+    lines.append(f"{body}restore(sf, tf)")
+    lines.append(f"{indent}else:")
+    lines.append(f"{indent}    out_label[row] = NO_LABEL")
     return lines
 
 
@@ -124,6 +156,9 @@ def generate_source(model: Model) -> str:
         prop_names.append(alias(p.fn, f"property {p.name}", "q", k))
 
     consts = [f"    f[{flat}] = {value}" for flat, value in layout.consts] or ["    pass"]
+    # Inlining the packer into every action kernel is faster at run time but costs compile time
+    # in proportion to the layout; large layouts call it instead.
+    pack_inline = ', inline="always"' if len(layout.elements) <= INLINE_PACK_MAX_ELEMENTS else ""
     inv_checks = [f"            if not {n}(s):\n                m |= uint64({1 << k})" for k, n in enumerate(inv_names)]
     out = [
         f'"""Kernels generated by kraftcheck {__version__} for {model.spec!r}. Do not edit."""',
@@ -138,6 +173,7 @@ def generate_source(model: Model) -> str:
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
         f"NLABELS = {len(model.labels)}",
+        f"NO_LABEL = {NO_LABEL}",
         "",
         "",
         '@njit(cache=True, inline="always")',
@@ -145,12 +181,12 @@ def generate_source(model: Model) -> str:
         *_unpack_lines(layout),
         "",
         "",
-        '@njit(cache=True, inline="always")',
+        f"@njit(cache=True{pack_inline})",
         "def pack(f, words, row):",
         *_pack_lines(layout),
         "",
         "",
-        '@njit(cache=True, inline="always")',
+        "@njit(cache=True)",
         "def set_consts(f):",
         *consts,
         "",
@@ -177,21 +213,14 @@ def generate_source(model: Model) -> str:
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        "def expand(frontier, lo, hi, offset, recs, flat, out_words, out_hash, out_label, out_count, out_prop, err):",
-        '    """Successors of frontier[lo:hi]; state lo + j writes rows (offset + j) * NLABELS + k."""',
-        "    s = recs[0]",
-        "    t = recs[1]",
-        "    sf = flat[0]",
-        "    tf = flat[1]",
-        "    set_consts(sf)",
+        "def unpack_range(words, lo, hi, offset, flat):",
+        '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s records."""',
         "    for j in range(hi - lo):",
-        "        i = offset + j",
-        "        if True:",
-        "            unpack(frontier, lo + j, sf)",
-        "            restore(sf, tf)",
-        "            c = i * NLABELS",
-        *_action_lines(model, action_names, prop_names),
-        "            out_count[i] = c - i * NLABELS",
+        "        unpack(words, lo + j, flat[offset + j])",
+        "",
+        "",
+        *[line for ai, n in enumerate(action_names) for line in _action_kernel(model, ai, n, prop_names) + ["", ""]],
+        f"EXPANDERS = ({', '.join(f'expand_{ai}' for ai in range(len(action_names)))},)",
         "",
         "",
         "@njit(cache=True, nogil=True)",

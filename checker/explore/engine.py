@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from checker.codegen import load_kernels
+from checker.codegen import NO_LABEL, load_kernels
 from checker.errors import SpecError
 from checker.explore.result import (HOLDS, INCOMPLETE, VIOLATED, Clock, Options, Progress, ProgressFn,
                                     Result, Step, Violation, describe_limit, no_progress)
@@ -30,12 +30,12 @@ CANDIDATES_PER_CHUNK = 1 << 20
 
 
 @njit(cache=True)
-def _valid_rows(counts, stride, rows):
-    """Row numbers of the successors actually written; returns how many."""
+def _valid_rows(labels, nrows, rows):
+    """Row numbers, in order, of the successors actually computed (label not NO_LABEL); how many."""
     n = 0
-    for i in range(counts.shape[0]):
-        for k in range(counts[i]):
-            rows[n] = i * stride + k
+    for r in range(nrows):
+        if labels[r] != NO_LABEL:
+            rows[n] = r
             n += 1
     return n
 
@@ -62,13 +62,19 @@ class ChunkBuffers:
     """Arrays for the successors of up to ``states`` states, allocated once and reused per chunk
     (fresh arrays per chunk left freed-but-retained memory behind and cost page faults)."""
 
-    def __init__(self, states: int, nlabels: int, nwords: int, with_props: bool) -> None:
+    def __init__(self, states: int, nlabels: int, layout, with_props: bool) -> None:
         rows = max(1, states * nlabels)
         self.states = states
-        self.words = np.empty((rows, nwords), np.uint64)
+        # the chunk's states unpacked once, read by every action kernel
+        self.recs = layout.new_records(max(1, states))
+        self.flat = self.recs.view(np.int32).reshape(max(1, states), layout.size)
+        for index, value in layout.consts:
+            self.flat[:, index] = value
+        if not numba.config.DISABLE_JIT:
+            self.recs = self.recs.view(np.ndarray)
+        self.words = np.empty((rows, layout.nwords), np.uint64)
         self.hashes = np.empty(rows, np.uint64)
         self.labels = np.empty(rows, np.uint16)
-        self.counts = np.zeros(max(1, states), np.int64)
         self.props = np.zeros(rows if with_props else 1, np.uint64)
         self.valid = np.empty(rows, np.int64)
         self.is_new = np.zeros(rows, np.uint8)
@@ -121,14 +127,15 @@ class Kernels:
         return [tuple(int(x) for x in r) for r in rows]
 
     def buffers(self, states: int) -> "ChunkBuffers":
-        return ChunkBuffers(states, self.nlabels, self.nwords, bool(self.model.properties))
+        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
                    out: Optional["ChunkBuffers"] = None) -> "ChunkBuffers":
         """Every successor of ``words[lo:hi]``, in ``out`` (allocated if not given).
 
-        Successor k of state lo + i sits at row ``i * nlabels + k`` for ``k < counts[i]``, with its
-        fingerprint, label and, if the model has transition properties, the mask of those violated.
+        The successor of state lo + i under label k sits at row ``i * nlabels + k``, with its
+        fingerprint, its label (``NO_LABEL`` where that action instance is disabled) and, if the
+        model has transition properties, the mask of those it violates.
         """
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
@@ -139,13 +146,15 @@ class Kernels:
         if out.states < n:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {n}")
         err = np.full(2, -1, np.int64)
-        parts = self._parts(lo, hi)
+        parts = self._parts(0, n)
 
         def expand_part(j: int) -> None:
             a, b = parts[j]
             recs, flat = self._scratch[j]
-            self.module.expand(words, a, b, a - lo, recs, flat, out.words, out.hashes, out.labels, out.counts,
-                               out.props, err)
+            self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
+            for expand in self.module.EXPANDERS:
+                expand(out.recs, out.flat, a, b, recs[1:], flat[1], out.words, out.hashes, out.labels,
+                       out.props, err)
 
         run_parts(expand_part, len(parts))
         if err[0] >= 0:  # re-run that step in Python for a precise message
@@ -206,7 +215,7 @@ class Engine:
         VisitedSet(kernels.nwords, 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
                                                 np.zeros(1, np.int64))
         buf = kernels.successors(init_words, 0, 1)
-        _valid_rows(buf.counts, 1, buf.valid)
+        _valid_rows(buf.labels, 1, buf.valid)
         z = np.zeros(1, np.int64)
         _collect_new(z, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), np.zeros(1, np.int64), 0,
                      z.copy(), z.copy(), z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
@@ -265,7 +274,7 @@ class _Run:
         for lo in range(0, level.shape[0], self.chunk_states):
             hi = min(level.shape[0], lo + self.chunk_states)
             self.kernels.successors(level, lo, hi, buf)
-            nrows = _valid_rows(buf.counts[: hi - lo], stride, buf.valid)
+            nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
             self.generated += nrows
             if self.model.properties:
                 self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo, stride)
