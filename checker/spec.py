@@ -217,16 +217,29 @@ def param(default: Any, help: str, *, minimum: int | None = None, maximum: int |
     return dataclasses.field(default=default, metadata=meta)
 
 
+def annotation_kind(f: dataclasses.Field) -> type:
+    """int, bool or str, from a parameter's annotation (``int``, ``Optional[int]``, ``str | None``...)."""
+    text = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    for name, kind in (("bool", bool), ("int", int), ("str", str)):
+        if name in text:
+            return kind
+    return str
+
+
 def validate_params(params: Any) -> None:
     """Check every parameter against its declared type, range and choices."""
     for f in dataclasses.fields(params):
         v = getattr(params, f.name)
         meta = f.metadata
-        expected = f.type if isinstance(f.type, type) else {"int": int, "bool": bool, "str": str}.get(str(f.type))
+        if v is None and f.default is None:  # "not given": the spec picks its own default
+            continue
+        expected = annotation_kind(f)
         if expected is int and (not isinstance(v, int) or isinstance(v, bool)):
             raise UsageError(f"parameter {f.name} must be an integer, got {v!r}")
         if expected is bool and not isinstance(v, bool):
             raise UsageError(f"parameter {f.name} must be true or false, got {v!r}")
+        if expected is str and not isinstance(v, str):
+            raise UsageError(f"parameter {f.name} must be a string, got {v!r}")
         lo, hi = meta.get("min"), meta.get("max")
         if lo is not None and v < lo or hi is not None and v > hi:
             raise UsageError(f"parameter {f.name}={v} is out of range: allowed {lo}..{hi}")

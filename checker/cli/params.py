@@ -8,15 +8,12 @@ from typing import Any
 import click
 
 from checker.errors import UsageError
+from checker.spec import annotation_kind
 
 
 def field_kind(f: dataclasses.Field) -> str:
     """'int', 'bool' or 'str', from the annotation (which may be a string under future annotations)."""
-    t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-    for kind in ("bool", "int", "str"):
-        if kind in t:
-            return kind
-    return "str"
+    return annotation_kind(f).__name__
 
 
 def optional(f: dataclasses.Field) -> bool:

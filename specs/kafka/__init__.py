@@ -31,11 +31,6 @@ class KafkaReplication(Spec):
     Params = KafkaParams
     main_lane = "controller"
 
-    def __init__(self, params: KafkaParams | None = None) -> None:
-        self.params = params if params is not None else KafkaParams()
-        _validate(self.params)
-        self.check_params()
-
     def check_params(self) -> None:
         check(self.params)
 
@@ -117,23 +112,3 @@ class KafkaReplication(Spec):
     def properties(self):
         return [TransitionProperty(fn.__name__, fn, fn.__doc__) for fn in kafka_properties()]
 
-
-def _validate(params: KafkaParams) -> None:
-    """``checker.spec.validate_params``, treating None as "not given" for optional options."""
-    for f in dataclasses.fields(params):
-        v = getattr(params, f.name)
-        if v is None:
-            continue
-        meta = f.metadata
-        kind = {"int": int, "bool": bool, "str": str, "Optional[str]": str, "Optional[int]": int}.get(str(f.type))
-        if kind is int and (not isinstance(v, int) or isinstance(v, bool)):
-            raise UsageError(f"parameter {f.name} must be an integer, got {v!r}")
-        if kind is bool and not isinstance(v, bool):
-            raise UsageError(f"parameter {f.name} must be true or false, got {v!r}")
-        if kind is str and not isinstance(v, str):
-            raise UsageError(f"parameter {f.name} must be a string, got {v!r}")
-        lo, hi = meta.get("min"), meta.get("max")
-        if lo is not None and v < lo or hi is not None and v > hi:
-            raise UsageError(f"parameter {f.name}={v} is out of range: allowed {lo}..{hi}")
-        if meta.get("choices") and v not in meta["choices"]:
-            raise UsageError(f"parameter {f.name}={v!r} is not allowed: choose one of {', '.join(meta['choices'])}")
