@@ -15,9 +15,7 @@ action precisely.
 
 from __future__ import annotations
 
-import dataclasses
 
-from checker.errors import UsageError
 from checker.spec import Action, Invariant, Param, Spec, TransitionProperty
 from invariants import kafka_invariants, kafka_properties
 from specs.kafka import broker, controller, faults, recovery
