@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
-import tempfile
 from typing import Any, Mapping
 
 from checker import __version__
@@ -49,19 +47,11 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
 
 
 def write_report(report: dict, path: str) -> None:
-    """Write to ``path`` atomically, or to stdout for ``-``."""
+    """Write to ``path`` atomically (never a half-written file), or to stdout for ``-``."""
     text = json.dumps(report, indent=2) + "\n"
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kraftcheck-report-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from traces.files import atomic_write
+    atomic_write(path, text)

@@ -7,7 +7,6 @@ nothing at all with ``--quiet``. Results go to stdout, progress and errors to st
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Optional
 

@@ -19,8 +19,8 @@ from numba import njit
 
 from checker.codegen import NO_LABEL, load_kernels
 from checker.errors import SpecError
-from checker.explore.result import (HOLDS, INCOMPLETE, VIOLATED, Clock, Options, Progress, ProgressFn,
-                                    Result, Step, Violation, describe_limit, no_progress)
+from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
+                                    no_progress)
 from checker.kernels.hashing import fingerprints
 from checker.kernels.threads import run_parts, split, thread_count
 from checker.kernels.visited import VisitedSet
@@ -402,10 +402,4 @@ class _Run:
         r.elapsed_s = self.clock.elapsed if self.clock else 0.0
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
-        r.violations = sorted(self.found.values(), key=lambda v: (v.depth, self.model.check_names.index(v.check)))
-        if r.violations:
-            r.status = VIOLATED
-        elif r.incomplete_reason:
-            r.status = INCOMPLETE
-        else:
-            r.status = HOLDS
+        r.conclude(list(self.found.values()))

@@ -9,10 +9,9 @@ counterexample lengths, the engine's machinery is right.
 from __future__ import annotations
 
 import copy
-from typing import Optional
 
-from checker.explore.result import (HOLDS, INCOMPLETE, VIOLATED, Clock, Options, ProgressFn, Progress,
-                                    Result, Step, Violation, describe_limit, no_progress)
+from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
+                                    no_progress)
 from checker.errors import SpecError
 from checker.model import Model, python_function
 
@@ -120,15 +119,6 @@ class ReferenceExplorer:
         result.distinct_states = len(states)
         result.depth = depth
         result.elapsed_s = clock.elapsed
-        result.violations = sorted(found.values(), key=lambda v: (v.depth, model.check_names.index(v.check)))
-        if result.violations:
-            result.status = VIOLATED
-        elif result.incomplete_reason:
-            result.status = INCOMPLETE
-        else:
-            result.status = HOLDS
+        result.conclude(list(found.values()))
         return result
 
-
-def first_violation(result: Result) -> Optional[Violation]:
-    return result.violations[0] if result.violations else None

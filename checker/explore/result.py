@@ -86,6 +86,16 @@ class Result:
         return {a.name: {"fired": f, "new": n}
                 for a, f, n in zip(self.model.actions, self.fired, self.new_states)}
 
+    def conclude(self, violations: list[Violation]) -> None:
+        """Record the violations found, shortest first, and the verdict they and the limits give."""
+        self.violations = sorted(violations, key=lambda v: (v.depth, self.model.check_names.index(v.check)))
+        if self.violations:
+            self.status = VIOLATED
+        elif self.incomplete_reason:
+            self.status = INCOMPLETE
+        else:
+            self.status = HOLDS
+
     def never_fired(self) -> list[str]:
         return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]
 
