@@ -46,6 +46,8 @@ def run(args: list[str]) -> dict:
     cmd = [sys.executable, "-m", "checker.cli.main", "check", *BASE, *args, "--json", "-", "--quiet",
            "--trace-dir", "/tmp/kraftcheck-verdict-traces"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode == 2:  # the option is refused: show why, in the checker's own words
+        return {"refused": out.stderr.strip().removeprefix("kraftcheck: error: ")}
     if out.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stderr}")
     return json.loads(out.stdout)
@@ -56,7 +58,9 @@ def table() -> str:
              "| --- | --- | --- | --- | --- |"]
     for title, args in ROWS:
         r = run(args)
-        if r["violations"]:
+        if "refused" in r:
+            row = [f"refused: {r['refused']}", "-", "-"]
+        elif r["violations"]:
             v = r["violations"][0]
             row = ["violated", f"`{v['invariant']}`", str(v["depth"])]
         else:
