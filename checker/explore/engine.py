@@ -95,6 +95,7 @@ class Kernels:
         self.module = load_kernels(model)
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
+        self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
         self.threads = thread_count()
         # Two scratch records (source, successor) per thread, far enough apart that threads
         # never write to the same cache line (false sharing halved throughput).
@@ -115,7 +116,7 @@ class Kernels:
     def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
         rows = np.array(flats, dtype=np.int32).reshape(len(flats), self.model.layout.size)
         words = np.zeros((len(flats), self.nwords), np.uint64)
-        bad = self.module.pack_rows(rows, words)
+        bad = self.module.pack_rows(rows, words, self.const_values)
         if bad >= 0:
             self.model.layout.check_domains(flats[bad])
         return words
@@ -123,7 +124,7 @@ class Kernels:
     def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
         self._check_batch(words)
         rows = np.zeros((words.shape[0], self.model.layout.size), np.int32)
-        self.module.unpack_rows(words, rows)
+        self.module.unpack_rows(words, rows, self.const_values)
         return [tuple(int(x) for x in r) for r in rows]
 
     def buffers(self, states: int) -> "ChunkBuffers":
@@ -154,7 +155,7 @@ class Kernels:
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
             for expand in self.module.EXPANDERS:
                 expand(out.recs, out.flat, a, b, recs[1:], flat[1], out.words, out.hashes, out.labels,
-                       out.props, err)
+                       out.props, err, self.const_values)
 
         run_parts(expand_part, len(parts))
         if err[0] >= 0:  # re-run that step in Python for a precise message
@@ -174,7 +175,7 @@ class Kernels:
             def check_part(j: int) -> None:
                 a, b = parts[j]
                 recs, flat = self._scratch[j]
-                self.module.check(words, a, b, a - lo, recs, flat, out)
+                self.module.check(words, a, b, a - lo, recs, flat, out, self.const_values)
 
             run_parts(check_part, len(parts))
         return out
