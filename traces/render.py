@@ -20,7 +20,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from checker.errors import UsageError
 from traces.files import atomic_write_with
-from traces.view import TraceView
+from traces.view import TraceView, zero_like
 
 LANE_W_IN = 2.5        # inches per lane
 LINE_IN = 0.13         # inches per text line (FONT points with 1.25 line spacing)
@@ -34,10 +34,6 @@ def _short(element: str, lane: str) -> str:
     """``log[b1][0]`` on lane b1 reads as ``log[0]``: the lane already says whose it is."""
     tag = f"[{lane}]"
     return element.replace(tag, "", 1) if tag in element else element
-
-
-def _zero_like(value) -> bool:
-    return value is None or value is False or value == 0 or value == []
 
 
 def _wrap(text: str, width: int = WRAP) -> list[str]:
@@ -65,7 +61,7 @@ def draw(graph: nx.DiGraph) -> Figure:
     rows = []
     for step in view.steps:
         if step.step == 0:  # the initial state without its zeros, as in the table
-            shown = {e: v for e, v in step.values.items() if not _zero_like(v)}
+            shown = {e: v for e, v in step.values.items() if not zero_like(v)}
         else:
             shown = {e: step.values[e] for e in step.changed}
         notes: dict[str, list[str]] = {}

@@ -16,7 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traces.view import StepView, TraceView
+from traces.view import StepView, TraceView, zero_like
 
 NARROW = 72
 
@@ -33,7 +33,7 @@ def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: 
         shown = elements
     elif prev is None:
         # the initial state without its zeros: a large model's start fits on a screen
-        shown = [e for e in elements if not _zero_like(step.values[e])]
+        shown = [e for e in elements if not zero_like(step.values[e])]
         hidden = len(elements) - len(shown)
     else:
         shown = [e for e in elements if e in step.changed]
@@ -52,10 +52,6 @@ def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: 
     if not shown and not hidden:
         out.append("(no change)", style="dim")
     return out
-
-
-def _zero_like(value) -> bool:
-    return value is None or value is False or value == 0 or value == []
 
 
 def _failing(step: StepView, mark: bool) -> Text:

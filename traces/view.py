@@ -15,6 +15,11 @@ from traces.lanes import element_lanes
 from traces.states import format_element, readable_elements
 
 
+def zero_like(value: Any) -> bool:
+    """A shown value that says nothing at the start of a trace (0, false, empty, unset)."""
+    return value is None or value is False or value == 0 or value == []
+
+
 @dataclass
 class StepView:
     step: int
