@@ -1,81 +1,141 @@
 """Known flaws (PROTOCOL.md table) at 3 brokers, min ISR 2: each switch or preset shows a violation
-of the expected kind, and the same bounds with the safeguard on hold.
+of the expected kind (exact invariant, shortest counterexample length pinned), and the same bounds
+with the safeguard on hold. Min ISR changes are off (``min_isr_changes=0``) except for the min ISR
+policy row, because with them docs/findings.md F1 violates the durability invariants under every
+policy and would mask the row under test.
 
-These runs use the compiled engine (each option set compiles its own kernel the first time).
+Every run uses the compiled engine (each option set compiles its kernels once, then numba's cache).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from checker.explore.engine import Engine
 from checker.explore.result import Options
 from checker.model import Model
+from checker.spec import Invariant
+from invariants.durability import acked_writes_held
 from specs.kafka import KafkaParams, KafkaReplication
 
 pytestmark = pytest.mark.slow
 
+NO_MIN_ISR_CHANGE = dict(min_isr_changes=0)
 
-def run(check=None, **kw):
-    from checker.explore.engine import Engine
-    m = Model(KafkaReplication(KafkaParams(**kw)), check=check)
+
+def run(check=None, spec=KafkaReplication, **kw):
+    m = Model(spec(KafkaParams(**kw)), check=check)
     return Engine().explore(m, Options())
 
 
-def violated(name, **kw):
-    r = run(check=[name], **kw)
+def shortest(name, spec=KafkaReplication, **kw):
+    """The shortest counterexample of ``name`` (BFS: the first one found is a shortest one)."""
+    r = run(check=[name], spec=spec, **kw)
     assert r.status == "violated", f"{name} not violated with {kw}"
     assert [v.check for v in r.violations] == [name]
     return r.violations[0]
 
 
-# bounds of each scenario; the safeguard-on run uses the same bounds
-NO_MIN_ISR_CHANGE = dict(min_isr_changes=0)
+def holds(**kw):
+    r = run(**kw)
+    assert r.status == "holds", [(v.check, v.depth) for v in r.violations]
+    return r
+
+
+# (row of the table, switches, bounds, invariant that must fail, shortest counterexample length)
 FLAWS = [
-    # (switches, bounds, invariant that must fail)
-    (dict(protocol="kafka-3.5"), dict(NO_MIN_ISR_CHANGE), "acked_writes_survive"),
-    (dict(no_strict_min_isr=True), dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0), "elr_members_hold_committed_log"),
-    (dict(hwm_from_maximal_isr=True), dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0), "elr_members_hold_committed_log"),
-    (dict(keep_unclean_in_elr=True), dict(NO_MIN_ISR_CHANGE, fences=2), "leader_holds_committed_log"),
-    (dict(no_broker_epoch_check=True), dict(NO_MIN_ISR_CHANGE), "isr_members_hold_committed_log"),
-    (dict(recovery="aggressive"), dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2), "acked_writes_survive"),
-    (dict(protocol="kafka-4.x", unclean_election=True), dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2),
-     "acked_writes_survive"),
-    (dict(min_isr_policy="keep-elr"), dict(), "elr_only_below_min_isr"),
+    ("kafka-3.5: last replica standing, 1 lossy shutdown", dict(protocol="kafka-3.5"), dict(NO_MIN_ISR_CHANGE),
+     "acked_writes_survive", 12),
+    ("no strict min ISR, no lossy shutdown", dict(no_strict_min_isr=True), dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0),
+     "elr_members_hold_committed_log", 7),
+    ("HWM from maximal ISR, no lossy shutdown", dict(hwm_from_maximal_isr=True),
+     dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0), "elr_members_hold_committed_log", 11),
+    ("unclean shutdown keeps ELR, 1 lossy shutdown", dict(keep_unclean_in_elr=True), dict(NO_MIN_ISR_CHANGE),
+     "leader_holds_committed_log", 12),
+    ("no broker-epoch check, 1 lossy shutdown", dict(no_broker_epoch_check=True), dict(NO_MIN_ISR_CHANGE),
+     "isr_members_hold_committed_log", 13),
+    ("strategy Aggressive, fencing alone", dict(recovery="aggressive"),
+     dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2), "acked_writes_survive", 13),
+    ("unclean election, fencing alone", dict(protocol="kafka-4.x", unclean_election=True),
+     dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2), "acked_writes_survive", 10),
+    ("min ISR change keeps ELR", dict(min_isr_policy="keep-elr"), dict(lossy_shutdowns=0), "elr_only_below_min_isr", 5),
 ]
 
 
-@pytest.mark.parametrize("switches, bounds, name", FLAWS, ids=[n for _, _, n in FLAWS])
-def test_flaw_is_found(switches, bounds, name):
-    violated(name, **switches, **bounds)
+@pytest.mark.parametrize("row, switches, bounds, name, length", FLAWS, ids=[r for r, *_ in FLAWS])
+def test_flaw_is_found(row, switches, bounds, name, length):
+    assert shortest(name, **switches, **bounds).depth == length
 
 
-SAFE_BOUNDS = sorted({tuple(sorted(b.items())) for _, b, _ in FLAWS if "min_isr_changes" in b})
-
-
-@pytest.mark.parametrize("bounds", [dict(b) for b in SAFE_BOUNDS], ids=[str(dict(b)) for b in SAFE_BOUNDS])
+@pytest.mark.parametrize("bounds", [
+    dict(NO_MIN_ISR_CHANGE),                                  # kafka-3.5, keep-unclean, no-epoch rows
+    dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0),               # no-strict, maximal rows
+    dict(NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2),     # Aggressive row
+], ids=str)
 def test_kip_966_holds_with_the_safeguards_on(bounds):
-    r = run(**bounds)
-    assert r.status == "holds", [(v.check, v.depth) for v in r.violations]
+    holds(**bounds)
 
 
-def test_keep_elr_policy_loses_data_after_lowering_min_isr():
-    """"min ISR change keeps ELR ... then data loss": lowering min ISR keeps a stale ELR member."""
-    violated("elr_members_hold_committed_log", min_isr_policy="keep-elr")
+def test_kafka_4x_without_unclean_election_holds_with_fencing_alone():
+    """The unclean-election row's safeguard: kafka-4.x's last-known-leader fallback instead."""
+    holds(protocol="kafka-4.x", **NO_MIN_ISR_CHANGE, lossy_shutdowns=0, fences=2)
 
 
-def test_kip_966_loses_an_acknowledged_write_with_min_isr_lossy_shutdowns():
-    violated("acked_writes_survive", lossy_shutdowns=2, min_isr_changes=0)
+def test_kip_min_isr_policy_keeps_elr_below_min_isr():
+    r = run(check=["elr_only_below_min_isr"], lossy_shutdowns=0)
+    assert r.status == "holds"
+
+
+def test_keep_elr_policy_then_loses_committed_data_and_the_kip_policy_does_not():
+    """"min ISR change keeps ELR ... then data loss": after lowering min ISR to 1 the leader advances
+    the HWM past a stale ELR member. The same steps under the kip policy clear the ELR at the change."""
+    v = shortest("elr_members_hold_committed_log", min_isr_policy="keep-elr", lossy_shutdowns=0)
+    assert v.depth == 8
+    m_keep = Model(KafkaReplication(KafkaParams(min_isr_policy="keep-elr", lossy_shutdowns=0)))
+    names = [str(m_keep.labels[s.label]) for s in v.steps[1:]]
+    assert "ChangeMinIsr(value=1)" in names
+    m_kip = Model(KafkaReplication(KafkaParams(lossy_shutdowns=0)))
+    state = m_kip.initial[0]
+    for step in v.steps[1:]:
+        nxt = m_kip.step(state, step.label)
+        if nxt is None:  # a step the kip policy disables (HWM advance with the ELR gone is still fine)
+            break
+        assert m_kip.violated_invariants(nxt) == [], str(m_kip.labels[step.label])
+        state = nxt
+    assert m_kip.layout.show(state)["c_elr"] == []
 
 
 @pytest.mark.parametrize("recovery", ["none", "balanced"])
 def test_kip_966_holds_with_min_isr_minus_one_lossy_shutdowns(recovery):
-    r = run(recovery=recovery, min_isr_changes=0)
-    assert r.status == "holds", [(v.check, v.depth) for v in r.violations]
+    holds(recovery=recovery, **NO_MIN_ISR_CHANGE)
+
+
+class KafkaWithUnconditionalAckedCheck(KafkaReplication):
+    """The model plus ``acked_writes_held``: acked_writes_survive without its claim condition
+    (which, with minISR lossy shutdowns, is not claimed at all)."""
+
+    def invariants(self):
+        return super().invariants() + [Invariant("acked_writes_held", acked_writes_held, acked_writes_held.__doc__)]
+
+
+@pytest.mark.parametrize("recovery, length", [("balanced", 14), ("aggressive", 14)])
+def test_kip_966_loses_an_acknowledged_write_with_min_isr_lossy_shutdowns(recovery, length):
+    v = shortest("acked_writes_held", spec=KafkaWithUnconditionalAckedCheck, recovery=recovery,
+                 lossy_shutdowns=2, isr_shrinks=0, **NO_MIN_ISR_CHANGE)
+    assert v.depth == length
+
+
+def test_strategy_none_loses_availability_not_the_write_with_min_isr_lossy_shutdowns():
+    """docs/findings.md F2: with strategy None every broker that lost data is dropped from ISR and ELR
+    at registration and no other path elects it, so the partition stays leaderless instead."""
+    r = run(check=["acked_writes_held"], spec=KafkaWithUnconditionalAckedCheck, recovery="none",
+            lossy_shutdowns=2, isr_shrinks=0, **NO_MIN_ISR_CHANGE)
+    assert r.status == "holds"
 
 
 def test_every_action_fires_at_default_bounds():
-    from checker.explore.engine import Engine
+    """Coverage: by depth 14 of the default-bounds state space every action has fired (a fired
+    action at a bounded depth fires in the complete space too)."""
     m = Model(KafkaReplication(KafkaParams()))
-    r = Engine().explore(m, Options(keep_going=True))
-    assert r.incomplete_reason is None
+    r = Engine().explore(m, Options(keep_going=True, max_depth=14))
     assert r.never_fired() == []

@@ -28,6 +28,13 @@ class KafkaReplication(Spec):
     summary = "Kafka replication under KRaft: KIP-966 ELR, strict min ISR, KIP-903, faults, unclean recovery"
     Params = KafkaParams
     main_lane = "controller"
+    # conformance (tests/test_conformance.py): tiny bounds, a few hundred states each
+    examples = (
+        {"brokers": 2, "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
+        {"lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 1},
+        {"brokers": 2, "min_isr": 1, "protocol": "kafka-3.5", "lossy_shutdowns": 1, "fences": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0},
+    )
 
     def check_params(self) -> None:
         check(self.params)
