@@ -1,7 +1,9 @@
 """Generate the README's verdict table: every preset and switch at 3 brokers, min ISR 2, default bounds.
 
-Each row is one ``kraftcheck check`` run (first violation, not --continue, so each row stops at
-its shortest counterexample); the table goes between the README's verdict markers.
+Each row is two ``kraftcheck check`` runs (first violation, not --continue, so each stops at its
+shortest counterexample): at the default bounds, and with ``--min-isr-changes 0``, because the
+min ISR finding (docs/findings.md, F1) shows at the default bounds under every setting and would
+otherwise hide what each switch does. The table goes between the README's verdict markers.
 
     .venv/bin/python bench/verdicts.py            # rewrite the table in README.md
     .venv/bin/python bench/verdicts.py --print    # only print it
@@ -21,7 +23,6 @@ BASE = ["--brokers", "3", "--min-isr", "2"]
 
 ROWS = [
     ("kip-966, recovery balanced (the default)", []),
-    ("kip-966 without min ISR changes", ["--min-isr-changes", "0"]),
     ("kip-966, recovery none", ["--recovery", "none"]),
     ("kip-966, recovery aggressive", ["--recovery", "aggressive"]),
     ("kip-966, balanced after 1 reply", ["--balanced-replies", "1"]),
@@ -53,20 +54,23 @@ def run(args: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
+def verdict(r: dict) -> str:
+    if "refused" in r:
+        return f"refused: {r['refused']}"
+    if r["violations"]:
+        v = r["violations"][0]
+        return f"`{v['invariant']}` ({v['depth']} states)"
+    return f"holds ({r['distinct_states']:,} states)"
+
+
 def table() -> str:
-    lines = ["| configuration | options | verdict | first violated invariant | counterexample (states) |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = ["| configuration | options | default bounds | with `--min-isr-changes 0` |",
+             "| --- | --- | --- | --- |"]
     for title, args in ROWS:
-        r = run(args)
-        if "refused" in r:
-            row = [f"refused: {r['refused']}", "-", "-"]
-        elif r["violations"]:
-            v = r["violations"][0]
-            row = ["violated", f"`{v['invariant']}`", str(v["depth"])]
-        else:
-            row = [f"holds ({r['distinct_states']:,} states)", "-", "-"]
+        with_changes = run(args)
+        without = run(args + ["--min-isr-changes", "0"]) if "--min-isr-changes" not in args else with_changes
         opts = " ".join(args) or "(defaults)"
-        lines.append(f"| {title} | `{opts}` | " + " | ".join(row) + " |")
+        lines.append(f"| {title} | `{opts}` | {verdict(with_changes)} | {verdict(without)} |")
         print(lines[-1], file=sys.stderr)
     return "\n".join(lines)
 
