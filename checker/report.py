@@ -22,6 +22,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
     return {
         "result": result.status,
         "incomplete_reason": result.incomplete_reason,
+        "exhaustive": result.exhaustive,
         "spec": model.spec.name,
         "params": model.spec.options(),
         "options": dict(run_options),
@@ -37,7 +38,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),
         "coverage": result.coverage(),
-        "never_fired": result.never_fired(),
+        "never_fired": result.never_fired() if result.exhaustive else None,
         "violations": [
             {"invariant": v.check, "kind": v.kind, "depth": v.depth, "trace_file": trace_files.get(v.check),
              "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None]}

@@ -107,3 +107,12 @@ def test_engine_runs_with_jit_disabled(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["engine"] == "engine" and report["distinct_states"] > 0
+
+
+def test_unfired_actions_are_flagged_only_after_an_exhaustive_run(tmp_path):
+    stopped = run("check", "--spec", "two_phase_eager_commit", "--trace-dir", str(tmp_path), "--json", "-")
+    report = json.loads(stopped.stdout)
+    assert report["exhaustive"] is False and report["never_fired"] is None
+    complete = run("check", "--spec", "two_phase", "--json", "-")
+    report = json.loads(complete.stdout)
+    assert report["exhaustive"] is True and report["never_fired"] == []

@@ -105,7 +105,7 @@ class Terminal:
             cov.add_row(name, f"{c['fired']:,}", f"{c['new']:,}", style=style)
         self.out.print(cov)
         never = result.never_fired()
-        if never and result.status != INCOMPLETE:
+        if never and result.exhaustive:  # after an early stop, unfired actions prove nothing
             self.out.print(f"[yellow]warning[/]: never enabled (a sign of a model bug): {', '.join(never)}")
 
         for v in result.violations:

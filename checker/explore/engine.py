@@ -403,4 +403,4 @@ class _Run:
         r.elapsed_s = self.clock.elapsed if self.clock else 0.0
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
-        r.conclude(list(self.found.values()))
+        r.conclude(list(self.found.values()), self.options.keep_going)

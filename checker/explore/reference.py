@@ -119,6 +119,6 @@ class ReferenceExplorer:
         result.distinct_states = len(states)
         result.depth = depth
         result.elapsed_s = clock.elapsed
-        result.conclude(list(found.values()))
+        result.conclude(list(found.values()), options.keep_going)
         return result
 

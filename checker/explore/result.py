@@ -77,6 +77,7 @@ class Result:
     new_states: list[int] = field(default_factory=list)  # per action: new distinct states found
     violations: list[Violation] = field(default_factory=list)
     engine: str = ""
+    exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
 
     @property
     def states_per_s(self) -> float:
@@ -86,9 +87,10 @@ class Result:
         return {a.name: {"fired": f, "new": n}
                 for a, f, n in zip(self.model.actions, self.fired, self.new_states)}
 
-    def conclude(self, violations: list[Violation]) -> None:
+    def conclude(self, violations: list[Violation], keep_going: bool) -> None:
         """Record the violations found, shortest first, and the verdict they and the limits give."""
         self.violations = sorted(violations, key=lambda v: (v.depth, self.model.check_names.index(v.check)))
+        self.exhaustive = not self.incomplete_reason and (keep_going or not self.violations)
         if self.violations:
             self.status = VIOLATED
         elif self.incomplete_reason:
