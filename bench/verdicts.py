@@ -49,8 +49,8 @@ def run(args: list[str]) -> dict:
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if out.returncode == 2:  # the option is refused: show why, in the checker's own words
         return {"refused": out.stderr.strip().removeprefix("kraftcheck: error: ")}
-    if out.returncode not in (0, 1):
-        sys.exit(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stderr}")
+    if out.returncode not in (0, 1) or not out.stdout.strip():
+        sys.exit(f"{' '.join(cmd)} exited {out.returncode} without a report:\n{out.stderr}")
     return json.loads(out.stdout)
 
 
