@@ -10,9 +10,18 @@ from __future__ import annotations
 
 from numba import njit
 
-from invariants.elr import durability_claimed
+from invariants.elr import durability_claimed, running_members_hold
 from specs.kafka.broker import acting_leader
 from specs.kafka.state import RUNNING, records_below
+
+
+@njit(cache=True)
+def running_leader_holds(s, records):
+    """The controller's leader, if there is one and it is running, holds every record of ``records``."""
+    lead = s.c_leader
+    if lead >= len(s.log) or s.b_state[lead] != RUNNING:
+        return True
+    return records & ~s.log[lead] == 0
 
 
 @njit(cache=True)
@@ -22,10 +31,7 @@ def isr_members_hold_committed_log(s):
     running member of the controller's ISR holds every committed record."""
     if not durability_claimed(s):
         return True
-    for b in range(len(s.log)):
-        if s.c_isr >> b & 1 and s.b_state[b] == RUNNING and s.committed & ~s.log[b]:
-            return False
-    return True
+    return running_members_hold(s, s.c_isr, s.committed)
 
 
 @njit(cache=True)
@@ -35,10 +41,7 @@ def leader_holds_committed_log(s):
     every committed record."""
     if not durability_claimed(s):
         return True
-    lead = s.c_leader
-    if lead >= len(s.log) or s.b_state[lead] != RUNNING:
-        return True
-    return s.committed & ~s.log[lead] == 0
+    return running_leader_holds(s, s.committed)
 
 
 @njit(cache=True)
@@ -80,10 +83,7 @@ def acked_writes_held(s):
     leader holds every acknowledged acks=all record, whatever the faults so far. Not a check of the
     model (it is not in ``kafka_invariants``); tests use it to show that the KIP's bound is tight
     (with minISR lossy shutdowns an acknowledged write can be lost)."""
-    lead = s.c_leader
-    if lead >= len(s.log) or s.b_state[lead] != RUNNING:
-        return True
-    return s.acked & ~s.log[lead] == 0
+    return running_leader_holds(s, s.acked)
 
 
 @njit(cache=True)

@@ -13,6 +13,15 @@ from specs.kafka.state import RUNNING, popcount
 
 
 @njit(cache=True)
+def running_members_hold(s, members, records):
+    """Every running broker of the set ``members`` holds every record of the set ``records``."""
+    for b in range(len(s.log)):
+        if members >> b & 1 and s.b_state[b] == RUNNING and records & ~s.log[b]:
+            return False
+    return True
+
+
+@njit(cache=True)
 def durability_claimed(s):
     """The KIP's promise: at most minISR - 1 lossy unclean shutdowns, against history."""
     return s.lossy_shutdowns_used < s.fewest_min_isr
@@ -33,10 +42,7 @@ def elr_members_hold_committed_log(s):
     shutdown, as the KIP intends."""
     if not durability_claimed(s):
         return True
-    for b in range(len(s.log)):
-        if s.c_elr >> b & 1 and s.b_state[b] == RUNNING and s.committed & ~s.log[b]:
-            return False
-    return True
+    return running_members_hold(s, s.c_elr, s.committed)
 
 
 @njit(cache=True)

@@ -36,24 +36,8 @@ def _default_mode() -> int:
 
 def atomic_write(path: PathLike, data: Union[str, bytes]) -> Path:
     """Write ``data`` to ``path`` all at once: temp file in the same directory, fsync, rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, _default_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return atomic_write_with(path, lambda tmp: tmp.write_bytes(payload))
 
 
 def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:

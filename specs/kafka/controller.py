@@ -139,6 +139,16 @@ def remove_from_isr(t, b, unclean):
 
 
 @njit(cache=True)
+def fence_broker(s, t, b):
+    """The controller fences ``b`` and removes it from the ISR, as one partition change. Shared by
+    a fencing fault and a session timeout."""
+    t.c_fenced = s.c_fenced | (1 << b)
+    remove_from_isr(t, b, 0)
+    finish_partition_change(s, t)
+    normalize_epochs(t)
+
+
+@njit(cache=True)
 def fence(s, t, b):
     """The controller fences running broker ``b`` (missed heartbeats: a network partition).
 
@@ -148,10 +158,7 @@ def fence(s, t, b):
     if s.fences_used >= s.k_max_fences or s.b_state[b] != RUNNING or not unfenced(s, b):
         return False
     t.fences_used = s.fences_used + 1
-    t.c_fenced = s.c_fenced | (1 << b)
-    remove_from_isr(t, b, 0)
-    finish_partition_change(s, t)
-    normalize_epochs(t)
+    fence_broker(s, t, b)
     return True
 
 
@@ -160,10 +167,7 @@ def session_timeout(s, t, b):
     """The controller fences a broker that crashed (its heartbeats stopped). Not a fault."""
     if s.b_state[b] == RUNNING or not unfenced(s, b):
         return False
-    t.c_fenced = s.c_fenced | (1 << b)
-    remove_from_isr(t, b, 0)
-    finish_partition_change(s, t)
-    normalize_epochs(t)
+    fence_broker(s, t, b)
     return True
 
 
