@@ -55,14 +55,14 @@ def committed_logs_match(s):
     for a in range(n):
         if s.b_state[a] != RUNNING:
             continue
-        mine = records_below(s.log[a], s.hwm[a])
+        mine = records_below(s, s.log[a], s.hwm[a])
         if mine & ~s.committed:
             return False
         for b in range(a + 1, n):
             if s.b_state[b] != RUNNING:
                 continue
             k = min(s.hwm[a], s.hwm[b])
-            if records_below(s.log[a], k) != records_below(s.log[b], k):
+            if records_below(s, s.log[a], k) != records_below(s, s.log[b], k):
                 return False
     return True
 

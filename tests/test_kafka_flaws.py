@@ -134,8 +134,22 @@ def test_strategy_none_loses_availability_not_the_write_with_min_isr_lossy_shutd
 
 
 def test_every_action_fires_at_default_bounds():
-    """Coverage: by depth 14 of the default-bounds state space every action has fired (a fired
-    action at a bounded depth fires in the complete space too)."""
+    """Coverage over the whole default-bounds state space (``kraftcheck check --continue``): every
+    action fires, the exact counts are those of docs/model.md, and the violations are the F1/F1a
+    ones of docs/findings.md, one shortest counterexample per check."""
     m = Model(KafkaReplication(KafkaParams()))
-    r = Engine().explore(m, Options(keep_going=True, max_depth=14))
+    r = Engine().explore(m, Options(keep_going=True))
+    assert r.exhaustive
+    assert (r.distinct_states, r.states_generated, r.depth) == (14_187_187, 64_899_661, 38)
     assert r.never_fired() == []
+    assert [(v.check, v.depth) for v in r.violations] == [
+        ("leader_maximal_isr_covers_electable", 5), ("hwm_advances_only_with_min_isr", 8),
+        ("elr_members_hold_committed_log", 9), ("isr_members_hold_committed_log", 12),
+        ("leader_holds_committed_log", 12), ("acked_writes_survive", 12), ("reads_are_repeatable", 13)]
+
+
+def test_expansion_without_the_hwm_guard_fails_with_two_records_too():
+    """--records 2 on a flaw row: the same shortest counterexample length as with one record."""
+    v = shortest("isr_members_hold_committed_log", no_expansion_hwm_guard=True, records=2, lossy_shutdowns=0,
+                 **NO_MIN_ISR_CHANGE)
+    assert v.depth == 11

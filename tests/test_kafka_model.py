@@ -33,7 +33,6 @@ def test_registered_as_default_spec():
     (dict(no_strict_min_isr=True, hwm_from_maximal_isr=True), "pick one"),
     (dict(recovery="sometimes"), "choose one of"),
     (dict(brokers=6), "out of range"),
-    (dict(accept_stale_fetch_responses=True), "not modelled"),
 ])
 def test_contradictory_options_are_rejected(kw, words):
     with pytest.raises(UsageError, match=words):
@@ -140,3 +139,37 @@ def run_steps_from(m, state, steps):
         assert nxt is not None, f"{name}{values} is not enabled"
         state = nxt
     return state
+
+
+# Two records: b1 writes r1 (acks=1) and b3 fetches it; b1 is fenced and b2, elected in epoch 2
+# without r1, writes r2 at the same offset. b3's log has diverged; its next Fetch truncates r1
+# (never committed) and the one after fetches r2.
+LOG_DIVERGENCE = [
+    ("Produce", (0, 0)), ("Fetch", (2,)),
+    ("Fence", (0,)), ("SyncMetadata", (1,)), ("Produce", (1, 0)),
+    ("SyncMetadata", (2,)),
+]
+
+
+def test_two_records_diverge_and_the_follower_truncates():
+    m = model(records=2, isr_shrinks=0, min_isr_changes=0, lossy_shutdowns=0)
+    state = run_steps(m, LOG_DIVERGENCE)
+    v = shown(m, state)
+    assert v["log"][2] == ["r1"] and v["log"][1] == ["r2"] and v["rec_offset"] == [0, 0]
+    state = run_steps_from(m, state, [("Fetch", (2,))])
+    assert shown(m, state)["log"][2] == []
+    state = run_steps_from(m, state, [("Fetch", (2,))])
+    v = shown(m, state)
+    assert v["log"][2] == ["r2"] and v["committed"] == []
+    assert m.violated_invariants(state) == []
+
+
+@pytest.mark.parametrize("bounds, counts", [
+    (dict(lossy_shutdowns=0), (438_846, 29)),
+    (dict(fences=0), (1_065_526, 31)),
+], ids=["fence-and-shrink", "lossy-and-shrink"])
+def test_two_records_hold_under_kip_966(bounds, counts):
+    from checker.explore.engine import Engine
+    r = Engine().explore(model(records=2, min_isr_changes=0, **bounds), Options())
+    assert r.status == "holds" and r.exhaustive
+    assert (r.distinct_states, r.depth) == counts

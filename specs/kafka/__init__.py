@@ -34,6 +34,8 @@ class KafkaReplication(Spec):
         {"lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 1},
         {"brokers": 2, "min_isr": 1, "protocol": "kafka-3.5", "lossy_shutdowns": 1, "fences": 0, "isr_shrinks": 0,
          "min_isr_changes": 0},
+        {"brokers": 2, "min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0},
     )
 
     def check_params(self) -> None:
@@ -103,6 +105,11 @@ class KafkaReplication(Spec):
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
+        if p.accept_stale_fetch_responses:
+            acts.append(Action("DelayFetchResponse", broker.delay_fetch_response, (f,),
+                               broker.delay_fetch_response.__doc__))
+            acts.append(Action("ReceiveFetchResponse", broker.receive_fetch_response, (),
+                               broker.receive_fetch_response.__doc__))
         sw = switches(p)
         if sw["k_recovery"] != RECOVERY_OFF:
             acts.append(Action("RecoveryReply", recovery.recovery_reply, (b,), recovery.recovery_reply.__doc__))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
-                               normalize_epochs, popcount, records_below)
+                               common_prefix, normalize_epochs, popcount, records_below)
 
 
 @njit(cache=True)
@@ -138,25 +138,36 @@ def produce(s, t, b, acks_all):
 
 
 @njit(cache=True)
+def fetch_leader(s, f):
+    """The leader ``f`` fetches from, if it would serve the Fetch: a running follower's view names
+    another broker that acts as leader in the same leader epoch; else -1."""
+    if s.b_state[f] != RUNNING:
+        return -1
+    lead = s.v_leader[f]
+    if lead >= len(s.log) or lead == f:
+        return -1
+    if not acting_leader(s, lead) or s.v_epoch[lead] != s.v_epoch[f]:
+        return -1
+    return lead
+
+
+@njit(cache=True)
 def fetch(s, t, f):
     """Follower ``f`` fetches from the leader of its view, in one round trip.
 
     The leader serves it only in the same leader epoch. If ``f``'s log has diverged (entries the
     leader lacks), the response carries the diverging epoch and ``f`` truncates to the common
     prefix (its HWM with it). Otherwise the leader records ``f``'s fetch offset and broker epoch
-    (KIP-903) and ``f`` appends the leader's records and takes the leader's HWM.
+    (KIP-903) and ``f`` appends the leader's records and takes the leader's HWM. Not while the
+    fetcher thread for that leader still waits for a delayed response (``delay_fetch_response``).
     """
-    if s.b_state[f] != RUNNING:
-        return False
-    lead = s.v_leader[f]
-    if lead >= len(s.log) or lead == f:
-        return False
-    if not acting_leader(s, lead) or s.v_epoch[lead] != s.v_epoch[f]:
+    lead = fetch_leader(s, f)
+    if lead < 0 or waits_for_response(s, f, lead):
         return False
     mine = s.log[f]
     theirs = s.log[lead]
-    if mine & ~theirs:
-        kept = mine & theirs
+    kept = common_prefix(s, mine, theirs)
+    if kept != mine:
         t.log[f] = kept
         t.hwm[f] = min(s.hwm[f], popcount(kept))
         return True
@@ -169,6 +180,67 @@ def fetch(s, t, f):
     t.log[f] = theirs
     t.hwm[f] = s.hwm[lead]
     return True
+
+
+@njit(cache=True)
+def waits_for_response(s, f, lead):
+    return s.fr_epoch != 0 and s.fr_follower == f and s.fr_leader == lead
+
+
+@njit(cache=True)
+def delay_fetch_response(s, t, f):
+    """(--accept-stale-fetch-responses) The leader serves ``f``'s Fetch (``f``'s log matches its
+    own) as in ``fetch``: it records ``f``'s fetch offset and broker epoch, and answers with its
+    records from that offset on and its HWM; but the response is delayed and arrives after any
+    number of other events. One delayed response at a time (a bound, like the fault bounds)."""
+    lead = fetch_leader(s, f)
+    if not s.k_stale_fetch or lead < 0 or s.fr_epoch != 0:
+        return False
+    mine = s.log[f]
+    theirs = s.log[lead]
+    if common_prefix(s, mine, theirs) != mine:
+        return False  # diverged: ``fetch`` truncates
+    offset = popcount(mine)
+    t.f_leo[lead][f] = offset + 1
+    t.f_gen_age[lead][f] = 0
+    t.fr_epoch = s.v_epoch[lead]
+    t.fr_follower = f
+    t.fr_leader = lead
+    t.fr_offset = offset
+    t.fr_records = theirs & ~records_below(s, theirs, offset)
+    t.fr_hwm = s.hwm[lead]
+    return True
+
+
+@njit(cache=True)
+def receive_fetch_response(s, t):
+    """(--accept-stale-fetch-responses) The follower gets the delayed response. Kafka's fetcher
+    still checks that the partition is fetched from the same leader (a new leader means another
+    fetcher thread) and that its fetch offset is unchanged; the switch drops only the check that
+    the leader epoch is unchanged. A response that passes appends the carried records and sets the
+    HWM (capped at the log end); any other is dropped."""
+    if s.fr_epoch == 0:
+        return False
+    f = s.fr_follower
+    mine = s.log[f]
+    if (s.b_state[f] == RUNNING and s.v_leader[f] == s.fr_leader
+            and popcount(mine) == s.fr_offset):
+        grown = mine | s.fr_records
+        t.log[f] = grown
+        t.hwm[f] = min(s.fr_hwm, popcount(grown))
+    clear_fetch_response(t)
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def clear_fetch_response(t):
+    t.fr_epoch = 0
+    t.fr_follower = 0
+    t.fr_leader = 0
+    t.fr_offset = 0
+    t.fr_records = 0
+    t.fr_hwm = 0
 
 
 @njit(cache=True)
@@ -190,8 +262,8 @@ def advance_hwm(s, t, b):
                 new = known - 1
     if new <= s.hwm[b]:
         return False
-    covered = records_below(s.log[b], new)
-    newly = covered & ~records_below(s.log[b], s.hwm[b])
+    covered = records_below(s, s.log[b], new)
+    newly = covered & ~records_below(s, s.log[b], s.hwm[b])
     t.hwm[b] = new
     t.committed = s.committed | covered
     if popcount(s.v_isr[b]) >= s.v_min_isr[b]:

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.broker import clear_leader_state, load_view
+from specs.kafka.broker import clear_fetch_response, clear_leader_state, load_view
 from specs.kafka.controller import finish_partition_change, remove_from_isr
-from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, prefix
+from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
 
 @njit(cache=True)
 def stop_broker(s, t, b, keep, state):
-    """``b`` stops, keeping the first ``keep`` records of its log; all its memory is gone."""
+    """``b`` stops, keeping the first ``keep`` records of its log; all its memory is gone, the
+    responses its fetchers wait for with it."""
     n = len(s.log)
     t.b_state[b] = state
-    t.log[b] = prefix(s.log[b], keep)
+    t.log[b] = records_below(s, s.log[b], keep)
+    if s.fr_epoch != 0 and s.fr_follower == b:
+        clear_fetch_response(t)
     t.hwm[b] = min(s.hwm[b], keep)
     t.v_leader[b] = n
     t.v_epoch[b] = 0

@@ -69,10 +69,6 @@ def check(p: KafkaParams) -> None:
                 raise UsageError(f"--{name.replace('_', '-')} needs ELR, which kafka-3.5 does not have")
         if p.min_isr_policy is not None:
             raise UsageError("--min-isr-policy needs ELR, which kafka-3.5 does not have")
-    if p.accept_stale_fetch_responses:
-        # A stale response can append records written after the follower's log diverged, which
-        # breaks the log-as-increasing-set encoding; refusing is better than silently ignoring it.
-        raise UsageError("--accept-stale-fetch-responses is not modelled yet (fetches are atomic round trips)")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 

@@ -1,11 +1,13 @@
 """The state of the Kafka replication model: field layout, value codes and small bit helpers.
 
 One partition replicated on every broker ``0..N-1``. Records are numbered ``0..R-1`` in produce
-order; because each record is appended once, by one leader, at one offset, a log is an increasing
-sequence of record numbers and is held as a bitmask (bit ``r`` = record ``r`` present). The epoch
-and offset a record was written with are global (``rec_epoch``, ``rec_offset``), so a log entry
-``(record, leader epoch)`` needs no per-broker epoch bits. Logs obey log matching (two logs holding
-a record hold the same records before it), so the common prefix of two logs is their intersection.
+order. Each record is appended once, by one leader, at one offset, and every copy of it sits at
+that offset, so a log (the offsets ``0..k-1``, one record each) is held as the bitmask of the
+records it holds (bit ``r`` = record ``r`` present), ordered by ``rec_offset``. The epoch a record
+was written with is global too (``rec_epoch``), so a log entry ``(record, leader epoch)`` needs no
+per-broker epoch bits. Logs obey log matching (two logs holding a record hold the same records
+before it) unless followers accept stale fetch responses (``--accept-stale-fetch-responses``);
+``common_prefix`` is exact either way.
 
 Epochs that are only ever compared with the controller's current value are held as "is it still
 current" bits or ages rather than counters (partition epoch: ``v_pe_ok``, ``ap_pe_ok``; broker
@@ -53,44 +55,46 @@ def popcount(x):
 
 
 @njit(cache=True)
-def last_record(log):
-    """The highest record number in a log, or -1 for an empty log."""
-    r = -1
-    k = 0
-    while log >> k:
-        if log >> k & 1:
-            r = k
-        k += 1
-    return r
+def records_below(s, log, offset):
+    """The records of ``log`` at offsets below ``offset`` (a lossy shutdown keeps such a prefix).
 
-
-@njit(cache=True)
-def prefix(log, keep):
-    """The first ``keep`` records of ``log`` (a lossy shutdown keeps a prefix)."""
+    A record only ever sits at the offset it was written at (``rec_offset``), in every log."""
     out = 0
-    n = 0
-    k = 0
-    while n < keep and log >> k:
-        if log >> k & 1:
-            out |= 1 << k
-            n += 1
-        k += 1
+    for r in range(len(s.rec_offset)):
+        if log >> r & 1 and s.rec_offset[r] < offset:
+            out |= 1 << r
     return out
 
 
 @njit(cache=True)
-def records_below(log, offset):
-    """The records of ``log`` at offsets below ``offset``."""
-    return prefix(log, offset)
+def last_record(s, log):
+    """The record at the last offset of ``log``, or -1 for an empty log."""
+    end = popcount(log) - 1
+    for r in range(len(s.rec_offset)):
+        if log >> r & 1 and s.rec_offset[r] == end:
+            return r
+    return -1
 
 
 @njit(cache=True)
 def last_epoch(s, log):
     """The leader epoch of the last entry of ``log`` (0 for an empty log)."""
-    r = last_record(log)
+    r = last_record(s, log)
     if r < 0:
         return 0
     return s.rec_epoch[r]
+
+
+@njit(cache=True)
+def common_prefix(s, mine, theirs):
+    """The longest prefix of ``mine`` that ``theirs`` holds entry for entry (same record at each
+    offset). Under log matching this is ``mine & theirs``; a stale fetch response can break log
+    matching, and then only the records below the first entry ``theirs`` lacks are common."""
+    first_missing = popcount(mine)
+    for r in range(len(s.rec_offset)):
+        if mine >> r & 1 and not theirs >> r & 1 and s.rec_offset[r] < first_missing:
+            first_missing = s.rec_offset[r]
+    return records_below(s, mine, first_missing)
 
 
 @njit(cache=True)
@@ -168,6 +172,21 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         Bool("unclean_removed", doc="a registration revealed an unclean shutdown of an ISR or ELR member"),
         Set("isr_stale", bs, doc="ISR members admitted with a broker epoch that was not current"),
     ]
+    # The one delayed fetch response in flight, only under --accept-stale-fetch-responses.
+    # Without the switch a fetch is one atomic round trip (docs/model.md section 6) and these are
+    # constants 0: no bits, and traces do not show them.
+    if consts.get("k_stale_fetch"):
+        fields += [
+            Int("fr_epoch", max_epoch, doc="delayed fetch response: leader epoch of the request (0 = none in flight)"),
+            Int("fr_follower", n - 1, doc="delayed fetch response: the follower it goes to"),
+            Int("fr_leader", n - 1, doc="delayed fetch response: the leader that served it"),
+            Int("fr_offset", records, doc="delayed fetch response: the fetch offset it answers"),
+            Set("fr_records", rs, doc="delayed fetch response: the leader's records from that offset on"),
+            Int("fr_hwm", records, doc="delayed fetch response: the leader's HWM"),
+        ]
+    else:
+        fields += [Const(name, 0, doc="no delayed fetch response without --accept-stale-fetch-responses")
+                   for name in ("fr_epoch", "fr_follower", "fr_leader", "fr_offset", "fr_records", "fr_hwm")]
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
@@ -189,6 +208,7 @@ def normalize_epochs(t):
     for r in range(len(t.rec_epoch)):
         present |= 1 << t.rec_epoch[r]
     present |= 1 << t.ap_epoch
+    present |= 1 << t.fr_epoch
     present &= ~1
     t.c_epoch = popcount(present & ((2 << t.c_epoch) - 1))
     t.ap_epoch = popcount(present & ((2 << t.ap_epoch) - 1)) if t.ap_epoch else 0
@@ -200,3 +220,5 @@ def normalize_epochs(t):
     for r in range(len(t.rec_epoch)):
         if t.rec_epoch[r]:
             t.rec_epoch[r] = popcount(present & ((2 << t.rec_epoch[r]) - 1))
+    if t.fr_epoch:
+        t.fr_epoch = popcount(present & ((2 << t.fr_epoch) - 1))
