@@ -68,6 +68,14 @@ def test_max_states_exits_3():
     assert report["result"] == "incomplete" and "--max-states 1000" in report["incomplete_reason"]
 
 
+def test_max_memory_exits_3_and_says_so():
+    result = run("check", "--spec", "two_phase", "--param", "rm=5", "--max-memory", "0.0001", "--json", "-")
+    assert result.exit_code == 3
+    report = json.loads(result.stdout)
+    assert report["result"] == "incomplete" and "--max-memory" in report["incomplete_reason"]
+    assert report["options"]["max_memory_bytes"] == int(0.0001 * 2**30)
+
+
 def test_continue_reports_each_violation(tmp_path):
     result = run("check", "--spec", "two_phase_eager_commit", "--continue", "--trace-dir", str(tmp_path),
                  "--json", "-")

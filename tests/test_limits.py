@@ -49,6 +49,19 @@ def test_time_limit_is_incomplete(explorer):
     assert "--time-limit" in result.incomplete_reason
 
 
+def test_memory_limit_is_incomplete(explorer):
+    # any running interpreter uses more than one byte: the run stops at its first check
+    result = explorer.explore(_model(5), Options(max_memory=1))
+    assert result.status == INCOMPLETE
+    assert "--max-memory" in result.incomplete_reason
+    assert result.distinct_states < 8832
+
+
+def test_memory_limit_above_use_completes(explorer):
+    result = explorer.explore(_model(3), Options(max_memory=2**50))
+    assert result.status == HOLDS and result.distinct_states == 288
+
+
 def test_interrupt_keeps_statistics(explorer):
     calls = []
 

@@ -50,13 +50,21 @@ def gather_params(spec_name: str, param_items: tuple[str, ...], derived: dict[st
     return cls, cls.Params(**values)
 
 
+def default_max_memory_gib() -> float:
+    """85% of this machine's memory: a run stops (incomplete) before the system kills it."""
+    import psutil
+    return 0.85 * psutil.virtual_memory().total / 2**30
+
+
 def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants: tuple[str, ...],
               keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-              derived: dict[str, Any]) -> int:
+              derived: dict[str, Any], max_memory_gib: Optional[float] = None) -> int:
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
-    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going)
+    max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
+    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
+                      max_memory=max_memory)
     if engine == "reference":
         from checker.explore.reference import ReferenceExplorer
         explorer: Any = ReferenceExplorer()
@@ -72,7 +80,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
         terminal.stop_progress()
 
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
-                   "max_depth": max_depth, "time_limit": time_limit, "engine": engine}
+                   "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
+                   "engine": engine}
     trace_files: dict[str, str] = {}
     if result.violations:
         import traces
@@ -99,6 +108,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 @click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop (incomplete, exit 3) once more than N distinct states are found.")
 @click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Do not expand states at depth N (initial states are depth 1); unexpanded states make the run incomplete.")
 @click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
+@click.option("--max-memory", "max_memory_gib", type=float, callback=_positive, metavar="GIB",
+              help="Stop (incomplete, exit 3) once the process uses more than GIB GiB.  [default: 85% of this machine's memory]")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
@@ -108,7 +119,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 @click.option("--no-color", is_flag=True, help="Plain text output.")
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
-          json_path: Optional[str], trace_dir: str, engine: str, threads: Optional[int], quiet: bool,
+          max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str, threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           graph_limit: int = 20_000, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
@@ -121,7 +132,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
-                         json_path, trace_dir, engine, derived)
+                         json_path, trace_dir, engine, derived, max_memory_gib)
         # -- whole-graph analyses (traces/): --dump-graph, --availability
         if dump_graph or availability:
             from checker.cli.graph_analyses import run_graph_analyses

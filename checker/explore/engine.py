@@ -20,7 +20,7 @@ from numba import njit
 from checker.codegen import NO_LABEL, load_kernels
 from checker.errors import SpecError
 from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
-                                    no_progress)
+                                    memory_exceeded, no_progress)
 from checker.kernels.hashing import fingerprints
 from checker.kernels.threads import run_parts, split, thread_count
 from checker.kernels.visited import VisitedSet
@@ -352,6 +352,9 @@ class _Run:
             return True
         if self.clock.expired() and more_work:
             self.result.incomplete_reason = describe_limit(self.options, "time_limit")
+            return True
+        if more_work and memory_exceeded(self.options):
+            self.result.incomplete_reason = describe_limit(self.options, "max_memory")
             return True
         return False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
-                                    no_progress)
+                                    no_progress, memory_exceeded)
 from checker.errors import SpecError
 from checker.model import Model, python_function
 
@@ -106,6 +106,10 @@ class ReferenceExplorer:
                         break
                     if clock.expired() and more_work:
                         result.incomplete_reason = describe_limit(options, "time_limit")
+                        stop = True
+                        break
+                    if more_work and position % 1024 == 0 and memory_exceeded(options):
+                        result.incomplete_reason = describe_limit(options, "max_memory")
                         stop = True
                         break
                 frontier = next_frontier

@@ -18,6 +18,7 @@ class Options:
     max_states: Optional[int] = None   # stop (incomplete) once more distinct states than this are found
     max_depth: Optional[int] = None    # do not expand states at this depth (initial level = 1)
     time_limit: Optional[float] = None  # seconds of exploration
+    max_memory: Optional[int] = None   # stop (incomplete) once the process uses more bytes than this
     keep_going: bool = False           # --continue: find the shortest violation of each check
 
 
@@ -118,10 +119,22 @@ class Clock:
 
 
 def describe_limit(options: Options, what: str) -> str:
+    if what == "max_memory":
+        return f"stopped at --max-memory {options.max_memory / 2**30:.1f} GiB (the process used more)"
     value = {"max_states": options.max_states, "max_depth": options.max_depth,
              "time_limit": options.time_limit}[what]
     flag = {"max_states": "--max-states", "max_depth": "--max-depth", "time_limit": "--time-limit"}[what]
     return f"stopped at {flag} {value}"
+
+
+def memory_in_use() -> int:
+    """Resident memory of this process, in bytes."""
+    import psutil
+    return psutil.Process().memory_info().rss
+
+
+def memory_exceeded(options: Options) -> bool:
+    return options.max_memory is not None and memory_in_use() > options.max_memory
 
 
 def no_progress(_: Progress) -> None:
