@@ -117,7 +117,7 @@ def test_last_replica_standing_loses_an_acknowledged_write_under_kafka_3_5():
     m = model(protocol="kafka-3.5", fences=2, isr_shrinks=0, min_isr_changes=0)
     state = run_steps(m, LAST_REPLICA_STANDING)
     v = shown(m, state)
-    assert v["acked"] == ["r1"] and v["c_leader"] == 0 and v["log"][0] == []
+    assert v["acked"] == ["r1"] and v["c_leader"] == "b1" and v["log"][0] == []
     assert "acked_writes_survive" in m.violated_invariants(state)
 
 
@@ -126,10 +126,10 @@ def test_last_replica_standing_keeps_the_write_under_kip_966():
     steps = LAST_REPLICA_STANDING[:-2]  # b3 (an ELR member) is elected when unfenced
     state = run_steps(m, steps)
     v = shown(m, state)
-    assert v["c_leader"] == 2 and v["c_isr"] == ["b3"] and v["log"][2] == ["r1"]
+    assert v["c_leader"] == "b3" and v["c_isr"] == ["b3"] and v["log"][2] == ["r1"]
     state = run_steps_from(m, state, [("Restart", (0,)), ("Unfence", (0,))])
     v = shown(m, state)
-    assert v["c_leader"] == 2 and v["c_elr"] == [] and v["c_lkelr"] == ["b1"]  # unclean: ELR -> LastKnownELR
+    assert v["c_leader"] == "b3" and v["c_elr"] == [] and v["c_lkelr"] == ["b1"]  # unclean: ELR -> LastKnownELR
     assert m.violated_invariants(state) == []
 
 

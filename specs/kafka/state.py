@@ -120,15 +120,15 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     """
     bs = tuple(f"b{i + 1}" for i in range(n))
     rs = tuple(f"r{i + 1}" for i in range(records))
-    none_or_broker = n  # value n stands for "no broker"
+    broker_or_none = bs + ("none",)  # value n stands for "no broker"
     fields = [Const(name, value, doc=f"switch {name}") for name, value in consts.items()]
     fields += [
         # -- controller
         Set("c_isr", bs, doc="ISR committed by the controller"),
         Set("c_elr", bs, doc="Eligible Leader Replicas"),
         Set("c_lkelr", bs, doc="LastKnownELR (kip-966 only)"),
-        Int("c_leader", none_or_broker, doc="partition leader (N = none)"),
-        Int("c_last_leader", none_or_broker, doc="last known leader (kafka-4.x fallback; N = none)"),
+        Enum("c_leader", broker_or_none, doc="partition leader"),
+        Enum("c_last_leader", broker_or_none, doc="last known leader (kafka-4.x fallback)"),
         Int("c_epoch", max_epoch, doc="leader epoch"),
         Int("c_min_isr", n, doc="configured min.insync.replicas"),
         Set("c_fenced", bs, doc="fenced brokers"),
@@ -138,7 +138,7 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         Int("rep_leo", records, (n,), index_labels=bs, doc="reply: log end offset"),
         # -- the AlterPartition exchange in flight (request, then response)
         Enum("ap_state", AP_STATES),
-        Int("ap_from", n - 1, doc="sender of the AlterPartition"),
+        Enum("ap_from", bs, doc="sender of the AlterPartition"),
         Set("ap_isr", bs, doc="proposed ISR (the sender's maximal ISR)"),
         Int("ap_epoch", max_epoch, doc="leader epoch of the request"),
         Bool("ap_pe_ok", doc="the request's (response's) partition epoch is the controller's current one"),
@@ -149,7 +149,7 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         Enum("b_state", BROKER_STATES, (n,), index_labels=bs, doc="running / offline with or without clean-shutdown file"),
         Set("log", rs, (n,), index_labels=bs, doc="log as a set of records (an increasing sequence)"),
         Int("hwm", records, (n,), index_labels=bs, doc="high watermark"),
-        Int("v_leader", none_or_broker, (n,), index_labels=bs, doc="metadata view: leader"),
+        Enum("v_leader", broker_or_none, (n,), index_labels=bs, doc="metadata view: leader"),
         Int("v_epoch", max_epoch, (n,), index_labels=bs, doc="metadata view: leader epoch"),
         Set("v_isr", bs, (n,), index_labels=bs, doc="leader only: ISR it knows committed"),
         Int("v_min_isr", n, (n,), index_labels=bs, doc="leader only: min.insync.replicas it knows"),
@@ -178,8 +178,8 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     if consts.get("k_stale_fetch"):
         fields += [
             Int("fr_epoch", max_epoch, doc="delayed fetch response: leader epoch of the request (0 = none in flight)"),
-            Int("fr_follower", n - 1, doc="delayed fetch response: the follower it goes to"),
-            Int("fr_leader", n - 1, doc="delayed fetch response: the leader that served it"),
+            Enum("fr_follower", bs, doc="delayed fetch response: the follower it goes to"),
+            Enum("fr_leader", bs, doc="delayed fetch response: the leader that served it"),
             Int("fr_offset", records, doc="delayed fetch response: the fetch offset it answers"),
             Set("fr_records", rs, doc="delayed fetch response: the leader's records from that offset on"),
             Int("fr_hwm", records, doc="delayed fetch response: the leader's HWM"),
