@@ -11,6 +11,7 @@ from checker.model import Model
 from checker.spec import Invariant
 from invariants.logs import leader_epochs_increase_along_logs
 from specs.kafka import KafkaParams, KafkaReplication
+from test_kafka_model import run_steps_from
 
 BOUNDS = dict(records=3, fences=2, lossy_shutdowns=1, isr_shrinks=0, min_isr_changes=0)
 
@@ -25,14 +26,6 @@ class KafkaWithEpochOrder(KafkaReplication):
 
 def model(**kw) -> Model:
     return Model(KafkaWithEpochOrder(KafkaParams(**kw)))
-
-
-def steps_from(m, state, steps):
-    for name, values in steps:
-        nxt = m.step(state, m.label_for(name, values))
-        assert nxt is not None, f"{name}{values} is not enabled"
-        state = nxt
-    return state
 
 
 # b1 (leader, epoch 1) writes r1, r2; b2 has r1 and its Fetch at offset 1 is answered (with r2)
@@ -54,12 +47,12 @@ EPOCH_CHANGES = [
 
 def test_a_stale_response_appends_an_older_epoch_after_a_newer_one():
     m = model(accept_stale_fetch_responses=True, **BOUNDS)
-    state = steps_from(m, m.initial[0], DELAYED + EPOCH_CHANGES)
+    state = run_steps_from(m, m.initial[0], DELAYED + EPOCH_CHANGES)
     v = m.layout.show(state)
     assert v["c_leader"] == "b1" and v["v_leader"][1] == "b1" and v["fr_leader"] == "b1"
     assert v["v_epoch"][1] > v["fr_epoch"] > 0          # the response is from an older epoch
     assert v["log"][1] == ["r3"] and v["fr_records"] == ["r2"]
-    state = steps_from(m, state, [("ReceiveFetchResponse", ())])
+    state = run_steps_from(m, state, [("ReceiveFetchResponse", ())])
     v = m.layout.show(state)
     assert v["log"][1] == ["r2", "r3"] and v["fr_epoch"] == 0
     assert v["rec_offset"][1:] == [1, 0]                # r3 at offset 0, then r2 (epoch 1) at offset 1
@@ -68,17 +61,17 @@ def test_a_stale_response_appends_an_older_epoch_after_a_newer_one():
 
 def test_a_response_whose_fetch_offset_no_longer_matches_is_dropped():
     m = model(accept_stale_fetch_responses=True, **BOUNDS)
-    state = steps_from(m, m.initial[0], DELAYED + EPOCH_CHANGES[:6])  # b2 truncated to the empty log
+    state = run_steps_from(m, m.initial[0], DELAYED + EPOCH_CHANGES[:6])  # b2 truncated to the empty log
     before = m.layout.show(state)
     assert before["log"][1] == [] and before["fr_offset"] == 1
-    state = steps_from(m, state, [("ReceiveFetchResponse", ())])
+    state = run_steps_from(m, state, [("ReceiveFetchResponse", ())])
     after = m.layout.show(state)
     assert after["log"][1] == [] and after["fr_epoch"] == 0
 
 
 def test_the_fetcher_waits_for_its_delayed_response():
     m = model(accept_stale_fetch_responses=True, **BOUNDS)
-    state = steps_from(m, m.initial[0], DELAYED)
+    state = run_steps_from(m, m.initial[0], DELAYED)
     assert m.step(state, m.label_for("Fetch", (1,))) is None        # same fetcher thread: blocked
     assert m.step(state, m.label_for("Fetch", (2,))) is not None    # another follower is not
     assert m.step(state, m.label_for("DelayFetchResponse", (2,))) is None  # one delayed at a time
@@ -91,6 +84,6 @@ def test_without_the_switch_there_is_no_delayed_response():
     assert all(e.bits == 0 for e in m.layout.elements if e.field.name.startswith("fr_"))
     with pytest.raises(Exception):
         m.label_for("DelayFetchResponse", (1,))
-    state = steps_from(m, m.initial[0], [(n, v) for n, v in DELAYED if n != "DelayFetchResponse"]
+    state = run_steps_from(m, m.initial[0], [(n, v) for n, v in DELAYED if n != "DelayFetchResponse"]
                        + [("Fetch", (1,))] + EPOCH_CHANGES)
     assert m.violated_invariants(state) == []
