@@ -8,6 +8,7 @@ One partition on brokers ``b1..bN`` (all replicas). The modules:
 * ``broker``      metadata propagation, produce, fetch, HWM, AlterPartition proposals and responses;
 * ``faults``      unclean (lossy / lossless) and controlled shutdowns, restart and registration;
 * ``recovery``    KIP-966 unclean recovery (GetReplicaLogInfo replies, election);
+* ``presentation`` trace lanes and the ``--availability`` predicate;
 
 and ``invariants/`` holds the properties checked. ``docs/model.md`` describes every variable and
 action precisely.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from checker.spec import Action, Invariant, Param, Spec, TransitionProperty
 from invariants import kafka_invariants, kafka_properties
-from specs.kafka import broker, controller, faults, recovery
+from specs.kafka import broker, controller, faults, presentation, recovery
 from specs.kafka.params import BOUNDS, KafkaParams, check, switches
 from specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch
 
@@ -120,6 +121,19 @@ class KafkaReplication(Spec):
 
     def invariants(self):
         return [Invariant(fn.__name__, fn, fn.__doc__) for fn in kafka_invariants()]
+
+    # -- traces (specs/kafka/presentation.py)
+    def lanes(self):
+        return presentation.lanes(self)
+
+    def action_lanes(self, action, params):
+        return presentation.action_lanes(action, params)
+
+    def availability(self):
+        return presentation.availability(self)
+
+    def availability_variants(self):
+        return presentation.availability_variants(self)
 
     def properties(self):
         return [TransitionProperty(fn.__name__, fn, fn.__doc__) for fn in kafka_properties()]

@@ -138,7 +138,7 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         Int("rep_leo", records, (n,), index_labels=bs, doc="reply: log end offset"),
         # -- the AlterPartition exchange in flight (request, then response)
         Enum("ap_state", AP_STATES),
-        Enum("ap_from", bs, doc="sender of the AlterPartition"),
+        Int("ap_from", n - 1, doc="sender of the AlterPartition (index; 0 when none in flight)"),
         Set("ap_isr", bs, doc="proposed ISR (the sender's maximal ISR)"),
         Int("ap_epoch", max_epoch, doc="leader epoch of the request"),
         Bool("ap_pe_ok", doc="the request's (response's) partition epoch is the controller's current one"),
@@ -178,8 +178,8 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     if consts.get("k_stale_fetch"):
         fields += [
             Int("fr_epoch", max_epoch, doc="delayed fetch response: leader epoch of the request (0 = none in flight)"),
-            Enum("fr_follower", bs, doc="delayed fetch response: the follower it goes to"),
-            Enum("fr_leader", bs, doc="delayed fetch response: the leader that served it"),
+            Int("fr_follower", n - 1, doc="delayed fetch response: the follower it goes to"),
+            Int("fr_leader", n - 1, doc="delayed fetch response: the leader that served it"),
             Int("fr_offset", records, doc="delayed fetch response: the fetch offset it answers"),
             Set("fr_records", rs, doc="delayed fetch response: the leader's records from that offset on"),
             Int("fr_hwm", records, doc="delayed fetch response: the leader's HWM"),
