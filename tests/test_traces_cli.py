@@ -173,3 +173,17 @@ def test_check_dump_graph_and_its_limit(tmp_path):
 def test_check_availability_needs_the_spec_to_define_it(tmp_path):
     result = _check(tmp_path, "--spec", "two_phase", "--availability")
     assert result.exit_code == 2 and "does not say what 'available' means" in result.output
+
+
+def test_check_json_includes_the_graph_analyses(tmp_path):
+    out = tmp_path / "g.graphml"
+    report_path = tmp_path / "report.json"
+    result = _check(tmp_path, "--brokers", "2", "--min-isr", "1", "--lossy-shutdowns", "0", "--isr-shrinks", "0",
+                    "--min-isr-changes", "0", "--availability", "--dump-graph", out, "--json", report_path)
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_text())
+    assert report["result"] == "holds"
+    assert report["state_graph"]["states"] == report["distinct_states"]
+    variants = {v["variant"]: v for v in report["availability"]["variants"]}
+    assert set(variants) == {"recovery=none", "recovery=balanced", "recovery=aggressive"}
+    assert report["availability"]["available_means"] == "the partition has a leader"

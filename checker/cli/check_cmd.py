@@ -59,7 +59,10 @@ def default_max_memory_gib() -> float:
 def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants: tuple[str, ...],
               keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-              derived: dict[str, Any], max_memory_gib: Optional[float] = None) -> int:
+              derived: dict[str, Any], max_memory_gib: Optional[float] = None,
+              graph: tuple[Optional[str], bool, int] = (None, False, 20_000)) -> int:
+    """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
+    --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
@@ -90,12 +93,20 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
             v.trace_file = str(path)
             trace_files[v.check] = str(path)
     terminal.summary(result, trace_files)
+    code = exit_code(result)
+    dump_graph, availability, graph_limit = graph
+    analyses: dict = {}
+    if (dump_graph or availability) and not result.interrupted:
+        from checker.cli.graph_analyses import run_graph_analyses
+        failed, analyses = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability,
+                                              graph_limit)
+        code = failed if failed is not None else code
     if json_path:
         from checker.report import build_report, write_report
-        write_report(build_report(result, run_options, trace_files), json_path)
+        write_report({**build_report(result, run_options, trace_files), **analyses}, json_path)
     if result.interrupted:
         terminal.error("interrupted; the statistics above cover what was explored so far")
-    return exit_code(result)
+    return code
 
 
 @click.command(context_settings={"show_default": True})
@@ -132,13 +143,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
-                         json_path, trace_dir, engine, derived, max_memory_gib)
-        # -- whole-graph analyses (traces/): --dump-graph, --availability
-        if dump_graph or availability:
-            from checker.cli.graph_analyses import run_graph_analyses
-            cls, param_values = gather_params(spec, params, derived)
-            failed = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability, graph_limit)
-            code = failed if failed is not None else code
+                         json_path, trace_dir, engine, derived, max_memory_gib,
+                         graph=(dump_graph, availability, graph_limit))
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE

@@ -26,20 +26,25 @@ OPTIONS = [
 
 
 def run_graph_analyses(terminal: Terminal, model: Model, dump_graph: Optional[str], availability: bool,
-                       limit: int) -> Optional[int]:
-    """Run the requested analyses; an exit code when one failed, else None."""
+                       limit: int) -> tuple[Optional[int], dict]:
+    """Run the requested analyses: an exit code when one failed (else None), and what they found,
+    for the JSON report (``state_graph``, ``availability``)."""
     import traces
+    found: dict = {}
     try:
         if dump_graph:
             summary = traces.dump_state_graph(model, dump_graph, limit)
+            found["state_graph"] = summary
             terminal.out.print(Text(f"state graph: {summary['states']} states, {summary['transitions']} "
                                     f"transitions written to {summary['file']}"))
         if availability:
-            print_availability(terminal, traces.availability_report(model, limit))
+            report = traces.availability_report(model, limit)
+            found["availability"] = report
+            print_availability(terminal, report)
     except KraftcheckError as e:
         terminal.error(str(e))
-        return EXIT_USAGE
-    return None
+        return EXIT_USAGE, found
+    return None, found
 
 
 def print_availability(terminal: Terminal, report: dict) -> None:
