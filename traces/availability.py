@@ -24,7 +24,6 @@ import networkx as nx
 
 from checker.errors import UsageError
 from checker.model import Model
-from traces import spec_hooks
 from traces.graph import jsonable
 from traces.state_graph import explore_graph
 from traces.states import readable_state
@@ -32,11 +31,11 @@ from traces.states import readable_state
 
 def availability_report(model: Model, max_states: int) -> dict[str, Any]:
     spec = model.spec
-    availability = spec_hooks.availability(spec)
+    availability = spec.availability()
     if availability is None:
         raise UsageError(f"spec {spec.name} does not say what 'available' means (Spec.availability), "
                          "so --availability cannot analyse it")
-    variants = spec_hooks.availability_variants(spec) or {"as configured": spec.params}
+    variants = spec.availability_variants() or {"as configured": spec.params}
     results = []
     for name, params in variants.items():
         variant_spec = spec if params == spec.params else type(spec)(params)

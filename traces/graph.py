@@ -18,7 +18,6 @@ import networkx as nx
 
 from checker import __version__
 from checker.model import Label, Model
-from traces import spec_hooks
 from traces.lanes import derive_touch, element_lanes, touch_to_dict
 from traces.states import (element_names, field_description, fingerprint, readable_state,
                            state_fields)
@@ -79,7 +78,7 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     stepper = Stepper(full, compiled=compiled)
     layout = full.layout
     fields = state_fields(layout)
-    lanes = {lane: list(sel) for lane, sel in spec_hooks.lanes(spec).items()}
+    lanes = {lane: list(sel) for lane, sel in spec.lanes().items()}
     elements = [e for f in fields for e in element_names(f)]
     lane_of = element_lanes(lanes, elements)
     index_of = {e: i for i, e in enumerate(name for f in layout.fields for name in element_names(f))}
@@ -98,7 +97,7 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
         before = steps[i - 1][1]
         params = lab.shown_params()
         changed = [e for e in elements if before[index_of[e]] != flat[index_of[e]]]
-        touch = spec_hooks.action_lanes(spec, lab.name, dict(params)) or \
+        touch = spec.action_lanes(lab.name, dict(params)) or \
             derive_touch(list(lanes), [lane_of[e] for e in changed], params)
         g.add_edge(i - 1, i, action=lab.name, params=jsonable(params), touch=touch_to_dict(touch),
                    violated=stepper.violated_properties(before, flat))
