@@ -175,11 +175,18 @@ def fetch(s, t, f):
     if (s.f_leo[lead][f] == offset_plus_one and s.f_gen_age[lead][f] == 0 and mine == theirs
             and s.hwm[f] == s.hwm[lead]):
         return False  # nothing would change
-    t.f_leo[lead][f] = offset_plus_one
-    t.f_gen_age[lead][f] = 0
+    leader_records_fetch(t, lead, f, offset_plus_one - 1)
     t.log[f] = theirs
     t.hwm[f] = s.hwm[lead]
     return True
+
+
+@njit(cache=True)
+def leader_records_fetch(t, lead, f, offset):
+    """The leader's side of serving a matching Fetch: ``f``'s fetch offset, and its broker epoch
+    as current (KIP-903)."""
+    t.f_leo[lead][f] = offset + 1
+    t.f_gen_age[lead][f] = 0
 
 
 @njit(cache=True)
@@ -201,8 +208,7 @@ def delay_fetch_response(s, t, f):
     if common_prefix(s, mine, theirs) != mine:
         return False  # diverged: ``fetch`` truncates
     offset = popcount(mine)
-    t.f_leo[lead][f] = offset + 1
-    t.f_gen_age[lead][f] = 0
+    leader_records_fetch(t, lead, f, offset)
     t.fr_epoch = s.v_epoch[lead]
     t.fr_follower = f
     t.fr_leader = lead
