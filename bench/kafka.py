@@ -25,7 +25,7 @@ CONFIGS = [
 
 
 def run(args: list[str]) -> dict:
-    base = [sys.executable, "-m", "checker.cli.main", "check", *args, "--quiet",
+    base = [sys.executable, "-m", "kraftcheck", "check", *args, "--quiet",
             "--trace-dir", "/tmp/kraftcheck-bench-traces"]
     subprocess.run(base + ["--max-states", "1"], capture_output=True)  # compile, or load the cached kernels
     cmd = base + ["--continue", "--json", "-"]

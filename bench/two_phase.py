@@ -18,7 +18,7 @@ TLC = {3: (288, 1146, 11), 5: (8832, 58146, 17), 7: (296448, 2744706, 23), 9: (1
 
 
 def run(engine: str, rm: int, threads: int | None) -> dict:
-    cmd = [sys.executable, "-m", "checker.cli.main", "check", "--spec", "two_phase", "--param", f"rm={rm}",
+    cmd = [sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", f"rm={rm}",
            "--engine", engine, "--json", "-", "--quiet"]
     if threads:
         cmd += ["--threads", str(threads)]

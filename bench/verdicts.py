@@ -44,7 +44,7 @@ ROWS = [
 
 
 def run(args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "checker.cli.main", "check", *BASE, *args, "--json", "-", "--quiet",
+    cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--json", "-", "--quiet",
            "--trace-dir", "/tmp/kraftcheck-verdict-traces"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if out.returncode == 2:  # the option is refused: show why, in the checker's own words

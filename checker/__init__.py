@@ -1,3 +1,5 @@
-"""kraftcheck's engine: spec interface, state encoding, compiled kernels, explorers and CLI."""
+"""kraftcheck's engine: spec interface, state encoding, compiled kernels and explorers.
 
-__version__ = "0.1.0"
+The lowest layer: it imports no spec, invariant, trace or command-line code."""
+
+__version__ = "0.2.0"

@@ -19,10 +19,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from checker import __version__
-from checker.errors import SpecError
-from checker.layout import Layout
-from checker.model import MAX_LABELS, Model, python_function
+from kraftcheck.checker import __version__
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 INLINE_PACK_MAX_ELEMENTS = 32
@@ -168,7 +168,7 @@ def generate_source(model: Model) -> str:
         "",
         "from numba import int32, njit, uint64",
         "",
-        "from checker.kernels.hashing import fingerprint_row",
+        "from kraftcheck.checker.kernels.hashing import fingerprint_row",
     ]
     out += [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(imports.items())]
     out += [

@@ -17,8 +17,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from checker.errors import SpecError
-from checker.spec import Field
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.spec import Field
 
 WORD_BITS = 63
 

@@ -10,9 +10,9 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from checker.errors import SpecError, UsageError
-from checker.layout import Layout
-from checker.spec import Action, Invariant, Spec, TransitionProperty
+from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.spec import Action, Invariant, Spec, TransitionProperty
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
 

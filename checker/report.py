@@ -7,8 +7,9 @@ import resource
 import sys
 from typing import Any, Mapping
 
-from checker import __version__
-from checker.explore.result import Result
+from kraftcheck.checker import __version__
+from kraftcheck.checker.explore.result import Result
+from kraftcheck.checker.files import atomic_write
 
 
 def peak_rss_bytes() -> int:
@@ -54,5 +55,4 @@ def write_report(report: dict, path: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from traces.files import atomic_write
     atomic_write(path, text)

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
-from checker.errors import SpecError, UsageError
+from kraftcheck.checker.errors import SpecError, UsageError
 
 # ----------------------------------------------------------------------------------------------
 # State layout

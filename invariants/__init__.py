@@ -10,7 +10,7 @@ from __future__ import annotations
 
 def kafka_invariants():
     """Every state invariant, in the order reports list them."""
-    from invariants import durability, elr, hwm
+    from kraftcheck.invariants import durability, elr, hwm
     return [
         elr.elr_disjoint_from_isr,
         elr.elr_members_hold_committed_log,
@@ -28,5 +28,5 @@ def kafka_invariants():
 
 def kafka_properties():
     """Every transition property."""
-    from invariants import hwm
+    from kraftcheck.invariants import hwm
     return [hwm.hwm_advances_only_with_min_isr]

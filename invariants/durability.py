@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from invariants.elr import durability_claimed, running_members_hold
-from specs.kafka.broker import acting_leader
-from specs.kafka.state import RUNNING, records_below
+from kraftcheck.invariants.elr import durability_claimed, running_members_hold
+from kraftcheck.specs.kafka.broker import acting_leader
+from kraftcheck.specs.kafka.state import RUNNING, records_below
 
 
 @njit(cache=True)

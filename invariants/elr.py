@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.state import RUNNING, popcount
+from kraftcheck.specs.kafka.state import RUNNING, popcount
 
 
 @njit(cache=True)

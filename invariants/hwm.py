@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.broker import acting_leader, hwm_may_advance, maximal_isr
-from specs.kafka.state import popcount
+from kraftcheck.specs.kafka.broker import acting_leader, hwm_may_advance, maximal_isr
+from kraftcheck.specs.kafka.state import popcount
 
 
 @njit(cache=True)

@@ -1,34 +1,162 @@
-"""The models kraftcheck can check, by name.
+"""The models kraftcheck can check, and how a spec is found from what a user names.
 
-Register a spec by adding its ``module:Class`` here; modules are imported only when used, so
-listing specs stays fast and a broken spec cannot stop the others from loading.
+A spec is named in one of four ways:
+
+* a registered name of this package (``kafka``, ``two_phase``, ...: ``REGISTRY``);
+* a name another installed package registers in the ``kraftcheck.specs`` entry-point group
+  (``my_protocol = "my_package.my_module:MyProtocol"`` in its ``pyproject.toml``);
+* ``path/to/file.py:ClassName``: a spec file of your own, not installed anywhere;
+* ``package.module:ClassName``: an importable module.
+
+Modules are imported only when used, so listing specs stays fast and a broken spec cannot stop
+the others from loading. A spec that fails to load is reported as one line naming the file and
+line where it failed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import sys
+import traceback
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 
-from checker.errors import UsageError
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import Spec
 
 REGISTRY: dict[str, str] = {
-    "two_phase": "specs.two_phase:TwoPhase",
-    "two_phase_eager_commit": "specs.two_phase_eager_commit:TwoPhaseEagerCommit",
-    "die_hard": "specs.die_hard:DieHard",
-    "kafka": "specs.kafka:KafkaReplication",
+    "two_phase": "kraftcheck.specs.two_phase:TwoPhase",
+    "two_phase_eager_commit": "kraftcheck.specs.two_phase_eager_commit:TwoPhaseEagerCommit",
+    "die_hard": "kraftcheck.specs.die_hard:DieHard",
+    "kafka": "kraftcheck.specs.kafka:KafkaReplication",
 }
 
 DEFAULT_SPEC = "kafka"
+ENTRY_POINT_GROUP = "kraftcheck.specs"
+
+# class -> the reference it was loaded by, so a trace can name how to load it again
+_references: dict[type, str] = {}
+
+
+def plugin_specs() -> dict[str, EntryPoint]:
+    """Specs registered by installed packages, by name (a name of this package's own wins)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in REGISTRY}
 
 
 def spec_names() -> list[str]:
-    return list(REGISTRY)
+    """Every spec that can be named by a plain name: this package's, then installed plugins'."""
+    return list(REGISTRY) + sorted(plugin_specs())
 
 
-def spec_class(name: str):
-    """The Spec subclass registered under ``name``."""
+def spec_class(ref: str, names_only: bool = False) -> type[Spec]:
+    """The Spec subclass ``ref`` names: a registered name, a plugin name, ``file.py:Class`` or
+    ``module:Class``. Raises UsageError with one clear line when it cannot be loaded.
+
+    ``names_only`` accepts registered and plugin names only, never a file or module to import:
+    for names read from files (traces), which must not make kraftcheck run code they name.
+    """
+    if not isinstance(ref, str) or not ref:
+        raise UsageError("a spec is named by a registered name, file.py:Class or module:Class")
+    if ref in REGISTRY:
+        module, name = REGISTRY[ref].split(":")
+        return _remember(_checked(getattr(importlib.import_module(module), name), ref), ref)
+    plugins = plugin_specs()
+    if ref in plugins:
+        return _remember(_from_entry_point(plugins[ref]), ref)
+    where, sep, name = ref.rpartition(":")
+    if names_only or not sep or not where or not name:
+        choices = ", ".join(spec_names())
+        raise UsageError(f"unknown spec {ref!r}; choose one of: {choices} (or give file.py:Class or "
+                         "module:Class)")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(where).expanduser().resolve()
+        return _remember(_checked(_class_in(_load_file(path), name, str(path)), ref), f"{path}:{name}")
+    return _remember(_checked(_class_in(_import(where), name, where), ref), ref)
+
+
+def spec_reference(cls: type) -> str | None:
+    """How ``cls`` was loaded (a name, ``/abs/file.py:Class`` or ``module:Class``), if by ``spec_class``."""
+    return _references.get(cls)
+
+
+def _remember(cls: type[Spec], ref: str) -> type[Spec]:
+    _references.setdefault(cls, ref)
+    return cls
+
+
+def _checked(obj: object, ref: str) -> type[Spec]:
+    if not (isinstance(obj, type) and issubclass(obj, Spec)):
+        raise UsageError(f"{ref} is not a spec: expected a subclass of kraftcheck.Spec, got {obj!r}")
+    for attribute in ("name", "Params"):
+        if not hasattr(obj, attribute):
+            raise UsageError(f"spec {ref} does not set the class attribute {attribute!r}; "
+                             "see docs/writing-a-spec.md")
+    return obj
+
+
+def _class_in(module: object, name: str, where: str) -> object:
+    if not hasattr(module, name):
+        found = sorted(k for k, v in vars(module).items()
+                       if isinstance(v, type) and issubclass(v, Spec) and v is not Spec)
+        hint = f"; it defines: {', '.join(found)}" if found else "; it defines no Spec subclass"
+        raise UsageError(f"{where} has no class {name!r}{hint}")
+    return getattr(module, name)
+
+
+def _from_entry_point(ep: EntryPoint) -> type[Spec]:
     try:
-        target = REGISTRY[name]
-    except KeyError:
-        raise UsageError(f"unknown spec {name!r}; choose one of: {', '.join(REGISTRY)}") from None
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)
+        obj = ep.load()
+    except Exception as e:  # noqa: BLE001 - whatever a plugin raises, say where
+        raise UsageError(f"spec {ep.name} (entry point {ep.value}) failed to load: {_where(e)}") from None
+    return _checked(obj, f"{ep.name} ({ep.value})")
+
+
+def _import(module: str) -> object:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and module.startswith(e.name):
+            raise UsageError(f"cannot import module {module!r} ({e}); give an importable module or "
+                             "a file path such as specs/my_spec.py:MySpec") from None
+        raise UsageError(f"module {module} failed to load: {_where(e)}") from None
+    except Exception as e:  # noqa: BLE001
+        raise UsageError(f"module {module} failed to load: {_where(e)}") from None
+
+
+def _load_file(path: Path) -> object:
+    """Import a spec file under a name derived from its absolute path (stable between runs, so
+    compiled kernels that import its functions are found in numba's cache)."""
+    if not path.is_file():
+        raise UsageError(f"spec file {path} does not exist")
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+    module_name = f"kraftcheck_spec_{stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    # a spec file may import modules beside it, as a script would
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:
+        del sys.modules[module_name]
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise UsageError(f"spec file failed to load: {_where(e, path)}") from None
+    return module
+
+
+def _where(e: BaseException, path: Path | None = None) -> str:
+    """``file:line: Error: message`` of an exception, at the deepest frame in ``path`` if given
+    (else the deepest frame), so the user sees their own line rather than a traceback."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{e.filename}:{e.lineno}: SyntaxError: {e.msg}"
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if path is not None and Path(f.filename) == path] or frames
+    location = f"{mine[-1].filename}:{mine[-1].lineno}: " if mine else ""
+    return f"{location}{type(e).__name__}: {e}"

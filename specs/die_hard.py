@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from checker.spec import Action, Const, Int, Invariant, Spec, param
+from kraftcheck.checker.spec import Action, Const, Int, Invariant, Spec, param
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from checker.spec import (Action, Bool, Enum, Invariant, Param, Set, Spec, param)
+from kraftcheck.checker.spec import (Action, Bool, Enum, Invariant, Param, Set, Spec, param)
 
 WORKING, PREPARED, COMMITTED, ABORTED = range(4)
 RM_STATES = ("working", "prepared", "committed", "aborted")

@@ -7,8 +7,8 @@ another RM, RMRcvCommitMsg (6 states).
 
 from numba import njit
 
-from checker.spec import Action
-from specs.two_phase import TM_COMMITTED, TM_INIT, TwoPhase
+from kraftcheck.checker.spec import Action
+from kraftcheck.specs.two_phase import TM_COMMITTED, TM_INIT, TwoPhase
 
 
 @njit(cache=True)

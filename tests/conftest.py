@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explore.engine import Engine
-from checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.reference import ReferenceExplorer
 
 # Every backend must pass the conformance suite; a new engine adds itself here.
 EXPLORERS = {

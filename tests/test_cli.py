@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from checker.cli.main import cli
+from kraftcheck.cli.main import cli
 
 REPORT_KEYS = {"result", "spec", "params", "initial_states", "states_generated", "distinct_states", "depth",
                "elapsed_s", "compile_s", "states_per_s", "peak_rss_bytes", "coverage", "violations"}
@@ -86,7 +86,7 @@ def test_continue_reports_each_violation(tmp_path):
 
 
 def test_interrupt_exits_130(monkeypatch):
-    from checker.explore import engine
+    from kraftcheck.checker.explore import engine
 
     def interrupted(self, model, options, progress):
         raise KeyboardInterrupt
@@ -110,7 +110,7 @@ def test_reference_engine_from_the_command_line():
 
 def test_engine_runs_with_jit_disabled(tmp_path):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "checker.cli.main", "check", "--spec", "two_phase",
+    out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase",
                           "--param", "rm=2", "--json", "-"], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

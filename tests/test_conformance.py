@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import Options
-from checker.model import Model
-from specs import spec_class, spec_names
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class, spec_names
 
 CASES = [(name, example) for name in spec_names() for example in spec_class(name).examples]
 

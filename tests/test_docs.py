@@ -15,9 +15,9 @@ def test_writing_a_spec_embeds_die_hard_verbatim():
 
 
 def test_die_hard_counterexample_is_the_puzzle_answer():
-    from checker.explore.engine import Engine
-    from checker.model import Model
-    from specs.die_hard import DieHard
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs.die_hard import DieHard
 
     model = Model(DieHard())
     (v,) = Engine().explore(model).violations

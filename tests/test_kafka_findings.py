@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.model import Model
-from specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.checker.model import Model
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
 
 STEPS = [
     ("ChangeMinIsr", (2,), [], []),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explore.engine import Engine
-from checker.explore.result import Options
-from checker.model import Model
-from checker.spec import Invariant
-from invariants.durability import acked_writes_held
-from specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Invariant
+from kraftcheck.invariants.durability import acked_writes_held
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from checker.errors import UsageError
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import Options
-from checker.model import Model
-from specs import DEFAULT_SPEC, spec_class
-from specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import DEFAULT_SPEC, spec_class
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
 
 QUIET = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
 
@@ -54,26 +54,26 @@ def test_exact_counts_without_faults():
 
 
 def test_exact_counts_with_one_isr_shrink():
-    from checker.explore.engine import Engine
+    from kraftcheck.checker.explore.engine import Engine
     r = Engine().explore(model(**{**QUIET, "isr_shrinks": 1}), Options(keep_going=True))
     assert (r.status, r.distinct_states, r.states_generated, r.depth) == ("holds", 678, 1820, 14)
 
 
 def test_two_records_without_faults():
-    from checker.explore.engine import Engine
+    from kraftcheck.checker.explore.engine import Engine
     r = Engine().explore(model(records=2, **QUIET), Options(keep_going=True))
     assert r.status == "holds"
     assert r.distinct_states > 44
 
 
 def test_a_lossy_shutdown_loses_nothing_acknowledged_under_kip_966():
-    from checker.explore.engine import Engine
+    from kraftcheck.checker.explore.engine import Engine
     r = Engine().explore(model(**{**QUIET, "lossy_shutdowns": 1}), Options(keep_going=True))
     assert (r.status, r.distinct_states, r.states_generated, r.depth) == ("holds", 4762, 13432, 21)
 
 
 def test_engine_and_reference_agree_at_tiny_bounds():
-    from checker.explore.engine import Engine
+    from kraftcheck.checker.explore.engine import Engine
     m = model(**{**QUIET, "min_isr_changes": 1})
     a = ReferenceExplorer().explore(m, Options(keep_going=True))
     b = Engine().explore(m, Options(keep_going=True))
@@ -169,7 +169,7 @@ def test_two_records_diverge_and_the_follower_truncates():
     (dict(fences=0), (1_065_526, 31)),
 ], ids=["fence-and-shrink", "lossy-and-shrink"])
 def test_two_records_hold_under_kip_966(bounds, counts):
-    from checker.explore.engine import Engine
+    from kraftcheck.checker.explore.engine import Engine
     r = Engine().explore(model(records=2, min_isr_changes=0, **bounds), Options())
     assert r.status == "holds" and r.exhaustive
     assert (r.distinct_states, r.depth) == counts

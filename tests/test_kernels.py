@@ -6,14 +6,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.explore.engine import Kernels
-from checker.kernels.hashing import fingerprint_reference, fingerprints
-from checker.kernels.threads import split
-from checker.kernels.visited import VisitedSet
-from checker.layout import Layout
-from checker.model import Model
-from checker.spec import Bool, Const, Enum, Int, Set
-from specs.two_phase import TwoPhase, TwoPhaseParams
+from kraftcheck.checker.explore.engine import Kernels
+from kraftcheck.checker.kernels.hashing import fingerprint_reference, fingerprints
+from kraftcheck.checker.kernels.threads import split
+from kraftcheck.checker.kernels.visited import VisitedSet
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Bool, Const, Enum, Int, Set
+from kraftcheck.specs.two_phase import TwoPhase, TwoPhaseParams
 
 words_63 = st.integers(min_value=0, max_value=2**63 - 1)
 
@@ -79,6 +79,6 @@ def test_compiled_pack_matches_reference_pack(data):
 def test_layout_rejects_out_of_domain_values():
     layout = Layout([Enum("e", ("x", "y", "z")), Set("s", ("a", "b"))])
     import pytest
-    from checker.errors import SpecError
+    from kraftcheck.checker.errors import SpecError
     with pytest.raises(SpecError, match="e = 3 is outside its domain 0..2"):
         layout.pack((3, 0))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explore.result import HOLDS, INCOMPLETE, Options
-from checker.model import Model
-from specs.two_phase import TwoPhase, TwoPhaseParams
+from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs.two_phase import TwoPhase, TwoPhaseParams
 
 
 def _model(rm=4):

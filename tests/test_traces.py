@@ -10,15 +10,15 @@ import re
 import networkx as nx
 import pytest
 
-import traces
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import Options
-from checker.model import Model
-from specs import spec_class
-from traces.errors import ReplayError, TraceFormatError
-from traces.files import from_data, to_json
-from traces.state_graph import explore_graph
-from traces.states import fingerprint, flat_from_readable, readable_state
+from kraftcheck import traces
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
+from kraftcheck.traces.errors import ReplayError, TraceFormatError
+from kraftcheck.traces.files import from_data, to_json
+from kraftcheck.traces.state_graph import explore_graph
+from kraftcheck.traces.states import fingerprint, flat_from_readable, readable_state
 from traces_support import RUN_OPTIONS, eager_commit_violation
 
 
@@ -258,7 +258,7 @@ def test_graph_built_in_python_replays_without_a_file(written):
 
 
 def test_default_lanes_follow_the_most_used_index_labels():
-    from checker.spec import Int, Spec
+    from kraftcheck.checker.spec import Int, Spec
 
     class Mixed(Spec):
         name, summary, Params = "mixed", "", type(spec_class("two_phase")().params)
@@ -272,9 +272,9 @@ def test_default_lanes_follow_the_most_used_index_labels():
 
 
 def test_spec_can_say_where_an_action_happens():
-    from checker.spec import LaneTouch
-    from specs.two_phase_eager_commit import TwoPhaseEagerCommit
-    from traces.export import to_mermaid
+    from kraftcheck.checker.spec import LaneTouch
+    from kraftcheck.specs.two_phase_eager_commit import TwoPhaseEagerCommit
+    from kraftcheck.traces.export import to_mermaid
 
     class Drawn(TwoPhaseEagerCommit):
         main_lane = "tm"

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-import traces
-from checker.cli.trace_cmd import trace
-from traces.table import trace_text
-from traces.view import TraceView
+from kraftcheck import traces
+from kraftcheck.cli.trace_cmd import trace
+from kraftcheck.traces.table import trace_text
+from kraftcheck.traces.view import TraceView
 from traces_support import RUN_OPTIONS, eager_commit_violation
 
 
@@ -134,7 +134,7 @@ def test_replay_exit_codes(trace_file, tmp_path):
 
 def test_trace_group_is_registered_in_the_cli(trace_file):
     try:
-        from checker.cli.main import cli
+        from kraftcheck.cli.main import cli
     except ModuleNotFoundError as e:  # the other commands are still being written
         pytest.skip(f"the kraftcheck entry point cannot load yet: {e}")
     result = CliRunner().invoke(cli, ["trace", "replay", str(trace_file), "--quiet"])
@@ -146,7 +146,7 @@ def test_trace_group_is_registered_in_the_cli(trace_file):
 
 
 def _check(tmp_path, *args):
-    from checker.cli.main import cli
+    from kraftcheck.cli.main import cli
     return CliRunner().invoke(cli, ["check", "--engine", "reference", "--no-color",
                                     "--trace-dir", str(tmp_path / "traces"), *map(str, args)])
 

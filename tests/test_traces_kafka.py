@@ -12,13 +12,13 @@ import json
 
 import pytest
 
-import traces
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import Options
-from checker.model import Model
-from specs import spec_class, spec_names
-from traces.table import trace_text
-from traces.view import TraceView
+from kraftcheck import traces
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class, spec_names
+from kraftcheck.traces.table import trace_text
+from kraftcheck.traces.view import TraceView
 
 pytestmark = pytest.mark.skipif("kafka" not in spec_names(), reason="the Kafka spec is not registered yet")
 
@@ -89,6 +89,6 @@ def test_kafka_trace_reads_in_lanes(flaw_traces, tmp_path):
     text = trace_text(TraceView(graph), width=100, lane="b2")
     assert "log[b1]" not in text and all(len(line) <= 100 for line in text.splitlines())
     assert "VIOLATED" in text and "hwm_advances_only_with_min_isr" in text
-    from traces.render import render
+    from kraftcheck.traces.render import render
     out = render(graph, tmp_path / "k.png")
     assert out.stat().st_size > 20_000

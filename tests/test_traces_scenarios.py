@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import traces
-from checker.cli.trace_cmd import trace
-from specs import spec_names
-from traces.errors import ScenarioError
-from traces.scenario import is_scenario_file, load_scenario, run_scenario
+from kraftcheck import traces
+from kraftcheck.cli.trace_cmd import trace
+from kraftcheck.specs import spec_names
+from kraftcheck.traces.errors import ScenarioError
+from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
 
 SHIPPED = Path(traces.__file__).parent / "scenarios"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-import traces
-from checker.errors import UsageError
-from checker.model import Model
-from specs import spec_class
+from kraftcheck import traces
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
 from traces_support import ToyParams, ToyPartition
 
 
@@ -66,7 +66,7 @@ def test_availability_needs_the_spec_to_say_what_available_means():
 # the Kafka model: two brokers, min ISR 1, one ISR shrink and one lossy shutdown
 
 def _kafka(**overrides):
-    from specs import spec_class, spec_names
+    from kraftcheck.specs import spec_class, spec_names
     if "kafka" not in spec_names():
         pytest.skip("the Kafka spec is not registered yet")
     cls = spec_class("kafka")

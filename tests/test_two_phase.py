@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explore.engine import Engine
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import HOLDS, VIOLATED, Options
-from checker.model import Model
-from specs.two_phase import TwoPhase, TwoPhaseParams
-from specs.two_phase_eager_commit import TwoPhaseEagerCommit
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import HOLDS, VIOLATED, Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs.two_phase import TwoPhase, TwoPhaseParams
+from kraftcheck.specs.two_phase_eager_commit import TwoPhaseEagerCommit
 
 TLC = {3: (288, 1146, 11), 5: (8832, 58146, 17), 7: (296448, 2744706, 23)}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checker.explore.reference import ReferenceExplorer
-from checker.explore.result import Options
-from checker.model import Model
-from checker.spec import Action, Availability, Const, Enum, Invariant, Param, Set, Spec, param
-from specs import spec_class
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Action, Availability, Const, Enum, Invariant, Param, Set, Spec, param
+from kraftcheck.specs import spec_class
 
 RUN_OPTIONS = {"engine": "reference", "max_states": None, "max_depth": None, "keep_going": True,
                "check": ["tc_consistent"]}

@@ -20,12 +20,13 @@ from typing import Any, Mapping, Union
 
 import networkx as nx
 
-from checker.explore.result import Violation
-from checker.model import Model
-from traces.errors import ReplayError, ScenarioError, TraceError, TraceFormatError
-from traces.files import atomic_write, load, save, to_json
-from traces.graph import SCHEMA, SCHEMA_VERSION, build_trace
-from traces.replay import ReplayReport, replay
+from kraftcheck.checker.explore.result import Violation
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.errors import ReplayError, ScenarioError, TraceError, TraceFormatError
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.traces.files import load, save, to_json
+from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION, build_trace
+from kraftcheck.traces.replay import ReplayReport, replay
 
 __all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "trace_from_violation",
            "dump_state_graph", "availability_report", "run_scenario", "load_scenario",
@@ -69,22 +70,22 @@ def write_counterexample(model: Model, violation: Violation, run_options: dict,
 
 def dump_state_graph(model: Model, path: Union[str, Path], max_states: int = None) -> dict:
     """Write the whole reachable state graph as GraphML (see traces.state_graph)."""
-    from traces.state_graph import DEFAULT_MAX_STATES, dump_state_graph as dump
+    from kraftcheck.traces.state_graph import DEFAULT_MAX_STATES, dump_state_graph as dump
     return dump(model, path, max_states if max_states is not None else DEFAULT_MAX_STATES)
 
 
 def availability_report(model: Model, max_states: int = None) -> dict:
     """States from which the system can never serve again (see traces.availability)."""
-    from traces.availability import availability_report as report
-    from traces.state_graph import DEFAULT_MAX_STATES
+    from kraftcheck.traces.availability import availability_report as report
+    from kraftcheck.traces.state_graph import DEFAULT_MAX_STATES
     return report(model, max_states if max_states is not None else DEFAULT_MAX_STATES)
 
 
 def load_scenario(path: Union[str, Path]):
-    from traces.scenario import load_scenario as load_it
+    from kraftcheck.traces.scenario import load_scenario as load_it
     return load_it(path)
 
 
 def run_scenario(scenario, variant: str = None):
-    from traces.scenario import run_scenario as run
+    from kraftcheck.traces.scenario import run_scenario as run
     return run(scenario, variant)

@@ -22,11 +22,11 @@ from typing import Any
 
 import networkx as nx
 
-from checker.errors import UsageError
-from checker.model import Model
-from traces.graph import jsonable
-from traces.state_graph import explore_graph
-from traces.states import readable_state
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.graph import jsonable
+from kraftcheck.traces.state_graph import explore_graph
+from kraftcheck.traces.states import readable_state
 
 
 def availability_report(model: Model, max_states: int) -> dict[str, Any]:

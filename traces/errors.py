@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError
 
 
 class TraceError(KraftcheckError):

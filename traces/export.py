@@ -18,9 +18,9 @@ from typing import Callable
 
 import networkx as nx
 
-from checker.errors import UsageError
-from traces.files import to_json
-from traces.view import TraceView
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.traces.files import to_json
+from kraftcheck.traces.view import TraceView
 
 FORMATS = ("graphml", "dot", "json", "mermaid")
 

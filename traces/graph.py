@@ -16,12 +16,12 @@ from typing import Any, Mapping, Optional, Sequence
 
 import networkx as nx
 
-from checker import __version__
-from checker.model import Label, Model
-from traces.lanes import derive_touch, element_lanes, touch_to_dict
-from traces.states import (element_names, field_description, fingerprint, readable_state,
+from kraftcheck.checker import __version__
+from kraftcheck.checker.model import Label, Model
+from kraftcheck.traces.lanes import derive_touch, element_lanes, touch_to_dict
+from kraftcheck.traces.states import (element_names, field_description, fingerprint, readable_state,
                            state_fields)
-from traces.stepping import Stepper
+from kraftcheck.traces.stepping import Stepper
 
 SCHEMA = "kraftcheck-trace"
 SCHEMA_VERSION = 1

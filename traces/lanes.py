@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from checker.spec import LaneTouch
-from traces.states import lane_selector
+from kraftcheck.checker.spec import LaneTouch
+from kraftcheck.traces.states import lane_selector
 
 
 def element_lanes(lanes: Mapping[str, Sequence[str]], elements: Sequence[str]) -> dict[str, str]:

@@ -18,9 +18,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
-from checker.errors import UsageError
-from traces.files import atomic_write_with
-from traces.view import TraceView, zero_like
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.files import atomic_write_with
+from kraftcheck.traces.view import TraceView, zero_like
 
 LANE_W_IN = 2.5        # inches per lane
 LINE_IN = 0.13         # inches per text line (FONT points with 1.25 line spacing)

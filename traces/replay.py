@@ -16,15 +16,15 @@ from typing import Any, Mapping, Optional, Sequence
 
 import networkx as nx
 
-from checker.errors import KraftcheckError
-from checker.model import Model
-from checker.spec import Action, Spec
-from specs import spec_class
-from traces.errors import ReplayError, TraceFormatError
-from traces.files import to_json, validate
-from traces.graph import action_text
-from traces.states import DecodeError, element_names, fingerprint, flat_from_readable
-from traces.stepping import Stepper
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Action, Spec
+from kraftcheck.specs import spec_class
+from kraftcheck.traces.errors import ReplayError, TraceFormatError
+from kraftcheck.traces.files import to_json, validate
+from kraftcheck.traces.graph import action_text
+from kraftcheck.traces.states import DecodeError, element_names, fingerprint, flat_from_readable
+from kraftcheck.traces.stepping import Stepper
 
 
 @dataclass
@@ -62,7 +62,7 @@ def rebuild_spec(graph_attrs: Mapping[str, Any]) -> Spec:
     """The spec instance a trace was produced by, from its registered name and parameters."""
     name = graph_attrs.get("spec")
     try:
-        cls = spec_class(name)
+        cls = spec_class(name, names_only=True)
     except KraftcheckError as e:
         raise ReplayError(str(e), field="graph.spec") from None
     params = dict(graph_attrs.get("params") or {})

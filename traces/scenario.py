@@ -33,12 +33,12 @@ from typing import Any, Optional, Union
 import networkx as nx
 import yaml
 
-from checker.errors import KraftcheckError
-from checker.model import Model
-from traces.errors import ScenarioError
-from traces.graph import build_trace
-from traces.replay import find_action, parse_params, rebuild_spec
-from traces.stepping import Stepper
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.errors import ScenarioError
+from kraftcheck.traces.graph import build_trace
+from kraftcheck.traces.replay import find_action, parse_params, rebuild_spec
+from kraftcheck.traces.stepping import Stepper
 
 _STEP_TEXT = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*$")
 EXPECT_KEYS = ("violates", "holds", "blocked_at")

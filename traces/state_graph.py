@@ -17,13 +17,13 @@ from typing import Optional, Union
 
 import networkx as nx
 
-from checker import __version__
-from checker.errors import UsageError
-from checker.model import Model
-from traces.files import atomic_write
-from traces.graph import jsonable
-from traces.states import element_names, fingerprint, format_element, state_fields
-from traces.stepping import Stepper
+from kraftcheck.checker import __version__
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.traces.graph import jsonable
+from kraftcheck.traces.states import element_names, fingerprint, format_element, state_fields
+from kraftcheck.traces.stepping import Stepper
 
 DEFAULT_MAX_STATES = 20_000
 

@@ -18,8 +18,8 @@ import itertools
 import struct
 from typing import Any, Mapping, Sequence
 
-from checker.layout import Layout
-from checker.spec import Field
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.spec import Field
 
 
 class DecodeError(ValueError):

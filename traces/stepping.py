@@ -11,8 +11,8 @@ from __future__ import annotations
 import types
 from typing import Any, Optional
 
-from checker.errors import SpecError
-from checker.model import Model, python_function
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.model import Model, python_function
 
 
 def _clone_value(v: Any) -> Any:

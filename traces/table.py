@@ -16,7 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from traces.view import StepView, TraceView, zero_like
+from kraftcheck.traces.view import StepView, TraceView, zero_like
 
 NARROW = 72
 

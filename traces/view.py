@@ -9,10 +9,10 @@ from typing import Any, Optional
 
 import networkx as nx
 
-from checker.errors import UsageError
-from traces.graph import action_text
-from traces.lanes import element_lanes
-from traces.states import format_element, readable_elements
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.traces.graph import action_text
+from kraftcheck.traces.lanes import element_lanes
+from kraftcheck.traces.states import format_element, readable_elements
 
 
 def zero_like(value: Any) -> bool:

@@ -17,14 +17,14 @@ import numba
 import numpy as np
 from numba import njit
 
-from checker.codegen import NO_LABEL, load_kernels
-from checker.errors import SpecError
-from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
+from kraftcheck.checker.codegen import NO_LABEL, load_kernels
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     memory_exceeded, no_progress)
-from checker.kernels.hashing import fingerprints
-from checker.kernels.threads import run_parts, split, thread_count
-from checker.kernels.visited import VisitedSet
-from checker.model import Model
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
+from kraftcheck.checker.kernels.visited import VisitedSet
+from kraftcheck.checker.model import Model
 
 CANDIDATES_PER_CHUNK = 1 << 20
 

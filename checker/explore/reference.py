@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import copy
 
-from checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
+from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
-from checker.errors import SpecError
-from checker.model import Model, python_function
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.model import Model, python_function
 
 
 class ReferenceExplorer:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from checker.model import Model
+from kraftcheck.checker.model import Model
 
 HOLDS, VIOLATED, INCOMPLETE = "holds", "violated", "incomplete"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
-from checker.kernels.hashing import fingerprint_row
-from checker.kernels.threads import run_parts, thread_count
+from kraftcheck.checker.kernels.hashing import fingerprint_row
+from kraftcheck.checker.kernels.threads import run_parts, thread_count
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 MAX_LOAD = 0.75

@@ -17,11 +17,11 @@ action precisely.
 from __future__ import annotations
 
 
-from checker.spec import Action, Invariant, Param, Spec, TransitionProperty
-from invariants import kafka_invariants, kafka_properties
-from specs.kafka import broker, controller, faults, presentation, recovery
-from specs.kafka.params import BOUNDS, KafkaParams, check, switches
-from specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch
+from kraftcheck.checker.spec import Action, Invariant, Param, Spec, TransitionProperty
+from kraftcheck.invariants import kafka_invariants, kafka_properties
+from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
+from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, switches
+from kraftcheck.specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch
 
 
 class KafkaReplication(Spec):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
+from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
                                common_prefix, normalize_epochs, popcount, records_below)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN,
+from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN,
                                MIN_ISR_KAFKA, MIN_ISR_KIP, RUNNING, normalize_epochs, popcount)
 
 

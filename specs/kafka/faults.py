@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.broker import clear_fetch_response, clear_leader_state, load_view
-from specs.kafka.controller import finish_partition_change, remove_from_isr
-from specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
+from kraftcheck.specs.kafka.broker import clear_fetch_response, clear_leader_state, load_view
+from kraftcheck.specs.kafka.controller import finish_partition_change, remove_from_isr
+from kraftcheck.specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
 
 @njit(cache=True)

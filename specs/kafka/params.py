@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from checker.errors import UsageError
-from checker.spec import param
-from specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, FALLBACK_UNCLEAN, HWM_ANY, HWM_MAXIMAL,
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import param
+from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, FALLBACK_UNCLEAN, HWM_ANY, HWM_MAXIMAL,
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
 PROTOCOLS = ("kafka-3.5", "kafka-4.x", "kip-966")

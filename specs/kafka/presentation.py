@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from checker.spec import Availability, LaneTouch
+from kraftcheck.checker.spec import Availability, LaneTouch
 
 CONTROLLER = "controller"
 CONTROLLER_PREFIXES = ("c_", "ap_", "rep_", "rec_replied")

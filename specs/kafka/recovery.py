@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from specs.kafka.controller import clear_recovery, finish_partition_change, set_leader
-from specs.kafka.state import RECOVERY_AGGRESSIVE, RECOVERY_OFF, RUNNING, last_epoch, normalize_epochs, popcount
+from kraftcheck.specs.kafka.controller import clear_recovery, finish_partition_change, set_leader
+from kraftcheck.specs.kafka.state import RECOVERY_AGGRESSIVE, RECOVERY_OFF, RUNNING, last_epoch, normalize_epochs, popcount
 
 
 @njit(cache=True)

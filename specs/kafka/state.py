@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from checker.spec import Bool, Const, Enum, Int, Set
+from kraftcheck.checker.spec import Bool, Const, Enum, Int, Set
 
 # broker process state
 RUNNING, OFFLINE_CLEAN, OFFLINE_UNCLEAN = 0, 1, 2

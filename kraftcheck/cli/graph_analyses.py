@@ -8,9 +8,9 @@ from typing import Optional
 import click
 from rich.text import Text
 
-from checker.cli.terminal import Terminal
-from checker.errors import KraftcheckError
-from checker.model import Model
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.model import Model
 
 EXIT_USAGE = 2
 
@@ -29,7 +29,7 @@ def run_graph_analyses(terminal: Terminal, model: Model, dump_graph: Optional[st
                        limit: int) -> tuple[Optional[int], dict]:
     """Run the requested analyses: an exit code when one failed (else None), and what they found,
     for the JSON report (``state_graph``, ``availability``)."""
-    import traces
+    from kraftcheck import traces
     found: dict = {}
     try:
         if dump_graph:

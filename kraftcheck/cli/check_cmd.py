@@ -9,12 +9,12 @@ from typing import Any, Optional
 
 import click
 
-from checker.cli.params import derived_options, option_name, parse_param_args
-from checker.cli.terminal import Terminal
-from checker.errors import KraftcheckError, UsageError
-from checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
-from checker.model import Model
-from specs import DEFAULT_SPEC, spec_class
+from kraftcheck.cli.params import derived_options, option_name, parse_param_args
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -69,10 +69,10 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=max_memory)
     if engine == "reference":
-        from checker.explore.reference import ReferenceExplorer
+        from kraftcheck.checker.explore.reference import ReferenceExplorer
         explorer: Any = ReferenceExplorer()
     else:
-        from checker.explore.engine import Engine
+        from kraftcheck.checker.explore.engine import Engine
         explorer = Engine()
     terminal.note(f"checking {model.spec!r}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state, checks: {', '.join(model.check_names) or 'none'}")
@@ -87,7 +87,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                    "engine": engine}
     trace_files: dict[str, str] = {}
     if result.violations:
-        import traces
+        from kraftcheck import traces
         for v in result.violations:
             path = traces.write_counterexample(model, v, run_options, trace_dir)
             v.trace_file = str(path)
@@ -97,12 +97,12 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     dump_graph, availability, graph_limit = graph
     analyses: dict = {}
     if (dump_graph or availability) and not result.interrupted:
-        from checker.cli.graph_analyses import run_graph_analyses
+        from kraftcheck.cli.graph_analyses import run_graph_analyses
         failed, analyses = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability,
                                               graph_limit)
         code = failed if failed is not None else code
     if json_path:
-        from checker.report import build_report, write_report
+        from kraftcheck.checker.report import build_report, write_report
         write_report({**build_report(result, run_options, trace_files), **analyses}, json_path)
     if result.interrupted:
         terminal.error("interrupted; the statistics above cover what was explored so far")
@@ -155,7 +155,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
 
 
 # -- whole-graph analyses (traces/): --dump-graph, --availability, --graph-limit (before --no-color)
-from checker.cli.graph_analyses import OPTIONS as GRAPH_ANALYSIS_OPTIONS  # noqa: E402
+from kraftcheck.cli.graph_analyses import OPTIONS as GRAPH_ANALYSIS_OPTIONS  # noqa: E402
 _at = next(i for i, p in enumerate(check.params) if p.name == "no_color")
 check.params[_at:_at] = GRAPH_ANALYSIS_OPTIONS
 check.params.extend(derived_options(DEFAULT_PARAMS))

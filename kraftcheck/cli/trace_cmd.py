@@ -18,11 +18,12 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from checker.errors import KraftcheckError
-from traces.files import atomic_write, load
-from traces.replay import replay as replay_trace
-from traces.scenario import is_scenario_file, load_scenario, run_scenario
-from traces.view import TraceView
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.traces.files import load
+from kraftcheck.traces.replay import replay as replay_trace
+from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
+from kraftcheck.traces.view import TraceView
 
 EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT = 0, 1, 2
 
@@ -71,7 +72,7 @@ def trace() -> None:
 def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no_color: bool,
          ascii_only: bool, width: Optional[int]) -> None:
     """A table, one row per step: the action and the fields it changed."""
-    from traces.table import print_trace
+    from kraftcheck.traces.table import print_trace
 
     graph, run = _open(file, variant)
     console = _console(no_color, width)
@@ -92,7 +93,7 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
               help="File to write (atomically); default: standard output.")
 def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path]) -> None:
     """The trace in another graph format."""
-    from traces.export import export
+    from kraftcheck.traces.export import export
 
     graph, _ = _open(file, variant)
     text = export(graph, fmt)
@@ -111,7 +112,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
 def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> None:
     """A picture: lanes for the controller and each broker, time flowing down."""
-    from traces.render import render
+    from kraftcheck.traces.render import render
 
     graph, _ = _open(file, variant)
     try:
@@ -133,7 +134,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> No
 def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled: bool, quiet: bool,
                no_color: bool, width: Optional[int]) -> None:
     """Check the trace is a real behaviour of its spec; exit 1 at the first bad step."""
-    from traces.table import print_trace
+    from kraftcheck.traces.table import print_trace
 
     console = _console(no_color, width)
     if not file.exists():

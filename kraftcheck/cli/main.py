@@ -7,13 +7,13 @@ import sys
 
 import click
 
-from checker import __version__
+from kraftcheck.checker import __version__
 
 # Each command lives in its own module; "module:attribute" of the click command or group.
 SUBCOMMANDS = [
-    "checker.cli.specs_cmd:specs",
-    "checker.cli.check_cmd:check",
-    "checker.cli.trace_cmd:trace",
+    "kraftcheck.cli.specs_cmd:specs",
+    "kraftcheck.cli.check_cmd:check",
+    "kraftcheck.cli.trace_cmd:trace",
 ]
 
 

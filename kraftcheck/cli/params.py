@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from checker.errors import UsageError
-from checker.spec import annotation_kind
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import annotation_kind
 
 
 def field_kind(f: dataclasses.Field) -> str:

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progress, Result
+from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progress, Result
 
 PLAIN_PROGRESS_EVERY_S = 10.0
 

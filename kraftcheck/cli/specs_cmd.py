@@ -8,10 +8,10 @@ import sys
 import click
 from rich.table import Table
 
-from checker.cli.params import field_kind
-from checker.cli.terminal import Terminal
-from checker.errors import KraftcheckError
-from specs import DEFAULT_SPEC, spec_class, spec_names
+from kraftcheck.cli.params import field_kind
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.specs import DEFAULT_SPEC, spec_class, spec_names
 
 
 def describe_param(f: dataclasses.Field) -> str:

@@ -1,0 +1,67 @@
+"""Run a check from Python: ``kraftcheck.check(spec, **params)``, the command line's ``check``
+without the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.result import Options, ProgressFn, Result, no_progress
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Spec
+from kraftcheck.specs import spec_class
+
+ENGINES = ("engine", "reference")
+
+
+def explorer_for(engine: str) -> Any:
+    """A fresh explorer by its command-line name."""
+    if engine == "engine":
+        from kraftcheck.checker.explore.engine import Engine
+        return Engine()
+    if engine == "reference":
+        from kraftcheck.checker.explore.reference import ReferenceExplorer
+        return ReferenceExplorer()
+    raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+
+
+def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
+    """A spec instance from a name or reference (``file.py:Class``, ``module:Class``), a Spec
+    subclass, or an instance (then ``params`` must be empty)."""
+    if isinstance(spec, Spec):
+        if params:
+            raise UsageError("give parameters either in the spec instance or as keywords, not both")
+        return spec
+    cls = spec_class(spec) if isinstance(spec, str) else spec
+    if not (isinstance(cls, type) and issubclass(cls, Spec)):
+        raise UsageError(f"{spec!r} is not a spec: give a name, file.py:Class, module:Class or a Spec subclass")
+    known = set(cls.Params.__dataclass_fields__)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise UsageError(f"spec {cls.name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}")
+    return cls(cls.Params(**params))
+
+
+def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] = None, keep_going: bool = False,
+          max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
+          max_memory_gib: Optional[float] = None, engine: str = "engine",
+          trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
+          **params: Any) -> Result:
+    """Explore ``spec`` with parameters ``params`` and return the Result.
+
+    ``result.status`` is ``holds``, ``violated`` or ``incomplete``; counts are TLC's. With
+    ``trace_dir``, each violation's shortest counterexample is written there as a trace file
+    (``violation.trace_file``), as ``kraftcheck check`` does.
+    """
+    model = Model(make_spec(spec, params), check=list(invariants) if invariants else None)
+    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
+                      max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None)
+    result = explorer_for(engine).explore(model, options, progress)
+    if trace_dir is not None and result.violations:
+        from kraftcheck.traces import write_counterexample
+        run_options = {"invariants": list(invariants or ()), "continue": keep_going, "max_states": max_states,
+                       "max_depth": max_depth, "time_limit": time_limit, "engine": engine}
+        for v in result.violations:
+            write_counterexample(model, v, run_options, trace_dir)
+    return result
