@@ -19,6 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+import numba
+
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import Layout
@@ -259,13 +261,17 @@ def _dependency_digest(model: Model) -> str:
     return h.hexdigest()
 
 
-def load_kernels(model: Model) -> ModuleType:
-    """Write (if new) and import the kernel module for ``model``."""
+def write_kernel_module(model: Model) -> tuple[str, Path]:
+    """Write (if new) the kernel module for ``model`` into the kernel cache: (module name, path).
+
+    The name is a digest of the module's text, of every source file it compiles in, and of the
+    kraftcheck and numba versions, so a cached compilation is never used for other code.
+    """
     source = generate_source(model)
-    digest = hashlib.sha256((source + _dependency_digest(model) + __version__).encode()).hexdigest()[:20]
-    name = f"kc_{model.spec.name}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
+    salt = source + _dependency_digest(model) + __version__ + numba.__version__
+    digest = hashlib.sha256(salt.encode()).hexdigest()[:20]
+    safe = "".join(c if c.isalnum() else "_" for c in model.spec.name)
+    name = f"kc_{safe}_{digest}"
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.py"
@@ -274,8 +280,26 @@ def load_kernels(model: Model) -> ModuleType:
         with os.fdopen(fd, "w") as fh:
             fh.write(source)
         os.replace(tmp, path)
+    return name, path
+
+
+def import_kernel_module(name: str, path: Path) -> ModuleType:
+    """Import a written kernel module (once per process)."""
+    if name in sys.modules:
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_kernels(model: Model) -> ModuleType:
+    """Write (if new) and import the kernel module for ``model``."""
+    return import_kernel_module(*write_kernel_module(model))
+
+
+def imported_modules(path: Path) -> list[str]:
+    """The modules a kernel module imports its spec functions from (its ``from X import`` lines)."""
+    return [line.split()[1] for line in Path(path).read_text().splitlines()
+            if line.startswith("from ") and " import " in line and not line.startswith("from numba ")]

@@ -36,6 +36,8 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "depth": result.depth,
         "elapsed_s": round(result.elapsed_s, 4),
         "compile_s": round(result.compile_s, 4),
+        "compiled_in_background": result.compiled_in_background,
+        "interpreted_states": result.interpreted_states,
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),
         "coverage": result.coverage(),

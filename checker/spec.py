@@ -340,6 +340,17 @@ class Spec:
         """Every option that shapes the state graph, for reports and trace files."""
         return dataclasses.asdict(self.params)
 
+    def changed_options(self) -> dict[str, Any]:
+        """The options whose values differ from the spec's defaults."""
+        defaults = dataclasses.asdict(self.Params())
+        return {k: v for k, v in self.options().items() if defaults.get(k, object()) != v}
+
+    def title(self) -> str:
+        """The spec's name and only the options that differ from its defaults, for headers."""
+        changed = self.changed_options()
+        shown = ", ".join(f"{k}={v}" for k, v in changed.items()) if changed else "default options"
+        return f"{self.name} ({shown})"
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"{self.name}({args})"

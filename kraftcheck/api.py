@@ -15,11 +15,13 @@ from kraftcheck.specs import spec_class
 ENGINES = ("engine", "reference")
 
 
-def explorer_for(engine: str) -> Any:
-    """A fresh explorer by its command-line name."""
+def explorer_for(engine: str, compile: str = "background") -> Any:
+    """A fresh explorer by its command-line name. With ``compile="background"`` the engine explores
+    with its interpreted tier while its kernels compile in another process, when they are not
+    cached yet; with ``"now"`` it compiles them first."""
     if engine == "engine":
         from kraftcheck.checker.explore.engine import Engine
-        return Engine()
+        return Engine(compile=compile)
     if engine == "reference":
         from kraftcheck.checker.explore.reference import ReferenceExplorer
         return ReferenceExplorer()
@@ -45,7 +47,7 @@ def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
 
 def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] = None, keep_going: bool = False,
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
-          max_memory_gib: Optional[float] = None, engine: str = "engine",
+          max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
           **params: Any) -> Result:
     """Explore ``spec`` with parameters ``params`` and return the Result.
@@ -57,7 +59,7 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     model = Model(make_spec(spec, params), check=list(invariants) if invariants else None)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None)
-    result = explorer_for(engine).explore(model, options, progress)
+    result = explorer_for(engine, compile).explore(model, options, progress)
     if trace_dir is not None and result.violations:
         from kraftcheck.traces import write_counterexample
         run_options = {"invariants": list(invariants or ()), "continue": keep_going, "max_states": max_states,

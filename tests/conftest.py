@@ -11,6 +11,7 @@ from kraftcheck.checker.explore.reference import ReferenceExplorer
 EXPLORERS = {
     "engine": lambda: Engine(),
     "engine-small-chunks": lambda: Engine(chunk_candidates=64, shard_bits=1),
+    "engine-interpreted": lambda: Engine(compile="never"),  # the first tier, used while kernels compile
     "reference": lambda: ReferenceExplorer(),
 }
 

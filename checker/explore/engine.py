@@ -11,14 +11,17 @@ uint16 label are kept: a counterexample is rebuilt by replaying labels from an i
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Optional
 
 import numba
 import numpy as np
 from numba import njit
 
-from kraftcheck.checker.codegen import NO_LABEL, load_kernels
+from kraftcheck.checker.codegen import NO_LABEL, load_kernels, write_kernel_module
+from kraftcheck.checker.compile import (SCRATCH_BYTES, BackgroundCompile, KernelShapes, compile_error,
+                                        compile_in_process, is_compiled)
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     memory_exceeded, no_progress)
 from kraftcheck.checker.kernels.hashing import fingerprints
@@ -27,6 +30,8 @@ from kraftcheck.checker.kernels.visited import VisitedSet
 from kraftcheck.checker.model import Model
 
 CANDIDATES_PER_CHUNK = 1 << 20
+# states per chunk while interpreting: small, so the switch to compiled kernels comes soon
+INTERPRETED_CHUNK_STATES = 64
 
 
 @njit(cache=True)
@@ -90,16 +95,18 @@ class Kernels:
     ``successors`` and ``violations`` on any batch of packed states.
     """
 
-    def __init__(self, model: Model) -> None:
+    compiled = True
+
+    def __init__(self, model: Model, module=None) -> None:
         self.model = model
-        self.module = load_kernels(model)
+        self.module = module if module is not None else load_kernels(model)
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
         self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
         self.threads = thread_count()
         # Two scratch records (source, successor) per thread, far enough apart that threads
         # never write to the same cache line (false sharing halved throughput).
-        stride = 2 + -(-256 // model.layout.dtype.itemsize)
+        stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
         recs = model.layout.new_records(stride * self.threads)
         flat = recs.view(np.int32).reshape(stride * self.threads, model.layout.size)
         rec_arg = recs if numba.config.DISABLE_JIT else recs.view(np.ndarray)
@@ -120,6 +127,10 @@ class Kernels:
         if bad >= 0:
             self.model.layout.check_domains(flats[bad])
         return words
+
+    def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
+        """The successor of ``flat`` under ``label`` (None if disabled), by the compiled action."""
+        return self.model.step(flat, label)
 
     def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
         self._check_batch(words)
@@ -181,53 +192,98 @@ class Kernels:
         return out
 
 
+def kernel_shapes(model: Model) -> KernelShapes:
+    """The argument types of ``model``'s kernels, with the kernel module written to the cache."""
+    name, path = write_kernel_module(model)
+    return KernelShapes(module_name=name, module_path=str(path), dtype_descr=model.layout.dtype.descr,
+                        size=model.layout.size, nwords=model.layout.nwords, nlabels=len(model.labels),
+                        nconsts=len(model.layout.consts), kernel_names=[a.name for a in model.actions])
+
+
+COMPILE_MODES = ("now", "background", "never")
+
+
 class Engine:
-    """Breadth-first exploration with the compiled kernels."""
+    """Breadth-first exploration with the compiled kernels.
+
+    ``compile`` says when they are built: ``now``, before exploring (in this process); or
+    ``background``: if they are not in the cache yet, a separate process compiles them while this
+    one explores with the interpreted tier (``InterpretedKernels``, identical results, much
+    slower), switching to the compiled kernels between two chunks once they are ready; a run that
+    ends first never waits for them. ``never`` interprets throughout (tests of the first tier).
+    """
 
     name = "engine"
 
-    def __init__(self, chunk_candidates: int = CANDIDATES_PER_CHUNK, shard_bits: int = 4) -> None:
+    def __init__(self, chunk_candidates: int = CANDIDATES_PER_CHUNK, shard_bits: int = 4,
+                 compile: str = "now") -> None:
+        if compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}")
         self.chunk_candidates = chunk_candidates
         self.shard_bits = shard_bits
+        self.compile = compile
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
         t0 = time.perf_counter()
-        kernels = Kernels(model)
+        mode = "now" if numba.config.DISABLE_JIT else self.compile
+        builder: Optional[BackgroundCompile] = None
+        if mode == "never":
+            kernels: Any = InterpretedKernels(model)
+        else:
+            shapes = kernel_shapes(model)
+            if mode == "now" or is_compiled(shapes.module_path):
+                kernels = self._compile_now(model, shapes, progress, t0)
+            else:
+                builder = BackgroundCompile(shapes)
+                kernels = InterpretedKernels(model)
         init_words = kernels.pack(model.initial)
-        self._warm_up(kernels, init_words)
-        compile_s = time.perf_counter() - t0
+        _warm_up_generic(init_words)
         run = _Run(model, kernels, options, progress, self.shard_bits,
-                   max(1, self.chunk_candidates // max(1, len(model.labels))))
+                   max(1, self.chunk_candidates // max(1, len(model.labels))), builder)
         result = run.result
-        result.compile_s = compile_s
+        result.compile_s = time.perf_counter() - t0 if builder is None else 0.0
+        result.compiled_in_background = builder is not None
         try:
             run.explore(init_words)
         except KeyboardInterrupt:
             result.interrupted = True
             result.incomplete_reason = "interrupted"
+        finally:
+            if builder is not None:
+                builder.stop()
         run.finish()
         return result
 
     @staticmethod
-    def _warm_up(kernels: Kernels, init_words: np.ndarray) -> None:
-        """Compile (or load from numba's cache) every kernel before the clock starts."""
-        kernels.successors(init_words, 0, 1)
-        kernels.violations(init_words, 0, 1)
-        VisitedSet(kernels.nwords, 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
-                                                np.zeros(1, np.int64))
-        buf = kernels.successors(init_words, 0, 1)
-        _valid_rows(buf.labels, 1, buf.valid)
-        z = np.zeros(1, np.int64)
-        _collect_new(z, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), np.zeros(1, np.int64), 0,
-                     z.copy(), z.copy(), z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
+    def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
+        def on_kernel(i: int, n: int, what: str) -> None:
+            progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling=f"kernel {i + 1}/{n}: {what}"))
+
+        try:
+            module = compile_in_process(shapes, on_kernel)
+        except numba.core.errors.NumbaError as e:
+            raise compile_error(model.spec.name, e) from None
+        return Kernels(model, module)
+
+
+def _warm_up_generic(init_words: np.ndarray) -> None:
+    """Compile (or load from numba's cache) the spec-independent kernels before the clock starts."""
+    VisitedSet(init_words.shape[1], 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
+                                                 np.zeros(1, np.int64))
+    _valid_rows(np.zeros(1, np.uint16), 1, np.zeros(1, np.int64))
+    z = np.zeros(1, np.int64)
+    _collect_new(z, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), np.zeros(1, np.int64), 0,
+                 z.copy(), z.copy(), z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
 
 
 class _Run:
     """State of one exploration: levels, parents, labels, violations found."""
 
-    def __init__(self, model: Model, kernels: Kernels, options: Options, progress: ProgressFn,
-                 shard_bits: int, chunk_states: int) -> None:
+    def __init__(self, model: Model, kernels: Any, options: Options, progress: ProgressFn,
+                 shard_bits: int, chunk_states: int, builder: Optional[BackgroundCompile] = None) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
+        self.builder = builder  # compiling the kernels in the background while we interpret
+        self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
         self.buffers = kernels.buffers(chunk_states)
         self.visited = VisitedSet(kernels.nwords, shard_bits)
@@ -255,8 +311,16 @@ class _Run:
         level = init_words[is_new.astype(bool)]
         self.generated = init_words.shape[0]
         self.result.initial_states = init_words.shape[0]
+        found = self._check_new(level, 0, np.arange(level.shape[0]),
+                                [np.full(level.shape[0], 0xFFFFFFFF, np.uint32)], [np.zeros(level.shape[0], np.uint16)])
+        if found and not self.options.keep_going:  # stop at the first violating initial state
+            cut = min(found.values())
+            for name in [name for name, row in found.items() if row > cut]:
+                del self.found[name]
+            level = level[: cut + 1]
+            self.generated = cut + 1
         self._add_level(np.full(level.shape[0], 0xFFFFFFFF, np.uint32), np.zeros(level.shape[0], np.uint16))
-        if self._check_new(level, 0):
+        if found and not self.options.keep_going:
             return
         while level.shape[0]:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
@@ -272,13 +336,19 @@ class _Run:
         new_so_far = 0
         stride = len(self.model.labels)
         buf = self.buffers
-        for lo in range(0, level.shape[0], self.chunk_states):
-            hi = min(level.shape[0], lo + self.chunk_states)
+        lo = 0
+        while lo < level.shape[0]:
+            self._switch_when_compiled()
+            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled else INTERPRETED_CHUNK_STATES))
+            if not self.kernels.compiled:
+                self.interpreted_states += hi - lo
             self.kernels.successors(level, lo, hi, buf)
             nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
             self.generated += nrows
+            found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             if self.model.properties:
-                self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo, stride)
+                found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
+                                                         stride))
             self.visited.insert(buf.words, buf.hashes, buf.valid, nrows, buf.is_new)
             n = _collect_new(buf.valid, nrows, stride, buf.is_new, buf.labels, self.label_action, first + lo,
                              self.fired, self.new_per_action, buf.new_rows, buf.new_parent, buf.new_label)
@@ -287,14 +357,19 @@ class _Run:
             next_parents.append(buf.new_parent[:n].copy())
             next_labels.append(buf.new_label[:n].copy())
             self.frontier_size = level.shape[0] - hi + new_so_far + n
-            stop = self._check_new(new_words, self.distinct + new_so_far, next_parents, next_labels)
+            found_here.update(self._check_new(new_words, self.distinct + new_so_far, buf.new_rows[:n],
+                                              next_parents, next_labels))
+            if found_here and not self.options.keep_going:
+                n = self._stop_at_first_violation(found_here, buf, nrows, n)
+                next_parents[-1], next_labels[-1] = next_parents[-1][:n], next_labels[-1][:n]
             new_so_far += n
-            if stop or self._limits_hit(new_so_far, more_work=hi < level.shape[0] or new_so_far > 0):
+            if self._limits_hit(new_so_far, more_work=hi < level.shape[0] or new_so_far > 0):
                 if new_so_far:  # the partial level counts, as in the reference explorer
                     self._add_level(np.concatenate(next_parents), np.concatenate(next_labels))
                 self._report(force=True)
                 return None
             self._report(force=False)
+            lo = hi
         nxt = np.concatenate(next_words) if next_words else np.empty((0, self.kernels.nwords), np.uint64)
         del next_words
         if nxt.shape[0]:
@@ -309,14 +384,34 @@ class _Run:
         self.distinct += parents.shape[0]
         self.depth += 1
 
-    def _check_new(self, words: np.ndarray, first_index: int, pending_parents=None, pending_labels=None) -> bool:
-        """Check invariants on new states; True when the run must stop."""
+    def _stop_at_first_violation(self, found_here: dict[str, int], buf: ChunkBuffers, nrows: int, n: int) -> int:
+        """Make a run that stops at its first violation count exactly what the reference explorer
+        counts: everything up to the violating candidate row, nothing the chunk computed after it
+        (so counts do not depend on chunk sizes or tiers). Returns how many new states to keep."""
+        cut = min(found_here.values())
+        for name, row in found_here.items():
+            if row > cut:  # found later in the chunk than where the run stops
+                del self.found[name]
+        valid = buf.valid[:nrows]
+        k = int(np.searchsorted(valid, cut, side="right"))
+        tail = valid[k:]
+        actions = self.label_action[buf.labels[tail].astype(np.int64)]
+        np.subtract.at(self.fired, actions, 1)
+        np.subtract.at(self.new_per_action, actions[buf.is_new[tail] == 1], 1)
+        self.generated -= nrows - k
+        return int(np.searchsorted(buf.new_rows[:n], cut, side="right"))
+
+    def _check_new(self, words: np.ndarray, first_index: int, rows: np.ndarray, pending_parents=None,
+                   pending_labels=None) -> dict[str, int]:
+        """Check invariants on new states; the checks newly violated -> the row (``rows[i]`` for
+        the i-th new state) where each was violated first."""
         if not self.model.invariants or not words.shape[0]:
-            return False
+            return {}
         masks = self.kernels.violations(words)
         bad = np.flatnonzero(masks)
+        found: dict[str, int] = {}
         if not bad.size:
-            return False
+            return found
         for k, inv in enumerate(self.model.invariants):
             if inv.name in self.found:
                 continue
@@ -325,13 +420,15 @@ class _Run:
                 index = first_index + int(hits[0])
                 self.found[inv.name] = Violation(inv.name, "invariant",
                                                  self._trace(index, pending_parents, pending_labels))
-        return not self.options.keep_going
+                found[inv.name] = int(rows[hits[0]])
+        return found
 
     def _check_properties(self, props: np.ndarray, rows: np.ndarray, labels: np.ndarray, first: int,
-                          stride: int) -> None:
+                          stride: int) -> dict[str, int]:
         bad_rows = rows[props[rows] != 0]
+        found: dict[str, int] = {}
         if not bad_rows.size:
-            return
+            return found
         for k, prop in enumerate(self.model.properties):
             if prop.name in self.found:
                 continue
@@ -339,9 +436,11 @@ class _Run:
             if hits.size:
                 r = int(hits[0])
                 steps = self._trace(first + r // stride)
-                succ = self.model.step(steps[-1].state, int(labels[r]))
+                succ = self.kernels.step(steps[-1].state, int(labels[r]))
                 steps.append(Step(int(labels[r]), succ))
                 self.found[prop.name] = Violation(prop.name, "property", steps)
+                found[prop.name] = r
+        return found
 
     def _limits_hit(self, new_in_level: int, more_work: bool) -> bool:
         distinct = self.distinct + new_in_level
@@ -371,13 +470,15 @@ class _Run:
         state = self.model.initial[index]  # initial states are the first indices, in order
         steps = [Step(None, state)]
         for label in reversed(labels):
-            state = self.model.step(state, label)
+            state = self.kernels.step(state, label)
             if state is None:
                 raise SpecError(f"internal: replaying {self.model.labels[label]} found it disabled")
             steps.append(Step(label, state))
         return steps
 
     def _parent_of(self, index: int, pending_parents, pending_labels) -> tuple[int, int]:
+        if index >= self.distinct and not self.level_start:  # an initial state, being checked
+            return -1, -1
         if index >= self.distinct:  # a state of the level being built
             offset = index - self.distinct
             for p, lab in zip(pending_parents, pending_labels):
@@ -391,12 +492,34 @@ class _Run:
         offset = index - self.level_start[level]
         return int(self.parents[level][offset]), int(self.labels[level][offset])
 
+    # -- the two tiers
+    def _switch_when_compiled(self) -> None:
+        """Take the compiled kernels once the background compile has finished (between chunks,
+        so nothing a chunk computed depends on which tier computed it)."""
+        builder = self.builder
+        if builder is None or self.kernels.compiled:
+            return
+        if builder.done():
+            shapes = kernel_shapes(self.model)
+            self.kernels = Kernels(self.model, compile_in_process(shapes))  # loads from numba's cache
+            self.result.compile_s = builder.finished_s
+            self.builder = None
+        elif builder.failed():
+            # compile here, so the error is numba's own (it names the spec's line)
+            try:
+                compile_in_process(kernel_shapes(self.model))
+            except numba.core.errors.NumbaError as e:
+                raise compile_error(self.model.spec.name, e) from None
+            raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
+
     # -- reporting
     def _report(self, force: bool) -> None:
         now = self.clock.elapsed
         if force or now - self.last_progress >= 0.25:
             self.last_progress = now
-            self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size, now))
+            compiling = f"{self.builder.status}, {self.builder.elapsed:.0f} s" if self.builder else None
+            self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size, now,
+                                   compiling=compiling))
 
     def finish(self) -> None:
         r = self.result
@@ -406,4 +529,5 @@ class _Run:
         r.elapsed_s = self.clock.elapsed if self.clock else 0.0
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
+        r.interpreted_states = self.interpreted_states
         r.conclude(list(self.found.values()), self.options.keep_going)

@@ -31,6 +31,7 @@ class Progress:
     generated: int
     frontier: int
     elapsed_s: float
+    compiling: Optional[str] = None  # what is being compiled, while the kernels are being built
 
 
 ProgressFn = Callable[[Progress], None]
@@ -79,6 +80,8 @@ class Result:
     violations: list[Violation] = field(default_factory=list)
     engine: str = ""
     exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
+    interpreted_states: int = 0  # states expanded by the interpreted tier while kernels compiled
+    compiled_in_background: bool = False  # compile_s ran beside the exploration (0: not finished)
 
     @property
     def states_per_s(self) -> float:

@@ -13,7 +13,9 @@ from kraftcheck.cli.params import derived_options, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
+from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
+from kraftcheck.cli.paths import check_output_dir, check_output_file
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -59,23 +61,23 @@ def default_max_memory_gib() -> float:
 def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants: tuple[str, ...],
               keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-              derived: dict[str, Any], max_memory_gib: Optional[float] = None,
+              derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
               graph: tuple[Optional[str], bool, int] = (None, False, 20_000)) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
+    dump_graph, availability, graph_limit = graph
+    # every output location is checked before exploring: a bad one must not cost the run
+    check_output_file(json_path, "--json")
+    check_output_dir(trace_dir, "--trace-dir")
+    check_output_file(dump_graph, "--dump-graph")
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=max_memory)
-    if engine == "reference":
-        from kraftcheck.checker.explore.reference import ReferenceExplorer
-        explorer: Any = ReferenceExplorer()
-    else:
-        from kraftcheck.checker.explore.engine import Engine
-        explorer = Engine()
-    terminal.note(f"checking {model.spec!r}: {len(model.labels)} action instances, "
-                  f"{model.layout.state_bits} bits per state, checks: {', '.join(model.check_names) or 'none'}")
+    explorer = explorer_for(engine, compile)
+    terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
+                  f"{model.layout.state_bits} bits per state")
     terminal.start_progress()
     try:
         result = explorer.explore(model, options, terminal.progress)
@@ -84,7 +86,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
-                   "engine": engine}
+                   "engine": engine, "compile": compile}
     trace_files: dict[str, str] = {}
     if result.violations:
         from kraftcheck import traces
@@ -94,7 +96,6 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
             trace_files[v.check] = str(path)
     terminal.summary(result, trace_files)
     code = exit_code(result)
-    dump_graph, availability, graph_limit = graph
     analyses: dict = {}
     if (dump_graph or availability) and not result.interrupted:
         from kraftcheck.cli.graph_analyses import run_graph_analyses
@@ -110,7 +111,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--spec", default=DEFAULT_SPEC, metavar="NAME", help="The spec to check (see `kraftcheck specs`).")
+@click.option("--spec", default=DEFAULT_SPEC, metavar="NAME",
+              help="The spec to check: a name (see `kraftcheck specs`), path/to/file.py:Class or module:Class.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Set a spec parameter (repeatable).")
 @click.option("--invariant", "invariants", multiple=True, metavar="NAME",
               help="Check only this invariant or transition property (repeatable). [default: all]")
@@ -125,12 +127,16 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
               help="The compiled explorer, or the slow pure-Python reference explorer.")
+@click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
+              help="When the kernels are not compiled yet: explore interpreted while another process compiles "
+                   "them (background), or compile them first (now).")
 @click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
-          max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str, threads: Optional[int], quiet: bool,
+          max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
+          compile_mode: str, threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           graph_limit: int = 20_000, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
@@ -143,7 +149,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
-                         json_path, trace_dir, engine, derived, max_memory_gib,
+                         json_path, trace_dir, engine, derived, max_memory_gib, compile_mode,
                          graph=(dump_graph, availability, graph_limit))
     except KraftcheckError as e:
         terminal.error(str(e))

@@ -20,8 +20,28 @@ from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progr
 PLAIN_PROGRESS_EVERY_S = 10.0
 
 
+def compile_summary(result: Result) -> str:
+    if not result.compiled_in_background:
+        return f"{result.compile_s:,.2f} s"
+    interpreted = f"{result.interpreted_states:,} states interpreted meanwhile"
+    if result.compile_s:
+        return f"{result.compile_s:,.2f} s in the background ({interpreted})"
+    return f"unfinished; the run ended first ({interpreted})"
+
+
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:,.0f}/s" if seconds > 0 else "-"
+
+
+def progress_line(p: Progress) -> str:
+    """One line of progress: compiling (and what), and/or the exploration's counts and rates."""
+    counts = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
+              f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  {p.elapsed_s:,.1f}s")
+    if p.compiling is None:
+        return counts
+    if p.distinct == 0:
+        return f"compiling kernels: {p.compiling}  {p.elapsed_s:,.1f}s"
+    return f"compiling kernels in the background: {p.compiling}\ninterpreting meanwhile: {counts}"
 
 
 class Terminal:
@@ -59,14 +79,12 @@ class Terminal:
         self._last = p
         if self.quiet:
             return
-        line = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
-                f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  "
-                f"{_rate(p.generated, p.elapsed_s)} generated  {p.elapsed_s:,.1f}s")
+        line = progress_line(p)
         if self._live is not None:
-            self._live.update(Text(line, style="cyan"))
+            self._live.update(Text(line, style="cyan", no_wrap=True, overflow="ellipsis"))
         elif time.monotonic() - self._last_plain >= PLAIN_PROGRESS_EVERY_S:
             self._last_plain = time.monotonic()
-            self.err.print(f"progress: {line}", soft_wrap=True)
+            self.err.print(f"progress: {line.replace(chr(10), '; ')}", soft_wrap=True)
 
     def stop_progress(self) -> None:
         if self._live is not None:
@@ -83,7 +101,7 @@ class Terminal:
             INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}"),
         }[result.status]
         model = result.model
-        self.out.print(f"{model.spec!r}: {verdict}")
+        self.out.print(f"{model.spec.title()}: {verdict}")
         stats = Table(show_header=False, box=None, pad_edge=False)
         stats.add_column(style="bold")
         stats.add_column(justify="right")
@@ -92,9 +110,9 @@ class Terminal:
         stats.add_row("distinct states", f"{result.distinct_states:,}")
         stats.add_row("depth", f"{result.depth:,}")
         stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
-        stats.add_row("compilation", f"{result.compile_s:,.2f} s")
-        stats.add_row("checked", ", ".join(model.check_names) or "(nothing)")
+        stats.add_row("compilation", compile_summary(result))
         self.out.print(stats)
+        self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
 
         cov = Table(title="coverage", title_justify="left", show_edge=False)
         cov.add_column("action")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.cli.paths import check_output_file
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.traces.files import load
 from kraftcheck.traces.replay import replay as replay_trace
@@ -39,6 +40,14 @@ def _console(no_color: bool, width: Optional[int], stderr: bool = False) -> Cons
 def _fail(message: str, code: int = EXIT_INPUT) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def _check_output(output: Optional[Path]) -> None:
+    """A bad output location is refused before any work (one line, exit 2)."""
+    try:
+        check_output_file(output, "--output")
+    except KraftcheckError as e:
+        _fail(str(e))
 
 
 def _open(path: Path, variant: Optional[str]):
@@ -95,6 +104,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     """The trace in another graph format."""
     from kraftcheck.traces.export import export
 
+    _check_output(output)
     graph, _ = _open(file, variant)
     text = export(graph, fmt)
     if output is None:
@@ -114,6 +124,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> No
     """A picture: lanes for the controller and each broker, time flowing down."""
     from kraftcheck.traces.render import render
 
+    _check_output(output)
     graph, _ = _open(file, variant)
     try:
         render(graph, output, dpi=dpi)

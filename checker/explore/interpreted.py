@@ -1,0 +1,147 @@
+"""The compiled kernels' interface, evaluated in plain Python: the engine's first tier.
+
+Compiling a large spec's kernels takes tens of seconds; a check that ends after a few thousand
+states (the first violation of a small model) should not wait for that. ``InterpretedKernels``
+computes exactly what ``Kernels`` computes (the same successor rows, packed words, fingerprints,
+labels, transition-property and invariant masks) by running the spec's functions interpreted on
+plain Python states and packing them with the reference packer, so the engine can explore with it
+while the compiled kernels are built in the background, and switch between chunks without any
+difference in counts, state numbering or counterexamples.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.kernels.hashing import fingerprint_reference
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import Model, python_function
+
+
+def state_copier(layout: Layout) -> Callable[[Any], Any]:
+    """A function that copies a plain-Python state (ints, nested lists) much faster than deepcopy,
+    which the interpreted tier calls once per action instance per state."""
+    scalars = [f.name for f in layout.fields if not f.shape]
+    vectors = [f.name for f in layout.fields if len(f.shape) == 1]
+    deeper = [f.name for f in layout.fields if len(f.shape) > 1]
+
+    def deep(v: Any) -> Any:
+        return [deep(x) for x in v] if isinstance(v, list) else v
+
+    def copy(state: Any) -> Any:
+        src = state.__dict__
+        out = types.SimpleNamespace()
+        d = out.__dict__
+        for name in scalars:
+            d[name] = src[name]
+        for name in vectors:
+            d[name] = src[name][:]
+        for name in deeper:
+            d[name] = deep(src[name])
+        return out
+
+    return copy
+
+
+class InterpretedKernels:
+    """``successors`` and ``violations`` over packed states, in Python; see ``Kernels``."""
+
+    compiled = False
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.layout = model.layout
+        self.nwords = model.layout.nwords
+        self.nlabels = len(model.labels)
+        self.actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
+        self.invariants = [python_function(inv.fn) for inv in model.invariants]
+        self.properties = [python_function(p.fn) for p in model.properties]
+        self.copy = state_copier(model.layout)
+
+    def _check_batch(self, words: np.ndarray) -> None:
+        if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
+            raise TypeError(f"packed states must be a 2-D uint64 array with {self.nwords} words per row")
+
+    def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
+        words = np.zeros((len(flats), self.nwords), np.uint64)
+        for r, flat in enumerate(flats):
+            words[r] = self.layout.pack(flat)
+        return words
+
+    def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
+        self._check_batch(words)
+        return [self.layout.unpack(row.tolist()) for row in words]
+
+    def buffers(self, states: int):
+        from kraftcheck.checker.explore.engine import ChunkBuffers
+        return ChunkBuffers(states, self.nlabels, self.layout, bool(self.model.properties))
+
+    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None):
+        """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``."""
+        self._check_batch(words)
+        hi = words.shape[0] if hi is None else hi
+        if not 0 <= lo <= hi <= words.shape[0]:
+            raise IndexError(f"successors(): bad range {lo}..{hi} of {words.shape[0]} states")
+        out = self.buffers(hi - lo) if out is None else out
+        if out.states < hi - lo:
+            raise ValueError(f"successors(): buffers hold {out.states} states, asked for {hi - lo}")
+        layout, copy, nlabels = self.layout, self.copy, self.nlabels
+        for i in range(hi - lo):
+            source = layout.unpack(words[lo + i].tolist())
+            before = layout.to_object(source)
+            after = copy(before)  # reused while actions are disabled: they must not touch it
+            for label, (fn, values) in enumerate(self.actions):
+                row = i * nlabels + label
+                if not fn(before, after, *values):
+                    if after.__dict__ != before.__dict__:
+                        raise SpecError(f"action {self.model.labels[label]} changed the successor but returned False")
+                    out.labels[row] = NO_LABEL
+                    continue
+                succ = layout.from_object(after)
+                try:
+                    packed = layout.pack(succ)
+                except SpecError as e:
+                    raise SpecError(f"action {self.model.labels[label]}: {e}") from None
+                out.words[row] = packed
+                out.hashes[row] = fingerprint_reference(packed)
+                out.labels[row] = label
+                if self.properties:
+                    mask = 0
+                    for k, prop in enumerate(self.properties):
+                        if not prop(before, after):
+                            mask |= 1 << k
+                    out.props[row] = mask
+                after = copy(before)
+        return out
+
+    def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
+        """The successor of ``flat`` under ``label`` (None if disabled), interpreted."""
+        fn, values = self.actions[label]
+        before = self.layout.to_object(flat)
+        after = self.copy(before)
+        if not fn(before, after, *values):
+            return None
+        succ = self.layout.from_object(after)
+        self.layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+        return succ
+
+    def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
+        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
+        self._check_batch(words)
+        hi = words.shape[0] if hi is None else hi
+        out = np.zeros(hi - lo, np.uint64)
+        if not self.invariants:
+            return out
+        for j in range(hi - lo):
+            state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
+            mask = 0
+            for k, inv in enumerate(self.invariants):
+                if not inv(state):
+                    mask |= 1 << k
+            out[j] = mask
+        return out

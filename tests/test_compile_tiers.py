@@ -1,0 +1,112 @@
+"""The engine's two tiers: interpreted exploration while the kernels compile in the background,
+then the compiled kernels; and the compile that makes every later call a cache hit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kraftcheck.checker.compile import compile_kernels, is_compiled, marker_path
+from kraftcheck.checker.explore.engine import Engine, Kernels, kernel_shapes
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
+
+
+def _model(name, **params):
+    cls = spec_class(name)
+    return Model(cls(cls.Params(**params)))
+
+
+def _counts(r):
+    return (r.status, r.distinct_states, r.states_generated, r.depth, r.coverage(),
+            [(v.check, v.depth, [s.label for s in v.steps]) for v in r.violations])
+
+
+@pytest.fixture
+def fresh_kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache):
+    """rm=7 takes about a minute interpreted and its kernels a few seconds to compile, so the
+    run starts interpreted and ends compiled; counts are TLC's, coverage and verdict the same as
+    a run compiled from the start."""
+    model = _model("two_phase", rm=7)
+    shapes = kernel_shapes(model)
+    assert not is_compiled(shapes.module_path)
+    result = Engine(compile="background").explore(model, Options(keep_going=True))
+    assert (result.distinct_states, result.states_generated, result.depth) == (296448, 2744706, 23)
+    expected = Engine(compile="now").explore(_model("two_phase", rm=7), Options(keep_going=True))
+    assert _counts(result) == _counts(expected)
+    assert result.compiled_in_background
+    assert 0 < result.interpreted_states < result.distinct_states, "the run should have switched tiers"
+    assert result.compile_s > 0
+    assert is_compiled(shapes.module_path)
+
+
+def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_kernel_cache):
+    model = _model("two_phase_eager_commit", rm=3)
+    result = Engine(compile="background").explore(model, Options())
+    assert result.compiled_in_background and result.compile_s == 0.0
+    assert result.interpreted_states > 0
+    assert not is_compiled(kernel_shapes(model).module_path)
+    ps = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
+    mine = [line for line in ps.splitlines()
+            if "kraftcheck.checker.compile" in line and line.split()[0] == str(os.getpid())]
+    assert mine == []
+
+
+def test_a_compiled_cache_is_used_at_once(fresh_kernel_cache):
+    model = _model("die_hard")
+    Engine(compile="now").explore(model, Options())
+    assert is_compiled(kernel_shapes(model).module_path)
+    result = Engine(compile="background").explore(_model("die_hard"), Options())
+    assert not result.compiled_in_background and result.interpreted_states == 0
+
+
+def test_the_warm_up_compiles_exactly_the_signatures_the_engine_calls(fresh_kernel_cache):
+    """If the warm-up's argument types differed from the engine's, the engine would compile a
+    second time during the run (slow), and the 'compiled' marker would lie."""
+    model = _model("two_phase", rm=3)
+    kernels = Kernels(model)
+    compile_kernels(kernels.module, kernel_shapes(model))
+    dispatchers = [kernels.module.pack_rows, kernels.module.unpack_rows, kernels.module.unpack_range,
+                   kernels.module.check, *kernels.module.EXPANDERS]
+    before = [len(d.signatures) for d in dispatchers]
+    assert before == [1] * len(dispatchers)
+    Engine().explore(model, Options(keep_going=True))
+    assert [len(d.signatures) for d in dispatchers] == before
+
+
+def test_the_compile_worker_reports_each_kernel(fresh_kernel_cache):
+    import json
+    model = _model("die_hard", small=2, big=7)
+    shapes = kernel_shapes(model)
+    job = {"shapes": json.loads(shapes.to_json()), "sys_path": sys.path, "modules": {}}
+    out = subprocess.run([sys.executable, "-m", "kraftcheck.checker.compile"], input=json.dumps(job),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[-1] == "compiled"
+    assert [line.split(": ", 1)[1] for line in lines[:-1]] == \
+        ["pack", "unpack", "unpack_range", *[a.name for a in model.actions], "invariants"]
+    assert marker_path(shapes.module_path).exists()
+
+
+def test_progress_says_what_is_compiling():
+    from kraftcheck.checker.explore.result import Progress
+    from kraftcheck.cli.terminal import progress_line
+
+    assert progress_line(Progress(0, 0, 0, 0, 3.0, compiling="kernel 4/21: Fetch")) == \
+        "compiling kernels: kernel 4/21: Fetch  3.0s"
+    both = progress_line(Progress(5, 1496, 2907, 1158, 11.5, compiling="5/21: Fetch, 12 s"))
+    first, second = both.split("\n")
+    assert first == "compiling kernels in the background: 5/21: Fetch, 12 s"
+    assert second.startswith("interpreting meanwhile: depth 5  distinct 1,496")
+    assert "\n" not in progress_line(Progress(5, 1496, 2907, 1158, 11.5))
