@@ -9,15 +9,30 @@ import click
 
 from kraftcheck.checker import __version__
 
-# Each command lives in its own module; "module:attribute" of the click command or group.
-SUBCOMMANDS = [
-    "kraftcheck.cli.specs_cmd:specs",
-    "kraftcheck.cli.check_cmd:check",
-    "kraftcheck.cli.trace_cmd:trace",
-]
+# Each command lives in its own module, imported only when that command runs (so `kraftcheck
+# check` does not pay for networkx and the trace code): name -> "module:attribute".
+SUBCOMMANDS = {
+    "specs": "kraftcheck.cli.specs_cmd:specs",
+    "check": "kraftcheck.cli.check_cmd:check",
+    "trace": "kraftcheck.cli.trace_cmd:trace",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A click group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.version_option(__version__, prog_name="kraftcheck")
 def cli() -> None:
     """kraftcheck: exhaustive model checking of Kafka's replication protocol under KRaft.
@@ -26,11 +41,6 @@ def cli() -> None:
     violated; 2 usage or input error; 3 exploration incomplete (a limit was hit);
     130 interrupted.
     """
-
-
-for _target in SUBCOMMANDS:
-    _module, _attr = _target.split(":")
-    cli.add_command(getattr(importlib.import_module(_module), _attr))
 
 
 def main() -> None:
