@@ -6,7 +6,8 @@ import dataclasses
 import sys
 
 import click
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from kraftcheck.cli.params import field_kind
 from kraftcheck.cli.terminal import Terminal
@@ -35,13 +36,13 @@ def specs(no_color: bool) -> None:
             cls = spec_class(name)
             default = "  [dim](default spec)[/]" if name == DEFAULT_SPEC else ""
             terminal.out.print(f"[bold]{name}[/]{default}: {cls.summary}")
-            table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 2))
-            table.add_column(style="cyan", no_wrap=True)
-            table.add_column(ratio=1)
-            table.add_column(ratio=2)
+            # one block per parameter, so long names, choices and help read at 80 columns
             for f in dataclasses.fields(cls.Params):
-                table.add_row(f.name, describe_param(f), f.metadata.get("help", ""))
-            terminal.out.print(table)
+                line = Text("  ")
+                line.append(f.name, style="cyan")
+                line.append(f"  {describe_param(f)}")
+                terminal.out.print(line)
+                terminal.out.print(Padding(Text(f.metadata.get("help", "")), (0, 0, 0, 6), expand=False))
             terminal.out.print()
     except KraftcheckError as e:
         terminal.error(str(e))

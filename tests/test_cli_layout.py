@@ -1,0 +1,56 @@
+"""What a person reads: every command's help and output fits 80 columns, and the header names the
+spec with only the options that differ from its defaults."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.cli.main import SUBCOMMANDS, cli
+
+
+def _commands():
+    """Every command path: ('check',), ('trace', 'show'), ..."""
+    out = [()]
+    ctx = click.Context(cli)
+    for name in SUBCOMMANDS:
+        cmd = cli.get_command(ctx, name)
+        out.append((name,))
+        if isinstance(cmd, click.Group):
+            out.extend((name, sub) for sub in cmd.list_commands(click.Context(cmd)))
+    return out
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, terminal_width=80, env={"COLUMNS": "80"}, **kw)
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda p: " ".join(p) or "kraftcheck")
+def test_help_fits_80_columns(path):
+    result = run(*path, "--help")
+    assert result.exit_code == 0
+    wide = [line for line in result.output.splitlines() if len(line) > 80]
+    assert wide == []
+
+
+def test_specs_listing_fits_80_columns():
+    result = run("specs", "--no-color")
+    assert result.exit_code == 0
+    assert [line for line in result.output.splitlines() if len(line) > 80] == []
+    assert "accept_stale_fetch_responses" in result.output
+
+
+def test_check_output_fits_80_columns_and_names_only_changed_options(tmp_path):
+    result = run("check", "--spec", "two_phase_eager_commit", "--param", "rm=4", "--no-color",
+                 "--trace-dir", str(tmp_path))
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert [line for line in lines if len(line) > 80] == []
+    assert lines[0].startswith("checking two_phase_eager_commit (rm=4): ")
+    assert any(line.startswith("two_phase_eager_commit (rm=4): invariant violated") for line in lines)
+
+
+def test_a_default_run_says_default_options(tmp_path):
+    result = run("check", "--spec", "die_hard", "--no-color", "--trace-dir", str(tmp_path))
+    assert result.output.splitlines()[0].startswith("checking die_hard (default options): ")
