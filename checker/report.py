@@ -38,6 +38,8 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "compile_s": round(result.compile_s, 4),
         "compiled_in_background": result.compiled_in_background,
         "interpreted_states": result.interpreted_states,
+        "fingerprints": result.fingerprints,
+        "collision_probability": result.collision_probability,
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),
         "coverage": result.coverage(),

@@ -49,6 +49,7 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
           max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
+          fingerprints: bool = False,
           **params: Any) -> Result:
     """Explore ``spec`` with parameters ``params`` and return the Result.
 
@@ -58,7 +59,8 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     """
     model = Model(make_spec(spec, params), check=list(invariants) if invariants else None)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                      max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None)
+                      max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None,
+                      fingerprints=fingerprints)
     result = explorer_for(engine, compile).explore(model, options, progress)
     if trace_dir is not None and result.violations:
         from kraftcheck.traces import write_counterexample

@@ -26,7 +26,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
                                     memory_exceeded, no_progress)
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
-from kraftcheck.checker.kernels.visited import VisitedSet
+from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.model import Model
 
 CANDIDATES_PER_CHUNK = 1 << 20
@@ -286,7 +286,8 @@ class _Run:
         self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
         self.buffers = kernels.buffers(chunk_states)
-        self.visited = VisitedSet(kernels.nwords, shard_bits)
+        self.visited: Any = FingerprintSet(shard_bits) if options.fingerprints else \
+            VisitedSet(kernels.nwords, shard_bits)
         self.result = Result(model=model, engine=Engine.name, fired=[0] * len(model.actions),
                              new_states=[0] * len(model.actions))
         self.fired = np.zeros(len(model.actions), np.int64)
@@ -530,4 +531,7 @@ class _Run:
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
         r.interpreted_states = self.interpreted_states
+        r.fingerprints = self.options.fingerprints
+        if self.options.fingerprints:
+            r.collision_probability = self.visited.collision_probability(self.generated)
         r.conclude(list(self.found.values()), self.options.keep_going)

@@ -13,6 +13,7 @@ import copy
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.model import Model, python_function
 
 
@@ -30,7 +31,13 @@ class ReferenceExplorer:
         new_states = [0] * len(model.actions)
         result = Result(model=model, engine=self.name, fired=fired, new_states=new_states)
 
-        index: dict[tuple[int, ...], int] = {}
+        index: dict = {}  # state (or, with fingerprints, its fingerprint) -> its number
+
+        def key(flat: tuple[int, ...]):
+            if not options.fingerprints:
+                return flat
+            return min(fingerprint_reference(layout.pack(flat)), (1 << 64) - 2)
+
         parent: list[int] = []
         label_of: list[int] = []
         states: list[tuple[int, ...]] = []
@@ -46,7 +53,7 @@ class ReferenceExplorer:
 
         def add(flat: tuple[int, ...], par: int, lab: int) -> bool:
             """Record a new state and check invariants; True when the run must stop."""
-            index[flat] = len(states)
+            index[key(flat)] = len(states)
             states.append(flat)
             parent.append(par)
             label_of.append(lab)
@@ -60,7 +67,7 @@ class ReferenceExplorer:
         frontier: list[int] = []
         for flat in model.initial:
             result.states_generated += 1
-            if flat not in index:
+            if key(flat) not in index:
                 frontier.append(len(states))
                 if add(flat, -1, -1):
                     stop = True
@@ -91,7 +98,7 @@ class ReferenceExplorer:
                             if name not in found and not prop(before, after):
                                 found[name] = Violation(name, "property", path(i) + [Step(lab, succ)])
                                 stop = stop or not options.keep_going
-                        if succ not in index:
+                        if key(succ) not in index:
                             new_states[model.label_action[lab]] += 1
                             next_frontier.append(len(states))
                             stop = add(succ, i, lab) or stop
@@ -121,8 +128,21 @@ class ReferenceExplorer:
             result.interrupted = True
             result.incomplete_reason = "interrupted"
         result.distinct_states = len(states)
+        result.fingerprints = options.fingerprints
+        if options.fingerprints:
+            result.collision_probability = collision_probability(sorted(index), result.states_generated)
         result.depth = depth
         result.elapsed_s = clock.elapsed
         result.conclude(list(found.values()), options.keep_going)
         return result
 
+
+
+def collision_probability(fingerprints: list[int], generated: int) -> dict[str, float]:
+    """TLC's two estimates (see ``FingerprintSet.collision_probability``), in plain Python."""
+    distinct = len(fingerprints)
+    optimistic = distinct * max(0, generated - distinct) / 2.0**64
+    if distinct < 2:
+        return {"optimistic": optimistic, "from_fingerprints": 0.0}
+    return {"optimistic": optimistic,
+            "from_fingerprints": 1.0 / min(b - a for a, b in zip(fingerprints, fingerprints[1:]))}

@@ -20,6 +20,7 @@ class Options:
     time_limit: Optional[float] = None  # seconds of exploration
     max_memory: Optional[int] = None   # stop (incomplete) once the process uses more bytes than this
     keep_going: bool = False           # --continue: find the shortest violation of each check
+    fingerprints: bool = False         # --fingerprints: keep 64-bit fingerprints, not whole states
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class Result:
     exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
     interpreted_states: int = 0  # states expanded by the interpreted tier while kernels compiled
     compiled_in_background: bool = False  # compile_s ran beside the exploration (0: not finished)
+    fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
+    collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
 
     @property
     def states_per_s(self) -> float:

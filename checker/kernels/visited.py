@@ -154,3 +154,57 @@ class VisitedSet:
             new = np.full((cap, self.nwords), EMPTY, np.uint64)
             rehash(self.shards[k], new)
             self.shards[k] = new
+
+
+MAX_FINGERPRINT = np.uint64(0xFFFFFFFFFFFFFFFE)  # all ones marks an empty slot
+
+
+class FingerprintSet:
+    """TLC's visited set: each state's 64-bit fingerprint only, 8 bytes a state (over the load
+    factor) instead of its packed words. Two states with the same fingerprint count as one, so a
+    run is exhaustive only up to hash collisions; ``collision_probability`` estimates them.
+
+    The fingerprint all ones (the empty-slot marker) is stored as all ones but the last bit, which
+    adds one more pair of colliding values out of 2^64.
+    """
+
+    def __init__(self, shard_bits: int = 4, initial_shard_cap: int = 1 << 12) -> None:
+        self.table = VisitedSet(1, shard_bits, initial_shard_cap)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes
+
+    def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None = None,
+               is_new: np.ndarray | None = None) -> np.ndarray:
+        """As ``VisitedSet.insert``; only ``hashes`` (the fingerprints) are stored, ``words`` unused."""
+        if hashes.ndim != 1 or hashes.dtype != np.uint64:
+            raise TypeError("insert() needs one uint64 fingerprint per row")
+        fingerprints = np.minimum(hashes[: words.shape[0]], MAX_FINGERPRINT)
+        return self.table.insert(fingerprints.reshape(-1, 1), fingerprints, rows, nrows, is_new)
+
+    def fingerprints(self) -> np.ndarray:
+        """Every stored fingerprint, sorted."""
+        parts = [shard[:, 0][shard[:, 0] != EMPTY] for shard in self.table.shards]
+        out = np.concatenate(parts) if parts else np.empty(0, np.uint64)
+        out.sort()
+        return out
+
+    def collision_probability(self, generated: int) -> dict[str, float]:
+        """TLC's two estimates of the probability that a collision hid a state:
+
+        * ``optimistic``: distinct x (generated - distinct) / 2^64, as if fingerprints were
+          uniformly random and each duplicate successor were one more chance to collide;
+        * ``from_fingerprints``: 1 / (the smallest gap between two sorted fingerprints), the
+          estimate TLC prints "based on the actual fingerprints".
+        """
+        distinct = len(self)
+        optimistic = distinct * max(0, generated - distinct) / 2.0**64
+        fps = self.fingerprints()
+        if fps.shape[0] < 2:
+            return {"optimistic": optimistic, "from_fingerprints": 0.0}
+        smallest_gap = int(np.diff(fps).min())
+        return {"optimistic": optimistic, "from_fingerprints": 1.0 / smallest_gap}

@@ -62,6 +62,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
+              fingerprints: bool = False,
               graph: tuple[Optional[str], bool, int] = (None, False, 20_000)) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
@@ -74,7 +75,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     model = Model(cls(param_values), check=list(invariants) or None)
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                      max_memory=max_memory)
+                      max_memory=max_memory, fingerprints=fingerprints)
     explorer = explorer_for(engine, compile)
     terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state")
@@ -86,7 +87,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
-                   "engine": engine, "compile": compile}
+                   "engine": engine, "compile": compile, "fingerprints": fingerprints}
     trace_files: dict[str, str] = {}
     if result.violations:
         from kraftcheck import traces
@@ -123,6 +124,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 @click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
 @click.option("--max-memory", "max_memory_gib", type=float, callback=_positive, metavar="GIB",
               help="Stop (incomplete, exit 3) once the process uses more than GIB GiB.  [default: 85% of this machine's memory]")
+@click.option("--fingerprints", is_flag=True,
+              help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
+                   "state): exhaustive up to hash collisions, whose probability the report estimates.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
@@ -136,7 +140,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
           max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-          compile_mode: str, threads: Optional[int], quiet: bool,
+          fingerprints: bool, compile_mode: str, threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           graph_limit: int = 20_000, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
@@ -149,7 +153,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
-                         json_path, trace_dir, engine, derived, max_memory_gib, compile_mode,
+                         json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          graph=(dump_graph, availability, graph_limit))
     except KraftcheckError as e:
         terminal.error(str(e))

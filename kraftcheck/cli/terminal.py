@@ -101,6 +101,8 @@ class Terminal:
             INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}"),
         }[result.status]
         model = result.model
+        if result.fingerprints and result.status == HOLDS:
+            verdict += " [bold green](up to hash collisions)[/]"
         self.out.print(f"{model.spec.title()}: {verdict}")
         stats = Table(show_header=False, box=None, pad_edge=False)
         stats.add_column(style="bold")
@@ -111,6 +113,10 @@ class Terminal:
         stats.add_row("depth", f"{result.depth:,}")
         stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
         stats.add_row("compilation", compile_summary(result))
+        if result.collision_probability is not None:
+            p = result.collision_probability
+            stats.add_row("collision probability",
+                          f"{p['optimistic']:.1e} optimistic, {p['from_fingerprints']:.1e} from the fingerprints")
         self.out.print(stats)
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
 

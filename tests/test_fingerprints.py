@@ -1,0 +1,80 @@
+"""``--fingerprints``: TLC's fingerprint set and its two collision-probability estimates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.reference import ReferenceExplorer, collision_probability
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.kernels.visited import EMPTY, MAX_FINGERPRINT, FingerprintSet
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.specs import spec_class
+
+
+def _insert(fps: list[int]) -> tuple[FingerprintSet, np.ndarray]:
+    s = FingerprintSet(shard_bits=2, initial_shard_cap=4)
+    hashes = np.array(fps, np.uint64)
+    words = np.zeros((len(fps), 3), np.uint64)  # ignored: only fingerprints are kept
+    is_new = s.insert(words, hashes, np.arange(len(fps), dtype=np.int64))
+    return s, is_new
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=300))
+def test_the_fingerprint_set_keeps_each_fingerprint_once(fps):
+    s, is_new = _insert(fps)
+    capped = [min(f, int(MAX_FINGERPRINT)) for f in fps]
+    first = {}
+    for i, f in enumerate(capped):
+        first.setdefault(f, i)
+    assert [i for i in range(len(fps)) if is_new[i]] == sorted(first.values())
+    assert len(s) == len(first)
+    assert s.fingerprints().tolist() == sorted(first)
+    # the estimates agree with the plain-Python ones
+    generated = len(fps) + 7
+    assert s.collision_probability(generated) == collision_probability(sorted(first), generated)
+
+
+def test_the_empty_marker_is_never_stored():
+    s, is_new = _insert([int(EMPTY), int(MAX_FINGERPRINT), 5])
+    assert is_new.tolist() == [1, 0, 1]  # all ones and all-ones-but-one are one fingerprint
+    assert s.fingerprints().tolist() == [5, int(MAX_FINGERPRINT)]
+
+
+def test_estimates_by_hand():
+    s, _ = _insert([10, 30, 1000, 1007])
+    p = s.collision_probability(generated=14)
+    assert p["optimistic"] == 4 * 10 / 2.0**64
+    assert p["from_fingerprints"] == 1 / 7
+
+
+def test_fingerprint_runs_match_exact_runs_and_the_reference():
+    cls = spec_class("two_phase")
+    exact = Engine().explore(Model(cls(cls.Params(rm=5))), Options(keep_going=True))
+    fp = Engine().explore(Model(cls(cls.Params(rm=5))), Options(keep_going=True, fingerprints=True))
+    ref = ReferenceExplorer().explore(Model(cls(cls.Params(rm=5))), Options(keep_going=True, fingerprints=True))
+    for r in (fp, ref):
+        assert (r.distinct_states, r.states_generated, r.depth) == \
+            (exact.distinct_states, exact.states_generated, exact.depth)
+    assert fp.collision_probability == ref.collision_probability
+    assert 0 < fp.collision_probability["optimistic"] < 1e-9
+    assert exact.collision_probability is None and not exact.fingerprints
+
+
+def test_the_command_line_reports_the_estimates(tmp_path):
+    result = CliRunner().invoke(cli, ["check", "--spec", "two_phase", "--param", "rm=4", "--fingerprints",
+                                      "--json", str(tmp_path / "r.json"), "--no-color"], catch_exceptions=False)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())  # the terminal wraps at its width
+    assert "hold over the complete state space (up to hash collisions)" in text
+    assert "collision probability" in text and "from the fingerprints" in text
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["fingerprints"] is True and report["distinct_states"] == 1568
+    assert set(report["collision_probability"]) == {"optimistic", "from_fingerprints"}
