@@ -78,7 +78,7 @@ class InterpretedKernels:
         return [self.layout.unpack(row.tolist()) for row in words]
 
     def buffers(self, states: int):
-        from kraftcheck.checker.explore.engine import ChunkBuffers
+        from kraftcheck.checker.explore.compiled import ChunkBuffers
         return ChunkBuffers(states, self.nlabels, self.layout, bool(self.model.properties))
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None):

@@ -21,6 +21,8 @@ class Options:
     max_memory: Optional[int] = None   # stop (incomplete) once the process uses more bytes than this
     keep_going: bool = False           # --continue: find the shortest violation of each check
     fingerprints: bool = False         # --fingerprints: keep 64-bit fingerprints, not whole states
+    checkpoint_dir: Optional[str] = None  # --checkpoint / --resume: levels on disk there, resumable
+    resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Result:
     compiled_in_background: bool = False  # compile_s ran beside the exploration (0: not finished)
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
+    checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
+    resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
 
     @property
     def states_per_s(self) -> float:

@@ -62,7 +62,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
-              fingerprints: bool = False,
+              fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
               graph: tuple[Optional[str], bool, int] = (None, False, 20_000)) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
@@ -71,11 +71,17 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     check_output_file(json_path, "--json")
     check_output_dir(trace_dir, "--trace-dir")
     check_output_file(dump_graph, "--dump-graph")
+    if checkpoint and resume:
+        raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
+    if engine == "reference" and (checkpoint or resume):
+        raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
+    check_output_dir(checkpoint or resume, "--checkpoint" if checkpoint else "--resume")
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                      max_memory=max_memory, fingerprints=fingerprints)
+                      max_memory=max_memory, fingerprints=fingerprints, checkpoint_dir=checkpoint or resume,
+                      resume=bool(resume))
     explorer = explorer_for(engine, compile)
     terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state")
@@ -87,7 +93,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
-                   "engine": engine, "compile": compile, "fingerprints": fingerprints}
+                   "engine": engine, "compile": compile, "fingerprints": fingerprints,
+                   "checkpoint": checkpoint, "resume": resume}
     trace_files: dict[str, str] = {}
     if result.violations:
         from kraftcheck import traces
@@ -108,6 +115,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
         write_report({**build_report(result, run_options, trace_files), **analyses}, json_path)
     if result.interrupted:
         terminal.error("interrupted; the statistics above cover what was explored so far")
+    if result.checkpoint_dir and (result.interrupted or result.incomplete_reason):
+        terminal.error(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
+                       f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
     return code
 
 
@@ -127,6 +137,12 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 @click.option("--fingerprints", is_flag=True,
               help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
                    "state): exhaustive up to hash collisions, whose probability the report estimates.")
+@click.option("--checkpoint", metavar="DIR",
+              help="Keep the levels on disk in DIR (a new or empty directory) and make the run resumable: "
+                   "every finished level is durable, whatever stops the run.")
+@click.option("--resume", metavar="DIR",
+              help="Continue the run checkpointed in DIR from its last finished level (same spec, "
+                   "parameters and checks).")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
@@ -140,7 +156,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
           max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-          fingerprints: bool, compile_mode: str, threads: Optional[int], quiet: bool,
+          fingerprints: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
+          threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           graph_limit: int = 20_000, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
@@ -154,6 +171,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
+                         checkpoint, resume,
                          graph=(dump_graph, availability, graph_limit))
     except KraftcheckError as e:
         terminal.error(str(e))

@@ -1,0 +1,152 @@
+"""The compiled kernels of one model behind validated batch entry points, and the buffers they
+fill: what the engine's second tier runs (``InterpretedKernels`` is the first)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numba
+import numpy as np
+
+from kraftcheck.checker.codegen import load_kernels, write_kernel_module
+from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
+from kraftcheck.checker.model import Model
+
+
+class ChunkBuffers:
+    """Arrays for the successors of up to ``states`` states, allocated once and reused per chunk
+    (fresh arrays per chunk left freed-but-retained memory behind and cost page faults)."""
+
+    def __init__(self, states: int, nlabels: int, layout, with_props: bool) -> None:
+        rows = max(1, states * nlabels)
+        self.states = states
+        # the chunk's states unpacked once, read by every action kernel
+        self.recs = layout.new_records(max(1, states))
+        self.flat = self.recs.view(np.int32).reshape(max(1, states), layout.size)
+        for index, value in layout.consts:
+            self.flat[:, index] = value
+        if not numba.config.DISABLE_JIT:
+            self.recs = self.recs.view(np.ndarray)
+        self.words = np.empty((rows, layout.nwords), np.uint64)
+        self.hashes = np.empty(rows, np.uint64)
+        self.labels = np.empty(rows, np.uint16)
+        self.props = np.zeros(rows if with_props else 1, np.uint64)
+        self.valid = np.empty(rows, np.int64)
+        self.is_new = np.zeros(rows, np.uint8)
+        self.new_rows = np.empty(rows, np.int64)
+        self.new_parent = np.empty(rows, np.uint32)
+        self.new_label = np.empty(rows, np.uint16)
+
+
+class Kernels:
+    """The compiled kernels of one model, with validated batch entry points.
+
+    The breadth-first engine uses them chunk by chunk; a distributed engine can call the same
+    ``successors`` and ``violations`` on any batch of packed states.
+    """
+
+    compiled = True
+
+    def __init__(self, model: Model, module=None) -> None:
+        self.model = model
+        self.module = module if module is not None else load_kernels(model)
+        self.nwords = model.layout.nwords
+        self.nlabels = len(model.labels)
+        self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
+        self.threads = thread_count()
+        # Two scratch records (source, successor) per thread, far enough apart that threads
+        # never write to the same cache line (false sharing halved throughput).
+        stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
+        recs = model.layout.new_records(stride * self.threads)
+        flat = recs.view(np.int32).reshape(stride * self.threads, model.layout.size)
+        rec_arg = recs if numba.config.DISABLE_JIT else recs.view(np.ndarray)
+        self._scratch = [(rec_arg[stride * j: stride * j + 2], flat[stride * j: stride * j + 2])
+                         for j in range(self.threads)]
+
+    def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        return split(lo, hi, self.threads if hi - lo >= 256 else 1)
+
+    def _check_batch(self, words: np.ndarray) -> None:
+        if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
+            raise TypeError(f"packed states must be a 2-D uint64 array with {self.nwords} words per row")
+
+    def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
+        rows = np.array(flats, dtype=np.int32).reshape(len(flats), self.model.layout.size)
+        words = np.zeros((len(flats), self.nwords), np.uint64)
+        bad = self.module.pack_rows(rows, words, self.const_values)
+        if bad >= 0:
+            self.model.layout.check_domains(flats[bad])
+        return words
+
+    def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
+        """The successor of ``flat`` under ``label`` (None if disabled), by the compiled action."""
+        return self.model.step(flat, label)
+
+    def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
+        self._check_batch(words)
+        rows = np.zeros((words.shape[0], self.model.layout.size), np.int32)
+        self.module.unpack_rows(words, rows, self.const_values)
+        return [tuple(int(x) for x in r) for r in rows]
+
+    def buffers(self, states: int) -> "ChunkBuffers":
+        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
+
+    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
+                   out: Optional["ChunkBuffers"] = None) -> "ChunkBuffers":
+        """Every successor of ``words[lo:hi]``, in ``out`` (allocated if not given).
+
+        The successor of state lo + i under label k sits at row ``i * nlabels + k``, with its
+        fingerprint, its label (``NO_LABEL`` where that action instance is disabled) and, if the
+        model has transition properties, the mask of those it violates.
+        """
+        self._check_batch(words)
+        hi = words.shape[0] if hi is None else hi
+        if not 0 <= lo <= hi <= words.shape[0]:
+            raise IndexError(f"successors(): bad range {lo}..{hi} of {words.shape[0]} states")
+        n = hi - lo
+        out = self.buffers(n) if out is None else out
+        if out.states < n:
+            raise ValueError(f"successors(): buffers hold {out.states} states, asked for {n}")
+        err = np.full(2, -1, np.int64)
+        parts = self._parts(0, n)
+
+        def expand_part(j: int) -> None:
+            a, b = parts[j]
+            recs, flat = self._scratch[j]
+            self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
+            for expand in self.module.EXPANDERS:
+                expand(out.recs, out.flat, a, b, recs[1:], flat[1], out.words, out.hashes, out.labels,
+                       out.props, err, self.const_values)
+
+        run_parts(expand_part, len(parts))
+        if err[0] >= 0:  # re-run that step in Python for a precise message
+            state = self.unpack(words[lo + err[0]: lo + err[0] + 1])[0]
+            self.model.step(state, int(err[1]))
+            raise SpecError(f"action {self.model.labels[err[1]]} produced a value outside its field's domain")
+        return out
+
+    def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
+        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
+        self._check_batch(words)
+        hi = words.shape[0] if hi is None else hi
+        out = np.zeros(hi - lo, np.uint64)
+        if self.model.invariants and hi > lo:
+            parts = self._parts(lo, hi)
+
+            def check_part(j: int) -> None:
+                a, b = parts[j]
+                recs, flat = self._scratch[j]
+                self.module.check(words, a, b, a - lo, recs, flat, out, self.const_values)
+
+            run_parts(check_part, len(parts))
+        return out
+
+
+def kernel_shapes(model: Model) -> KernelShapes:
+    """The argument types of ``model``'s kernels, with the kernel module written to the cache."""
+    name, path = write_kernel_module(model)
+    return KernelShapes(module_name=name, module_path=str(path), dtype_descr=model.layout.dtype.descr,
+                        size=model.layout.size, nwords=model.layout.nwords, nlabels=len(model.labels),
+                        nconsts=len(model.layout.consts), kernel_names=[a.name for a in model.actions])

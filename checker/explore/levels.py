@@ -1,0 +1,188 @@
+"""Where the levels of a breadth-first search live: in memory, or in files under a directory.
+
+A level is the states first reached at one depth: their packed words (the frontier the next
+level is expanded from), and per state the index of its parent and the label of the action that
+reached it (what a counterexample is rebuilt from). The engine adds each chunk's new states to the
+level being built, then finishes the level.
+
+``MemoryLevels`` keeps the parents and labels of every level and the words of the newest one.
+``DiskLevels`` streams every level's words, parents and labels into three files
+(``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
+resident memory holds the visited set, one chunk's buffers and the level being built's parents
+and labels, whatever the width of a level; the files of every finished level are also what a
+checkpoint needs (``checkpoint.py``): the visited set is the union of all levels' words.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
+
+
+class MemoryLevels:
+    """Every level's parents and labels in memory; the newest level's words."""
+
+    def __init__(self, nwords: int) -> None:
+        self.nwords = nwords
+        self.parents: list[np.ndarray] = []  # per finished level, uint32 global parent index
+        self.labels: list[np.ndarray] = []   # per finished level, uint16 label
+        self.level_start: list[int] = []     # global index of each level's first state
+        self.distinct = 0
+        self.pending_words: list[np.ndarray] = []
+        self.pending_parents: list[np.ndarray] = []
+        self.pending_labels: list[np.ndarray] = []
+
+    @property
+    def depth(self) -> int:
+        return len(self.level_start)
+
+    def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
+        """New states of the level being built (copied: the arrays are the engine's buffers)."""
+        self.pending_words.append(np.array(words, np.uint64).reshape(-1, self.nwords))
+        self.pending_parents.append(np.array(parents, np.uint32))
+        self.pending_labels.append(np.array(labels, np.uint16))
+
+    def truncate_pending(self, keep_last: int) -> None:
+        """Keep only the first ``keep_last`` states of the last chunk added."""
+        self.pending_words[-1] = self.pending_words[-1][:keep_last]
+        self.pending_parents[-1] = self.pending_parents[-1][:keep_last]
+        self.pending_labels[-1] = self.pending_labels[-1][:keep_last]
+
+    @property
+    def pending_count(self) -> int:
+        return sum(p.shape[0] for p in self.pending_parents)
+
+    def finish_level(self) -> np.ndarray:
+        """Close the level being built (if it has states) and return its words (the new frontier)."""
+        words = np.concatenate(self.pending_words) if self.pending_words else np.empty((0, self.nwords), np.uint64)
+        if words.shape[0]:
+            self._record(np.concatenate(self.pending_parents), np.concatenate(self.pending_labels))
+        self.pending_words, self.pending_parents, self.pending_labels = [], [], []
+        return words
+
+    def _record(self, parents: np.ndarray, labels: np.ndarray) -> None:
+        self.level_start.append(self.distinct)
+        self.parents.append(parents)
+        self.labels.append(labels)
+        self.distinct += parents.shape[0]
+
+    def parent_of(self, index: int) -> tuple[int, int]:
+        """(parent index, label) of state ``index``; (-1, -1) for an initial state."""
+        if index >= self.distinct:  # a state of the level being built
+            if not self.level_start:
+                return -1, -1
+            offset = index - self.distinct
+            for p, lab in zip(self.pending_parents, self.pending_labels):
+                if offset < p.shape[0]:
+                    return int(p[offset]), int(lab[offset])
+                offset -= p.shape[0]
+            raise IndexError(index)
+        level = int(np.searchsorted(self.level_start, index, side="right")) - 1
+        if level == 0:
+            return -1, -1
+        offset = index - self.level_start[level]
+        return int(self.parents[level][offset]), int(self.labels[level][offset])
+
+    def close(self) -> None:
+        return None
+
+
+def _map(path: Path, dtype, width: Optional[int] = None) -> np.ndarray:
+    """A finished level's file as a plain (writable, copy-on-write) ndarray over the mapping, so
+    compiled kernels see the same array type as in memory."""
+    count = path.stat().st_size // (np.dtype(dtype).itemsize * (width or 1))
+    if count == 0:
+        return np.empty((0, width) if width else 0, dtype)
+    shape = (count, width) if width else (count,)
+    return np.memmap(path, dtype=dtype, mode="c", shape=shape).view(np.ndarray)
+
+
+class DiskLevels(MemoryLevels):
+    """Every level's words, parents and labels in files under ``directory``; finished levels are
+    mapped from disk. The level being built keeps its parents and labels in memory too (traces of
+    its states may be asked for before it is finished); its words go straight to the file."""
+
+    def __init__(self, nwords: int, directory: Path) -> None:
+        super().__init__(nwords)
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._files: Optional[tuple] = None
+        self.words_of_level: list[np.ndarray] = []
+
+    def path(self, level: int, kind: str) -> Path:
+        return self.directory / f"level-{level:04d}.{kind}"
+
+    def _open(self) -> tuple:
+        if self._files is None:
+            level = self.depth
+            self._files = tuple(open(self.path(level, kind), "wb") for kind in ("words", "parents", "labels"))
+        return self._files
+
+    def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
+        files = self._open()
+        for f, a, dtype in zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16)):
+            f.write(np.ascontiguousarray(a, dtype).tobytes())
+        self.pending_parents.append(np.array(parents, np.uint32))
+        self.pending_labels.append(np.array(labels, np.uint16))
+
+    def truncate_pending(self, keep_last: int) -> None:
+        drop = self.pending_parents[-1].shape[0] - keep_last
+        self.pending_parents[-1] = self.pending_parents[-1][:keep_last]
+        self.pending_labels[-1] = self.pending_labels[-1][:keep_last]
+        files = self._open()
+        for f, size in zip(files, (8 * self.nwords, 4, 2)):
+            f.flush()
+            f.truncate(f.tell() - drop * size)
+            f.seek(0, os.SEEK_END)
+
+    def finish_level(self) -> np.ndarray:
+        """Make the level's files durable (flushed and fsynced), map them, return its words."""
+        count = self.pending_count
+        if self._files is not None:
+            for f in self._files:
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()
+            self._files = None
+        if count == 0:
+            for kind in ("words", "parents", "labels"):
+                self.path(self.depth, kind).unlink(missing_ok=True)
+            self.pending_parents, self.pending_labels = [], []
+            return np.empty((0, self.nwords), np.uint64)
+        level = self.depth
+        self.pending_parents, self.pending_labels = [], []
+        return self._map_level(level)
+
+    def _map_level(self, level: int) -> np.ndarray:
+        parents = _map(self.path(level, "parents"), np.uint32)
+        labels = _map(self.path(level, "labels"), np.uint16)
+        words = _map(self.path(level, "words"), np.uint64, self.nwords)
+        self._record(parents, labels)
+        self.words_of_level.append(words)
+        return words
+
+    def reopen(self, levels: int, sizes: list[int]) -> np.ndarray:
+        """Map the first ``levels`` finished levels (as a checkpoint recorded them, ``sizes``
+        states each) and drop anything written after them; returns the last level's words."""
+        for level in range(levels):
+            for kind, size in (("words", 8 * self.nwords), ("parents", 4), ("labels", 2)):
+                path = self.path(level, kind)
+                if path.stat().st_size < sizes[level] * size:
+                    raise OSError(f"{path} is shorter than the checkpoint recorded")
+                os.truncate(path, sizes[level] * size)  # a level being written when the run stopped
+            self._map_level(level)
+        for extra in self.directory.glob("level-*"):
+            if int(extra.name.split("-")[1].split(".")[0]) >= levels:
+                extra.unlink()
+        return self.words_of_level[-1]
+
+    def close(self) -> None:
+        if self._files is not None:
+            for f in self._files:
+                f.close()
+            self._files = None

@@ -1,0 +1,132 @@
+"""Levels on disk, checkpoints and resume: a run killed at any moment (SIGKILL included) resumes
+from its last finished level and ends with exactly the report of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.specs import spec_class
+
+SAME = ("result", "exhaustive", "initial_states", "states_generated", "distinct_states", "depth", "coverage",
+        "never_fired")
+
+
+def _model(name, **params):
+    cls = spec_class(name)
+    return Model(cls(cls.Params(**params)))
+
+
+def _summary(r):
+    return (r.status, r.distinct_states, r.states_generated, r.depth, r.coverage(),
+            [(v.check, v.depth, [s.label for s in v.steps]) for v in r.violations])
+
+
+@pytest.mark.parametrize("name,params,keep_going", [
+    ("two_phase", {"rm": 5}, True),
+    ("two_phase_eager_commit", {"rm": 4}, False),
+    ("two_phase_eager_commit", {"rm": 4}, True),
+    ("kafka", {"brokers": 2, "min_isr": 1, "protocol": "kafka-3.5", "lossy_shutdowns": 1, "fences": 0,
+               "isr_shrinks": 0, "min_isr_changes": 0}, True),
+])
+def test_levels_on_disk_give_the_in_memory_results(tmp_path, name, params, keep_going):
+    memory = Engine().explore(_model(name, **params), Options(keep_going=keep_going))
+    disk = Engine().explore(_model(name, **params), Options(keep_going=keep_going, checkpoint_dir=str(tmp_path / "c")))
+    assert _summary(disk) == _summary(memory)
+    assert sorted(p.name for p in (tmp_path / "c").iterdir())[0] == "checkpoint.json"
+
+
+def test_a_run_stopped_by_a_limit_resumes_to_the_same_end(tmp_path):
+    full = Engine().explore(_model("two_phase", rm=6), Options(keep_going=True))
+    stopped = Engine().explore(_model("two_phase", rm=6), Options(keep_going=True, max_depth=9,
+                                                                   checkpoint_dir=str(tmp_path)))
+    assert stopped.status == "incomplete"
+    resumed = Engine().explore(_model("two_phase", rm=6), Options(keep_going=True, checkpoint_dir=str(tmp_path),
+                                                                   resume=True))
+    assert resumed.resumed_from_level == 9
+    assert _summary(resumed) == _summary(full)
+
+
+def test_violations_found_before_the_checkpoint_survive_the_resume(tmp_path):
+    full = Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True))
+    Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True, max_depth=8,
+                                                                      checkpoint_dir=str(tmp_path)))
+    resumed = Engine().explore(_model("two_phase_eager_commit", rm=4),
+                               Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    assert resumed.resumed_from_level == 8 and _summary(resumed) == _summary(full)
+
+
+def _cli(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_refusals(tmp_path):
+    done = tmp_path / "done"
+    assert _cli("check", "--spec", "two_phase", "--param", "rm=3", "--checkpoint", str(done)).exit_code == 0
+    again = _cli("check", "--spec", "two_phase", "--param", "rm=3", "--checkpoint", str(done))
+    assert again.exit_code == 2 and "already holds a checkpoint" in again.stderr
+    finished = _cli("check", "--spec", "two_phase", "--param", "rm=3", "--resume", str(done))
+    assert finished.exit_code == 2 and "already finished" in finished.stderr
+    stopped = tmp_path / "stopped"
+    assert _cli("check", "--spec", "two_phase", "--param", "rm=3", "--max-depth", "4",
+                "--checkpoint", str(stopped)).exit_code == 3
+    other = _cli("check", "--spec", "two_phase", "--param", "rm=4", "--resume", str(stopped))
+    assert other.exit_code == 2 and "belongs to another run" in other.stderr and "params" in other.stderr
+    nothing = _cli("check", "--spec", "two_phase", "--resume", str(tmp_path / "nowhere"))
+    assert nothing.exit_code == 2 and "no checkpoint there" in nothing.stderr
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("x")
+    busy = _cli("check", "--spec", "two_phase", "--checkpoint", str(tmp_path / "busy"))
+    assert busy.exit_code == 2 and "not empty" in busy.stderr
+    both = _cli("check", "--spec", "two_phase", "--checkpoint", str(tmp_path / "a"), "--resume", str(done))
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def _run(args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", *args, "--quiet"], **kw)
+
+
+def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_report(tmp_path):
+    args = ["--spec", "two_phase", "--param", "rm=8", "--compile", "now"]
+    # warm the kernels first, so the killed run is exploring (not compiling) when it dies
+    assert _run(args + ["--max-depth", "2", "--json", str(tmp_path / "warm.json")]).wait(timeout=600) == 3
+    whole = _run(args + ["--json", str(tmp_path / "whole.json")])
+    assert whole.wait(timeout=600) == 0
+
+    checkpoint = tmp_path / "ck"
+    victim = _run(args + ["--checkpoint", str(checkpoint), "--json", str(tmp_path / "never.json")])
+    manifest = checkpoint / "checkpoint.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and victim.poll() is None:
+        if manifest.exists():
+            try:
+                if json.loads(manifest.read_text())["levels"] >= 12:
+                    break
+            except ValueError:
+                pass
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run finished before it could be killed"
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert not (tmp_path / "never.json").exists()
+    killed_at = json.loads(manifest.read_text())["levels"]
+    assert 12 <= killed_at < 26
+
+    resumed = _run(args + ["--resume", str(checkpoint), "--json", str(tmp_path / "resumed.json")])
+    assert resumed.wait(timeout=600) == 0
+    a = json.loads((tmp_path / "whole.json").read_text())
+    b = json.loads((tmp_path / "resumed.json").read_text())
+    assert {k: a[k] for k in SAME} == {k: b[k] for k in SAME}
+    assert (b["distinct_states"], b["states_generated"], b["depth"]) == (1745408, 18507778, 26)
+    assert b["resumed_from_level"] == killed_at
