@@ -65,9 +65,17 @@ def marker_path(module_path: str | Path) -> Path:
     return Path(str(module_path) + ".compiled")
 
 
-def is_compiled(module_path: str | Path) -> bool:
-    """Every kernel of this module is in numba's cache (a finished compile said so)."""
-    return marker_path(module_path).exists()
+def is_compiled(shapes: KernelShapes) -> bool:
+    """Every kernel of this module is in numba's cache: a finished compile said so, and numba's
+    index files are still there (``NUMBA_CACHE_DIR`` may have been changed or emptied since)."""
+    if not marker_path(shapes.module_path).exists():
+        return False
+    module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+    try:
+        kernels = [module.pack_rows, module.unpack_rows, module.unpack_range, module.check, *module.EXPANDERS]
+        return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
+    except AttributeError:  # numba keeps its cache differently: trust the marker
+        return True
 
 
 def _mark_compiled(module_path: str | Path) -> None:
@@ -117,7 +125,7 @@ def compile_in_process(shapes: KernelShapes,
     """Import and compile a kernel module here; mark it compiled."""
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
     compile_kernels(module, shapes, on_kernel)
-    if not is_compiled(shapes.module_path):
+    if not marker_path(shapes.module_path).exists():
         _mark_compiled(shapes.module_path)
     return module
 

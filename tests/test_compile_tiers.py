@@ -39,7 +39,7 @@ def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_
     a run compiled from the start."""
     model = _model("two_phase", rm=7)
     shapes = kernel_shapes(model)
-    assert not is_compiled(shapes.module_path)
+    assert not is_compiled(shapes)
     result = Engine(compile="background").explore(model, Options(keep_going=True))
     assert (result.distinct_states, result.states_generated, result.depth) == (296448, 2744706, 23)
     expected = Engine(compile="now").explore(_model("two_phase", rm=7), Options(keep_going=True))
@@ -47,7 +47,7 @@ def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_
     assert result.compiled_in_background
     assert 0 < result.interpreted_states < result.distinct_states, "the run should have switched tiers"
     assert result.compile_s > 0
-    assert is_compiled(shapes.module_path)
+    assert is_compiled(shapes)
 
 
 def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_kernel_cache):
@@ -55,7 +55,7 @@ def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_ker
     result = Engine(compile="background").explore(model, Options())
     assert result.compiled_in_background and result.compile_s == 0.0
     assert result.interpreted_states > 0
-    assert not is_compiled(kernel_shapes(model).module_path)
+    assert not is_compiled(kernel_shapes(model))
     ps = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
     mine = [line for line in ps.splitlines()
             if "kraftcheck.checker.compile" in line and line.split()[0] == str(os.getpid())]
@@ -65,7 +65,7 @@ def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_ker
 def test_a_compiled_cache_is_used_at_once(fresh_kernel_cache):
     model = _model("die_hard")
     Engine(compile="now").explore(model, Options())
-    assert is_compiled(kernel_shapes(model).module_path)
+    assert is_compiled(kernel_shapes(model))
     result = Engine(compile="background").explore(_model("die_hard"), Options())
     assert not result.compiled_in_background and result.interpreted_states == 0
 
@@ -110,3 +110,16 @@ def test_progress_says_what_is_compiling():
     assert first == "compiling kernels in the background: 5/21: Fetch, 12 s"
     assert second.startswith("interpreting meanwhile: depth 5  distinct 1,496")
     assert "\n" not in progress_line(Progress(5, 1496, 2907, 1158, 11.5))
+
+
+def test_a_marker_without_numba_cache_is_not_trusted(fresh_kernel_cache, monkeypatch, tmp_path):
+    """The marker says the kernels were compiled; if numba's cache has been moved or emptied
+    since (NUMBA_CACHE_DIR), the kernels are not compiled and the engine must know it."""
+    model = _model("die_hard", small=3, big=8)
+    Engine(compile="now").explore(model, Options())
+    shapes = kernel_shapes(model)
+    assert is_compiled(shapes)
+    module = __import__("sys").modules[shapes.module_name]
+    index = module.EXPANDERS[0]._cache._cache_file._index_path
+    os.unlink(index)
+    assert not is_compiled(shapes)

@@ -100,7 +100,7 @@ class Engine:
             kernels: Any = InterpretedKernels(model)
         else:
             shapes = kernel_shapes(model)
-            if mode == "now" or is_compiled(shapes.module_path):
+            if mode == "now" or is_compiled(shapes):
                 kernels = self._compile_now(model, shapes, progress, t0)
             else:
                 builder = BackgroundCompile(shapes)
