@@ -12,6 +12,7 @@ every kernel it finished in numba's cache even if it is stopped half way.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -122,12 +123,32 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
 
 def compile_in_process(shapes: KernelShapes,
                        on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None) -> ModuleType:
-    """Import and compile a kernel module here; mark it compiled."""
+    """Import and compile a kernel module here; mark it compiled.
+
+    Processes compiling the same module (parallel checks of one model's switches share it) take
+    turns: the first compiles, the others then find every kernel in numba's cache.
+    """
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
-    compile_kernels(module, shapes, on_kernel)
-    if not marker_path(shapes.module_path).exists():
-        _mark_compiled(shapes.module_path)
+    with _compile_lock(shapes.module_path):
+        compile_kernels(module, shapes, on_kernel)
+        if not marker_path(shapes.module_path).exists():
+            _mark_compiled(shapes.module_path)
     return module
+
+
+@contextlib.contextmanager
+def _compile_lock(module_path: str | Path):
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: concurrent compiles only duplicate work
+        yield
+        return
+    with open(str(module_path) + ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 class BackgroundCompile:
