@@ -130,3 +130,42 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_report(tmp_path):
     assert {k: a[k] for k in SAME} == {k: b[k] for k in SAME}
     assert (b["distinct_states"], b["states_generated"], b["depth"]) == (1745408, 18507778, 26)
     assert b["resumed_from_level"] == killed_at
+
+
+def _wait_for_level(manifest, process, level):
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if manifest.exists():
+            try:
+                if json.loads(manifest.read_text())["levels"] >= level:
+                    return
+            except ValueError:
+                pass
+        time.sleep(0.02)
+
+
+def test_ctrl_c_exits_130_with_a_resumable_checkpoint(tmp_path):
+    args = ["--spec", "two_phase", "--param", "rm=8", "--compile", "now"]
+    checkpoint = tmp_path / "ck"
+    run = _run(args + ["--checkpoint", str(checkpoint)], stderr=subprocess.PIPE, text=True)
+    _wait_for_level(checkpoint / "checkpoint.json", run, 10)
+    assert run.poll() is None, "the run finished before it could be interrupted"
+    os.kill(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130
+    assert f"--resume {checkpoint}" in " ".join(err.split())
+    resumed = _run(args + ["--resume", str(checkpoint), "--json", str(tmp_path / "r.json")])
+    assert resumed.wait(timeout=600) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["distinct_states"], report["states_generated"], report["depth"]) == (1745408, 18507778, 26)
+
+
+def test_the_memory_budget_stops_a_checkpointed_run_resumably(tmp_path):
+    stopped = _cli("check", "--spec", "two_phase", "--param", "rm=5", "--max-memory", "0.0001",
+                   "--checkpoint", str(tmp_path / "ck"))
+    assert stopped.exit_code == 3 and "--resume" in stopped.stderr
+    resumed = _cli("check", "--spec", "two_phase", "--param", "rm=5", "--resume", str(tmp_path / "ck"),
+                   "--json", "-")
+    assert resumed.exit_code == 0
+    report = json.loads(resumed.stdout)
+    assert (report["distinct_states"], report["depth"]) == (8832, 17)
