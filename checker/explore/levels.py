@@ -42,8 +42,9 @@ class MemoryLevels:
         return len(self.level_start)
 
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
-        """New states of the level being built (copied: the arrays are the engine's buffers)."""
-        self.pending_words.append(np.array(words, np.uint64).reshape(-1, self.nwords))
+        """New states of the level being built (parents and labels are copied: they are views of
+        the engine's reused buffers; ``words`` is the engine's own fresh array)."""
+        self.pending_words.append(np.asarray(words, np.uint64).reshape(-1, self.nwords))
         self.pending_parents.append(np.array(parents, np.uint32))
         self.pending_labels.append(np.array(labels, np.uint16))
 
