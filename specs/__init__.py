@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from importlib.metadata import EntryPoint, entry_points
@@ -88,12 +89,22 @@ def _remember(cls: type[Spec], ref: str) -> type[Spec]:
 
 def _checked(obj: object, ref: str) -> type[Spec]:
     if not (isinstance(obj, type) and issubclass(obj, Spec)):
-        raise UsageError(f"{ref} is not a spec: expected a subclass of kraftcheck.Spec, got {obj!r}")
+        what = f"class {obj.__name__}" if isinstance(obj, type) else f"{type(obj).__name__} {obj!r:.60}"
+        raise UsageError(f"{_defined_at(obj)}{ref} is not a spec: expected a subclass of kraftcheck.Spec, "
+                         f"got {what}")
     for attribute in ("name", "Params"):
         if not hasattr(obj, attribute):
-            raise UsageError(f"spec {ref} does not set the class attribute {attribute!r}; "
+            raise UsageError(f"{_defined_at(obj)}spec {ref} does not set the class attribute {attribute!r}; "
                              "see docs/writing-a-spec.md")
     return obj
+
+
+def _defined_at(obj: object) -> str:
+    """``file:line: `` where a class or function is defined, or "" when Python cannot tell."""
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}: "
+    except (TypeError, OSError):
+        return ""
 
 
 def _class_in(module: object, name: str, where: str) -> object:
