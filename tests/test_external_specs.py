@@ -1,0 +1,268 @@
+"""Specs from outside the package, tried as a user would through the command line: a spec file
+(``--spec path/to/file.py:Class``), a module on the path (``--spec package.module:Class``), a
+plugin registered through the ``kraftcheck.specs`` entry-point group, and broken ones of each.
+
+The spec used throughout is small enough to count by hand: two counters ``c[a]``, ``c[b]``,
+each ``0..limit``, starting at 0, and one action ``Inc(counter)`` that adds 1 to a counter below
+``limit``. So with ``limit = L``:
+
+* distinct states: every pair of values, ``(L + 1) ** 2``;
+* states generated (TLC: the initial state plus every successor computed): ``Inc(a)`` is enabled
+  wherever ``c[a] < L``, that is in ``L * (L + 1)`` states, and the same for ``Inc(b)``:
+  ``1 + 2 * L * (L + 1)``;
+* depth (BFS levels, the initial one counted): the farthest state ``(L, L)`` is ``2 * L`` steps
+  away: ``2 * L + 1``;
+* invariant ``total_below_cap`` (``c[a] + c[b] < cap``) first fails after ``cap`` steps, so its
+  shortest counterexample has ``cap + 1`` states (when ``cap <= 2 * L``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.cli.main import cli
+
+SPEC_SOURCE = '''\
+"""Two bounded counters: a spec small enough to count its states by hand."""
+
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck import Action, Const, Int, Invariant, Param, Spec, param
+
+
+@njit(cache=True)
+def inc(s, t, counter):
+    if s.c[counter] >= s.limit:
+        return False
+    t.c[counter] = s.c[counter] + 1
+    return True
+
+
+@njit(cache=True)
+def total_below_cap(s):
+    """The counters add up to less than cap."""
+    return s.c[0] + s.c[1] < s.cap
+
+
+@dataclass(frozen=True)
+class CountersParams:
+    limit: int = param(2, "highest value of each counter", minimum=1, maximum=10)
+    cap: int = param(100, "the sum the counters must stay below", minimum=1, maximum=100)
+
+
+class Counters(Spec):
+    name = "counters"
+    summary = "two bounded counters (an external spec for tests)"
+    Params = CountersParams
+
+    def fields(self):
+        p = self.params
+        return [Int("c", p.limit, (2,), index_labels=("a", "b")), Const("limit", p.limit),
+                Const("cap", p.cap)]
+
+    def initial_states(self):
+        yield {"c": [0, 0]}
+
+    def actions(self):
+        return [Action("Inc", inc, params=(Param("counter", 2, ("a", "b")),))]
+
+    def invariants(self):
+        return [Invariant("total_below_cap", total_below_cap, total_below_cap.__doc__)]
+
+
+class NotASpec:
+    """A class that is not a Spec subclass."""
+'''
+
+
+def by_hand(limit: int) -> dict:
+    """The counts of the Counters spec worked out in the module docstring."""
+    return {"distinct_states": (limit + 1) ** 2, "states_generated": 1 + 2 * limit * (limit + 1),
+            "depth": 2 * limit + 1}
+
+
+def counts(report: dict) -> dict:
+    return {k: report[k] for k in ("distinct_states", "states_generated", "depth")}
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory):
+    """Kernels of these throw-away specs go to a temporary cache, not the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("kernels")
+        mp.setenv("KRAFTCHECK_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def spec_file(tmp_path_factory, kernel_cache) -> Path:
+    path = tmp_path_factory.mktemp("my_specs") / "counters_spec.py"
+    path.write_text(SPEC_SOURCE)
+    return path
+
+
+# -- file.py:Class ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_spec_file_counts_match_the_hand_count_and_the_reference_explorer(spec_file, limit):
+    ref = f"{spec_file}:Counters"
+    engine = run("check", "--spec", ref, "--param", f"limit={limit}", "--json", "-")
+    assert engine.exit_code == 0, engine.output
+    reference = run("check", "--spec", ref, "--param", f"limit={limit}", "--engine", "reference", "--json", "-")
+    assert reference.exit_code == 0, reference.output
+    report = json.loads(engine.stdout)
+    assert report["result"] == "holds" and report["spec"] == "counters"
+    assert counts(report) == counts(json.loads(reference.stdout)) == by_hand(limit)
+
+
+def test_spec_file_violation_has_the_hand_counted_shortest_trace(spec_file, tmp_path):
+    result = run("check", "--spec", f"{spec_file}:Counters", "--param", "cap=3", "--trace-dir", str(tmp_path),
+                 "--json", "-")
+    assert result.exit_code == 1
+    (violation,) = json.loads(result.stdout)["violations"]
+    assert violation["invariant"] == "total_below_cap" and violation["depth"] == 3 + 1
+    assert Path(violation["trace_file"]).parent == tmp_path
+
+
+def test_spec_file_by_relative_path(spec_file, monkeypatch):
+    monkeypatch.chdir(spec_file.parent.parent)
+    result = run("check", "--spec", f"{spec_file.parent.name}/{spec_file.name}:Counters", "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert counts(json.loads(result.stdout)) == by_hand(2)
+
+
+# -- package.module:Class -----------------------------------------------------------------------
+
+@pytest.fixture
+def package_on_path(tmp_path, monkeypatch, kernel_cache):
+    """A package ``team_specs`` holding the spec, on sys.path; forgotten again afterwards."""
+    package = tmp_path / "team_specs"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""Specs of a team that does not touch kraftcheck."""\n')
+    (package / "counters.py").write_text(SPEC_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield package
+    for name in [m for m in sys.modules if m == "team_specs" or m.startswith("team_specs.")]:
+        del sys.modules[name]
+
+
+def test_spec_from_an_importable_module(package_on_path):
+    result = run("check", "--spec", "team_specs.counters:Counters", "--param", "limit=2", "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert counts(json.loads(result.stdout)) == by_hand(2)
+
+
+# -- an installed plugin (entry point) ----------------------------------------------------------
+
+def _install_plugin(site: Path, module_source: str) -> None:
+    """What ``pip install`` of a package registering ``my_spec`` leaves on the path: the package,
+    and a dist-info directory whose entry_points.txt names the spec class."""
+    (site / "my_pkg").mkdir(parents=True)
+    (site / "my_pkg" / "__init__.py").write_text("")
+    (site / "my_pkg" / "mod.py").write_text(module_source)
+    dist_info = site / "my_pkg-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-pkg\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[kraftcheck.specs]\nmy_spec = my_pkg.mod:Counters\n")
+
+
+def _kraftcheck(args: list[str], cwd: Path, pythonpath: Path, kernel_cache: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(pythonpath), KRAFTCHECK_CACHE_DIR=str(kernel_cache), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "kraftcheck", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_entry_point_plugin_is_listed_and_checked(tmp_path, kernel_cache):
+    site = tmp_path / "site"
+    _install_plugin(site, SPEC_SOURCE)
+    listed = _kraftcheck(["specs", "--no-color"], tmp_path, site, kernel_cache)
+    assert listed.returncode == 0, listed.stderr
+    assert "my_spec: two bounded counters (an external spec for tests)" in listed.stdout
+    assert "highest value of each counter" in listed.stdout
+
+    checked = _kraftcheck(["check", "--spec", "my_spec", "--param", "limit=2", "--json", "-"], tmp_path, site,
+                          kernel_cache)
+    assert checked.returncode == 0, checked.stderr
+    assert counts(json.loads(checked.stdout)) == by_hand(2)
+
+
+def test_plugins_are_not_seen_without_being_installed(tmp_path, kernel_cache):
+    listed = _kraftcheck(["specs", "--no-color"], tmp_path, tmp_path, kernel_cache)
+    assert listed.returncode == 0 and "my_spec" not in listed.stdout and "two_phase" in listed.stdout
+
+
+def test_broken_plugin_names_its_file_and_line(tmp_path, kernel_cache):
+    site = tmp_path / "site"
+    _install_plugin(site, "import os\nraise ImportError('needs the corp VPN')\n")
+    checked = _kraftcheck(["check", "--spec", "my_spec"], tmp_path, site, kernel_cache)
+    assert checked.returncode == 2
+    (line,) = checked.stderr.splitlines()
+    assert f"{site / 'my_pkg' / 'mod.py'}:2: ImportError: needs the corp VPN" in line
+    assert "my_spec" in line and "Traceback" not in checked.stderr
+
+
+# -- broken specs: one line, the file and line, exit 2 --------------------------------------------
+
+BROKEN = {
+    "syntax_error": ("x = 1\ndef broken(:\n    pass\n", "Counters", 2, "SyntaxError"),
+    "raises_at_import": ("import math\n\nraise RuntimeError('no such cluster')\n", "Counters", 3,
+                         "RuntimeError: no such cluster"),
+    "missing_class": (SPEC_SOURCE, "Countres", None, "has no class 'Countres'; it defines: Counters"),
+    "not_a_spec": (SPEC_SOURCE, "NotASpec", SPEC_SOURCE.splitlines().index("class NotASpec:") + 1,
+                   "NotASpec is not a spec: expected a subclass of kraftcheck.Spec, got class NotASpec"),
+}
+
+
+def _one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_spec_file_is_one_line_naming_file_and_line(case, tmp_path, kernel_cache):
+    source, class_name, line, message = BROKEN[case]
+    path = tmp_path / f"{case}.py"
+    path.write_text(source)
+    error = _one_error_line(run("check", "--spec", f"{path}:{class_name}"))
+    assert message in error
+    assert str(path) in error
+    if line is not None:
+        assert f"{path}:{line}:" in error
+
+
+def test_broken_module_is_one_line_naming_file_and_line(tmp_path, monkeypatch):
+    package = tmp_path / "half_done"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "spec.py").write_text("from dataclasses import dataclass\n\nundefined_name + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    error = _one_error_line(run("check", "--spec", "half_done.spec:Counters"))
+    assert f"{package / 'spec.py'}:3: NameError" in error
+    for name in ("half_done", "half_done.spec"):
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("ref,message", [
+    ("no_such_module_anywhere:Spec", "cannot import module 'no_such_module_anywhere'"),
+    ("missing/dir/spec.py:Spec", "does not exist"),
+    ("kraftcheck.specs.die_hard:NoSuchClass", "has no class 'NoSuchClass'; it defines: DieHard"),
+])
+def test_unloadable_reference_is_one_clear_line(ref, message):
+    assert message in _one_error_line(run("check", "--spec", ref))
