@@ -266,3 +266,73 @@ def test_broken_module_is_one_line_naming_file_and_line(tmp_path, monkeypatch):
 ])
 def test_unloadable_reference_is_one_clear_line(ref, message):
     assert message in _one_error_line(run("check", "--spec", ref))
+
+
+# -- traces of an external spec -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def counters_trace(spec_file, tmp_path_factory) -> Path:
+    """The shortest counterexample of total_below_cap (cap=3), written by ``kraftcheck check``."""
+    directory = tmp_path_factory.mktemp("traces")
+    result = run("check", "--spec", f"{spec_file}:Counters", "--param", "cap=3", "--trace-dir", str(directory))
+    assert result.exit_code == 1, result.output
+    (path,) = directory.glob("counters.total_below_cap.*.json")
+    return path
+
+
+def test_trace_records_the_spec_name_and_replay_never_imports_it(counters_trace):
+    data = json.loads(counters_trace.read_text())
+    assert data["graph"]["spec"] == "counters"
+    result = run("trace", "replay", str(counters_trace))
+    assert result.exit_code == 2
+    error = _one_error_line(result)
+    assert "unknown spec 'counters'" in error and "--spec file.py:Class" in error
+
+
+def test_replay_of_an_external_spec_trace_with_spec_given(counters_trace, spec_file):
+    result = run("trace", "replay", str(counters_trace), "--spec", f"{spec_file}:Counters", "--no-color")
+    assert result.exit_code == 0, result.output
+    assert "valid: 3 steps" in result.stdout and "total_below_cap violated at step 3" in result.stdout
+    compiled = run("trace", "replay", str(counters_trace), "--spec", f"{spec_file}:Counters", "--compiled",
+                   "--quiet")
+    assert compiled.exit_code == 0, compiled.output
+
+
+def test_replay_with_the_wrong_spec_is_refused(counters_trace):
+    error = _one_error_line(run("trace", "replay", str(counters_trace), "--spec", "die_hard"))
+    assert "the trace is of spec 'counters', but the spec given is 'die_hard'" in error
+
+
+def test_replay_with_an_unloadable_spec_is_one_line(counters_trace, tmp_path):
+    error = _one_error_line(run("trace", "replay", str(counters_trace), "--spec", f"{tmp_path}/nope.py:Counters"))
+    assert "does not exist" in error
+
+
+def test_replay_still_finds_a_bad_step_of_an_external_spec_trace(counters_trace, spec_file, tmp_path):
+    data = json.loads(counters_trace.read_text())
+    data["edges"][1]["params"] = {"counter": "a" if data["edges"][1]["params"]["counter"] == "b" else "b"}
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    result = run("trace", "replay", str(edited), "--spec", f"{spec_file}:Counters", "--quiet")
+    assert result.exit_code == 1 and "NOT A VALID TRACE" in result.stdout and "step 2" in result.stdout
+
+
+def test_show_export_and_render_need_no_spec(counters_trace, tmp_path):
+    shown = run("trace", "show", str(counters_trace), "--no-color", "--width", "100")
+    assert shown.exit_code == 0 and "Inc" in shown.stdout
+    exported = run("trace", "export", str(counters_trace), "--format", "json")
+    assert exported.exit_code == 0 and json.loads(exported.stdout)["graph"]["spec"] == "counters"
+    picture = tmp_path / "trace.svg"
+    rendered = run("trace", "render", str(counters_trace), "-o", str(picture))
+    assert rendered.exit_code == 0 and picture.stat().st_size > 0
+
+
+def test_replay_from_python_takes_the_class_or_a_reference(counters_trace, spec_file):
+    import kraftcheck
+
+    graph = kraftcheck.load_trace(counters_trace)
+    assert not kraftcheck.replay_trace(graph).ok
+    cls = kraftcheck.spec_class(f"{spec_file}:Counters")
+    assert kraftcheck.replay_trace(graph, spec=cls).ok
+    report = kraftcheck.replay_trace(graph, spec=f"{spec_file}:Counters")
+    assert report.ok and report.violation["check"] == "total_below_cap"
