@@ -73,8 +73,9 @@ def spec_class(ref: str, names_only: bool = False) -> type[Spec]:
                          "module:Class)")
     if where.endswith(".py") or "/" in where or "\\" in where:
         path = Path(where).expanduser().resolve()
-        return _remember(_checked(_class_in(_load_file(path), name, str(path)), ref), f"{path}:{name}")
-    return _remember(_checked(_class_in(_import(where), name, where), ref), ref)
+        cls = _checked(_class_in(_load_file(path), name, str(path)), ref)
+        return _remember(_own_name(cls, ref, plugins), f"{path}:{name}")
+    return _remember(_own_name(_checked(_class_in(_import(where), name, where), ref), ref, plugins), ref)
 
 
 def spec_reference(cls: type) -> str | None:
@@ -107,6 +108,27 @@ def _defined_at(obj: object) -> str:
         return ""
 
 
+def _own_name(cls: type[Spec], ref: str, plugins: dict[str, EntryPoint]) -> type[Spec]:
+    """``cls`` unless it claims the name of a different registered or installed spec: its traces,
+    which record only the name, would then be replayed against that other spec."""
+    if cls.name in REGISTRY:
+        module, name = REGISTRY[cls.name].split(":")
+        other = getattr(importlib.import_module(module), name)
+    elif cls.name in plugins:
+        other = _from_entry_point(plugins[cls.name])
+    else:
+        return cls
+    if other is not cls:
+        raise UsageError(f"{_defined_at(cls)}spec {ref} is named {cls.name!r}, the name of the spec "
+                         f"{_registered_as(cls.name, plugins)}; give the class its own name (name = \"...\") "
+                         "so that its traces are told apart")
+    return cls
+
+
+def _registered_as(name: str, plugins: dict[str, EntryPoint]) -> str:
+    return REGISTRY[name] if name in REGISTRY else f"{plugins[name].value} (installed)"
+
+
 def _class_in(module: object, name: str, where: str) -> object:
     if not hasattr(module, name):
         found = sorted(k for k, v in vars(module).items()
@@ -121,7 +143,13 @@ def _from_entry_point(ep: EntryPoint) -> type[Spec]:
         obj = ep.load()
     except Exception as e:  # noqa: BLE001 - whatever a plugin raises, say where
         raise UsageError(f"spec {ep.name} (entry point {ep.value}) failed to load: {_where(e)}") from None
-    return _checked(obj, f"{ep.name} ({ep.value})")
+    cls = _checked(obj, f"{ep.name} ({ep.value})")
+    if cls.name != ep.name:
+        # a trace records cls.name, and is replayed by looking that name up
+        raise UsageError(f"{_defined_at(cls)}spec {ep.name} (entry point {ep.value}) is named {cls.name!r}: "
+                         f"register it under its own name ({cls.name} = \"{ep.value}\") so that its traces "
+                         "can be replayed")
+    return cls
 
 
 def _import(module: str) -> object:
