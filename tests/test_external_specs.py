@@ -168,7 +168,10 @@ def test_spec_from_an_importable_module(package_on_path):
 
 # -- an installed plugin (entry point) ----------------------------------------------------------
 
-def _install_plugin(site: Path, module_source: str) -> None:
+PLUGIN_SOURCE = SPEC_SOURCE.replace('name = "counters"', 'name = "my_spec"')
+
+
+def _install_plugin(site: Path, module_source: str = PLUGIN_SOURCE) -> None:
     """What ``pip install`` of a package registering ``my_spec`` leaves on the path: the package,
     and a dist-info directory whose entry_points.txt names the spec class."""
     (site / "my_pkg").mkdir(parents=True)
@@ -188,7 +191,7 @@ def _kraftcheck(args: list[str], cwd: Path, pythonpath: Path, kernel_cache: Path
 
 def test_entry_point_plugin_is_listed_and_checked(tmp_path, kernel_cache):
     site = tmp_path / "site"
-    _install_plugin(site, SPEC_SOURCE)
+    _install_plugin(site)
     listed = _kraftcheck(["specs", "--no-color"], tmp_path, site, kernel_cache)
     assert listed.returncode == 0, listed.stderr
     assert "my_spec: two bounded counters (an external spec for tests)" in listed.stdout
@@ -198,6 +201,28 @@ def test_entry_point_plugin_is_listed_and_checked(tmp_path, kernel_cache):
                           kernel_cache)
     assert checked.returncode == 0, checked.stderr
     assert counts(json.loads(checked.stdout)) == by_hand(2)
+
+
+def test_trace_of_a_plugin_spec_replays_by_its_name(tmp_path, kernel_cache):
+    site = tmp_path / "site"
+    _install_plugin(site)
+    checked = _kraftcheck(["check", "--spec", "my_spec", "--param", "cap=2", "--trace-dir", str(tmp_path / "t")],
+                          tmp_path, site, kernel_cache)
+    assert checked.returncode == 1, checked.stderr
+    (trace,) = (tmp_path / "t").glob("my_spec.total_below_cap.*.json")
+    replayed = _kraftcheck(["trace", "replay", str(trace), "--quiet"], tmp_path, site, kernel_cache)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "valid: 2 steps" in replayed.stdout
+
+
+def test_plugin_registered_under_another_name_than_its_own_is_refused(tmp_path, kernel_cache):
+    site = tmp_path / "site"
+    _install_plugin(site, SPEC_SOURCE)  # the class calls itself "counters", the entry point "my_spec"
+    checked = _kraftcheck(["check", "--spec", "my_spec"], tmp_path, site, kernel_cache)
+    assert checked.returncode == 2
+    (line,) = checked.stderr.splitlines()
+    assert "spec my_spec (entry point my_pkg.mod:Counters) is named 'counters'" in line
+    assert 'counters = "my_pkg.mod:Counters"' in line and str(site / "my_pkg" / "mod.py") in line
 
 
 def test_plugins_are_not_seen_without_being_installed(tmp_path, kernel_cache):
@@ -257,6 +282,22 @@ def test_broken_module_is_one_line_naming_file_and_line(tmp_path, monkeypatch):
     assert f"{package / 'spec.py'}:3: NameError" in error
     for name in ("half_done", "half_done.spec"):
         sys.modules.pop(name, None)
+
+
+def test_external_spec_may_not_take_a_registered_name(tmp_path):
+    path = tmp_path / "my_die_hard.py"
+    path.write_text(SPEC_SOURCE.replace('name = "counters"', 'name = "die_hard"'))
+    error = _one_error_line(run("check", "--spec", f"{path}:Counters"))
+    line = SPEC_SOURCE.splitlines().index("class Counters(Spec):") + 1
+    assert f"{path}:{line}:" in error
+    assert "is named 'die_hard', the name of the spec kraftcheck.specs.die_hard:DieHard" in error
+
+
+def test_registered_spec_by_its_module_reference_is_itself():
+    by_module = run("check", "--spec", "kraftcheck.specs.two_phase:TwoPhase", "--param", "rm=2", "--json", "-")
+    by_name = run("check", "--spec", "two_phase", "--param", "rm=2", "--json", "-")
+    assert by_module.exit_code == by_name.exit_code == 0
+    assert counts(json.loads(by_module.stdout)) == counts(json.loads(by_name.stdout))
 
 
 @pytest.mark.parametrize("ref,message", [
