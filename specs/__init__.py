@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from importlib.metadata import EntryPoint, entry_points
@@ -72,8 +73,9 @@ def spec_class(ref: str, names_only: bool = False) -> type[Spec]:
                          "module:Class)")
     if where.endswith(".py") or "/" in where or "\\" in where:
         path = Path(where).expanduser().resolve()
-        return _remember(_checked(_class_in(_load_file(path), name, str(path)), ref), f"{path}:{name}")
-    return _remember(_checked(_class_in(_import(where), name, where), ref), ref)
+        cls = _checked(_class_in(_load_file(path), name, str(path)), ref)
+        return _remember(_own_name(cls, ref, plugins), f"{path}:{name}")
+    return _remember(_own_name(_checked(_class_in(_import(where), name, where), ref), ref, plugins), ref)
 
 
 def spec_reference(cls: type) -> str | None:
@@ -88,12 +90,43 @@ def _remember(cls: type[Spec], ref: str) -> type[Spec]:
 
 def _checked(obj: object, ref: str) -> type[Spec]:
     if not (isinstance(obj, type) and issubclass(obj, Spec)):
-        raise UsageError(f"{ref} is not a spec: expected a subclass of kraftcheck.Spec, got {obj!r}")
+        what = f"class {obj.__name__}" if isinstance(obj, type) else f"{type(obj).__name__} {obj!r:.60}"
+        raise UsageError(f"{_defined_at(obj)}{ref} is not a spec: expected a subclass of kraftcheck.Spec, "
+                         f"got {what}")
     for attribute in ("name", "Params"):
         if not hasattr(obj, attribute):
-            raise UsageError(f"spec {ref} does not set the class attribute {attribute!r}; "
+            raise UsageError(f"{_defined_at(obj)}spec {ref} does not set the class attribute {attribute!r}; "
                              "see docs/writing-a-spec.md")
     return obj
+
+
+def _defined_at(obj: object) -> str:
+    """``file:line: `` where a class or function is defined, or "" when Python cannot tell."""
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}: "
+    except (TypeError, OSError):
+        return ""
+
+
+def _own_name(cls: type[Spec], ref: str, plugins: dict[str, EntryPoint]) -> type[Spec]:
+    """``cls`` unless it claims the name of a different registered or installed spec: its traces,
+    which record only the name, would then be replayed against that other spec."""
+    if cls.name in REGISTRY:
+        module, name = REGISTRY[cls.name].split(":")
+        other = getattr(importlib.import_module(module), name)
+    elif cls.name in plugins:
+        other = _from_entry_point(plugins[cls.name])
+    else:
+        return cls
+    if other is not cls:
+        raise UsageError(f"{_defined_at(cls)}spec {ref} is named {cls.name!r}, the name of the spec "
+                         f"{_registered_as(cls.name, plugins)}; give the class its own name (name = \"...\") "
+                         "so that its traces are told apart")
+    return cls
+
+
+def _registered_as(name: str, plugins: dict[str, EntryPoint]) -> str:
+    return REGISTRY[name] if name in REGISTRY else f"{plugins[name].value} (installed)"
 
 
 def _class_in(module: object, name: str, where: str) -> object:
@@ -110,7 +143,13 @@ def _from_entry_point(ep: EntryPoint) -> type[Spec]:
         obj = ep.load()
     except Exception as e:  # noqa: BLE001 - whatever a plugin raises, say where
         raise UsageError(f"spec {ep.name} (entry point {ep.value}) failed to load: {_where(e)}") from None
-    return _checked(obj, f"{ep.name} ({ep.value})")
+    cls = _checked(obj, f"{ep.name} ({ep.value})")
+    if cls.name != ep.name:
+        # a trace records cls.name, and is replayed by looking that name up
+        raise UsageError(f"{_defined_at(cls)}spec {ep.name} (entry point {ep.value}) is named {cls.name!r}: "
+                         f"register it under its own name ({cls.name} = \"{ep.value}\") so that its traces "
+                         "can be replayed")
+    return cls
 
 
 def _import(module: str) -> object:

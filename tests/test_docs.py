@@ -24,3 +24,62 @@ def test_die_hard_counterexample_is_the_puzzle_answer():
     assert [str(model.labels[s.label]) for s in v.steps[1:]] == [
         "FillBig", "BigToSmall", "EmptySmall", "BigToSmall", "FillBig", "BigToSmall"]
     assert model.layout.show(v.steps[-1].state) == {"small": 3, "big": 4}
+
+
+def _doc() -> str:
+    return (ROOT / "docs" / "writing-a-spec.md").read_text()
+
+
+def _named_python_files(doc: str) -> dict[str, str]:
+    """The doc's Python blocks that begin with a ``# name.py`` line, by that name."""
+    files = {}
+    for block in re.findall(r"```python\n(.*?)```", doc, flags=re.S):
+        first = block.splitlines()[0]
+        if re.fullmatch(r"# \w+\.py", first):
+            files[first[2:]] = block
+    return files
+
+
+def test_from_python_example_runs_and_prints_what_the_doc_shows(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    doc = _doc()
+    files = _named_python_files(doc)
+    assert set(files) == {"counters.py", "check_counters.py"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    after_script = doc[doc.index(files["check_counters.py"]):]
+    shown = re.search(r"```text\n(.*?)```", after_script, flags=re.S).group(1)
+
+    env = dict(os.environ, KRAFTCHECK_CACHE_DIR=str(tmp_path / "kernels"), NO_COLOR="1")
+    out = subprocess.run([sys.executable, "check_counters.py"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == shown
+    assert list((tmp_path / "traces").glob("counters.total_below_cap.*.json"))
+
+
+def test_entry_point_snippet_uses_the_group_kraftcheck_reads():
+    import pytest
+
+    from kraftcheck.specs import ENTRY_POINT_GROUP
+
+    tomllib = pytest.importorskip("tomllib")
+    (snippet,) = re.findall(r"```toml\n(.*?)```", _doc(), flags=re.S)
+    registered = tomllib.loads(snippet)["project"]["entry-points"][ENTRY_POINT_GROUP]
+    assert registered == {"counters": "team_specs.counters:Counters"}
+    assert "[project.entry-points.\"kraftcheck.specs\"]" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_every_name_in_the_api_table_is_public():
+    import kraftcheck
+
+    doc = _doc()
+    section = doc[doc.index("## From Python"):]
+    first_cells = [row.split("|")[1] for row in section.splitlines() if row.startswith("| `")]
+    documented = {name for cell in first_cells for name in re.findall(r"`(?:kraftcheck\.)?(\w+)", cell)}
+    assert {"check", "Result", "Violation", "load_trace", "replay_trace", "Spec", "Int", "SpecError"} <= documented
+    missing = sorted(documented - set(kraftcheck.__all__))
+    assert not missing, f"documented but not in kraftcheck's API: {missing}"

@@ -1,7 +1,9 @@
 """Replay: prove a trace is a real behaviour of its spec.
 
 The spec is rebuilt from the graph's attributes alone (registered name + parameters; nothing from
-the file is executed). Then step 0 must be an initial state, every edge must name an action
+the file is executed), or, for a spec loaded from a file or module rather than registered, from
+the class the caller names (``kraftcheck trace replay --spec file.py:Class``), which must carry
+the name the trace records. Then step 0 must be an initial state, every edge must name an action
 instance enabled in the state before it that produces exactly the state after it, the recorded
 fingerprints and failing checks must be what the spec computes, and the recorded violation (if
 any) must fail at the recorded step. The first disagreement becomes a ReplayError that names the
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import networkx as nx
 
@@ -58,13 +60,15 @@ class ReplayReport:
         return self
 
 
-def rebuild_spec(graph_attrs: Mapping[str, Any]) -> Spec:
-    """The spec instance a trace was produced by, from its registered name and parameters."""
+def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = None) -> Spec:
+    """The spec instance a trace was produced by, from its parameters and its registered name, or
+    ``spec`` (a class the caller chose) when given. A name read from the file is only ever looked
+    up among registered and installed specs: a trace cannot make kraftcheck import code."""
     name = graph_attrs.get("spec")
-    try:
-        cls = spec_class(name, names_only=True)
-    except KraftcheckError as e:
-        raise ReplayError(str(e), field="graph.spec") from None
+    cls = _spec_named(name) if spec is None else spec
+    if spec is not None and getattr(spec, "name", None) != name:
+        raise ReplayError(f"the trace is of spec {name!r}, but the spec given is {getattr(spec, 'name', spec)!r}",
+                          field="graph.spec")
     params = dict(graph_attrs.get("params") or {})
     known = {f for f in cls.Params.__dataclass_fields__}
     for key in params:
@@ -78,6 +82,14 @@ def rebuild_spec(graph_attrs: Mapping[str, Any]) -> Spec:
         return cls(cls.Params(**params))
     except KraftcheckError as e:
         raise ReplayError(str(e), field="graph.params") from None
+
+
+def _spec_named(name: Any) -> type[Spec]:
+    try:
+        return spec_class(name, names_only=True)
+    except KraftcheckError as e:
+        raise ReplayError(f"{e}; a spec loaded from a file or module is not looked up from a trace: name "
+                          "it with --spec file.py:Class (or module:Class)", field="graph.spec") from None
 
 
 def parse_params(action: Action, given: Any, step: Optional[int], error=ReplayError) -> tuple[int, ...]:
@@ -127,15 +139,18 @@ def first_difference(model: Model, produced: Sequence[int], recorded: Sequence[i
     return "state", "states differ"
 
 
-def replay(graph: nx.DiGraph, compiled: bool = False) -> ReplayReport:
+def replay(graph: nx.DiGraph, compiled: bool = False, spec: Union[type[Spec], str, None] = None) -> ReplayReport:
     """Check ``graph`` against its spec step by step; see the module docstring.
 
     Never raises for a bad trace: the report's ``error`` holds the first problem (``ok`` is False).
     ``compiled=True`` steps through the engine's compiled actions instead of interpreting them.
+    ``spec`` is the spec class, or a reference to it (``file.py:Class``, ``module:Class``), for a
+    trace of a spec that is not registered; a reference is imported, so pass only your own.
     """
+    cls = spec_class(spec) if isinstance(spec, str) else spec  # a bad reference is the caller's error: raises
     report = ReplayReport(spec=None)
     try:
-        _replay(graph, compiled, report)
+        _replay(graph, compiled, report, cls)
     except TraceFormatError as e:
         report.error = ReplayError(e.reason, e.step, e.field)
     except ReplayError as e:
@@ -143,10 +158,10 @@ def replay(graph: nx.DiGraph, compiled: bool = False) -> ReplayReport:
     return report
 
 
-def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport) -> None:
+def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: Optional[type[Spec]]) -> None:
     validate(json.loads(to_json(graph)))
     attrs = graph.graph
-    spec = rebuild_spec(attrs)
+    spec = rebuild_spec(attrs, spec_cls)
     report.spec = spec
     model = Model(spec)
     stepper = Stepper(model, compiled=compiled)

@@ -5,7 +5,8 @@ Every subcommand takes a trace file written by ``kraftcheck check`` or a scenari
 JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: the first).
 Exit codes: 0 success (``replay``: a valid behaviour that reaches its recorded violation, or a
 scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
-2 the file cannot be read or is not a trace.
+2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
+names its spec, and a spec that is not registered is given with ``--spec file.py:Class``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.text import Text
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.cli.paths import check_output_file
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
 from kraftcheck.traces.replay import replay as replay_trace
 from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
@@ -139,11 +141,14 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> No
 @click.option("--all-variants/--one-variant", default=True,
               help="Scenario files: replay every variant (default) or only --variant / the first.")
 @click.option("--compiled", is_flag=True, help="Step through the engine's compiled actions.")
+@click.option("--spec", "spec_ref", metavar="REF",
+              help="The spec, for a trace of one loaded from a file or module (file.py:Class, module:Class); "
+                   "a trace only names its spec, and kraftcheck never imports code a file names.")
 @click.option("--quiet", is_flag=True, help="Only the verdict, no table.")
 @click.option("--no-color", is_flag=True, help="Plain text.")
 @click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit.")
-def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled: bool, quiet: bool,
-               no_color: bool, width: Optional[int]) -> None:
+def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled: bool, spec_ref: Optional[str],
+               quiet: bool, no_color: bool, width: Optional[int]) -> None:
     """Check the trace is a real behaviour of its spec; exit 1 at the first bad step."""
     from kraftcheck.traces.table import print_trace
 
@@ -151,6 +156,8 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
     if not file.exists():
         _fail(f"{file}: no such file")
     if is_scenario_file(file):
+        if spec_ref:
+            _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
         try:
             scenario = load_scenario(file)
             names = [variant] if variant or not all_variants else list(scenario.variants)
@@ -165,9 +172,12 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
 
     try:
         graph = load(file)
+        spec = spec_class(spec_ref) if spec_ref else None
     except KraftcheckError as e:
         _fail(str(e))
-    report = replay_trace(graph, compiled=compiled)
+    report = replay_trace(graph, compiled=compiled, spec=spec)
+    if report.error is not None and report.spec is None and report.error.field == "graph.spec":
+        _fail(str(report.error))  # no spec to replay against: the user must name one, not a bad step
     if report.error is not None:
         console.print(Text(f"NOT A VALID TRACE: {report.error}", style="bold red"))
         sys.exit(EXIT_BAD_TRACE)
