@@ -14,6 +14,7 @@ SUBCOMMANDS = [
     "kraftcheck.cli.specs_cmd:specs",
     "kraftcheck.cli.check_cmd:check",
     "kraftcheck.cli.trace_cmd:trace",
+    "kraftcheck.cli.ci_cmd:ci",
 ]
 
 
