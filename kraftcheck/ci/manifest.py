@@ -138,7 +138,7 @@ class _Validator:
                 raise self.fail(("defaults",), key, f"not a default; [defaults] takes {', '.join(RUN_KEYS)}")
         checks = data.get("checks")
         if not isinstance(checks, dict) or not checks:
-            raise self.fail((), "checks" if "checks" in data else None,
+            raise self.fail((), "checks",
                             "no checks: add at least one [checks.NAME] table with spec and an expectation")
         baseline = data.get("baseline", DEFAULT_BASELINE)
         if not isinstance(baseline, str) or not baseline:
@@ -186,9 +186,11 @@ class _Validator:
         max_memory = typed("max_memory", (int, float), "a positive number of GiB", positive)
         budget = typed("time_budget", (int, float), "a positive number of seconds", positive)
         expect, violates = body.get("expect"), body.get("violates")
-        if (expect is None) == (violates is None):
-            raise self.fail(table, "expect" if expect is not None else None,
-                            "give exactly one expectation: expect = \"holds\" or violates = [\"invariant\", ...]")
+        if expect is not None and violates is not None:
+            raise self.fail(table, "violates", "a check expects either expect = \"holds\" or violates = [...], "
+                                               "not both: remove one")
+        if expect is None and violates is None:
+            raise self.fail(table, None, "no expectation: add expect = \"holds\" or violates = [\"invariant\", ...]")
         if expect is not None and expect != "holds":
             raise self.fail(table, "expect", f"must be \"holds\" (for expected violations write violates = [...]), "
                                              f"got {expect!r}")
