@@ -283,3 +283,17 @@ def test_this_projects_own_manifest_gates_green():
     out = subprocess.run([KRAFTCHECK, "ci", "--no-color", "--out", "/tmp/kraftcheck-ci-selftest"], cwd=ROOT,
                          capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"})
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_module_beside_the_manifest_is_found_and_its_reproduce_command_works(project):
+    (project / "my_jugs.py").write_text((ROOT / "specs" / "die_hard.py").read_text())
+    write_manifest(project, '[checks.jug]\nspec = "my_jugs:DieHard"\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 1
+    record = json.loads((project / "kraftcheck-ci" / "jug" / "ci-check.json").read_text())
+    assert record["reproduce"].startswith("PYTHONPATH=. kraftcheck check --spec my_jugs:DieHard")
+    assert "--trace-dir kraftcheck-ci/jug" in record["reproduce"]
+    assert f"reproduce: {record['reproduce']}" in result.stdout
+    rerun = subprocess.run(record["reproduce"].replace("kraftcheck check", shlex.quote(KRAFTCHECK) + " check", 1),
+                           shell=True, cwd=project, capture_output=True, text=True)
+    assert rerun.returncode == 1 and "big_jug_never_holds_4" in rerun.stdout

@@ -213,10 +213,14 @@ class _Validator:
     def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict) -> None:
         """The spec loads (file paths relative to the manifest) and knows every parameter."""
         from kraftcheck.specs import spec_class
+        root = str(self.path.parent.resolve())
+        sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
         try:
             cls = spec_class(resolve_spec(spec, self.path.parent))
         except UsageError as e:
             raise self.fail(where("spec"), "spec", str(e)) from None
+        finally:
+            sys.path.remove(root)
         known = {f.name: f for f in dataclasses.fields(cls.Params)}
         for key in params:
             if key not in known:

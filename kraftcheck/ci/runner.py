@@ -77,11 +77,19 @@ def _imports_module(spec: str) -> bool:
 
 def reproduce_command(check: Check, root: Path, run_dir: Path) -> str:
     """What a developer types to rerun ``check`` alone, from the directory ``kraftcheck ci`` ran in."""
-    words = ["kraftcheck", "check", *check_arguments(check, root), "--trace-dir", str(run_dir)]
+    words = ["kraftcheck", "check", *check_arguments(check, root), "--trace-dir", _short(run_dir)]
     text = shlex.join(words)
     if _imports_module(check.spec):
-        text = f"PYTHONPATH={shlex.quote(str(root))} {text}"
+        text = f"PYTHONPATH={shlex.quote(_short(root))} {text}"
     return text
+
+
+def _short(path: Path) -> str:
+    """``path`` relative to the current directory when inside it: what a person would type."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)
 
 
 def prepare_dir(run_dir: Path) -> None:
