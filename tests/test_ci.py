@@ -61,9 +61,24 @@ expect = "holds"
 """
 
 
+# attributes the JUnit schema Jenkins validates against (junit-10.xsd) allows, of those we write
+SCHEMA_ATTRIBUTES = {"testsuites": {"name", "time", "tests", "failures", "errors"},
+                     "testsuite": {"name", "tests", "failures", "errors", "skipped", "time"},
+                     "testcase": {"name", "classname", "time"}, "failure": {"message", "type"},
+                     "error": {"message", "type"}, "skipped": {"message"}, "properties": set(),
+                     "property": {"name", "value"}}
+
+
 def junit(path: Path) -> ET.Element:
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
+    for element in root.iter():
+        assert set(element.attrib) <= SCHEMA_ATTRIBUTES[element.tag], element.tag
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        assert int(suite.get("tests")) == len(cases)
+        for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            assert int(suite.get(attribute)) == sum(1 for c in cases if c.find(tag) is not None)
     return root
 
 
@@ -220,6 +235,14 @@ def test_the_baseline_accepts_a_finding_and_reports_one_that_disappeared(project
     assert "jug: note: baseline finding big_jug_never_holds_4 (sha256:000000000000) no longer reported" in result.stdout
     pruned = ci("--update-baseline")
     assert "removed jug / big_jug_never_holds_4 (sha256:000000000000)" in pruned.stdout and pruned.exit_code == 0
+
+    # a check removed from the manifest: its accepted findings are reported, then pruned
+    write_manifest(project, JUG_HOLDS.replace("checks.jug", "checks.jugs"))
+    renamed = ci()
+    assert renamed.exit_code == 1
+    assert "accepts findings of check jug, which kraftcheck.toml no longer has" in renamed.stdout
+    assert "removed jug / big_jug_never_holds_4" in ci("--update-baseline").stdout
+    assert [f["check"] for f in json.loads((project / "kraftcheck-baseline.json").read_text())["findings"]] == ["jugs"]
 
 
 def test_a_malformed_baseline_exits_2(project):

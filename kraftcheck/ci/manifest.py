@@ -37,7 +37,7 @@ COUNT_KEYS = ("distinct", "generated", "depth")
 RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth", "max_memory", "time_budget")
 CHECK_KEYS = RUN_KEYS + ("expect", "violates") + COUNT_KEYS
 TOP_KEYS = ("defaults", "checks", "baseline")
-NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # also a directory name under --out
 
 
 class ManifestError(UsageError):
@@ -149,7 +149,7 @@ class _Validator:
     def check(self, name: str, body: Any, defaults: dict) -> Check:
         table = ("checks", name)
         if not NAME.match(name):
-            raise self.fail(table, None, "a check name may hold letters, digits, '_', '-' and '.' only")
+            raise self.fail(table, None, "a check name may hold letters, digits, '_' and '-' only")
         if not isinstance(body, dict):
             raise self.fail(("checks",), name, "must be a table: [checks.NAME]")
         for key in body:

@@ -112,6 +112,7 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
 
     ``on_event`` receives ``started``, ``progress`` and ``finished`` events as they happen."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    memory_share = _memory_share(jobs)
     waiting = list(checks)
     running: list[_Running] = []
     done: dict[str, Outcome] = {}
@@ -119,7 +120,7 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                running.append(_start(waiting.pop(0), root, out, threads, env, on_event))
+                running.append(_start(waiting.pop(0), root, out, threads, memory_share, env, on_event))
             time.sleep(POLL_S)
             for job in list(running):
                 _forward_progress(job, on_event)
@@ -137,12 +138,22 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     return [done[c.name] for c in checks]
 
 
-def _start(check: Check, root: Path, out: Path, threads: int, env: dict, on_event: Event) -> _Running:
+def _memory_share(jobs: int) -> float:
+    """GiB each check may use when none is set: ``kraftcheck check``'s default of 85% of the
+    machine, shared by the checks running at once (a budget, not a crash, when it runs out)."""
+    import psutil
+    return 0.85 * psutil.virtual_memory().total / 2**30 / jobs
+
+
+def _start(check: Check, root: Path, out: Path, threads: int, memory_share: float, env: dict,
+           on_event: Event) -> _Running:
     run_dir = (out / check.name).resolve()
     prepare_dir(run_dir)
     command = [sys.executable, "-m", "kraftcheck", "check", *check_arguments(check, root),
                "--json", str(run_dir / "report.json"), "--trace-dir", str(run_dir),
                "--threads", str(threads), "--no-color"]
+    if check.max_memory is None:
+        command += ["--max-memory", f"{memory_share:.2f}"]
     outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
     (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2) + "\n")
     log = open(run_dir / "output.log", "w+")

@@ -106,7 +106,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     judgements = [judge(o, accepted) for o in outcomes]
 
     if update_baseline:
-        accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks})
+        accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
+                                    {c.name for c in manifest.checks})
         judgements = [judge(o, accepted) for o in outcomes]
     if record:
         from kraftcheck.ci.record import record_counts
@@ -121,6 +122,10 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
             o.check = by_name[o.check.name]
         judgements = [judge(o, accepted) for o in outcomes]
 
+    manifest_checks = {c.name for c in manifest.checks}
+    for gone in sorted({a.check for a in accepted} - manifest_checks):
+        console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer has; "
+                      "prune it with --update-baseline")
     code = gate_exit_code(judgements)
     _keep_failing_runs(judgements, out)
     _print_summary(console, judgements, code, out)
@@ -134,10 +139,11 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
 
 
 def _update_baseline(console: Console, path: Path, accepted: list[baselines.Finding], judgements: list[Judgement],
-                     ran: set[str]) -> list[baselines.Finding]:
-    """Accept every unexpected violation found now; keep entries of checks that did not run."""
+                     ran: set[str], known: set[str]) -> list[baselines.Finding]:
+    """Accept every unexpected violation found now; keep entries of checks that did not run
+    (--only), drop those of checks the manifest no longer has."""
     budget_cut = {j.name for j in judgements if j.status in (BUDGET, BAD_INPUT)}
-    keep = [a for a in accepted if a.check not in ran or a.check in budget_cut]
+    keep = [a for a in accepted if (a.check not in ran or a.check in budget_cut) and a.check in known]
     now = keep + [f for j in judgements if j.name not in budget_cut for f in j.new + j.accepted]
     before, after = {a.key for a in accepted}, {f.key for f in now}
     for f in now:
