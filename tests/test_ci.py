@@ -320,3 +320,19 @@ def test_a_module_beside_the_manifest_is_found_and_its_reproduce_command_works(p
     rerun = subprocess.run(record["reproduce"].replace("kraftcheck check", shlex.quote(KRAFTCHECK) + " check", 1),
                            shell=True, cwd=project, capture_output=True, text=True)
     assert rerun.returncode == 1 and "big_jug_never_holds_4" in rerun.stdout
+
+
+def test_record_edits_a_pyproject_table_in_place_and_refuses_an_inline_check(project):
+    from kraftcheck.ci.manifest import ManifestError, load
+    from kraftcheck.ci.record import record_counts
+    path = project / "pyproject.toml"
+    path.write_text('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\ndepth = 3\n\n'
+                    '[tool.other]\nx = 1\n')
+    changes = record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
+    assert changes == ["a: distinct = 5 (added)", "a: generated = 9 (added)", "a: depth = 4 (was 3)"]
+    assert path.read_text() == ('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\n'
+                                'depth = 4\ndistinct = 5\ngenerated = 9\n\n[tool.other]\nx = 1\n')
+    assert record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}}) == []
+    inline = write_manifest(project, 'checks.b = { spec = "two_phase", expect = "holds" }\n')
+    with pytest.raises(ManifestError, match=r"write it as its own \[checks.b\] table"):
+        record_counts(load(inline), {"b": {"distinct": 1, "generated": 1, "depth": 1}})

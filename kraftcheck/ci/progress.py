@@ -9,10 +9,15 @@ import json
 import time
 from typing import Optional, TextIO
 
+from kraftcheck.checker.errors import UsageError
+
 
 class ProgressStream:
     def __init__(self, path: Optional[str]) -> None:
-        self._file: Optional[TextIO] = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
+        try:
+            self._file: Optional[TextIO] = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
+        except OSError as e:
+            raise UsageError(f"--progress-json {path}: cannot write it ({e.strerror})") from None
 
     def __call__(self, event: dict) -> None:
         if self._file is None:
