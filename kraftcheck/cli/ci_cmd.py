@@ -66,10 +66,11 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
     Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected
     violation or a count mismatch; 2 bad input; 3 a time budget ran out.
     """
-    console = Console(no_color=no_color, highlight=False, soft_wrap=True)
+    # markup off: action names and messages may hold brackets, which are not rich styles
+    console = Console(no_color=no_color, highlight=False, soft_wrap=True, markup=False)
     if not console.is_terminal:
         console.width = max(console.width, LOG_WIDTH)  # CI logs: a table that does not wrap
-    err = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
     try:
         code = run_gate(console, manifest_path, jobs, only, Path(out_dir), junit_path, progress_path,
                         baseline_path, update_baseline, record)
@@ -134,7 +135,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         write_junit(Path(junit_path), judgements)
     from kraftcheck.ci.github import report_to_github, under_github_actions
     if under_github_actions():
-        report_to_github(judgements, code, console.print)
+        report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
     return code
 
 
