@@ -365,3 +365,24 @@ def test_this_projects_manifest_covers_every_configuration_of_bench_verdicts():
         assert (0, tuple(sorted(as_params(args).items()))) in gated, args
     assert (1, ()) in gated  # the default bounds: F1
     assert len(gated) == len(ROWS) + 1
+
+
+def test_with_continue_an_expected_violation_run_is_exhaustive_and_its_counts_are_gated(project):
+    truth = api.check("two_phase_eager_commit", keep_going=True)
+    assert truth.exhaustive and truth.violations
+    manifest = write_manifest(project, '[checks.eager]\nspec = "two_phase_eager_commit"\ncontinue = true\n'
+                                       'violates = ["tc_consistent"]\n')
+    assert ci("--record").exit_code == 0
+    assert f"distinct = {truth.distinct_states}\n" in manifest.read_text()
+    manifest.write_text(manifest.read_text().replace(f"depth = {truth.depth}", f"depth = {truth.depth + 1}"))
+    result = ci()
+    assert result.exit_code == 1 and f"depth {truth.depth} (expected {truth.depth + 1})" in result.stdout
+
+
+def test_an_out_directory_kraftcheck_did_not_make_is_left_alone(project):
+    write_manifest(project, JUG_HOLDS)
+    (project / "out" / "jug").mkdir(parents=True)
+    (project / "out" / "jug" / "precious.txt").write_text("keep me")
+    result = ci("--out", "out")
+    assert result.exit_code == 2 and "was not made by kraftcheck ci; choose another --out" in result.stderr
+    assert (project / "out" / "jug" / "precious.txt").read_text() == "keep me"

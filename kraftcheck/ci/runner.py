@@ -111,6 +111,9 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     """Run every check, at most ``jobs`` at once; returns the outcomes in manifest order.
 
     ``on_event`` receives ``started``, ``progress`` and ``finished`` events as they happen."""
+    for check in checks:  # refuse before anything runs, not halfway through
+        if (out / check.name).exists() and not (out / check.name / MARKER).exists():
+            raise FileExistsError(f"{out / check.name} exists and was not made by kraftcheck ci; choose another --out")
     threads = max(1, (os.cpu_count() or 1) // jobs)
     memory_share = _memory_share(jobs)
     waiting = list(checks)
