@@ -87,6 +87,7 @@ def test_a_manifest_whose_expectations_hold_exits_0_with_junit(project):
     result = ci("--junit", "report.xml", "--jobs", "2")
     assert result.exit_code == 0, result.output
     assert "2 of 2 checks pass; exit 0" in result.stdout
+    assert "eager: violated (" in result.stdout and "commit: holds (" in result.stdout  # a line as each ends
     root = junit(project / "report.xml")
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     assert set(suites) == {"commit", "eager"}

@@ -100,8 +100,17 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)
     console.print(f"kraftcheck ci: {len(checks)} checks from {manifest.path}, {min(jobs, len(checks))} at a time")
+    finished = []
+
+    def on_event(event: dict) -> None:
+        stream(event)
+        if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
+            finished.append(event["check"])
+            ended = "killed" if event["killed"] else (event["result"] or f"exit {event['exit_code']}")
+            console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
+
     try:
-        outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, stream)
+        outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
     finally:
         stream.close()
     judgements = [judge(o, accepted) for o in outcomes]
