@@ -15,6 +15,7 @@ SUBCOMMANDS = {
     "specs": "kraftcheck.cli.specs_cmd:specs",
     "check": "kraftcheck.cli.check_cmd:check",
     "trace": "kraftcheck.cli.trace_cmd:trace",
+    "ci": "kraftcheck.cli.ci_cmd:ci",
 }
 
 

@@ -1,0 +1,63 @@
+"""Accepted findings (``kraftcheck-baseline.json``): violations a team has reviewed and accepted.
+
+A finding is identified by its check, its invariant and the signature of its shortest
+counterexample: the sha256 of its action sequence, one action per line. The same violation
+reached the same shortest way keeps its signature between runs and machines; a different path to
+the same invariant is a new finding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.ci.manifest import ManifestError
+
+FORMAT_VERSION = 1
+
+
+def signature(actions: Iterable[str]) -> str:
+    """Stable identity of a counterexample: its actions, in order."""
+    return "sha256:" + hashlib.sha256("\n".join(actions).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    invariant: str
+    signature: str
+    depth: int = 0
+    actions: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.check, self.invariant, self.signature)
+
+    def to_json(self) -> dict:
+        return {"check": self.check, "invariant": self.invariant, "signature": self.signature,
+                "depth": self.depth, "actions": list(self.actions)}
+
+
+def load(path: Path) -> list[Finding]:
+    """The accepted findings; none if the file does not exist."""
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text())
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"version must be {FORMAT_VERSION}")
+        return [Finding(f["check"], f["invariant"], f["signature"], int(f.get("depth", 0)),
+                        tuple(f.get("actions", ()))) for f in data["findings"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ManifestError(f"baseline {path} is not a kraftcheck baseline ({e}); fix it, or delete it and "
+                            "run kraftcheck ci --update-baseline") from None
+
+
+def save(path: Path, findings: Iterable[Finding]) -> None:
+    ordered = sorted(findings, key=lambda f: f.key)
+    text = json.dumps({"version": FORMAT_VERSION, "findings": [f.to_json() for f in ordered]}, indent=2) + "\n"
+    atomic_write(path, text)

@@ -1,0 +1,70 @@
+"""Under GitHub Actions (``GITHUB_ACTIONS=true``): annotations on the run and a Markdown job summary.
+
+Annotations are workflow commands printed to stdout (``::error title=...::message``); the summary
+is Markdown appended to the file ``GITHUB_STEP_SUMMARY`` names.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, PASS, Judgement
+
+ICON = {PASS: "✅ pass", FAIL: "❌ fail", BUDGET: "⏱️ budget ran out", BAD_INPUT: "⚠️ bad input"}
+
+
+def under_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(judgements: list[Judgement]) -> list[str]:
+    """One ``::error`` per failing check, ``::warning`` for budgets and baseline entries to prune."""
+    lines = []
+    for j in judgements:
+        title = _escape_property(f"kraftcheck {j.name}")
+        if j.status != PASS:
+            level = "warning" if j.status == BUDGET else "error"
+            body = "\n".join(j.problems + [f"reproduce: {j.outcome.reproduce}"])
+            lines.append(f"::{level} title={title}::{_escape_data(body)}")
+        for note in j.notes:
+            if "baseline" in note:
+                lines.append(f"::warning title={title}::{_escape_data(note)}")
+    return lines
+
+
+def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
+    rows = ["## kraftcheck ci", "",
+            f"{sum(j.status == PASS for j in judgements)} of {len(judgements)} checks pass (exit {exit_code}).", "",
+            "| check | expectation | verdict | distinct states | compile s | explore s |",
+            "| --- | --- | --- | ---: | ---: | ---: |"]
+    for j in judgements:
+        r = j.outcome.report or {}
+        rows.append(f"| {j.name} | {j.outcome.check.expectation} | {ICON[j.status]} | "
+                    f"{r.get('distinct_states', 0):,} | {r.get('compile_s', 0):.1f} | {r.get('elapsed_s', 0):.1f} |")
+    for j in judgements:
+        if j.status == PASS:
+            continue
+        rows += ["", f"### {j.name}", ""] + [f"- {p}" for p in j.problems]
+        for f in j.new:
+            rows += ["", f"<details><summary>{f.invariant}: {f.depth} states</summary>", "", "```text",
+                     "initial state", *f.actions, "```", "</details>"]
+        rows += ["", "Reproduce:", "", "```bash", j.outcome.reproduce, "```"]
+    return "\n".join(rows) + "\n"
+
+
+def report_to_github(judgements: list[Judgement], exit_code: int, echo: Callable[[str], None]) -> None:
+    for line in annotations(judgements):
+        echo(line)
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:  # appended: other steps write to it too
+            f.write(summary_markdown(judgements, exit_code))

@@ -1,0 +1,156 @@
+"""Compare one check's run with its expectation and the baseline: the gate's verdict per check.
+
+A check passes when every expected violation was reported, every other violation is an accepted
+finding of the baseline, and (when the run was exhaustive) the expected counts match exactly. A
+time or memory budget that ran out is its own verdict (exit 3): nothing was proved either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kraftcheck.ci.baseline import Finding, signature
+from kraftcheck.ci.manifest import COUNT_KEYS
+from kraftcheck.ci.runner import Outcome
+
+PASS, FAIL, BUDGET, BAD_INPUT = "pass", "fail", "budget", "bad input"
+REPORT_COUNT = {"distinct": "distinct_states", "generated": "states_generated", "depth": "depth"}
+BOUNDED = ("--max-states", "--max-depth")  # limits a manifest sets on purpose: the run is bounded, not cut short
+
+
+@dataclass
+class Case:
+    """One JUnit test case: an invariant of a check, or the check's exploration as a whole."""
+
+    name: str
+    status: str  # passed, failed, error, skipped
+    message: str = ""
+    details: str = ""
+
+
+@dataclass
+class Judgement:
+    outcome: Outcome
+    status: str = PASS
+    problems: list[str] = field(default_factory=list)  # why the check did not pass, one line each
+    notes: list[str] = field(default_factory=list)     # worth saying, not failing
+    cases: list[Case] = field(default_factory=list)
+    new: list[Finding] = field(default_factory=list)       # unexpected and not in the baseline
+    accepted: list[Finding] = field(default_factory=list)  # unexpected but in the baseline
+    stale: list[Finding] = field(default_factory=list)     # in the baseline, not found this time
+    found: list[Finding] = field(default_factory=list)     # every violation reported, expected or not
+
+    @property
+    def name(self) -> str:
+        return self.outcome.check.name
+
+    def fail(self, message: str) -> None:
+        self.problems.append(message)
+        if self.status == PASS or self.status == BUDGET:
+            self.status = FAIL
+
+
+def steps_text(finding: Finding) -> str:
+    lines = ["1. initial state"] + [f"{i}. {a}" for i, a in enumerate(finding.actions, 2)]
+    return "\n".join(lines)
+
+
+def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
+    """The verdict on ``outcome`` given the baseline's ``accepted`` findings (all checks')."""
+    j = Judgement(outcome)
+    check, report = outcome.check, outcome.report
+    if outcome.exit_code == 2 and report is None:
+        j.status = BAD_INPUT
+        j.problems.append(outcome.error_line)
+        j.cases.append(Case("exploration", "error", outcome.error_line))
+        return j
+    if report is None:
+        if outcome.killed:
+            j.status = BUDGET
+            message = f"still running {outcome.wall_s:.0f} s after it started (budget {check.time_budget:g} s); killed"
+        else:
+            j.status = FAIL
+            message = f"kraftcheck check exited {outcome.exit_code} without a report: {outcome.error_line}"
+        j.problems.append(message)
+        j.cases.append(Case("exploration", "error", message, outcome.output[-4000:]))
+        return j
+
+    mine = [f for f in accepted if f.check == check.name]
+    for v in report["violations"]:
+        j.found.append(Finding(check.name, v["invariant"], signature(v["actions"]), v["depth"], tuple(v["actions"])))
+    found = {f.invariant: f for f in j.found}
+    reason = report.get("incomplete_reason") or ""
+    out_of_budget = report["result"] == "incomplete" and not reason.startswith(tuple(f"stopped at {b}" for b in BOUNDED))
+    stopped_early = not report["exhaustive"]
+
+    exploration = Case("exploration", "passed")
+    if out_of_budget:
+        j.status = BUDGET
+        j.problems.append(f"budget ran out: {reason}")
+        exploration = Case("exploration", "error", f"budget ran out: {reason}")
+    elif reason:
+        j.notes.append(f"bounded run: {reason}")
+
+    for name in report["checked"]:
+        f = found.get(name)
+        if name in check.violates:
+            if f is not None:
+                j.cases.append(Case(name, "passed", f"violated as expected ({f.depth} states)"))
+            elif out_of_budget:
+                j.cases.append(Case(name, "skipped", "not found before the budget ran out"))
+            else:
+                first = ", ".join(found) or "none"
+                hint = f"; the run stopped at its first violation ({first}): set continue = true" if found and stopped_early else ""
+                message = f"expected a violation of {name}, none was reported{hint}"
+                j.fail(message)
+                j.cases.append(Case(name, "failed", message))
+        elif f is not None:
+            match = next((a for a in mine if a.key == f.key), None)
+            if match is not None:
+                j.accepted.append(f)
+                j.cases.append(Case(name, "passed", f"accepted finding ({f.depth} states, baseline)"))
+            else:
+                j.new.append(f)
+                message = f"{name} violated ({f.depth} states), a new finding"
+                j.fail(message)
+                j.cases.append(Case(name, "failed", message, steps_text(f)))
+        elif stopped_early:
+            why = "the budget ran out" if out_of_budget else ("the run stopped at its first violation" if found
+                                                             else "the run was bounded")
+            j.cases.append(Case(name, "skipped", f"not proved: {why}"))
+        else:
+            j.cases.append(Case(name, "passed"))
+    missing_expected = [n for n in check.violates if n not in report["checked"]]
+    for name in missing_expected:
+        message = f"expected a violation of {name}, which this run does not check"
+        j.fail(message)
+        j.cases.append(Case(name, "failed", message))
+
+    if not out_of_budget:  # a run cut short proves no finding gone
+        j.stale = [a for a in mine if a.key not in {f.key for f in j.found}]
+    for a in j.stale:
+        j.notes.append(f"baseline finding {a.invariant} ({a.signature[:19]}) no longer reported: prune it "
+                       "with --update-baseline")
+
+    mismatches = _count_mismatches(check.counts, report)
+    if mismatches and report["exhaustive"]:
+        message = "counts differ from the manifest: " + "; ".join(mismatches)
+        j.fail(message)
+        exploration = Case("exploration", "failed", message)
+    elif check.counts and not report["exhaustive"]:
+        j.notes.append("expected counts not compared: the run was not exhaustive")
+    j.cases.insert(0, exploration)
+    return j
+
+
+def _count_mismatches(expected: dict[str, int], report: dict) -> list[str]:
+    return [f"{key} {report[REPORT_COUNT[key]]:,} (expected {value:,})" for key, value in expected.items()
+            if report[REPORT_COUNT[key]] != value]
+
+
+def counts_of(report: Optional[dict]) -> dict[str, int]:
+    """The counts ``--record`` writes: those of an exhaustive run only."""
+    if not report or not report["exhaustive"]:
+        return {}
+    return {key: report[REPORT_COUNT[key]] for key in COUNT_KEYS}

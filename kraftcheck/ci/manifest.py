@@ -1,0 +1,266 @@
+"""The checks manifest: ``kraftcheck.toml``, or ``[tool.kraftcheck]`` in a ``pyproject.toml``.
+
+Every check is validated before anything runs; an error names the file, line and key, and what to
+write instead (``ManifestError``, exit 2). A manifest looks like::
+
+    [defaults]                     # optional: applies to every check
+    time_budget = 300              # seconds of exploration (--time-limit)
+
+    [checks.two_phase]
+    spec = "two_phase"             # a registered name, file.py:Class or module:Class
+    params = { rm = 3 }
+    expect = "holds"               # or: violates = ["invariant", ...]
+    distinct = 288                 # optional counts, compared when the run is exhaustive
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kraftcheck.checker.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_MANIFEST = "kraftcheck.toml"
+DEFAULT_BASELINE = "kraftcheck-baseline.json"
+DEFAULT_TIME_BUDGET_S = 600.0
+COUNT_KEYS = ("distinct", "generated", "depth")
+# keys a check may take from [defaults]; expectations and counts belong to one check only
+RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth", "max_memory", "time_budget")
+CHECK_KEYS = RUN_KEYS + ("expect", "violates") + COUNT_KEYS
+TOP_KEYS = ("defaults", "checks", "baseline")
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # also a directory name under --out
+
+
+class ManifestError(UsageError):
+    """The manifest cannot be used as written (exit 2)."""
+
+
+@dataclass
+class Check:
+    """One named check: what to run and what its result must be."""
+
+    name: str
+    spec: str
+    params: dict[str, Any] = field(default_factory=dict)
+    invariants: list[str] = field(default_factory=list)
+    keep_going: bool = False
+    max_states: Optional[int] = None
+    max_depth: Optional[int] = None
+    max_memory: Optional[float] = None
+    time_budget: float = DEFAULT_TIME_BUDGET_S
+    violates: list[str] = field(default_factory=list)  # empty: the check must hold
+    counts: dict[str, int] = field(default_factory=dict)  # expected distinct/generated/depth
+
+    @property
+    def expectation(self) -> str:
+        return "holds" if not self.violates else "violates " + ", ".join(self.violates)
+
+
+@dataclass
+class Manifest:
+    path: Path
+    text: str
+    table_prefix: tuple[str, ...]  # () for kraftcheck.toml, ("tool", "kraftcheck") in pyproject.toml
+    checks: list[Check]
+    baseline: Path
+
+    @property
+    def root(self) -> Path:
+        """Spec files and modules are found relative to the manifest's directory."""
+        return self.path.parent
+
+
+def find_manifest(given: Optional[str]) -> Path:
+    """The manifest named on the command line, else kraftcheck.toml, else pyproject.toml here."""
+    if given:
+        path = Path(given)
+        if not path.is_file():
+            raise ManifestError(f"manifest {given} does not exist")
+        return path
+    for candidate in (DEFAULT_MANIFEST, "pyproject.toml"):
+        if Path(candidate).is_file():
+            return Path(candidate)
+    raise ManifestError(f"no {DEFAULT_MANIFEST} (or pyproject.toml with [tool.kraftcheck]) in this directory; "
+                        "name the manifest: kraftcheck ci PATH")
+
+
+def load(path: Path) -> Manifest:
+    """Read and validate ``path``; raises ManifestError naming the line and key."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ManifestError(f"cannot read manifest {path}: {e}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        # the message ends with "(at line L, column C)"
+        raise ManifestError(f"{path}: not valid TOML: {e}") from None
+    prefix: tuple[str, ...] = ()
+    if path.name == "pyproject.toml":
+        prefix = ("tool", "kraftcheck")
+        data = data.get("tool", {}).get("kraftcheck")
+        if data is None:
+            raise ManifestError(f"{path} has no [tool.kraftcheck] table; add one with [tool.kraftcheck.checks.NAME] "
+                                "tables, or use a kraftcheck.toml")
+    return _Validator(path, text, prefix).manifest(data)
+
+
+class _Validator:
+    """Turns the parsed TOML into Checks, with errors that point at the line."""
+
+    def __init__(self, path: Path, text: str, prefix: tuple[str, ...]) -> None:
+        self.path, self.text, self.prefix = path, text, prefix
+
+    def fail(self, table: tuple[str, ...], key: Optional[str], message: str) -> ManifestError:
+        line = key_line(self.text, self.prefix + table, key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        dotted = ".".join(self.prefix + table + ((key,) if key else ()))
+        return ManifestError(f"{where}: {dotted}: {message}")
+
+    def manifest(self, data: dict) -> Manifest:
+        for key in data:
+            if key not in TOP_KEYS:
+                raise self.fail((), key, f"unknown key; a manifest has {', '.join(TOP_KEYS)}")
+        defaults = data.get("defaults", {})
+        if not isinstance(defaults, dict):
+            raise self.fail((), "defaults", "must be a table: [defaults]")
+        for key in defaults:
+            if key not in RUN_KEYS:
+                raise self.fail(("defaults",), key, f"not a default; [defaults] takes {', '.join(RUN_KEYS)}")
+        checks = data.get("checks")
+        if not isinstance(checks, dict) or not checks:
+            raise self.fail((), "checks",
+                            "no checks: add at least one [checks.NAME] table with spec and an expectation")
+        baseline = data.get("baseline", DEFAULT_BASELINE)
+        if not isinstance(baseline, str) or not baseline:
+            raise self.fail((), "baseline", "must be a file name such as \"kraftcheck-baseline.json\"")
+        parsed = [self.check(name, body, defaults) for name, body in checks.items()]
+        return Manifest(self.path, self.text, self.prefix, parsed, self.path.parent / baseline)
+
+    def check(self, name: str, body: Any, defaults: dict) -> Check:
+        table = ("checks", name)
+        if not NAME.match(name):
+            raise self.fail(table, None, "a check name may hold letters, digits, '_' and '-' only")
+        if not isinstance(body, dict):
+            raise self.fail(("checks",), name, "must be a table: [checks.NAME]")
+        for key in body:
+            if key not in CHECK_KEYS:
+                raise self.fail(table, key, f"unknown key; a check takes {', '.join(CHECK_KEYS)}")
+        merged = {**defaults, **body, "params": {**defaults.get("params", {}), **body.get("params", {})}}
+
+        def where(key: str) -> tuple[str, ...]:
+            return table if key in body else ("defaults",)
+
+        def typed(key: str, kinds: tuple, what: str, ok=lambda v: True) -> Any:
+            value = merged.get(key)
+            if value is None:
+                return None
+            if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds) or not ok(value):
+                raise self.fail(where(key), key, f"must be {what}, got {value!r}")
+            return value
+
+        spec = typed("spec", (str,), "a spec: a registered name, file.py:Class or module:Class", bool)
+        if spec is None:
+            raise self.fail(table, None, "no spec: add spec = \"NAME\" (or file.py:Class, module:Class)")
+        params = merged["params"]
+        if not isinstance(params, dict):
+            raise self.fail(where("params"), "params", "must be a table: params = { key = value }")
+        for key, value in params.items():
+            if not isinstance(value, (bool, int, str)):
+                raise self.fail(where("params"), "params", f"parameter {key} must be a boolean, integer or string")
+        names = typed("invariants", (list,), "a list of invariant names",
+                      lambda v: all(isinstance(x, str) and x for x in v)) or []
+        keep_going = typed("continue", (bool,), "true or false") or False
+        positive = lambda v: v > 0  # noqa: E731
+        max_states = typed("max_states", (int,), "a positive integer", positive)
+        max_depth = typed("max_depth", (int,), "a positive integer", positive)
+        max_memory = typed("max_memory", (int, float), "a positive number of GiB", positive)
+        budget = typed("time_budget", (int, float), "a positive number of seconds", positive)
+        expect, violates = body.get("expect"), body.get("violates")
+        if expect is not None and violates is not None:
+            raise self.fail(table, "violates", "a check expects either expect = \"holds\" or violates = [...], "
+                                               "not both: remove one")
+        if expect is None and violates is None:
+            raise self.fail(table, None, "no expectation: add expect = \"holds\" or violates = [\"invariant\", ...]")
+        if expect is not None and expect != "holds":
+            raise self.fail(table, "expect", f"must be \"holds\" (for expected violations write violates = [...]), "
+                                             f"got {expect!r}")
+        if violates is not None:
+            if not (isinstance(violates, list) and violates and all(isinstance(x, str) and x for x in violates)):
+                raise self.fail(table, "violates", "must be a non-empty list of invariant names")
+        counts = {}
+        for key in COUNT_KEYS:
+            value = body.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise self.fail(table, key, f"must be a non-negative integer, got {value!r}")
+                counts[key] = value
+        self.spec_and_params(table, where, spec, params)
+        return Check(name=name, spec=spec, params=dict(params), invariants=list(names), keep_going=keep_going,
+                     max_states=max_states, max_depth=max_depth, max_memory=max_memory,
+                     time_budget=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
+                     violates=list(violates or []), counts=counts)
+
+    def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict) -> None:
+        """The spec loads (file paths relative to the manifest) and knows every parameter."""
+        from kraftcheck.specs import spec_class
+        root = str(self.path.parent.resolve())
+        sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
+        try:
+            cls = spec_class(resolve_spec(spec, self.path.parent))
+        except UsageError as e:
+            raise self.fail(where("spec"), "spec", str(e)) from None
+        finally:
+            sys.path.remove(root)
+        known = {f.name: f for f in dataclasses.fields(cls.Params)}
+        for key in params:
+            if key not in known:
+                raise self.fail(where("params"), "params",
+                                f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(known)}")
+
+
+def resolve_spec(spec: str, root: Path) -> str:
+    """``file.py:Class`` relative to the manifest's directory becomes an absolute path."""
+    where, sep, name = spec.rpartition(":")
+    if sep and (where.endswith(".py") or "/" in where) and not Path(where).is_absolute():
+        return f"{(root / where).resolve()}:{name}"
+    return spec
+
+
+def key_line(text: str, table: tuple[str, ...], key: Optional[str]) -> Optional[int]:
+    """The 1-based line of ``key`` in ``[table]`` (or of the table's header when key is None)."""
+    current: tuple[str, ...] = ()
+    header_line = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("[") and not line.startswith("[["):
+            current = _header(line)
+            if current == table:
+                header_line = number
+                if key is None:
+                    return number
+            continue
+        if key is None:
+            continue
+        name = line.split("=", 1)[0].strip() if "=" in line else ""
+        if current == table and name.strip('"\'') == key:
+            return number
+        # dotted keys written under a parent table: checks.x.spec = ... or x.spec = ...
+        full = current + tuple(p.strip().strip('"\'') for p in name.split("."))
+        if name and full == table + (key,):
+            return number
+    return header_line
+
+
+def _header(line: str) -> tuple[str, ...]:
+    inner = line[1:line.index("]")] if "]" in line else line[1:]
+    return tuple(p.strip().strip('"\'') for p in inner.split("."))

@@ -1,0 +1,195 @@
+"""Run the manifest's checks as ``kraftcheck check --json`` processes, several at a time.
+
+A process per check keeps runs apart (a crash or a runaway check stops only itself), makes the
+command that reproduces a failure the very command that was run, and lets the time budget be
+enforced from outside: ``--time-limit`` stops exploration cleanly, and a check that is still
+running ``KILL_GRACE_S`` later (compiling, or stuck) is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from kraftcheck.ci.manifest import Check, resolve_spec
+from kraftcheck.specs import REGISTRY
+
+KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace writing
+POLL_S = 0.2
+MARKER = "ci-check.json"  # marks a directory this runner made, so it may replace it
+PROGRESS_LINE = re.compile(r"progress: depth ([\d,]+)\s+distinct ([\d,]+)\s+generated ([\d,]+)")
+
+Event = Callable[[dict], None]
+
+
+@dataclass
+class Outcome:
+    """What one check's process left: its report (None if it wrote none) and how it ended."""
+
+    check: Check
+    command: list[str]
+    reproduce: str
+    run_dir: Path
+    exit_code: Optional[int] = None
+    report: Optional[dict] = None
+    wall_s: float = 0.0
+    killed: bool = False
+    output: str = ""
+
+    @property
+    def error_line(self) -> str:
+        """The check's own error message (its last ``kraftcheck: error:`` line), or its last line."""
+        lines = [ln for ln in self.output.splitlines() if ln.strip()]
+        errors = [ln.split("error: ", 1)[1] for ln in lines if "kraftcheck: error:" in ln]
+        return errors[-1] if errors else (lines[-1] if lines else "no output")
+
+
+def check_arguments(check: Check, root: Path) -> list[str]:
+    """The ``kraftcheck check`` options that run ``check`` (no output options)."""
+    args = ["--spec", resolve_spec(check.spec, root)]
+    for key, value in check.params.items():
+        args += ["--param", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+    for name in check.invariants:
+        args += ["--invariant", name]
+    if check.keep_going:
+        args.append("--continue")
+    for flag, value in (("--max-states", check.max_states), ("--max-depth", check.max_depth),
+                        ("--max-memory", check.max_memory), ("--time-limit", check.time_budget)):
+        if value is not None:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return args
+
+
+def _imports_module(spec: str) -> bool:
+    """``module:Class`` (not a registered name, not a file): found through PYTHONPATH."""
+    where, sep, _ = spec.rpartition(":")
+    return bool(sep) and spec not in REGISTRY and not where.endswith(".py") and "/" not in where
+
+
+def reproduce_command(check: Check, root: Path, run_dir: Path) -> str:
+    """What a developer types to rerun ``check`` alone, from the directory ``kraftcheck ci`` ran in."""
+    words = ["kraftcheck", "check", *check_arguments(check, root), "--trace-dir", _short(run_dir)]
+    text = shlex.join(words)
+    if _imports_module(check.spec):
+        text = f"PYTHONPATH={shlex.quote(_short(root))} {text}"
+    return text
+
+
+def _short(path: Path) -> str:
+    """``path`` relative to the current directory when inside it: what a person would type."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)
+
+
+def prepare_dir(run_dir: Path) -> None:
+    """An empty directory for one check; replaces only a directory an earlier ci run made."""
+    if run_dir.exists():
+        if not (run_dir / MARKER).exists():
+            raise FileExistsError(f"{run_dir} exists and was not made by kraftcheck ci; choose another --out")
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+
+
+class _Running:
+    def __init__(self, outcome: Outcome, process: subprocess.Popen, log, started: float) -> None:
+        self.outcome, self.process, self.log, self.started = outcome, process, log, started
+        self.read_upto = 0
+
+
+def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: Event) -> list[Outcome]:
+    """Run every check, at most ``jobs`` at once; returns the outcomes in manifest order.
+
+    ``on_event`` receives ``started``, ``progress`` and ``finished`` events as they happen."""
+    for check in checks:  # refuse before anything runs, not halfway through
+        if (out / check.name).exists() and not (out / check.name / MARKER).exists():
+            raise FileExistsError(f"{out / check.name} exists and was not made by kraftcheck ci; choose another --out")
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    memory_share = _memory_share(jobs)
+    waiting = list(checks)
+    running: list[_Running] = []
+    done: dict[str, Outcome] = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                running.append(_start(waiting.pop(0), root, out, threads, memory_share, env, on_event))
+            time.sleep(POLL_S)
+            for job in list(running):
+                _forward_progress(job, on_event)
+                if job.process.poll() is None and time.monotonic() - job.started > job.outcome.check.time_budget + KILL_GRACE_S:
+                    job.process.kill()
+                    job.outcome.killed = True
+                if job.process.poll() is not None:
+                    running.remove(job)
+                    done[job.outcome.check.name] = _finish(job, on_event)
+    finally:
+        for job in running:  # interrupted: leave no process behind
+            job.process.kill()
+            job.process.wait()
+            job.log.close()
+    return [done[c.name] for c in checks]
+
+
+def _memory_share(jobs: int) -> float:
+    """GiB each check may use when none is set: ``kraftcheck check``'s default of 85% of the
+    machine, shared by the checks running at once (a budget, not a crash, when it runs out)."""
+    import psutil
+    return 0.85 * psutil.virtual_memory().total / 2**30 / jobs
+
+
+def _start(check: Check, root: Path, out: Path, threads: int, memory_share: float, env: dict,
+           on_event: Event) -> _Running:
+    run_dir = (out / check.name).resolve()
+    prepare_dir(run_dir)
+    command = [sys.executable, "-m", "kraftcheck", "check", *check_arguments(check, root),
+               "--json", str(run_dir / "report.json"), "--trace-dir", str(run_dir),
+               "--threads", str(threads), "--no-color"]
+    if check.max_memory is None:
+        command += ["--max-memory", f"{memory_share:.2f}"]
+    outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
+    (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2) + "\n")
+    log = open(run_dir / "output.log", "w+")
+    on_event({"event": "started", "check": check.name, "command": outcome.reproduce})
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+    return _Running(outcome, process, log, time.monotonic())
+
+
+def _forward_progress(job: _Running, on_event: Event) -> None:
+    """Progress lines the check printed since the last look (a plain line every 10 s)."""
+    job.log.flush()
+    with open(job.log.name) as f:
+        f.seek(job.read_upto)
+        text = f.read()
+    complete = text[:text.rfind("\n") + 1]
+    job.read_upto += len(complete.encode())
+    for match in PROGRESS_LINE.finditer(complete):
+        depth, distinct, generated = (int(g.replace(",", "")) for g in match.groups())
+        on_event({"event": "progress", "check": job.outcome.check.name, "depth": depth, "distinct": distinct,
+                  "generated": generated, "wall_s": round(time.monotonic() - job.started, 1)})
+
+
+def _finish(job: _Running, on_event: Event) -> Outcome:
+    outcome = job.outcome
+    outcome.exit_code = job.process.returncode
+    outcome.wall_s = time.monotonic() - job.started
+    job.log.close()
+    outcome.output = Path(job.log.name).read_text(errors="replace")
+    report = outcome.run_dir / "report.json"
+    if report.exists() and not outcome.killed:
+        outcome.report = json.loads(report.read_text())
+    on_event({"event": "finished", "check": outcome.check.name, "exit_code": outcome.exit_code,
+              "result": outcome.report["result"] if outcome.report else None,
+              "killed": outcome.killed, "wall_s": round(outcome.wall_s, 2)})
+    return outcome

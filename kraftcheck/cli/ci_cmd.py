@@ -1,0 +1,219 @@
+"""``kraftcheck ci``: run a manifest's checks and gate on their expected verdicts.
+
+Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected violation, a
+count mismatch or a crashed check; 2 bad input (manifest, baseline, a check's options); 3 a budget
+ran out (and nothing failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.ci import baseline as baselines
+from kraftcheck.ci import manifest as manifests
+from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, PASS, Judgement, counts_of, judge
+from kraftcheck.ci.runner import MARKER, run_checks
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
+LOG_WIDTH = 140
+STYLE = {PASS: "green", FAIL: "bold red", BUDGET: "yellow", BAD_INPUT: "bold red"}
+
+
+def gate_exit_code(judgements: list[Judgement]) -> int:
+    statuses = {j.status for j in judgements}
+    if BAD_INPUT in statuses:
+        return EXIT_BAD_INPUT
+    if FAIL in statuses:
+        return EXIT_FAILED
+    return EXIT_BUDGET if BUDGET in statuses else EXIT_OK
+
+
+@click.command(context_settings={"show_default": True})
+@click.argument("manifest_path", metavar="[MANIFEST]", required=False)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              help="Checks run at once, each in its own process.")
+@click.option("--only", "only", multiple=True, metavar="NAME", help="Run only this check (repeatable).")
+@click.option("--out", "out_dir", default="kraftcheck-ci", metavar="DIR",
+              help="Run directory: each failing check leaves DIR/CHECK/ (traces, report, log, command).")
+@click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
+@click.option("--progress-json", "progress_path", metavar="FILE",
+              help="Write an NDJSON stream: one object per check started, progress line and check finished.")
+@click.option("--baseline", "baseline_path", metavar="FILE",
+              help="Accepted findings.  [default: the manifest's baseline, kraftcheck-baseline.json beside it]")
+@click.option("--update-baseline", is_flag=True,
+              help="Rewrite the baseline to accept every unexpected violation found now (prints the changes).")
+@click.option("--record", is_flag=True,
+              help="Rewrite the expected counts in the manifest from exhaustive runs (prints the changes).")
+@click.option("--no-color", is_flag=True, help="Plain text output.")
+def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: str, junit_path: Optional[str],
+       progress_path: Optional[str], baseline_path: Optional[str], update_baseline: bool, record: bool,
+       no_color: bool) -> None:
+    """Run every check of a manifest (kraftcheck.toml, or [tool.kraftcheck] in pyproject.toml)
+    and exit 0 only if every expectation holds.
+
+    Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected
+    violation or a count mismatch; 2 bad input; 3 a time budget ran out.
+    """
+    # markup off: action names and messages may hold brackets, which are not rich styles
+    console = Console(no_color=no_color, highlight=False, soft_wrap=True, markup=False)
+    if not console.is_terminal:
+        console.width = max(console.width, LOG_WIDTH)  # CI logs: a table that does not wrap
+    err = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
+    try:
+        code = run_gate(console, manifest_path, jobs, only, Path(out_dir), junit_path, progress_path,
+                        baseline_path, update_baseline, record)
+    except (KraftcheckError, FileExistsError) as e:
+        err.print(Text(f"kraftcheck: error: {e}", style="bold red"))
+        code = EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.print(Text("kraftcheck: error: interrupted", style="bold red"))
+        code = 130
+    sys.exit(code)
+
+
+def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out: Path,
+             junit_path: Optional[str], progress_path: Optional[str], baseline_path: Optional[str],
+             update_baseline: bool, record: bool) -> int:
+    manifest = manifests.load(manifests.find_manifest(manifest_path))
+    checks = manifest.checks
+    if only:
+        unknown = sorted(set(only) - {c.name for c in checks})
+        if unknown:
+            raise manifests.ManifestError(f"no check {unknown[0]!r} in {manifest.path}; its checks: "
+                                          f"{', '.join(c.name for c in checks)}")
+        checks = [c for c in checks if c.name in only]
+    baseline_file = Path(baseline_path) if baseline_path else manifest.baseline
+    accepted = baselines.load(baseline_file)
+
+    from kraftcheck.ci.progress import ProgressStream
+    stream = ProgressStream(progress_path)
+    console.print(f"kraftcheck ci: {len(checks)} checks from {manifest.path}, {min(jobs, len(checks))} at a time")
+    finished = []
+
+    def on_event(event: dict) -> None:
+        stream(event)
+        if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
+            finished.append(event["check"])
+            ended = "killed" if event["killed"] else (event["result"] or f"exit {event['exit_code']}")
+            console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
+
+    try:
+        outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
+    finally:
+        stream.close()
+    judgements = [judge(o, accepted) for o in outcomes]
+
+    if update_baseline:
+        accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
+                                    {c.name for c in manifest.checks})
+        judgements = [judge(o, accepted) for o in outcomes]
+    if record:
+        from kraftcheck.ci.record import record_counts
+        counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
+        changes = record_counts(manifest, counts)
+        for line in changes:
+            console.print(f"recorded in {manifest.path}: {line}")
+        if not changes:
+            console.print(f"--record: the counts in {manifest.path} are already those of this run")
+        by_name = {c.name: c for c in manifests.load(manifest.path).checks}
+        for o in outcomes:
+            o.check = by_name[o.check.name]
+        judgements = [judge(o, accepted) for o in outcomes]
+
+    manifest_checks = {c.name for c in manifest.checks}
+    for gone in sorted({a.check for a in accepted} - manifest_checks):
+        console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer has; "
+                      "prune it with --update-baseline")
+    code = gate_exit_code(judgements)
+    _keep_failing_runs(judgements, out)
+    _print_summary(console, judgements, code, out)
+    if junit_path:
+        from kraftcheck.ci.junit import write_junit
+        write_junit(Path(junit_path), judgements)
+    from kraftcheck.ci.github import report_to_github, under_github_actions
+    if under_github_actions():
+        report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
+    return code
+
+
+def _update_baseline(console: Console, path: Path, accepted: list[baselines.Finding], judgements: list[Judgement],
+                     ran: set[str], known: set[str]) -> list[baselines.Finding]:
+    """Accept every unexpected violation found now; keep entries of checks that did not run
+    (--only), drop those of checks the manifest no longer has."""
+    budget_cut = {j.name for j in judgements if j.status in (BUDGET, BAD_INPUT)}
+    keep = [a for a in accepted if (a.check not in ran or a.check in budget_cut) and a.check in known]
+    now = keep + [f for j in judgements if j.name not in budget_cut for f in j.new + j.accepted]
+    before, after = {a.key for a in accepted}, {f.key for f in now}
+    for f in now:
+        if f.key not in before:
+            console.print(f"baseline {path}: accepted {f.check} / {f.invariant} ({f.depth} states, {f.signature[:19]})")
+    for a in accepted:
+        if a.key not in after:
+            console.print(f"baseline {path}: removed {a.check} / {a.invariant} ({a.signature[:19]}), no longer found")
+    if before != after or not path.exists():
+        baselines.save(path, now)
+    else:
+        console.print(f"baseline {path}: unchanged")
+    return now
+
+
+def _keep_failing_runs(judgements: list[Judgement], out: Path) -> None:
+    """A failing check keeps its directory, with its verdict and the command to reproduce it;
+    a passing one leaves nothing behind."""
+    for j in judgements:
+        o = j.outcome
+        if j.status == PASS:
+            shutil.rmtree(o.run_dir, ignore_errors=True)
+            continue
+        record = {"check": j.name, "verdict": j.status, "problems": j.problems, "reproduce": o.reproduce,
+                  "exit_code": o.exit_code,
+                  "trace_files": [v["trace_file"] for v in (o.report or {}).get("violations", []) if v.get("trace_file")]}
+        atomic_write(o.run_dir / MARKER, json.dumps(record, indent=2) + "\n")
+        atomic_write(o.run_dir / "reproduce.sh", f"#!/bin/sh\n{o.reproduce}\n")
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+
+
+def _print_summary(console: Console, judgements: list[Judgement], code: int, out: Path) -> None:
+    table = Table(title="kraftcheck ci", title_justify="left")
+    for column, justify in (("check", "left"), ("expectation", "left"), ("verdict", "left"),
+                            ("distinct", "right"), ("depth", "right"), ("compile s", "right"),
+                            ("explore s", "right"), ("wall s", "right")):
+        table.add_column(column, justify=justify)
+    for j in judgements:
+        r = j.outcome.report or {}
+        table.add_row(j.name, j.outcome.check.expectation, Text(j.status, style=STYLE[j.status]),
+                      f"{r.get('distinct_states', 0):,}", str(r.get("depth", "")),
+                      f"{r.get('compile_s', 0):.1f}", f"{r.get('elapsed_s', 0):.1f}", f"{j.outcome.wall_s:.1f}")
+    console.print(table)
+    for j in judgements:
+        for note in j.notes:
+            console.print(f"{j.name}: note: {note}")
+        if j.status == PASS:
+            continue
+        for problem in j.problems:
+            console.print(Text(f"{j.name}: {j.status}: {problem}", style=STYLE[j.status]))
+        for f in j.new:
+            console.print(f"  counterexample ({f.depth} states):")
+            console.print("    1. initial state")
+            for i, action in enumerate(f.actions, 2):
+                console.print(f"    {i}. {action}")
+        for v in (j.outcome.report or {}).get("violations", []):
+            if v.get("trace_file"):
+                console.print(f"  trace: {v['trace_file']}")
+        console.print(f"  reproduce: {j.outcome.reproduce}")
+    passed = sum(j.status == PASS for j in judgements)
+    console.print(f"{passed} of {len(judgements)} checks pass; exit {code}"
+                  + (f"; failing runs are in {out}/" if code != EXIT_OK else ""))

@@ -1,0 +1,389 @@
+"""``kraftcheck ci`` as a team's CI job drives it: manifests that pass and fail, the baseline,
+--record, budgets, malformed input, and the JUnit, GitHub Actions and NDJSON outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck import api
+from kraftcheck.ci import runner
+from kraftcheck.cli.main import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
+
+
+def ci(*args, env=None):
+    return CliRunner().invoke(cli, ["ci", "--no-color", *args], catch_exceptions=False, env=env)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """An empty project directory, the current directory while the test runs."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return tmp_path
+
+
+def write_manifest(project: Path, text: str, name: str = "kraftcheck.toml") -> Path:
+    path = project / name
+    path.write_text(text)
+    return path
+
+
+HOLDS_AND_EXPECTED = """
+[defaults]
+time_budget = 120
+
+[checks.commit]
+spec = "two_phase"
+params = { rm = 3 }
+expect = "holds"
+
+[checks.eager]
+spec = "two_phase_eager_commit"
+violates = ["tc_consistent"]
+"""
+
+JUG_HOLDS = """
+[checks.jug]
+spec = "die_hard"
+expect = "holds"
+"""
+
+
+# attributes the JUnit schema Jenkins validates against (junit-10.xsd) allows, of those we write
+SCHEMA_ATTRIBUTES = {"testsuites": {"name", "time", "tests", "failures", "errors"},
+                     "testsuite": {"name", "tests", "failures", "errors", "skipped", "time"},
+                     "testcase": {"name", "classname", "time"}, "failure": {"message", "type"},
+                     "error": {"message", "type"}, "skipped": {"message"}, "properties": set(),
+                     "property": {"name", "value"}}
+
+
+def junit(path: Path) -> ET.Element:
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    for element in root.iter():
+        assert set(element.attrib) <= SCHEMA_ATTRIBUTES[element.tag], element.tag
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        assert int(suite.get("tests")) == len(cases)
+        for tag, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            assert int(suite.get(attribute)) == sum(1 for c in cases if c.find(tag) is not None)
+    return root
+
+
+def test_a_manifest_whose_expectations_hold_exits_0_with_junit(project):
+    write_manifest(project, HOLDS_AND_EXPECTED)
+    result = ci("--junit", "report.xml", "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    assert "2 of 2 checks pass; exit 0" in result.stdout
+    assert "eager: violated (" in result.stdout and "commit: holds (" in result.stdout  # a line as each ends
+    root = junit(project / "report.xml")
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {"commit", "eager"}
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in suites.values())
+    for name, suite in suites.items():
+        cases = {c.get("name"): c for c in suite.findall("testcase")}
+        assert {"exploration", "tc_consistent"} <= set(cases)
+        assert all(c.get("classname") == f"kraftcheck.{name}" and float(c.get("time")) >= 0 for c in cases.values())
+        assert not list(suite.iter("failure"))
+    assert not (project / "kraftcheck-ci").exists()  # passing checks leave nothing behind
+
+
+def test_a_new_violation_exits_1_with_its_trace_and_a_command_that_reproduces_it(project):
+    write_manifest(project, JUG_HOLDS)
+    result = ci("--junit", "report.xml")
+    assert result.exit_code == 1
+    assert "jug: fail: big_jug_never_holds_4 violated (7 states), a new finding" in result.stdout
+    run_dir = project / "kraftcheck-ci" / "jug"
+    record = json.loads((run_dir / "ci-check.json").read_text())
+    (trace,) = record["trace_files"]
+    assert Path(trace).is_file() and Path(trace).parent == run_dir
+    assert f"reproduce: {record['reproduce']}" in result.stdout
+    words = shlex.split(record["reproduce"])
+    rerun = subprocess.run([KRAFTCHECK, *words[1:], "--quiet"], cwd=project, capture_output=True, text=True)
+    assert rerun.returncode == 1
+    (failure,) = junit(project / "report.xml").iter("failure")
+    steps = failure.text.splitlines()
+    assert steps[1] == "1. initial state" and steps[2] == "2. FillBig" and len(steps) >= 8
+
+
+def test_a_missing_expected_violation_exits_1(project):
+    write_manifest(project, '[checks.commit]\nspec = "two_phase"\nparams = { rm = 2 }\nviolates = ["tc_consistent"]\n')
+    result = ci("--junit", "report.xml")
+    assert result.exit_code == 1
+    assert "commit: fail: expected a violation of tc_consistent, none was reported" in result.stdout
+    (failure,) = junit(project / "report.xml").iter("failure")
+    assert "tc_consistent" in failure.get("message")
+
+
+def test_a_count_mismatch_exits_1_and_record_rewrites_the_counts(project):
+    truth = api.check("two_phase", rm=3)
+    manifest = write_manifest(project, f"""
+[checks.commit]
+spec = "two_phase"
+params = {{ rm = 3 }}  # three resource managers
+expect = "holds"
+distinct = {truth.distinct_states + 1}
+""")
+    result = ci()
+    assert result.exit_code == 1
+    assert (f"counts differ from the manifest: distinct {truth.distinct_states:,} "
+            f"(expected {truth.distinct_states + 1:,})") in result.stdout
+    recorded = ci("--record")
+    assert recorded.exit_code == 0
+    assert f"commit: distinct = {truth.distinct_states} (was {truth.distinct_states + 1})" in recorded.stdout
+    assert f"commit: depth = {truth.depth} (added)" in recorded.stdout
+    text = manifest.read_text()
+    assert f"generated = {truth.states_generated}\n" in text and "# three resource managers" in text
+    assert ci().exit_code == 0
+
+
+def test_counts_are_not_compared_when_the_run_is_not_exhaustive(project):
+    write_manifest(project, '[checks.eager]\nspec = "two_phase_eager_commit"\nviolates = ["tc_consistent"]\n'
+                            'distinct = 1\n')
+    result = ci()
+    assert result.exit_code == 0
+    assert "expected counts not compared: the run was not exhaustive" in result.stdout
+
+
+def test_a_time_budget_that_runs_out_exits_3(project):
+    write_manifest(project, '[checks.big]\nspec = "two_phase"\nparams = { rm = 7 }\nexpect = "holds"\n'
+                            'time_budget = 0.2\n')
+    result = ci("--junit", "report.xml")
+    assert result.exit_code == 3
+    assert "big: budget: budget ran out: stopped at --time-limit 0.2" in result.stdout
+    (error,) = junit(project / "report.xml").iter("error")
+    assert "budget ran out" in error.get("message")
+
+
+def test_a_check_still_running_after_its_budget_and_grace_is_killed(project, monkeypatch):
+    monkeypatch.setattr(runner, "KILL_GRACE_S", 0.0)
+    write_manifest(project, '[checks.big]\nspec = "two_phase"\nparams = { rm = 7 }\nexpect = "holds"\n'
+                            'time_budget = 0.5\n')
+    result = ci()
+    assert result.exit_code == 3
+    assert "after it started (budget 0.5 s); killed" in result.stdout
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\nexpect = "holds"\n', "kraftcheck.toml: not valid TOML"),
+    ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\ncontinu = true\n',
+     "kraftcheck.toml:4: checks.a.continu: unknown key"),
+    ('[checks.a]\nspec = "two_phase"\n', "kraftcheck.toml:1: checks.a: no expectation: add expect = \"holds\""),
+    ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\nviolates = ["x"]\n',
+     "kraftcheck.toml:4: checks.a.violates: a check expects either"),
+    ('[checks.a]\nspec = "two_phase"\nexpect = "passes"\n', 'kraftcheck.toml:3: checks.a.expect: must be "holds"'),
+    ('[checks.a]\nspec = "no_such_spec"\nexpect = "holds"\n',
+     "kraftcheck.toml:2: checks.a.spec: unknown spec 'no_such_spec'"),
+    ('[checks.a]\nspec = "two_phase"\nparams = { nodes = 3 }\nexpect = "holds"\n',
+     "kraftcheck.toml:3: checks.a.params: spec two_phase has no parameter 'nodes'"),
+    ('[defaults]\ntime_budget = -1\n[checks.a]\nspec = "two_phase"\nexpect = "holds"\n',
+     "kraftcheck.toml:2: defaults.time_budget: must be a positive number of seconds"),
+    ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\ndistinct = "many"\n',
+     "kraftcheck.toml:4: checks.a.distinct: must be a non-negative integer"),
+    ("[defaults]\ntime_budget = 5\n", "kraftcheck.toml: checks: no checks"),
+])
+def test_malformed_manifests_exit_2_with_one_line_naming_line_and_key(project, text, message):
+    write_manifest(project, text)
+    result = ci()
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not (project / "kraftcheck-ci").exists()  # nothing ran
+
+
+def test_a_syntax_error_names_its_line(project):
+    write_manifest(project, '[checks.a]\nspec = "two_phase"\nexpect = holds\n')
+    result = ci()
+    assert result.exit_code == 2 and "(at line 3, column 10)" in result.stderr
+
+
+def test_a_check_the_engine_refuses_exits_2_with_its_message(project):
+    write_manifest(project, '[checks.a]\nspec = "two_phase"\ninvariants = ["nope"]\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 2
+    assert "a: bad input: unknown invariant 'nope'" in result.stdout
+
+
+def test_the_baseline_accepts_a_finding_and_reports_one_that_disappeared(project):
+    write_manifest(project, JUG_HOLDS)
+    updated = ci("--update-baseline")
+    assert updated.exit_code == 0
+    assert "baseline kraftcheck-baseline.json: accepted jug / big_jug_never_holds_4 (7 states, sha256:" in updated.stdout
+    baseline = json.loads((project / "kraftcheck-baseline.json").read_text())
+    (finding,) = baseline["findings"]
+    assert finding["actions"][0] == "FillBig" and len(finding["actions"]) == 6
+    assert ci().exit_code == 0
+
+    # another shortest trace than the accepted one: a new finding, and the accepted one is gone
+    finding["signature"] = "sha256:" + "0" * 64
+    (project / "kraftcheck-baseline.json").write_text(json.dumps(baseline))
+    result = ci()
+    assert result.exit_code == 1
+    assert "a new finding" in result.stdout
+    assert "jug: note: baseline finding big_jug_never_holds_4 (sha256:000000000000) no longer reported" in result.stdout
+    pruned = ci("--update-baseline")
+    assert "removed jug / big_jug_never_holds_4 (sha256:000000000000)" in pruned.stdout and pruned.exit_code == 0
+
+    # a check removed from the manifest: its accepted findings are reported, then pruned
+    write_manifest(project, JUG_HOLDS.replace("checks.jug", "checks.jugs"))
+    renamed = ci()
+    assert renamed.exit_code == 1
+    assert "accepts findings of check jug, which kraftcheck.toml no longer has" in renamed.stdout
+    assert "removed jug / big_jug_never_holds_4" in ci("--update-baseline").stdout
+    assert [f["check"] for f in json.loads((project / "kraftcheck-baseline.json").read_text())["findings"]] == ["jugs"]
+
+
+def test_a_malformed_baseline_exits_2(project):
+    write_manifest(project, JUG_HOLDS)
+    (project / "kraftcheck-baseline.json").write_text("{}")
+    result = ci()
+    assert result.exit_code == 2 and "is not a kraftcheck baseline" in result.stderr
+
+
+def test_pyproject_tool_table_and_a_spec_file_beside_it(project):
+    spec_source = (ROOT / "specs" / "die_hard.py").read_text()
+    (project / "my_jugs.py").write_text(spec_source)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.kraftcheck.checks.jug]\nspec = "my_jugs.py:DieHard"\n'
+        'violates = ["big_jug_never_holds_4"]\nbogus = 1\n')
+    bad = ci()
+    assert bad.exit_code == 2 and "pyproject.toml:7: tool.kraftcheck.checks.jug.bogus: unknown key" in bad.stderr
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.kraftcheck.checks.jug]\nspec = "my_jugs.py:DieHard"\n'
+        'violates = ["big_jug_never_holds_4"]\n')
+    assert ci().exit_code == 0
+
+
+def test_github_actions_annotations_and_job_summary(project):
+    write_manifest(project, JUG_HOLDS)
+    summary = project / "summary.md"
+    summary.write_text("earlier step\n")
+    result = ci(env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 1 and errors[0].startswith("::error title=kraftcheck jug::big_jug_never_holds_4 violated")
+    assert "%0Areproduce: kraftcheck check --spec die_hard" in errors[0]
+    text = summary.read_text()
+    assert text.startswith("earlier step\n## kraftcheck ci")
+    assert "| jug | holds | ❌ fail |" in text and "BigToSmall" in text
+
+
+def test_progress_stream_is_one_json_object_per_line(project):
+    write_manifest(project, HOLDS_AND_EXPECTED)
+    assert ci("--progress-json", "progress.ndjson", "--jobs", "1").exit_code == 0
+    events = [json.loads(line) for line in (project / "progress.ndjson").read_text().splitlines()]
+    assert [(e["event"], e["check"]) for e in events] == [
+        ("started", "commit"), ("finished", "commit"), ("started", "eager"), ("finished", "eager")]
+    assert events[1]["result"] == "holds" and events[3]["result"] == "violated"
+
+
+def test_progress_lines_of_a_check_are_forwarded(tmp_path):
+    events = []
+    log = tmp_path / "output.log"
+    log.write_text("checking x\nprogress: depth 3  distinct 1,234  generated 5,678  frontier 9  1/s distinct\npartial")
+    job = runner._Running(runner.Outcome(None, [], "", tmp_path), None, open(log, "a"), 0.0)
+    job.outcome.check = type("C", (), {"name": "x"})()
+    runner._forward_progress(job, events.append)
+    assert [(e["depth"], e["distinct"], e["generated"]) for e in events] == [(3, 1234, 5678)]
+    runner._forward_progress(job, events.append)
+    assert len(events) == 1  # each line once
+
+
+@pytest.mark.slow
+def test_this_projects_own_manifest_gates_green():
+    out = subprocess.run([KRAFTCHECK, "ci", "--no-color", "--out", "/tmp/kraftcheck-ci-selftest"], cwd=ROOT,
+                         capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"})
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_module_beside_the_manifest_is_found_and_its_reproduce_command_works(project):
+    (project / "my_jugs.py").write_text((ROOT / "specs" / "die_hard.py").read_text())
+    write_manifest(project, '[checks.jug]\nspec = "my_jugs:DieHard"\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 1
+    record = json.loads((project / "kraftcheck-ci" / "jug" / "ci-check.json").read_text())
+    assert record["reproduce"].startswith("PYTHONPATH=. kraftcheck check --spec my_jugs:DieHard")
+    assert "--trace-dir kraftcheck-ci/jug" in record["reproduce"]
+    assert f"reproduce: {record['reproduce']}" in result.stdout
+    rerun = subprocess.run(record["reproduce"].replace("kraftcheck check", shlex.quote(KRAFTCHECK) + " check", 1),
+                           shell=True, cwd=project, capture_output=True, text=True)
+    assert rerun.returncode == 1 and "big_jug_never_holds_4" in rerun.stdout
+
+
+def test_record_edits_a_pyproject_table_in_place_and_refuses_an_inline_check(project):
+    from kraftcheck.ci.manifest import ManifestError, load
+    from kraftcheck.ci.record import record_counts
+    path = project / "pyproject.toml"
+    path.write_text('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\ndepth = 3\n\n'
+                    '[tool.other]\nx = 1\n')
+    changes = record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
+    assert changes == ["a: distinct = 5 (added)", "a: generated = 9 (added)", "a: depth = 4 (was 3)"]
+    assert path.read_text() == ('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\n'
+                                'depth = 4\ndistinct = 5\ngenerated = 9\n\n[tool.other]\nx = 1\n')
+    assert record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}}) == []
+    inline = write_manifest(project, 'checks.b = { spec = "two_phase", expect = "holds" }\n')
+    with pytest.raises(ManifestError, match=r"write it as its own \[checks.b\] table"):
+        record_counts(load(inline), {"b": {"distinct": 1, "generated": 1, "depth": 1}})
+
+
+def test_this_projects_manifest_covers_every_configuration_of_bench_verdicts():
+    """kraftcheck.toml gates the configurations the README's verdict table lists (bench/verdicts.py)."""
+    from kraftcheck.ci.manifest import load
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from verdicts import ROWS
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+    def as_params(args: list[str]) -> dict[str, str]:
+        params, i = {}, 0
+        while i < len(args):
+            key = args[i].removeprefix("--").replace("-", "_")
+            has_value = i + 1 < len(args) and not args[i + 1].startswith("--")
+            params[key] = args[i + 1] if has_value else "True"
+            i += 2 if has_value else 1
+        return params
+
+    gated = {}
+    for check in load(ROOT / "kraftcheck.toml").checks:
+        assert check.spec == "kafka" and check.params["brokers"] == 3 and check.params["min_isr"] == 2
+        configuration = {k: str(v) for k, v in check.params.items() if k not in ("brokers", "min_isr", "min_isr_changes")}
+        gated[(check.params["min_isr_changes"], tuple(sorted(configuration.items())))] = check.name
+    for _title, args in ROWS:
+        assert (0, tuple(sorted(as_params(args).items()))) in gated, args
+    assert (1, ()) in gated  # the default bounds: F1
+    assert len(gated) == len(ROWS) + 1
+
+
+def test_with_continue_an_expected_violation_run_is_exhaustive_and_its_counts_are_gated(project):
+    truth = api.check("two_phase_eager_commit", keep_going=True)
+    assert truth.exhaustive and truth.violations
+    manifest = write_manifest(project, '[checks.eager]\nspec = "two_phase_eager_commit"\ncontinue = true\n'
+                                       'violates = ["tc_consistent"]\n')
+    assert ci("--record").exit_code == 0
+    assert f"distinct = {truth.distinct_states}\n" in manifest.read_text()
+    manifest.write_text(manifest.read_text().replace(f"depth = {truth.depth}", f"depth = {truth.depth + 1}"))
+    result = ci()
+    assert result.exit_code == 1 and f"depth {truth.depth} (expected {truth.depth + 1})" in result.stdout
+
+
+def test_an_out_directory_kraftcheck_did_not_make_is_left_alone(project):
+    write_manifest(project, JUG_HOLDS)
+    (project / "out" / "jug").mkdir(parents=True)
+    (project / "out" / "jug" / "precious.txt").write_text("keep me")
+    result = ci("--out", "out")
+    assert result.exit_code == 2 and "was not made by kraftcheck ci; choose another --out" in result.stderr
+    assert (project / "out" / "jug" / "precious.txt").read_text() == "keep me"
