@@ -240,6 +240,22 @@ def test_broken_plugin_names_its_file_and_line(tmp_path, kernel_cache):
     assert "my_spec" in line and "Traceback" not in checked.stderr
 
 
+def test_a_broken_plugin_does_not_hide_the_other_specs(tmp_path, kernel_cache):
+    site = tmp_path / "site"
+    _install_plugin(site)  # my_spec, working
+    # a second installed package whose spec, listed before my_spec, fails to import
+    (site / "bad_pkg").mkdir()
+    (site / "bad_pkg" / "__init__.py").write_text("raise ImportError('needs the corp VPN')\n")
+    (site / "bad_pkg-0.1.dist-info").mkdir()
+    (site / "bad_pkg-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-pkg\nVersion: 0.1\n")
+    (site / "bad_pkg-0.1.dist-info" / "entry_points.txt").write_text("[kraftcheck.specs]\nabc_spec = bad_pkg:Spec\n")
+    listed = _kraftcheck(["specs", "--no-color"], tmp_path, site, kernel_cache)
+    assert listed.returncode == 2
+    assert "my_spec: two bounded counters" in listed.stdout  # listed after the broken one
+    (line,) = listed.stderr.splitlines()
+    assert "abc_spec" in line and "needs the corp VPN" in line
+
+
 # -- broken specs: one line, the file and line, exit 2 --------------------------------------------
 
 BROKEN = {

@@ -31,19 +31,23 @@ def describe_param(f: dataclasses.Field) -> str:
 def specs(no_color: bool) -> None:
     """List the specs, their parameters, defaults and one-line descriptions."""
     terminal = Terminal(color=False if no_color else None)
-    try:
-        for name in spec_names():
+    broken = 0
+    for name in spec_names():
+        try:  # one broken plugin must not hide the specs listed after it
             cls = spec_class(name)
-            default = "  [dim](default spec)[/]" if name == DEFAULT_SPEC else ""
-            terminal.out.print(f"[bold]{name}[/]{default}: {cls.summary}")
-            # one block per parameter, so long names, choices and help read at 80 columns
-            for f in dataclasses.fields(cls.Params):
-                line = Text("  ")
-                line.append(f.name, style="cyan")
-                line.append(f"  {describe_param(f)}")
-                terminal.out.print(line)
-                terminal.out.print(Padding(Text(f.metadata.get("help", "")), (0, 0, 0, 6), expand=False))
-            terminal.out.print()
-    except KraftcheckError as e:
-        terminal.error(str(e))
+        except KraftcheckError as e:
+            terminal.error(str(e))
+            broken += 1
+            continue
+        default = "  [dim](default spec)[/]" if name == DEFAULT_SPEC else ""
+        terminal.out.print(f"[bold]{name}[/]{default}: {cls.summary}")
+        # one block per parameter, so long names, choices and help read at 80 columns
+        for f in dataclasses.fields(cls.Params):
+            line = Text("  ")
+            line.append(f.name, style="cyan")
+            line.append(f"  {describe_param(f)}")
+            terminal.out.print(line)
+            terminal.out.print(Padding(Text(f.metadata.get("help", "")), (0, 0, 0, 6), expand=False))
+        terminal.out.print()
+    if broken:
         sys.exit(2)
