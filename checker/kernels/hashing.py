@@ -1,7 +1,11 @@
 """64-bit fingerprints of packed states (splitmix64's finalizer, chained over the words).
 
 Fingerprints only choose a slot and a shard: the visited set compares full packed states, so a
-collision costs a probe, never a missed state.
+collision costs a probe, never a missed state (with ``--fingerprints`` they are the visited set).
+
+(numba's on-disk cache of these functions is keyed by this file's size and time: editing the file
+invalidates caches written when it was imported under another module name, as before the package
+became ``kraftcheck.checker``.)
 """
 
 from __future__ import annotations
