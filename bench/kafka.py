@@ -27,7 +27,7 @@ CONFIGS = [
 def run(args: list[str]) -> dict:
     base = [sys.executable, "-m", "kraftcheck", "check", *args, "--quiet",
             "--trace-dir", "/tmp/kraftcheck-bench-traces"]
-    subprocess.run(base + ["--max-states", "1"], capture_output=True)  # compile, or load the cached kernels
+    subprocess.run(base + ["--max-states", "1", "--compile", "now"], capture_output=True)  # compile, or load the kernels
     cmd = base + ["--continue", "--json", "-"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 1, 3):
