@@ -10,7 +10,7 @@ from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import Options, ProgressFn, Result, no_progress
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Spec
-from kraftcheck.specs import spec_class
+from kraftcheck.specs import checked_spec_class, spec_class
 
 ENGINES = ("engine", "reference")
 
@@ -35,9 +35,7 @@ def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
         if params:
             raise UsageError("give parameters either in the spec instance or as keywords, not both")
         return spec
-    cls = spec_class(spec) if isinstance(spec, str) else spec
-    if not (isinstance(cls, type) and issubclass(cls, Spec)):
-        raise UsageError(f"{spec!r} is not a spec: give a name, file.py:Class, module:Class or a Spec subclass")
+    cls = spec_class(spec) if isinstance(spec, str) else checked_spec_class(spec)
     known = set(cls.Params.__dataclass_fields__)
     unknown = sorted(set(params) - known)
     if unknown:

@@ -78,6 +78,13 @@ def spec_class(ref: str, names_only: bool = False) -> type[Spec]:
     return _remember(_own_name(_checked(_class_in(_import(where), name, where), ref), ref, plugins), ref)
 
 
+def checked_spec_class(cls: object) -> type[Spec]:
+    """``cls`` if it is a usable spec class given directly (from Python): a Spec subclass with a
+    name and Params, whose name is not another registered or installed spec's."""
+    ref = getattr(cls, "__qualname__", repr(cls))
+    return _own_name(_checked(cls, ref), ref, plugin_specs())
+
+
 def spec_reference(cls: type) -> str | None:
     """How ``cls`` was loaded (a name, ``/abs/file.py:Class`` or ``module:Class``), if by ``spec_class``."""
     return _references.get(cls)
