@@ -22,7 +22,7 @@ M64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 
 
-@njit(uint64(uint64), cache=True, inline="always")
+@njit(cache=True, inline="always")
 def mix64(x):
     x = (x ^ (x >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> uint64(27))) * uint64(0x94D049BB133111EB)
