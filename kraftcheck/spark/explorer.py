@@ -27,14 +27,15 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
-from kraftcheck.spark.session import SparkRunError, first_line, start_context
+from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
 
 
 class SparkExplorer:
     """Explores a model on Spark and returns what the local engine would.
 
     Give an existing ``spark`` (SparkContext or SparkSession; it is left running) or a ``master``
-    URL and ``conf`` (a context is started and stopped by ``explore``). ``work_dir`` (new or
+    URL (default ``local[*]``, or spark-submit's) and ``conf``: then ``explore`` starts a context
+    and stops it, Java process included. ``work_dir`` (new or
     empty; on a cluster, a file system every executor sees) holds the levels and the visited set;
     without one, a temporary directory is used and removed. ``partitions``: hash buckets and
     tasks per level (default: twice Spark's default parallelism).
@@ -42,7 +43,7 @@ class SparkExplorer:
 
     name = "spark"
 
-    def __init__(self, spark: Any = None, master: str = "local[*]", conf: Optional[dict[str, str]] = None,
+    def __init__(self, spark: Any = None, master: Optional[str] = None, conf: Optional[dict[str, str]] = None,
                  work_dir: Optional[str] = None, partitions: Optional[int] = None) -> None:
         self.spark = spark
         self.master = master
@@ -73,7 +74,7 @@ class SparkExplorer:
             return run.finish()
         finally:
             if owned:
-                sc.stop()
+                stop_context(sc)
             if temporary:
                 shutil.rmtree(root, ignore_errors=True)
 

@@ -35,30 +35,66 @@ def _check_master_reachable(master: str) -> None:
     raise SparkSetupError(f"cannot reach the Spark master {master} ({last}); start it or give another --master")
 
 
-def start_context(master: str = "local[*]", conf: Optional[dict[str, str]] = None):
+def under_spark_submit() -> bool:
+    """True in a driver that spark-submit started (it passes its JVM's gateway to Python)."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] = None):
     """A new SparkContext on ``master`` with ``conf``; executors run this Python (the one that has
-    kraftcheck and numba installed) unless ``spark.pyspark.python`` is given."""
+    kraftcheck and numba installed) unless ``spark.pyspark.python`` is given. Without ``master``:
+    spark-submit's master when it started this process, else ``local[*]``."""
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:
         raise SparkSetupError("PySpark is not installed: pip install 'kraftcheck[spark]'") from None
-    if shutil.which("java") is None and not _java_home():
-        raise SparkSetupError("Spark needs Java 17 or 21, and no `java` is on PATH and JAVA_HOME is not set")
-    _check_master_reachable(master)
+    if not under_spark_submit():
+        if shutil.which("java") is None and not _java_home():
+            raise SparkSetupError("Spark needs Java 17 or 21: no `java` is on PATH and JAVA_HOME is not set")
+        master = master or "local[*]"
+    if master:
+        _check_master_reachable(master)
+    conf = dict(conf or {})
     # PySpark starts its workers with PYSPARK_PYTHON (default: whatever python3 is on PATH)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false",
+    os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
+    spark_conf = SparkConf().setAppName("kraftcheck")  # under spark-submit: its settings
+    if master:
+        spark_conf.setMaster(master)
+    defaults = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false"}
-    settings.update(conf or {})
-    spark_conf = SparkConf().setMaster(master).setAppName("kraftcheck")
-    for key, value in settings.items():
+    for key, value in defaults.items():
+        if not spark_conf.contains(key):
+            spark_conf.set(key, value)
+    for key, value in conf.items():
         spark_conf.set(key, value)
     try:
         sc = SparkContext(conf=spark_conf)
     except Exception as e:  # Java gateway, bad master URL, a context already running
-        raise SparkSetupError(f"could not start Spark on {master}: {first_line(e)}") from None
+        raise SparkSetupError(f"could not start Spark on {master or 'the submitted master'}: {first_line(e)}") \
+            from None
     sc.setLogLevel("ERROR")
     return sc
+
+
+def stop_context(sc) -> None:
+    """Stop ``sc`` and the Java process PySpark started for it (``sc.stop()`` alone leaves that
+    JVM running until this Python process exits)."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    sc.stop()
+    if gateway is None or under_spark_submit():  # spark-submit's JVM is spark-submit's to stop
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:
+            proc.kill()
+            proc.wait()
 
 
 def _java_home() -> Optional[str]:
