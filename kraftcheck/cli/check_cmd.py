@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -138,6 +139,8 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
         settings["conf"] = conf
     if work_dir:
         check_output_dir(work_dir, "--work-dir")
+        if Path(work_dir).expanduser().is_dir() and any(Path(work_dir).expanduser().iterdir()):
+            raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
         settings["work_dir"] = work_dir
     return settings
 
