@@ -137,7 +137,8 @@ def _free_port() -> int:
     (["--engine", "spark", "--master", "spark://127.0.0.1:{port}"], "cannot reach the Spark master"),
     (["--master", "local[2]"], "need --engine spark"),
     (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
-    (["--engine", "spark", "--checkpoint", "{tmp}/ck"], "not supported by --engine spark"),
+    (["--engine", "spark", "--fingerprints"], "not supported by --engine spark"),
+    (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
 ])
 def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, args, message):
     args = [a.format(port=_free_port(), tmp=tmp_path) for a in args]
@@ -194,6 +195,49 @@ def test_cli_spark_engine_reports_what_the_local_engine_does(tmp_path):
     assert (tmp_path / "work" / "levels" / "level-0000").is_dir()
 
 
+# -- resume after the driver is killed ---------------------------------------------------------
+
+def _manifest_levels(work: Path) -> int:
+    try:
+        return len(json.loads((work / "checkpoint.json").read_text())["level_start"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_killed_driver_resumes_to_identical_counts(tmp_path):
+    """SIGKILL the driver (and the Java process it started) after a few levels; --resume ends with
+    the uninterrupted run's counts, coverage and counterexamples."""
+    work = tmp_path / "work"
+    check = ["--spec", "two_phase_eager_commit", "--param", "rm=3", "--continue"]
+    driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[2]",
+                               "--work-dir", str(work), "-q"], start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for("three finished levels", lambda: _manifest_levels(work) >= 3 or driver.poll() is not None, 300, [])
+        assert driver.poll() is None, "the run finished before it could be killed"
+    finally:
+        _stop(driver, first=signal.SIGKILL)
+    killed_at = _manifest_levels(work)
+    code, resumed = _cli_report(tmp_path, "resumed", *check, "--engine", "spark", "--master", "local[2]",
+                                "--resume", str(work))
+    local_code, local = _cli_report(tmp_path, "local", *check)
+    assert (code, local_code) == (1, 1)
+    _same_answer(resumed, local)
+    assert resumed["resumed_from_level"] == killed_at >= 3
+    again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
+    assert again.exit_code == 2 and "already finished" in _one_error_line(again)
+
+
+def test_resume_refuses_another_runs_work_dir(tmp_path):
+    work = tmp_path / "work"
+    code, _ = _cli_report(tmp_path, "first", "--spec", "die_hard", "--engine", "spark", "--master", "local[1]",
+                          "--work-dir", str(work), "--max-depth", "2")
+    assert code == 3
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--param", "big=9", "--engine", "spark",
+                                      "--resume", str(work)])
+    assert result.exit_code == 2 and "belongs to another run" in _one_error_line(result)
+
+
 # -- a standalone cluster ------------------------------------------------------------------------
 
 def _spark_class() -> Path:
@@ -211,10 +255,10 @@ def _wait_for(what: str, predicate, timeout: float, logs: list[Path]) -> None:
     raise AssertionError(f"timed out waiting for {what}\n{tails}")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, first: int = signal.SIGTERM) -> None:
     """Stop a process this test started, and what it started (its own process group: a worker's
-    executors)."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+    executors, a driver's Java process)."""
+    for sig, wait in ((first, 20), (signal.SIGKILL, 10)):
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:

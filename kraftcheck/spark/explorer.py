@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, read_manifest, run_identity, write_manifest
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress)
 from kraftcheck.checker.kernels.hashing import fingerprints
@@ -52,26 +53,30 @@ class SparkExplorer:
         self.partitions = partitions
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
-        if options.resume or options.checkpoint_dir:
-            raise UsageError("--checkpoint and --resume are not supported by --engine spark yet; its levels are "
-                             "kept under --work-dir")
+        if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
+            raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
         if options.fingerprints:
             raise UsageError("--fingerprints is not supported by --engine spark yet")
         t0 = time.perf_counter()
         kernels = _driver_kernels(model)
         compile_s = time.perf_counter() - t0
-        root, temporary = self._root()
+        root, temporary = self._root(options)
+        manifest = read_manifest(root) if options.resume else None
         sc, owned = self._context()
         try:
-            run = _SparkRun(model, kernels, options, progress, sc, str(root),
-                            self.partitions or max(2, 2 * sc.defaultParallelism))
+            partitions = self.partitions or max(2, 2 * sc.defaultParallelism)
+            if manifest is not None:  # a resumed run keeps its partitioning (the visited runs depend on it)
+                partitions = manifest["identity"].get("partitions", partitions)
+            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
             run.result.compile_s = compile_s
             try:
                 run.explore()
             except KeyboardInterrupt:
                 run.result.interrupted = True
                 run.result.incomplete_reason = "interrupted"
-            return run.finish()
+            result = run.finish()
+            result.checkpoint_dir = None if temporary else str(root)  # where --resume continues it
+            return result
         finally:
             if owned:
                 stop_context(sc)
@@ -83,10 +88,15 @@ class SparkExplorer:
             return start_context(self.master, self.conf), True
         return getattr(self.spark, "sparkContext", self.spark), False
 
-    def _root(self) -> tuple[Path, bool]:
-        if self.work_dir is None:
+    def _root(self, options: Options) -> tuple[Path, bool]:
+        directory = options.checkpoint_dir or self.work_dir
+        if options.resume:
+            if not directory or not (Path(directory) / MANIFEST).exists():
+                raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
+            return Path(directory), False
+        if directory is None:
             return Path(tempfile.mkdtemp(prefix="kraftcheck-spark-")), True
-        root = Path(self.work_dir)
+        root = Path(directory)
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
         root.mkdir(parents=True, exist_ok=True)
@@ -123,8 +133,11 @@ class _SparkRun:
         self.fired = np.zeros(len(model.actions), np.int64)
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
+        self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
         self.result = Result(model=model, engine=SparkExplorer.name)
         self.clock = Clock(options.time_limit)
+        self.elapsed_before = 0.0  # exploration time of the run this one resumes
+        self.identity = {**run_identity(model, fingerprints=False), "engine": "spark", "partitions": partitions}
 
     @property
     def depth(self) -> int:
@@ -136,16 +149,23 @@ class _SparkRun:
 
     # -- the search
     def explore(self) -> None:
-        stop = self._initial_level()
+        if self.options.resume:
+            stop = self._resume()
+        else:
+            stop = self._initial_level()
+            if not stop:
+                self._commit()
         frontier = sum(self.part_counts[-1])
         while not stop and frontier:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
             stop, frontier = self._expand_level()
-            self.progress(Progress(self.depth, self.distinct, self.generated, frontier, self.clock.elapsed))
+            self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
+                                   self.elapsed_before + self.clock.elapsed))
             if stop:
                 return
+            self._commit()
             stop = self._limits_hit(more_work=frontier > 0)
 
     def _initial_level(self) -> bool:
@@ -178,7 +198,7 @@ class _SparkRun:
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
-            self.found[name] = Violation(name, "invariant", [Step(None, model.initial[i])])
+            self._record_violation(name, "invariant", "initial", i)
         self.progress(Progress(1, n, n, n, self.clock.elapsed))
         return stop
 
@@ -217,7 +237,7 @@ class _SparkRun:
             self.level_start.append(plan.splits[-1])
             self.part_counts.append(tuple(s["count"] for s in parts))
         for name, (kind, key) in hits.items():
-            self._record_violation(name, kind, key)
+            self._record_violation(name, kind, "key", key)
         return stop, new
 
     def _first_violations(self, parts: list[dict]) -> dict[str, tuple[str, int]]:
@@ -263,12 +283,53 @@ class _SparkRun:
         return False
 
     # -- counterexamples
-    def _record_violation(self, name: str, kind: str, key: int) -> None:
-        """The violation at the transition with ``key``: the path to its parent, then that step."""
-        label = key % self.nlabels
-        steps = self._trace(key // self.nlabels)
-        steps.append(Step(label, self.model.step(steps[-1].state, label)))
+    def _record_violation(self, name: str, kind: str, where: str, value: int) -> None:
+        """The violation at initial state ``value`` (``where`` = "initial") or at the transition
+        with key ``value`` (``where`` = "key"): the path to its parent, then that step."""
+        if where == "initial":
+            steps = [Step(None, self.model.initial[value])]
+        else:
+            label = value % self.nlabels
+            steps = self._trace(value // self.nlabels)
+            steps.append(Step(label, self.model.step(steps[-1].state, label)))
         self.found[name] = Violation(name, kind, steps)
+        self.found_at[name] = (kind, where, value)
+
+    # -- durable levels and resume
+    def _record(self, finished: bool) -> dict[str, Any]:
+        return {"level_start": self.level_start, "part_counts": [list(c) for c in self.part_counts],
+                "initial_states": self.result.initial_states, "generated": self.generated,
+                "fired": self.fired.tolist(), "new_states": self.new_per_action.tolist(),
+                "elapsed_s": self.elapsed_before + self.clock.elapsed,
+                "found": {name: list(at) for name, at in self.found_at.items()},
+                "finished": finished, "status": self.result.status if finished else None}
+
+    def _commit(self) -> None:
+        """After a finished level (its files are in place): say so in the manifest, atomically."""
+        write_manifest(Path(self.root), self.identity, self._record(finished=False))
+
+    def _resume(self) -> bool:
+        """Continue from the manifest's last finished level: drop what a killed run wrote after it,
+        restore the counters and the violations found so far."""
+        manifest = check_resumable(Path(self.root), self.identity)
+        self.level_start = list(manifest["level_start"])
+        self.part_counts = [tuple(c) for c in manifest["part_counts"]]
+        finished = len(self.level_start)
+        for path in (Path(self.root) / "levels").glob("level-*"):
+            if int(path.name.split("-")[1]) >= finished:
+                shutil.rmtree(path)
+        for path in (Path(self.root) / "visited").glob("bucket-*/level-*.words"):
+            if int(path.name.split("-")[1].split(".")[0]) >= finished:
+                path.unlink()
+        self.result.initial_states = manifest["initial_states"]
+        self.generated = manifest["generated"]
+        self.fired[:] = manifest["fired"]
+        self.new_per_action[:] = manifest["new_states"]
+        self.elapsed_before = manifest["elapsed_s"]
+        for name, (kind, where, value) in manifest["found"].items():
+            self._record_violation(name, kind, where, value)
+        self.result.resumed_from_level = finished
+        return False
 
     def _link(self, index: int) -> tuple[int, int]:
         """The parent index and label of state ``index``, read from its part file alone."""
@@ -306,8 +367,10 @@ class _SparkRun:
         r.distinct_states = self.distinct
         r.states_generated = self.generated
         r.depth = self.depth
-        r.elapsed_s = self.clock.elapsed
+        r.elapsed_s = self.elapsed_before + self.clock.elapsed
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
         r.conclude(list(self.found.values()), self.options.keep_going)
+        if not r.incomplete_reason:  # the verdict is final: nothing left to resume
+            write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r
