@@ -13,6 +13,7 @@ verdicts, the point where a run stops at its first violation, and counterexample
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import tempfile
 import time
@@ -61,12 +62,14 @@ class SparkExplorer:
         kernels = _driver_kernels(model)
         compile_s = time.perf_counter() - t0
         root, temporary = self._root(options)
-        manifest = read_manifest(root) if options.resume else None
+        resumed_partitions = None
+        if options.resume:  # refused before Spark starts, if it must be
+            resumed_partitions = read_manifest(root)["identity"].get("partitions")
+            check_resumable(root, run_identity_on_spark(model, resumed_partitions))
         sc, owned = self._context()
         try:
-            partitions = self.partitions or max(2, 2 * sc.defaultParallelism)
-            if manifest is not None:  # a resumed run keeps its partitioning (the visited runs depend on it)
-                partitions = manifest["identity"].get("partitions", partitions)
+            # a resumed run keeps its partitioning (the visited runs are cut by it)
+            partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
             run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
             run.result.compile_s = compile_s
             try:
@@ -103,6 +106,12 @@ class SparkExplorer:
         return root, False
 
 
+def run_identity_on_spark(model: Model, partitions: int) -> dict[str, Any]:
+    """What must be the same for a work dir to be resumed: the local engine's identity of a run,
+    the engine, and the partition count (the visited runs are cut by it)."""
+    return {**run_identity(model, fingerprints=False), "engine": "spark", "partitions": partitions}
+
+
 def _driver_kernels(model: Model) -> Any:
     """Compile the kernels on the driver (into the shared cache the executors then load from)."""
     import numba
@@ -125,8 +134,7 @@ class _SparkRun:
         recipe = tasks.ModelRecipe.of(model)
         self.model_holder = sc.broadcast(recipe)
         self.run_id = recipe.identity
-        import os
-        self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")
+        self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")  # the executors use the driver's, if set
         self.level_start: list[int] = []              # global index of each level's first state
         self.part_counts: list[tuple[int, ...]] = []  # states per part file, per level
         self.generated = 0
@@ -137,7 +145,7 @@ class _SparkRun:
         self.result = Result(model=model, engine=SparkExplorer.name)
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
-        self.identity = {**run_identity(model, fingerprints=False), "engine": "spark", "partitions": partitions}
+        self.identity = run_identity_on_spark(model, partitions)
 
     @property
     def depth(self) -> int:
