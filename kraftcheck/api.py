@@ -12,13 +12,19 @@ from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Spec
 from kraftcheck.specs import checked_spec_class, spec_class
 
-ENGINES = ("engine", "reference")
+ENGINES = ("engine", "reference", "spark")
 
 
-def explorer_for(engine: str, compile: str = "background") -> Any:
+def explorer_for(engine: str, compile: str = "background", spark: Optional[dict[str, Any]] = None) -> Any:
     """A fresh explorer by its command-line name. With ``compile="background"`` the engine explores
     with its interpreted tier while its kernels compile in another process, when they are not
-    cached yet; with ``"now"`` it compiles them first."""
+    cached yet; with ``"now"`` it compiles them first. ``spark``: the Spark explorer's settings
+    (``master``, ``conf``, ``work_dir``); kraftcheck.spark is imported only for that engine."""
+    if spark and engine != "spark":
+        raise UsageError(f"{', '.join(sorted(spark))}: Spark settings need --engine spark")
+    if engine == "spark":
+        from kraftcheck.spark import SparkExplorer
+        return SparkExplorer(**(spark or {}))
     if engine == "engine":
         from kraftcheck.checker.explore.engine import Engine
         return Engine(compile=compile)

@@ -19,16 +19,44 @@ class FingerprintEngine(Engine):
         assert result.fingerprints and result.collision_probability is not None
         return result
 
-# Every backend must pass the conformance suite; a new engine adds itself here.
+SPARK_MASTER = "local[2]"
+SPARK_PARTITIONS = 2  # hash buckets and tasks per level: few, since a task costs more than these levels
+
+
+@pytest.fixture(scope="session")
+def spark_context():
+    """One SparkContext on local[2] for the whole session, stopped (Java process included) at its
+    end, whatever happened."""
+    from kraftcheck.spark.session import start_context, stop_context
+    sc = start_context(SPARK_MASTER)
+    try:
+        yield sc
+    finally:
+        stop_context(sc)
+
+
+# Every backend must pass the conformance suite; a new engine adds itself here. An entry that is
+# a fixture's name gets that fixture's value as its argument.
 EXPLORERS = {
     "engine": lambda: Engine(),
     "engine-small-chunks": lambda: Engine(chunk_candidates=64, shard_bits=1),
     "engine-interpreted": lambda: Engine(compile="never"),  # the first tier, used while kernels compile
     "engine-fingerprints": lambda: FingerprintEngine(),
     "reference": lambda: ReferenceExplorer(),
+    "spark": ("spark_context", lambda sc: _spark_explorer(sc)),
 }
 
 
-@pytest.fixture(params=sorted(EXPLORERS))
+def _spark_explorer(sc):
+    from kraftcheck.spark import SparkExplorer
+    return SparkExplorer(sc, partitions=SPARK_PARTITIONS)
+
+
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.spark) if name == "spark" else name
+                        for name in sorted(EXPLORERS)])
 def explorer(request):
-    return EXPLORERS[request.param]()
+    entry = EXPLORERS[request.param]
+    if isinstance(entry, tuple):
+        fixture, make = entry
+        return make(request.getfixturevalue(fixture))
+    return entry()

@@ -36,7 +36,8 @@ OLD_TOP_LEVEL_NAMES = {"checker", "specs", "invariants", "traces"}
 # layer (a package) -> packages it must not import
 FORBIDDEN = {
     "kraftcheck.checker": ("kraftcheck.specs", "kraftcheck.invariants", "kraftcheck.traces", "kraftcheck.cli",
-                           "kraftcheck.api"),
+                           "kraftcheck.api", "kraftcheck.spark", "pyspark"),
+    "kraftcheck.spark": ("kraftcheck.cli", "kraftcheck.api"),
     "kraftcheck.specs": ("kraftcheck.traces", "kraftcheck.cli"),
     "kraftcheck.invariants": ("kraftcheck.traces", "kraftcheck.cli"),
     "kraftcheck.traces": ("kraftcheck.cli",),

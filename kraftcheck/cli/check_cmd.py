@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -63,7 +64,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
               fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
-              graph: tuple[Optional[str], bool, int] = (None, False, 20_000)) -> int:
+              graph: tuple[Optional[str], bool, int] = (None, False, 20_000),
+              spark: Optional[dict[str, Any]] = None) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
     dump_graph, availability, graph_limit = graph
@@ -82,7 +84,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=max_memory, fingerprints=fingerprints, checkpoint_dir=checkpoint or resume,
                       resume=bool(resume))
-    explorer = explorer_for(engine, compile)
+    explorer = explorer_for(engine, compile, spark)
     terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state")
     terminal.start_progress()
@@ -121,6 +123,28 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     return code
 
 
+def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir: Optional[str]) -> dict[str, Any]:
+    """The Spark explorer's keyword arguments from --master, --spark-conf and --work-dir (only
+    those given: with none, the explorer's defaults)."""
+    settings: dict[str, Any] = {}
+    if master:
+        settings["master"] = master
+    if conf_items:
+        conf = {}
+        for item in conf_items:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--spark-conf {item!r}: give KEY=VALUE, e.g. spark.executor.memory=8g")
+            conf[key.strip()] = value
+        settings["conf"] = conf
+    if work_dir:
+        check_output_dir(work_dir, "--work-dir")
+        if Path(work_dir).expanduser().is_dir() and any(Path(work_dir).expanduser().iterdir()):
+            raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
+        settings["work_dir"] = work_dir
+    return settings
+
+
 @click.command(context_settings={"show_default": True})
 @click.option("--spec", default=DEFAULT_SPEC, metavar="NAME",
               help="The spec to check: a name (see `kraftcheck specs`), path/to/file.py:Class or module:Class.")
@@ -145,8 +169,15 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                    "parameters and checks).")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
-@click.option("--engine", type=click.Choice(["engine", "reference"]), default="engine",
-              help="The compiled explorer, or the slow pure-Python reference explorer.")
+@click.option("--engine", type=click.Choice(["engine", "reference", "spark"]), default="engine",
+              help="The compiled explorer, the slow pure-Python reference explorer, or the compiled kernels on "
+                   "Apache Spark (docs/spark.md).")
+@click.option("--master", metavar="URL", help="--engine spark: the Spark master (local[N], spark://HOST:PORT, "
+              "yarn, k8s://...).  [default: local[*], or spark-submit's]")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="--engine spark: a Spark setting (repeatable), e.g. spark.executor.memory=8g.")
+@click.option("--work-dir", metavar="DIR", help="--engine spark: a new or empty directory for the levels and the "
+              "visited set, on a file system every executor sees.  [default: a temporary directory]")
 @click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore interpreted while another process compiles "
                    "them (background), or compile them first (now).")
@@ -159,7 +190,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
           fingerprints: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
           threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
-          graph_limit: int = 20_000, **derived: Any) -> None:
+          graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
+          work_dir: Optional[str] = None, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
@@ -172,7 +204,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
-                         graph=(dump_graph, availability, graph_limit))
+                         graph=(dump_graph, availability, graph_limit),
+                         spark=spark_settings(master, spark_conf, work_dir))
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE

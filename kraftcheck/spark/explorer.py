@@ -1,0 +1,384 @@
+"""The Spark explorer: the local engine's level-synchronous BFS, one Spark job per level.
+
+The driver keeps only counters and, per level, how many states each part file holds; the
+executors do all the per-state work on numpy batches (``tasks.py``) and the levels and the
+visited set live in files under the work dir (``workdir.py``). Every level's RDD is built afresh
+from those files, so lineage never grows: level 40 costs what level 4 does for the same width.
+
+States get exactly the local engine's global numbering (a candidate's key is
+``parent * nlabels + label``, the order the local engine generates them in), so counts, coverage,
+verdicts, the point where a run stops at its first violation, and counterexamples are the same.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, read_manifest, run_identity, write_manifest
+from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
+                                               describe_limit, memory_exceeded, no_progress)
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.model import Model
+from kraftcheck.spark import tasks, workdir
+from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
+
+
+class SparkExplorer:
+    """Explores a model on Spark and returns what the local engine would.
+
+    Give an existing ``spark`` (SparkContext or SparkSession; it is left running) or a ``master``
+    URL (default ``local[*]``, or spark-submit's) and ``conf``: then ``explore`` starts a context
+    and stops it, Java process included. ``work_dir`` (new or
+    empty; on a cluster, a file system every executor sees) holds the levels and the visited set;
+    without one, a temporary directory is used and removed. ``partitions``: hash buckets and
+    tasks per level (default: twice Spark's default parallelism).
+    """
+
+    name = "spark"
+
+    def __init__(self, spark: Any = None, master: Optional[str] = None, conf: Optional[dict[str, str]] = None,
+                 work_dir: Optional[str] = None, partitions: Optional[int] = None) -> None:
+        self.spark = spark
+        self.master = master
+        self.conf = dict(conf or {})
+        self.work_dir = work_dir
+        self.partitions = partitions
+
+    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+        if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
+            raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
+        if options.fingerprints:
+            raise UsageError("--fingerprints is not supported by --engine spark yet")
+        t0 = time.perf_counter()
+        kernels = _driver_kernels(model)
+        compile_s = time.perf_counter() - t0
+        root, temporary = self._root(options)
+        resumed_partitions = None
+        if options.resume:  # refused before Spark starts, if it must be
+            resumed_partitions = read_manifest(root)["identity"].get("partitions")
+            check_resumable(root, run_identity_on_spark(model, resumed_partitions))
+        sc, owned = self._context()
+        try:
+            # a resumed run keeps its partitioning (the visited runs are cut by it)
+            partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
+            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
+            run.result.compile_s = compile_s
+            try:
+                run.explore()
+            except KeyboardInterrupt:
+                run.result.interrupted = True
+                run.result.incomplete_reason = "interrupted"
+            result = run.finish()
+            result.checkpoint_dir = None if temporary else str(root)  # where --resume continues it
+            return result
+        finally:
+            if owned:
+                stop_context(sc)
+            if temporary:
+                shutil.rmtree(root, ignore_errors=True)
+
+    def _context(self) -> tuple[Any, bool]:
+        if self.spark is None:
+            return start_context(self.master, self.conf), True
+        return getattr(self.spark, "sparkContext", self.spark), False
+
+    def _root(self, options: Options) -> tuple[Path, bool]:
+        directory = options.checkpoint_dir or self.work_dir
+        if options.resume:
+            if not directory or not (Path(directory) / MANIFEST).exists():
+                raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
+            return Path(directory), False
+        if directory is None:
+            return Path(tempfile.mkdtemp(prefix="kraftcheck-spark-")), True
+        root = Path(directory)
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
+        root.mkdir(parents=True, exist_ok=True)
+        return root, False
+
+
+def run_identity_on_spark(model: Model, partitions: int) -> dict[str, Any]:
+    """What must be the same for a work dir to be resumed: the local engine's identity of a run,
+    the engine, and the partition count (the visited runs are cut by it)."""
+    return {**run_identity(model, fingerprints=False), "engine": "spark", "partitions": partitions}
+
+
+def _driver_kernels(model: Model) -> Any:
+    """Compile the kernels on the driver (into the shared cache the executors then load from)."""
+    import numba
+    from kraftcheck.checker.compile import compile_error, compile_in_process
+    from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+    try:
+        return Kernels(model, compile_in_process(kernel_shapes(model)))
+    except numba.core.errors.NumbaError as e:
+        raise compile_error(model.spec.name, e) from None
+
+
+class _SparkRun:
+    """One exploration: the driver's counters and the per-level bookkeeping of part files."""
+
+    def __init__(self, model: Model, kernels: Any, options: Options, progress: ProgressFn, sc: Any, root: str,
+                 partitions: int) -> None:
+        self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
+        self.sc, self.root, self.partitions = sc, root, partitions
+        self.nlabels = len(model.labels)
+        recipe = tasks.ModelRecipe.of(model)
+        self.model_holder = sc.broadcast(recipe)
+        self.run_id = recipe.identity
+        self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")  # the executors use the driver's, if set
+        self.level_start: list[int] = []              # global index of each level's first state
+        self.part_counts: list[tuple[int, ...]] = []  # states per part file, per level
+        self.generated = 0
+        self.fired = np.zeros(len(model.actions), np.int64)
+        self.new_per_action = np.zeros(len(model.actions), np.int64)
+        self.found: dict[str, Violation] = {}
+        self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
+        self.result = Result(model=model, engine=SparkExplorer.name)
+        self.clock = Clock(options.time_limit)
+        self.elapsed_before = 0.0  # exploration time of the run this one resumes
+        self.identity = run_identity_on_spark(model, partitions)
+
+    @property
+    def depth(self) -> int:
+        return len(self.level_start)
+
+    @property
+    def distinct(self) -> int:
+        return self.level_start[-1] + sum(self.part_counts[-1]) if self.level_start else 0
+
+    # -- the search
+    def explore(self) -> None:
+        if self.options.resume:
+            stop = self._resume()
+        else:
+            stop = self._initial_level()
+            if not stop:
+                self._commit()
+        frontier = sum(self.part_counts[-1])
+        while not stop and frontier:
+            if self.options.max_depth is not None and self.depth >= self.options.max_depth:
+                self.result.incomplete_reason = describe_limit(self.options, "max_depth")
+                return
+            stop, frontier = self._expand_level()
+            self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
+                                   self.elapsed_before + self.clock.elapsed))
+            if stop:
+                return
+            self._commit()
+            stop = self._limits_hit(more_work=frontier > 0)
+
+    def _initial_level(self) -> bool:
+        """Level 0, on the driver (the initial states are few): files, visited runs, invariants."""
+        model = self.model
+        words = self.kernels.pack(model.initial)  # Model deduplicates initial states, in order
+        n = words.shape[0]
+        self.result.initial_states = n
+        hits: dict[str, int] = {}
+        if model.invariants:
+            masks = self.kernels.violations(words)
+            for k, inv in enumerate(model.invariants):
+                bad = np.flatnonzero((masks >> np.uint64(k)) & np.uint64(1))
+                if bad.size:
+                    hits[inv.name] = int(bad[0])
+        stop = bool(hits) and not self.options.keep_going
+        if stop:  # as the local engine: count the initial states up to the first violating one
+            cut = min(hits.values())
+            hits = {name: i for name, i in hits.items() if i == cut}
+            n = cut + 1
+        words = words[:n]
+        self.generated = n
+        workdir.save(workdir.part_path(self.root, 0, 0, "words"), words)
+        workdir.save(workdir.part_path(self.root, 0, 0, "parents"), np.full(n, workdir.INITIAL_PARENT, np.uint64))
+        workdir.save(workdir.part_path(self.root, 0, 0, "labels"), np.zeros(n, np.uint16))
+        buckets = (fingerprints(words) >> np.uint64(40)) % np.uint64(self.partitions)
+        for b in range(self.partitions):
+            run = tasks._rows_view(words[buckets == b])
+            workdir.save(workdir.run_path(self.root, b, 0), np.sort(run))
+        self.level_start.append(0)
+        self.part_counts.append((n,))
+        for name, i in hits.items():
+            self._record_violation(name, "invariant", "initial", i)
+        self.progress(Progress(1, n, n, n, self.clock.elapsed))
+        return stop
+
+    def _plan(self) -> tasks.LevelPlan:
+        level = self.depth - 1
+        start, size = self.level_start[level], sum(self.part_counts[level])
+        p = self.partitions
+        return tasks.LevelPlan(root=self.root, run=self.run_id, level=level, part_counts=self.part_counts[level],
+                               level_start=start, splits=tuple(start + size * t // p for t in range(p + 1)),
+                               nwords=self.kernels.nwords, nlabels=self.nlabels, cache_dir=self.cache_dir)
+
+    def _expand_level(self) -> tuple[bool, int]:
+        """One level as three stages (expand, deduplicate by hash bucket, order by parent range);
+        the driver gets one small record per task. Returns whether the run stops at a violation,
+        and how many new states the level has."""
+        plan, holder, p = self._plan(), self.model_holder, self.partitions
+        candidates = self.sc.parallelize(range(p), p).mapPartitionsWithIndex(
+            lambda t, _: tasks.expand(plan, holder, t))
+        new_states = candidates.partitionBy(p, lambda k: k).mapPartitionsWithIndex(
+            lambda b, items: tasks.deduplicate(plan, b, items))
+        stats = new_states.partitionBy(p, lambda k: k).mapPartitionsWithIndex(
+            lambda t, items: tasks.order(plan, holder, t, items))
+        parts = sorted(self._run_job(stats.collect), key=lambda s: s["task"])
+        hits = self._first_violations(parts)
+        stop = bool(hits) and not self.options.keep_going
+        if stop:
+            cut = min(key for _, key in hits.values())
+            hits = {name: at for name, at in hits.items() if at[1] == cut}
+            parts = self._cut_at(plan, parts, cut)
+        for s in parts:
+            self.generated += s["generated"]
+            self.fired += s["fired"]
+            self.new_per_action += s["new"]
+        new = sum(s["count"] for s in parts)
+        if new:  # a level without new states is not a level (the search is over)
+            self.level_start.append(plan.splits[-1])
+            self.part_counts.append(tuple(s["count"] for s in parts))
+        for name, (kind, key) in hits.items():
+            self._record_violation(name, kind, "key", key)
+        return stop, new
+
+    def _first_violations(self, parts: list[dict]) -> dict[str, tuple[str, int]]:
+        """Checks not violated before and violated in this level -> (kind, smallest violating key)."""
+        hits: dict[str, tuple[str, int]] = {}
+        for kind, checks, field in (("invariant", self.model.invariants, "invariants"),
+                                    ("property", self.model.properties, "properties")):
+            for k, check in enumerate(checks):
+                keys = [s[field][k] for s in parts if s[field][k] != tasks.NO_HIT]
+                if keys and check.name not in self.found:
+                    hits[check.name] = (kind, min(keys))
+        return hits
+
+    def _cut_at(self, plan: tasks.LevelPlan, parts: list[dict], cut: int) -> list[dict]:
+        """The level's records counting only what the local engine counts when it stops at the
+        transition with key ``cut``: every task before the one holding it, that one up to it."""
+        holder = self.model_holder
+        t = bisect.bisect_right(plan.splits, cut // self.nlabels) - 1
+        partial = self._run_job(lambda: self.sc.parallelize([t], 1).map(
+            lambda task: tasks.count_until(plan, holder, task, cut)).collect())[0]
+        return parts[:t] + [{**parts[t], **partial}]
+
+    def _run_job(self, job):
+        try:
+            return job()
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            if type(e).__module__.startswith(("py4j", "pyspark")):
+                raise SparkRunError(f"a Spark job failed: {first_line(e)}") from None
+            raise
+
+    def _limits_hit(self, more_work: bool) -> bool:
+        if self.options.max_states is not None and self.distinct > self.options.max_states:
+            self.result.incomplete_reason = describe_limit(self.options, "max_states")
+            return True
+        if more_work and self.clock.expired():
+            self.result.incomplete_reason = describe_limit(self.options, "time_limit")
+            return True
+        if more_work and memory_exceeded(self.options):
+            self.result.incomplete_reason = describe_limit(self.options, "max_memory")
+            return True
+        return False
+
+    # -- counterexamples
+    def _record_violation(self, name: str, kind: str, where: str, value: int) -> None:
+        """The violation at initial state ``value`` (``where`` = "initial") or at the transition
+        with key ``value`` (``where`` = "key"): the path to its parent, then that step."""
+        if where == "initial":
+            steps = [Step(None, self.model.initial[value])]
+        else:
+            label = value % self.nlabels
+            steps = self._trace(value // self.nlabels)
+            steps.append(Step(label, self.model.step(steps[-1].state, label)))
+        self.found[name] = Violation(name, kind, steps)
+        self.found_at[name] = (kind, where, value)
+
+    # -- durable levels and resume
+    def _record(self, finished: bool) -> dict[str, Any]:
+        return {"level_start": self.level_start, "part_counts": [list(c) for c in self.part_counts],
+                "initial_states": self.result.initial_states, "generated": self.generated,
+                "fired": self.fired.tolist(), "new_states": self.new_per_action.tolist(),
+                "elapsed_s": self.elapsed_before + self.clock.elapsed,
+                "found": {name: list(at) for name, at in self.found_at.items()},
+                "finished": finished, "status": self.result.status if finished else None}
+
+    def _commit(self) -> None:
+        """After a finished level (its files are in place): say so in the manifest, atomically."""
+        write_manifest(Path(self.root), self.identity, self._record(finished=False))
+
+    def _resume(self) -> bool:
+        """Continue from the manifest's last finished level: drop what a killed run wrote after it,
+        restore the counters and the violations found so far."""
+        manifest = check_resumable(Path(self.root), self.identity)
+        self.level_start = list(manifest["level_start"])
+        self.part_counts = [tuple(c) for c in manifest["part_counts"]]
+        finished = len(self.level_start)
+        for path in (Path(self.root) / "levels").glob("level-*"):
+            if int(path.name.split("-")[1]) >= finished:
+                shutil.rmtree(path)
+        for path in (Path(self.root) / "visited").glob("bucket-*/level-*.words"):
+            if int(path.name.split("-")[1].split(".")[0]) >= finished:
+                path.unlink()
+        self.result.initial_states = manifest["initial_states"]
+        self.generated = manifest["generated"]
+        self.fired[:] = manifest["fired"]
+        self.new_per_action[:] = manifest["new_states"]
+        self.elapsed_before = manifest["elapsed_s"]
+        for name, (kind, where, value) in manifest["found"].items():
+            self._record_violation(name, kind, where, value)
+        self.result.resumed_from_level = finished
+        return False
+
+    def _link(self, index: int) -> tuple[int, int]:
+        """The parent index and label of state ``index``, read from its part file alone."""
+        level = bisect.bisect_right(self.level_start, index) - 1
+        offset = index - self.level_start[level]
+        for part, count in enumerate(self.part_counts[level]):
+            if offset < count:
+                parent = workdir.load_slice(workdir.part_path(self.root, level, part, "parents"), np.uint64,
+                                            offset, offset + 1)[0]
+                label = workdir.load_slice(workdir.part_path(self.root, level, part, "labels"), np.uint16,
+                                           offset, offset + 1)[0]
+                return (-1 if parent == workdir.INITIAL_PARENT else int(parent)), int(label)
+            offset -= count
+        raise SpecError(f"internal: state {index} is in no part file of level {level}")
+
+    def _trace(self, index: int) -> list[Step]:
+        labels = []
+        while True:
+            parent, label = self._link(index)
+            if parent < 0:
+                break
+            labels.append(label)
+            index = parent
+        state = self.model.initial[index]  # initial states are the first indices, in order
+        steps = [Step(None, state)]
+        for label in reversed(labels):
+            state = self.model.step(state, label)
+            if state is None:
+                raise SpecError(f"internal: replaying {self.model.labels[label]} found it disabled")
+            steps.append(Step(label, state))
+        return steps
+
+    def finish(self) -> Result:
+        r = self.result
+        r.distinct_states = self.distinct
+        r.states_generated = self.generated
+        r.depth = self.depth
+        r.elapsed_s = self.elapsed_before + self.clock.elapsed
+        r.fired = [int(x) for x in self.fired]
+        r.new_states = [int(x) for x in self.new_per_action]
+        r.conclude(list(self.found.values()), self.options.keep_going)
+        if not r.incomplete_reason:  # the verdict is final: nothing left to resume
+            write_manifest(Path(self.root), self.identity, self._record(finished=True))
+        return r

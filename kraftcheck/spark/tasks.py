@@ -1,0 +1,271 @@
+"""What the executors run for one BFS level: plain functions over numpy batches (no pyspark here).
+
+A level goes through three steps, one Spark stage each (``explorer.py`` wires them together):
+
+1. ``expand`` (task t): the frontier states with global indices ``splits[t] .. splits[t+1]``
+   through the compiled kernels; every successor becomes a candidate (packed words, and its key
+   ``parent * nlabels + label``: the position of that transition in the local engine's order),
+   sent to the hash bucket of its fingerprint. Coverage and transition-property violations of
+   the task's transitions go, as one small record, to step 3's task t.
+2. ``deduplicate`` (bucket b): among equal candidates keep the smallest key (the local engine's
+   first occurrence), drop those in the bucket's visited runs, write the rest as the bucket's run
+   of the new level, and send each new state to the task whose range holds its parent.
+3. ``order`` (task t): sort the new states by key, which is exactly the local engine's order;
+   write them as part t of the new level; check invariants; return counters only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional
+
+import numpy as np
+
+from kraftcheck.spark import workdir
+
+CANDIDATES_PER_CHUNK = 1 << 20  # successor rows computed at a time inside a task
+NO_HIT = -1  # "not violated" in a per-check array of minimal keys
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """What every task of one level needs to know (small: shipped with each task)."""
+
+    root: str                      # the work dir
+    run: str                       # the model's identity, for the per-worker kernel cache
+    level: int                     # the level being expanded (its successors form level + 1)
+    part_counts: tuple[int, ...]   # states in each file of the level being expanded
+    level_start: int               # global index of that level's first state
+    splits: tuple[int, ...]        # P + 1 global indices: task t expands splits[t] .. splits[t+1]
+    nwords: int
+    nlabels: int
+    cache_dir: Optional[str]       # KRAFTCHECK_CACHE_DIR for the executors, if the driver has one
+
+    @property
+    def partitions(self) -> int:
+        return len(self.splits) - 1
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How an executor builds the run's model: the spec class (pickled by reference, so its
+    ``@njit`` functions are the module's own, as the kernel generator requires), its parameters
+    and the selected checks. (A pickled Model would carry copies of the functions instead.)"""
+
+    spec_class: type
+    params: Any
+    checks: tuple[str, ...]
+
+    @classmethod
+    def of(cls, model: Any) -> "ModelRecipe":
+        return cls(type(model.spec), model.spec.params, tuple(model.check_names))
+
+    @property
+    def identity(self) -> str:
+        """Equal for equal models: executors keep the kernels of recent models by it."""
+        cls = self.spec_class
+        return f"{cls.__module__}:{cls.__qualname__}:{self.params!r}:{self.checks!r}"
+
+    def build(self) -> Any:
+        from kraftcheck.checker.model import Model
+        return Model(self.spec_class(self.params), check=list(self.checks) or None)
+
+
+_kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (Spark reuses workers)
+KERNELS_KEPT = 8
+
+
+def kernels_for(plan: LevelPlan, model_holder: Any) -> Any:
+    """The compiled kernels of the run's model in this worker: loaded once (from numba's cache on
+    disk), with one thread, since Spark runs one task per core."""
+    kernels = _kernels.get(plan.run)
+    if kernels is None:
+        os.environ["KRAFTCHECK_THREADS"] = "1"
+        if plan.cache_dir:
+            os.environ["KRAFTCHECK_CACHE_DIR"] = plan.cache_dir
+        from kraftcheck.checker.compile import compile_in_process
+        from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+        model = model_holder.value.build()
+        kernels = Kernels(model, compile_in_process(kernel_shapes(model)))
+        if len(_kernels) >= KERNELS_KEPT:
+            _kernels.pop(next(iter(_kernels)))
+        _kernels[plan.run] = kernels
+    return kernels
+
+
+def read_frontier(plan: LevelPlan, lo: int, hi: int) -> np.ndarray:
+    """Packed states with global indices lo..hi of the level being expanded, from its part files."""
+    pieces = []
+    start = plan.level_start
+    for part, count in enumerate(plan.part_counts):
+        a, b = max(lo, start), min(hi, start + count)
+        if a < b:
+            path = workdir.part_path(plan.root, plan.level, part, "words")
+            pieces.append(workdir.load_slice(path, np.uint64, a - start, b - start, plan.nwords))
+        start += count
+    if not pieces:
+        return np.empty((0, plan.nwords), np.uint64)
+    return np.concatenate(pieces)
+
+
+def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Per chunk of states lo..hi: the successors' words, hashes, keys and property masks."""
+    from kraftcheck.checker.codegen import NO_LABEL
+    words = read_frontier(plan, lo, hi)
+    nl = plan.nlabels
+    chunk = max(1, CANDIDATES_PER_CHUNK // nl)
+    buf = kernels.buffers(min(chunk, max(1, words.shape[0])))
+    for a in range(0, words.shape[0], chunk):
+        b = min(words.shape[0], a + chunk)
+        kernels.successors(words, a, b, buf)
+        valid = np.flatnonzero(buf.labels[: (b - a) * nl] != NO_LABEL)
+        keys = (lo + a) * nl + valid.astype(np.int64)  # row i * nl + label of state lo + a + i
+        props = buf.props[valid] if kernels.model.properties else None
+        yield buf.words[valid], buf.hashes[valid], keys, props
+
+
+def _first_hits(masks: np.ndarray, keys: np.ndarray, nchecks: int, into: np.ndarray) -> None:
+    """For each check k not hit yet in ``into``, the first key whose mask has bit k."""
+    bad = np.flatnonzero(masks)
+    for k in range(nchecks):
+        if into[k] != NO_HIT or not bad.size:
+            continue
+        hits = bad[(masks[bad] >> np.uint64(k)) & np.uint64(1) == 1]
+        if hits.size:
+            into[k] = keys[hits[0]]
+
+
+def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tuple]]:
+    """Step 1 for task ``task``: (bucket, candidates) pairs and (task, coverage record)."""
+    kernels = kernels_for(plan, model_holder)
+    model = kernels.model
+    label_action = np.array(model.label_action, np.int64)
+    fired = np.zeros(len(model.actions), np.int64)
+    prop_min = np.full(len(model.properties), NO_HIT, np.int64)
+    generated = 0
+    words_parts, hash_parts, key_parts = [], [], []
+    for words, hashes, keys, props in _transitions(plan, kernels, plan.splits[task], plan.splits[task + 1]):
+        generated += keys.shape[0]
+        fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
+        if props is not None:
+            _first_hits(props, keys, len(model.properties), prop_min)
+        words_parts.append(words)
+        hash_parts.append(hashes)
+        key_parts.append(keys)
+    out: list[tuple[int, tuple]] = [(task, ("coverage", generated, fired, prop_min))]
+    if generated:
+        words = np.concatenate(words_parts)
+        keys = np.concatenate(key_parts)
+        buckets = (np.concatenate(hash_parts) >> np.uint64(40)) % np.uint64(plan.partitions)
+        out.extend(_grouped(buckets.astype(np.int64), words, keys, plan.partitions))
+    return out
+
+
+def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partitions: int) -> list[tuple[int, tuple]]:
+    """(target, ("states", words, keys)) for every target that gets any, order kept within each."""
+    order = np.argsort(targets, kind="stable")
+    bounds = np.searchsorted(targets[order], np.arange(partitions + 1))
+    out = []
+    for p in range(partitions):
+        rows = order[bounds[p]: bounds[p + 1]]
+        if rows.size:
+            out.append((p, ("states", words[rows], keys[rows])))
+    return out
+
+
+def _rows_view(words: np.ndarray) -> np.ndarray:
+    """One structured element per row, compared field by field: sortable and searchable."""
+    dtype = np.dtype([(f"w{i}", "<u8") for i in range(words.shape[1])])
+    return np.ascontiguousarray(words).view(dtype).ravel()
+
+
+def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    """Step 2 for hash bucket ``bucket``: the new states of the bucket, each sent to the step-3 task
+    whose range holds its parent; coverage records passed on to the step-3 task of the same number."""
+    words_parts, key_parts = [], []
+    for key, item in items:
+        if item[0] == "coverage":
+            yield key, item
+        else:
+            words_parts.append(item[1])
+            key_parts.append(item[2])
+    nw = plan.nwords
+    words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
+    keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
+    if keys.size:
+        # equal states together, smallest key first: the local engine keeps the first occurrence
+        order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))))
+        words, keys = words[order], keys[order]
+        first = np.ones(keys.shape[0], bool)
+        first[1:] = np.any(words[1:] != words[:-1], axis=1)
+        words, keys = words[first], keys[first]
+        rows = _rows_view(words)
+        seen = np.zeros(keys.shape[0], bool)
+        for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
+            run = _rows_view(workdir.load(run_file, np.uint64, nw))
+            if run.size:
+                at = np.minimum(np.searchsorted(run, rows), run.size - 1)
+                seen |= run[at] == rows
+        words, keys = words[~seen], keys[~seen]
+    workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), words)  # sorted: a run
+    if keys.size:
+        targets = np.searchsorted(np.array(plan.splits, np.int64), keys // plan.nlabels, side="right") - 1
+        yield from _grouped(targets, words, keys, plan.partitions)
+
+
+def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
+    """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
+    of the new level; return its counters and the first violating key of each check."""
+    kernels = kernels_for(plan, model_holder)
+    model = kernels.model
+    coverage = None
+    words_parts, key_parts = [], []
+    for _, item in items:
+        if item[0] == "coverage":
+            coverage = item
+        else:
+            words_parts.append(item[1])
+            key_parts.append(item[2])
+    if coverage is None:
+        raise RuntimeError(f"level {plan.level + 1}, part {task}: the coverage record of its expand task is missing")
+    words = np.concatenate(words_parts) if words_parts else np.empty((0, plan.nwords), np.uint64)
+    keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
+    by_key = np.argsort(keys, kind="stable")
+    words, keys = words[by_key], keys[by_key]
+    labels = (keys % plan.nlabels).astype(np.uint16)
+    new_level = plan.level + 1
+    workdir.save(workdir.part_path(plan.root, new_level, task, "words"), words)
+    workdir.save(workdir.part_path(plan.root, new_level, task, "parents"), (keys // plan.nlabels).astype(np.uint64))
+    workdir.save(workdir.part_path(plan.root, new_level, task, "labels"), labels)
+    inv_min = np.full(len(model.invariants), NO_HIT, np.int64)
+    if model.invariants and keys.size:
+        _first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
+    label_action = np.array(model.label_action, np.int64)
+    _, generated, fired, prop_min = coverage
+    return [{
+        "task": task, "count": int(keys.size), "generated": int(generated), "fired": fired.tolist(),
+        "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),
+        "invariants": inv_min.tolist(), "properties": prop_min.tolist(),
+    }]
+
+
+def count_until(plan: LevelPlan, model_holder: Any, task: int, cut: int) -> dict:
+    """For a run that stops at the transition with key ``cut`` (in task ``task``'s range): what task
+    ``task`` generated and found up to and including it, as the local engine counts a stop."""
+    kernels = kernels_for(plan, model_holder)
+    model = kernels.model
+    label_action = np.array(model.label_action, np.int64)
+    fired = np.zeros(len(model.actions), np.int64)
+    generated = 0
+    hi = min(plan.splits[task + 1], cut // plan.nlabels + 1)
+    for _, _, keys, _ in _transitions(plan, kernels, plan.splits[task], hi):
+        keys = keys[keys <= cut]
+        generated += keys.size
+        fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
+    new_level = plan.level + 1
+    parents = workdir.load(workdir.part_path(plan.root, new_level, task, "parents"), np.uint64).astype(np.int64)
+    labels = workdir.load(workdir.part_path(plan.root, new_level, task, "labels"), np.uint16).astype(np.int64)
+    kept = parents * plan.nlabels + labels <= cut
+    return {"generated": generated, "fired": fired.tolist(), "count": int(kept.sum()),
+            "new": np.bincount(label_action[labels[kept]], minlength=len(model.actions)).tolist()}

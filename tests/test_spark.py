@@ -1,0 +1,311 @@
+"""The Spark explorer (kraftcheck.spark): the local engine's exact numbering, its files, the
+command line, and a real standalone cluster on 127.0.0.1.
+
+The conformance suite (test_conformance.py) runs the Spark explorer on every spec too; these tests
+look inside: the level files must be the local engine's, state for state, and the visited set
+must be partitioned by hash as designed. Every Spark process a test starts is stopped in a finally.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.spark import SparkExplorer, workdir
+from kraftcheck.specs import spec_class
+
+pytestmark = pytest.mark.spark
+KRAFTCHECK = Path(sys.executable).parent / "kraftcheck"
+
+
+def _model(name, **params):
+    cls = spec_class(name)
+    return Model(cls(cls.Params(**params)))
+
+
+def _summary(result):
+    return (result.status, result.initial_states, result.distinct_states, result.states_generated, result.depth,
+            result.coverage(), [(v.check, v.kind, [(s.label, s.state) for s in v.steps]) for v in result.violations])
+
+
+def _spark_level(root: Path, level: int, kind: str, dtype, nwords: int = 0) -> np.ndarray:
+    parts = sorted(workdir.level_dir(str(root), level).glob(f"part-*.{kind}"))
+    assert parts, f"no part files of level {level}"
+    return np.concatenate([workdir.load(p, dtype, nwords) for p in parts])
+
+
+def test_levels_are_the_local_engines_state_for_state(spark_context, tmp_path):
+    """Every level's words, parents and labels, concatenated over the parts, equal the local
+    engine's level files (its --checkpoint format): the same states in the same order."""
+    model = _model("two_phase", rm=3)
+    local = Engine(compile="now").explore(model, Options(keep_going=True, checkpoint_dir=str(tmp_path / "local")))
+    spark = SparkExplorer(spark_context, partitions=3, work_dir=str(tmp_path / "spark")).explore(
+        model, Options(keep_going=True))
+    assert _summary(spark) == _summary(local)
+    nwords = model.layout.nwords
+    for level in range(local.depth):
+        words = np.fromfile(tmp_path / "local" / f"level-{level:04d}.words", np.uint64).reshape(-1, nwords)
+        parents = np.fromfile(tmp_path / "local" / f"level-{level:04d}.parents", np.uint32).astype(np.int64)
+        labels = np.fromfile(tmp_path / "local" / f"level-{level:04d}.labels", np.uint16)
+        spark_parents = _spark_level(tmp_path / "spark", level, "parents", np.uint64)
+        spark_parents = np.where(spark_parents == workdir.INITIAL_PARENT, 0xFFFFFFFF, spark_parents).astype(np.int64)
+        assert np.array_equal(_spark_level(tmp_path / "spark", level, "words", np.uint64, nwords), words)
+        assert np.array_equal(spark_parents, parents)
+        assert np.array_equal(_spark_level(tmp_path / "spark", level, "labels", np.uint16), labels)
+
+
+def test_visited_set_is_partitioned_by_hash_in_sorted_disjoint_runs(spark_context, tmp_path):
+    model = _model("die_hard", small=4, big=9)
+    partitions = 3
+    result = SparkExplorer(spark_context, partitions=partitions, work_dir=str(tmp_path)).explore(
+        model, Options(keep_going=True))
+    nwords = model.layout.nwords
+    every_level = np.concatenate([_spark_level(tmp_path, level, "words", np.uint64, nwords)
+                                  for level in range(result.depth)])
+    seen = []
+    for bucket in range(partitions):
+        runs = [workdir.load(p, np.uint64, nwords) for p in workdir.visited_runs(str(tmp_path), bucket, 10**6)]
+        assert runs, f"bucket {bucket} has no runs"
+        for run in runs:
+            rows = [tuple(r) for r in run]
+            assert rows == sorted(set(rows)), "a run is not sorted and duplicate-free"
+            if run.shape[0]:
+                buckets = (fingerprints(run) >> np.uint64(40)) % np.uint64(partitions)
+                assert set(buckets.tolist()) == {bucket}
+            seen += rows
+    assert len(seen) == len(set(seen)) == result.distinct_states == every_level.shape[0]
+    assert set(seen) == {tuple(r) for r in every_level}
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 5])
+@pytest.mark.parametrize("name,params", [("two_phase_eager_commit", {"rm": 3}), ("die_hard", {})])
+def test_first_violation_counts_do_not_depend_on_partitions(spark_context, partitions, name, params):
+    """A run that stops at its first violation counts up to the violating transition, wherever it
+    falls among the tasks of its level."""
+    model = _model(name, **params)
+    local = Engine(compile="now").explore(model, Options())
+    assert local.status == "violated"
+    spark = SparkExplorer(spark_context, partitions=partitions).explore(model, Options())
+    assert _summary(spark) == _summary(local)
+
+
+def test_limits_make_the_run_incomplete(spark_context):
+    model = _model("two_phase", rm=3)
+    deep = SparkExplorer(spark_context, partitions=2).explore(model, Options(max_depth=3))
+    local = Engine(compile="now").explore(model, Options(max_depth=3))
+    assert (deep.status, deep.depth, deep.distinct_states, deep.states_generated) == \
+        ("incomplete", local.depth, local.distinct_states, local.states_generated)
+    assert "--max-depth 3" in deep.incomplete_reason
+
+
+def test_work_dir_must_be_new_or_empty(spark_context, tmp_path):
+    (tmp_path / "old.txt").write_text("x")
+    with pytest.raises(Exception, match="not an empty directory"):
+        SparkExplorer(spark_context, work_dir=str(tmp_path)).explore(_model("die_hard"), Options())
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def _one_error_line(result) -> str:
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kraftcheck: error")]
+    assert len(errors) == 1, result.stderr
+    return errors[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--engine", "spark", "--master", "spark://127.0.0.1:{port}"], "cannot reach the Spark master"),
+    (["--master", "local[2]"], "need --engine spark"),
+    (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
+    (["--engine", "spark", "--fingerprints"], "not supported by --engine spark"),
+    (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
+])
+def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, args, message):
+    args = [a.format(port=_free_port(), tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", *args], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert message in _one_error_line(result)
+
+
+def test_non_empty_work_dir_exits_2(tmp_path):
+    (tmp_path / "old.txt").write_text("x")
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--engine", "spark", "--work-dir",
+                                      str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "is not empty" in _one_error_line(result)
+
+
+def test_no_java_exits_2(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--engine", "spark"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "Spark needs Java" in _one_error_line(result)
+
+
+def _cli_report(tmp_path: Path, name: str, *args: str, env=None) -> tuple[int, dict]:
+    """``kraftcheck check`` in a process of its own (a Spark driver needs one) and its JSON report."""
+    report = tmp_path / f"{name}.json"
+    out = subprocess.run([str(KRAFTCHECK), "check", "--json", str(report), "--trace-dir", str(tmp_path / name),
+                          "--no-color", *args], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, **(env or {})})
+    assert report.exists(), out.stderr[-3000:]
+    return out.returncode, json.loads(report.read_text())
+
+
+COMPARED = ("result", "initial_states", "states_generated", "distinct_states", "depth", "coverage")
+
+
+def _same_answer(a: dict, b: dict) -> None:
+    assert {k: a[k] for k in COMPARED} == {k: b[k] for k in COMPARED}
+    assert [(v["invariant"], v["depth"], v["actions"]) for v in a["violations"]] == \
+        [(v["invariant"], v["depth"], v["actions"]) for v in b["violations"]]
+
+
+def test_cli_spark_engine_reports_what_the_local_engine_does(tmp_path):
+    check = ["--spec", "two_phase_eager_commit", "--param", "rm=2", "--continue"]
+    code, spark = _cli_report(tmp_path, "spark", *check, "--engine", "spark", "--master", "local[2]",
+                              "--spark-conf", "spark.default.parallelism=2", "--work-dir", str(tmp_path / "work"))
+    local_code, local = _cli_report(tmp_path, "local", *check)
+    assert (code, local_code) == (1, 1) and spark["engine"] == "spark"
+    _same_answer(spark, local)
+    trace = spark["violations"][0]["trace_file"]
+    replay = subprocess.run([str(KRAFTCHECK), "trace", "replay", trace], capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert (tmp_path / "work" / "levels" / "level-0000").is_dir()
+
+
+# -- resume after the driver is killed ---------------------------------------------------------
+
+def _manifest_levels(work: Path) -> int:
+    try:
+        return len(json.loads((work / "checkpoint.json").read_text())["level_start"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_killed_driver_resumes_to_identical_counts(tmp_path):
+    """SIGKILL the driver (and the Java process it started) after a few levels; --resume ends with
+    the uninterrupted run's counts, coverage and counterexamples."""
+    work = tmp_path / "work"
+    check = ["--spec", "two_phase_eager_commit", "--param", "rm=3", "--continue"]
+    driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[2]",
+                               "--work-dir", str(work), "-q"], start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for("three finished levels", lambda: _manifest_levels(work) >= 3 or driver.poll() is not None, 300, [])
+        assert driver.poll() is None, "the run finished before it could be killed"
+    finally:
+        _stop(driver, first=signal.SIGKILL)
+    killed_at = _manifest_levels(work)
+    code, resumed = _cli_report(tmp_path, "resumed", *check, "--engine", "spark", "--master", "local[2]",
+                                "--resume", str(work))
+    local_code, local = _cli_report(tmp_path, "local", *check)
+    assert (code, local_code) == (1, 1)
+    _same_answer(resumed, local)
+    assert resumed["resumed_from_level"] == killed_at >= 3
+    again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
+    assert again.exit_code == 2 and "already finished" in _one_error_line(again)
+
+
+def test_resume_refuses_another_runs_work_dir(tmp_path):
+    work = tmp_path / "work"
+    code, _ = _cli_report(tmp_path, "first", "--spec", "die_hard", "--engine", "spark", "--master", "local[1]",
+                          "--work-dir", str(work), "--max-depth", "2")
+    assert code == 3
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--param", "big=9", "--engine", "spark",
+                                      "--resume", str(work)])
+    assert result.exit_code == 2 and "belongs to another run" in _one_error_line(result)
+
+
+# -- a standalone cluster ------------------------------------------------------------------------
+
+def _spark_class() -> Path:
+    import pyspark
+    return Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def _wait_for(what: str, predicate, timeout: float, logs: list[Path]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    tails = "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in logs if p.exists())
+    raise AssertionError(f"timed out waiting for {what}\n{tails}")
+
+
+def _stop(process: subprocess.Popen, first: int = signal.SIGTERM) -> None:
+    """Stop a process this test started, and what it started (its own process group: a worker's
+    executors, a driver's Java process)."""
+    for sig, wait in ((first, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.mark.slow
+def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
+    """A master and two workers on 127.0.0.1 (spark-class from the PySpark distribution); a check
+    submitted to them equals the local engine's; every process is stopped, also on failure."""
+    port = _free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parent.parent),
+           "SPARK_NO_DAEMONIZE": "1"}
+    processes: list[subprocess.Popen] = []
+    logs: list[Path] = []
+
+    def start(name: str, *args: str) -> None:
+        log = tmp_path / f"{name}.log"
+        logs.append(log)
+        with open(log, "wb") as f:
+            processes.append(subprocess.Popen([str(_spark_class()), *args], stdout=f, stderr=subprocess.STDOUT,
+                                              env=env, start_new_session=True))
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+              "--webui-port", str(_free_port()))
+        _wait_for("the master", lambda: "Starting Spark master" in logs[0].read_text() and
+                  "I have been elected leader" in logs[0].read_text(), 120, logs)
+        for i in range(2):
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+                  "--memory", "1g", "--webui-port", str(_free_port()), "--work-dir", str(tmp_path / f"w{i}"),
+                  master_url)
+        _wait_for("two workers", lambda: logs[0].read_text().count("Registering worker") >= 2, 120, logs)
+        check = ["--spec", "two_phase_eager_commit", "--param", "rm=2", "--continue"]
+        code, spark = _cli_report(tmp_path, "cluster", *check, "--engine", "spark", "--master", master_url,
+                                  "--work-dir", str(tmp_path / "work"), env={"SPARK_LOCAL_IP": "127.0.0.1"})
+        local_code, local = _cli_report(tmp_path, "local", *check)
+        assert (code, local_code) == (1, 1)
+        _same_answer(spark, local)
+        workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
+        assert workers_used == [True, True], "the check did not run on both workers"
+    finally:
+        for process in reversed(processes):
+            _stop(process)
