@@ -32,6 +32,7 @@ import numpy as np
 
 from kraftcheck.checker.codegen import import_kernel_module, imported_modules
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.files import atomic_write
 
 # Scratch records per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
@@ -80,11 +81,7 @@ def is_compiled(shapes: KernelShapes) -> bool:
 
 
 def _mark_compiled(module_path: str | Path) -> None:
-    path = marker_path(module_path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"numba {numba.__version__}\n")
-    os.replace(tmp, path)
+    atomic_write(marker_path(module_path), f"numba {numba.__version__}\n")
 
 
 def compile_kernels(module: ModuleType, shapes: KernelShapes,

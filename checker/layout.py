@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -168,3 +168,28 @@ class Layout:
             else:
                 out.append(0)
         return tuple(out)
+
+
+def state_copier(layout: Layout) -> Callable[[Any], Any]:
+    """A function that copies a plain-Python state (ints, nested lists) much faster than deepcopy,
+    which the interpreted tier and trace stepping call once per action instance per state."""
+    scalars = [f.name for f in layout.fields if not f.shape]
+    vectors = [f.name for f in layout.fields if len(f.shape) == 1]
+    deeper = [f.name for f in layout.fields if len(f.shape) > 1]
+
+    def deep(v: Any) -> Any:
+        return [deep(x) for x in v] if isinstance(v, list) else v
+
+    def copy(state: Any) -> Any:
+        src = state.__dict__
+        out = types.SimpleNamespace()
+        d = out.__dict__
+        for name in scalars:
+            d[name] = src[name]
+        for name in vectors:
+            d[name] = src[name][:]
+        for name in deeper:
+            d[name] = deep(src[name])
+        return out
+
+    return copy

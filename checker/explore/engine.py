@@ -23,8 +23,8 @@ from kraftcheck.checker.compile import BackgroundCompile, KernelShapes, compile_
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
-from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
-                                    memory_exceeded, no_progress)
+from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
+                                               describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
                                                   write_manifest)
@@ -384,14 +384,13 @@ class _Run:
         if builder is None or self.kernels.compiled:
             return
         if builder.done():
-            shapes = kernel_shapes(self.model)
-            self.kernels = Kernels(self.model, compile_in_process(shapes))  # loads from numba's cache
+            self.kernels = Kernels(self.model, compile_in_process(builder.shapes))  # loads from numba's cache
             self.result.compile_s = builder.finished_s
             self.builder = None
         elif builder.failed():
             # compile here, so the error is numba's own (it names the spec's line)
             try:
-                compile_in_process(kernel_shapes(self.model))
+                compile_in_process(builder.shapes)
             except numba.core.errors.NumbaError as e:
                 raise compile_error(self.model.spec.name, e) from None
             raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
@@ -399,21 +398,7 @@ class _Run:
     # -- traces
     def _trace(self, index: int) -> list[Step]:
         """Replay the labels on the path to state ``index`` from its initial state."""
-        labels = []
-        while True:
-            parent, label = self.levels.parent_of(index)
-            if parent < 0:
-                break
-            labels.append(label)
-            index = parent
-        state = self.model.initial[index]  # initial states are the first indices, in order
-        steps = [Step(None, state)]
-        for label in reversed(labels):
-            state = self.kernels.step(state, label)
-            if state is None:
-                raise SpecError(f"internal: replaying {self.model.labels[label]} found it disabled")
-            steps.append(Step(label, state))
-        return steps
+        return replay_path(self.model, index, self.levels.parent_of, self.kernels.step)
 
     # -- reporting
     def _report(self, force: bool) -> None:

@@ -11,41 +11,15 @@ difference in counts, state numbering or counterexamples.
 
 from __future__ import annotations
 
-import types
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.model import Model, python_function
-
-
-def state_copier(layout: Layout) -> Callable[[Any], Any]:
-    """A function that copies a plain-Python state (ints, nested lists) much faster than deepcopy,
-    which the interpreted tier calls once per action instance per state."""
-    scalars = [f.name for f in layout.fields if not f.shape]
-    vectors = [f.name for f in layout.fields if len(f.shape) == 1]
-    deeper = [f.name for f in layout.fields if len(f.shape) > 1]
-
-    def deep(v: Any) -> Any:
-        return [deep(x) for x in v] if isinstance(v, list) else v
-
-    def copy(state: Any) -> Any:
-        src = state.__dict__
-        out = types.SimpleNamespace()
-        d = out.__dict__
-        for name in scalars:
-            d[name] = src[name]
-        for name in vectors:
-            d[name] = src[name][:]
-        for name in deeper:
-            d[name] = deep(src[name])
-        return out
-
-    return copy
 
 
 class InterpretedKernels:

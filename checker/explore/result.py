@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.model import Model
 
 HOLDS, VIOLATED, INCOMPLETE = "holds", "violated", "incomplete"
@@ -46,6 +47,28 @@ class Step:
 
     label: Optional[int]
     state: tuple[int, ...]
+
+
+def replay_path(model: Model, index: int, parent_of: Callable[[int], tuple[int, int]],
+                step: Callable[[tuple[int, ...], int], Optional[tuple[int, ...]]]) -> list[Step]:
+    """The trace to state ``index``: follow ``parent_of(index) -> (parent, label)`` back to an
+    initial state (parent < 0), then replay the labels forward with ``step``. Every explorer that
+    stores a parent link and a label per state rebuilds its counterexamples this way."""
+    labels = []
+    while True:
+        parent, label = parent_of(index)
+        if parent < 0:
+            break
+        labels.append(label)
+        index = parent
+    state = model.initial[index]  # initial states are the first indices, in order
+    steps = [Step(None, state)]
+    for label in reversed(labels):
+        state = step(state, label)
+        if state is None:
+            raise SpecError(f"internal: replaying {model.labels[label]} found it disabled")
+        steps.append(Step(label, state))
+    return steps
 
 
 @dataclass

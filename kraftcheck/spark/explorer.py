@@ -25,7 +25,7 @@ import numpy as np
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, read_manifest, run_identity, write_manifest
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
-                                               describe_limit, memory_exceeded, no_progress)
+                                               describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
@@ -354,21 +354,7 @@ class _SparkRun:
         raise SpecError(f"internal: state {index} is in no part file of level {level}")
 
     def _trace(self, index: int) -> list[Step]:
-        labels = []
-        while True:
-            parent, label = self._link(index)
-            if parent < 0:
-                break
-            labels.append(label)
-            index = parent
-        state = self.model.initial[index]  # initial states are the first indices, in order
-        steps = [Step(None, state)]
-        for label in reversed(labels):
-            state = self.model.step(state, label)
-            if state is None:
-                raise SpecError(f"internal: replaying {self.model.labels[label]} found it disabled")
-            steps.append(Step(label, state))
-        return steps
+        return replay_path(self.model, index, self._link, self.model.step)
 
     def finish(self) -> Result:
         r = self.result
