@@ -2,7 +2,7 @@
 
 Each row is two ``kraftcheck check`` runs (first violation, not --continue, so each stops at its
 shortest counterexample): at the default bounds, and with ``--min-isr-changes 0``, because the
-min ISR finding (docs/findings.md, F1) shows at the default bounds under every setting and would
+min ISR findings (docs/findings.md, F1 and F3) show at the default bounds under every setting and would
 otherwise hide what each switch does. The table goes between the README's verdict markers.
 
     .venv/bin/python bench/verdicts.py            # rewrite the table in README.md
@@ -28,6 +28,8 @@ ROWS = [
     ("kip-966, balanced after 1 reply", ["--balanced-replies", "1"]),
     ("kafka-4.x", ["--protocol", "kafka-4.x"]),
     ("kafka-4.x, unclean election", ["--protocol", "kafka-4.x", "--unclean-election"]),
+    ("kafka-4.0", ["--protocol", "kafka-4.0"]),
+    ("kafka-4.0, unclean election", ["--protocol", "kafka-4.0", "--unclean-election"]),
     ("kafka-3.5", ["--protocol", "kafka-3.5"]),
     ("kafka-3.5, unclean election", ["--protocol", "kafka-3.5", "--unclean-election"]),
     ("no strict min ISR", ["--no-strict-min-isr"]),

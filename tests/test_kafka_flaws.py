@@ -140,11 +140,13 @@ def test_every_action_fires_at_default_bounds():
     m = Model(KafkaReplication(KafkaParams()))
     r = Engine().explore(m, Options(keep_going=True))
     assert r.exhaustive
-    assert (r.distinct_states, r.states_generated, r.depth) == (14_187_187, 64_899_661, 38)
+    # 14,187,187 / 64,899,661 before shrinks removed several followers at once and leaders had the
+    # metadata publish window (topic delta before config delta); 17,261,316 with the first only
+    assert (r.distinct_states, r.states_generated, r.depth) == (21_783_230, 100_074_871, 38)
     assert r.never_fired() == []
     assert [(v.check, v.depth) for v in r.violations] == [
-        ("leader_maximal_isr_covers_electable", 5), ("hwm_advances_only_with_min_isr", 8),
-        ("elr_members_hold_committed_log", 9), ("isr_members_hold_committed_log", 12),
+        ("leader_maximal_isr_covers_electable", 4), ("elr_members_hold_committed_log", 8),
+        ("hwm_advances_only_with_min_isr", 8), ("isr_members_hold_committed_log", 12),
         ("leader_holds_committed_log", 12), ("acked_writes_survive", 12), ("reads_are_repeatable", 13)]
 
 

@@ -143,7 +143,8 @@ def test_shipped_stories_replay_from_the_command_line():
     for path in sorted(SHIPPED.glob("*.yaml")):
         result = CliRunner().invoke(trace, ["replay", str(path), "--quiet", "--no-color", "--width", "200"])
         assert result.exit_code == 0, result.output
-        assert result.output.count("as expected") == 3 and "NOT" not in result.output
+        variants = len(load_scenario(path).variants)
+        assert result.output.count("as expected") == variants and "NOT" not in result.output
 
 
 def test_initial_state_must_exist(tmp_path):
@@ -151,3 +152,19 @@ def test_initial_state_must_exist(tmp_path):
     path.write_text(EAGER_STORY + "initial: 3\n")
     with pytest.raises(ScenarioError, match="1 initial state"):
         run_scenario(load_scenario(path))
+
+
+@kafka_model
+def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window():
+    """traces/scenarios/f3_publish_window.yaml (docs/findings.md F3), every variant as expected."""
+    scenario = load_scenario(SHIPPED / "f3_publish_window.yaml")
+    runs = {v: run_scenario(scenario, v) for v in scenario.variants}
+    for variant, run in runs.items():
+        assert run.ok, (variant, run.problems)
+        assert traces.replay(run.graph).ok
+    for variant in ("flawed", "shipped"):
+        assert runs[variant].blocked_at is None
+        assert runs[variant].first_failure["elr_members_hold_committed_log"] == 7
+        assert runs[variant].first_failure["acked_writes_survive"] == 10
+    for variant in ("config-first", "min-isr-in-partition-state"):
+        assert runs[variant].blocked_at == 7 and runs[variant].first_failure == {}

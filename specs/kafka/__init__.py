@@ -20,8 +20,8 @@ from __future__ import annotations
 from kraftcheck.checker.spec import Action, Invariant, Param, Spec, TransitionProperty
 from kraftcheck.invariants import kafka_invariants, kafka_properties
 from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
-from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, switches
-from kraftcheck.specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch
+from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, effective_min_isr, switches
+from kraftcheck.specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch, publish_window, subset_labels
 
 
 class KafkaReplication(Spec):
@@ -58,19 +58,21 @@ class KafkaReplication(Spec):
         p = self.params
         consts = switches(p)
         bounds = {name: getattr(p, name) for name in BOUNDS}
-        return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns()),
+        return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns(), p.preferred_elections),
                             max(1, self.shutdowns()), consts, bounds)
 
     def initial_states(self):
         n, p = self.n, self.params
+        min_isr = effective_min_isr(p)
         everyone = (1 << n) - 1
         leader_view_isr = [everyone] + [0] * (n - 1)
         yield {
-            "c_isr": everyone, "c_leader": 0, "c_last_leader": n, "c_epoch": 1, "c_min_isr": p.min_isr,
+            "c_isr": everyone, "c_leader": 0, "c_last_leader": n, "c_epoch": 1, "c_min_isr": min_isr,
             "b_state": [0] * n, "v_leader": [0] * n, "v_epoch": [1] * n,
-            "v_isr": leader_view_isr, "v_min_isr": [p.min_isr] + [0] * (n - 1),
+            "v_isr": leader_view_isr, "v_min_isr": [min_isr] + [0] * (n - 1),
             "v_pe_ok": [1] + [0] * (n - 1),
-            "fewest_min_isr": p.min_isr,
+            "fewest_min_isr": min_isr,
+            **({"c_part_min_isr": min_isr} if p.fix_min_isr_in_partition_state else {}),
         }
 
     def actions(self):
@@ -80,6 +82,8 @@ class KafkaReplication(Spec):
         acks = Param("acks", 2, ("1", "all"))
         acts = [
             Action("SyncMetadata", broker.sync_metadata, (b,), broker.sync_metadata.__doc__),
+            *([Action("ApplyConfigDelta", broker.apply_config_delta, (b,), broker.apply_config_delta.__doc__)]
+              if publish_window(switches(p), {name: getattr(p, name) for name in BOUNDS}) else []),
             Action("Produce", broker.produce, (b, acks), broker.produce.__doc__),
             Action("Fetch", broker.fetch, (f,), broker.fetch.__doc__),
             Action("AdvanceHighWatermark", broker.advance_hwm, (b,), broker.advance_hwm.__doc__),
@@ -93,7 +97,8 @@ class KafkaReplication(Spec):
             Action("Restart", faults.restart, (b,), faults.restart.__doc__),
         ]
         if p.isr_shrinks:
-            acts.append(Action("ProposeIsrShrink", broker.propose_shrink, (b, f), broker.propose_shrink.__doc__))
+            out = Param("out", (1 << self.n) - 1, subset_labels(self.broker_names()))
+            acts.append(Action("ProposeIsrShrink", broker.propose_shrink, (b, out), broker.propose_shrink.__doc__))
         if p.fences:
             acts.append(Action("Fence", controller.fence, (b,), controller.fence.__doc__))
         if p.lossy_shutdowns:
@@ -106,6 +111,9 @@ class KafkaReplication(Spec):
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
+        if p.preferred_elections:
+            acts.append(Action("PreferredElection", controller.preferred_election, (),
+                               controller.preferred_election.__doc__))
         if p.accept_stale_fetch_responses:
             acts.append(Action("DelayFetchResponse", broker.delay_fetch_response, (f,),
                                broker.delay_fetch_response.__doc__))

@@ -46,6 +46,7 @@ def clear_leader_state(t, b):
     t.v_min_isr[b] = 0
     t.v_pe_ok[b] = 0
     t.v_recovering[b] = 0
+    t.v_cfg_next[b] = 0
     t.eso[b] = 0
     for f in range(len(t.log)):
         t.v_gen_age[b][f] = 0
@@ -54,17 +55,35 @@ def clear_leader_state(t, b):
 
 
 @njit(cache=True)
+def min_isr_in_metadata(s):
+    """The min ISR a leader takes from metadata: the topic config's, or, with
+    --fix-min-isr-in-partition-state, the one written with the last partition record."""
+    if s.k_fix_min_isr_in_partition:
+        return s.c_part_min_isr
+    return s.c_min_isr
+
+
+@njit(cache=True)
+def has_publish_window(s):
+    """See ``state.publish_window``: the config delta is applied after the topic delta."""
+    return s.k_max_min_isr_changes > 0 and not s.k_fix_config_first and not s.k_fix_min_isr_in_partition
+
+
+@njit(cache=True)
 def load_view(s, t, b):
-    """``b`` applies every metadata record up to the controller's latest (one catch-up step).
+    """``b`` applies every metadata record up to the controller's latest (one publish).
 
     Returns True if its view changed. A new leadership (leader epoch) resets the follower states
     and sets the epoch start offset; a partition change drops the pending AlterPartition, as
-    ``Partition.makeLeader`` replaces the partition state.
+    ``Partition.makeLeader`` replaces the partition state. A leader that stays leader applies the
+    topic delta first and the config delta after it (``BrokerMetadataPublisher``): when both
+    change, the new min ISR waits in ``v_cfg_next`` for ``apply_config_delta``.
     """
     n = len(s.log)
     lead = s.c_leader == b
     was_leading = s.v_leader[b] == b
     same_epoch = s.v_epoch[b] == s.c_epoch
+    min_isr = min_isr_in_metadata(s)
     if not lead:
         if s.v_leader[b] == s.c_leader and same_epoch and not was_leading:
             return False
@@ -74,9 +93,10 @@ def load_view(s, t, b):
         if s.ap_from == b and s.ap_state != AP_NONE:
             t.ap_live = 0
         return True
+    window = False
     if was_leading and same_epoch:
-        changed = (s.v_isr[b] != s.c_isr or s.v_min_isr[b] != s.c_min_isr or not s.v_pe_ok[b]
-                   or s.v_recovering[b] != s.c_recovering)
+        topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != s.c_recovering)
+        changed = topic_changed or s.v_min_isr[b] != min_isr
         for f in range(n):
             if s.v_gen_age[b][f] != 0:
                 changed = True
@@ -84,6 +104,7 @@ def load_view(s, t, b):
             return False
         if not s.v_pe_ok[b] and s.ap_from == b and s.ap_state != AP_NONE:
             t.ap_live = 0
+        window = topic_changed and s.v_min_isr[b] != min_isr and has_publish_window(s)
     else:
         clear_leader_state(t, b)
         t.eso[b] = popcount(s.log[b])
@@ -92,7 +113,11 @@ def load_view(s, t, b):
     t.v_leader[b] = b
     t.v_epoch[b] = s.c_epoch
     t.v_isr[b] = s.c_isr
-    t.v_min_isr[b] = s.c_min_isr
+    if window:
+        t.v_min_isr[b] = s.v_min_isr[b]
+        t.v_cfg_next[b] = min_isr
+    else:
+        t.v_min_isr[b] = min_isr
     t.v_pe_ok[b] = 1
     t.v_recovering[b] = s.c_recovering
     for f in range(n):
@@ -102,10 +127,24 @@ def load_view(s, t, b):
 
 @njit(cache=True)
 def sync_metadata(s, t, b):
-    """Running broker ``b`` catches up with the metadata log (it may lag by any number of records)."""
-    if s.b_state[b] != RUNNING or not load_view(s, t, b):
+    """Running broker ``b`` catches up with the metadata log (it may lag by any number of records),
+    once it has finished its previous publish."""
+    if s.b_state[b] != RUNNING or s.v_cfg_next[b] != 0 or not load_view(s, t, b):
         return False
     normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def apply_config_delta(s, t, b):
+    """Leader ``b`` finishes its metadata publish with the config delta (``DynamicConfigPublisher``
+    updates the log's ``LogConfig``): the min ISR it compares the ISR with becomes the new value.
+    Until then it holds the new ISR with the old min ISR, and may advance the HWM with them
+    (``Partition.makeLeader`` calls ``maybeIncrementLeaderHW``, as do fetches meanwhile)."""
+    if s.v_cfg_next[b] == 0 or s.b_state[b] != RUNNING:
+        return False
+    t.v_min_isr[b] = s.v_cfg_next[b]
+    t.v_cfg_next[b] = 0
     return True
 
 
@@ -298,18 +337,30 @@ def send_alter_partition(s, t, b, isr, recovered):
 
 
 @njit(cache=True)
-def propose_shrink(s, t, b, f):
-    """Leader ``b`` proposes removing lagging follower ``f`` (not caught up to the leader's log end
-    offset) from the ISR. Fault, bounded by --isr-shrinks; one AlterPartition in flight."""
-    if s.isr_shrinks_used >= s.k_max_isr_shrinks or f == b or not acting_leader(s, b):
-        return False
-    if s.ap_state != AP_NONE or s.v_recovering[b] or not (s.v_isr[b] >> f & 1):
-        return False
+def lagging(s, b, f):
+    """Follower ``f`` is not caught up to leader ``b``'s log end offset (or has not fetched in this
+    leader epoch): how long it has been so is timing, so it may or may not count as out of sync."""
     known = s.f_leo[b][f]
-    if known != 0 and known - 1 >= popcount(s.log[b]):
+    return known == 0 or known - 1 < popcount(s.log[b])
+
+
+@njit(cache=True)
+def propose_shrink(s, t, b, out_index):
+    """Leader ``b`` proposes removing its out-of-sync followers ``out`` (``out_index + 1`` as a
+    set) from the ISR, all in one AlterPartition (``Partition.maybeShrinkIsr``). Out of sync is
+    ``replica.lag.time.max.ms`` without catching up to the leader's log end offset: the model has
+    no clocks, so any non-empty set of lagging ISR followers may be the one that timed out.
+    Fault, bounded by --isr-shrinks (proposals, whatever their size); one AlterPartition in flight."""
+    out = out_index + 1
+    if s.isr_shrinks_used >= s.k_max_isr_shrinks or out >> b & 1 or not acting_leader(s, b):
         return False
+    if s.ap_state != AP_NONE or s.v_recovering[b] or out & ~s.v_isr[b]:
+        return False
+    for f in range(len(s.log)):
+        if out >> f & 1 and not lagging(s, b, f):
+            return False
     t.isr_shrinks_used = s.isr_shrinks_used + 1
-    send_alter_partition(s, t, b, s.v_isr[b] & ~(1 << f), 0)
+    send_alter_partition(s, t, b, s.v_isr[b] & ~out, 0)
     return True
 
 
@@ -348,13 +399,19 @@ def propose_recovered(s, t, b):
 def receive_alter_partition_response(s, t):
     """The sender gets the AlterPartition response. If it still waits for it (its view did not move
     on meanwhile), an accepted change becomes its committed ISR and partition epoch; a rejected one
-    reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA)."""
+    reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA). With --fix-await-metadata an accepted
+    response waits until the sender's metadata holds the change (which then supersedes it); with
+    --fix-min-isr-in-partition-state it also installs the min ISR the controller used."""
     if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
         return False
     b = s.ap_from
     if s.ap_live and s.ap_state == AP_ACCEPTED:
+        if s.k_fix_await_metadata and not s.v_pe_ok[b]:
+            return False  # the response waits until b's metadata holds the change
         t.v_isr[b] = s.ap_isr
         t.v_pe_ok[b] = s.ap_pe_ok
+        if s.k_fix_min_isr_in_partition:
+            t.v_min_isr[b] = s.ap_min_isr
         if s.ap_recovered:
             t.v_recovering[b] = 0
     t.ap_state = AP_NONE
@@ -365,5 +422,7 @@ def receive_alter_partition_response(s, t):
     t.ap_stale = 0
     t.ap_recovered = 0
     t.ap_live = 0
+    if s.k_fix_min_isr_in_partition:
+        t.ap_min_isr = 0
     normalize_epochs(t)
     return True

@@ -117,9 +117,18 @@ def finish_partition_change(s, t):
     elsewhere (leader views, the AlterPartition in flight) stops being current."""
     if (s.c_isr != t.c_isr or s.c_elr != t.c_elr or s.c_lkelr != t.c_lkelr or s.c_leader != t.c_leader
             or s.c_epoch != t.c_epoch or s.c_recovering != t.c_recovering):
-        for b in range(len(t.log)):
-            t.v_pe_ok[b] = 0
-        t.ap_pe_ok = 0
+        write_partition_record(t)
+
+
+@njit(cache=True)
+def write_partition_record(t):
+    """A PartitionChangeRecord bumps the partition epoch (with --fix-min-isr-in-partition-state it
+    also carries the min ISR in force)."""
+    for b in range(len(t.log)):
+        t.v_pe_ok[b] = 0
+    t.ap_pe_ok = 0
+    if t.k_fix_min_isr_in_partition:
+        t.c_part_min_isr = t.c_min_isr
 
 
 @njit(cache=True)
@@ -218,6 +227,8 @@ def handle_alter_partition(s, t):
     t.ap_state = AP_ACCEPTED
     t.ap_epoch = 0
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
+    if s.k_fix_min_isr_in_partition:
+        t.ap_min_isr = s.c_min_isr
     normalize_epochs(t)
     return True
 
@@ -229,6 +240,9 @@ def change_min_isr(s, t, value_index):
     ELR policy: kip clears ELR and LastKnownELR when the new value is at or below the ISR size;
     kafka (4.x as shipped) clears them on any update, even to the same value; keep-elr never
     clears them. Brokers learn the new value later, through metadata. Bounded by --min-isr-changes.
+    With --fix-epoch-bump-on-min-isr-change the controller writes a partition record even when the
+    partition did not change, so AlterPartitions built before the change carry a stale partition
+    epoch and are rejected.
     """
     value = value_index + 1
     if s.min_isr_changes_used >= s.k_max_min_isr_changes:
@@ -248,5 +262,25 @@ def change_min_isr(s, t, value_index):
         if clear:
             t.c_elr = 0
             t.c_lkelr = 0
+    if s.k_fix_epoch_bump:
+        write_partition_record(t)
+    else:
+        finish_partition_change(s, t)
+    return True
+
+
+@njit(cache=True)
+def preferred_election(s, t):
+    """auto.leader.rebalance.enable: the controller moves leadership back to the preferred replica
+    (the first in assignment order, b1) when it is an unfenced ISR member and not the leader
+    (``PartitionChangeBuilder.electPreferredLeader``). No failure is involved. Bounded by
+    --preferred-elections."""
+    if s.preferred_elections_used >= s.k_max_preferred_elections:
+        return False
+    if s.c_leader == 0 or not (s.c_isr & 1) or not unfenced(s, 0):
+        return False
+    t.preferred_elections_used = s.preferred_elections_used + 1
+    set_leader(t, 0)
     finish_partition_change(s, t)
+    normalize_epochs(t)
     return True

@@ -14,13 +14,15 @@ from kraftcheck.checker.spec import param
 from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, FALLBACK_UNCLEAN, HWM_ANY, HWM_MAXIMAL,
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
-PROTOCOLS = ("kafka-3.5", "kafka-4.x", "kip-966")
+PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.x", "kip-966")
+# presets without Eligible Leader Replicas: 3.5, and 4.0 (the ELR feature ships off)
+WITHOUT_ELR = ("kafka-3.5", "kafka-4.0")
 
 
 @dataclass(frozen=True)
 class KafkaParams:
     brokers: int = param(3, "number of brokers, all replicas of the partition", minimum=2, maximum=5)
-    min_isr: int = param(2, "min.insync.replicas at start", minimum=1, maximum=5)
+    min_isr: int = param(2, "min.insync.replicas at start (in force: at most --brokers)", minimum=1, maximum=5)
     protocol: str = param("kip-966", "protocol preset", choices=PROTOCOLS)
     recovery: Optional[str] = param(None, "kip-966 unclean recovery strategy (default balanced)",
                                     choices=RECOVERIES)
@@ -36,6 +38,14 @@ class KafkaParams:
     no_expansion_hwm_guard: bool = param(False, "ISR expansion without the follower reaching the HWM")
     no_expansion_epoch_start_guard: bool = param(False, "ISR expansion without the follower reaching the leader-epoch start offset")
     accept_stale_fetch_responses: bool = param(False, "followers apply fetch responses from an older leader epoch")
+    fix_epoch_bump_on_min_isr_change: bool = param(
+        False, "F1 fix: a min ISR change bumps the partition epoch (in-flight AlterPartitions are rejected)")
+    fix_await_metadata: bool = param(
+        False, "F1 fix: the leader applies an accepted AlterPartition only once its metadata holds the change")
+    fix_config_before_topic: bool = param(
+        False, "F1 fix: a broker's metadata publish applies the config delta before the topic delta")
+    fix_min_isr_in_partition_state: bool = param(
+        False, "F1 fix: the min ISR travels with the partition state (record and AlterPartition response)")
     records: int = param(1, "records produced (bound)", minimum=1, maximum=3)
     lossy_shutdowns: int = param(1, "unclean shutdowns that lose an unflushed suffix (bound)", minimum=0, maximum=4)
     lossless_shutdowns: int = param(0, "unclean shutdowns that lose nothing (bound)", minimum=0, maximum=4)
@@ -43,17 +53,18 @@ class KafkaParams:
     fences: int = param(1, "fencings of a running broker (bound)", minimum=0, maximum=4)
     isr_shrinks: int = param(1, "ISR shrinks proposed by a leader (bound)", minimum=0, maximum=4)
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
+    preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
+                                     minimum=0, maximum=4)
 
 
-BOUNDS = ("lossy_shutdowns", "lossless_shutdowns", "clean_shutdowns", "fences", "isr_shrinks", "min_isr_changes")
+BOUNDS = ("lossy_shutdowns", "lossless_shutdowns", "clean_shutdowns", "fences", "isr_shrinks", "min_isr_changes",
+          "preferred_elections")
 
 
 def check(p: KafkaParams) -> None:
     """Reject contradictory combinations with one clear sentence."""
-    if p.min_isr > p.brokers:
-        raise UsageError(f"--min-isr {p.min_isr} is above --brokers {p.brokers}")
     kip = p.protocol == "kip-966"
-    elr = p.protocol != "kafka-3.5"
+    elr = p.protocol not in WITHOUT_ELR
     if p.recovery is not None and not kip:
         raise UsageError(f"--recovery applies to the kip-966 preset only, not {p.protocol}")
     if p.unclean_election and kip:
@@ -66,17 +77,24 @@ def check(p: KafkaParams) -> None:
     if not elr:
         for name in ("keep_unclean_in_elr", "hwm_from_maximal_isr"):
             if getattr(p, name):
-                raise UsageError(f"--{name.replace('_', '-')} needs ELR, which kafka-3.5 does not have")
+                raise UsageError(f"--{name.replace('_', '-')} needs ELR, which {p.protocol} does not have")
         if p.min_isr_policy is not None:
-            raise UsageError("--min-isr-policy needs ELR, which kafka-3.5 does not have")
+            raise UsageError(f"--min-isr-policy needs ELR, which {p.protocol} does not have")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
+
+
+def effective_min_isr(p: KafkaParams) -> int:
+    """The min ISR both sides use: min(configured, replication factor), as the controller's
+    ``getTopicEffectiveMinIsr`` and the leader's ``Partition.effectiveMinIsr`` compute it (every
+    broker is a replica here, so the replication factor is --brokers)."""
+    return min(p.min_isr, p.brokers)
 
 
 def switches(p: KafkaParams) -> dict[str, int]:
     """The Const fields (protocol switches and bounds) for these options."""
     preset = p.protocol
-    elr = preset != "kafka-3.5"
+    elr = preset not in WITHOUT_ELR
     if p.no_strict_min_isr or preset == "kafka-3.5":
         hwm_rule = HWM_ANY
     elif p.hwm_from_maximal_isr:
@@ -107,6 +125,12 @@ def switches(p: KafkaParams) -> dict[str, int]:
         "k_eso_guard": int(not p.no_expansion_epoch_start_guard),
         "k_stale_fetch": int(p.accept_stale_fetch_responses),
     }
+    out.update({
+        "k_fix_epoch_bump": int(p.fix_epoch_bump_on_min_isr_change),
+        "k_fix_await_metadata": int(p.fix_await_metadata),
+        "k_fix_config_first": int(p.fix_config_before_topic),
+        "k_fix_min_isr_in_partition": int(p.fix_min_isr_in_partition_state),
+    })
     for name in BOUNDS:
         out[f"k_max_{name}"] = getattr(p, name)
     return out

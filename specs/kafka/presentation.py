@@ -39,7 +39,7 @@ def lanes(spec) -> dict[str, tuple[str, ...]]:
 
 def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
     b = params.get("b")
-    if action == "SyncMetadata":
+    if action in ("SyncMetadata", "ApplyConfigDelta"):
         return LaneTouch(b, receives_from=(CONTROLLER,))          # metadata records flow down
     if action in ("Produce", "AdvanceHighWatermark", "LossyShutdown", "LosslessShutdown"):
         return LaneTouch(b)
@@ -48,7 +48,8 @@ def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
         return LaneTouch(b, sends_to=(CONTROLLER,))                # AlterPartition, registration, ...
     if action == "Unfence":
         return LaneTouch(CONTROLLER, receives_from=(b,))           # b's heartbeat
-    if action in ("Fence", "SessionTimeout", "HandleAlterPartition", "ChangeMinIsr", "RecoveryElect"):
+    if action in ("Fence", "SessionTimeout", "HandleAlterPartition", "ChangeMinIsr", "RecoveryElect",
+                  "PreferredElection"):
         return LaneTouch(CONTROLLER)
     # Fetch, DelayFetchResponse, ReceiveFetchResponse, ReceiveAlterPartitionResponse: the peer is
     # in the state, so traces derive it per step

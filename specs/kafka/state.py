@@ -102,13 +102,21 @@ def running(s, b):
     return s.b_state[b] == RUNNING
 
 
-def max_leader_epoch(fences: int, shutdowns: int) -> int:
+def subset_labels(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Labels of the non-empty subsets of ``names``, subset ``i + 1`` (a bitmask) at index ``i``:
+    ``b3``, ``b2+b3``..."""
+    return tuple("+".join(name for k, name in enumerate(names) if mask >> k & 1)
+                 for mask in range(1, 1 << len(names)))
+
+
+def max_leader_epoch(fences: int, shutdowns: int, preferred_elections: int = 0) -> int:
     """Largest leader epoch reachable: epoch 1 initially, and every leader change bumps it.
 
     A leader is lost at most once per fault (fence or shutdown) and every leaderless period ends
-    with at most one election, so there are at most 2 * (fences + shutdowns) leader changes.
+    with at most one election, so there are at most 2 * (fences + shutdowns) leader changes, plus
+    one per preferred-leader election.
     """
-    return 1 + 2 * (fences + shutdowns)
+    return 1 + 2 * (fences + shutdowns) + preferred_elections
 
 
 def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dict[str, int],
@@ -187,9 +195,35 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     else:
         fields += [Const(name, 0, doc="no delayed fetch response without --accept-stale-fetch-responses")
                    for name in ("fr_epoch", "fr_follower", "fr_leader", "fr_offset", "fr_records", "fr_hwm")]
+    # The config delta a leader still has to apply in its current metadata publish (the topic
+    # delta comes first, BrokerMetadataPublisher.onMetadataUpdate): only when min ISR can change
+    # and the leader takes min ISR from the config after the topic delta.
+    if publish_window(consts, bounds):
+        fields.append(Int("v_cfg_next", n, (n,), index_labels=bs,
+                          doc="leader only: min ISR of the config delta its publish has yet to apply (0 = none)"))
+    else:
+        # one value, no bits (a Const cannot have a shape)
+        fields.append(Int("v_cfg_next", 0, (n,), index_labels=bs,
+                          doc="no config delta is ever pending: min ISR never changes, or no window"))
+    # --fix-min-isr-in-partition-state: the min ISR carried by the partition record and by the
+    # AlterPartition response
+    if consts.get("k_fix_min_isr_in_partition"):
+        fields += [Int("c_part_min_isr", n, doc="min ISR written with the last partition record"),
+                   Int("ap_min_isr", n, doc="min ISR carried by the AlterPartition response (0 = none)")]
+    else:
+        fields += [Const(name, 0, doc="no min ISR in the partition state without --fix-min-isr-in-partition-state")
+                   for name in ("c_part_min_isr", "ap_min_isr")]
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
+
+
+def publish_window(consts: dict[str, int], bounds: dict[str, int]) -> bool:
+    """Whether a leader can be caught between the topic delta and the config delta of one
+    metadata publish: min ISR can change, and the leader reads it from the config applied after
+    the topic delta (not with --fix-config-before-topic or --fix-min-isr-in-partition-state)."""
+    return bool(bounds.get("min_isr_changes") and not consts.get("k_fix_config_first")
+                and not consts.get("k_fix_min_isr_in_partition"))
 
 
 @njit(cache=True)

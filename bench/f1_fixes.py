@@ -1,0 +1,91 @@
+"""Which candidate fix closes F1? Every fix switch and every pair, at the default bounds.
+
+Each configuration is one ``kraftcheck check --brokers 3 --min-isr 2 --continue`` run (the whole
+state space, the shortest counterexample of every check that fails), so the table shows both the
+verdict and what survives each fix. The durability checks (``acked_writes_survive`` and the
+``*_hold_committed_log`` family) are F1's data loss; ``hwm_advances_only_with_min_isr`` is the
+strict rule as KIP-966 states it, which config lag alone (F1a) breaks.
+
+    .venv/bin/python bench/f1_fixes.py [--print-traces] [extra check options, e.g. --records 2]
+
+Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
+of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<configuration>/.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = ["--brokers", "3", "--min-isr", "2", "--continue", "--compile", "now"]
+FIXES = {
+    "epoch bump": "--fix-epoch-bump-on-min-isr-change",
+    "await metadata": "--fix-await-metadata",
+    "config first": "--fix-config-before-topic",
+    "min ISR in partition state": "--fix-min-isr-in-partition-state",
+}
+DATA_LOSS = ("acked_writes_survive", "leader_holds_committed_log", "isr_members_hold_committed_log",
+             "elr_members_hold_committed_log", "reads_are_repeatable")
+
+
+def configurations() -> list[tuple[str, list[str]]]:
+    out = [("no fix", [])]
+    out += [(name, [flag]) for name, flag in FIXES.items()]
+    out += [(f"{a} + {b}", [FIXES[a], FIXES[b]]) for a, b in itertools.combinations(FIXES, 2)]
+    return out
+
+
+def run(name: str, args: list[str]) -> dict:
+    trace_dir = Path("/tmp/kraftcheck-f1-fixes") / name.replace(" ", "_").replace("+", "and")
+    cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--json", "-", "--quiet",
+           "--trace-dir", str(trace_dir)]
+    start = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode not in (0, 1) or not out.stdout.strip():
+        sys.exit(f"{' '.join(cmd)} exited {out.returncode} without a report:\n{out.stderr}")
+    report = json.loads(out.stdout)
+    report["wall_s"] = time.perf_counter() - start
+    return report
+
+
+def cell(report: dict, checks: tuple[str, ...]) -> str:
+    hits = [v for v in report["violations"] if v["invariant"] in checks]
+    if not hits:
+        return "holds"
+    shortest = min(v["depth"] for v in hits)
+    return f"violated ({len(hits)}, shortest {shortest})"
+
+
+def main() -> None:
+    print_traces = "--print-traces" in sys.argv
+    extra = [a for a in sys.argv[1:] if a != "--print-traces"]
+    rows = []
+    for name, args in configurations():
+        report = run(name, args + extra)
+        rows.append((name, args, report))
+        print(f"{name}: {report['result']} {report['distinct_states']:,} states, depth {report['depth']}, "
+              f"{report['wall_s']:.0f} s", file=sys.stderr)
+    print("| fixes | F1's data loss | `hwm_advances_only_with_min_isr` | `leader_maximal_isr_covers_electable` "
+          "| other checks | distinct states | depth |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, args, r in rows:
+        others = tuple({v["invariant"] for v in r["violations"]} - set(DATA_LOSS)
+                       - {"hwm_advances_only_with_min_isr", "leader_maximal_isr_covers_electable"})
+        print(f"| {name} | {cell(r, DATA_LOSS)} | {cell(r, ('hwm_advances_only_with_min_isr',))} "
+              f"| {cell(r, ('leader_maximal_isr_covers_electable',))} "
+              f"| {', '.join(f'`{o}`' for o in sorted(others)) or 'none'} "
+              f"| {r['distinct_states']:,} | {r['depth']} |")
+    if print_traces:
+        for name, args, r in rows:
+            print(f"\n### {name} ({' '.join(args) or 'no switch'})")
+            for v in r["violations"]:
+                print(f"- `{v['invariant']}` ({v['depth']}): {', '.join(v['actions'])}")
+
+
+if __name__ == "__main__":
+    main()
