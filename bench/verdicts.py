@@ -1,92 +1,89 @@
-"""Generate the README's verdict table: every preset and switch at 3 brokers, min ISR 2, default bounds.
+"""Generate the README's verdict table with ``kraftcheck sweep bench/verdicts.toml``.
 
-Each row is two ``kraftcheck check`` runs (first violation, not --continue, so each stops at its
-shortest counterexample): at the default bounds, and with ``--min-isr-changes 0``, because the
-min ISR findings (docs/findings.md, F1 and F3) show at the default bounds under every setting and would
-otherwise hide what each switch does. The table goes between the README's verdict markers.
+The matrix file lists every preset and safeguard switch at 3 brokers, min ISR 2, each run at the
+default bounds and with ``--min-isr-changes 0`` (the min ISR findings, docs/findings.md F1 and
+F3, show at the default bounds under every setting and would otherwise hide what each switch
+does). The sweep runs them in parallel (locally, or on Spark with ``--master``); this script
+turns its JSON into the two-column table between the README's verdict markers.
 
-    .venv/bin/python bench/verdicts.py            # rewrite the table in README.md
-    .venv/bin/python bench/verdicts.py --print    # only print it
+    .venv/bin/python bench/verdicts.py                     # rewrite the table in README.md
+    .venv/bin/python bench/verdicts.py --print             # only print it
+    .venv/bin/python bench/verdicts.py --master 'local[2]' # the runs as Spark tasks
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MATRIX = ROOT / "bench" / "verdicts.toml"
 BEGIN, END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
-BASE = ["--brokers", "3", "--min-isr", "2"]
-
-ROWS = [
-    ("kip-966, recovery balanced (the default)", []),
-    ("kip-966, recovery none", ["--recovery", "none"]),
-    ("kip-966, recovery aggressive", ["--recovery", "aggressive"]),
-    ("kip-966, balanced after 1 reply", ["--balanced-replies", "1"]),
-    ("kafka-4.x", ["--protocol", "kafka-4.x"]),
-    ("kafka-4.x, unclean election", ["--protocol", "kafka-4.x", "--unclean-election"]),
-    ("kafka-4.0", ["--protocol", "kafka-4.0"]),
-    ("kafka-4.0, unclean election", ["--protocol", "kafka-4.0", "--unclean-election"]),
-    ("kafka-3.5", ["--protocol", "kafka-3.5"]),
-    ("kafka-3.5, unclean election", ["--protocol", "kafka-3.5", "--unclean-election"]),
-    ("no strict min ISR", ["--no-strict-min-isr"]),
-    ("HWM from maximal ISR", ["--hwm-from-maximal-isr"]),
-    ("unclean shutdown keeps ELR", ["--keep-unclean-in-elr"]),
-    ("no broker-epoch check (KIP-903 off)", ["--no-broker-epoch-check"]),
-    ("no partition-epoch check", ["--no-partition-epoch-check"]),
-    ("min ISR change: Kafka policy", ["--min-isr-policy", "kafka"]),
-    ("min ISR change keeps ELR", ["--min-isr-policy", "keep-elr"]),
-    ("no expansion HWM guard", ["--no-expansion-hwm-guard"]),
-    ("no expansion epoch-start guard", ["--no-expansion-epoch-start-guard"]),
-    ("stale fetch responses accepted", ["--accept-stale-fetch-responses"]),
-]
 
 
-def run(args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--json", "-", "--quiet",
-           "--trace-dir", "/tmp/kraftcheck-verdict-traces"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if out.returncode == 2:  # the option is refused: show why, in the checker's own words
-        return {"refused": out.stderr.strip().removeprefix("kraftcheck: error: ")}
-    if out.returncode not in (0, 1) or not out.stdout.strip():
-        sys.exit(f"{' '.join(cmd)} exited {out.returncode} without a report:\n{out.stderr}")
-    return json.loads(out.stdout)
+def sweep(master: str | None) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "kraftcheck", "sweep", str(MATRIX), "--format", "json",
+               "--output", f"{tmp}/table.json", "--out", f"{tmp}/runs"]
+        if master:
+            cmd += ["--master", master]
+        done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+        # 1: some configurations are violated, as expected; 2 with a table: one was refused (shown)
+        if done.returncode not in (0, 1, 2) or not Path(f"{tmp}/table.json").exists():
+            sys.exit(f"{' '.join(cmd)} exited {done.returncode}")
+        return json.loads(Path(f"{tmp}/table.json").read_text())["configurations"]
 
 
-def verdict(r: dict) -> str:
-    if "refused" in r:
-        return f"refused: {r['refused']}"
-    if r["violations"]:
-        v = r["violations"][0]
+def verdict(row: dict) -> str:
+    if row["result"] == "violated":
+        v = row["violations"][0]
         return f"`{v['invariant']}` ({v['depth']} states)"
-    return f"holds ({r['distinct_states']:,} states)"
+    if row["result"] == "holds":
+        return f"holds ({row['distinct_states']:,} states)"
+    return f"{row['result']}: {row['message']}"
 
 
-def table() -> str:
+def options(params: dict) -> str:
+    words = []
+    for key, value in params.items():
+        flag = "--" + key.replace("_", "-")
+        words += [flag] if value is True else [flag, str(value)]
+    return " ".join(words) or "(defaults)"
+
+
+def table(rows: list[dict]) -> str:
+    matrix = tomllib.loads(MATRIX.read_text())
+    by_name = {r["configuration"]: r for r in rows}
     lines = ["| configuration | options | default bounds | with `--min-isr-changes 0` |",
              "| --- | --- | --- | --- |"]
-    for title, args in ROWS:
-        with_changes = run(args)
-        without = run(args + ["--min-isr-changes", "0"]) if "--min-isr-changes" not in args else with_changes
-        opts = " ".join(args) or "(defaults)"
-        lines.append(f"| {title} | `{opts}` | {verdict(with_changes)} | {verdict(without)} |")
-        print(lines[-1], file=sys.stderr)
+    for row in matrix["configurations"]:
+        name = row["name"]
+        with_changes, without = by_name[f"{name} min_isr_changes=1"], by_name[f"{name} min_isr_changes=0"]
+        lines.append(f"| {name} | `{options(row['params'])}` | {verdict(with_changes)} | {verdict(without)} |")
     return "\n".join(lines)
 
 
 def main() -> None:
-    text = table()
-    if "--print" in sys.argv:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--print", action="store_true", help="print the table instead of rewriting README.md")
+    parser.add_argument("--master", help="run the sweep on Spark (e.g. local[2])")
+    args = parser.parse_args()
+    text = table(sweep(args.master))
+    if args.print:
         print(text)
         return
     readme = ROOT / "README.md"
     content = readme.read_text()
     if BEGIN not in content or END not in content:
         sys.exit(f"README.md has no {BEGIN} ... {END} markers")
-    generated = f"{BEGIN}\n<!-- generated by bench/verdicts.py; do not edit by hand -->\n{text}\n{END}"
+    generated = (f"{BEGIN}\n<!-- generated by bench/verdicts.py (kraftcheck sweep bench/verdicts.toml); "
+                 f"do not edit by hand -->\n{text}\n{END}")
     readme.write_text(re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: generated, content, flags=re.S))
 
 

@@ -36,8 +36,9 @@ OLD_TOP_LEVEL_NAMES = {"checker", "specs", "invariants", "traces"}
 # layer (a package) -> packages it must not import
 FORBIDDEN = {
     "kraftcheck.checker": ("kraftcheck.specs", "kraftcheck.invariants", "kraftcheck.traces", "kraftcheck.cli",
-                           "kraftcheck.api", "kraftcheck.spark", "pyspark"),
-    "kraftcheck.spark": ("kraftcheck.cli", "kraftcheck.api"),
+                           "kraftcheck.api", "kraftcheck.spark", "kraftcheck.sweep", "pyspark"),
+    "kraftcheck.spark": ("kraftcheck.cli", "kraftcheck.api", "kraftcheck.sweep"),
+    "kraftcheck.sweep": ("kraftcheck.cli", "pyspark"),
     "kraftcheck.specs": ("kraftcheck.traces", "kraftcheck.cli"),
     "kraftcheck.invariants": ("kraftcheck.traces", "kraftcheck.cli"),
     "kraftcheck.traces": ("kraftcheck.cli",),

@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "check": "kraftcheck.cli.check_cmd:check",
     "trace": "kraftcheck.cli.trace_cmd:trace",
     "ci": "kraftcheck.cli.ci_cmd:ci",
+    "sweep": "kraftcheck.cli.sweep_cmd:sweep",
 }
 
 

@@ -1,0 +1,131 @@
+"""``kraftcheck sweep``: run a matrix of configurations as independent checks, one table out.
+
+Exit codes: 0 every configuration holds; 1 some configuration is violated; 2 bad input (the
+matrix, or a configuration the spec refuses); 3 some run is incomplete (and none violated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.cli.params import parse_param_args, parse_value
+from kraftcheck.cli.paths import check_output_dir, check_output_file
+from kraftcheck.sweep import matrix
+from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
+
+
+@click.command(context_settings={"show_default": True})
+@click.argument("matrix_path", metavar="[MATRIX]", required=False)
+@click.option("--spec", "spec_ref", metavar="REF", help="Spec to sweep  [default: the matrix file's, else kafka]")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter of every configuration (repeatable).")
+@click.option("--vary", "vary", multiple=True, metavar="KEY=V1,V2,...",
+              help="Run every value of KEY (repeatable: the product of all).")
+@click.option("--continue", "keep_going", is_flag=True, default=None,
+              help="Each run explores on after its first violation (every invariant's shortest).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+              help="Seconds of exploration per configuration  [default: the file's, else 600]")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop each run after N distinct states.")
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="markdown", help="Table format.")
+@click.option("--output", "-o", "output", metavar="FILE", help="Write the table here instead of to stdout.")
+@click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
+              help="Run directories: DIR/NN-CONFIGURATION/ (report, traces, log).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, help="Configurations run at once (locally).")
+@click.option("--master", metavar="URL",
+              help="Run on Spark instead (local[*], spark://host:port, ...): one task per configuration.")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
+def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...], vary: tuple[str, ...],
+          keep_going: Optional[bool], time_limit: Optional[float], max_states: Optional[int], fmt: str,
+          output: Optional[str], out_dir: str, jobs: int, master: Optional[str], spark_conf: tuple[str, ...]) -> None:
+    """Run every configuration of a matrix (a TOML file, or --param/--vary on the command line) as
+    its own check and print one table of verdicts, counts and shortest counterexamples.
+
+    Exit codes: 0 every configuration holds; 1 one is violated; 2 bad input or a refused
+    configuration; 3 a run is incomplete.
+    """
+    try:
+        configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states)
+        check_output_file(output, "--output")
+        check_output_dir(out_dir, "--out")
+        rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
+    except (KraftcheckError, FileExistsError) as e:
+        click.echo(f"kraftcheck: error: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("kraftcheck: error: interrupted", err=True)
+        sys.exit(130)
+    text = FORMATS[fmt](rows)
+    if output:
+        atomic_write(output, text)
+        click.echo(f"table written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    sys.exit(exit_code(rows))
+
+
+def _configurations(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...],
+                    vary: tuple[str, ...], keep_going: Optional[bool], time_limit: Optional[float],
+                    max_states: Optional[int]) -> list[matrix.Configuration]:
+    if matrix_path:
+        configs = matrix.from_file(Path(matrix_path), spec_ref)
+        if params or vary:
+            raise UsageError("give the configurations in the matrix file or with --param/--vary, not both")
+    else:
+        spec = spec_ref or "kafka"
+        from kraftcheck.specs import spec_class
+        params_cls = spec_class(spec).Params
+        configs = matrix.build(spec, parse_param_args(params_cls, spec, params), [],
+                               _parse_vary(params_cls, spec, vary))
+    overrides: dict[str, Any] = {"keep_going": keep_going, "max_states": max_states,
+                                 "time_limit": time_limit}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return [dataclasses.replace(c, **overrides) if overrides else c for c in configs]
+
+
+def _parse_vary(params_cls: type, spec: str, items: tuple[str, ...]) -> dict[str, list[Any]]:
+    fields = {f.name: f for f in dataclasses.fields(params_cls)}
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not values.strip():
+            raise UsageError(f"--vary expects KEY=V1,V2,..., got {item!r}")
+        if key not in fields:
+            raise UsageError(f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(fields)}")
+        if key in out:
+            raise UsageError(f"--vary {key} is given twice; list all its values in one: --vary {key}=V1,V2,...")
+        out[key] = [parse_value(fields[key], v.strip()) for v in values.split(",")]
+    return out
+
+
+def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Optional[str],
+         spark_conf: tuple[str, ...]):
+    done = []
+
+    def on_event(event: dict) -> None:
+        if event["event"] == "finished":
+            done.append(event["check"])
+            ended = "killed" if event["killed"] else (event["result"] or f"exit {event['exit_code']}")
+            click.echo(f"[{len(done)}/{len(configs)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)", err=True)
+
+    if master is None:
+        from kraftcheck.sweep.local import run_local
+        click.echo(f"kraftcheck sweep: {len(configs)} configurations, {min(jobs, len(configs))} at a time", err=True)
+        return run_local(configs, out, jobs, on_event)
+    from kraftcheck.cli.check_cmd import spark_settings
+    from kraftcheck.spark.session import start_context, stop_context
+    from kraftcheck.sweep.spark import run_on_spark
+    click.echo(f"kraftcheck sweep: {len(configs)} configurations as Spark tasks on {master}", err=True)
+    sc = start_context(master, spark_settings(master, spark_conf, None).get("conf"))
+    try:
+        return run_on_spark(sc, configs, out)
+    finally:
+        stop_context(sc)

@@ -1,0 +1,35 @@
+"""Run a sweep on this machine: each configuration a ``kraftcheck check`` process, several at once.
+
+The processes are ``kraftcheck ci``'s (``kraftcheck.ci.runner``): the same isolation, time
+budget, progress and run directories (``OUT/<configuration>/``: report, traces, log).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, Check
+from kraftcheck.ci.runner import run_checks
+from kraftcheck.sweep.matrix import Configuration
+from kraftcheck.sweep.table import Row, row_from_report
+
+
+def directory_name(config: Configuration, index: int) -> str:
+    """A file-system-safe run directory name, unique by its index."""
+    return f"{index + 1:02d}-" + (re.sub(r"[^A-Za-z0-9_.=-]+", "_", config.name).strip("_") or "defaults")
+
+
+def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Callable[[dict], None]) -> list[Row]:
+    checks = [Check(directory_name(c, i), c.spec, dict(c.params), keep_going=c.keep_going,
+                    max_states=c.max_states, time_budget=c.time_limit or DEFAULT_TIME_BUDGET_S)
+              for i, c in enumerate(configs)]
+    outcomes = run_checks(checks, Path.cwd(), out, jobs, on_event)
+    rows = []
+    for config, outcome in zip(configs, outcomes):
+        message = ""
+        if outcome.report is None:
+            message = ("refused: " if outcome.exit_code == 2 else "") + outcome.error_line
+        rows.append(row_from_report(config, outcome.report, outcome.wall_s, message))
+    return rows

@@ -1,0 +1,102 @@
+"""The configurations of a sweep: a base (spec, parameters, run options) times the values to vary.
+
+A matrix file (TOML) says the same as the command line::
+
+    spec = "kafka"                                   # default: the default spec
+    params = { brokers = 3, min_isr = 2 }            # every configuration's parameters
+    continue = false                                 # --continue for every run
+    time_limit = 600                                 # seconds per run (optional)
+
+    [vary]                                           # the product of these values
+    min_isr_changes = [1, 0]
+
+    [[configurations]]                               # named rows (optional; default: one, "")
+    name = "kip-966"
+    params = {}
+    [[configurations]]
+    name = "kafka-4.x"
+    params = { protocol = "kafka-4.x" }
+
+Every row is crossed with every combination of ``vary``; a row's name and the varied values name
+the configuration. Values are checked against the spec's parameters before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.specs import spec_class
+
+FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "vary", "configurations"}
+ROW_KEYS = {"name", "params"}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One run of the sweep."""
+
+    name: str
+    spec: str
+    params: dict[str, Any] = field(default_factory=dict)
+    keep_going: bool = False
+    time_limit: Optional[float] = None
+    max_states: Optional[int] = None
+
+    def parameter_text(self) -> str:
+        """``key=value`` pairs, as ``--param`` takes them."""
+        return " ".join(f"{k}={_text(v)}" for k, v in self.params.items()) or "(defaults)"
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any]]],
+          vary: dict[str, list[Any]], keep_going: bool = False, time_limit: Optional[float] = None,
+          max_states: Optional[int] = None) -> list[Configuration]:
+    """Every row crossed with every combination of ``vary``, each parameter checked against the spec."""
+    fields = {f.name for f in dataclasses.fields(spec_class(spec).Params)}
+    for key in [*params, *vary, *(k for _, row in rows for k in row)]:
+        if key not in fields:
+            raise UsageError(f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(fields)}")
+    for key, values in vary.items():
+        if not isinstance(values, list) or not values:
+            raise UsageError(f"vary {key}: give a non-empty list of values")
+    rows = rows or [("", {})]
+    names = [name for name, _ in rows]
+    if len(set(names)) != len(names):
+        raise UsageError("two configurations have the same name; give each row its own")
+    out = []
+    for name, row in rows:
+        for combination in itertools.product(*vary.values()) if vary else [()]:
+            varied = dict(zip(vary, combination))
+            label = " ".join(filter(None, [name, *(f"{k}={_text(v)}" for k, v in varied.items())])) or "(defaults)"
+            out.append(Configuration(label, spec, {**params, **row, **varied}, keep_going, time_limit, max_states))
+    return out
+
+
+def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configuration]:
+    """The configurations a matrix file describes; a bad file is one line naming what is wrong."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read the matrix file {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    unknown = set(data) - FILE_KEYS
+    if unknown:
+        raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}; a matrix file has {', '.join(sorted(FILE_KEYS))}")
+    rows = []
+    for i, row in enumerate(data.get("configurations", [])):
+        if not isinstance(row, dict) or set(row) - ROW_KEYS or not isinstance(row.get("params", {}), dict):
+            raise UsageError(f"{path}: configurations[{i}] takes a name and a params table only")
+        rows.append((str(row.get("name", f"#{i + 1}")), dict(row.get("params", {}))))
+    spec = spec_override or data.get("spec") or "kafka"
+    return build(spec, dict(data.get("params", {})), rows, dict(data.get("vary", {})),
+                 bool(data.get("continue", False)), data.get("time_limit"), data.get("max_states"))

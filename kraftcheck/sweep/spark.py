@@ -1,0 +1,53 @@
+"""Run a sweep on Spark: one task per configuration, each a whole check inside an executor.
+
+This sits with the sweep, above the public API and the Spark engine (``kraftcheck.spark``), which
+it only borrows session helpers from; pyspark itself is never imported here: the SparkContext is
+given.
+
+A configuration's check is independent of the others, so each is one task of one job (as many
+partitions as configurations); the executor's Python runs ``kraftcheck.check`` with the local
+engine and sends back only the JSON report (counts, verdicts, trace file paths). Traces are
+written under ``out`` by the executor: on a cluster, give a directory every executor can write
+and the driver can read (a shared file system).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from kraftcheck.spark.session import SparkRunError, first_line
+from kraftcheck.sweep.local import directory_name
+from kraftcheck.sweep.matrix import Configuration
+from kraftcheck.sweep.table import Row, row_from_report
+
+
+def _run_one(item: tuple[int, Configuration, str]) -> tuple[int, dict | None, float, str]:
+    """Executor side: the check of one configuration. Imports stay inside: this runs in the
+    executor's Python, not the driver's."""
+    index, config, out = item
+    from kraftcheck.api import check
+    from kraftcheck.checker.errors import KraftcheckError
+    from kraftcheck.checker.report import build_report
+    started = time.monotonic()
+    trace_dir = Path(out) / directory_name(config, index)
+    try:
+        result = check(config.spec, keep_going=config.keep_going, time_limit=config.time_limit,
+                       max_states=config.max_states, trace_dir=trace_dir, **config.params)
+    except KraftcheckError as e:
+        return index, None, time.monotonic() - started, f"refused: {e}"
+    run_options = {"continue": config.keep_going, "time_limit": config.time_limit, "max_states": config.max_states,
+                   "engine": "engine", "sweep": "spark"}
+    trace_files = {v.check: str(v.trace_file) for v in result.violations if getattr(v, "trace_file", None)}
+    return index, build_report(result, run_options, trace_files), time.monotonic() - started, ""
+
+
+def run_on_spark(sc, configs: list[Configuration], out: Path) -> list[Row]:
+    """Every configuration as one task on ``sc``; rows in the configurations' order."""
+    items = [(i, c, str(out.resolve())) for i, c in enumerate(configs)]
+    try:
+        done = sc.parallelize(items, len(items)).map(_run_one).collect()
+    except Exception as e:
+        raise SparkRunError(f"the sweep's Spark job failed: {first_line(e)}") from None
+    by_index = {index: (report, wall, message) for index, report, wall, message in done}
+    return [row_from_report(c, *by_index[i]) for i, c in enumerate(configs)]

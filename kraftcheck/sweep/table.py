@@ -1,0 +1,91 @@
+"""A sweep's results as one table: Markdown for people, CSV and JSON for programs.
+
+Each row is one configuration and what its ``kraftcheck check`` report said (or why it has none),
+and the sweep's exit code is the worst of its rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from kraftcheck.sweep.matrix import Configuration
+
+EXIT_OK, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+@dataclass
+class Row:
+    configuration: str
+    parameters: str
+    result: str                      # holds / violated / incomplete / refused / failed
+    violations: list[dict[str, Any]] = field(default_factory=list)  # {invariant, depth, trace_file}
+    distinct_states: Optional[int] = None
+    states_generated: Optional[int] = None
+    depth: Optional[int] = None
+    wall_s: Optional[float] = None
+    message: str = ""                # why a run was refused or failed, or stopped early
+
+    @property
+    def verdict(self) -> str:
+        if self.result == "violated":
+            return ", ".join(f"`{v['invariant']}` ({v['depth']} states)" for v in self.violations)
+        if self.result in ("holds", "incomplete"):
+            counted = f"{self.distinct_states:,} states" if self.distinct_states is not None else ""
+            return f"{self.result} ({counted}{', ' + self.message if self.message else ''})"
+        return f"{self.result}: {self.message}"
+
+
+def row_from_report(config: Configuration, report: Optional[dict], wall_s: float, message: str = "") -> Row:
+    """The row of one configuration: its report, or (no report) ``message`` saying why."""
+    if report is None:
+        result = "refused" if message.startswith("refused") else "failed"
+        return Row(config.name, config.parameter_text(), result, wall_s=round(wall_s, 1),
+                   message=message.removeprefix("refused: "))
+    return Row(config.name, config.parameter_text(), report["result"],
+               [{"invariant": v["invariant"], "depth": v["depth"], "trace_file": v.get("trace_file")}
+                for v in report["violations"]],
+               report["distinct_states"], report["states_generated"], report["depth"], round(wall_s, 1),
+               report.get("incomplete_reason") or "")
+
+
+def exit_code(rows: list[Row]) -> int:
+    """2 if a configuration was refused or failed, else 1 if one is violated, else 3 if one is
+    incomplete, else 0."""
+    results = {r.result for r in rows}
+    if results & {"refused", "failed"}:
+        return EXIT_BAD_INPUT
+    if "violated" in results:
+        return EXIT_VIOLATED
+    return EXIT_INCOMPLETE if "incomplete" in results else EXIT_OK
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| configuration | parameters | verdict | distinct | depth |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        distinct = f"{r.distinct_states:,}" if r.distinct_states is not None else ""
+        depth = str(r.depth) if r.depth is not None else ""
+        lines.append(f"| {r.configuration} | `{r.parameters}` | {r.verdict} | {distinct} | {depth} |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: list[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["configuration", "parameters", "result", "violations", "distinct_states", "states_generated",
+                     "depth", "wall_s", "message"])
+    for r in rows:
+        violations = ";".join(f"{v['invariant']}:{v['depth']}" for v in r.violations)
+        writer.writerow([r.configuration, r.parameters, r.result, violations, r.distinct_states, r.states_generated,
+                         r.depth, r.wall_s, r.message])
+    return out.getvalue()
+
+
+def json_text(rows: list[Row]) -> str:
+    return json.dumps({"configurations": [asdict(r) for r in rows], "exit_code": exit_code(rows)}, indent=2) + "\n"
+
+
+FORMATS = {"markdown": markdown, "csv": csv_text, "json": json_text}

@@ -1,0 +1,121 @@
+"""``kraftcheck sweep``: the matrix, the table, local runs and Spark tasks give the same rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.cli.main import cli
+from kraftcheck.sweep import matrix
+
+TWO_PHASE = ["--spec", "two_phase", "--vary", "rm=2,3"]
+
+
+def test_the_matrix_is_every_row_times_every_combination():
+    configs = matrix.build("kafka", {"brokers": 3}, [("a", {}), ("b", {"protocol": "kafka-4.x"})],
+                           {"min_isr_changes": [1, 0], "fences": [0, 1]})
+    assert len(configs) == 8
+    assert configs[0].name == "a min_isr_changes=1 fences=0"
+    assert configs[-1].name == "b min_isr_changes=0 fences=1"
+    assert configs[-1].params == {"brokers": 3, "protocol": "kafka-4.x", "min_isr_changes": 0, "fences": 1}
+    assert matrix.build("two_phase", {}, [], {})[0].name == "(defaults)"
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(params={"nope": 1}), "has no parameter 'nope'"),
+    (dict(vary={"rm": []}), "non-empty list"),
+    (dict(rows=[("x", {}), ("x", {})]), "same name"),
+])
+def test_bad_matrices_are_refused_before_anything_runs(kwargs, words):
+    args = dict(params={}, rows=[], vary={}) | kwargs
+    with pytest.raises(UsageError, match=words):
+        matrix.build("two_phase", args["params"], args["rows"], args["vary"])
+
+
+def test_a_matrix_file_and_its_errors(tmp_path):
+    good = tmp_path / "m.toml"
+    good.write_text('spec = "two_phase"\ncontinue = true\n[vary]\nrm = [2, 3]\n'
+                    '[[configurations]]\nname = "x"\nparams = {}\n')
+    configs = matrix.from_file(good)
+    assert [c.name for c in configs] == ["x rm=2", "x rm=3"] and all(c.keep_going for c in configs)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("spec = \n")
+    with pytest.raises(UsageError, match="bad.toml: not valid TOML"):
+        matrix.from_file(bad)
+    bad.write_text("colour = 1\n")
+    with pytest.raises(UsageError, match="unknown key 'colour'"):
+        matrix.from_file(bad)
+
+
+def _sweep(tmp_path, *args):
+    return CliRunner().invoke(cli, ["sweep", *args, "--out", str(tmp_path / "runs")])
+
+
+def test_a_local_sweep_prints_one_row_per_configuration(tmp_path):
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=3,4")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| configuration |") and len(lines) == 2 + 2
+    assert lines[2].startswith("| rm=3 | `rm=3` | holds (288 states) | 288 |")
+    assert "holds (1,568 states)" in lines[3] and "[2/2]" in result.stderr
+
+
+def test_formats_and_exit_code_with_a_violation(tmp_path):
+    out = tmp_path / "t.csv"
+    result = _sweep(tmp_path, "--spec", "die_hard", "--vary", "big=5,7", "--format", "csv", "--output", str(out))
+    assert result.exit_code == 1  # die_hard's invariant is violated: the puzzle has an answer
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["configuration"] for r in rows] == ["big=5", "big=7"]
+    assert all(r["result"] == "violated" and r["violations"].startswith("big_jug_never_holds_4:") for r in rows)
+    as_json = _sweep(tmp_path, "--spec", "die_hard", "--vary", "big=5", "--format", "json")
+    report = json.loads(as_json.stdout)
+    assert report["exit_code"] == 1 and report["configurations"][0]["violations"][0]["trace_file"]
+
+
+def test_a_refused_configuration_is_a_row_and_exit_2(tmp_path):
+    result = _sweep(tmp_path, "--param", "isr_shrinks=0", "--param", "lossy_shutdowns=0", "--param", "fences=0",
+                    "--vary", "protocol=kip-966,kafka-3.5", "--param", "keep_unclean_in_elr=true")
+    assert result.exit_code == 2
+    assert "refused: --keep-unclean-in-elr needs ELR, which kafka-3.5 does not have" in result.stdout
+
+
+def test_bad_input_is_one_line_and_exit_2_before_any_run(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    for args, words in [(["--vary", "rm"], "--vary expects KEY=V1,V2"),
+                        ([*TWO_PHASE, "--vary", "rm=4"], "--vary rm is given twice"),
+                        (["--spec", "two_phase", "--vary", "colour=1"], "has no parameter 'colour'"),
+                        ([*TWO_PHASE, "--output", str(tmp_path / "a-file" / "t.md")], "--output")]:
+        result = _sweep(tmp_path, *args)
+        assert result.exit_code == 2 and words in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.spark
+def test_spark_tasks_give_the_local_rows(spark_context, tmp_path):
+    from kraftcheck.sweep.spark import run_on_spark
+    from kraftcheck.sweep.local import run_local
+    configs = matrix.build("two_phase", {}, [], {"rm": [2, 3]}) + matrix.build("die_hard", {}, [], {})
+    on_spark = run_on_spark(spark_context, configs, tmp_path / "spark")
+    local = run_local(configs, tmp_path / "local", 2, lambda e: None)
+    keys = ("configuration", "result", "distinct_states", "states_generated", "depth")
+    assert [[getattr(r, k) for k in keys] for r in on_spark] == [[getattr(r, k) for k in keys] for r in local]
+    assert [v["depth"] for v in on_spark[-1].violations] == [v["depth"] for v in local[-1].violations]
+    assert (tmp_path / "spark").is_dir() and list((tmp_path / "spark").rglob("die_hard.*.json"))
+
+
+@pytest.mark.spark
+def test_the_command_line_runs_a_sweep_on_spark(tmp_path):
+    """Its own process: a second SparkContext cannot start beside the session's."""
+    done = subprocess.run([sys.executable, "-m", "kraftcheck", "sweep", *TWO_PHASE, "--master", "local[1]",
+                           "--format", "json", "--out", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["configurations"]
+    assert [(r["configuration"], r["result"]) for r in rows] == [("rm=2", "holds"), ("rm=3", "holds")]
