@@ -104,6 +104,24 @@ def test_first_violation_counts_do_not_depend_on_partitions(spark_context, parti
     assert _summary(spark) == _summary(local)
 
 
+@pytest.mark.parametrize("name,params", [("two_phase", {"rm": 5}), ("die_hard", {}),
+                                         ("kafka", {"lossy_shutdowns": 0, "fences": 0, "min_isr_changes": 1})])
+def test_fingerprints_give_the_local_fingerprint_engines_counts_and_estimates(spark_context, name, params,
+                                                                              tmp_path):
+    """--fingerprints on Spark: visited runs of 64-bit fingerprints in range buckets; the same
+    counts and both of TLC's estimates as the local engine's FingerprintSet."""
+    options = Options(keep_going=True, fingerprints=True)
+    local = Engine().explore(_model(name, **params), options)
+    spark = SparkExplorer(spark_context, partitions=3, work_dir=str(tmp_path / "w")).explore(_model(name, **params),
+                                                                                            options)
+    assert (spark.distinct_states, spark.states_generated, spark.depth, spark.status) == \
+        (local.distinct_states, local.states_generated, local.depth, local.status)
+    assert [(v.check, v.depth) for v in spark.violations] == [(v.check, v.depth) for v in local.violations]
+    assert spark.fingerprints and spark.collision_probability == local.collision_probability
+    runs = list((tmp_path / "w" / "visited").rglob("level-*.words"))
+    assert runs and sum(np.fromfile(r, np.uint64).size for r in runs) == local.distinct_states  # 8 bytes a state
+
+
 def test_limits_make_the_run_incomplete(spark_context):
     model = _model("two_phase", rm=3)
     deep = SparkExplorer(spark_context, partitions=2).explore(model, Options(max_depth=3))
@@ -137,7 +155,6 @@ def _free_port() -> int:
     (["--engine", "spark", "--master", "spark://127.0.0.1:{port}"], "cannot reach the Spark master"),
     (["--master", "local[2]"], "need --engine spark"),
     (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
-    (["--engine", "spark", "--fingerprints"], "not supported by --engine spark"),
     (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
 ])
 def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, args, message):

@@ -56,8 +56,6 @@ class SparkExplorer:
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
-        if options.fingerprints:
-            raise UsageError("--fingerprints is not supported by --engine spark yet")
         t0 = time.perf_counter()
         kernels = _driver_kernels(model)
         compile_s = time.perf_counter() - t0
@@ -65,7 +63,7 @@ class SparkExplorer:
         resumed_partitions = None
         if options.resume:  # refused before Spark starts, if it must be
             resumed_partitions = read_manifest(root)["identity"].get("partitions")
-            check_resumable(root, run_identity_on_spark(model, resumed_partitions))
+            check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
         sc, owned = self._context()
         try:
             # a resumed run keeps its partitioning (the visited runs are cut by it)
@@ -106,10 +104,11 @@ class SparkExplorer:
         return root, False
 
 
-def run_identity_on_spark(model: Model, partitions: int) -> dict[str, Any]:
-    """What must be the same for a work dir to be resumed: the local engine's identity of a run,
-    the engine, and the partition count (the visited runs are cut by it)."""
-    return {**run_identity(model, fingerprints=False), "engine": "spark", "partitions": partitions}
+def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = False) -> dict[str, Any]:
+    """What must be the same for a work dir to be resumed: the local engine's identity of a run
+    (fingerprints or not included), the engine, and the partition count (the visited runs are cut
+    by it)."""
+    return {**run_identity(model, fingerprints=fingerprints), "engine": "spark", "partitions": partitions}
 
 
 def _driver_kernels(model: Model) -> Any:
@@ -145,7 +144,7 @@ class _SparkRun:
         self.result = Result(model=model, engine=SparkExplorer.name)
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
-        self.identity = run_identity_on_spark(model, partitions)
+        self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
 
     @property
     def depth(self) -> int:
@@ -180,6 +179,9 @@ class _SparkRun:
         """Level 0, on the driver (the initial states are few): files, visited runs, invariants."""
         model = self.model
         words = self.kernels.pack(model.initial)  # Model deduplicates initial states, in order
+        if self.options.fingerprints:  # states with one fingerprint are one, the first kept
+            _, first = np.unique(tasks.clipped(fingerprints(words)), return_index=True)
+            words = words[np.sort(first)]
         n = words.shape[0]
         self.result.initial_states = n
         hits: dict[str, int] = {}
@@ -199,10 +201,14 @@ class _SparkRun:
         workdir.save(workdir.part_path(self.root, 0, 0, "words"), words)
         workdir.save(workdir.part_path(self.root, 0, 0, "parents"), np.full(n, workdir.INITIAL_PARENT, np.uint64))
         workdir.save(workdir.part_path(self.root, 0, 0, "labels"), np.zeros(n, np.uint16))
-        buckets = (fingerprints(words) >> np.uint64(40)) % np.uint64(self.partitions)
+        hashes = fingerprints(words)
+        buckets = tasks.bucket_of(hashes, self.partitions, self.options.fingerprints)
         for b in range(self.partitions):
-            run = tasks._rows_view(words[buckets == b])
-            workdir.save(workdir.run_path(self.root, b, 0), np.sort(run))
+            if self.options.fingerprints:
+                run = np.sort(tasks.clipped(hashes[buckets == b]))
+            else:
+                run = np.sort(tasks._rows_view(words[buckets == b]))
+            workdir.save(workdir.run_path(self.root, b, 0), run)
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
@@ -216,7 +222,8 @@ class _SparkRun:
         p = self.partitions
         return tasks.LevelPlan(root=self.root, run=self.run_id, level=level, part_counts=self.part_counts[level],
                                level_start=start, splits=tuple(start + size * t // p for t in range(p + 1)),
-                               nwords=self.kernels.nwords, nlabels=self.nlabels, cache_dir=self.cache_dir)
+                               nwords=self.kernels.nwords, nlabels=self.nlabels, cache_dir=self.cache_dir,
+                               fingerprints=self.options.fingerprints)
 
     def _expand_level(self) -> tuple[bool, int]:
         """One level as three stages (expand, deduplicate by hash bucket, order by parent range);
@@ -339,6 +346,20 @@ class _SparkRun:
         self.result.resumed_from_level = finished
         return False
 
+    def _collision_probability(self) -> dict[str, float]:
+        """TLC's two estimates, as the local ``FingerprintSet.collision_probability`` gives them:
+        the buckets hold consecutive ranges of fingerprints, so the smallest gap is the smallest
+        within a bucket or between one bucket's largest and the next non-empty one's smallest."""
+        root, levels = self.root, self.depth
+        summaries = sorted(self._run_job(lambda: self.sc.parallelize(range(self.partitions), self.partitions).map(
+            lambda b: tasks.fingerprint_summary(root, b, levels)).collect()), key=lambda x: x["bucket"])
+        filled = [x for x in summaries if x["count"]]
+        distinct = sum(x["count"] for x in filled)
+        optimistic = distinct * max(0, self.generated - distinct) / 2.0**64
+        gaps = [x["gap"] for x in filled if x["gap"] is not None]
+        gaps += [b["min"] - a["max"] for a, b in zip(filled, filled[1:])]
+        return {"optimistic": optimistic, "from_fingerprints": 1.0 / min(gaps) if gaps else 0.0}
+
     def _link(self, index: int) -> tuple[int, int]:
         """The parent index and label of state ``index``, read from its part file alone."""
         level = bisect.bisect_right(self.level_start, index) - 1
@@ -365,6 +386,9 @@ class _SparkRun:
         r.fired = [int(x) for x in self.fired]
         r.new_states = [int(x) for x in self.new_per_action]
         r.conclude(list(self.found.values()), self.options.keep_going)
+        r.fingerprints = self.options.fingerprints
+        if self.options.fingerprints:
+            r.collision_probability = self._collision_probability()
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
             write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
 
 CANDIDATES_PER_CHUNK = 1 << 20  # successor rows computed at a time inside a task
@@ -41,6 +43,7 @@ class LevelPlan:
     nwords: int
     nlabels: int
     cache_dir: Optional[str]       # KRAFTCHECK_CACHE_DIR for the executors, if the driver has one
+    fingerprints: bool = False     # --fingerprints: the visited runs hold fingerprints, not states
 
     @property
     def partitions(self) -> int:
@@ -125,6 +128,21 @@ def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tu
         yield buf.words[valid], buf.hashes[valid], keys, props
 
 
+def clipped(hashes: np.ndarray) -> np.ndarray:
+    """The fingerprints the local engine's ``FingerprintSet`` stores (all ones is its empty mark)."""
+    return np.minimum(hashes, MAX_FINGERPRINT)
+
+
+def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray:
+    """Each candidate's hash bucket. Exact mode: bits 40.. of its hash, modulo the partitions.
+    With fingerprints: the range its fingerprint falls in (bucket b holds the b-th of P equal
+    slices of 0..2^64), so the buckets in order hold the fingerprints in order and the smallest
+    gap between two of them is found bucket by bucket (``fingerprint_summary``)."""
+    if by_range:
+        return ((clipped(hashes) >> np.uint64(32)) * np.uint64(partitions)) >> np.uint64(32)
+    return (hashes >> np.uint64(40)) % np.uint64(partitions)
+
+
 def _first_hits(masks: np.ndarray, keys: np.ndarray, nchecks: int, into: np.ndarray) -> None:
     """For each check k not hit yet in ``into``, the first key whose mask has bit k."""
     bad = np.flatnonzero(masks)
@@ -157,7 +175,7 @@ def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tup
     if generated:
         words = np.concatenate(words_parts)
         keys = np.concatenate(key_parts)
-        buckets = (np.concatenate(hash_parts) >> np.uint64(40)) % np.uint64(plan.partitions)
+        buckets = bucket_of(np.concatenate(hash_parts), plan.partitions, plan.fingerprints)
         out.extend(_grouped(buckets.astype(np.int64), words, keys, plan.partitions))
     return out
 
@@ -193,7 +211,10 @@ def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]
     nw = plan.nwords
     words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
-    if keys.size:
+    if keys.size and plan.fingerprints:
+        words, keys, fps = _new_by_fingerprint(plan, bucket, words, keys)
+        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), fps)  # sorted: a run
+    elif keys.size:
         # equal states together, smallest key first: the local engine keeps the first occurrence
         order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))))
         words, keys = words[order], keys[order]
@@ -208,10 +229,43 @@ def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]
                 at = np.minimum(np.searchsorted(run, rows), run.size - 1)
                 seen |= run[at] == rows
         words, keys = words[~seen], keys[~seen]
-    workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), words)  # sorted: a run
+        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), words)  # sorted: a run
+    else:
+        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), np.empty(0, np.uint64))
     if keys.size:
         targets = np.searchsorted(np.array(plan.splits, np.int64), keys // plan.nlabels, side="right") - 1
         yield from _grouped(targets, words, keys, plan.partitions)
+
+
+def _new_by_fingerprint(plan: LevelPlan, bucket: int, words: np.ndarray,
+                        keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """--fingerprints: candidates with equal fingerprints are one state (the smallest key kept, as
+    the local ``FingerprintSet`` keeps the first), and those whose fingerprint is in the bucket's
+    visited runs are not new. Returns the new states, their keys and their sorted fingerprints."""
+    fps = clipped(fingerprints(words))
+    order = np.lexsort((keys, fps))
+    words, keys, fps = words[order], keys[order], fps[order]
+    first = np.ones(fps.shape[0], bool)
+    first[1:] = fps[1:] != fps[:-1]
+    words, keys, fps = words[first], keys[first], fps[first]
+    seen = np.zeros(fps.shape[0], bool)
+    for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
+        run = workdir.load(run_file, np.uint64)
+        if run.size:
+            at = np.minimum(np.searchsorted(run, fps), run.size - 1)
+            seen |= run[at] == fps
+    return words[~seen], keys[~seen], fps[~seen]
+
+
+def fingerprint_summary(root: str, bucket: int, levels: int) -> dict:
+    """--fingerprints, at the end of a run: bucket ``bucket``'s fingerprints (all its runs) as their
+    count, smallest, largest and the smallest gap between two of them (None if fewer than two)."""
+    runs = [workdir.load(path, np.uint64) for path in workdir.visited_runs(root, bucket, levels)]
+    fps = np.sort(np.concatenate(runs)) if runs else np.empty(0, np.uint64)
+    if not fps.size:
+        return {"bucket": bucket, "count": 0}
+    gap = int(np.diff(fps).min()) if fps.size > 1 else None
+    return {"bucket": bucket, "count": int(fps.size), "min": int(fps[0]), "max": int(fps[-1]), "gap": gap}
 
 
 def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
