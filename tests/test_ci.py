@@ -160,10 +160,10 @@ def test_counts_are_not_compared_when_the_run_is_not_exhaustive(project):
 
 def test_a_time_budget_that_runs_out_exits_3(project):
     write_manifest(project, '[checks.big]\nspec = "two_phase"\nparams = { rm = 7 }\nexpect = "holds"\n'
-                            'time_budget = 0.2\n')
+                            'time_budget = 0.02\n')
     result = ci("--junit", "report.xml")
     assert result.exit_code == 3
-    assert "big: budget: budget ran out: stopped at --time-limit 0.2" in result.stdout
+    assert "big: budget: budget ran out: stopped at --time-limit 0.02" in result.stdout
     (error,) = junit(project / "report.xml").iter("error")
     assert "budget ran out" in error.get("message")
 
