@@ -90,6 +90,13 @@ class Layout:
         """Raw field values: ints for scalars, nested lists for arrays."""
         return {f.name: self._shaped(f, list(flat[self.field_slices[f.name]])) for f in self.fields}
 
+    def columns(self, flat_rows: np.ndarray) -> dict[str, np.ndarray]:
+        """A batch of states (an (n, size) integer array, one flat state per row) as columns: field
+        name -> a view of shape (n,) + the field's shape. What ``Predicate.holds`` receives."""
+        flat_rows = np.asarray(flat_rows).reshape(-1, self.size)
+        n = flat_rows.shape[0]
+        return {f.name: flat_rows[:, self.field_slices[f.name]].reshape((n,) + f.shape) for f in self.fields}
+
     def show(self, flat: tuple[int, ...], include_consts: bool = False) -> dict[str, Any]:
         """Field values as a person reads them (enum labels, set members, booleans)."""
         out = {}

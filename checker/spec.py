@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from kraftcheck.checker.errors import SpecError, UsageError
 
@@ -198,12 +198,39 @@ class LaneTouch:
 
 
 @dataclass(frozen=True)
-class Availability:
-    """What "the system can serve" means for ``--availability``: a predicate over a state's raw field
-    values (``Layout.values``: ints and nested lists), and the words a report uses for it."""
+class Predicate:
+    """A named condition on states for the graph analyses (``--availability``, liveness): the words a
+    report uses for it, and ``holds(columns)``, which gets a batch of states as columns (field name
+    -> numpy array whose first axis is the state, ``Layout.columns``) and returns a boolean array.
+    Write it with numpy operators (``<``, ``==``, ``&``, ``|``, ``~``, ``.all(axis=1)``), not ``and``
+    / ``or`` / ``any()``: it runs on millions of states at once."""
 
     description: str  # e.g. "the partition has a leader"
-    holds: Callable[[dict[str, Any]], bool]
+    holds: Callable[[Mapping[str, Any]], Any]
+
+
+#: What "the system can serve" means for ``--availability``.
+Availability = Predicate
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """A liveness property checked by ``kraftcheck check --liveness``, under weak fairness of the
+    actions named in ``fair``: ``after`` leads to ``eventually`` (TLA+'s ``after ~> eventually``:
+    whenever ``after`` holds, ``eventually`` holds then or later), or, without ``after``, ``eventually``
+    holds infinitely often (``[]<>eventually``). Weak fairness of an action: a behaviour may not
+    keep it enabled forever without taking it (an action is all its parameter instances; a step
+    that leaves the state unchanged takes nothing)."""
+
+    name: str
+    eventually: Predicate
+    after: Predicate | None = None
+    fair: tuple[str, ...] = ()
+    doc: str = ""
+
+    def formula(self) -> str:
+        goal = self.eventually.description
+        return f"[]<>({goal})" if self.after is None else f"({self.after.description}) ~> ({goal})"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -329,6 +356,10 @@ class Spec:
         """What ``--availability`` checks can always be regained; None: the spec offers no such
         analysis (the default)."""
         return None
+
+    def liveness(self) -> list[Liveness]:
+        """The liveness properties ``--liveness`` checks, each with its fairness; default none."""
+        return []
 
     def availability_variants(self) -> dict[str, Any]:
         """Name -> ``Params`` of the settings ``--availability`` compares (e.g. one per recovery

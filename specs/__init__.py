@@ -31,6 +31,7 @@ REGISTRY: dict[str, str] = {
     "two_phase": "kraftcheck.specs.two_phase:TwoPhase",
     "two_phase_eager_commit": "kraftcheck.specs.two_phase_eager_commit:TwoPhaseEagerCommit",
     "die_hard": "kraftcheck.specs.die_hard:DieHard",
+    "mutex": "kraftcheck.specs.mutex:Mutex",
     "kafka": "kraftcheck.specs.kafka:KafkaReplication",
 }
 

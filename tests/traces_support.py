@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from numba import njit
+
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -31,6 +33,7 @@ NONE_LEADER, B1, B2 = 0, 1, 2
 STRATEGIES = ("none", "unclean")
 
 
+@njit(cache=True)
 def shrink(s, t, b):
     """Follower ``b`` falls out of the ISR."""
     if s.leader == 0 or s.leader == b + 1 or not (s.isr >> b & 1):
@@ -39,6 +42,7 @@ def shrink(s, t, b):
     return True
 
 
+@njit(cache=True)
 def crash(s, t, b):
     """Broker ``b`` dies for good (at most one crash); the last ISR member stays in the ISR."""
     if s.crashed != 0 or not (s.alive >> b & 1):
@@ -52,6 +56,7 @@ def crash(s, t, b):
     return True
 
 
+@njit(cache=True)
 def elect(s, t, b):
     if s.leader != 0 or not (s.alive >> b & 1) or not (s.isr >> b & 1):
         return False
@@ -59,6 +64,7 @@ def elect(s, t, b):
     return True
 
 
+@njit(cache=True)
 def unclean_elect(s, t, b):
     if s.strategy != 1 or s.leader != 0 or not (s.alive >> b & 1) or (s.isr >> b & 1):
         return False
@@ -67,6 +73,7 @@ def unclean_elect(s, t, b):
     return True
 
 
+@njit(cache=True)
 def leader_alive(s):
     """The leader, if any, is alive."""
     return s.leader == 0 or (s.alive >> (s.leader - 1) & 1) == 1

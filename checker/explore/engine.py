@@ -21,7 +21,7 @@ from numba import njit
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.compile import BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, kernel_shapes  # noqa: F401 (API)
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
@@ -29,6 +29,7 @@ from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
+from kraftcheck.checker.explore.state_graph import GraphRecorder
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.model import Model
 
@@ -92,6 +93,9 @@ class Engine:
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
         t0 = time.perf_counter()
+        if options.record_graph and (not options.keep_going or options.fingerprints or options.checkpoint_dir):
+            raise UsageError("recording the state graph needs every state explored and kept in memory: "
+                             "keep_going (--continue), without fingerprints or a checkpoint")
         if options.checkpoint_dir and not options.resume:
             check_new_checkpoint_dir(Path(options.checkpoint_dir))
         mode = "now" if numba.config.DISABLE_JIT else self.compile
@@ -155,8 +159,10 @@ class _Run:
         self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
         self.buffers = kernels.buffers(chunk_states)
-        self.visited: Any = FingerprintSet(shard_bits) if options.fingerprints else \
-            VisitedSet(kernels.nwords, shard_bits)
+        # recording the graph numbers every state, which answers "seen before?" too
+        self.recorder = GraphRecorder(model, kernels.nwords) if options.record_graph else None
+        self.visited: Any = None if options.record_graph else FingerprintSet(shard_bits) if options.fingerprints \
+            else VisitedSet(kernels.nwords, shard_bits)
         self.checkpoint_dir = Path(options.checkpoint_dir) if options.checkpoint_dir else None
         self.levels: MemoryLevels = DiskLevels(kernels.nwords, self.checkpoint_dir) if self.checkpoint_dir \
             else MemoryLevels(kernels.nwords)
@@ -194,7 +200,10 @@ class _Run:
 
     def _initial_level(self, init_words: np.ndarray) -> Optional[np.ndarray]:
         hashes = fingerprints(init_words)
-        is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64))
+        if self.recorder is not None:
+            is_new = self.recorder.add_initial(init_words, hashes)
+        else:
+            is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64))
         level = init_words[is_new.astype(bool)]
         self.generated = init_words.shape[0]
         self.result.initial_states = init_words.shape[0]
@@ -230,7 +239,11 @@ class _Run:
             if self.model.properties:
                 found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
                                                          stride))
-            self.visited.insert(buf.words, buf.hashes, buf.valid, nrows, buf.is_new)
+            if self.recorder is not None:
+                self.recorder.add_chunk(buf.words, buf.hashes, buf.valid, nrows, buf.is_new, first + lo, hi - lo,
+                                        stride, buf.labels)
+            else:
+                self.visited.insert(buf.words, buf.hashes, buf.valid, nrows, buf.is_new)
             n = _collect_new(buf.valid, nrows, stride, buf.is_new, buf.labels, self.label_action, first + lo,
                              self.fired, self.new_per_action, buf.new_rows, buf.new_parent, buf.new_label)
             new_words = buf.words[buf.new_rows[:n]]
@@ -422,6 +435,14 @@ class _Run:
         if self.options.fingerprints:
             r.collision_probability = self.visited.collision_probability(self.generated)
         r.conclude(list(self.found.values()), self.options.keep_going)
+        if self.recorder is not None and not r.incomplete_reason and not r.interrupted:
+            r.graph = self.recorder.finish(self.depth)
+            r.graph.build_s = r.elapsed_s
+            r.graph.recorded_by = "the check's exploration"
+            if r.graph.size != r.distinct_states:
+                raise RuntimeError(f"internal: the recorded graph has {r.graph.size} states, the run "
+                                   f"{r.distinct_states}")
+        self.recorder = None
         if self.checkpoint_dir is not None:
             r.checkpoint_dir = str(self.checkpoint_dir)
             if not r.incomplete_reason:  # the verdict is final: nothing left to resume

@@ -24,6 +24,7 @@ class Options:
     fingerprints: bool = False         # --fingerprints: keep 64-bit fingerprints, not whole states
     checkpoint_dir: Optional[str] = None  # --checkpoint / --resume: levels on disk there, resumable
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
+    record_graph: bool = False         # also record every transition (engine only; needs keep_going)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class Result:
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
+    graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
     resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
 
     @property

@@ -9,6 +9,7 @@ One partition on brokers ``b1..bN`` (all replicas). The modules:
 * ``faults``      unclean (lossy / lossless) and controlled shutdowns, restart and registration;
 * ``recovery``    KIP-966 unclean recovery (GetReplicaLogInfo replies, election);
 * ``presentation`` trace lanes and the ``--availability`` predicate;
+* ``liveness`` the liveness properties (``--liveness``) and the fairness they assume;
 
 and ``invariants/`` holds the properties checked. ``docs/model.md`` describes every variable and
 action precisely.
@@ -142,6 +143,10 @@ class KafkaReplication(Spec):
 
     def availability_variants(self):
         return presentation.availability_variants(self)
+
+    def liveness(self):
+        from kraftcheck.specs.kafka.liveness import kafka_liveness
+        return kafka_liveness(self, {a.name for a in self.actions()})
 
     def properties(self):
         return [TransitionProperty(fn.__name__, fn, fn.__doc__) for fn in kafka_properties()]

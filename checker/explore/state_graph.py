@@ -1,0 +1,227 @@
+"""The whole reachable state graph, recorded by the compiled kernels, for the graph analyses.
+
+A breadth-first search like the engine's, with the same kernels, that numbers every state
+(``StateIndex``: ids are the engine's breadth-first numbers) and keeps every transition, self-loops
+and parallel transitions included, so the transition count equals the engine's generated count
+less the initial states. The result is in compressed sparse row form (``CompiledGraph``):
+
+* per state: its packed words (``nwords`` x 8 bytes), the breadth-first parent (8 bytes) and the
+  label that reached it (2 bytes), and a transition offset (8 bytes);
+* per transition: the target id (4 bytes) and the label (2 bytes).
+
+So a state costs 8 x nwords + 18 bytes plus about 8 to 16 in the index while building, and a
+transition 6 bytes (the reversed graph, built by the analyses that need it, 4 more). No invariant
+is checked here: the analyses ask their own questions of the states (``predicates.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numba
+import numpy as np
+
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.result import Progress, ProgressFn, Step, no_progress
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.state_index import StateIndex
+from kraftcheck.checker.model import Model
+
+CANDIDATES_PER_CHUNK = 1 << 20
+
+
+@dataclass
+class CompiledGraph:
+    model: Model
+    states: np.ndarray        # (n, nwords) uint64, state i in row i
+    parent: np.ndarray        # int64 breadth-first parent, -1 for initial states
+    parent_label: np.ndarray  # uint16 label of the transition from the parent
+    offsets: np.ndarray       # int64 (n + 1): transitions of v are offsets[v]:offsets[v+1]
+    targets: np.ndarray       # uint32 target of each transition
+    labels: np.ndarray        # uint16 label of each transition
+    initial: int              # states 0..initial-1 are the initial ones
+    depth: int
+    build_s: float = 0.0
+    recorded_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph)
+    _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
+
+    def reversed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The transposed graph ``(offsets, sources)``, built on first use and kept (4 bytes a
+        transition and 8 a state): every analysis that walks backwards shares it."""
+        if self._reversed is None:
+            from kraftcheck.checker.kernels.graph import reverse
+            self._reversed = reverse(self.offsets, self.targets)
+        return self._reversed
+
+    @property
+    def size(self) -> int:
+        return self.states.shape[0]
+
+    @property
+    def transitions(self) -> int:
+        return self.targets.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [self.states, self.parent, self.parent_label, self.offsets, self.targets, self.labels]
+        return sum(a.nbytes for a in arrays + list(self._reversed or ()))
+
+    def labels_to(self, i: int) -> list[int]:
+        """The labels of the breadth-first (so shortest) path from an initial state to state ``i``."""
+        out = []
+        while self.parent[i] >= 0:
+            out.append(int(self.parent_label[i]))
+            i = int(self.parent[i])
+        return out[::-1]
+
+    def initial_of(self, i: int) -> int:
+        while self.parent[i] >= 0:
+            i = int(self.parent[i])
+        return i
+
+    def source_of(self, e: int) -> int:
+        """The state transition ``e`` leaves from."""
+        return int(np.searchsorted(self.offsets, e, side="right")) - 1
+
+    def steps(self, start: int, labels: list[int]) -> list[Step]:
+        """Replay ``labels`` from state ``start`` by the model's own action functions."""
+        model = self.model
+        state = model.layout.unpack(tuple(int(w) for w in self.states[start]))
+        out = [Step(None, state)]
+        for lab in labels:
+            state = model.step(state, lab)
+            if state is None:
+                raise RuntimeError(f"internal: {model.labels[lab]} is disabled on a recorded path")
+            out.append(Step(lab, state))
+        return out
+
+
+def kernels_for(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
+    """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``)."""
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.compiled import kernel_shapes
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    if compile == "never" and not numba.config.DISABLE_JIT:
+        return InterpretedKernels(model)
+    return Engine._compile_now(model, kernel_shapes(model), progress, time.perf_counter())
+
+
+class GraphRecorder:
+    """Numbers states and keeps every transition, chunk by chunk, for a breadth-first search that
+    expands states in id order: ``build_graph`` here, or the engine itself (``Options.record_graph``),
+    where it takes the visited set's place. ``finish`` gives the ``CompiledGraph``."""
+
+    def __init__(self, model: Model, nwords: int) -> None:
+        self.model = model
+        self.index = StateIndex(nwords)
+        self.initial = 0
+        self.degree_parts: list[np.ndarray] = []
+        self.target_parts: list[np.ndarray] = []
+        self.label_parts: list[np.ndarray] = []
+        self._ids = np.empty(0, np.int64)
+        self.transitions = 0
+
+    @property
+    def count(self) -> int:
+        return self.index.count
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + sum(a.nbytes for parts in (self.degree_parts, self.target_parts, self.label_parts)
+                                       for a in parts)
+
+    def add_initial(self, words: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Number the initial states; a uint8 array, 1 on first occurrences."""
+        n = words.shape[0]
+        is_new = np.zeros(n, np.uint8)
+        ids = np.empty(n, np.int64)
+        self.index.add(words, hashes, np.arange(n, dtype=np.int64), n, ids, 0, 1 << 62, np.zeros(n, np.uint16),
+                       is_new)
+        self.index.parent[: self.index.count] = -1
+        self.initial = self.index.count
+        return is_new
+
+    def add_chunk(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int, is_new: np.ndarray,
+                  first: int, sources: int, stride: int, labels: np.ndarray) -> None:
+        """The successors of states ``first .. first + sources - 1``: candidate row ``r`` (of
+        ``rows[:nrows]``, increasing) is the successor of state ``first + r // stride`` under label
+        ``labels[r]``. Marks first occurrences in ``is_new``."""
+        if self._ids.shape[0] < words.shape[0]:
+            self._ids = np.empty(words.shape[0], np.int64)
+        self.index.add(words, hashes, rows, nrows, self._ids, first, stride, labels, is_new)
+        valid = rows[:nrows]
+        self.degree_parts.append(np.bincount(valid // stride, minlength=sources).astype(np.int64))
+        self.target_parts.append(self._ids[valid].astype(np.uint32))
+        self.label_parts.append(labels[valid].copy())
+        self.transitions += nrows
+
+    def finish(self, depth: int) -> CompiledGraph:
+        index = self.index
+        index.trim()
+        offsets = np.zeros(index.count + 1, np.int64)
+        degrees = np.concatenate(self.degree_parts) if self.degree_parts else np.zeros(0, np.int64)
+        # states never expanded (the last level has none; a limit may leave some) have no transitions
+        np.cumsum(degrees, out=offsets[1: degrees.shape[0] + 1])
+        offsets[degrees.shape[0] + 1:] = offsets[degrees.shape[0]]
+        graph = CompiledGraph(
+            model=self.model, states=index.states, parent=index.parent, parent_label=index.parent_label,
+            offsets=offsets,
+            targets=np.concatenate(self.target_parts) if self.target_parts else np.empty(0, np.uint32),
+            labels=np.concatenate(self.label_parts) if self.label_parts else np.empty(0, np.uint16),
+            initial=self.initial, depth=depth)
+        self.degree_parts, self.target_parts, self.label_parts = [], [], []
+        return graph
+
+
+def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
+                max_memory: Optional[int] = None, progress: ProgressFn = no_progress,
+                chunk_candidates: int = CANDIDATES_PER_CHUNK) -> CompiledGraph:
+    """Record every reachable state and transition of ``model``.
+
+    Refuses (UsageError, saying what to do) above ``max_states`` states or once the process uses
+    more than ``max_memory`` bytes: a graph analysis needs the whole graph.
+    """
+    from kraftcheck.checker.explore.result import memory_in_use
+    t0 = time.perf_counter()
+    kernels = kernels if kernels is not None else kernels_for(model)
+    nlabels = len(model.labels)
+    chunk_states = max(1, chunk_candidates // max(1, nlabels))
+    buf = kernels.buffers(chunk_states)
+    recorder = GraphRecorder(model, kernels.nwords)
+    init_words = kernels.pack(model.initial)
+    recorder.add_initial(init_words, fingerprints(init_words))
+    is_new = np.zeros(chunk_states * nlabels, np.uint8)
+    level_lo, level_hi, depth = 0, recorder.count, 1
+    last = 0.0
+    while level_lo < level_hi:
+        lo = level_lo
+        while lo < level_hi:
+            hi = min(level_hi, lo + chunk_states)
+            # the states to expand are copied out: the index may grow (and move its arrays) below
+            frontier = recorder.index.states[lo:hi].copy()
+            kernels.successors(frontier, 0, hi - lo, buf)
+            rows = np.flatnonzero(buf.labels[: (hi - lo) * nlabels] != NO_LABEL).astype(np.int64)
+            recorder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
+            if max_states is not None and recorder.count > max_states:
+                raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "
+                                 "(the limit given); raise it or shrink the bounds")
+            now = time.perf_counter() - t0
+            if now - last >= 0.25:
+                last = now
+                if max_memory is not None and memory_in_use() > max_memory:
+                    raise UsageError(f"recording the state graph of {model.spec.title()} went over the memory "
+                                     f"budget ({max_memory / 2**30:.1f} GiB) at {recorder.count} states and "
+                                     f"{recorder.transitions} transitions; raise --max-memory or shrink the bounds")
+                progress(Progress(depth, recorder.count, recorder.transitions, level_hi - hi + recorder.count - level_hi,
+                                  now))
+            lo = hi
+        level_lo, level_hi = level_hi, recorder.count
+        if level_hi > level_lo:
+            depth += 1
+    graph = recorder.finish(depth)
+    graph.build_s = time.perf_counter() - t0
+    progress(Progress(depth, graph.size, graph.transitions, 0, graph.build_s))
+    return graph
