@@ -180,3 +180,33 @@ def test_a_predicate_that_does_not_return_one_value_per_state_is_refused():
     graph, kernels = _compiled(model)
     with pytest.raises(SpecError, match="one boolean per state"):
         evaluate(graph, kernels, Predicate("bad", lambda v: np.array([True])))
+
+
+@pytest.mark.parametrize("compile_mode", ["now", "never"])
+@pytest.mark.parametrize("name,params", [("two_phase", {"rm": 3}), ("die_hard", {}),
+                                         ("kafka", dict(brokers=2, min_isr=1, fences=0, min_isr_changes=0))])
+def test_the_engine_records_the_same_graph_while_it_explores(name, params, compile_mode):
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+    model = _model(name, **params)
+    result = Engine(compile=compile_mode).explore(model, Options(keep_going=True, record_graph=True))
+    recorded, built = result.graph, _compiled(model)[0]
+    assert recorded.size == result.distinct_states == built.size
+    assert recorded.transitions == result.states_generated - result.initial_states == built.transitions
+    assert recorded.depth == result.depth == built.depth and recorded.initial == built.initial
+    for attr in ("states", "parent", "parent_label", "offsets", "targets", "labels"):
+        assert np.array_equal(getattr(recorded, attr), getattr(built, attr)), attr
+    assert recorded.recorded_by == "the check's exploration"
+
+
+def test_recording_needs_every_state_and_no_graph_comes_from_an_incomplete_run():
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+    model = _model("two_phase", rm=3)
+    with pytest.raises(UsageError, match="keep_going"):
+        Engine(compile="now").explore(model, Options(record_graph=True))
+    with pytest.raises(UsageError, match="fingerprints"):
+        Engine(compile="now").explore(model, Options(keep_going=True, fingerprints=True, record_graph=True))
+    cut = Engine(compile="now").explore(model, Options(keep_going=True, record_graph=True, max_states=100))
+    assert cut.status == "incomplete" and cut.graph is None
