@@ -89,8 +89,9 @@ def reach_reference(offsets, targets, seeds, allowed) -> np.ndarray:
 
 @njit(cache=True)
 def shortest_path(offsets, targets, start, goal, allowed):
-    """A shortest path inside the allowed states from ``start`` to any goal state, as the list of
-    transition positions (``e`` with ``targets[e]`` the next state); -1 in ``[0]`` if none."""
+    """A shortest path inside the allowed states from ``start`` (which the caller makes sure is
+    allowed) to any goal state, as the list of transition positions (``e`` with ``targets[e]`` the
+    next state): empty when ``start`` is a goal, ``[-1]`` when no goal can be reached."""
     n = offsets.shape[0] - 1
     via = np.full(n, -2, np.int64)  # transition that first reached each state; -1 for the start
     queue = np.empty(n, np.int64)
