@@ -9,7 +9,8 @@ Python API (see docs/traces.md)::
     traces.save(g, "copy.json")          # atomic
 
 Used by ``kraftcheck check``: ``write_counterexample`` for every violation, ``dump_state_graph``
-for ``--dump-graph``, ``availability_report`` for ``--availability``.
+for ``--dump-graph``, ``availability_report`` for ``--availability``, ``liveness_report``
+for ``--liveness``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION, build_trace
 from kraftcheck.traces.replay import ReplayReport, replay
 
 __all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "trace_from_violation",
-           "dump_state_graph", "availability_report", "run_scenario", "load_scenario",
+           "dump_state_graph", "availability_report", "liveness_report", "run_scenario", "load_scenario",
            "TraceError", "TraceFormatError", "ReplayError", "ScenarioError", "ReplayReport",
            "SCHEMA", "SCHEMA_VERSION", "trace_file_name"]
 
@@ -74,11 +75,20 @@ def dump_state_graph(model: Model, path: Union[str, Path], max_states: int = Non
     return dump(model, path, max_states if max_states is not None else DEFAULT_MAX_STATES)
 
 
-def availability_report(model: Model, max_states: int = None) -> dict:
-    """States from which the system can never serve again (see traces.availability)."""
+def availability_report(model: Model, max_states: int = None, max_memory: int = None, trace_dir=None,
+                        run_options: dict = None, progress=None, graph=None) -> dict:
+    """States from which the system can never serve again, per variant (see traces.availability)."""
     from kraftcheck.traces.availability import availability_report as report
-    from kraftcheck.traces.state_graph import DEFAULT_MAX_STATES
-    return report(model, max_states if max_states is not None else DEFAULT_MAX_STATES)
+    kw = {"progress": progress} if progress is not None else {}
+    return report(model, max_states, max_memory, trace_dir, run_options, graph=graph, **kw)
+
+
+def liveness_report(model: Model, names=None, max_states: int = None, max_memory: int = None, trace_dir=None,
+                    run_options: dict = None, progress=None, graph=None) -> dict:
+    """The spec's liveness properties under weak fairness, with lasso traces (see traces.liveness)."""
+    from kraftcheck.traces.liveness import liveness_report as report
+    kw = {"progress": progress} if progress is not None else {}
+    return report(model, names, max_states, max_memory, trace_dir, run_options, graph=graph, **kw)
 
 
 def load_scenario(path: Union[str, Path]):

@@ -95,6 +95,10 @@ def to_dot(graph: nx.DiGraph) -> str:
         out.append(f"  s{step.step} [label={_dot_quote(chr(10).join(lines) + chr(10))}{style}];")
     for step in view.steps[1:]:
         out.append(f"  s{step.step - 1} -> s{step.step} [label={_dot_quote(step.action or '')}];")
+    if view.lasso is not None:  # the edge that closes a liveness counterexample's cycle
+        last = view.steps[-1].step
+        out.append(f"  s{last} -> s{view.lasso['cycle_start']} [label={_dot_quote(view.closing_action or '')}, "
+                   "color=magenta, fontcolor=magenta, style=bold, constraint=false];")
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -144,10 +148,16 @@ def to_mermaid(graph: nx.DiGraph) -> str:
         if step.failing:
             body.append(f"  Note over {ids[view.lanes[0]]},{ids[view.lanes[-1]]}: "
                         f"{_mermaid_text('VIOLATED: ' + ', '.join(step.failing))}")
+        if view.lasso is not None and step.step == view.lasso["cycle_start"]:
+            body.append(f"  Note over {ids[view.lanes[0]]},{ids[view.lanes[-1]]}: cycle starts here")
         if step.step == bad:
             out.append("  rect rgb(255, 215, 215)")
             out.extend("  " + line for line in body)
             out.append("  end")
         else:
             out.extend(body)
+    if view.lasso is not None:
+        back = "then stays here forever (stuttering)" if view.lasso["stutter"] else \
+            f"then {view.closing_action} back to step {view.lasso['cycle_start']}, forever"
+        out.append(f"  Note over {ids[view.lanes[0]]},{ids[view.lanes[-1]]}: {_mermaid_text(back)}")
     return "\n".join(out) + "\n"

@@ -19,6 +19,8 @@ from kraftcheck.checker.files import PathLike, atomic_write
 from kraftcheck.traces.errors import TraceFormatError
 from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION
 
+STUTTERING = "(stuttering)"  # the action of a stuttering lasso's closing self-loop (traces.lasso)
+
 MAX_FILE_BYTES = 256 * 2**20
 KINDS = ("counterexample", "scenario")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -140,16 +142,31 @@ def validate(data: Any, source: str = "<trace>") -> None:
                  node["id"], "fingerprint")
 
     edges = data["edges"]
-    if len(edges) != len(nodes) - 1:
-        fail(f"{len(edges)} transitions for {len(nodes)} steps; a trace is a path", field="edges")
+    lasso = graph.get("lasso")
+    last = len(nodes) - 1
+    if lasso is not None:
+        _check_lasso(lasso, last, fail)
+    closing = (last, lasso["cycle_start"]) if lasso is not None else None
+    if len(edges) != last + (1 if lasso is not None else 0):
+        fail(f"{len(edges)} transitions for {len(nodes)} steps; a trace is a path"
+             + (" and one edge closing its cycle" if lasso is not None else ""), field="edges")
     seen = set()
+    closed = False
     for pos, edge in enumerate(edges):
         if not isinstance(edge, dict) or not _is_int(edge.get("source")) or not _is_int(edge.get("target")):
             fail("each transition needs integer source and target", field=f"edges[{pos}]")
         step = edge["target"]
-        if edge["source"] != step - 1 or not 1 <= step < len(nodes) or step in seen:
-            fail(f"transition {edge['source']} -> {step} does not link consecutive steps", step, "edge")
-        seen.add(step)
+        if closing is not None and (edge["source"], step) == closing and not closed:
+            closed = True
+            if lasso["stutter"]:
+                if edge.get("action") != STUTTERING or edge.get("params") != {}:
+                    fail(f"a stuttering lasso ends with the self-loop {STUTTERING!r} (no parameters)", last, "action")
+        elif edge["source"] != step - 1 or not 1 <= step < len(nodes) or step in seen:
+            fail(f"transition {edge['source']} -> {step} does not link consecutive steps"
+                 + (f" (the only other edge allowed closes the cycle: {closing[0]} -> {closing[1]})"
+                    if closing is not None else ""), step, "edge")
+        else:
+            seen.add(step)
         if not isinstance(edge.get("action"), str) or not edge["action"]:
             fail("missing or not a name", step, "action")
         params = edge.get("params")
@@ -164,6 +181,25 @@ def validate(data: Any, source: str = "<trace>") -> None:
         for key in ("receives_from", "sends_to"):
             _check_names(touch.get(key, []), fail, step, f"touch.{key}")
         _check_names(edge.get("violated"), fail, step, "violated")
+    if closing is not None and not closed:
+        fail(f"a lasso's last edge goes from step {closing[0]} back to step {closing[1]}; there is none",
+             field="edges")
+
+
+def _check_lasso(lasso: Any, last: int, fail: Callable[..., None]) -> None:
+    """``graph.lasso`` of a liveness counterexample (see traces.lasso)."""
+    if not isinstance(lasso, dict) or not _is_int(lasso.get("cycle_start")) or not _is_int(lasso.get("trigger")) \
+            or not isinstance(lasso.get("stutter"), bool) or not isinstance(lasso.get("formula"), str):
+        fail("must be {cycle_start, trigger, stutter, formula, fair}", field="graph.lasso")
+    _check_names(lasso.get("fair"), fail, None, "graph.lasso.fair")
+    start, trigger = lasso["cycle_start"], lasso["trigger"]
+    if lasso["stutter"] and start != last:
+        fail(f"a stuttering lasso's cycle is its last step ({last}), not step {start}", field="graph.lasso.cycle_start")
+    if not lasso["stutter"] and not 0 <= start <= last - 1:
+        fail(f"the cycle must start at a step from 0 to {last - 1}, got {start}", field="graph.lasso.cycle_start")
+    if not 0 <= trigger <= start:
+        fail(f"the trigger step must be between 0 and the cycle's start ({start}), got {trigger}",
+             field="graph.lasso.trigger")
 
 
 def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None:
@@ -177,8 +213,15 @@ def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None
     violation = graph.get("violation")
     if violation is not None:
         if not isinstance(violation, dict) or not isinstance(violation.get("check"), str) \
-                or violation.get("kind") not in ("invariant", "property") or not _is_int(violation.get("step")):
-            fail("must be null or {check, kind: invariant|property, step}", field="graph.violation")
+                or violation.get("kind") not in ("invariant", "property", "liveness") \
+                or not _is_int(violation.get("step")):
+            fail("must be null or {check, kind: invariant|property|liveness, step}", field="graph.violation")
+    liveness = violation is not None and violation.get("kind") == "liveness"
+    if liveness != (graph.get("lasso") is not None):
+        fail("a liveness violation comes with its lasso (graph.lasso), and only a liveness violation does",
+             field="graph.lasso")
+    if liveness and violation["step"] != graph["lasso"].get("trigger"):
+        fail("a liveness violation is recorded at its lasso's trigger step", field="graph.violation.step")
     for i, f in enumerate(graph["fields"]):
         if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("shape"), list) \
                 or not all(_is_int(n) and n > 0 for n in f["shape"]) or not isinstance(f.get("kind"), str):

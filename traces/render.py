@@ -72,6 +72,10 @@ def draw(graph: nx.DiGraph) -> Figure:
             notes.setdefault(view.main_lane, []).append("(others 0 / false / empty)")
         label = _wrap(f"{step.step}. {step.action or 'initial state'}")
         extra = _wrap("violates " + ", ".join(step.failing)) if step.failing else []
+        if view.lasso is not None and step.step == view.lasso["trigger"]:
+            extra = extra + ["<- trigger"]
+        if view.lasso is not None and step.step == view.lasso["cycle_start"]:
+            extra = extra + ["(cycle starts here)"]
         if step.note:  # an authored scenario's words for the step
             extra = extra + _wrap(step.note)
         height = len(label) + len(extra) + max([len(n) for n in notes.values()] + [0]) + 1.3
@@ -82,7 +86,15 @@ def draw(graph: nx.DiGraph) -> Figure:
                   int(WRAP * max(len(lanes), 2) * 0.85))
     closing = []
     width_chars = int(WRAP * max(len(lanes), 2) * 0.9)
-    if view.violation:
+    if view.lasso is not None:
+        lasso, last = view.lasso, view.steps[-1].step
+        back = f"Then step {last} stays forever (stuttering)." if lasso["stutter"] else \
+            f"Then {view.closing_action} leads back to step {lasso['cycle_start']}: steps {lasso['cycle_start']}-{last} " \
+            "repeat forever."
+        closing = _wrap(back, width_chars) + _wrap(
+            f"Liveness {view.violation.get('check')} fails: {lasso['formula']}; from step {lasso['trigger']} on the "
+            "goal never holds, under weak fairness of " + (", ".join(lasso["fair"]) or "nothing") + ".", width_chars)
+    elif view.violation:
         v = view.violation
         closing = _wrap(f"Step {bad} violates {v.get('kind', 'check')} {v.get('check')}: {v.get('doc', '')}",
                         width_chars)

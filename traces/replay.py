@@ -224,6 +224,9 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         report.steps.append(StepCheck(step, action, failing, node.get("note")))
 
     violation = report.violation
+    if attrs.get("lasso") is not None:
+        _replay_lasso(graph, model, stepper, states, spec)
+        return
     if violation is not None:
         check, at = violation["check"], violation["step"]
         if check not in report.checks:
@@ -234,3 +237,67 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         if check not in report.steps[at].failing:
             raise ReplayError(f"the trace ends here, but {violation['kind']} {check} holds: "
                               "the trace does not reach its recorded violation", at, "violation")
+
+
+def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: list[tuple[int, ...]], spec: Spec) -> None:
+    """A liveness counterexample (see traces.lasso): the closing edge leads back into the cycle, and
+    the cycle is a fair behaviour in which the property's goal never holds after its trigger."""
+    from kraftcheck.checker.analyses.liveness import fairness_requirements
+    from kraftcheck.checker.analyses.predicates import evaluate_one
+    from kraftcheck.traces.files import STUTTERING
+    lasso, violation = graph.graph["lasso"], graph.graph["violation"]
+    last, start, trigger = len(states) - 1, lasso["cycle_start"], lasso["trigger"]
+    props = {p.name: p for p in spec.liveness()}
+    prop = props.get(violation["check"])
+    if prop is None:
+        raise ReplayError(f"spec {spec.name} has no liveness property {violation['check']!r}"
+                          + (f"; it has: {', '.join(props)}" if props else ""), field="graph.violation.check")
+    if lasso["formula"] != prop.formula():
+        raise ReplayError(f"the spec's property is {prop.formula()}, the file says {lasso['formula']}",
+                          field="graph.lasso.formula")
+    requirements = fairness_requirements(model, prop.fair)
+    if lasso["fair"] != [name for name, _ in requirements]:
+        raise ReplayError(f"the spec's property assumes weak fairness of {[name for name, _ in requirements]}, "
+                          f"the file says {lasso['fair']}", field="graph.lasso.fair")
+
+    # the cycle's transitions: (label or None for stuttering, state before, state after)
+    cycle = [(_label_of(model, graph.edges[i - 1, i], i), states[i - 1], states[i]) for i in range(start + 1, last + 1)]
+    edge = graph.edges[last, start]
+    if lasso["stutter"]:
+        if edge["action"] != STUTTERING:
+            raise ReplayError(f"a stuttering lasso ends with {STUTTERING}", last, "action")
+    else:
+        label = _label_of(model, edge, last)
+        produced = stepper.step(states[last], label)
+        closing = action_text(edge["action"], edge["params"])
+        if produced is None:
+            raise ReplayError(f"{closing}, the edge closing the cycle, is not enabled in the state of step {last}",
+                              last, "action")
+        if produced != states[start]:
+            elem, why = first_difference(model, produced, states[start])
+            raise ReplayError(f"{closing} from step {last} does not lead back to step {start}'s state: {why}",
+                              last, elem)
+        props_failing = stepper.violated_properties(states[last], produced)
+        if sorted(props_failing) != sorted(edge["violated"]):
+            raise ReplayError(f"the spec says the failing properties on the closing edge are {sorted(props_failing)}, "
+                              f"the file says {sorted(edge['violated'])}", last, "violated")
+        cycle.append((label, states[last], produced))
+
+    if prop.after is not None and not evaluate_one(model.layout, prop.after, states[trigger]):
+        raise ReplayError(f"'{prop.after.description}' does not hold at the trigger step", trigger, "lasso.trigger")
+    for i in range(trigger, last + 1):
+        if evaluate_one(model.layout, prop.eventually, states[i]):
+            raise ReplayError(f"'{prop.eventually.description}' holds here, after the trigger: the behaviour does "
+                              "not violate the property", i, "lasso")
+    in_cycle = states[start: last + 1]
+    for name, labels in requirements:
+        taken = any(lab in labels and before != after for lab, before, after in cycle)
+        disabled = any(all(stepper.step(s, lab) in (None, s) for lab in labels) for s in in_cycle)
+        if not (taken or disabled):
+            raise ReplayError(f"the cycle is not fair to {name}: it is enabled in every state of the cycle and "
+                              "never taken, which weak fairness forbids", start, "lasso.fair")
+
+
+def _label_of(model: Model, edge: Mapping[str, Any], step: int) -> int:
+    act = find_action(model, edge["action"], step)
+    return model.label_for(act.name, parse_params(act, edge["params"], step))

@@ -60,10 +60,16 @@ def _failing(step: StepView, mark: bool) -> Text:
     return Text(("VIOLATED:\n" if mark else "fails:\n") + "\n".join(step.failing), style="bold red")
 
 
-def _action(step: StepView) -> Text:
+def _action(step: StepView, view: Optional[TraceView] = None, ascii_only: bool = False) -> Text:
     text = Text(step.action or "initial state", style="bold" if step.action else "italic")
     if step.note:
         text.append("\n" + step.note, style="dim italic")
+    lasso = view.lasso if view is not None else None
+    if lasso is not None:
+        if step.step == lasso["trigger"]:
+            text.append("\n" + ("<- " if ascii_only else "← ") + "trigger", style="bold red")
+        if step.step == lasso["cycle_start"]:
+            text.append("\n" + ("@ " if ascii_only else "↺ ") + "cycle starts here", style="bold magenta")
     return text
 
 
@@ -75,7 +81,8 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
         keep = {view.main_lane, view.resolve_lane(lane)}
     elements = view.elements_for(keep)
     bad = view.violating_step
-    title = f"{view.spec}: {view.attrs.get('kind', 'trace')} of {len(view.steps) - 1} steps"
+    kind = view.attrs.get('kind', 'trace') + (" (lasso)" if view.lasso is not None else "")
+    title = f"{view.spec}: {kind} of {len(view.steps) - 1} steps"
     # switches left off (False / None) are the defaults: naming them only buries the ones that matter
     params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
     if params:
@@ -87,7 +94,7 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     rows = []
     for i, step in enumerate(view.steps):
         prev = view.steps[i - 1] if i else None
-        rows.append((step, _action(step), _lines(view, step, prev, elements, full, ascii_only),
+        rows.append((step, _action(step, view, ascii_only), _lines(view, step, prev, elements, full, ascii_only),
                      _failing(step, step.step == bad)))
 
     if width >= NARROW:
@@ -130,6 +137,22 @@ def _closing(view: TraceView) -> Iterable[Text]:
                     yield Text(f"  {check}: {docs[check]}", style="red")
         else:
             yield Text("every check holds at every step", style="green")
+        return
+    lasso = view.lasso
+    if lasso is not None:
+        last = view.steps[-1].step
+        if lasso["stutter"]:
+            yield Text(f"then step {last}'s state stays forever (stuttering: no fair action can change it)",
+                       style="bold magenta")
+        else:
+            yield Text(f"then {view.closing_action} leads back to step {lasso['cycle_start']}: steps "
+                       f"{lasso['cycle_start']} to {last} repeat forever", style="bold magenta")
+        yield Text(f"liveness property {v.get('check')} fails: {lasso['formula']}", style="bold red")
+        yield Text(f"  from step {lasso['trigger']} on, the goal never holds", style="red")
+        yield Text("  under weak fairness of: " + ", ".join(lasso["fair"]) if lasso["fair"] else
+                   "  with no fairness: any step may never happen", style="red")
+        if v.get("doc"):
+            yield Text(f"  {v['doc']}", style="red")
         return
     text = Text(f"step {v.get('step')} violates {v.get('kind', 'check')} {v.get('check')}", style="bold red")
     if v.get("doc"):

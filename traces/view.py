@@ -40,6 +40,7 @@ class TraceView:
         self.spec: str = attrs.get("spec", "?")
         self.fields = attrs.get("fields", [])
         self.violation: Optional[dict[str, Any]] = attrs.get("violation")
+        self.lasso: Optional[dict[str, Any]] = attrs.get("lasso")  # a liveness counterexample (traces.lasso)
         self.kind_of: dict[str, str] = {}
         self.field_of: dict[str, str] = {}
         steps = sorted(graph.nodes)
@@ -67,6 +68,11 @@ class TraceView:
             self.steps.append(StepView(i, action_text(edge["action"], edge.get("params", {})), values[i],
                                        changed, list(edge.get("violated", [])) + failing, edge.get("touch"),
                                        node.get("note")))
+
+        self.closing_action: Optional[str] = None  # the action of the edge that closes a lasso's cycle
+        if self.lasso is not None and steps:
+            closing = graph.edges[steps[-1], self.lasso["cycle_start"]]
+            self.closing_action = action_text(closing["action"], closing.get("params", {}))
 
     def fmt(self, element: str, value: Any) -> str:
         return format_element(self.kind_of.get(element, "int"), value)

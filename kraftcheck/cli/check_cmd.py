@@ -64,11 +64,11 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
               fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
-              graph: tuple[Optional[str], bool, int] = (None, False, 20_000),
+              graph: tuple[Optional[str], bool, bool, int] = (None, False, False, 20_000),
               spark: Optional[dict[str, Any]] = None) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
-    --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
-    dump_graph, availability, graph_limit = graph
+    --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
+    dump_graph, availability, liveness, graph_limit = graph
     # every output location is checked before exploring: a bad one must not cost the run
     check_output_file(json_path, "--json")
     check_output_dir(trace_dir, "--trace-dir")
@@ -81,9 +81,14 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
+    # the analyses need every state: they imply --continue, and the compiled engine records the
+    # graph while it explores (others leave it to a recording pass of its own)
+    analyses_wanted = availability or liveness
+    keep_going = keep_going or analyses_wanted
+    record = analyses_wanted and engine == "engine" and not fingerprints and not (checkpoint or resume)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=max_memory, fingerprints=fingerprints, checkpoint_dir=checkpoint or resume,
-                      resume=bool(resume))
+                      resume=bool(resume), record_graph=record)
     explorer = explorer_for(engine, compile, spark)
     terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state")
@@ -97,6 +102,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
                    "engine": engine, "compile": compile, "fingerprints": fingerprints,
                    "checkpoint": checkpoint, "resume": resume}
+    # only the analyses hold the recorded graph (a list they take it out of), so it is freed once used
+    recorded = [result.graph] if result.graph is not None else None
+    result.graph = None
     trace_files: dict[str, str] = {}
     if result.violations:
         from kraftcheck import traces
@@ -107,11 +115,17 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     terminal.summary(result, trace_files)
     code = exit_code(result)
     analyses: dict = {}
-    if (dump_graph or availability) and not result.interrupted:
+    if analyses_wanted and result.incomplete_reason and not result.interrupted:
+        terminal.error(f"--availability and --liveness need every state; the exploration stopped early "
+                       f"({result.incomplete_reason}), so they did not run")
+        availability = liveness = False
+    if (dump_graph or availability or liveness) and not result.interrupted:
         from kraftcheck.cli.graph_analyses import run_graph_analyses
         failed, analyses = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability,
-                                              graph_limit)
-        code = failed if failed is not None else code
+                                              liveness, graph_limit, max_states, max_memory, trace_dir,
+                                              run_options, recorded=recorded)
+        if failed is not None and not (failed == EXIT_VIOLATED and code == EXIT_INCOMPLETE):
+            code = failed if code == EXIT_HOLDS or failed == EXIT_USAGE else code
     if json_path:
         from kraftcheck.checker.report import build_report, write_report
         write_report({**build_report(result, run_options, trace_files), **analyses}, json_path)
@@ -190,12 +204,13 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
           fingerprints: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
           threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
-          graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
+          liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
           work_dir: Optional[str] = None, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
-    Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
-    violated; 2 usage or input error; 3 exploration incomplete (a limit was hit); 130 interrupted.
+    Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
+    liveness property); 1 an invariant or, with --liveness, a liveness property is violated; 2
+    usage or input error; 3 exploration incomplete (a limit was hit); 130 interrupted.
     """
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
     if threads:
@@ -204,7 +219,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
-                         graph=(dump_graph, availability, graph_limit),
+                         graph=(dump_graph, availability, liveness, graph_limit),
                          spark=spark_settings(master, spark_conf, work_dir))
     except KraftcheckError as e:
         terminal.error(str(e))
@@ -215,7 +230,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     sys.exit(code)
 
 
-# -- whole-graph analyses (traces/): --dump-graph, --availability, --graph-limit (before --no-color)
+# -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)
 from kraftcheck.cli.graph_analyses import OPTIONS as GRAPH_ANALYSIS_OPTIONS  # noqa: E402
 _at = next(i for i, p in enumerate(check.params) if p.name == "no_color")
 check.params[_at:_at] = GRAPH_ANALYSIS_OPTIONS

@@ -185,6 +185,10 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
         print_trace(TraceView(graph), console)
     v = report.violation
     tail = f"; reaches {v['kind']} {v['check']} violated at step {v['step']}" if v else ""
+    lasso = graph.graph.get("lasso")
+    if lasso is not None:
+        tail = (f"; {'stutters at' if lasso['stutter'] else 'closes its cycle back to'} step {lasso['cycle_start']}, "
+                f"a fair behaviour in which liveness {v['check']} never reaches its goal after step {v['step']}")
     console.print(Text(f"valid: {len(report.steps) - 1} steps of {report.spec!r}, each an enabled action "
                        f"producing exactly the next state{tail}", style="bold green"))
     sys.exit(EXIT_OK)

@@ -1,0 +1,92 @@
+"""``kraftcheck check --availability`` and ``--liveness`` as a user runs them: verdicts, exit
+codes, trace files, the JSON report, and the limits that bound them."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from kraftcheck.cli.main import cli
+
+SMALL_KAFKA = ["--brokers", "2", "--min-isr", "1", "--fences", "0", "--min-isr-changes", "0"]
+
+
+def _check(tmp_path, *args):
+    return CliRunner().invoke(cli, ["check", "--no-color", "--trace-dir", str(tmp_path / "traces"),
+                                    "--json", str(tmp_path / "report.json"), *map(str, args)])
+
+
+def _report(tmp_path):
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+def test_a_starving_lock_fails_liveness_with_exit_1_and_a_lasso_file(tmp_path):
+    result = _check(tmp_path, "--spec", "mutex", "--param", "algorithm=test_and_set", "--liveness")
+    assert result.exit_code == 1, result.output
+    assert "p1_trying_leads_to_p1_critical: violated" in result.output
+    assert "then forever: Try(p=p2) -> Enter(p=p2) -> Leave(p=p2)" in result.output
+    report = _report(tmp_path)
+    assert report["result"] == "holds"  # the invariants hold; the liveness property does not
+    (prop,) = report["liveness"]["properties"]
+    assert report["liveness"]["violated"] == [prop["property"]]
+    assert prop["lasso"] == {"prefix": ["Try(p=p1)"], "cycle": ["Try(p=p2)", "Enter(p=p2)", "Leave(p=p2)"],
+                             "stutter": False, "trigger_step": 1}
+    files = list((tmp_path / "traces").iterdir())
+    assert [str(f) for f in files] == [prop["trace_file"]]
+    lasso = json.loads(files[0].read_text())["graph"]["lasso"]
+    assert lasso["cycle_start"] == 1 and not lasso["stutter"]
+
+
+def test_peterson_holds_with_exit_0_and_no_trace(tmp_path):
+    result = _check(tmp_path, "--spec", "mutex", "--liveness")
+    assert result.exit_code == 0, result.output
+    assert "p1_trying_leads_to_p1_critical: holds" in result.output
+    assert _report(tmp_path)["liveness"]["violated"] == []
+    assert not (tmp_path / "traces").exists() or not list((tmp_path / "traces").iterdir())
+
+
+def test_without_fairness_a_process_may_just_stop(tmp_path):
+    result = _check(tmp_path, "--spec", "mutex", "--param", "fair=false", "--liveness")
+    assert result.exit_code == 1
+    assert "no fairness" in result.output and "stutters forever" in result.output
+
+
+def test_a_spec_without_liveness_properties_is_a_usage_error(tmp_path):
+    result = _check(tmp_path, "--spec", "two_phase", "--liveness")
+    assert result.exit_code == 2 and "declares no liveness properties" in result.output
+
+
+def test_kafka_availability_and_liveness_use_the_graph_the_check_recorded(tmp_path):
+    result = _check(tmp_path, *SMALL_KAFKA, "--availability", "--liveness", "--graph-limit", "10")
+    assert result.exit_code == 0, result.output  # --graph-limit bounds --dump-graph only
+    report = _report(tmp_path)
+    assert report["options"]["continue"] is True  # the analyses explore every state
+    assert report["liveness"]["recorded_by"] == "the check's exploration"
+    assert report["liveness"]["states"] == report["distinct_states"]
+    variants = {v["variant"]: v for v in report["availability"]["variants"]}
+    assert variants["recovery=balanced"]["recorded_by"] == "the check's exploration"
+    assert variants["recovery=none"]["recorded_by"] == "a recording pass"
+    stuck = variants["recovery=none"]
+    assert stuck["verdict"] == "can get stuck" and stuck["stuck_states"] > 0
+    assert stuck["example"]["steps"] and stuck["trace_file"]
+    trace = json.loads(open(stuck["trace_file"]).read())
+    assert trace["graph"]["availability"]["variant"] == "recovery=none"
+    assert [e["action"] for e in sorted(trace["edges"], key=lambda e: e["source"])] == \
+        [s.split("(")[0] for s in stuck["example"]["steps"]]
+    assert variants["recovery=balanced"]["verdict"] == "can always recover"
+    assert report["availability"]["can_get_stuck"] == ["recovery=none"]
+
+
+def test_an_exploration_that_stops_early_skips_the_analyses(tmp_path):
+    result = _check(tmp_path, "--spec", "mutex", "--liveness", "--max-states", "5")
+    assert result.exit_code == 3
+    assert "need every state" in result.output and "did not run" in result.output
+    assert "liveness" not in _report(tmp_path)
+
+
+def test_other_engines_get_a_recording_pass_of_their_own(tmp_path):
+    result = _check(tmp_path, "--spec", "mutex", "--param", "algorithm=test_and_set", "--liveness",
+                    "--engine", "reference")
+    assert result.exit_code == 1
+    assert _report(tmp_path)["liveness"]["recorded_by"] == "a recording pass"

@@ -1,0 +1,163 @@
+"""Lasso traces (``traces.lasso``): liveness counterexamples written, read, replayed, shown,
+drawn and exported; and the ways a tampered lasso is caught."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck import traces
+from kraftcheck.checker.analyses.liveness import check_liveness
+from kraftcheck.checker.explore.state_graph import build_graph, kernels_for
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.trace_cmd import trace
+from kraftcheck.specs.mutex import Mutex, MutexParams
+from kraftcheck.traces.errors import TraceFormatError
+from kraftcheck.traces.files import from_text, to_json
+from kraftcheck.traces.lasso import lasso_trace, trace_of_lasso
+from kraftcheck.traces.table import trace_text
+from kraftcheck.traces.view import TraceView
+
+
+def _lasso(algorithm: str, fair: bool):
+    model = Model(Mutex(MutexParams(algorithm=algorithm, fair=fair)))
+    kernels = kernels_for(model)
+    graph = build_graph(model, kernels)
+    prop = model.spec.liveness()[0]
+    return trace_of_lasso(graph, check_liveness(graph, kernels, prop), prop, {"engine": "engine"})
+
+
+@pytest.fixture(scope="module")
+def starving():
+    return _lasso("test_and_set", True)   # p1 waits while p2 goes round: a cycle of three steps
+
+
+@pytest.fixture(scope="module")
+def stopping():
+    return _lasso("peterson", False)      # no fairness: p1 tries, then nothing happens
+
+
+def _data(graph):
+    return json.loads(to_json(graph))
+
+
+def _replay(data):
+    return traces.replay(from_text(json.dumps(data)))
+
+
+def test_a_cycle_lasso_has_its_closing_edge_and_replays(starving, tmp_path):
+    assert sorted(starving.edges) == [(0, 1), (1, 2), (2, 3), (3, 1)]
+    assert starving.edges[3, 1]["action"] == "Leave" and starving.edges[3, 1]["params"] == {"p": "p2"}
+    assert starving.graph["violation"]["kind"] == "liveness" and starving.graph["violation"]["step"] == 1
+    path = traces.save(starving, tmp_path / "lasso.json")
+    loaded = traces.load(path)
+    assert sorted(loaded.edges) == sorted(starving.edges) and loaded.graph["lasso"] == starving.graph["lasso"]
+    assert traces.replay(loaded).ok
+    assert traces.replay(loaded, compiled=True).ok
+
+
+def test_a_stuttering_lasso_ends_in_a_self_loop_and_replays(stopping):
+    assert sorted(stopping.edges) == [(0, 1), (1, 1)]
+    assert stopping.edges[1, 1]["action"] == "(stuttering)"
+    assert stopping.graph["lasso"]["stutter"] and stopping.graph["lasso"]["fair"] == []
+    assert traces.replay(stopping).ok
+
+
+def test_a_closing_edge_to_the_wrong_step_is_refused(starving):
+    data = _data(starving)
+    for e in data["edges"]:
+        if (e["source"], e["target"]) == (3, 1):
+            e["target"] = 0
+    with pytest.raises(TraceFormatError, match="the only other edge allowed closes the cycle: 3 -> 1"):
+        from_text(json.dumps(data))
+
+
+def test_a_cycle_that_does_not_close_is_caught_by_replay(starving):
+    data = _data(starving)
+    data["graph"]["lasso"]["cycle_start"] = 2
+    for e in data["edges"]:
+        if (e["source"], e["target"]) == (3, 1):
+            e["target"] = 2
+    report = _replay(data)
+    assert not report.ok and "does not lead back to step 2" in str(report.error)
+
+
+def test_a_lasso_without_its_lasso_attribute_or_with_other_fairness_is_refused(starving):
+    data = _data(starving)
+    del data["graph"]["lasso"]
+    with pytest.raises(TraceFormatError, match="comes with its lasso"):
+        from_text(json.dumps(data))
+    data = _data(starving)
+    data["graph"]["lasso"]["fair"] = ["Enter(p=p1)"]
+    report = _replay(data)
+    assert not report.ok and "assumes weak fairness of" in str(report.error)
+
+
+def test_an_edited_state_in_the_cycle_is_caught(starving):
+    data = _data(starving)
+    node = next(n for n in data["nodes"] if n["id"] == 2)
+    node["state"]["pc"]["p2"] = "critical"
+    report = _replay(data)
+    assert not report.ok and report.error.step == 2
+
+
+def test_an_unfair_cycle_is_refused():
+    # Peterson with fairness: p1 trying, then stop. Enter/GiveWay stay enabled: weak fairness forbids it
+    model = Model(Mutex(MutexParams(algorithm="peterson", fair=True)))
+    try_p1 = model.label_for("Try", (0,))
+    give_way = model.label_for("GiveWay", (0,))
+    s0 = model.initial[0]
+    s1 = model.step(s0, try_p1)
+    s2 = model.step(s1, give_way)
+    prop = model.spec.liveness()[0]
+    from kraftcheck.checker.analyses.liveness import fairness_requirements
+    fair = [name for name, _ in fairness_requirements(model, prop.fair)]
+    g = lasso_trace(model, [(None, s0), (try_p1, s1), (give_way, s2)], cycle_start=2, stutter=True, trigger=1,
+                    check=prop.name, formula=prop.formula(), fair=fair)
+    report = traces.replay(g)
+    assert not report.ok and "not fair to Enter(p=p1)" in str(report.error)
+
+
+def test_the_goal_holding_inside_the_cycle_is_caught():
+    # p1 tries, enters, leaves and tries again, forever: the goal (p1 critical) holds on the cycle
+    model = Model(Mutex(MutexParams(algorithm="test_and_set", fair=False)))
+    steps = [(None, model.initial[0])]
+    for action in ("Try", "Enter", "Leave", "Try"):
+        lab = model.label_for(action, (0,))
+        steps.append((lab, model.step(steps[-1][1], lab)))
+    assert steps[-1][1] == steps[1][1]
+    prop = model.spec.liveness()[0]
+    g = lasso_trace(model, steps, cycle_start=1, stutter=False, trigger=1, check=prop.name,
+                    formula=prop.formula(), fair=[])
+    report = traces.replay(g)
+    assert not report.ok and report.error.step == 2 and "holds here, after the trigger" in str(report.error)
+
+
+def test_show_marks_the_trigger_and_the_cycle(starving, stopping):
+    text = trace_text(TraceView(starving), width=100)
+    assert "<- trigger" in text and "@ cycle starts here" in text
+    assert "then Leave(p=p2) leads back to step 1: steps 1 to 3 repeat forever" in text
+    assert "under weak fairness of: Enter(p=p1), Enter(p=p2), Leave(p=p1), Leave(p=p2)" in text
+    text = trace_text(TraceView(stopping), width=100)
+    assert "stays forever (stuttering" in text and "with no fairness" in text
+
+
+def test_the_trace_commands_work_on_lassos(starving, tmp_path):
+    path = traces.save(starving, tmp_path / "lasso.json")
+    run = CliRunner()
+    result = run.invoke(trace, ["replay", str(path), "--no-color"], catch_exceptions=False)
+    assert result.exit_code == 0 and "closes its cycle back to step 1" in result.output.replace("\n", " ")
+    png = tmp_path / "lasso.png"
+    result = run.invoke(trace, ["render", str(path), "-o", str(png)], catch_exceptions=False)
+    assert result.exit_code == 0 and png.stat().st_size > 1000
+    result = run.invoke(trace, ["export", str(path), "--format", "dot"], catch_exceptions=False)
+    assert "s3 -> s1" in result.output and "magenta" in result.output
+    result = run.invoke(trace, ["export", str(path), "--format", "mermaid"], catch_exceptions=False)
+    assert "then Leave(p=p2) back to step 1, forever" in result.output
+    bad = _data(starving)
+    bad["graph"]["lasso"]["fair"] = []
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    result = run.invoke(trace, ["replay", str(tmp_path / "bad.json"), "--no-color"], catch_exceptions=False)
+    assert result.exit_code != 0 and "NOT A VALID TRACE" in result.output

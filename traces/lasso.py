@@ -1,0 +1,72 @@
+"""Liveness counterexamples as traces: a lasso, a prefix and a cycle, whose last edge closes the cycle.
+
+A lasso trace is a counterexample trace (``traces.graph``) with two differences:
+
+* its ``violation`` names a liveness property (``kind`` ``"liveness"``; ``step`` is where its
+  ``after`` condition held), and the graph attribute ``lasso`` says how the behaviour goes on:
+  ``{"cycle_start": k, "stutter": bool, "formula": ..., "fair": [...], "trigger": step}``;
+* its last edge goes *back*: from the last node to node ``cycle_start``, by the action that leads
+  from the last state to that node's state, so the behaviour is the prefix followed by the cycle
+  forever. With ``stutter`` the behaviour stops: the last edge is a self-loop on the last node whose
+  action is ``(stuttering)``, allowed because no fair action can change that state.
+
+``replay`` (``traces.replay``) checks the closing edge and the lasso's claim: ``after`` holds at the
+trigger, ``eventually`` holds at no state from there on, and every fair action is taken on the
+cycle or disabled in one of its states.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import networkx as nx
+
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.files import STUTTERING
+from kraftcheck.traces.graph import build_trace
+
+
+def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ...]]], *, cycle_start: int,
+                stutter: bool, trigger: int, check: str, formula: str, fair: Sequence[str], doc: str = "",
+                run_options: Optional[Mapping[str, Any]] = None) -> nx.DiGraph:
+    """The trace of a lasso. ``steps`` = [(label or None, flat state), ...] from the initial state
+    to the end of the cycle: without ``stutter`` its last state equals ``steps[cycle_start]``'s and
+    becomes the closing edge's target; with ``stutter`` the last state repeats forever."""
+    if stutter:
+        if cycle_start != len(steps) - 1:
+            raise ValueError("a stuttering lasso's cycle is its last state")
+    else:
+        if not 0 <= cycle_start < len(steps) - 1 or tuple(steps[-1][1]) != tuple(steps[cycle_start][1]):
+            raise ValueError("the last state of a lasso must be its cycle's first state")
+        if len(steps) - 1 - cycle_start < 2:
+            raise ValueError("a lasso's cycle has at least two distinct states (one is stuttering)")
+    info = {"check": check, "kind": "liveness", "doc": " ".join((doc or "").split()), "step": trigger}
+    lasso = {"cycle_start": cycle_start, "stutter": stutter, "formula": formula, "fair": list(fair),
+             "trigger": trigger}
+    g = build_trace(model, steps, kind="counterexample", violation=info, run_options=run_options,
+                    extra={"lasso": lasso})
+    last = len(steps) - 1
+    if stutter:
+        main_lane = next(iter(g.graph["lanes"]), "")  # stuttering happens nowhere; shown on the first lane
+        g.add_edge(last, last, action=STUTTERING, params={}, touch={"lane": main_lane, "receives_from": [],
+                                                                    "sends_to": []}, violated=[])
+        return g
+    closing = dict(g.edges[last - 1, last])
+    g.remove_node(last)
+    g.graph["fingerprints"] = g.graph["fingerprints"][:-1]
+    g.add_edge(last - 1, cycle_start, **closing)
+    return g
+
+
+def trace_of_lasso(graph, result, prop, run_options: Optional[Mapping[str, Any]] = None) -> nx.DiGraph:
+    """The trace of the lasso a liveness check found (``checker.analyses.liveness``): ``graph`` is
+    the recorded state graph, ``result`` the ``LivenessResult``, ``prop`` the spec's ``Liveness``."""
+    lasso = result.lasso
+    steps = [(s.label, tuple(s.state)) for s in graph.steps(lasso.start, lasso.labels)]
+    return lasso_trace(graph.model, steps, cycle_start=lasso.cycle_from, stutter=lasso.stutter,
+                       trigger=lasso.trigger, check=result.name, formula=result.formula, fair=result.fair,
+                       doc=prop.doc, run_options=run_options)
+
+
+def is_lasso(graph: nx.DiGraph) -> bool:
+    return bool(graph.graph.get("lasso"))

@@ -1,0 +1,74 @@
+"""``kraftcheck check --liveness``: the spec's liveness properties under their weak fairness.
+
+Records the whole reachable state graph with the compiled kernels (``checker.explore.state_graph``),
+checks each property the spec declares (``Spec.liveness``) with ``checker.analyses.liveness`` and,
+for each violated one, writes its lasso (``traces.lasso``) as a trace file.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from kraftcheck.checker.analyses.liveness import check_all
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
+from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, kernels_for
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.files import to_json
+from kraftcheck.traces.lasso import trace_of_lasso
+
+
+def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_states: Optional[int] = None,
+                    max_memory: Optional[int] = None, trace_dir: Union[str, Path, None] = None,
+                    run_options: Optional[dict] = None, progress: ProgressFn = no_progress,
+                    graph: Optional[CompiledGraph] = None) -> dict[str, Any]:
+    """Check the spec's liveness properties (``names``: only those) over the whole state graph
+    (``graph``, if the check recorded it already)."""
+    spec = model.spec
+    props = spec.liveness()
+    if not props:
+        raise UsageError(f"spec {spec.name} declares no liveness properties (Spec.liveness), so --liveness "
+                         "has nothing to check")
+    if names:
+        known = {p.name for p in props}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"spec {spec.name} has no liveness property {unknown[0]!r}; it has: "
+                             f"{', '.join(sorted(known))}")
+        props = [p for p in props if p.name in names]
+    kernels = kernels_for(model)
+    if graph is None:
+        graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
+    t0 = time.perf_counter()
+    checked = check_all(graph, kernels, props)
+    analysis_s = time.perf_counter() - t0
+    results = []
+    for prop, found in zip(props, checked):
+        entry: dict[str, Any] = {
+            "property": found.name, "formula": found.formula, "fair": list(prop.fair),
+            "fairness_requirements": found.fair, "doc": " ".join(prop.doc.split()),
+            "verdict": found.verdict, "trigger_states": found.trigger_states,
+            "doomed_states": found.doomed_states, "fair_components": found.fair_components,
+        }
+        if found.lasso is not None:
+            lasso = found.lasso
+            text = [str(model.labels[lab]) for lab in lasso.labels]
+            entry["lasso"] = {"prefix": text[:lasso.cycle_from], "cycle": text[lasso.cycle_from:],
+                              "stutter": lasso.stutter, "trigger_step": lasso.trigger}
+            if trace_dir is not None:
+                trace = trace_of_lasso(graph, found, prop, run_options)
+                safe = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{spec.name}.{found.name}")
+                path = Path(trace_dir) / f"{safe}.{trace.graph['trace_id']}.json"
+                atomic_write(path, to_json(trace))
+                entry["trace_file"] = str(path)
+        results.append(entry)
+    return {"spec": spec.name, "states": graph.size, "transitions": graph.transitions, "depth": graph.depth,
+            "recorded_by": graph.recorded_by,
+            "graph_bytes": graph.nbytes, "build_seconds": round(graph.build_s, 3),
+            "analysis_seconds": round(analysis_s, 3),
+            "memory_in_use_bytes": memory_in_use(), "properties": results,
+            "violated": [r["property"] for r in results if r["verdict"] == "violated"]}
