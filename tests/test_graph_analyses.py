@@ -210,3 +210,12 @@ def test_recording_needs_every_state_and_no_graph_comes_from_an_incomplete_run()
         Engine(compile="now").explore(model, Options(keep_going=True, fingerprints=True, record_graph=True))
     cut = Engine(compile="now").explore(model, Options(keep_going=True, record_graph=True, max_states=100))
     assert cut.status == "incomplete" and cut.graph is None
+
+
+def test_an_analysis_over_the_memory_budget_is_refused_before_it_allocates():
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.checker.explore.result import memory_in_use
+    graph, _ = _compiled(_model("two_phase", rm=3))
+    graph.check_budget(memory_in_use() + graph.analysis_bytes() + (64 << 20))  # room enough: no complaint
+    with pytest.raises(UsageError, match="raise --max-memory or shrink the bounds"):
+        graph.check_budget(memory_in_use())

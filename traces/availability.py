@@ -70,6 +70,7 @@ def _analyse(model: Model, availability, name: str, max_states: Optional[int], m
     kernels = kernels_for(model)
     if graph is None:
         graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
+    graph.check_budget(max_memory)
     t0 = time.perf_counter()
     available = evaluate(graph, kernels, availability)
     found = analyse_availability(graph, available)

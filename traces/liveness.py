@@ -43,6 +43,7 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
     kernels = kernels_for(model)
     if graph is None:
         graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
+    graph.check_budget(max_memory)
     t0 = time.perf_counter()
     checked = check_all(graph, kernels, props)
     analysis_s = time.perf_counter() - t0

@@ -48,6 +48,25 @@ class CompiledGraph:
     recorded_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph)
     _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
 
+    def analysis_bytes(self) -> int:
+        """About what an analysis allocates over the graph: the reversed graph (4 bytes a
+        transition, 8 a state), components and marks (8 + a few bytes a state), and a batch of
+        unpacked states for the predicates."""
+        reverse = 0 if self._reversed is not None else 4 * self.transitions + 8 * (self.size + 1)
+        return reverse + 16 * self.size + (1 << 18) * 4 * self.model.layout.size
+
+    def check_budget(self, max_memory: Optional[int]) -> None:
+        """Refuse (UsageError, saying what to do) when analysing would go over ``max_memory``."""
+        from kraftcheck.checker.explore.result import memory_in_use
+        if max_memory is None:
+            return
+        used, need = memory_in_use(), self.analysis_bytes()
+        if used + need > max_memory:
+            raise UsageError(f"analysing the state graph ({self.size:,} states, {self.transitions:,} transitions) "
+                             f"needs about {need / 2**30:.1f} GiB more than the {used / 2**30:.1f} GiB in use, over "
+                             f"the memory budget ({max_memory / 2**30:.1f} GiB); raise --max-memory or shrink the "
+                             "bounds")
+
     def reversed(self) -> tuple[np.ndarray, np.ndarray]:
         """The transposed graph ``(offsets, sources)``, built on first use and kept (4 bytes a
         transition and 8 a state): every analysis that walks backwards shares it."""
@@ -159,21 +178,37 @@ class GraphRecorder:
         self.transitions += nrows
 
     def finish(self, depth: int) -> CompiledGraph:
+        """The graph, its transitions copied part by part (each part freed once copied, so the
+        copy costs one part beyond the graph, not the whole graph again)."""
         index = self.index
         index.trim()
         offsets = np.zeros(index.count + 1, np.int64)
-        degrees = np.concatenate(self.degree_parts) if self.degree_parts else np.zeros(0, np.int64)
+        expanded = 0
+        for part in self.degree_parts:
+            # running sums continue from the previous part's last offset
+            np.cumsum(part, out=offsets[expanded + 1: expanded + 1 + part.shape[0]])
+            offsets[expanded + 1: expanded + 1 + part.shape[0]] += offsets[expanded]
+            expanded += part.shape[0]
         # states never expanded (the last level has none; a limit may leave some) have no transitions
-        np.cumsum(degrees, out=offsets[1: degrees.shape[0] + 1])
-        offsets[degrees.shape[0] + 1:] = offsets[degrees.shape[0]]
-        graph = CompiledGraph(
-            model=self.model, states=index.states, parent=index.parent, parent_label=index.parent_label,
-            offsets=offsets,
-            targets=np.concatenate(self.target_parts) if self.target_parts else np.empty(0, np.uint32),
-            labels=np.concatenate(self.label_parts) if self.label_parts else np.empty(0, np.uint16),
-            initial=self.initial, depth=depth)
-        self.degree_parts, self.target_parts, self.label_parts = [], [], []
-        return graph
+        offsets[expanded + 1:] = offsets[expanded]
+        self.degree_parts = []
+        targets = _joined(self.target_parts, np.uint32)
+        labels = _joined(self.label_parts, np.uint16)
+        return CompiledGraph(model=self.model, states=index.states, parent=index.parent,
+                             parent_label=index.parent_label, offsets=offsets, targets=targets, labels=labels,
+                             initial=self.initial, depth=depth)
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    """The parts end to end; empties ``parts`` as it goes, freeing each part once copied."""
+    out = np.empty(sum(p.shape[0] for p in parts), dtype)
+    at = 0
+    while parts:
+        part = parts.pop(0)
+        out[at: at + part.shape[0]] = part
+        at += part.shape[0]
+        del part
+    return out
 
 
 def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
