@@ -27,7 +27,7 @@ from kraftcheck.checker.analyses.availability import analyse_availability
 from kraftcheck.checker.analyses.predicates import evaluate
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
-from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, kernels_for
+from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.files import to_json
@@ -67,10 +67,7 @@ def availability_report(model: Model, max_states: Optional[int] = None, max_memo
 
 def _analyse(model: Model, availability, name: str, max_states: Optional[int], max_memory: Optional[int],
              trace_dir, run_options, progress: ProgressFn, graph: Optional[CompiledGraph]) -> dict[str, Any]:
-    kernels = kernels_for(model)
-    if graph is None:
-        graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
-    graph.check_budget(max_memory)
+    graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
     t0 = time.perf_counter()
     available = evaluate(graph, kernels, availability)
     found = analyse_availability(graph, available)

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 from kraftcheck.checker.analyses.liveness import check_all
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
-from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, kernels_for
+from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.files import to_json
@@ -40,10 +40,7 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
             raise UsageError(f"spec {spec.name} has no liveness property {unknown[0]!r}; it has: "
                              f"{', '.join(sorted(known))}")
         props = [p for p in props if p.name in names]
-    kernels = kernels_for(model)
-    if graph is None:
-        graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
-    graph.check_budget(max_memory)
+    graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
     t0 = time.perf_counter()
     checked = check_all(graph, kernels, props)
     analysis_s = time.perf_counter() - t0

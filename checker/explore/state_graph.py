@@ -260,3 +260,15 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     graph.build_s = time.perf_counter() - t0
     progress(Progress(depth, graph.size, graph.transitions, 0, graph.build_s))
     return graph
+
+
+def graph_to_analyse(model: Model, graph: Optional[CompiledGraph] = None, max_states: Optional[int] = None,
+                     max_memory: Optional[int] = None, progress: ProgressFn = no_progress
+                     ) -> tuple[CompiledGraph, Any]:
+    """``(graph, kernels)`` for an analysis of ``model``: the graph given (recorded by the check)
+    or one recorded now, after checking the analysis fits ``max_memory``."""
+    kernels = kernels_for(model)
+    if graph is None:
+        graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
+    graph.check_budget(max_memory)
+    return graph, kernels
