@@ -25,12 +25,12 @@ EXIT_VIOLATED, EXIT_USAGE = 1, 2
 OPTIONS = [
     click.Option(["--availability"], is_flag=True,
                  help="Also report the states from which the system can never serve again (no leader can be "
-                      "elected), per recovery strategy, with a shortest path into one as a trace file. Reports "
-                      "only: the exit code stays the check's."),
+                      "elected), per recovery strategy, with a shortest path into one as a trace file. Explores "
+                      "every state (as --continue). Reports only: the exit code stays the check's."),
     click.Option(["--liveness"], is_flag=True,
                  help="Also check the spec's liveness properties under their weak fairness (for kafka: the "
-                      "partition regains a leader; an acknowledged write becomes readable); a violation is a "
-                      "lasso trace file and makes the exit code 1."),
+                      "partition regains a leader; an acknowledged write becomes readable). Explores every state "
+                      "(as --continue); a violation is a lasso trace file and makes the exit code 1."),
     click.Option(["--dump-graph"], metavar="FILE.graphml",
                  help="Also write the whole reachable state graph as GraphML (small models only: --graph-limit)."),
     click.Option(["--graph-limit"], type=click.IntRange(min=1), default=20_000, metavar="N", show_default=True,
