@@ -69,7 +69,7 @@ def test_levels_are_the_local_engines_state_for_state(spark_context, tmp_path):
         assert np.array_equal(_spark_level(tmp_path / "spark", level, "labels", np.uint16), labels)
 
 
-def test_visited_set_is_partitioned_by_hash_in_sorted_disjoint_runs(spark_context, tmp_path):
+def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerprint(spark_context, tmp_path):
     model = _model("die_hard", small=4, big=9)
     partitions = 3
     result = SparkExplorer(spark_context, partitions=partitions, work_dir=str(tmp_path)).explore(
@@ -81,9 +81,14 @@ def test_visited_set_is_partitioned_by_hash_in_sorted_disjoint_runs(spark_contex
     for bucket in range(partitions):
         runs = [workdir.load(p, np.uint64, nwords) for p in workdir.visited_runs(str(tmp_path), bucket, 10**6)]
         assert runs, f"bucket {bucket} has no runs"
-        for run in runs:
+        run_files = workdir.visited_runs(str(tmp_path), bucket, 10**6)
+        for run, path in zip(runs, run_files):
+            fps = workdir.load(workdir.run_path_of(path, "fps"), np.uint64)
+            assert np.array_equal(fps, fingerprints(run)), "a run's .fps file does not match its states"
             rows = [tuple(r) for r in run]
-            assert rows == sorted(set(rows)), "a run is not sorted and duplicate-free"
+            assert len(set(rows)) == len(rows), "a run holds a state twice"
+            keyed = [(int(f),) + r for f, r in zip(fps, rows)]
+            assert keyed == sorted(keyed), "a run is not sorted by (fingerprint, words)"
             if run.shape[0]:
                 buckets = (fingerprints(run) >> np.uint64(40)) % np.uint64(partitions)
                 assert set(buckets.tolist()) == {bucket}

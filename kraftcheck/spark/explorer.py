@@ -108,7 +108,8 @@ def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = Fa
     """What must be the same for a work dir to be resumed: the local engine's identity of a run
     (fingerprints or not included), the engine, and the partition count (the visited runs are cut
     by it)."""
-    return {**run_identity(model, fingerprints=fingerprints), "engine": "spark", "partitions": partitions}
+    return {**run_identity(model, fingerprints=fingerprints), "engine": "spark", "partitions": partitions,
+            "visited_runs": "by fingerprint"}  # runs sorted by words (before session 5) are not resumed
 
 
 def _driver_kernels(model: Model) -> Any:
@@ -205,10 +206,9 @@ class _SparkRun:
         buckets = tasks.bucket_of(hashes, self.partitions, self.options.fingerprints)
         for b in range(self.partitions):
             if self.options.fingerprints:
-                run = np.sort(tasks.clipped(hashes[buckets == b]))
+                workdir.save(workdir.run_path(self.root, b, 0), np.sort(tasks.clipped(hashes[buckets == b])))
             else:
-                run = np.sort(tasks._rows_view(words[buckets == b]))
-            workdir.save(workdir.run_path(self.root, b, 0), run)
+                tasks.save_exact_run(self.root, b, 0, *tasks.exact_run(words[buckets == b]))
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
@@ -333,7 +333,7 @@ class _SparkRun:
         for path in (Path(self.root) / "levels").glob("level-*"):
             if int(path.name.split("-")[1]) >= finished:
                 shutil.rmtree(path)
-        for path in (Path(self.root) / "visited").glob("bucket-*/level-*.words"):
+        for path in (Path(self.root) / "visited").glob("bucket-*/level-*.*"):
             if int(path.name.split("-")[1].split(".")[0]) >= finished:
                 path.unlink()
         self.result.initial_states = manifest["initial_states"]

@@ -192,12 +192,6 @@ def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partition
     return out
 
 
-def _rows_view(words: np.ndarray) -> np.ndarray:
-    """One structured element per row, compared field by field: sortable and searchable."""
-    dtype = np.dtype([(f"w{i}", "<u8") for i in range(words.shape[1])])
-    return np.ascontiguousarray(words).view(dtype).ravel()
-
-
 def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
     """Step 2 for hash bucket ``bucket``: the new states of the bucket, each sent to the step-3 task
     whose range holds its parent; coverage records passed on to the step-3 task of the same number."""
@@ -215,26 +209,63 @@ def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]
         words, keys, fps = _new_by_fingerprint(plan, bucket, words, keys)
         workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), fps)  # sorted: a run
     elif keys.size:
-        # equal states together, smallest key first: the local engine keeps the first occurrence
-        order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))))
-        words, keys = words[order], keys[order]
-        first = np.ones(keys.shape[0], bool)
-        first[1:] = np.any(words[1:] != words[:-1], axis=1)
-        words, keys = words[first], keys[first]
-        rows = _rows_view(words)
-        seen = np.zeros(keys.shape[0], bool)
-        for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
-            run = _rows_view(workdir.load(run_file, np.uint64, nw))
-            if run.size:
-                at = np.minimum(np.searchsorted(run, rows), run.size - 1)
-                seen |= run[at] == rows
-        words, keys = words[~seen], keys[~seen]
-        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), words)  # sorted: a run
+        words, keys, fps = _new_exact(plan, bucket, words, keys)
+        save_exact_run(plan.root, bucket, plan.level + 1, words, fps)
     else:
-        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), np.empty(0, np.uint64))
+        save_exact_run(plan.root, bucket, plan.level + 1, np.empty((0, nw), np.uint64), np.empty(0, np.uint64))
     if keys.size:
         targets = np.searchsorted(np.array(plan.splits, np.int64), keys // plan.nlabels, side="right") - 1
         yield from _grouped(targets, words, keys, plan.partitions)
+
+
+def exact_run(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A visited run of exact mode: the states sorted by (fingerprint, words), and their
+    fingerprints (so a lookup is a search among 64-bit integers, then one row compared)."""
+    fps = fingerprints(words)
+    order = np.lexsort(tuple(words[:, w] for w in reversed(range(words.shape[1]))) + (fps,))
+    return words[order], fps[order]
+
+
+def save_exact_run(root: str, bucket: int, level: int, words: np.ndarray, fps: np.ndarray) -> None:
+    # the fingerprints first: a run counts once its words file exists (visited_runs lists those)
+    workdir.save(workdir.run_path(root, bucket, level, "fps"), fps)
+    workdir.save(workdir.run_path(root, bucket, level), words)
+
+
+def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
+               keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact mode: among equal candidates the smallest key is kept (the local engine's first
+    occurrence), and those already in the bucket's visited runs are dropped. Returns the new
+    states, their keys and fingerprints, sorted by (fingerprint, words): the bucket's next run."""
+    nw = plan.nwords
+    fps = fingerprints(words)
+    order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))) + (fps,))
+    words, keys, fps = words[order], keys[order], fps[order]
+    first = np.ones(keys.shape[0], bool)
+    first[1:] = np.any(words[1:] != words[:-1], axis=1)
+    words, keys, fps = words[first], keys[first], fps[first]
+    seen = np.zeros(keys.shape[0], bool)
+    for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
+        run_fps = workdir.load(workdir.run_path_of(run_file, "fps"), np.uint64)
+        if not run_fps.size:
+            continue
+        at = np.searchsorted(run_fps, fps)
+        hit = np.flatnonzero((at < run_fps.size) & ~seen)
+        hit = hit[run_fps[at[hit]] == fps[hit]]
+        if not hit.size:
+            continue
+        run_words = np.memmap(run_file, dtype=np.uint64, mode="r").reshape(-1, nw)
+        same = np.all(run_words[at[hit]] == words[hit], axis=1)
+        seen[hit[same]] = True
+        for c in hit[~same]:  # a fingerprint shared by different states: look at the rest of them
+            j = int(at[c]) + 1
+            while j < run_fps.size and run_fps[j] == fps[c]:
+                if np.array_equal(run_words[j], words[c]):
+                    seen[c] = True
+                    break
+                j += 1
+        del run_words
+    return words[~seen], keys[~seen], fps[~seen]
 
 
 def _new_by_fingerprint(plan: LevelPlan, bucket: int, words: np.ndarray,

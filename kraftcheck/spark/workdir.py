@@ -7,9 +7,12 @@ file system (NFS, a mounted volume); on one machine any directory works. Layout:
     the states first reached at BFS level L, in the local engine's order, cut in P parts of
     consecutive global indices: packed words (``nwords`` uint64 each), the global index of each
     state's parent (uint64; ``INITIAL_PARENT`` for an initial state) and its label (uint16).
-``visited/bucket-BBBBB/level-LLLL.words``
-    the states of level L whose fingerprint falls in hash bucket B, sorted (one sorted run per
-    level): the visited set, partitioned by hash exactly as each level's candidates are.
+``visited/bucket-BBBBB/level-LLLL.words`` (and ``.fps``)
+    the states of level L whose fingerprint falls in hash bucket B, sorted by (fingerprint,
+    words), one sorted run per level, with their fingerprints beside them: the visited set,
+    partitioned by hash exactly as each level's candidates are. A lookup searches the 64-bit
+    fingerprints and compares one row. With ``--fingerprints`` the words file holds the sorted
+    fingerprints themselves and there is no ``.fps``.
 
 Every file is written under a temporary name and renamed, with a name that depends only on what
 it holds, so a task that Spark runs twice writes the same file twice and a reader never sees half.
@@ -39,8 +42,13 @@ def bucket_dir(root: str, bucket: int) -> Path:
     return Path(root) / "visited" / f"bucket-{bucket:05d}"
 
 
-def run_path(root: str, bucket: int, level: int) -> Path:
-    return bucket_dir(root, bucket) / f"level-{level:04d}.words"
+def run_path(root: str, bucket: int, level: int, kind: str = "words") -> Path:
+    return bucket_dir(root, bucket) / f"level-{level:04d}.{kind}"
+
+
+def run_path_of(words_path: Path, kind: str) -> Path:
+    """The ``kind`` file beside a run's words file (exact mode keeps its fingerprints there)."""
+    return words_path.with_suffix(f".{kind}")
 
 
 def save(path: Path, array: np.ndarray) -> None:

@@ -1,0 +1,64 @@
+"""The Spark engine's deduplication (``kraftcheck.spark.tasks``) on its own, without Spark: the
+visited runs are searched by fingerprint and confirmed by comparing the states, so states whose
+fingerprints collide are still told apart exactly. Fingerprints are forced to collide here (a
+few values for many states), which real 64-bit fingerprints almost never do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftcheck.spark import tasks, workdir
+
+
+def _colliding(words: np.ndarray) -> np.ndarray:
+    return (words[:, 0] % np.uint64(3)).astype(np.uint64)  # three fingerprints for every state
+
+
+def _plan(root: str, level: int) -> tasks.LevelPlan:
+    return tasks.LevelPlan(root=root, run="r", level=level, part_counts=(1,), level_start=0, splits=(0, 1),
+                           nwords=2, nlabels=4, cache_dir=None)
+
+
+rows = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(old_levels=st.lists(rows, min_size=0, max_size=3), candidates=rows)
+def test_new_states_are_exactly_those_in_no_run_even_when_fingerprints_collide(tmp_path_factory, old_levels,
+                                                                                candidates):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks, "fingerprints", _colliding)
+        _check_new_exact(str(tmp_path_factory.mktemp("work")), old_levels, candidates)
+
+
+def _check_new_exact(root, old_levels, candidates):
+    visited: set[tuple[int, int]] = set()
+    for level, level_rows in enumerate(old_levels):
+        fresh = sorted({r for r in level_rows} - visited)
+        visited |= set(fresh)
+        words = np.array(fresh, np.uint64).reshape(-1, 2)
+        tasks.save_exact_run(root, 0, level, *tasks.exact_run(words))
+    words = np.array(candidates, np.uint64).reshape(-1, 2)
+    keys = np.arange(words.shape[0], dtype=np.int64)[::-1].copy()  # later rows have smaller keys
+    new_words, new_keys, new_fps = tasks._new_exact(_plan(root, len(old_levels)), 0, words, keys)
+    got = [tuple(int(x) for x in r) for r in new_words]
+    assert sorted(got) == sorted(set(candidates) - visited) and len(got) == len(set(got))
+    for r, k in zip(got, new_keys):  # the smallest key among a state's candidates is kept
+        assert k == min(keys[i] for i, c in enumerate(candidates) if c == r)
+    assert np.array_equal(new_fps, _colliding(new_words))
+    order = [(int(f),) + r for f, r in zip(new_fps, got)]
+    assert order == sorted(order)  # the next run is sorted by (fingerprint, words)
+
+
+def test_a_run_and_its_fingerprints_are_written_side_by_side(tmp_path):
+    words = np.array([[5, 1], [2, 0], [9, 9]], np.uint64)
+    tasks.save_exact_run(str(tmp_path), 2, 7, *tasks.exact_run(words))
+    (path,) = workdir.visited_runs(str(tmp_path), 2, 8)
+    run = workdir.load(path, np.uint64, 2)
+    fps = workdir.load(workdir.run_path_of(path, "fps"), np.uint64)
+    assert sorted(map(tuple, run.tolist())) == sorted(map(tuple, words.tolist()))
+    assert np.array_equal(fps, np.sort(fps)) and np.array_equal(fps, tasks.fingerprints(run))
+    assert workdir.visited_runs(str(tmp_path), 2, 7) == []  # a level's own run is not "before" it
