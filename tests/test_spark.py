@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -162,11 +163,15 @@ def _free_port() -> int:
     (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
     (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
 ])
-def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, args, message):
+def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, monkeypatch, args, message):
     args = [a.format(port=_free_port(), tmp=tmp_path) for a in args]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", *args], catch_exceptions=False)
     assert result.exit_code == 2
     assert message in _one_error_line(result)
+    assert not list(scratch.glob("kraftcheck-spark-*"))  # no work dir left behind by a run that never started
 
 
 def test_non_empty_work_dir_exits_2(tmp_path):

@@ -64,7 +64,12 @@ class SparkExplorer:
         if options.resume:  # refused before Spark starts, if it must be
             resumed_partitions = read_manifest(root)["identity"].get("partitions")
             check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
-        sc, owned = self._context()
+        try:
+            sc, owned = self._context()
+        except BaseException:
+            if temporary:  # Spark did not start: leave no empty work dir behind
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         try:
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
