@@ -19,6 +19,23 @@ class FingerprintEngine(Engine):
         assert result.fingerprints and result.collision_probability is not None
         return result
 
+
+class DiskLevelsEngine(Engine):
+    """The engine with its levels on disk (``--checkpoint DIR``): words, parents and labels
+    streamed to files and read back, frontier pages dropped as they are expanded; every count,
+    verdict and trace must be the in-memory engine's."""
+
+    def explore(self, model, options=Options(), progress=lambda p: None):
+        import dataclasses
+        import shutil
+        import tempfile
+        directory = tempfile.mkdtemp(prefix="kraftcheck-levels-")
+        try:
+            return super().explore(model, dataclasses.replace(options, checkpoint_dir=directory), progress)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
 SPARK_MASTER = "local[2]"
 SPARK_PARTITIONS = 2  # hash buckets and tasks per level: few, since a task costs more than these levels
 
@@ -42,6 +59,7 @@ EXPLORERS = {
     "engine-small-chunks": lambda: Engine(chunk_candidates=64, shard_bits=1),
     "engine-interpreted": lambda: Engine(compile="never"),  # the first tier, used while kernels compile
     "engine-fingerprints": lambda: FingerprintEngine(),
+    "engine-levels-on-disk": lambda: DiskLevelsEngine(),
     "reference": lambda: ReferenceExplorer(),
     "spark": ("spark_context", lambda sc: _spark_explorer(sc)),
 }

@@ -75,3 +75,14 @@ def test_interrupt_keeps_statistics(explorer):
     result = explorer.explore(_model(4), Options(), interrupt)
     assert result.interrupted and result.status == INCOMPLETE
     assert result.distinct_states >= calls[-1].distinct > 0
+
+
+def test_the_engine_stops_before_it_numbers_a_parent_past_32_bits(monkeypatch):
+    """Parent links are uint32: a run whose states would outgrow them stops, incomplete, with
+    the reason, instead of writing wrapped parent indices (the limit lowered to see it)."""
+    from kraftcheck.checker.explore import engine
+    monkeypatch.setattr(engine, "MAX_NUMBERED_STATES", 500)
+    result = engine.Engine(chunk_candidates=64).explore(_model(), Options(keep_going=True))
+    assert result.status == INCOMPLETE
+    assert "32 bits" in result.incomplete_reason
+    assert 500 < result.distinct_states < 1568

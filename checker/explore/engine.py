@@ -37,6 +37,9 @@ CANDIDATES_PER_CHUNK = 1 << 20
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
+# Parent links are uint32 and all ones marks an initial state: a state numbered past this could
+# not be a parent. The run stops (incomplete) before it expands such a state.
+MAX_NUMBERED_STATES = INITIAL_PARENT - 1
 
 
 @njit(cache=True)
@@ -83,7 +86,7 @@ class Engine:
 
     name = "engine"
 
-    def __init__(self, chunk_candidates: int = CANDIDATES_PER_CHUNK, shard_bits: int = 4,
+    def __init__(self, chunk_candidates: int = CANDIDATES_PER_CHUNK, shard_bits: int = 6,
                  compile: str = "now") -> None:
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}")
@@ -233,6 +236,7 @@ class _Run:
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
             self.kernels.successors(level, lo, hi, buf)
+            self.levels.release(level, hi)
             nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
             self.generated += nrows
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
@@ -337,6 +341,10 @@ class _Run:
         if self.options.max_states is not None and distinct > self.options.max_states:
             self.result.incomplete_reason = describe_limit(self.options, "max_states")
             return True
+        if distinct > MAX_NUMBERED_STATES and more_work:
+            self.result.incomplete_reason = (f"stopped at {MAX_NUMBERED_STATES:,} states: the engine numbers "
+                                             "states with 32 bits (parent links)")
+            return True
         if self.clock.expired() and more_work:
             self.result.incomplete_reason = describe_limit(self.options, "time_limit")
             return True
@@ -375,6 +383,7 @@ class _Run:
             for lo in range(0, words.shape[0], RESUME_CHUNK_STATES):
                 chunk = np.ascontiguousarray(words[lo: lo + RESUME_CHUNK_STATES])
                 self.visited.insert(chunk, fingerprints(chunk), np.arange(chunk.shape[0], dtype=np.int64))
+            self.levels.release(words, words.shape[0])
         if len(self.visited) != self.distinct:
             raise SpecError(f"checkpoint {self.checkpoint_dir}: its levels hold {self.distinct} states but "
                             f"{len(self.visited)} distinct ones; the files are damaged")

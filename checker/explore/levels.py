@@ -15,6 +15,7 @@ checkpoint needs (``checkpoint.py``): the visited set is the union of all levels
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 from typing import Optional
@@ -89,6 +90,11 @@ class MemoryLevels:
         offset = index - self.level_start[level]
         return int(self.parents[level][offset]), int(self.labels[level][offset])
 
+    def release(self, frontier: np.ndarray, upto: int) -> None:
+        """The engine has expanded ``frontier[:upto]`` (a level's words): nothing to give back
+        when the level is in memory (the engine drops it whole afterwards)."""
+        return None
+
     def close(self) -> None:
         return None
 
@@ -103,6 +109,14 @@ def _map(path: Path, dtype, width: Optional[int] = None) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="c", shape=shape).view(np.ndarray)
 
 
+def _mapping_of(array: np.ndarray) -> Optional[mmap.mmap]:
+    """The mmap under an array made by ``_map`` (None for an empty level, which maps nothing)."""
+    base = array.base
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "_mmap", None) or getattr(base, "base", None)
+    return base
+
+
 class DiskLevels(MemoryLevels):
     """Every level's words, parents and labels in files under ``directory``; finished levels are
     mapped from disk. The level being built keeps its parents and labels in memory too (traces of
@@ -114,6 +128,8 @@ class DiskLevels(MemoryLevels):
         self.directory.mkdir(parents=True, exist_ok=True)
         self._files: Optional[tuple] = None
         self.words_of_level: list[np.ndarray] = []
+        # the mapping under each level's words, so expanded pages can be dropped from memory
+        self._word_maps: list[Optional[mmap.mmap]] = []
 
     def path(self, level: int, kind: str) -> Path:
         return self.directory / f"level-{level:04d}.{kind}"
@@ -165,7 +181,19 @@ class DiskLevels(MemoryLevels):
         words = _map(self.path(level, "words"), np.uint64, self.nwords)
         self._record(parents, labels)
         self.words_of_level.append(words)
+        self._word_maps.append(_mapping_of(words))
         return words
+
+    def release(self, frontier: np.ndarray, upto: int) -> None:
+        """Drop the pages of ``frontier[:upto]`` from this process's memory: they were read once
+        to be expanded, so resident memory stays one chunk of the frontier, not the whole level
+        (the pages stay in the OS's file cache, and a later read maps them again)."""
+        for words, mapping in zip(self.words_of_level, self._word_maps):
+            if words is frontier and mapping is not None:
+                end = upto * 8 * self.nwords // mmap.PAGESIZE * mmap.PAGESIZE
+                if end > 0:
+                    mapping.madvise(mmap.MADV_DONTNEED, 0, min(end, len(mapping)))
+                return
 
     def reopen(self, levels: int, sizes: list[int]) -> np.ndarray:
         """Map the first ``levels`` finished levels (as a checkpoint recorded them, ``sizes``
