@@ -9,7 +9,7 @@ word is all ones is empty (packing never produces that word: it uses at most 63 
 Compactness: a slot is exactly the packed words, with no per-entry overhead, so the bytes a state
 costs are its words divided by the load factor. Shard capacities are not powers of two (the home
 slot is ``low32 * capacity >> 32``, Lemire's multiply-shift range reduction), so a shard grows by
-a factor of 1.25 rather than 2 and the load stays between 0.64 and 0.8 (0.71 and 0.85 for
+a factor of 1.15 rather than 2 and the load stays between 0.70 and 0.8 (0.71 and 0.85 for
 fingerprints) instead of swinging between 0.375 and 0.75. A shard grows alone, so growing never
 holds more than one shard twice. The readable reference for every kernel here is Python's ``set``
 (``tests/test_kernels.py`` and ``tests/test_fingerprints.py`` compare them).
@@ -29,7 +29,7 @@ EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 # [MAX_LOAD / GROWTH, MAX_LOAD]. Linear probing at 0.8 costs about 3 probes a hit and 13 a miss
 # (Knuth), contiguous slots, so few cache lines.
 MAX_LOAD = 0.8
-GROWTH = 1.25
+GROWTH = 1.15
 # Fingerprints are one word a slot: a higher load costs fewer bytes than it costs probes.
 FINGERPRINT_MAX_LOAD = 0.85
 FINGERPRINT_GROWTH = 1.2
