@@ -8,8 +8,7 @@ level being built, then finishes the level.
 ``MemoryLevels`` keeps the parents and labels of every level and the words of the newest one.
 ``DiskLevels`` streams every level's words, parents and labels into three files
 (``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
-resident memory holds the visited set, one chunk's buffers and the level being built's parents
-and labels, whatever the width of a level; the files of every finished level are also what a
+resident memory holds the visited set and one chunk's buffers, whatever the width of a level; the files of every finished level are also what a
 checkpoint needs (``checkpoint.py``): the visited set is the union of all levels' words.
 """
 
@@ -119,14 +118,17 @@ def _mapping_of(array: np.ndarray) -> Optional[mmap.mmap]:
 
 class DiskLevels(MemoryLevels):
     """Every level's words, parents and labels in files under ``directory``; finished levels are
-    mapped from disk. The level being built keeps its parents and labels in memory too (traces of
-    its states may be asked for before it is finished); its words go straight to the file."""
+    mapped from disk. The level being built goes straight to its files too: the parent and label
+    of one of its states (a trace asked for before the level is finished) are read back from them,
+    so memory holds nothing per state of any level."""
 
     def __init__(self, nwords: int, directory: Path) -> None:
         super().__init__(nwords)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._files: Optional[tuple] = None
+        self._pending = 0      # states of the level being built, in its files
+        self._last_chunk = 0   # how many of them the last add() wrote
         self.words_of_level: list[np.ndarray] = []
         # the mapping under each level's words, so expanded pages can be dropped from memory
         self._word_maps: list[Optional[mmap.mmap]] = []
@@ -137,29 +139,48 @@ class DiskLevels(MemoryLevels):
     def _open(self) -> tuple:
         if self._files is None:
             level = self.depth
-            self._files = tuple(open(self.path(level, kind), "wb") for kind in ("words", "parents", "labels"))
+            self._files = tuple(open(self.path(level, kind), "w+b") for kind in ("words", "parents", "labels"))
         return self._files
 
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
         files = self._open()
         for f, a, dtype in zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16)):
             f.write(np.ascontiguousarray(a, dtype).tobytes())
-        self.pending_parents.append(np.array(parents, np.uint32))
-        self.pending_labels.append(np.array(labels, np.uint16))
+        self._last_chunk = int(np.shape(parents)[0])
+        self._pending += self._last_chunk
+
+    @property
+    def pending_count(self) -> int:
+        return self._pending
 
     def truncate_pending(self, keep_last: int) -> None:
-        drop = self.pending_parents[-1].shape[0] - keep_last
-        self.pending_parents[-1] = self.pending_parents[-1][:keep_last]
-        self.pending_labels[-1] = self.pending_labels[-1][:keep_last]
+        drop = self._last_chunk - keep_last
+        self._pending -= drop
+        self._last_chunk = keep_last
         files = self._open()
         for f, size in zip(files, (8 * self.nwords, 4, 2)):
             f.flush()
             f.truncate(f.tell() - drop * size)
             f.seek(0, os.SEEK_END)
 
+    def parent_of(self, index: int) -> tuple[int, int]:
+        if index < self.distinct or not self.level_start:
+            return super().parent_of(index)
+        offset = index - self.distinct
+        if offset >= self._pending:
+            raise IndexError(index)
+        _, parents_file, labels_file = self._open()
+        out = []
+        for f, dtype in ((parents_file, np.uint32), (labels_file, np.uint16)):
+            f.flush()
+            size = np.dtype(dtype).itemsize
+            out.append(int(np.frombuffer(os.pread(f.fileno(), size, offset * size), dtype)[0]))
+        return out[0], out[1]
+
     def finish_level(self) -> np.ndarray:
         """Make the level's files durable (flushed and fsynced), map them, return its words."""
-        count = self.pending_count
+        count = self._pending
+        self._pending = self._last_chunk = 0
         if self._files is not None:
             for f in self._files:
                 f.flush()
@@ -169,11 +190,8 @@ class DiskLevels(MemoryLevels):
         if count == 0:
             for kind in ("words", "parents", "labels"):
                 self.path(self.depth, kind).unlink(missing_ok=True)
-            self.pending_parents, self.pending_labels = [], []
             return np.empty((0, self.nwords), np.uint64)
-        level = self.depth
-        self.pending_parents, self.pending_labels = [], []
-        return self._map_level(level)
+        return self._map_level(self.depth)
 
     def _map_level(self, level: int) -> np.ndarray:
         parents = _map(self.path(level, "parents"), np.uint32)
