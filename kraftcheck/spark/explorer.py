@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,6 +30,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
+from kraftcheck.spark.figures import LevelMeter
 from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
 
 
@@ -151,6 +153,7 @@ class _SparkRun:
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
         self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
+        self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
 
     @property
     def depth(self) -> int:
@@ -173,9 +176,16 @@ class _SparkRun:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
-            stop, frontier = self._expand_level()
+            level = self.depth - 1
+            self.meter.start(level)
+            try:
+                stop, frontier = self._expand_level()
+            finally:
+                self.meter.stop(level)
+            figures = self.meter.record(level, frontier)
             self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
-                                   self.elapsed_before + self.clock.elapsed))
+                                   self.elapsed_before + self.clock.elapsed, engine=SparkExplorer.name,
+                                   shuffle_bytes=figures.shuffle_write_bytes if figures else None))
             if stop:
                 return
             self._commit()
@@ -218,7 +228,7 @@ class _SparkRun:
         self.part_counts.append((n,))
         for name, i in hits.items():
             self._record_violation(name, "invariant", "initial", i)
-        self.progress(Progress(1, n, n, n, self.clock.elapsed))
+        self.progress(Progress(1, n, n, n, self.clock.elapsed, engine=SparkExplorer.name))
         return stop
 
     def _plan(self) -> tasks.LevelPlan:
@@ -394,6 +404,7 @@ class _SparkRun:
         r.fingerprints = self.options.fingerprints
         if self.options.fingerprints:
             r.collision_probability = self._collision_probability()
+        r.spark = self.meter.figures.report()
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
             write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r
