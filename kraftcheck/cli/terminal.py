@@ -87,7 +87,8 @@ def spark_table(figures: dict) -> Table:
     table.add_column()
     table.add_row("partitions", f"{figures['partitions']:,}")
     if not figures["available"]:
-        table.add_row("figures", f"unavailable ({figures['unavailable_reason']})")
+        # Text, not markup: a Java error's "[class ...]" is not a style
+        table.add_row("figures", Text(f"unavailable ({figures['unavailable_reason']})"))
         return table
     table.add_row("stages, tasks", f"{figures['stages']:,} stages, {figures['tasks']:,} tasks "
                                    f"({figures['seconds']:,.1f} s of executor time)")

@@ -93,8 +93,9 @@ class LevelMeter:
         try:
             return query()
         except Exception as e:  # noqa: BLE001: whatever the JVM says, the run goes on
-            text = str(e).strip().splitlines()
-            self.figures.unavailable = f"{type(e).__name__}: {text[0] if text else ''}".strip()[:200]
+            # py4j's first line names the call, its second the Java error: keep both
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()][:2]
+            self.figures.unavailable = " ".join([f"{type(e).__name__}:", *lines])[:300]
             return None
 
     def _read(self, tag: str, level: int, new_states: int) -> LevelFigures:
