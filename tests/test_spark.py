@@ -254,6 +254,8 @@ def test_killed_driver_resumes_to_identical_counts(tmp_path):
     assert (code, local_code) == (1, 1)
     _same_answer(resumed, local)
     assert resumed["resumed_from_level"] == killed_at >= 3
+    # the killed driver's figures were saved with its levels: the resumed report has every level
+    assert [f["level"] for f in resumed["spark"]["levels"]] == list(range(resumed["depth"]))
     again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
     assert again.exit_code == 2 and "already finished" in _one_error_line(again)
 

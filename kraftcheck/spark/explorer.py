@@ -13,6 +13,7 @@ verdicts, the point where a run stops at its first violation, and counterexample
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -30,7 +31,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
-from kraftcheck.spark.figures import LevelMeter
+from kraftcheck.spark.figures import LevelFigures, LevelMeter
 from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
 
 
@@ -332,6 +333,8 @@ class _SparkRun:
                 "fired": self.fired.tolist(), "new_states": self.new_per_action.tolist(),
                 "elapsed_s": self.elapsed_before + self.clock.elapsed,
                 "found": {name: list(at) for name, at in self.found_at.items()},
+                "spark_levels": [dataclasses.asdict(f) for f in self.meter.figures.levels],
+                "spark_figures_unavailable": self.meter.figures.unavailable,
                 "finished": finished, "status": self.result.status if finished else None}
 
     def _commit(self) -> None:
@@ -356,6 +359,9 @@ class _SparkRun:
         self.fired[:] = manifest["fired"]
         self.new_per_action[:] = manifest["new_states"]
         self.elapsed_before = manifest["elapsed_s"]
+        # the figures of the levels explored before (work dirs of earlier versions have none)
+        self.meter.figures.levels = [LevelFigures(**f) for f in manifest.get("spark_levels", [])]
+        self.meter.figures.unavailable = manifest.get("spark_figures_unavailable")
         for name, (kind, where, value) in manifest["found"].items():
             self._record_violation(name, kind, where, value)
         self.result.resumed_from_level = finished

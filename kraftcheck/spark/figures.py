@@ -36,7 +36,7 @@ class LevelFigures:
 @dataclass
 class SparkFigures:
     """A run's figures: the partition count and one ``LevelFigures`` per level expanded on Spark
-    by this driver (a resumed run's earlier levels are not in it), or why there are none."""
+    (a resumed run's earlier levels come from its checkpoint), or why there are none."""
 
     partitions: int
     levels: list[LevelFigures] = field(default_factory=list)
