@@ -108,6 +108,9 @@ def test_first_violation_counts_do_not_depend_on_partitions(spark_context, parti
     assert local.status == "violated"
     spark = SparkExplorer(spark_context, partitions=partitions).explore(model, Options())
     assert _summary(spark) == _summary(local)
+    # the figures count the small job that recounts up to the violation in its level
+    stages_and_tasks = [(f["stages"], f["tasks"]) for f in spark.spark["levels"]]
+    assert stages_and_tasks == [(3, 3 * partitions)] * (len(stages_and_tasks) - 1) + [(4, 3 * partitions + 1)]
 
 
 @pytest.mark.parametrize("name,params", [("two_phase", {"rm": 5}), ("die_hard", {}),
