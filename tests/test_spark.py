@@ -339,6 +339,8 @@ def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
         local_code, local = _cli_report(tmp_path, "local", *check)
         assert (code, local_code) == (1, 1)
         _same_answer(spark, local)
+        figures = spark["spark"]  # the driver's status store has the executors' figures too
+        assert figures["available"] and figures["shuffle_read_bytes"] == figures["shuffle_write_bytes"] > 0
         workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
         assert workers_used == [True, True], "the check did not run on both workers"
     finally:
