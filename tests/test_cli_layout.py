@@ -54,3 +54,21 @@ def test_check_output_fits_80_columns_and_names_only_changed_options(tmp_path):
 def test_a_default_run_says_default_options(tmp_path):
     result = run("check", "--spec", "die_hard", "--no-color", "--trace-dir", str(tmp_path))
     assert result.output.splitlines()[0].startswith("checking die_hard (default options): ")
+
+
+def test_spark_progress_line_fits_80_columns():
+    """A Spark run's progress names the level and the bytes its last level shuffled; big counts
+    are kept short, and the time goes first when the line would be wider than 80 columns."""
+    from kraftcheck.checker.explore.result import Progress
+    from kraftcheck.cli.terminal import progress_line
+
+    small = Progress(11, 288, 1_000, 0, 12.3, engine="spark", shuffle_bytes=1_649)
+    assert progress_line(small) == "level 11  distinct 288 (+0)  generated 1,000  23/s  shuffle 1.61 KiB  12.3s"
+    first = Progress(1, 8, 8, 8, 0.5, engine="spark")
+    assert "shuffle -" in progress_line(first)  # no level finished yet, or figures unavailable
+    big = Progress(142, 21_800_000, 180_000_000, 1_230_000, 1_234.5, engine="spark", shuffle_bytes=1_100_000_000)
+    assert progress_line(big) == "level 142  distinct 21.8M (+1.23M)  generated 180M  17.7k/s  shuffle 1.02 GiB"
+    huge = Progress(1_000, 999_999_999, 10**12, 123_456_789, 99_999.9, engine="spark", shuffle_bytes=1023 * 2**40)
+    assert len(progress_line(huge)) <= 80 and "shuffle 1,023 TiB" in progress_line(huge)
+    local = Progress(11, 288, 1_000, 0, 12.3)
+    assert progress_line(local).startswith("depth 11  distinct 288  generated 1,000  frontier 0")

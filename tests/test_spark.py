@@ -108,6 +108,9 @@ def test_first_violation_counts_do_not_depend_on_partitions(spark_context, parti
     assert local.status == "violated"
     spark = SparkExplorer(spark_context, partitions=partitions).explore(model, Options())
     assert _summary(spark) == _summary(local)
+    # the figures count the small job that recounts up to the violation in its level
+    stages_and_tasks = [(f["stages"], f["tasks"]) for f in spark.spark["levels"]]
+    assert stages_and_tasks == [(3, 3 * partitions)] * (len(stages_and_tasks) - 1) + [(4, 3 * partitions + 1)]
 
 
 @pytest.mark.parametrize("name,params", [("two_phase", {"rm": 5}), ("die_hard", {}),
@@ -216,6 +219,9 @@ def test_cli_spark_engine_reports_what_the_local_engine_does(tmp_path):
     local_code, local = _cli_report(tmp_path, "local", *check)
     assert (code, local_code) == (1, 1) and spark["engine"] == "spark"
     _same_answer(spark, local)
+    # twice spark.default.parallelism partitions; one level of figures per level explored
+    assert spark["spark"]["partitions"] == 4 and local["spark"] is None
+    assert [f["level"] for f in spark["spark"]["levels"]] == list(range(spark["depth"]))
     trace = spark["violations"][0]["trace_file"]
     replay = subprocess.run([str(KRAFTCHECK), "trace", "replay", trace], capture_output=True, text=True, timeout=300)
     assert replay.returncode == 0, replay.stdout + replay.stderr
@@ -251,6 +257,8 @@ def test_killed_driver_resumes_to_identical_counts(tmp_path):
     assert (code, local_code) == (1, 1)
     _same_answer(resumed, local)
     assert resumed["resumed_from_level"] == killed_at >= 3
+    # the killed driver's figures were saved with its levels: the resumed report has every level
+    assert [f["level"] for f in resumed["spark"]["levels"]] == list(range(resumed["depth"]))
     again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
     assert again.exit_code == 2 and "already finished" in _one_error_line(again)
 
@@ -331,8 +339,101 @@ def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
         local_code, local = _cli_report(tmp_path, "local", *check)
         assert (code, local_code) == (1, 1)
         _same_answer(spark, local)
+        figures = spark["spark"]  # the driver's status store has the executors' figures too
+        assert figures["available"] and figures["shuffle_read_bytes"] == figures["shuffle_write_bytes"] > 0
         workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
         assert workers_used == [True, True], "the check did not run on both workers"
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+# -- Spark's figures in the report -------------------------------------------------------------
+
+FIGURE_KEYS = ("stages", "tasks", "shuffle_write_bytes", "shuffle_read_bytes", "seconds")
+
+
+@pytest.fixture(scope="module")
+def measured_run(spark_context, tmp_path_factory):
+    """Two-Phase Commit rm=3 on 3 partitions, its work dir kept: the run the figure tests read."""
+    work = tmp_path_factory.mktemp("figures") / "work"
+    result = SparkExplorer(spark_context, partitions=3, work_dir=str(work)).explore(
+        _model("two_phase", rm=3), Options(keep_going=True))
+    return result, work
+
+
+def test_json_report_has_spark_figures_for_every_level(measured_run, spark_context):
+    """One entry per level expanded, its new states the next level's size on disk, three stages
+    of 3 tasks each, shuffle bytes that are real (every byte written is read, in local mode), and
+    totals that are the sums of the levels."""
+    from kraftcheck.checker.report import build_report
+    result, work = measured_run
+    figures = json.loads(json.dumps(build_report(result, {}, {})))["spark"]
+    assert figures["available"] and figures["unavailable_reason"] is None
+    assert figures["partitions"] == 3
+    levels = figures["levels"]
+    assert [f["level"] for f in levels] == list(range(result.depth))
+    sizes = [_spark_level(work, level, "labels", np.uint16).size for level in range(result.depth)]
+    assert [f["new_states"] for f in levels] == sizes[1:] + [0]
+    for f in levels:
+        assert (f["stages"], f["tasks"]) == (3, 9), f
+        assert f["shuffle_write_bytes"] == f["shuffle_read_bytes"], f
+        assert f["seconds"] > 0, f
+        if f["new_states"]:
+            assert f["shuffle_write_bytes"] > 0, f
+    # more states through the shuffles, more bytes: the widest level shuffles more than the last
+    widest = max(levels, key=lambda f: f["new_states"])
+    assert widest["shuffle_write_bytes"] > levels[-1]["shuffle_write_bytes"]
+    for key in FIGURE_KEYS:
+        assert figures[key] == pytest.approx(sum(f[key] for f in levels), abs=1e-3), key
+    assert list(spark_context.getJobTags()) == []  # the run's level tags are gone
+
+
+def test_summary_has_a_spark_section_within_80_columns(measured_run):
+    from kraftcheck.cli.terminal import Terminal, byte_size
+    result, _ = measured_run
+    terminal = Terminal(color=False, width=80)
+    with terminal.out.capture() as captured:
+        terminal.summary(result, {})
+    lines = captured.get().splitlines()
+    assert [line for line in lines if len(line.rstrip()) > 80] == []
+    section = lines[lines.index(next(line for line in lines if line.strip() == "spark")):]
+    assert section[1].split() == ["partitions", "3"]
+    figures = result.spark
+    assert f"{figures['stages']} stages, {figures['tasks']} tasks" in section[2]
+    assert f"{byte_size(figures['shuffle_write_bytes'])} written" in section[3]
+    top = max(figures["levels"], key=lambda f: f["shuffle_write_bytes"])
+    assert section[4].split()[:4] == ["largest", "level", "level", f"{top['level']}:"]
+
+
+def test_unavailable_figures_leave_the_run_and_its_answer_intact(spark_context, monkeypatch):
+    """A Spark whose status store lacks the query (forced here: a method the JVM does not have)
+    still explores; the report says the figures are unavailable, and why."""
+    from kraftcheck.cli.terminal import Terminal
+    from kraftcheck.spark import figures
+
+    def missing_query(self, tag, level, new_states):
+        return self.sc._jsc.sc().statusStore().noSuchStageQuery(level)
+
+    monkeypatch.setattr(figures.LevelMeter, "_read", missing_query)
+    model = _model("die_hard")
+    progress = []
+    result = SparkExplorer(spark_context, partitions=2).explore(model, Options(keep_going=True), progress.append)
+    local = Engine(compile="now").explore(_model("die_hard"), Options(keep_going=True))
+    assert _summary(result) == _summary(local)
+    spark = result.spark
+    assert (spark["available"], spark["levels"], spark["partitions"]) == (False, [], 2)
+    assert all(spark[key] is None for key in FIGURE_KEYS)
+    assert "noSuchStageQuery" in spark["unavailable_reason"] and "does not exist" in spark["unavailable_reason"]
+    assert all(p.shuffle_bytes is None for p in progress)
+    terminal = Terminal(color=False, width=80)
+    with terminal.out.capture() as captured:
+        terminal.summary(result, {})
+    assert f"figures unavailable ({spark['unavailable_reason']})" in " ".join(captured.get().split())
+    assert list(spark_context.getJobTags()) == []
+
+
+def test_local_engine_reports_have_no_spark_figures():
+    from kraftcheck.checker.report import build_report
+    result = Engine(compile="now").explore(_model("die_hard"), Options())
+    assert result.spark is None and build_report(result, {}, {})["spark"] is None

@@ -37,6 +37,8 @@ class Progress:
     frontier: int
     elapsed_s: float
     compiling: Optional[str] = None  # what is being compiled, while the kernels are being built
+    engine: str = ""  # the explorer's name, for engines whose progress reads differently ("spark")
+    shuffle_bytes: Optional[int] = None  # distributed engines: bytes the last finished level shuffled
 
 
 ProgressFn = Callable[[Progress], None]
@@ -114,6 +116,7 @@ class Result:
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
     graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
     resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
+    spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
 
     @property
     def states_per_s(self) -> float:

@@ -33,8 +33,44 @@ def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:,.0f}/s" if seconds > 0 else "-"
 
 
+def _three_digits(value: float, units: tuple[str, ...], base: int) -> str:
+    """``value`` (in units[0]) in the first unit that keeps it below 1000, three significant digits."""
+    for unit in units:
+        if round(value, 3 - len(str(int(value)))) < 1000 or unit == units[-1]:
+            return f"{value:.3g}{unit}" if value < 1000 else f"{value:,.0f}{unit}"
+        value /= base
+    raise AssertionError("unreachable")
+
+
+def short_count(n: int) -> str:
+    """A count in at most five characters: 9,999, 12.3k, 296k, 2.74M."""
+    return f"{n:,}" if n < 10_000 else _three_digits(n / 1000, ("k", "M", "G", "T"), 1000)
+
+
+def byte_size(n: int) -> str:
+    """Bytes in binary units, three significant digits: 812 B, 2.4 KiB, 1.02 GiB."""
+    return f"{n} B" if n < 1000 else _three_digits(n / 1024, (" KiB", " MiB", " GiB", " TiB"), 1024)
+
+
+MAX_PROGRESS_WIDTH = 80
+
+
+def spark_progress_line(p: Progress) -> str:
+    """A Spark run's progress: the level, counts kept short (Spark runs are big), the new states
+    of the last level, the rate, the bytes that level shuffled, and the time if the line still
+    fits 80 columns (the summary has it anyway)."""
+    shuffled = "-" if p.shuffle_bytes is None else byte_size(p.shuffle_bytes)
+    rate = f"{short_count(round(p.distinct / p.elapsed_s))}/s" if p.elapsed_s > 0 else "-"
+    line = (f"level {p.depth:,}  distinct {short_count(p.distinct)} (+{short_count(p.frontier)})  "
+            f"generated {short_count(p.generated)}  {rate}  shuffle {shuffled}")
+    timed = f"{line}  {p.elapsed_s:,.1f}s"
+    return timed if len(timed) <= MAX_PROGRESS_WIDTH else line
+
+
 def progress_line(p: Progress) -> str:
     """One line of progress: compiling (and what), and/or the exploration's counts and rates."""
+    if p.engine == "spark" and p.compiling is None:
+        return spark_progress_line(p)
     counts = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
               f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  {p.elapsed_s:,.1f}s")
     if p.compiling is None:
@@ -42,6 +78,27 @@ def progress_line(p: Progress) -> str:
     if p.distinct == 0:
         return f"compiling kernels: {p.compiling}  {p.elapsed_s:,.1f}s"
     return f"compiling kernels in the background: {p.compiling}\ninterpreting meanwhile: {counts}"
+
+
+def spark_table(figures: dict) -> Table:
+    """The Spark section of the summary, from the report's ``spark`` object."""
+    table = Table(title="spark", title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("partitions", f"{figures['partitions']:,}")
+    if not figures["available"]:
+        # Text, not markup: a Java error's "[class ...]" is not a style
+        table.add_row("figures", Text(f"unavailable ({figures['unavailable_reason']})"))
+        return table
+    table.add_row("stages, tasks", f"{figures['stages']:,} stages, {figures['tasks']:,} tasks "
+                                   f"({figures['seconds']:,.1f} s of executor time)")
+    table.add_row("shuffle", f"{byte_size(figures['shuffle_write_bytes'])} written, "
+                             f"{byte_size(figures['shuffle_read_bytes'])} read")
+    if figures["levels"]:
+        top = max(figures["levels"], key=lambda f: f["shuffle_write_bytes"])
+        table.add_row("largest level", f"level {top['level']:,}: {byte_size(top['shuffle_write_bytes'])} "
+                                       f"shuffled, {top['new_states']:,} new states")
+    return table
 
 
 class Terminal:
@@ -118,6 +175,8 @@ class Terminal:
             stats.add_row("collision probability",
                           f"{p['optimistic']:.1e} optimistic, {p['from_fingerprints']:.1e} from the fingerprints")
         self.out.print(stats)
+        if result.spark is not None:
+            self.out.print(spark_table(result.spark))
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
 
         cov = Table(title="coverage", title_justify="left", show_edge=False)

@@ -13,10 +13,12 @@ verdicts, the point where a run stops at its first violation, and counterexample
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,6 +31,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
+from kraftcheck.spark.figures import LevelFigures, LevelMeter
 from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
 
 
@@ -151,6 +154,7 @@ class _SparkRun:
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
         self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
+        self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
 
     @property
     def depth(self) -> int:
@@ -173,9 +177,16 @@ class _SparkRun:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
-            stop, frontier = self._expand_level()
+            level = self.depth - 1
+            self.meter.start(level)
+            try:
+                stop, frontier = self._expand_level()
+            finally:
+                self.meter.stop(level)
+            figures = self.meter.record(level, frontier)
             self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
-                                   self.elapsed_before + self.clock.elapsed))
+                                   self.elapsed_before + self.clock.elapsed, engine=SparkExplorer.name,
+                                   shuffle_bytes=figures.shuffle_write_bytes if figures else None))
             if stop:
                 return
             self._commit()
@@ -218,7 +229,7 @@ class _SparkRun:
         self.part_counts.append((n,))
         for name, i in hits.items():
             self._record_violation(name, "invariant", "initial", i)
-        self.progress(Progress(1, n, n, n, self.clock.elapsed))
+        self.progress(Progress(1, n, n, n, self.clock.elapsed, engine=SparkExplorer.name))
         return stop
 
     def _plan(self) -> tasks.LevelPlan:
@@ -322,6 +333,8 @@ class _SparkRun:
                 "fired": self.fired.tolist(), "new_states": self.new_per_action.tolist(),
                 "elapsed_s": self.elapsed_before + self.clock.elapsed,
                 "found": {name: list(at) for name, at in self.found_at.items()},
+                "spark_levels": [dataclasses.asdict(f) for f in self.meter.figures.levels],
+                "spark_figures_unavailable": self.meter.figures.unavailable,
                 "finished": finished, "status": self.result.status if finished else None}
 
     def _commit(self) -> None:
@@ -346,6 +359,9 @@ class _SparkRun:
         self.fired[:] = manifest["fired"]
         self.new_per_action[:] = manifest["new_states"]
         self.elapsed_before = manifest["elapsed_s"]
+        # the figures of the levels explored before (work dirs of earlier versions have none)
+        self.meter.figures.levels = [LevelFigures(**f) for f in manifest.get("spark_levels", [])]
+        self.meter.figures.unavailable = manifest.get("spark_figures_unavailable")
         for name, (kind, where, value) in manifest["found"].items():
             self._record_violation(name, kind, where, value)
         self.result.resumed_from_level = finished
@@ -394,6 +410,7 @@ class _SparkRun:
         r.fingerprints = self.options.fingerprints
         if self.options.fingerprints:
             r.collision_probability = self._collision_probability()
+        r.spark = self.meter.figures.report()
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
             write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r
