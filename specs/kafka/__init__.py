@@ -81,6 +81,15 @@ class KafkaReplication(Spec):
         b = Param("b", self.n, self.broker_names())
         f = Param("f", self.n, self.broker_names())
         acks = Param("acks", 2, ("1", "all"))
+        # --election any: every action that elects names the leader it leaves (n: none), one
+        # instance per acceptable choice; Kafka's ordered election has no such parameter
+        any_leader = p.election == "any"
+        leader = (Param("leader", self.n + 1, self.broker_names() + ("none",)),) if any_leader else ()
+
+        def electing(name, ordered, chooser, params):
+            fn = chooser if any_leader else ordered
+            return Action(name, fn, params + leader, ordered.__doc__)
+
         acts = [
             Action("SyncMetadata", broker.sync_metadata, (b,), broker.sync_metadata.__doc__),
             *([Action("ApplyConfigDelta", broker.apply_config_delta, (b,), broker.apply_config_delta.__doc__)]
@@ -89,26 +98,26 @@ class KafkaReplication(Spec):
             Action("Fetch", broker.fetch, (f,), broker.fetch.__doc__),
             Action("AdvanceHighWatermark", broker.advance_hwm, (b,), broker.advance_hwm.__doc__),
             Action("ProposeIsrExpand", broker.propose_expand, (b, f), broker.propose_expand.__doc__),
-            Action("HandleAlterPartition", controller.handle_alter_partition, (),
-                   controller.handle_alter_partition.__doc__),
+            electing("HandleAlterPartition", controller.handle_alter_partition,
+                     controller.handle_alter_partition_electing, ()),
             Action("ReceiveAlterPartitionResponse", broker.receive_alter_partition_response, (),
                    broker.receive_alter_partition_response.__doc__),
-            Action("Unfence", controller.unfence, (b,), controller.unfence.__doc__),
-            Action("SessionTimeout", controller.session_timeout, (b,), controller.session_timeout.__doc__),
-            Action("Restart", faults.restart, (b,), faults.restart.__doc__),
+            electing("Unfence", controller.unfence, controller.unfence_electing, (b,)),
+            electing("SessionTimeout", controller.session_timeout, controller.session_timeout_electing, (b,)),
+            electing("Restart", faults.restart, faults.restart_electing, (b,)),
         ]
         if p.isr_shrinks:
             out = Param("out", (1 << self.n) - 1, subset_labels(self.broker_names()))
             acts.append(Action("ProposeIsrShrink", broker.propose_shrink, (b, out), broker.propose_shrink.__doc__))
         if p.fences:
-            acts.append(Action("Fence", controller.fence, (b,), controller.fence.__doc__))
+            acts.append(electing("Fence", controller.fence, controller.fence_electing, (b,)))
         if p.lossy_shutdowns:
             keep = Param("keep", p.records)
             acts.append(Action("LossyShutdown", faults.lossy_shutdown, (b, keep), faults.lossy_shutdown.__doc__))
         if p.lossless_shutdowns:
             acts.append(Action("LosslessShutdown", faults.lossless_shutdown, (b,), faults.lossless_shutdown.__doc__))
         if p.clean_shutdowns:
-            acts.append(Action("CleanShutdown", faults.clean_shutdown, (b,), faults.clean_shutdown.__doc__))
+            acts.append(electing("CleanShutdown", faults.clean_shutdown, faults.clean_shutdown_electing, (b,)))
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
@@ -123,7 +132,7 @@ class KafkaReplication(Spec):
         sw = switches(p)
         if sw["k_recovery"] != RECOVERY_OFF:
             acts.append(Action("RecoveryReply", recovery.recovery_reply, (b,), recovery.recovery_reply.__doc__))
-            acts.append(Action("RecoveryElect", recovery.recovery_elect, (), recovery.recovery_elect.__doc__))
+            acts.append(electing("RecoveryElect", recovery.recovery_elect, recovery.recovery_elect_electing, ()))
         if sw["k_recovery"] != RECOVERY_OFF or sw["k_fallback"] == FALLBACK_UNCLEAN:
             acts.append(Action("ProposeRecovered", broker.propose_recovered, (b,), broker.propose_recovered.__doc__))
         return acts
