@@ -27,10 +27,11 @@ FORMAT = "kraftcheck-checkpoint"
 FORMAT_VERSION = 1
 
 
-def run_identity(model: Model, fingerprints: bool) -> dict[str, Any]:
+def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> dict[str, Any]:
     """What must be the same for a checkpoint to be resumed by a run."""
     spec = model.spec
-    return {
+    # a run under --symmetry holds canonical states: named only then, so older checkpoints resume
+    return {**({"symmetry": True} if symmetry else {}),
         "spec": spec.name,
         "params": json.loads(json.dumps(spec.options(), default=str)),
         "checks": model.check_names,

@@ -17,8 +17,11 @@ action precisely.
 
 from __future__ import annotations
 
+import dataclasses
 
-from kraftcheck.checker.spec import Action, Invariant, Param, Spec, TransitionProperty
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import Action, Invariant, Param, Permuted, Spec, Symmetry, TransitionProperty
 from kraftcheck.invariants import kafka_invariants, kafka_properties
 from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
 from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, effective_min_isr, switches
@@ -139,6 +142,36 @@ class KafkaReplication(Spec):
 
     def invariants(self):
         return [Invariant(fn.__name__, fn, fn.__doc__) for fn in kafka_invariants()]
+
+    # -- symmetry (--symmetry) and the ordered election a counterexample is replayed on
+    def symmetry(self):
+        """Brokers are interchangeable once the controller may elect any acceptable replica: every
+        per-broker field moves with its broker, sets and broker references map through the
+        permutation. ``ap_from`` and the delayed fetch response's brokers are 0 while nothing is
+        in flight: fillers then, not brokers."""
+        if self.params.election != "any":
+            raise UsageError("--symmetry needs --election any: Kafka elects the first acceptable replica in "
+                             "assignment order, so permuting brokers is not a symmetry of the ordered model")
+        per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
+                      "v_recovering", "eso", "v_cfg_next")
+        subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
+        return Symmetry(self.broker_names(), (
+            *(Permuted(name, axes=(0,)) for name in per_broker),
+            *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age")),
+            Permuted("v_leader", axes=(0,), holds="member"),
+            Permuted("v_isr", axes=(0,), holds="subset"),
+            *(Permuted(name, holds="subset") for name in subsets),
+            Permuted("c_leader", holds="member"),
+            Permuted("c_last_leader", holds="member"),
+            Permuted("ap_from", holds="member", unless=("ap_state", 0)),
+            Permuted("fr_follower", holds="member", unless=("fr_epoch", 0)),
+            Permuted("fr_leader", holds="member", unless=("fr_epoch", 0)),
+        ))
+
+    def stricter_variant(self):
+        if self.params.election != "any":
+            return None
+        return "Kafka's ordered election", KafkaReplication(dataclasses.replace(self.params, election="ordered"))
 
     # -- traces (specs/kafka/presentation.py)
     def lanes(self):
