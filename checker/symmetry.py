@@ -176,6 +176,8 @@ class Canonicaliser:
             raise TypeError("canonicalize(): hashes must be uint64, rows int64 with at least nrows entries")
         if nrows and (rows[:nrows].min() < 0 or rows[:nrows].max() >= min(words.shape[0], hashes.shape[0])):
             raise IndexError("canonicalize(): a row number is outside the buffer")
+        if nrows == 0:
+            return
         t = self.tables
         parts = split(0, nrows, self.threads if nrows >= 1024 else 1)
 

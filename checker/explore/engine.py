@@ -264,7 +264,8 @@ class _Run:
         lo = 0
         while lo < level.shape[0]:
             self._switch_when_compiled()
-            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled else INTERPRETED_CHUNK_STATES))
+            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled
+                                           else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
             self.kernels.successors(level, lo, hi, buf)
