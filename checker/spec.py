@@ -330,6 +330,9 @@ class Spec:
     #: Small parameter sets (keyword dicts for ``Params``) on which the conformance tests compare
     #: every explorer with the reference explorer; keep each to a few thousand states.
     examples: ClassVar[tuple[dict[str, Any], ...]] = ()
+    #: Parameter sets on which the conformance tests compare every explorer under ``--symmetry``
+    #: (only for a spec that declares a symmetry).
+    symmetric_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()

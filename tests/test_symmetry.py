@@ -29,6 +29,8 @@ from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
 NO_FAULTS = dict(brokers=3, min_isr=2, lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=1,
                  election="any")
 ONE_FENCE = dict(NO_FAULTS, fences=1, min_isr_changes=0)
+# the delayed fetch response names two brokers, fillers while none is in flight
+STALE_FETCH = dict(NO_FAULTS, min_isr=1, accept_stale_fetch_responses=True, min_isr_changes=0)
 # violates three checks (a min ISR change in flight, F1), at 4,481 orbits
 VIOLATING = dict(NO_FAULTS, isr_shrinks=1)
 
@@ -155,7 +157,7 @@ def test_every_invariant_and_property_is_permutation_invariant(violating_states)
 
 # -- the reduced search
 
-@pytest.mark.parametrize("kw", [NO_FAULTS, ONE_FENCE], ids=["no-faults", "one-fence"])
+@pytest.mark.parametrize("kw", [NO_FAULTS, ONE_FENCE, STALE_FETCH], ids=["no-faults", "one-fence", "stale-fetch"])
 def test_reduced_counts_are_the_orbits_and_engine_and_reference_agree(kw):
     m = kafka(**kw)
     orbits = {orbit_representative(m)(s) for s in reachable(m)}

@@ -43,6 +43,13 @@ class KafkaReplication(Spec):
          "min_isr_changes": 0},
     )
 
+    # --symmetry conformance: a min ISR change, and the delayed fetch response's broker fields
+    symmetric_examples = (
+        {"lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 1, "election": "any"},
+        {"min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0, "election": "any"},
+    )
+
     def check_params(self) -> None:
         check(self.params)
 
