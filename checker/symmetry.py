@@ -41,8 +41,8 @@ def check_declaration(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
     permuted values (indexed by them, a set of them, an enum of them) is declared accordingly.
     Returns field name -> declaration."""
     n = sym.size
-    if n < 2 or math.factorial(n) > MAX_PERMUTATIONS:
-        raise SpecError(f"symmetry over {n} values: between 2 and 7 values are supported")
+    if n < 1 or math.factorial(n) > MAX_PERMUTATIONS:
+        raise SpecError(f"symmetry over {n} values: between 1 and 7 values are supported")
     fields = {f.name: f for f in layout.fields}
     declared: dict[str, Permuted] = {}
     for d in sym.fields:

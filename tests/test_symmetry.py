@@ -92,9 +92,9 @@ def test_symmetry_is_refused_for_the_ordered_election_and_for_specs_without_one(
     with pytest.raises(UsageError, match="needs --election any: Kafka elects the first acceptable replica"):
         Engine(compile="never").explore(kafka(**dict(NO_FAULTS, election="ordered")), Options(symmetry=True))
     from kraftcheck.specs import spec_class
-    two_phase = spec_class("two_phase")
+    mutex = spec_class("mutex")
     with pytest.raises(UsageError, match="declares no symmetry"):
-        ReferenceExplorer().explore(Model(two_phase(two_phase.Params(rm=2))), Options(symmetry=True))
+        ReferenceExplorer().explore(Model(mutex(mutex.Params())), Options(symmetry=True))
 
 
 def test_a_declaration_that_forgets_a_per_broker_field_is_refused():
@@ -276,3 +276,15 @@ def test_cli_says_whether_a_counterexample_replays_under_the_ordered_election(tm
     ordered = kafka(**dict(VIOLATING, election="ordered"))
     assert v["stricter_variant"]["replays"] == (replays_on(ordered, states) is None)
     assert v["stricter_variant"]["note"].split(":")[0] in " ".join(result.output.split())
+
+
+def test_two_phase_commit_reduces_to_the_orbits_of_its_resource_managers():
+    """A second spec, symmetric in every resource manager: the design is not Kafka's."""
+    from kraftcheck.specs import spec_class
+    two_phase = spec_class("two_phase")
+    m = Model(two_phase(two_phase.Params(rm=4)))
+    orbits = {orbit_representative(m)(s) for s in reachable(m)}
+    reduced = Engine(compile="never").explore(m, Options(keep_going=True, symmetry=True))
+    assert reduced.distinct_states == len(orbits) < len(reachable(m))
+    with pytest.raises(UsageError, match="at most rm=7"):
+        Engine(compile="never").explore(Model(two_phase(two_phase.Params(rm=8))), Options(symmetry=True))
