@@ -155,6 +155,36 @@ def test_every_invariant_and_property_is_permutation_invariant(violating_states)
     assert {"leader_maximal_isr_covers_electable", "elr_members_hold_committed_log"} <= verdicts
 
 
+@pytest.mark.parametrize("kw", [VIOLATING, STALE_FETCH, dict(ONE_FENCE, protocol="kafka-4.x", unclean_election=True)],
+                         ids=["violating", "stale-fetch", "unclean-election"])
+def test_every_transition_maps_to_a_transition_under_every_permutation(kw):
+    """The claim itself, checked directly: the successors of p(s) are the images of s's."""
+    m = kafka(**kw)
+    tables = PermutationTables(m.layout, m.spec.symmetry())
+    rng = random.Random(5)
+    states = reachable(m)
+    for s in rng.sample(states, min(150, len(states))):
+        successors = {m.step(s, lab) for lab in m.enabled_labels(s)}
+        for p in range(1, tables.perms.shape[0]):
+            image = tables.image(s, p)
+            assert {m.step(image, lab) for lab in m.enabled_labels(image)} == \
+                {tables.image(t, p) for t in successors}, (s, p)
+
+
+def test_the_ordered_election_breaks_the_claim_that_the_any_election_keeps():
+    """Why --symmetry needs --election any: swapping b2 and b3 maps the initial state to itself,
+    but fencing the leader b1 elects b2 and never b3 under Kafka's order."""
+    sym = KafkaReplication(KafkaParams(**dict(NO_FAULTS, fences=1))).symmetry()
+    for election, symmetric in (("ordered", False), ("any", True)):
+        m = kafka(**dict(NO_FAULTS, fences=1, election=election))
+        tables = PermutationTables(m.layout, sym)
+        swap = [tuple(p) for p in tables.perms].index((0, 2, 1))
+        s = m.initial[0]
+        assert tables.image(s, swap) == s
+        successors = {m.step(s, lab) for lab in m.enabled_labels(s)}
+        assert ({tables.image(t, swap) for t in successors} == successors) is symmetric
+
+
 # -- the reduced search
 
 @pytest.mark.parametrize("kw", [NO_FAULTS, ONE_FENCE, STALE_FETCH], ids=["no-faults", "one-fence", "stale-fetch"])
