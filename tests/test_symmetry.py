@@ -7,6 +7,7 @@ shortest counterexample length, and write concrete traces that replay step by st
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -221,7 +222,7 @@ def test_symmetry_keeps_every_verdict_and_shortest_counterexample_length(violati
     assert len(full.violations) == 3
 
 
-def test_first_violation_under_symmetry_agrees_between_tiers_and_has_the_shortest_length(violating_runs):
+def test_first_violation_under_symmetry_agrees_between_chunk_sizes_and_has_the_shortest_length(violating_runs):
     m, full, _ = violating_runs
     first = Engine(compile="never").explore(m, Options(symmetry=True))
     small = Engine(compile="never", chunk_candidates=64, shard_bits=1).explore(m, Options(symmetry=True))
@@ -318,3 +319,24 @@ def test_two_phase_commit_reduces_to_the_orbits_of_its_resource_managers():
     assert reduced.distinct_states == len(orbits) < len(reachable(m))
     with pytest.raises(UsageError, match="at most rm=7"):
         Engine(compile="never").explore(Model(two_phase(two_phase.Params(rm=8))), Options(symmetry=True))
+
+
+def test_a_symmetric_checkpoint_resumes_to_the_same_end_and_only_under_symmetry(tmp_path):
+    from kraftcheck.specs import spec_class
+    eager = spec_class("two_phase_eager_commit")
+
+    def model():
+        return Model(eager(eager.Params(rm=4)))
+
+    reduced = Options(keep_going=True, symmetry=True)
+    full = Engine().explore(model(), reduced)
+    stopped = Engine().explore(model(), dataclasses.replace(reduced, max_depth=4, checkpoint_dir=str(tmp_path)))
+    assert stopped.status == "incomplete"
+    with pytest.raises(UsageError):
+        Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    resumed = Engine().explore(model(), dataclasses.replace(reduced, checkpoint_dir=str(tmp_path), resume=True))
+    assert summary(resumed) == summary(full) and resumed.violations
+    m = model()
+    for v in resumed.violations:
+        for before, after in zip(v.steps, v.steps[1:]):
+            assert m.step(before.state, after.label) == after.state
