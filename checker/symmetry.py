@@ -64,6 +64,10 @@ def check_declaration(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
                 raise SpecError(f"symmetry: field {f.name}: unless needs a scalar field, not {d.unless[0]!r}")
             if f.shape:
                 raise SpecError(f"symmetry: field {f.name}: unless applies to scalar fields only")
+        # a constant is the same in every state: it can name a value only as a filler that never moves
+        always_filler = d.unless is not None and fields[d.unless[0]].const == d.unless[1]
+        if f.const is not None and d.holds != "other" and not always_filler:
+            raise SpecError(f"symmetry: field {f.name} is a constant and cannot hold a permuted {d.holds}")
         declared[d.field] = d
     for f in layout.fields:
         d = declared.get(f.name, Permuted(f.name))
@@ -147,6 +151,8 @@ class Canonicaliser:
         self.elem_mask = np.array([(1 << e.bits) - 1 for e in layout.elements], np.int64)
         self.elem_const = np.array([e.field.const if e.field.const is not None else -1 for e in layout.elements],
                                    np.int64)
+        moved = (self.tables.src != np.arange(self.size)).any(axis=0) | (self.tables.kind != OTHER)
+        self.varying = np.flatnonzero(moved & (self.elem_const < 0)).astype(np.int64)
         self.threads = thread_count()
         self._scratch = [np.zeros((3, self.size), np.int64) for _ in range(self.threads)]
 
@@ -186,7 +192,7 @@ class Canonicaliser:
             scratch = self._scratch[j]
             canonicalize_rows(words, hashes, rows, a, b, self.elem_word, self.elem_shift, self.elem_mask,
                               self.elem_const, t.src, t.kind, t.guard_elem, t.guard_value, t.member_map,
-                              t.subset_map, self.size, scratch[0], scratch[1], scratch[2])
+                              t.subset_map, self.size, self.varying, scratch[0], scratch[1], scratch[2])
 
         run_parts(part, len(parts))
 

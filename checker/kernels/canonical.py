@@ -19,12 +19,14 @@ OTHER, MEMBER, SUBSET = 0, 1, 2
 
 @njit(cache=True, nogil=True)
 def canonicalize_rows(words, hashes, rows, lo, hi, elem_word, elem_shift, elem_mask, elem_const, src, kind,
-                      guard_elem, guard_value, member_map, subset_map, size, cur, cand, best):
+                      guard_elem, guard_value, member_map, subset_map, size, varying, cur, cand, best):
     """Canonicalise ``words[rows[k]]`` for k in lo..hi in place, with fingerprints into ``hashes``.
 
     ``elem_*`` place every flat element in the words (``elem_const`` >= 0: a constant);
     ``src[p, j]`` is the element permutation p moves to j; ``kind[j]`` says how its value maps
     (``member_map[p, v]``, ``subset_map[p, v]``), unless ``cur[guard_elem[j]] == guard_value[j]``.
+    ``varying`` lists, in flat order, the elements some permutation may change: the others are
+    equal in every image, so comparing images on ``varying`` alone orders them as on all elements.
     ``cur``, ``cand`` and ``best`` are scratch rows of ``size`` int64 each (one set per thread).
     """
     nperms = src.shape[0]
@@ -43,7 +45,8 @@ def canonicalize_rows(words, hashes, rows, lo, hi, elem_word, elem_shift, elem_m
         for p in range(1, nperms):
             order = 0  # 0: equal to best so far, -1: smaller
             larger = False
-            for j in range(size):
+            for i in range(varying.shape[0]):
+                j = varying[i]
                 v = cur[src[p, j]]
                 kd = kind[j]
                 if kd != OTHER and not (guard_elem[j] >= 0 and cur[guard_elem[j]] == guard_value[j]):
@@ -60,8 +63,8 @@ def canonicalize_rows(words, hashes, rows, lo, hi, elem_word, elem_shift, elem_m
                         larger = True
                         break
             if not larger and order < 0:
-                for j in range(size):
-                    best[j] = cand[j]
+                for i in range(varying.shape[0]):
+                    best[varying[i]] = cand[varying[i]]
                 improved = True
         if improved:
             for w in range(nwords):
