@@ -40,6 +40,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "interpreted_states": result.interpreted_states,
         "fingerprints": result.fingerprints,
         "collision_probability": result.collision_probability,
+        "symmetry": result.symmetry,
         "checkpoint_dir": result.checkpoint_dir,
         "resumed_from_level": result.resumed_from_level,
         "spark": result.spark,
@@ -49,7 +50,8 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "never_fired": result.never_fired() if result.exhaustive else None,
         "violations": [
             {"invariant": v.check, "kind": v.kind, "depth": v.depth, "trace_file": trace_files.get(v.check),
-             "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None]}
+             "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None],
+             **({"stricter_variant": v.stricter_variant} if v.stricter_variant is not None else {})}
             for v in result.violations
         ],
     }

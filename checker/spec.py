@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence
 
 from kraftcheck.checker.errors import SpecError, UsageError
 
@@ -234,6 +234,48 @@ class Liveness:
 
 
 # ----------------------------------------------------------------------------------------------
+# Symmetry (``--symmetry``): which permutations of a value set map states to states
+
+
+@dataclass(frozen=True)
+class Permuted:
+    """How field ``field`` moves when the symmetric values are permuted.
+
+    ``axes``: the axes of the field indexed by the values (``(0,)`` for a per-broker array,
+    ``(0, 1)`` for a broker x broker one). ``holds``: what an element holds, ``"member"`` (a value's
+    index; larger values such as "none" are kept), ``"subset"`` (a bitmask of values) or
+    ``"other"``. ``unless=(field, value)``: while scalar field ``field`` holds ``value`` this field
+    is a filler (say 0 for "no sender") and is not a member, so it is left as it is.
+    """
+
+    field: str
+    axes: tuple[int, ...] = ()
+    holds: str = "other"
+    unless: Optional[tuple[str, int]] = None
+
+    def __post_init__(self) -> None:
+        if self.holds not in ("member", "subset", "other"):
+            raise SpecError(f"symmetry: field {self.field}: holds must be member, subset or other, not {self.holds!r}")
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """The spec's claim that permuting the values ``labels`` (0..n-1: the brokers) maps every state
+    to a state, every transition to a transition, every initial state's successors to successors,
+    and keeps every invariant's and property's verdict. ``fields`` say how each field moves; a field
+    not named is left as it is. ``checker.symmetry`` checks the declaration against the fields'
+    own metadata (``index_labels``, ``Set`` and ``Enum`` labels) so that no per-value field is
+    forgotten."""
+
+    labels: tuple[str, ...]
+    fields: tuple[Permuted, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+
+# ----------------------------------------------------------------------------------------------
 # Parameters
 
 
@@ -288,6 +330,9 @@ class Spec:
     #: Small parameter sets (keyword dicts for ``Params``) on which the conformance tests compare
     #: every explorer with the reference explorer; keep each to a few thousand states.
     examples: ClassVar[tuple[dict[str, Any], ...]] = ()
+    #: Parameter sets on which the conformance tests compare every explorer under ``--symmetry``
+    #: (only for a spec that declares a symmetry).
+    symmetric_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
@@ -360,6 +405,18 @@ class Spec:
     def liveness(self) -> list[Liveness]:
         """The liveness properties ``--liveness`` checks, each with its fairness; default none."""
         return []
+
+    def symmetry(self) -> Optional[Symmetry]:
+        """The permutations that map this model's states and transitions to its own, for
+        ``--symmetry``; None (the default): the model declares none, and --symmetry is refused.
+        Raise a UsageError to say why these parameters are not symmetric."""
+        return None
+
+    def stricter_variant(self) -> Optional[tuple[str, "Spec"]]:
+        """(what it is, spec) of a variant whose behaviours are some of this model's (the real
+        system's, when this one over-approximates it), or None. Each counterexample is replayed on
+        it: does the real system have it too?"""
+        return None
 
     def availability_variants(self) -> dict[str, Any]:
         """Name -> ``Params`` of the settings ``--availability`` compares (e.g. one per recovery

@@ -48,6 +48,8 @@ _API = {
     "Param": "kraftcheck.checker.spec:Param",
     "Invariant": "kraftcheck.checker.spec:Invariant",
     "TransitionProperty": "kraftcheck.checker.spec:TransitionProperty",
+    "Symmetry": "kraftcheck.checker.spec:Symmetry",
+    "Permuted": "kraftcheck.checker.spec:Permuted",
     "param": "kraftcheck.checker.spec:param",
     "Model": "kraftcheck.checker.model:Model",
     # errors

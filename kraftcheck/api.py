@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.result import Options, ProgressFn, Result, no_progress
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Spec
@@ -53,7 +54,7 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
           max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
-          fingerprints: bool = False,
+          fingerprints: bool = False, symmetry: bool = False,
           **params: Any) -> Result:
     """Explore ``spec`` with parameters ``params`` and return the Result.
 
@@ -64,8 +65,9 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     model = Model(make_spec(spec, params), check=list(invariants) if invariants else None)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None,
-                      fingerprints=fingerprints)
+                      fingerprints=fingerprints, symmetry=symmetry)
     result = explorer_for(engine, compile).explore(model, options, progress)
+    check_in_stricter_variant(model, result.violations)
     if trace_dir is not None and result.violations:
         from kraftcheck.traces import write_counterexample
         run_options = {"invariants": list(invariants or ()), "continue": keep_going, "max_states": max_states,

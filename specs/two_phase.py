@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from kraftcheck.checker.spec import (Action, Bool, Enum, Invariant, Param, Set, Spec, param)
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import Action, Bool, Enum, Invariant, Param, Permuted, Set, Spec, Symmetry, param
 
 WORKING, PREPARED, COMMITTED, ABORTED = range(4)
 RM_STATES = ("working", "prepared", "committed", "aborted")
@@ -102,6 +103,7 @@ class TwoPhase(Spec):
     summary = "Lamport's Two-Phase Commit (TLC's state counts reproduced exactly)"
     Params = TwoPhaseParams
     examples = ({"rm": 1}, {"rm": 2}, {"rm": 3})
+    symmetric_examples = ({"rm": 3}, {"rm": 4})
 
     def rm_names(self) -> tuple[str, ...]:
         return tuple(f"rm{i + 1}" for i in range(self.params.rm))
@@ -134,3 +136,10 @@ class TwoPhase(Spec):
 
     def invariants(self):
         return [Invariant("tc_consistent", tc_consistent, tc_consistent.__doc__)]
+
+    def symmetry(self):
+        """Resource managers are interchangeable (TLC's ``Permutations(RM)``)."""
+        if self.params.rm > 7:
+            raise UsageError(f"--symmetry tries all rm! permutations of every state: at most rm=7, not {self.params.rm}")
+        return Symmetry(self.rm_names(), (Permuted("rm_state", axes=(0,)), Permuted("tm_prepared", holds="subset"),
+                                          Permuted("msg_prepared", holds="subset")))

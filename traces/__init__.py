@@ -45,6 +45,8 @@ def trace_from_violation(model: Model, violation: Violation, run_options: Mappin
     steps = [(s.label, tuple(s.state)) for s in violation.steps]
     info = {"check": violation.check, "kind": violation.kind or kind, "doc": " ".join((doc or "").split()),
             "step": len(steps) - 1}
+    if violation.stricter_variant is not None:  # replayed on the spec's stricter variant (checker/explore/concrete.py)
+        info["stricter_variant"] = dict(violation.stricter_variant)
     return build_trace(model, steps, kind="counterexample", violation=info, run_options=run_options)
 
 

@@ -23,14 +23,18 @@ from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 
 MANIFEST = "checkpoint.json"
+# identity entries that checkpoints written before them lack, with the value they had then
+IDENTITY_DEFAULTS = {"symmetry": False}
 FORMAT = "kraftcheck-checkpoint"
 FORMAT_VERSION = 1
 
 
-def run_identity(model: Model, fingerprints: bool) -> dict[str, Any]:
+def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> dict[str, Any]:
     """What must be the same for a checkpoint to be resumed by a run."""
     spec = model.spec
-    return {
+    # a run under --symmetry holds canonical states (checkpoints older than the option say nothing:
+    # IDENTITY_DEFAULTS)
+    return {"symmetry": symmetry,
         "spec": spec.name,
         "params": json.loads(json.dumps(spec.options(), default=str)),
         "checks": model.check_names,
@@ -80,7 +84,7 @@ def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]
     if manifest is None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
     theirs = manifest["identity"]
-    differ = [key for key in identity if theirs.get(key) != identity[key]]
+    differ = [key for key in identity if theirs.get(key, IDENTITY_DEFAULTS.get(key)) != identity[key]]
     if differ:
         details = "; ".join(f"{key}: checkpoint {_short(theirs.get(key))}, this run {_short(identity[key])}"
                             for key in differ)

@@ -32,6 +32,8 @@ from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, Memory
 from kraftcheck.checker.explore.state_graph import GraphRecorder
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.model import Model
+from kraftcheck.checker.symmetry import canonical_step, canonicaliser_for
+from kraftcheck.checker.explore.concrete import concrete_trace
 
 CANDIDATES_PER_CHUNK = 1 << 20
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
@@ -99,6 +101,10 @@ class Engine:
         if options.record_graph and (not options.keep_going or options.fingerprints or options.checkpoint_dir):
             raise UsageError("recording the state graph needs every state explored and kept in memory: "
                              "keep_going (--continue), without fingerprints or a checkpoint")
+        if options.record_graph and options.symmetry:
+            raise UsageError("--symmetry explores one state per orbit; the graph analyses need every state")
+        if options.symmetry:
+            canonicaliser_for(model)  # the spec's refusal, before anything is compiled
         if options.checkpoint_dir and not options.resume:
             check_new_checkpoint_dir(Path(options.checkpoint_dir))
         mode = "now" if numba.config.DISABLE_JIT else self.compile
@@ -142,6 +148,20 @@ class Engine:
         return Kernels(model, module)
 
 
+def initial_sources(model: Model, canon) -> list[int]:
+    """For each state of the initial level, in order, the index in ``model.initial`` of the
+    initial state it stands for: every one without symmetry, the first of each orbit with it."""
+    if canon is None:
+        return list(range(len(model.initial)))
+    seen, out = set(), []
+    for i, flat in enumerate(model.initial):
+        c = canon.canonical_flat(flat)
+        if c not in seen:
+            seen.add(c)
+            out.append(i)
+    return out
+
+
 def _warm_up_generic(init_words: np.ndarray) -> None:
     """Compile (or load from numba's cache) the spec-independent kernels before the clock starts."""
     VisitedSet(init_words.shape[1], 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
@@ -169,7 +189,11 @@ class _Run:
         self.checkpoint_dir = Path(options.checkpoint_dir) if options.checkpoint_dir else None
         self.levels: MemoryLevels = DiskLevels(kernels.nwords, self.checkpoint_dir) if self.checkpoint_dir \
             else MemoryLevels(kernels.nwords)
-        self.identity = run_identity(model, options.fingerprints)
+        self.identity = run_identity(model, options.fingerprints, options.symmetry)
+        # --symmetry: successors are canonicalised before they meet the visited set
+        self.canon = canonicaliser_for(model) if options.symmetry else None
+        # the model's initial state behind each state of the initial level (duplicates dropped)
+        self.initial_sources = initial_sources(model, self.canon)
         self.result = Result(model=model, engine=Engine.name, fired=[0] * len(model.actions),
                              new_states=[0] * len(model.actions))
         self.fired = np.zeros(len(model.actions), np.int64)
@@ -201,8 +225,19 @@ class _Run:
                 return
             level = self._expand_level(level)
 
+    def _canonicalize(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int) -> None:
+        """Replace the given rows by their canonical forms (--symmetry), in the current tier."""
+        if self.kernels.compiled:
+            self.canon.canonicalize(words, hashes, rows, nrows)
+        else:
+            self.canon.canonicalize_interpreted(words, hashes, rows, nrows)
+
     def _initial_level(self, init_words: np.ndarray) -> Optional[np.ndarray]:
         hashes = fingerprints(init_words)
+        if self.canon is not None:
+            init_words = init_words.copy()
+            self._canonicalize(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64),
+                               init_words.shape[0])
         if self.recorder is not None:
             is_new = self.recorder.add_initial(init_words, hashes)
         else:
@@ -232,12 +267,15 @@ class _Run:
         lo = 0
         while lo < level.shape[0]:
             self._switch_when_compiled()
-            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled else INTERPRETED_CHUNK_STATES))
+            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled
+                                           else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
             self.kernels.successors(level, lo, hi, buf)
             self.levels.release(level, hi)
             nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
+            if self.canon is not None:
+                self._canonicalize(buf.words, buf.hashes, buf.valid, nrows)
             self.generated += nrows
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             if self.model.properties:
@@ -328,9 +366,12 @@ class _Run:
 
     def _record_violation(self, name: str, kind: str, index: int, label: int) -> None:
         """A violation of ``name`` at state ``index`` (for a property: by action ``label`` from it)."""
-        steps = self._trace(index)
-        if kind == "property":
-            steps.append(Step(label, self.kernels.step(steps[-1].state, label)))
+        if self.canon is not None:
+            steps = self._concrete_trace(index, kind, label, name)
+        else:
+            steps = self._trace(index)
+            if kind == "property":
+                steps.append(Step(label, self.kernels.step(steps[-1].state, label)))
         self.found[name] = Violation(name, kind, steps)
         self.found_at[name] = (kind, index, label)
 
@@ -422,6 +463,25 @@ class _Run:
         """Replay the labels on the path to state ``index`` from its initial state."""
         return replay_path(self.model, index, self.levels.parent_of, self.kernels.step)
 
+    def _concrete_trace(self, index: int, kind: str, label: int, name: str) -> list[Step]:
+        """--symmetry: the path of canonical states to ``index`` (and, for a transition property,
+        the violating step by ``label``), rebuilt as a trace of the concrete model."""
+        canonical = self.canon.canonical_flat
+        model = self.model
+        start: list[tuple[int, ...]] = []
+
+        def initial(i: int) -> tuple[int, ...]:
+            start.append(model.initial[self.initial_sources[i]])
+            return canonical(start[0])
+
+        path = replay_path(model, index, self.levels.parent_of, canonical_step(self.kernels.step, canonical),
+                           initial=initial)
+        last_ok = None
+        if kind == "property":
+            path.append(Step(label, canonical(self.kernels.step(path[-1].state, label))))
+            last_ok = lambda before, after: name in model.violated_properties(before, after)  # noqa: E731
+        return concrete_trace(model, path, start[0], self.kernels.step, canonical, last_ok)
+
     # -- reporting
     def _report(self, force: bool) -> None:
         now = self.clock.elapsed
@@ -441,6 +501,7 @@ class _Run:
         r.new_states = [int(x) for x in self.new_per_action]
         r.interpreted_states = self.interpreted_states
         r.fingerprints = self.options.fingerprints
+        r.symmetry = self.options.symmetry
         if self.options.fingerprints:
             r.collision_probability = self.visited.collision_probability(self.generated)
         r.conclude(list(self.found.values()), self.options.keep_going)

@@ -15,6 +15,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.explore.concrete import concrete_trace
 
 
 class ReferenceExplorer:
@@ -32,6 +33,10 @@ class ReferenceExplorer:
         result = Result(model=model, engine=self.name, fired=fired, new_states=new_states)
 
         index: dict = {}  # state (or, with fingerprints, its fingerprint) -> its number
+        # --symmetry: every state is replaced by its orbit's representative, computed here by brute
+        # force on field values, sharing no code with the engine's tables and kernel
+        canon = orbit_representative(model) if options.symmetry else (lambda flat: flat)
+        initial_source: list[int] = []  # per initial-level state: its index in model.initial
 
         def key(flat: tuple[int, ...]):
             if not options.fingerprints:
@@ -44,12 +49,32 @@ class ReferenceExplorer:
         found: dict[str, Violation] = {}
         clock = Clock(options.time_limit)
 
-        def path(i: int) -> list[Step]:
+        def stored_path(i: int) -> list[Step]:
             steps = []
             while i >= 0:
                 steps.append(Step(label_of[i] if label_of[i] >= 0 else None, states[i]))
                 i = parent[i]
             return steps[::-1]
+
+        def step(flat: tuple[int, ...], lab: int):
+            fn, values = actions[lab]
+            before = layout.to_object(flat)
+            after = copy.deepcopy(before)
+            return layout.from_object(after) if fn(before, after, *values) else None
+
+        def path(i: int, last=None, prop=None) -> list[Step]:
+            """The trace to state i (then by ``last`` = (label, canonical successor)); under
+            symmetry, de-canonicalised into a trace of the concrete model."""
+            steps = stored_path(i) + ([Step(*last)] if last else [])
+            if not options.symmetry:
+                return steps
+            first = i
+            while parent[first] >= 0:
+                first = parent[first]
+            last_ok = None
+            if prop is not None:
+                last_ok = lambda before, after: not prop(layout.to_object(before), layout.to_object(after))  # noqa: E731
+            return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
 
         def add(flat: tuple[int, ...], par: int, lab: int) -> bool:
             """Record a new state and check invariants; True when the run must stop."""
@@ -65,9 +90,11 @@ class ReferenceExplorer:
 
         stop = False
         frontier: list[int] = []
-        for flat in model.initial:
+        for source, flat in enumerate(model.initial):
             result.states_generated += 1
+            flat = canon(flat)
             if key(flat) not in index:
+                initial_source.append(source)
                 frontier.append(len(states))
                 if add(flat, -1, -1):
                     stop = True
@@ -96,8 +123,9 @@ class ReferenceExplorer:
                         fired[model.label_action[lab]] += 1
                         for name, prop in properties:
                             if name not in found and not prop(before, after):
-                                found[name] = Violation(name, "property", path(i) + [Step(lab, succ)])
+                                found[name] = Violation(name, "property", path(i, (lab, canon(succ)), prop))
                                 stop = stop or not options.keep_going
+                        succ = canon(succ)
                         if key(succ) not in index:
                             new_states[model.label_action[lab]] += 1
                             next_frontier.append(len(states))
@@ -129,6 +157,7 @@ class ReferenceExplorer:
             result.incomplete_reason = "interrupted"
         result.distinct_states = len(states)
         result.fingerprints = options.fingerprints
+        result.symmetry = options.symmetry
         if options.fingerprints:
             result.collision_probability = collision_probability(sorted(index), result.states_generated)
         result.depth = depth
@@ -146,3 +175,43 @@ def collision_probability(fingerprints: list[int], generated: int) -> dict[str, 
         return {"optimistic": optimistic, "from_fingerprints": 0.0}
     return {"optimistic": optimistic,
             "from_fingerprints": 1.0 / min(b - a for a, b in zip(fingerprints, fingerprints[1:]))}
+
+
+def orbit_representative(model: Model):
+    """flat -> the smallest flat state (as a tuple) among the images of ``flat`` under every
+    permutation of the spec's symmetric values: each field's values are rearranged along its
+    declared axes and mapped through the permutation as members or subsets."""
+    import itertools
+
+    import numpy as np
+
+    from kraftcheck.checker.symmetry import check_declaration, declared_symmetry
+    sym = declared_symmetry(model.spec)
+    layout = model.layout
+    declared = check_declaration(layout, sym)
+    n = sym.size
+    perms = list(itertools.permutations(range(n)))
+
+    def image(values: dict, perm: tuple[int, ...]) -> tuple[int, ...]:
+        where_from = [perm.index(i) for i in range(n)]  # position i of the image comes from here
+        out: list[int] = []
+        for f in layout.fields:
+            v = np.array(values[f.name], dtype=np.int64)
+            d = declared.get(f.name)
+            if d is not None:
+                for axis in d.axes:
+                    v = np.take(v, where_from, axis=axis)
+                filler = d.unless is not None and values[d.unless[0]] == d.unless[1]
+                if d.holds == "member" and not filler:
+                    v = np.vectorize(lambda x: perm[x] if x < n else x, otypes=[np.int64])(v)
+                elif d.holds == "subset":
+                    v = np.vectorize(lambda m: sum(1 << perm[i] for i in range(n) if m >> i & 1),
+                                     otypes=[np.int64])(v)
+            out.extend(int(x) for x in np.ravel(v))
+        return tuple(out)
+
+    def representative(flat: tuple[int, ...]) -> tuple[int, ...]:
+        values = layout.values(flat)
+        return min(image(values, perm) for perm in perms)
+
+    return representative

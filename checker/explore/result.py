@@ -25,6 +25,7 @@ class Options:
     checkpoint_dir: Optional[str] = None  # --checkpoint / --resume: levels on disk there, resumable
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
     record_graph: bool = False         # also record every transition (engine only; needs keep_going)
+    symmetry: bool = False             # --symmetry: canonical states under the spec's symmetry
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,12 @@ class Step:
 
 
 def replay_path(model: Model, index: int, parent_of: Callable[[int], tuple[int, int]],
-                step: Callable[[tuple[int, ...], int], Optional[tuple[int, ...]]]) -> list[Step]:
+                step: Callable[[tuple[int, ...], int], Optional[tuple[int, ...]]],
+                initial: Optional[Callable[[int], tuple[int, ...]]] = None) -> list[Step]:
     """The trace to state ``index``: follow ``parent_of(index) -> (parent, label)`` back to an
     initial state (parent < 0), then replay the labels forward with ``step``. Every explorer that
-    stores a parent link and a label per state rebuilds its counterexamples this way."""
+    stores a parent link and a label per state rebuilds its counterexamples this way.
+    ``initial(i)``: the state of initial-level index i (default: ``model.initial[i]``)."""
     labels = []
     while True:
         parent, label = parent_of(index)
@@ -64,7 +67,7 @@ def replay_path(model: Model, index: int, parent_of: Callable[[int], tuple[int, 
             break
         labels.append(label)
         index = parent
-    state = model.initial[index]  # initial states are the first indices, in order
+    state = model.initial[index] if initial is None else initial(index)  # initial states come first, in order
     steps = [Step(None, state)]
     for label in reversed(labels):
         state = step(state, label)
@@ -82,6 +85,8 @@ class Violation:
     kind: str  # "invariant" or "property"
     steps: list[Step]
     trace_file: Optional[str] = None
+    # the counterexample replayed on the spec's stricter variant (checker/explore/concrete.py)
+    stricter_variant: Optional[dict[str, Any]] = None
 
     @property
     def depth(self) -> int:
@@ -117,6 +122,7 @@ class Result:
     graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
     resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
+    symmetry: bool = False  # states were canonicalised: distinct states count orbits
 
     @property
     def states_per_s(self) -> float:

@@ -13,9 +13,11 @@ import click
 from kraftcheck.cli.params import derived_options, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
 from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
+from kraftcheck.checker.symmetry import canonicaliser_for
 from kraftcheck.cli.paths import check_output_dir, check_output_file
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
@@ -65,7 +67,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
               fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
               graph: tuple[Optional[str], bool, bool, int] = (None, False, False, 20_000),
-              spark: Optional[dict[str, Any]] = None) -> int:
+              spark: Optional[dict[str, Any]] = None, symmetry: bool = False) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
     dump_graph, availability, liveness, graph_limit = graph
@@ -78,8 +80,15 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     if engine == "reference" and (checkpoint or resume):
         raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
     check_output_dir(checkpoint or resume, "--checkpoint" if checkpoint else "--resume")
+    if symmetry and engine == "spark":
+        raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
+    if symmetry and (dump_graph or availability or liveness):
+        raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
+                         "need every state")
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None)
+    if symmetry:
+        canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     # the analyses need every state: they imply --continue, and the compiled engine records the
     # graph while it explores (others leave it to a recording pass of its own)
@@ -88,7 +97,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     record = analyses_wanted and engine == "engine" and not fingerprints and not (checkpoint or resume)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=max_memory, fingerprints=fingerprints, checkpoint_dir=checkpoint or resume,
-                      resume=bool(resume), record_graph=record)
+                      resume=bool(resume), record_graph=record, symmetry=symmetry)
     explorer = explorer_for(engine, compile, spark)
     terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                   f"{model.layout.state_bits} bits per state")
@@ -101,13 +110,14 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
                    "engine": engine, "compile": compile, "fingerprints": fingerprints,
-                   "checkpoint": checkpoint, "resume": resume}
+                   "checkpoint": checkpoint, "resume": resume, "symmetry": symmetry}
     # only the analyses hold the recorded graph (a list they take it out of), so it is freed once used
     recorded = [result.graph] if result.graph is not None else None
     result.graph = None
     trace_files: dict[str, str] = {}
     if result.violations:
         from kraftcheck import traces
+        check_in_stricter_variant(model, result.violations)
         for v in result.violations:
             path = traces.write_counterexample(model, v, run_options, trace_dir)
             v.trace_file = str(path)
@@ -175,6 +185,9 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--fingerprints", is_flag=True,
               help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
                    "state): exhaustive up to hash collisions, whose probability the report estimates.")
+@click.option("--symmetry", is_flag=True,
+              help="Explore one state per orbit under the spec's symmetry (Kafka: permuted brokers, "
+                   "with --election any); traces stay concrete.")
 @click.option("--checkpoint", metavar="DIR",
               help="Keep the levels on disk in DIR (a new or empty directory) and make the run resumable: "
                    "every finished level is durable, whatever stops the run.")
@@ -201,7 +214,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
           max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-          fingerprints: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
+          fingerprints: bool, symmetry: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
           threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
@@ -220,7 +233,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
                          graph=(dump_graph, availability, liveness, graph_limit),
-                         spark=spark_settings(master, spark_conf, work_dir))
+                         spark=spark_settings(master, spark_conf, work_dir), symmetry=symmetry)
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE

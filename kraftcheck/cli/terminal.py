@@ -166,7 +166,8 @@ class Terminal:
         stats.add_column(justify="right")
         stats.add_row("initial states", f"{result.initial_states:,}")
         stats.add_row("states generated", f"{result.states_generated:,}")
-        stats.add_row("distinct states", f"{result.distinct_states:,}")
+        stats.add_row("distinct states", f"{result.distinct_states:,}" + (" (orbits under --symmetry)"
+                                                                          if result.symmetry else ""))
         stats.add_row("depth", f"{result.depth:,}")
         stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
         stats.add_row("compilation", compile_summary(result))
@@ -198,3 +199,5 @@ class Terminal:
             for i, step in enumerate(v.steps):
                 action = "initial state" if step.label is None else str(model.labels[step.label])
                 self.out.print(f"  {i + 1:>3}. {action}")
+            if v.stricter_variant is not None:
+                self.out.print(Text(f"  {v.stricter_variant['note']}"))

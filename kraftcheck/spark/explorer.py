@@ -57,6 +57,8 @@ class SparkExplorer:
         self.partitions = partitions
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+        if options.symmetry:
+            raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
         t0 = time.perf_counter()

@@ -17,8 +17,11 @@ action precisely.
 
 from __future__ import annotations
 
+import dataclasses
 
-from kraftcheck.checker.spec import Action, Invariant, Param, Spec, TransitionProperty
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.spec import Action, Invariant, Param, Permuted, Spec, Symmetry, TransitionProperty
 from kraftcheck.invariants import kafka_invariants, kafka_properties
 from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
 from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, effective_min_isr, switches
@@ -38,6 +41,13 @@ class KafkaReplication(Spec):
          "min_isr_changes": 0},
         {"brokers": 2, "min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "isr_shrinks": 0,
          "min_isr_changes": 0},
+    )
+
+    # --symmetry conformance: a min ISR change, and the delayed fetch response's broker fields
+    symmetric_examples = (
+        {"lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 1, "election": "any"},
+        {"min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0, "election": "any"},
     )
 
     def check_params(self) -> None:
@@ -81,6 +91,15 @@ class KafkaReplication(Spec):
         b = Param("b", self.n, self.broker_names())
         f = Param("f", self.n, self.broker_names())
         acks = Param("acks", 2, ("1", "all"))
+        # --election any: every action that elects names the leader it leaves (n: none), one
+        # instance per acceptable choice; Kafka's ordered election has no such parameter
+        any_leader = p.election == "any"
+        leader = (Param("leader", self.n + 1, self.broker_names() + ("none",)),) if any_leader else ()
+
+        def electing(name, ordered, chooser, params):
+            fn = chooser if any_leader else ordered
+            return Action(name, fn, params + leader, ordered.__doc__)
+
         acts = [
             Action("SyncMetadata", broker.sync_metadata, (b,), broker.sync_metadata.__doc__),
             *([Action("ApplyConfigDelta", broker.apply_config_delta, (b,), broker.apply_config_delta.__doc__)]
@@ -89,26 +108,26 @@ class KafkaReplication(Spec):
             Action("Fetch", broker.fetch, (f,), broker.fetch.__doc__),
             Action("AdvanceHighWatermark", broker.advance_hwm, (b,), broker.advance_hwm.__doc__),
             Action("ProposeIsrExpand", broker.propose_expand, (b, f), broker.propose_expand.__doc__),
-            Action("HandleAlterPartition", controller.handle_alter_partition, (),
-                   controller.handle_alter_partition.__doc__),
+            electing("HandleAlterPartition", controller.handle_alter_partition,
+                     controller.handle_alter_partition_electing, ()),
             Action("ReceiveAlterPartitionResponse", broker.receive_alter_partition_response, (),
                    broker.receive_alter_partition_response.__doc__),
-            Action("Unfence", controller.unfence, (b,), controller.unfence.__doc__),
-            Action("SessionTimeout", controller.session_timeout, (b,), controller.session_timeout.__doc__),
-            Action("Restart", faults.restart, (b,), faults.restart.__doc__),
+            electing("Unfence", controller.unfence, controller.unfence_electing, (b,)),
+            electing("SessionTimeout", controller.session_timeout, controller.session_timeout_electing, (b,)),
+            electing("Restart", faults.restart, faults.restart_electing, (b,)),
         ]
         if p.isr_shrinks:
             out = Param("out", (1 << self.n) - 1, subset_labels(self.broker_names()))
             acts.append(Action("ProposeIsrShrink", broker.propose_shrink, (b, out), broker.propose_shrink.__doc__))
         if p.fences:
-            acts.append(Action("Fence", controller.fence, (b,), controller.fence.__doc__))
+            acts.append(electing("Fence", controller.fence, controller.fence_electing, (b,)))
         if p.lossy_shutdowns:
             keep = Param("keep", p.records)
             acts.append(Action("LossyShutdown", faults.lossy_shutdown, (b, keep), faults.lossy_shutdown.__doc__))
         if p.lossless_shutdowns:
             acts.append(Action("LosslessShutdown", faults.lossless_shutdown, (b,), faults.lossless_shutdown.__doc__))
         if p.clean_shutdowns:
-            acts.append(Action("CleanShutdown", faults.clean_shutdown, (b,), faults.clean_shutdown.__doc__))
+            acts.append(electing("CleanShutdown", faults.clean_shutdown, faults.clean_shutdown_electing, (b,)))
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
@@ -123,13 +142,43 @@ class KafkaReplication(Spec):
         sw = switches(p)
         if sw["k_recovery"] != RECOVERY_OFF:
             acts.append(Action("RecoveryReply", recovery.recovery_reply, (b,), recovery.recovery_reply.__doc__))
-            acts.append(Action("RecoveryElect", recovery.recovery_elect, (), recovery.recovery_elect.__doc__))
+            acts.append(electing("RecoveryElect", recovery.recovery_elect, recovery.recovery_elect_electing, ()))
         if sw["k_recovery"] != RECOVERY_OFF or sw["k_fallback"] == FALLBACK_UNCLEAN:
             acts.append(Action("ProposeRecovered", broker.propose_recovered, (b,), broker.propose_recovered.__doc__))
         return acts
 
     def invariants(self):
         return [Invariant(fn.__name__, fn, fn.__doc__) for fn in kafka_invariants()]
+
+    # -- symmetry (--symmetry) and the ordered election a counterexample is replayed on
+    def symmetry(self):
+        """Brokers are interchangeable once the controller may elect any acceptable replica: every
+        per-broker field moves with its broker, sets and broker references map through the
+        permutation. ``ap_from`` and the delayed fetch response's brokers are 0 while nothing is
+        in flight: fillers then, not brokers."""
+        if self.params.election != "any":
+            raise UsageError("--symmetry needs --election any: Kafka elects the first acceptable replica in "
+                             "assignment order, so permuting brokers is not a symmetry of the ordered model")
+        per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
+                      "v_recovering", "eso", "v_cfg_next")
+        subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
+        return Symmetry(self.broker_names(), (
+            *(Permuted(name, axes=(0,)) for name in per_broker),
+            *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age")),
+            Permuted("v_leader", axes=(0,), holds="member"),
+            Permuted("v_isr", axes=(0,), holds="subset"),
+            *(Permuted(name, holds="subset") for name in subsets),
+            Permuted("c_leader", holds="member"),
+            Permuted("c_last_leader", holds="member"),
+            Permuted("ap_from", holds="member", unless=("ap_state", 0)),
+            Permuted("fr_follower", holds="member", unless=("fr_epoch", 0)),
+            Permuted("fr_leader", holds="member", unless=("fr_epoch", 0)),
+        ))
+
+    def stricter_variant(self):
+        if self.params.election != "any":
+            return None
+        return "Kafka's ordered election", KafkaReplication(dataclasses.replace(self.params, election="ordered"))
 
     # -- traces (specs/kafka/presentation.py)
     def lanes(self):

@@ -15,28 +15,48 @@ from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, 
 
 
 @njit(cache=True)
+def isr_elr_after(p, target, unclean):
+    """(ISR, ELR) that installing ISR ``target`` in partition state ``p`` gives (see ``update_isr``);
+    reads ``p`` only, so an action can learn the outcome before it writes its successor."""
+    if not p.k_elr:
+        if target != 0:
+            return target, p.c_elr
+        return p.c_isr, p.c_elr
+    if popcount(target) >= p.c_min_isr:
+        return target, 0
+    removed = 0 if p.k_keep_unclean_in_elr else unclean
+    return target, (p.c_elr | p.c_isr) & ~target & ~removed
+
+
+@njit(cache=True)
 def update_isr(t, target, unclean):
     """Install ISR ``target`` with the ELR rule of KIP-966 (rule 2 of PROTOCOL.md).
 
     ``unclean`` are replicas just found to have shut down uncleanly: they leave the ELR (and, in
     kip-966, go to LastKnownELR). Without ELR (kafka-3.5) the last ISR member is never removed.
     """
-    old_isr = t.c_isr
-    if not t.k_elr:
-        if target != 0:
-            t.c_isr = target
-        return
-    if popcount(target) >= t.c_min_isr:
-        t.c_elr = 0
-        t.c_lkelr = 0
-    else:
-        removed = 0 if t.k_keep_unclean_in_elr else unclean
-        old_elr = t.c_elr
-        new_elr = (old_elr | old_isr) & ~target & ~removed
-        t.c_elr = new_elr
-        if t.k_lkelr:
-            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~target & ~new_elr
-    t.c_isr = target
+    old_elr = t.c_elr
+    isr, elr = isr_elr_after(t, target, unclean)
+    if t.k_elr:
+        if popcount(target) >= t.c_min_isr:
+            t.c_lkelr = 0
+        elif t.k_lkelr:
+            removed = 0 if t.k_keep_unclean_in_elr else unclean
+            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~target & ~elr
+    t.c_elr = elr
+    t.c_isr = isr
+
+
+@njit(cache=True)
+def isr_elr_after_removal(p, b, unclean):
+    """(ISR, ELR) after ``remove_from_isr(p, b, unclean)``, read from ``p`` only."""
+    bit = 1 << b
+    if unclean:
+        if (p.c_isr | p.c_elr) & bit:
+            return isr_elr_after(p, p.c_isr & ~bit, bit)
+    elif p.c_isr & bit:
+        return isr_elr_after(p, p.c_isr & ~bit, 0)
+    return p.c_isr, p.c_elr
 
 
 @njit(cache=True)
@@ -70,45 +90,92 @@ def set_leader(t, new):
         clear_recovery(t)
 
 
-@njit(cache=True)
-def elect(t):
-    """Keep the leader if still acceptable, else elect one in replica order (PROTOCOL rule 7).
+# How an election ends (``election``): the first class with an acceptable replica decides.
+KEEP, FROM_ISR, FROM_ELR, LAST_LEADER, UNCLEAN, LEADERLESS = 0, 1, 2, 3, 4, 5
 
-    ISR member; else unfenced ELR member (it becomes the sole ISR member); else the preset's
-    fallback: the last known leader once unfenced (kafka-4.x, only when the ELR is empty), or an
-    unclean election of any unfenced replica (``unclean.leader.election.enable``). KIP-966's
-    unclean recovery is not a fallback here: it runs as its own actions (recovery.py).
+
+@njit(cache=True)
+def election(p, isr, elr, fenced):
+    """(how, choices) of an election over ISR ``isr``, ELR ``elr`` and fenced set ``fenced``, with
+    the leader and the switches of ``p``. ``choices`` is the bitmask of the replicas it may pick
+    (bit n: no leader). Kafka picks the first of them in assignment order; ``--election any`` any.
+
+    The current leader stays while it is an unfenced ISR member; else an unfenced ISR member;
+    else an unfenced ELR member (it becomes the sole ISR member); else the preset's fallback: the
+    last known leader once unfenced (kafka-4.x, only when the ELR is empty), or an unclean
+    election of any unfenced replica (``unclean.leader.election.enable``); else no leader.
+    KIP-966's unclean recovery is not a fallback here: it runs as its own actions (recovery.py).
     """
+    n = len(p.log)
+    up = ~fenced & ((1 << n) - 1)
+    cur = p.c_leader
+    if cur < n and (isr >> cur & 1) and (up >> cur & 1):
+        return KEEP, 1 << cur
+    if isr & up:
+        return FROM_ISR, isr & up
+    if p.k_elr and elr & up:
+        return FROM_ELR, elr & up
+    if p.k_fallback == FALLBACK_LAST_LEADER:
+        last = p.c_last_leader
+        if elr == 0 and last < n and (up >> last & 1):
+            return LAST_LEADER, 1 << last
+    if p.k_fallback == FALLBACK_UNCLEAN and up:
+        return UNCLEAN, up
+    return LEADERLESS, 1 << n
+
+
+@njit(cache=True)
+def chosen(choices, want):
+    """The replica picked from bitmask ``choices``: ``want`` (``--election any``: the action's
+    parameter, checked by ``may_choose`` before) or, when ``want`` < 0, the first in assignment
+    order."""
+    if want >= 0:
+        return want
+    x = 0
+    while not choices >> x & 1:
+        x += 1
+    return x
+
+
+@njit(cache=True)
+def may_choose(choices, want):
+    """An action instance with election choice ``want`` is enabled: ordered (``want`` < 0) always,
+    else when ``want`` is one of ``choices``."""
+    return want < 0 or (choices >> want & 1) == 1
+
+
+@njit(cache=True)
+def may_elect(p, isr, elr, fenced, want):
+    """``may_choose`` for the election that ISR ``isr``, ELR ``elr`` and fenced set ``fenced`` give."""
+    if want < 0:
+        return True
+    how, choices = election(p, isr, elr, fenced)
+    return may_choose(choices, want)
+
+
+@njit(cache=True)
+def elect(t, want):
+    """Keep the leader if still acceptable, else elect one (PROTOCOL rule 7; see ``election``):
+    the first acceptable replica in assignment order when ``want`` < 0, else replica ``want``
+    (``--election any``), which the action checked with ``may_elect`` before touching ``t``."""
     n = len(t.log)
-    cur = t.c_leader
-    if cur < n and (t.c_isr >> cur & 1) and unfenced(t, cur):
+    how, choices = election(t, t.c_isr, t.c_elr, t.c_fenced)
+    if how == KEEP:
         return
-    for x in range(n):
-        if (t.c_isr >> x & 1) and unfenced(t, x):
-            set_leader(t, x)
-            return
-    if t.k_elr:
-        for x in range(n):
-            if (t.c_elr >> x & 1) and unfenced(t, x):
-                update_isr(t, 1 << x, 0)
-                set_leader(t, x)
-                return
-    if t.k_fallback == FALLBACK_LAST_LEADER:
-        last = t.c_last_leader
-        if t.c_elr == 0 and last < n and unfenced(t, last):
-            update_isr(t, 1 << last, 0)
-            set_leader(t, last)
-            return
-    if t.k_fallback == FALLBACK_UNCLEAN:
-        for x in range(n):
-            if unfenced(t, x):
-                t.c_isr = 1 << x
-                t.c_elr = 0
-                t.c_lkelr = 0
-                t.c_recovering = 1
-                set_leader(t, x)
-                return
-    set_leader(t, n)
+    x = chosen(choices, want)
+    if how == FROM_ISR:
+        set_leader(t, x)
+    elif how == FROM_ELR or how == LAST_LEADER:
+        update_isr(t, 1 << x, 0)
+        set_leader(t, x)
+    elif how == UNCLEAN:
+        t.c_isr = 1 << x
+        t.c_elr = 0
+        t.c_lkelr = 0
+        t.c_recovering = 1
+        set_leader(t, x)
+    else:
+        set_leader(t, n)
 
 
 @njit(cache=True)
@@ -132,27 +199,36 @@ def write_partition_record(t):
 
 
 @njit(cache=True)
-def remove_from_isr(t, b, unclean):
-    """Take ``b`` out of the ISR (and, when ``unclean``, out of the ELR) and re-elect."""
+def remove_from_isr(t, b, unclean, want):
+    """Take ``b`` out of the ISR (and, when ``unclean``, out of the ELR) and re-elect (``want``:
+    see ``elect``)."""
     bit = 1 << b
     if unclean:
         if (t.c_isr | t.c_elr) & bit:
             update_isr(t, t.c_isr & ~bit, bit)
     elif t.c_isr & bit:
         update_isr(t, t.c_isr & ~bit, 0)
-    elect(t)
-
-
-# ----------------------------------------------------------------------------------------------
-# actions
+    elect(t, want)
 
 
 @njit(cache=True)
-def fence_broker(s, t, b):
+def may_elect_after_removal(s, b, unclean, fenced, want):
+    """``remove_from_isr(t, b, unclean, want)`` on ``s`` with fenced set ``fenced`` may elect ``want``."""
+    isr, elr = isr_elr_after_removal(s, b, unclean)
+    return may_elect(s, isr, elr, fenced, want)
+
+
+# ----------------------------------------------------------------------------------------------
+# actions. Those that elect take the election's choice ``leader`` (the leader after the step,
+# n for none) under --election any (the ``*_electing`` versions); Kafka's ordered ones pass -1.
+
+
+@njit(cache=True)
+def fence_broker(s, t, b, want):
     """The controller fences ``b`` and removes it from the ISR, as one partition change. Shared by
     a fencing fault and a session timeout."""
     t.c_fenced = s.c_fenced | (1 << b)
-    remove_from_isr(t, b, 0)
+    remove_from_isr(t, b, 0, want)
     finish_partition_change(s, t)
     normalize_epochs(t)
 
@@ -164,19 +240,35 @@ def fence(s, t, b):
     Fault, bounded by --fences. ``b`` keeps running: it can still fetch and, as a zombie leader,
     append and advance its HWM until its metadata view moves on.
     """
+    return fence_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def fence_electing(s, t, b, leader):
+    """``fence``, electing ``leader`` (--election any)."""
     if s.fences_used >= s.k_max_fences or s.b_state[b] != RUNNING or not unfenced(s, b):
         return False
+    if not may_elect_after_removal(s, b, 0, s.c_fenced | (1 << b), leader):
+        return False
     t.fences_used = s.fences_used + 1
-    fence_broker(s, t, b)
+    fence_broker(s, t, b, leader)
     return True
 
 
 @njit(cache=True)
 def session_timeout(s, t, b):
     """The controller fences a broker that crashed (its heartbeats stopped). Not a fault."""
+    return session_timeout_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def session_timeout_electing(s, t, b, leader):
+    """``session_timeout``, electing ``leader`` (--election any)."""
     if s.b_state[b] == RUNNING or not unfenced(s, b):
         return False
-    fence_broker(s, t, b)
+    if not may_elect_after_removal(s, b, 0, s.c_fenced | (1 << b), leader):
+        return False
+    fence_broker(s, t, b, leader)
     return True
 
 
@@ -184,10 +276,19 @@ def session_timeout(s, t, b):
 def unfence(s, t, b):
     """A registered, running broker heartbeats again and is unfenced; a leaderless partition may
     elect it (KIP-966: an unfenced ELR member of an empty ISR becomes leader)."""
+    return unfence_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def unfence_electing(s, t, b, leader):
+    """``unfence``, electing ``leader`` (--election any)."""
     if s.b_state[b] != RUNNING or unfenced(s, b):
         return False
-    t.c_fenced = s.c_fenced & ~(1 << b)
-    elect(t)
+    fenced = s.c_fenced & ~(1 << b)
+    if not may_elect(s, s.c_isr, s.c_elr, fenced, leader):
+        return False
+    t.c_fenced = fenced
+    elect(t, leader)
     finish_partition_change(s, t)
     normalize_epochs(t)
     return True
@@ -202,6 +303,13 @@ def handle_alter_partition(s, t):
     a stale broker epoch (KIP-903, unless --no-broker-epoch-check), or when it expands the ISR of
     a partition still RECOVERING. Accepted: the ISR is installed with the ELR rule.
     """
+    return handle_alter_partition_electing(s, t, -1)
+
+
+@njit(cache=True)
+def handle_alter_partition_electing(s, t, leader):
+    """``handle_alter_partition``, electing ``leader`` (--election any; a rejection keeps the
+    leader, so only ``leader`` = the current one is enabled then)."""
     if s.ap_state != AP_REQUEST:
         return False
     ok = s.ap_epoch == s.c_epoch and s.ap_from == s.c_leader
@@ -214,15 +322,20 @@ def handle_alter_partition(s, t):
     if s.c_recovering and not s.ap_recovered and popcount(s.ap_isr) > 1:
         ok = False
     if not ok:
+        if leader >= 0 and leader != s.c_leader:
+            return False
         t.ap_state = AP_REJECTED
         t.ap_epoch = 0  # a response carries no epoch the sender checks (ap_live decides)
         normalize_epochs(t)
         return True
+    isr, elr = isr_elr_after(s, s.ap_isr, 0)
+    if not may_elect(s, isr, elr, s.c_fenced, leader):
+        return False
     update_isr(t, s.ap_isr, 0)
     if s.ap_recovered:
         t.c_recovering = 0
     t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
-    elect(t)
+    elect(t, leader)
     finish_partition_change(s, t)
     t.ap_state = AP_ACCEPTED
     t.ap_epoch = 0

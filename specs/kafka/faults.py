@@ -8,7 +8,7 @@ from __future__ import annotations
 from numba import njit
 
 from kraftcheck.specs.kafka.broker import clear_fetch_response, clear_leader_state, load_view
-from kraftcheck.specs.kafka.controller import finish_partition_change, remove_from_isr
+from kraftcheck.specs.kafka.controller import finish_partition_change, may_elect_after_removal, remove_from_isr
 from kraftcheck.specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
 
@@ -61,13 +61,21 @@ def clean_shutdown(s, t, b):
     """Controlled shutdown of ``b``: the controller removes it from the ISR (a clean replica may
     join the ELR) and moves leadership; ``b`` flushes its log, writes its broker epoch to the
     clean-shutdown file and stops; it is fenced. Bounded by --clean-shutdowns."""
+    return clean_shutdown_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def clean_shutdown_electing(s, t, b, leader):
+    """``clean_shutdown``, electing ``leader`` (--election any)."""
     if s.clean_shutdowns_used >= s.k_max_clean_shutdowns or s.b_state[b] != RUNNING:
         return False
     if s.c_fenced >> b & 1:
         return False
+    if not may_elect_after_removal(s, b, 0, s.c_fenced | (1 << b), leader):
+        return False
     t.clean_shutdowns_used = s.clean_shutdowns_used + 1
     t.c_fenced = s.c_fenced | (1 << b)
-    remove_from_isr(t, b, 0)
+    remove_from_isr(t, b, 0, leader)
     finish_partition_change(s, t)
     stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_CLEAN)
     normalize_epochs(t)
@@ -84,11 +92,20 @@ def restart(s, t, b):
     from ISR and ELR before persisting the registration (kafka-4.x, kip-966). The new incarnation
     is fenced until it heartbeats (``unfence``); its recovery reply, if any, is dropped.
     """
+    return restart_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def restart_electing(s, t, b, leader):
+    """``restart``, electing ``leader`` (--election any)."""
     if s.b_state[b] == RUNNING:
         return False
     n = len(s.log)
     bit = 1 << b
     clean = s.b_state[b] == OFFLINE_CLEAN
+    unclean = (not clean) and s.k_unclean_detect != 0 and ((s.c_isr | s.c_elr) & bit) != 0
+    if not may_elect_after_removal(s, b, 1 if unclean else 0, s.c_fenced | bit, leader):
+        return False
     for x in range(n):
         if s.v_leader[x] == x and s.b_state[x] == RUNNING:
             t.v_gen_age[x][b] = s.v_gen_age[x][b] + 1
@@ -100,12 +117,12 @@ def restart(s, t, b):
     t.rec_replied = s.rec_replied & ~bit
     t.rep_epoch[b] = 0
     t.rep_leo[b] = 0
-    if not clean and s.k_unclean_detect and (s.c_isr | s.c_elr) & bit:
+    if unclean:
         if s.c_isr & bit or not s.k_keep_unclean_in_elr:
             t.unclean_removed = 1
-        remove_from_isr(t, b, 1)
+        remove_from_isr(t, b, 1, leader)
     else:
-        remove_from_isr(t, b, 0)
+        remove_from_isr(t, b, 0, leader)
     if t.c_isr & bit and not clean:
         # kafka-3.5 keeps the last ISR member across an unclean restart (KIP-903's "notable
         # exception"): an ISR member whose epoch changed without any check of its log

@@ -14,6 +14,7 @@ from kraftcheck.checker.spec import param
 from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, FALLBACK_UNCLEAN, HWM_ANY, HWM_MAXIMAL,
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
+ELECTIONS = ("ordered", "any")
 PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.x", "kip-966")
 # presets without Eligible Leader Replicas: 3.5, and 4.0 (the ELR feature ships off)
 WITHOUT_ELR = ("kafka-3.5", "kafka-4.0")
@@ -55,6 +56,9 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    election: str = param("ordered", "leader election: Kafka's first acceptable replica in assignment order, "
+                          "or any acceptable one (every order at once; needed for --symmetry)",
+                          choices=ELECTIONS)
 
 
 BOUNDS = ("lossy_shutdowns", "lossless_shutdowns", "clean_shutdowns", "fences", "isr_shrinks", "min_isr_changes",
@@ -80,6 +84,9 @@ def check(p: KafkaParams) -> None:
                 raise UsageError(f"--{name.replace('_', '-')} needs ELR, which {p.protocol} does not have")
         if p.min_isr_policy is not None:
             raise UsageError(f"--min-isr-policy needs ELR, which {p.protocol} does not have")
+    if p.election == "any" and p.preferred_elections:
+        raise UsageError("--preferred-elections moves leadership to the first replica in assignment order; "
+                         "it has no meaning under --election any")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 

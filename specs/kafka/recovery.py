@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.controller import clear_recovery, finish_partition_change, set_leader
+from kraftcheck.specs.kafka.controller import chosen, clear_recovery, finish_partition_change, may_choose, set_leader
 from kraftcheck.specs.kafka.state import RECOVERY_AGGRESSIVE, RECOVERY_OFF, RUNNING, last_epoch, normalize_epochs, popcount
 
 
@@ -39,10 +39,33 @@ def recovery_reply(s, t, b):
 
 
 @njit(cache=True)
+def best_repliers(s, candidates):
+    """The repliers of bitmask ``candidates`` with the highest last epoch and, among those, the
+    longest log (a bitmask: ties are possible)."""
+    best = 0
+    top = -1
+    for b in range(len(s.log)):
+        if candidates >> b & 1:
+            if (top < 0 or s.rep_epoch[b] > s.rep_epoch[top]
+                    or (s.rep_epoch[b] == s.rep_epoch[top] and s.rep_leo[b] > s.rep_leo[top])):
+                top = b
+                best = 0
+            if s.rep_epoch[b] == s.rep_epoch[top] and s.rep_leo[b] == s.rep_leo[top]:
+                best |= 1 << b
+    return best
+
+
+@njit(cache=True)
 def recovery_elect(s, t):
     """The controller elects the best unfenced replier once the strategy's wait condition holds;
     the new leader is the sole ISR member, ELR and LastKnownELR are cleared, the partition is
-    RECOVERING."""
+    RECOVERING. Among equally good repliers the model takes the first in assignment order."""
+    return recovery_elect_electing(s, t, -1)
+
+
+@njit(cache=True)
+def recovery_elect_electing(s, t, leader):
+    """``recovery_elect``, electing ``leader`` among equally good repliers (--election any)."""
     if not recovery_in_progress(s):
         return False
     candidates = s.rec_replied & ~s.c_fenced
@@ -54,12 +77,10 @@ def recovery_elect(s, t):
                 return False
         elif s.c_lkelr & ~candidates:
             return False
-    best = -1
-    for b in range(len(s.log)):
-        if candidates >> b & 1:
-            if (best < 0 or s.rep_epoch[b] > s.rep_epoch[best]
-                    or (s.rep_epoch[b] == s.rep_epoch[best] and s.rep_leo[b] > s.rep_leo[best])):
-                best = b
+    ties = best_repliers(s, candidates)
+    if not may_choose(ties, leader):
+        return False
+    best = chosen(ties, leader)
     t.c_isr = 1 << best
     t.c_elr = 0
     t.c_lkelr = 0

@@ -1,0 +1,342 @@
+"""Symmetry reduction (--symmetry) and the election it needs (--election any).
+
+The reduced search must count exactly the orbits of the unreduced reachable states (computed here
+by brute force with the reference explorer's own canonicalisation), keep every verdict and every
+shortest counterexample length, and write concrete traces that replay step by step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.explore.concrete import check_in_stricter_variant, replays_on
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.reference import ReferenceExplorer, orbit_representative
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.explore.state_graph import build_graph
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Permuted, Symmetry
+from kraftcheck.checker.symmetry import Canonicaliser, PermutationTables, canonicaliser_for
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+
+# small enough to run in seconds, interpreted
+NO_FAULTS = dict(brokers=3, min_isr=2, lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=1,
+                 election="any")
+ONE_FENCE = dict(NO_FAULTS, fences=1, min_isr_changes=0)
+# the delayed fetch response names two brokers, fillers while none is in flight
+STALE_FETCH = dict(NO_FAULTS, min_isr=1, accept_stale_fetch_responses=True, min_isr_changes=0)
+# violates three checks (a min ISR change in flight, F1), at 4,481 orbits
+VIOLATING = dict(NO_FAULTS, isr_shrinks=1)
+
+
+def kafka(**kw) -> Model:
+    return Model(KafkaReplication(KafkaParams(**kw)))
+
+
+def reachable(m: Model) -> list[tuple[int, ...]]:
+    """Every reachable state of ``m``, unreduced (the compiled graph builder, interpreted)."""
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    graph = build_graph(m, kernels=InterpretedKernels(m))
+    return [m.layout.unpack(row.tolist()) for row in graph.states]
+
+
+def summary(r):
+    return (r.status, r.initial_states, r.distinct_states, r.states_generated, r.depth, r.coverage(),
+            [(v.check, v.kind, v.depth) for v in r.violations])
+
+
+# -- the election
+
+def test_ordered_election_is_the_default_and_keeps_kafkas_labels():
+    ordered, chosen = kafka(**dict(NO_FAULTS, election="ordered")), kafka(**NO_FAULTS)
+    assert KafkaParams().election == "ordered"
+    assert [str(lab) for lab in ordered.labels if lab.name == "Unfence"] == ["Unfence(b=b1)", "Unfence(b=b2)",
+                                                                              "Unfence(b=b3)"]
+    assert "Unfence(b=b2, leader=b3)" in [str(lab) for lab in chosen.labels]
+
+
+def test_any_election_may_pick_any_isr_member_and_ordered_only_the_first():
+    m = kafka(**dict(NO_FAULTS, fences=1))
+    start = m.initial[0]  # b1 leads, every broker in the ISR
+    elected = {}
+    for lab in range(len(m.labels)):
+        label = m.labels[lab]
+        if label.name == "Fence" and label.values[0] == 0:
+            after = m.step(start, lab)
+            if after is not None:
+                elected[label.values[1]] = m.layout.values(after)["c_leader"]
+    assert elected == {1: 1, 2: 2}  # b2 or b3, never b1 (fenced) nor no leader
+    ordered = kafka(**dict(NO_FAULTS, fences=1, election="ordered"))
+    after = ordered.step(start, ordered.label_for("Fence", (0,)))
+    assert ordered.layout.values(after)["c_leader"] == 1
+    # the election ordered Kafka would not make is not one of its behaviours
+    b3 = m.step(start, m.label_for("Fence", (0, 2)))
+    assert replays_on(ordered, [start, b3]) == 1
+    assert replays_on(ordered, [start, m.step(start, m.label_for("Fence", (0, 1)))]) is None
+
+
+def test_preferred_elections_are_refused_under_any_election():
+    with pytest.raises(UsageError, match="assignment order"):
+        KafkaReplication(KafkaParams(election="any", preferred_elections=1))
+
+
+# -- the declaration and the canonical form
+
+def test_symmetry_is_refused_for_the_ordered_election_and_for_specs_without_one():
+    with pytest.raises(UsageError, match="needs --election any: Kafka elects the first acceptable replica"):
+        Engine(compile="never").explore(kafka(**dict(NO_FAULTS, election="ordered")), Options(symmetry=True))
+    from kraftcheck.specs import spec_class
+    mutex = spec_class("mutex")
+    with pytest.raises(UsageError, match="declares no symmetry"):
+        ReferenceExplorer().explore(Model(mutex(mutex.Params())), Options(symmetry=True))
+
+
+def test_a_declaration_that_forgets_a_per_broker_field_is_refused():
+    spec = KafkaReplication(KafkaParams(**NO_FAULTS))
+    sym = spec.symmetry()
+    forgetful = Symmetry(sym.labels, tuple(d for d in sym.fields if d.field != "hwm"))
+    with pytest.raises(SpecError, match="field hwm is indexed by b1, b2, b3"):
+        Canonicaliser(Model(spec).layout, forgetful)
+    wrong = Symmetry(sym.labels, tuple(Permuted(d.field, d.axes) if d.field == "c_isr" else d for d in sym.fields))
+    with pytest.raises(SpecError, match="c_isr is a set of b1, b2, b3"):
+        Canonicaliser(Model(spec).layout, wrong)
+
+
+@pytest.fixture(scope="module")
+def violating_states():
+    m = kafka(**VIOLATING)
+    return m, reachable(m)
+
+
+def test_compiled_canonical_form_agrees_with_its_python_twin_and_the_reference(violating_states):
+    m, states = violating_states
+    canon = canonicaliser_for(m)
+    tables = canon.tables
+    rng = random.Random(7)
+    sample = rng.sample(states, 300)
+    sample += [tables.image(s, rng.randrange(canon.permutations)) for s in sample]
+    words = np.array([m.layout.pack(s) for s in sample], np.uint64)
+    got, hashes = canon.canonical_words(words)
+    twin = [canon.canonical_flat(s) for s in sample]
+    representative = orbit_representative(m)
+    assert [m.layout.unpack(row.tolist()) for row in got] == twin
+    assert twin == [representative(s) for s in sample]
+    from kraftcheck.checker.kernels.hashing import fingerprints
+    assert (hashes == fingerprints(got)).all()
+    # a canonical form is a member of its orbit, the same for every member, and some differ from
+    # their state (else the test proves nothing)
+    assert all(c in {tables.image(s, p) for p in range(canon.permutations)} for s, c in zip(sample, twin))
+    assert all(canon.canonical_flat(tables.image(s, 3)) == c for s, c in zip(sample, twin))
+    assert sum(c != s for s, c in zip(sample, twin)) > 100
+
+
+def test_every_invariant_and_property_is_permutation_invariant(violating_states):
+    m, states = violating_states
+    tables = PermutationTables(m.layout, m.spec.symmetry())
+    rng = random.Random(11)
+    verdicts = set()
+    for s in rng.sample(states, 400):
+        expected = m.violated_invariants(s)
+        verdicts.update(expected)
+        for p in range(1, tables.perms.shape[0]):
+            assert m.violated_invariants(tables.image(s, p)) == expected, (s, p)
+        for lab in m.enabled_labels(s)[:6]:
+            t = m.step(s, lab)
+            expected_props = m.violated_properties(s, t)
+            verdicts.update(expected_props)
+            for p in range(1, tables.perms.shape[0]):
+                assert m.violated_properties(tables.image(s, p), tables.image(t, p)) == expected_props
+    assert {"leader_maximal_isr_covers_electable", "elr_members_hold_committed_log"} <= verdicts
+
+
+@pytest.mark.parametrize("kw", [VIOLATING, STALE_FETCH, dict(ONE_FENCE, protocol="kafka-4.x", unclean_election=True)],
+                         ids=["violating", "stale-fetch", "unclean-election"])
+def test_every_transition_maps_to_a_transition_under_every_permutation(kw):
+    """The claim itself, checked directly: the successors of p(s) are the images of s's."""
+    m = kafka(**kw)
+    tables = PermutationTables(m.layout, m.spec.symmetry())
+    rng = random.Random(5)
+    states = reachable(m)
+    for s in rng.sample(states, min(150, len(states))):
+        successors = {m.step(s, lab) for lab in m.enabled_labels(s)}
+        for p in range(1, tables.perms.shape[0]):
+            image = tables.image(s, p)
+            assert {m.step(image, lab) for lab in m.enabled_labels(image)} == \
+                {tables.image(t, p) for t in successors}, (s, p)
+
+
+def test_the_ordered_election_breaks_the_claim_that_the_any_election_keeps():
+    """Why --symmetry needs --election any: swapping b2 and b3 maps the initial state to itself,
+    but fencing the leader b1 elects b2 and never b3 under Kafka's order."""
+    sym = KafkaReplication(KafkaParams(**dict(NO_FAULTS, fences=1))).symmetry()
+    for election, symmetric in (("ordered", False), ("any", True)):
+        m = kafka(**dict(NO_FAULTS, fences=1, election=election))
+        tables = PermutationTables(m.layout, sym)
+        swap = [tuple(p) for p in tables.perms].index((0, 2, 1))
+        s = m.initial[0]
+        assert tables.image(s, swap) == s
+        successors = {m.step(s, lab) for lab in m.enabled_labels(s)}
+        assert ({tables.image(t, swap) for t in successors} == successors) is symmetric
+
+
+# -- the reduced search
+
+@pytest.mark.parametrize("kw", [NO_FAULTS, ONE_FENCE, STALE_FETCH], ids=["no-faults", "one-fence", "stale-fetch"])
+def test_reduced_counts_are_the_orbits_and_engine_and_reference_agree(kw):
+    m = kafka(**kw)
+    orbits = {orbit_representative(m)(s) for s in reachable(m)}
+    reference = ReferenceExplorer().explore(m, Options(keep_going=True, symmetry=True))
+    assert reference.distinct_states == len(orbits) < len(reachable(m))
+    for engine in (Engine(compile="never"), Engine(compile="never", chunk_candidates=64, shard_bits=1)):
+        assert summary(engine.explore(m, Options(keep_going=True, symmetry=True))) == summary(reference)
+
+
+def test_compiled_engine_agrees_with_the_reference_under_symmetry():
+    m = kafka(**NO_FAULTS)
+    expected = ReferenceExplorer().explore(m, Options(keep_going=True, symmetry=True))
+    for options in (Options(keep_going=True, symmetry=True), Options(keep_going=True, symmetry=True,
+                                                                     fingerprints=True)):
+        assert summary(Engine(compile="now").explore(m, options)) == summary(expected)
+
+
+@pytest.fixture(scope="module")
+def violating_runs():
+    m = kafka(**VIOLATING)
+    full = Engine(compile="never").explore(m, Options(keep_going=True))
+    reduced = Engine(compile="never").explore(m, Options(keep_going=True, symmetry=True))
+    return m, full, reduced
+
+
+def test_symmetry_keeps_every_verdict_and_shortest_counterexample_length(violating_runs):
+    m, full, reduced = violating_runs
+    assert reduced.distinct_states < full.distinct_states
+    assert full.status == reduced.status == "violated"
+    assert sorted((v.check, v.depth) for v in full.violations) == sorted((v.check, v.depth) for v in reduced.violations)
+    assert len(full.violations) == 3
+
+
+def test_first_violation_under_symmetry_agrees_between_chunk_sizes_and_has_the_shortest_length(violating_runs):
+    m, full, _ = violating_runs
+    first = Engine(compile="never").explore(m, Options(symmetry=True))
+    small = Engine(compile="never", chunk_candidates=64, shard_bits=1).explore(m, Options(symmetry=True))
+    assert summary(first) == summary(small)
+    assert [v.depth for v in first.violations] == [min(v.depth for v in full.violations)]
+
+
+def test_decanonicalised_counterexamples_replay_on_the_concrete_model(violating_runs, tmp_path):
+    m, _, reduced = violating_runs
+    from kraftcheck import traces
+    from kraftcheck.traces.files import load
+    from kraftcheck.traces.replay import replay
+    check_in_stricter_variant(m, reduced.violations)
+    for v in reduced.violations:
+        assert v.steps[0].state in m.initial and v.steps[0].label is None
+        for before, after in zip(v.steps, v.steps[1:]):
+            assert m.step(before.state, after.label) == after.state
+        if v.kind == "invariant":
+            assert v.check in m.violated_invariants(v.steps[-1].state)
+        else:
+            assert v.check in m.violated_properties(v.steps[-2].state, v.steps[-1].state)
+        assert v.stricter_variant["variant"] == "Kafka's ordered election"
+        assert v.stricter_variant["replays"] == (v.stricter_variant["step"] is None)
+        path = traces.write_counterexample(m, v, {"symmetry": True}, tmp_path)
+        assert replay(load(path)).ok
+        recorded = json.loads(path.read_text())["graph"]["violation"]["stricter_variant"]
+        assert recorded["replays"] == v.stricter_variant["replays"]
+
+
+def test_reference_and_engine_stop_at_the_same_first_violation_with_concrete_traces():
+    m = kafka(**VIOLATING)
+    reference = ReferenceExplorer().explore(m, Options(symmetry=True))
+    engine = Engine(compile="never").explore(m, Options(symmetry=True))
+    assert summary(engine) == summary(reference)
+    (v,) = reference.violations
+    assert v.steps[0].state in m.initial
+    for before, after in zip(v.steps, v.steps[1:]):
+        assert m.step(before.state, after.label) == after.state
+    assert v.check in m.violated_invariants(v.steps[-1].state)
+
+
+# -- the command line
+
+def run(*args):
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_cli_symmetry_needs_the_any_election_one_line_exit_2():
+    result = run("check", "--brokers", "3", "--fences", "0", "--symmetry", "--max-states", "10")
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--symmetry needs --election any" in lines[0]
+
+
+def test_cli_reports_orbits(tmp_path):
+    out = tmp_path / "r.json"
+    result = run("check", "--brokers", "3", "--min-isr", "2", "--lossy-shutdowns", "0", "--fences", "0",
+                 "--isr-shrinks", "0", "--min-isr-changes", "1", "--election", "any", "--symmetry",
+                 "--engine", "reference", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["symmetry"] is True and report["options"]["symmetry"] is True
+    m = kafka(**NO_FAULTS)
+    assert report["distinct_states"] == len({orbit_representative(m)(s) for s in reachable(m)})
+
+
+def test_cli_says_whether_a_counterexample_replays_under_the_ordered_election(tmp_path):
+    out = tmp_path / "r.json"
+    result = run("check", "--brokers", "3", "--min-isr", "2", "--lossy-shutdowns", "0", "--fences", "0",
+                 "--isr-shrinks", "1", "--min-isr-changes", "1", "--election", "any", "--symmetry",
+                 "--engine", "reference", "--json", str(out), "--trace-dir", str(tmp_path / "t"))
+    assert result.exit_code == 1, result.output
+    (v,) = json.loads(out.read_text())["violations"]
+    graph = json.loads(open(v["trace_file"]).read())["graph"]
+    assert graph["violation"]["stricter_variant"] == v["stricter_variant"]
+    replayed = run("trace", "replay", v["trace_file"])
+    assert replayed.exit_code == 0, replayed.output
+    from kraftcheck.traces.files import load
+    from kraftcheck.traces.replay import replay
+    states = replay(load(v["trace_file"])).states
+    ordered = kafka(**dict(VIOLATING, election="ordered"))
+    assert v["stricter_variant"]["replays"] == (replays_on(ordered, states) is None)
+    assert v["stricter_variant"]["note"].split(":")[0] in " ".join(result.output.split())
+
+
+def test_two_phase_commit_reduces_to_the_orbits_of_its_resource_managers():
+    """A second spec, symmetric in every resource manager: the design is not Kafka's."""
+    from kraftcheck.specs import spec_class
+    two_phase = spec_class("two_phase")
+    m = Model(two_phase(two_phase.Params(rm=4)))
+    orbits = {orbit_representative(m)(s) for s in reachable(m)}
+    reduced = Engine(compile="never").explore(m, Options(keep_going=True, symmetry=True))
+    assert reduced.distinct_states == len(orbits) < len(reachable(m))
+    with pytest.raises(UsageError, match="at most rm=7"):
+        Engine(compile="never").explore(Model(two_phase(two_phase.Params(rm=8))), Options(symmetry=True))
+
+
+def test_a_symmetric_checkpoint_resumes_to_the_same_end_and_only_under_symmetry(tmp_path):
+    from kraftcheck.specs import spec_class
+    eager = spec_class("two_phase_eager_commit")
+
+    def model():
+        return Model(eager(eager.Params(rm=4)))
+
+    reduced = Options(keep_going=True, symmetry=True)
+    full = Engine().explore(model(), reduced)
+    stopped = Engine().explore(model(), dataclasses.replace(reduced, max_depth=4, checkpoint_dir=str(tmp_path)))
+    assert stopped.status == "incomplete"
+    with pytest.raises(UsageError):
+        Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    resumed = Engine().explore(model(), dataclasses.replace(reduced, checkpoint_dir=str(tmp_path), resume=True))
+    assert summary(resumed) == summary(full) and resumed.violations
+    m = model()
+    for v in resumed.violations:
+        for before, after in zip(v.steps, v.steps[1:]):
+            assert m.step(before.state, after.label) == after.state
