@@ -10,13 +10,18 @@ effect on results, which is why interpreted code (``NUMBA_DISABLE_JIT=1``) may s
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 
+def _prefetch_row_interpreted(table, row):
+    """Interpreted kernels (``NUMBA_DISABLE_JIT=1``) have no cache to warm: nothing to do."""
+    return None
+
+
 @intrinsic
-def prefetch_row(typingctx, table, row):
+def _prefetch_row_compiled(typingctx, table, row):
     """Hint: ``table[row, 0]`` (a 2-D array) will be read soon."""
     if not isinstance(table, types.Array) or table.ndim != 2 or not isinstance(row, types.Integer):
         return None
@@ -37,3 +42,6 @@ def prefetch_row(typingctx, table, row):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+prefetch_row = _prefetch_row_interpreted if config.DISABLE_JIT else _prefetch_row_compiled
