@@ -5,8 +5,9 @@ warm-up run that compiles or loads its kernels; a configuration with levels on d
 ``--checkpoint`` directory under ``--scratch`` (removed afterwards). Prints one Markdown table:
 result, counts, exploration wall time, the process's peak RSS, and peak RSS per distinct state
 (the whole process: interpreter, numba, visited set, buffers), then the checks that the exact and
-fingerprint runs of one space agree on every verdict and shortest-trace length, and the time of
-levels on disk against levels in memory.
+fingerprint runs of one space agree on every verdict and shortest-trace length, the time of
+levels on disk against levels in memory, and symmetry reduction against the unreduced
+``--election any`` space (same verdicts and lengths, fewer states: orbits).
 
     .venv/bin/python bench/scale.py                    # every configuration below
     .venv/bin/python bench/scale.py --only default     # the configurations whose name has 'default'
@@ -30,6 +31,8 @@ CONFIGS = [
     ("default, levels on disk", DEFAULT, True),
     ("records 2, exact, levels on disk", RECORDS_2, True),
     ("records 2, fingerprints, levels on disk", RECORDS_2 + ["--fingerprints"], True),
+    ("election any", DEFAULT + ["--election", "any"], False),
+    ("election any, symmetry", DEFAULT + ["--election", "any", "--symmetry"], False),
 ]
 
 
@@ -77,11 +80,12 @@ def main() -> None:
               flush=True)
     print()
     for a, b in (("records 2, exact, levels on disk", "records 2, fingerprints, levels on disk"),
-                 ("default, in memory", "default, levels on disk")):
+                 ("default, in memory", "default, levels on disk"),
+                 ("election any", "election any, symmetry")):
         if a in reports and b in reports:
-            same = verdicts(reports[a]) == verdicts(reports[b]) and \
-                reports[a]["distinct_states"] == reports[b]["distinct_states"]
-            print(f"- {a} / {b}: same counts, verdicts and shortest-trace lengths: {same} "
+            same_counts = reports[a]["distinct_states"] == reports[b]["distinct_states"]
+            same = verdicts(reports[a]) == verdicts(reports[b])
+            print(f"- {a} / {b}: same verdicts and shortest-trace lengths: {same}; same counts: {same_counts} "
                   f"({len(verdicts(reports[a]))} checks violated); time ratio "
                   f"{reports[b]['elapsed_s'] / reports[a]['elapsed_s']:.2f}")
     for name, r in reports.items():
