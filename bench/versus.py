@@ -17,6 +17,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 
 CHECKS = {
     "two_phase rm=9": ["--spec", "two_phase", "--param", "rm=9"],
@@ -26,10 +27,13 @@ CHECKS = {
 
 def run(python: str, args: list[str], warm: bool) -> dict:
     base = [python, "-m", "kraftcheck", "check", *args, "--quiet", "--trace-dir", "/tmp/kraftcheck-versus-traces"]
+    # run outside both checkouts: ``python -m`` puts the working directory first on sys.path, and
+    # a checkout's own kraftcheck/ there would shadow the other interpreter's installed one
+    where = tempfile.gettempdir()
     if warm:
-        subprocess.run(base + ["--max-states", "1", "--compile", "now"], capture_output=True)
-    out = subprocess.run(base + ["--json", "-"], capture_output=True, text=True)
-    if out.returncode not in (0, 1):
+        subprocess.run(base + ["--max-states", "1", "--compile", "now"], capture_output=True, cwd=where)
+    out = subprocess.run(base + ["--json", "-"], capture_output=True, text=True, cwd=where)
+    if out.returncode not in (0, 1) or not out.stdout.strip():
         sys.exit(f"{' '.join(base)} failed ({out.returncode}):\n{out.stderr}")
     return json.loads(out.stdout)
 

@@ -81,12 +81,12 @@ def test_the_command_line_reports_the_estimates(tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 5000), max_size=400), min_size=2, max_size=8))
-def test_fingerprints_stay_found_after_their_shard_grows(batches):
-    """Batch after batch into tiny shards, so shards grow between batches: a fingerprint inserted
-    before a growth must still be found after it (a growth that re-slotted entries by another
-    hash than insertion's stored some fingerprints twice)."""
-    s = FingerprintSet(shard_bits=2, initial_shard_cap=4)
+@given(st.lists(st.lists(st.integers(0, 5000), max_size=400), min_size=2, max_size=8), st.sampled_from([0, 1 << 30]))
+def test_fingerprints_stay_found_after_their_shard_grows(batches, fine_growth_from_bytes):
+    """Batch after batch into tiny shards, so shards grow between batches (doubling, and by 1.2
+    when the threshold is 0): a fingerprint inserted before a growth must still be found after it
+    (a growth that re-slotted entries by another hash than insertion's stored some twice)."""
+    s = FingerprintSet(shard_bits=2, initial_shard_cap=4, fine_growth_from_bytes=fine_growth_from_bytes)
     seen: set[int] = set()
     for batch in batches:
         hashes = np.array([f * 0x9E3779B97F4A7C15 % 2**64 for f in batch], np.uint64)

@@ -25,10 +25,12 @@ def test_fingerprints_match_reference(rows):
     assert fingerprints(arr).tolist() == [fingerprint_reference(r) for r in rows]
 
 
-@given(st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), max_size=300), min_size=1, max_size=8))
+@given(st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), max_size=300), min_size=1, max_size=8),
+       st.sampled_from([0, 1 << 30]))
 @settings(max_examples=40, deadline=None)
-def test_visited_set_matches_python_set(batches):
-    visited = VisitedSet(2, shard_bits=2, initial_shard_cap=4)
+def test_visited_set_matches_python_set(batches, fine_growth_from_bytes):
+    """Batch after batch, across shard growths (doubling, and by 1.15 when the threshold is 0)."""
+    visited = VisitedSet(2, shard_bits=2, initial_shard_cap=4, fine_growth_from_bytes=fine_growth_from_bytes)
     seen = set()
     for batch in batches:
         words = np.array(batch, dtype=np.uint64).reshape(len(batch), 2)
