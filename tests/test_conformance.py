@@ -7,6 +7,7 @@ counterexample lengths, with and without --continue.
 from __future__ import annotations
 
 import pytest
+from counterexample_support import assert_counterexample_replays
 
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.reference import ReferenceExplorer
@@ -70,13 +71,7 @@ def test_counterexamples_replay(explorer, name, example):
     model = _model(name, example)
     result = explorer.explore(model, Options(keep_going=True))
     for v in result.violations:
-        assert v.steps[0].state in model.initial and v.steps[0].label is None
-        for before, after in zip(v.steps, v.steps[1:]):
-            assert model.step(before.state, after.label) == after.state
-        if v.kind == "invariant":
-            assert v.check in model.violated_invariants(v.steps[-1].state)
-        else:
-            assert v.check in model.violated_properties(v.steps[-2].state, v.steps[-1].state)
+        assert_counterexample_replays(model, v)
 
 
 @pytest.mark.parametrize("name,example", SYMMETRIC_CASES, ids=[f"{n}-{e}" for n, e in SYMMETRIC_CASES])

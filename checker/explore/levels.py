@@ -8,8 +8,9 @@ level being built, then finishes the level.
 ``MemoryLevels`` keeps the parents and labels of every level and the words of the newest one.
 ``DiskLevels`` streams every level's words, parents and labels into three files
 (``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
-resident memory holds the visited set and one chunk's buffers, whatever the width of a level; the files of every finished level are also what a
-checkpoint needs (``checkpoint.py``): the visited set is the union of all levels' words.
+resident memory holds the visited set and one chunk's buffers, whatever the width of a level;
+the files of every finished level are also what a checkpoint needs (``checkpoint.py``): the
+visited set is the union of all levels' words.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ costs are its words divided by the load factor. Shard capacities are not powers 
 slot is ``low32 * capacity >> 32``, Lemire's multiply-shift range reduction), so once the set
 passes 1 GiB a shard grows by a factor of 1.15 rather than 2 and the load stays between 0.70 and
 0.8 (0.71 and 0.85 for fingerprints) instead of swinging between 0.4 and 0.8 (smaller sets
-double: moving entries costs time, and there the bytes do not matter). A shard grows alone, so growing never
-holds more than one shard twice. The readable reference for every kernel here is Python's ``set``
+double: moving entries costs time, and there the bytes do not matter). A shard grows alone, so
+growing never holds more than one shard twice. The readable reference for every kernel here is Python's ``set``
 (``tests/test_kernels.py`` and ``tests/test_fingerprints.py`` compare them).
 """
 
@@ -284,11 +284,11 @@ class FingerprintSet:
         for part in self._sorted_shards():
             if not part.shape[0]:
                 continue
-            if previous is not None:
-                best = min(x for x in (best, int(part[0]) - previous) if x is not None)
-            if part.shape[0] > 1:
-                gap = int(smallest_gap_sorted(part))
-                best = gap if best is None else min(best, gap)
+            gaps = [int(smallest_gap_sorted(part))] if part.shape[0] > 1 else []
+            if previous is not None:  # the gap across the boundary with the previous shard
+                gaps.append(int(part[0]) - previous)
+            if gaps:
+                best = min(gaps) if best is None else min(best, *gaps)
             previous = int(part[-1])
         return best
 
