@@ -213,6 +213,53 @@ def test_two_records_hold_under_kip_966(bounds, counts):
     assert (r.distinct_states, r.depth) == counts
 
 
+# --replay-known-changes (docs/findings.md F5) at F5's bounds: one fence, one shrink, no min ISR
+# change, no lossy shutdown. Without the switch the space holds; with it the replay of a shrink
+# drops the expansion sent meanwhile and an acknowledged write is lost; either fix closes that.
+F5_BOUNDS = dict(min_isr_changes=0, lossy_shutdowns=0)
+F5_LOSS = {"leader_maximal_isr_covers_electable": 8, "isr_members_hold_committed_log": 12,
+           "leader_holds_committed_log": 13, "acked_writes_survive": 13, "reads_are_repeatable": 14}
+
+
+@pytest.mark.parametrize("switches, counts, violated", [
+    (dict(), (46_579, 164_464, 24), {}),
+    (dict(replay_known_changes=True), (178_350, 720_192, 30), F5_LOSS),
+    (dict(replay_known_changes=True, fix_ignore_replayed_change=True), (111_305, 438_067, 25), {}),
+    (dict(replay_known_changes=True, fix_await_metadata=True), (73_152, 267_229, 26), {}),
+], ids=["atomic", "replay", "replay-fix-ignore", "replay-fix-await"])
+def test_replay_of_a_known_change_and_its_fixes(switches, counts, violated):
+    from kraftcheck.checker.explore.engine import Engine
+    r = Engine().explore(model(**F5_BOUNDS, **switches), Options(keep_going=True))
+    assert r.exhaustive
+    assert (r.distinct_states, r.states_generated, r.depth) == counts
+    assert {v.check: v.depth for v in r.violations} == violated
+
+
+def test_replay_switches_are_refused_where_they_mean_nothing():
+    with pytest.raises(UsageError, match="add --replay-known-changes"):
+        model(fix_ignore_replayed_change=True)
+    # without the switch the new fields take no bits and the action does not exist
+    m = model()
+    assert "LagTimeout" not in [a.name for a in m.spec.actions()]
+    assert {f.name: f.domain for f in m.layout.fields if f.name in ("v_ahead", "f_caught")} == {
+        "v_ahead": 1, "f_caught": 1}
+
+
+def test_lag_timeout_lets_the_hwm_pass_a_caught_up_follower_outside_the_isr():
+    """maybeIncrementLeaderHW's shouldWaitForReplicaToJoinIsr: b2, caught up and then removed from
+    b1's ISR by the controller (its fence), holds the HWM back until its lag time runs out."""
+    m = model(replay_known_changes=True, **F5_BOUNDS, fences=1)
+    state = run_steps(m, [("Fetch", (1,)), ("Fetch", (2,)), ("Produce", (0, 0)), ("Fetch", (2,)), ("Fetch", (2,)),
+                          ("Fence", (1,)), ("SyncMetadata", (0,))])
+    v = shown(m, state)
+    assert v["v_isr"][0] == ["b1", "b3"] and v["f_caught"][0] == [False, True, True]
+    assert m.step(state, m.label_for("AdvanceHighWatermark", (0,))) is None  # b2 (log end 0) is waited for
+    state = run_steps_from(m, state, [("LagTimeout", (0, 1)), ("AdvanceHighWatermark", (0,))])
+    v = shown(m, state)
+    assert v["f_caught"][0] == [False, False, True] and v["hwm"][0] == 1
+    assert m.step(state, m.label_for("LagTimeout", (0, 2))) is None  # b3 is in the ISR
+
+
 def test_preferred_leader_election_moves_leadership_back_to_the_first_replica():
     """auto.leader.rebalance.enable: once b1 is an unfenced ISR member again, the controller
     makes it leader (PartitionChangeBuilder.electPreferredLeader), bumping the leader epoch."""

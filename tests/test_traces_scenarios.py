@@ -168,3 +168,20 @@ def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window(
         assert runs[variant].first_failure["acked_writes_survive"] == 10
     for variant in ("config-first", "min-isr-in-partition-state"):
         assert runs[variant].blocked_at == 7 and runs[variant].first_failure == {}
+
+
+@kafka_model
+def test_f5_replay_story_loses_the_write_only_where_the_replay_drops_the_expansion():
+    """traces/scenarios/f5_replay_drops_expansion.yaml (docs/findings.md F5), every variant as expected."""
+    scenario = load_scenario(SHIPPED / "f5_replay_drops_expansion.yaml")
+    runs = {v: run_scenario(scenario, v) for v in scenario.variants}
+    for variant, run in runs.items():
+        assert run.ok, (variant, run.problems)
+        assert traces.replay(run.graph).ok
+    flawed = runs["flawed"]
+    assert flawed.blocked_at is None
+    assert flawed.first_failure == {"leader_maximal_isr_covers_electable": 11, "isr_members_hold_committed_log": 11,
+                                    "leader_holds_committed_log": 12, "acked_writes_survive": 12}
+    assert {v: runs[v].blocked_at for v in ("atomic", "await-metadata", "ignore-replayed-change")} == {
+        "atomic": 9, "await-metadata": 7, "ignore-replayed-change": 10}
+    assert all(runs[v].first_failure == {} for v in ("atomic", "await-metadata", "ignore-replayed-change"))

@@ -41,12 +41,17 @@ class KafkaReplication(Spec):
          "min_isr_changes": 0},
         {"brokers": 2, "min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "isr_shrinks": 0,
          "min_isr_changes": 0},
+        {"brokers": 2, "min_isr": 1, "replay_known_changes": True, "lossy_shutdowns": 0, "fences": 0,
+         "min_isr_changes": 0},
     )
 
-    # --symmetry conformance: a min ISR change, and the delayed fetch response's broker fields
+    # --symmetry conformance: a min ISR change, the delayed fetch response's broker fields, and the
+    # replay's leader-by-follower fields
     symmetric_examples = (
         {"lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 1, "election": "any"},
         {"min_isr": 1, "accept_stale_fetch_responses": True, "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0, "election": "any"},
+        {"brokers": 2, "min_isr": 1, "replay_known_changes": True, "lossy_shutdowns": 0, "fences": 0,
          "min_isr_changes": 0, "election": "any"},
     )
 
@@ -134,6 +139,8 @@ class KafkaReplication(Spec):
         if p.preferred_elections:
             acts.append(Action("PreferredElection", controller.preferred_election, (),
                                controller.preferred_election.__doc__))
+        if p.replay_known_changes:
+            acts.append(Action("LagTimeout", broker.lag_timeout, (b, f), broker.lag_timeout.__doc__))
         if p.accept_stale_fetch_responses:
             acts.append(Action("DelayFetchResponse", broker.delay_fetch_response, (f,),
                                broker.delay_fetch_response.__doc__))
@@ -160,11 +167,11 @@ class KafkaReplication(Spec):
             raise UsageError("--symmetry needs --election any: Kafka elects the first acceptable replica in "
                              "assignment order, so permuting brokers is not a symmetry of the ordered model")
         per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
-                      "v_recovering", "eso", "v_cfg_next")
+                      "v_recovering", "eso", "v_cfg_next", "v_ahead")
         subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
         return Symmetry(self.broker_names(), (
             *(Permuted(name, axes=(0,)) for name in per_broker),
-            *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age")),
+            *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age", "f_caught")),
             Permuted("v_leader", axes=(0,), holds="member"),
             Permuted("v_isr", axes=(0,), holds="subset"),
             *(Permuted(name, holds="subset") for name in subsets),

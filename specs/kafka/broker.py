@@ -48,10 +48,12 @@ def clear_leader_state(t, b):
     t.v_recovering[b] = 0
     t.v_cfg_next[b] = 0
     t.eso[b] = 0
+    t.v_ahead[b] = 0
     for f in range(len(t.log)):
         t.v_gen_age[b][f] = 0
         t.f_leo[b][f] = 0
         t.f_gen_age[b][f] = 0
+        t.f_caught[b][f] = 0
 
 
 @njit(cache=True)
@@ -78,6 +80,14 @@ def load_view(s, t, b):
     ``Partition.makeLeader`` replaces the partition state. A leader that stays leader applies the
     topic delta first and the config delta after it (``BrokerMetadataPublisher``): when both
     change, the new min ISR waits in ``v_cfg_next`` for ``apply_config_delta``.
+
+    With --replay-known-changes a leader whose ISR came from an AlterPartition response
+    (``v_ahead``) replays that change when its metadata reaches the record: ``makeLeader``
+    proceeds at an equal partition epoch and ``updateAssignmentAndIsr`` replaces a pending ISR
+    sent meanwhile, whose response is then ignored (not with --fix-ignore-replayed-change, under
+    which ``makeLeader`` leaves the pending state alone at the partition epoch it already has). A
+    new leader epoch marks the ISR followers as
+    caught up just now and the others as not (``Replica.resetReplicaState``).
     """
     n = len(s.log)
     lead = s.c_leader == b
@@ -95,14 +105,16 @@ def load_view(s, t, b):
         return True
     window = False
     if was_leading and same_epoch:
-        topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != s.c_recovering)
+        topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != s.c_recovering
+                         or s.v_ahead[b] != 0)
         changed = topic_changed or s.v_min_isr[b] != min_isr
         for f in range(n):
             if s.v_gen_age[b][f] != 0:
                 changed = True
         if not changed:
             return False
-        if not s.v_pe_ok[b] and s.ap_from == b and s.ap_state != AP_NONE:
+        replays = s.v_ahead[b] != 0 and s.k_fix_ignore_replay == 0
+        if (not s.v_pe_ok[b] or replays) and s.ap_from == b and s.ap_state != AP_NONE:
             t.ap_live = 0
         window = topic_changed and s.v_min_isr[b] != min_isr and has_publish_window(s)
     else:
@@ -110,6 +122,10 @@ def load_view(s, t, b):
         t.eso[b] = popcount(s.log[b])
         if s.ap_from == b and s.ap_state != AP_NONE:
             t.ap_live = 0
+        if s.k_replay_known:
+            for f in range(n):
+                if f != b and s.c_isr >> f & 1:
+                    t.f_caught[b][f] = 1
     t.v_leader[b] = b
     t.v_epoch[b] = s.c_epoch
     t.v_isr[b] = s.c_isr
@@ -120,6 +136,7 @@ def load_view(s, t, b):
         t.v_min_isr[b] = min_isr
     t.v_pe_ok[b] = 1
     t.v_recovering[b] = s.c_recovering
+    t.v_ahead[b] = 0
     for f in range(n):
         t.v_gen_age[b][f] = 0
     return True
@@ -214,16 +231,23 @@ def fetch(s, t, f):
     if (s.f_leo[lead][f] == offset_plus_one and s.f_gen_age[lead][f] == 0 and mine == theirs
             and s.hwm[f] == s.hwm[lead]):
         return False  # nothing would change
-    leader_records_fetch(t, lead, f, offset_plus_one - 1)
+    leader_records_fetch(s, t, lead, f, offset_plus_one - 1)
     t.log[f] = theirs
     t.hwm[f] = s.hwm[lead]
     return True
 
 
 @njit(cache=True)
-def leader_records_fetch(t, lead, f, offset):
+def leader_records_fetch(s, t, lead, f, offset):
     """The leader's side of serving a matching Fetch: ``f``'s fetch offset, and its broker epoch
-    as current (KIP-903)."""
+    as current (KIP-903). With --replay-known-changes also Kafka's ``lastCaughtUpTimeMs``
+    (``Replica.updateFetchStateOrThrow``): a fetch at the leader's log end offset is caught up
+    now, and one at the leader's log end offset of the previous fetch was caught up then. A
+    fetch copies the leader's whole suffix, so every fetch after the first of this leader epoch
+    starts at the previous one's leader log end (a truncation in between only makes the model
+    wait longer, which ``lag_timeout`` undoes)."""
+    if s.k_replay_known and (offset >= popcount(s.log[lead]) or s.f_leo[lead][f] > 0):
+        t.f_caught[lead][f] = 1
     t.f_leo[lead][f] = offset + 1
     t.f_gen_age[lead][f] = 0
 
@@ -247,7 +271,7 @@ def delay_fetch_response(s, t, f):
     if common_prefix(s, mine, theirs) != mine:
         return False  # diverged: ``fetch`` truncates
     offset = popcount(mine)
-    leader_records_fetch(t, lead, f, offset)
+    leader_records_fetch(s, t, lead, f, offset)
     t.fr_epoch = s.v_epoch[lead]
     t.fr_follower = f
     t.fr_leader = lead
@@ -299,7 +323,7 @@ def advance_hwm(s, t, b):
     new = popcount(s.log[b])
     isr = maximal_isr(s, b)
     for f in range(len(s.log)):
-        if f != b and isr >> f & 1:
+        if f != b and (isr >> f & 1 or waits_for_caught_up(s, b, f)):
             known = s.f_leo[b][f]
             if known == 0:
                 return False
@@ -315,6 +339,34 @@ def advance_hwm(s, t, b):
         for r in range(len(s.rec_epoch)):
             if newly >> r & 1 and s.rec_acks_all >> r & 1 and s.rec_epoch[r] == s.v_epoch[b]:
                 t.acked = t.acked | (1 << r)
+    return True
+
+
+@njit(cache=True)
+def waits_for_caught_up(s, b, f):
+    """(--replay-known-changes) ``maybeIncrementLeaderHW``'s ``shouldWaitForReplicaToJoinIsr``:
+    a follower outside the maximal ISR that caught up less than replica.lag.time.max.ms ago and
+    is ISR-eligible (its Fetch's broker epoch is the one in the leader's metadata, KIP-903) holds
+    the HWM back at its log end. The leader's view of fencing is not kept (docs/model.md 6)."""
+    if not s.k_replay_known or not s.f_caught[b][f]:
+        return False
+    return not s.k_epoch_check or s.f_leo[b][f] == 0 or s.f_gen_age[b][f] == s.v_gen_age[b][f]
+
+
+@njit(cache=True)
+def lag_timeout(s, t, b, f):
+    """(--replay-known-changes) replica.lag.time.max.ms passes without follower ``f`` catching up
+    with leader ``b``: it no longer holds ``b``'s HWM back. Only for a follower outside ``b``'s
+    maximal ISR that is behind ``b``'s log end (at the log end it counts as caught up anyway);
+    for ISR members the time-out is part of ``propose_shrink``."""
+    if not s.k_replay_known or f == b or not acting_leader(s, b) or not s.f_caught[b][f]:
+        return False
+    if maximal_isr(s, b) >> f & 1:
+        return False
+    known = s.f_leo[b][f]
+    if known != 0 and known - 1 >= popcount(s.log[b]):
+        return False
+    t.f_caught[b][f] = 0
     return True
 
 
@@ -360,6 +412,10 @@ def propose_shrink(s, t, b, out_index):
         if out >> f & 1 and not lagging(s, b, f):
             return False
     t.isr_shrinks_used = s.isr_shrinks_used + 1
+    if s.k_replay_known:
+        for f in range(len(s.log)):
+            if out >> f & 1:
+                t.f_caught[b][f] = 0  # out of sync: its lag time has run out
     send_alter_partition(s, t, b, s.v_isr[b] & ~out, 0)
     return True
 
@@ -401,7 +457,8 @@ def receive_alter_partition_response(s, t):
     on meanwhile), an accepted change becomes its committed ISR and partition epoch; a rejected one
     reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA). With --fix-await-metadata an accepted
     response waits until the sender's metadata holds the change (which then supersedes it); with
-    --fix-min-isr-in-partition-state it also installs the min ISR the controller used."""
+    --fix-min-isr-in-partition-state it also installs the min ISR the controller used; with
+    --replay-known-changes the leader's metadata will replay the change (``v_ahead``)."""
     if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
         return False
     b = s.ap_from
@@ -412,6 +469,8 @@ def receive_alter_partition_response(s, t):
         t.v_pe_ok[b] = s.ap_pe_ok
         if s.k_fix_min_isr_in_partition:
             t.v_min_isr[b] = s.ap_min_isr
+        if s.k_replay_known and not s.k_fix_await_metadata:
+            t.v_ahead[b] = 1  # its metadata will replay this change (load_view)
         if s.ap_recovered:
             t.v_recovering[b] = 0
     t.ap_state = AP_NONE

@@ -47,6 +47,12 @@ class KafkaParams:
         False, "F1 fix: a broker's metadata publish applies the config delta before the topic delta")
     fix_min_isr_in_partition_state: bool = param(
         False, "F1 fix: the min ISR travels with the partition state (record and AlterPartition response)")
+    replay_known_changes: bool = param(
+        False, "a leader replays from metadata an ISR change it learned from the AlterPartition response "
+        "(dropping an AlterPartition sent meanwhile), and its HWM waits for caught-up followers outside the ISR")
+    fix_ignore_replayed_change: bool = param(
+        False, "F5 fix (with --replay-known-changes): replaying a change the leader already learned leaves "
+        "its pending AlterPartition in place")
     records: int = param(1, "records produced (bound)", minimum=1, maximum=3)
     lossy_shutdowns: int = param(1, "unclean shutdowns that lose an unflushed suffix (bound)", minimum=0, maximum=4)
     lossless_shutdowns: int = param(0, "unclean shutdowns that lose nothing (bound)", minimum=0, maximum=4)
@@ -87,6 +93,9 @@ def check(p: KafkaParams) -> None:
     if p.election == "any" and p.preferred_elections:
         raise UsageError("--preferred-elections moves leadership to the first replica in assignment order; "
                          "it has no meaning under --election any")
+    if p.fix_ignore_replayed_change and not p.replay_known_changes:
+        raise UsageError("--fix-ignore-replayed-change changes the replay that --replay-known-changes models; "
+                         "add --replay-known-changes")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 
@@ -137,6 +146,8 @@ def switches(p: KafkaParams) -> dict[str, int]:
         "k_fix_await_metadata": int(p.fix_await_metadata),
         "k_fix_config_first": int(p.fix_config_before_topic),
         "k_fix_min_isr_in_partition": int(p.fix_min_isr_in_partition_state),
+        "k_replay_known": int(p.replay_known_changes),
+        "k_fix_ignore_replay": int(p.fix_ignore_replayed_change),
     })
     for name in BOUNDS:
         out[f"k_max_{name}"] = getattr(p, name)

@@ -41,7 +41,7 @@ def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
     b = params.get("b")
     if action in ("SyncMetadata", "ApplyConfigDelta"):
         return LaneTouch(b, receives_from=(CONTROLLER,))          # metadata records flow down
-    if action in ("Produce", "AdvanceHighWatermark", "LossyShutdown", "LosslessShutdown"):
+    if action in ("Produce", "AdvanceHighWatermark", "LossyShutdown", "LosslessShutdown", "LagTimeout"):
         return LaneTouch(b)
     if action in ("ProposeIsrExpand", "ProposeIsrShrink", "ProposeRecovered", "Restart", "CleanShutdown",
                   "RecoveryReply"):

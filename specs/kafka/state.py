@@ -213,6 +213,17 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     else:
         fields += [Const(name, 0, doc="no min ISR in the partition state without --fix-min-isr-in-partition-state")
                    for name in ("c_part_min_isr", "ap_min_isr")]
+    # --replay-known-changes: a change learned by RPC and not yet replayed from metadata, and
+    # Kafka's lastCaughtUpTimeMs as "caught up less than replica.lag.time.max.ms ago"
+    if consts.get("k_replay_known"):
+        fields += [Bool("v_ahead", (n,), index_labels=bs,
+                        doc="leader only: its ISR came from an AlterPartition response its metadata has not reached"),
+                   Bool("f_caught", (n, n), index_labels=bs,
+                        doc="leader only: follower caught up with it less than replica.lag.time.max.ms ago")]
+    else:
+        # one value, no bits (a Const cannot have a shape)
+        fields += [Int("v_ahead", 0, (n,), index_labels=bs, doc="no replay without --replay-known-changes"),
+                   Int("f_caught", 0, (n, n), index_labels=bs, doc="no caught-up rule without --replay-known-changes")]
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
