@@ -144,13 +144,14 @@ def _wait_for_level(manifest, process, level):
         time.sleep(0.02)
 
 
-def test_ctrl_c_exits_130_with_a_resumable_checkpoint(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_exits_130_with_a_resumable_checkpoint(tmp_path, sig):
     args = ["--spec", "two_phase", "--param", "rm=8", "--compile", "now"]
     checkpoint = tmp_path / "ck"
     run = _run(args + ["--checkpoint", str(checkpoint)], stderr=subprocess.PIPE, text=True)
     _wait_for_level(checkpoint / "checkpoint.json", run, 10)
     assert run.poll() is None, "the run finished before it could be interrupted"
-    os.kill(run.pid, signal.SIGINT)
+    os.kill(run.pid, sig)
     _, err = run.communicate(timeout=300)
     assert run.returncode == 130
     assert f"--resume {checkpoint}" in " ".join(err.split())

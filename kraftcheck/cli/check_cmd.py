@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -228,6 +229,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
     if threads:
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
@@ -241,6 +243,13 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
         terminal.error("interrupted")
         code = EXIT_INTERRUPTED
     sys.exit(code)
+
+
+def _stop_like_ctrl_c(signum, frame) -> None:
+    """SIGTERM stops a run as Ctrl-C does (statistics so far, a resumable checkpoint, exit 130):
+    batch schedulers and `timeout` stop jobs with SIGTERM, and a job a non-interactive shell
+    started in the background has SIGINT ignored."""
+    raise KeyboardInterrupt
 
 
 # -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)

@@ -190,7 +190,7 @@ class Terminal:
         self.out.print(cov)
         never = result.never_fired()
         if never and result.exhaustive:  # after an early stop, unfired actions prove nothing
-            self.out.print(f"[yellow]warning[/]: never enabled (a sign of a model bug): {', '.join(never)}")
+            self.out.print(f"[yellow]warning[/]: never enabled in this state space (a model bug, or bounds under which these actions cannot happen): {', '.join(never)}")
 
         for v in result.violations:
             where = trace_files.get(v.check)
