@@ -7,7 +7,8 @@ result, counts, exploration wall time, the process's peak RSS, and peak RSS per 
 (the whole process: interpreter, numba, visited set, buffers), then the checks that the exact and
 fingerprint runs of one space agree on every verdict and shortest-trace length, the time of
 levels on disk against levels in memory, and symmetry reduction against the unreduced
-``--election any`` space (same verdicts and lengths, fewer states: orbits).
+``--election any`` space (same verdicts and lengths, fewer states: orbits). Each run's JSON report
+is also written to ``--scratch``.
 
     .venv/bin/python bench/scale.py                    # every configuration below
     .venv/bin/python bench/scale.py --only default     # the configurations whose name has 'default'
@@ -25,6 +26,7 @@ from pathlib import Path
 
 RECORDS_2 = ["--brokers", "3", "--min-isr", "2", "--records", "2"]
 DEFAULT = ["--brokers", "3", "--min-isr", "2"]
+FOUR_BROKERS = ["--brokers", "4", "--min-isr", "3", "--election", "any", "--symmetry"]
 # (name, check arguments, levels on disk)
 CONFIGS = [
     ("default, in memory", DEFAULT, False),
@@ -33,6 +35,8 @@ CONFIGS = [
     ("records 2, fingerprints, levels on disk", RECORDS_2 + ["--fingerprints"], True),
     ("election any", DEFAULT + ["--election", "any"], False),
     ("election any, symmetry", DEFAULT + ["--election", "any", "--symmetry"], False),
+    # about 0.5 G orbits of 32 bytes each: exact would not fit in 16 GB, fingerprints do
+    ("four brokers, election any, symmetry, fingerprints, levels on disk", FOUR_BROKERS + ["--fingerprints"], True),
 ]
 
 
@@ -52,6 +56,8 @@ def run(args: list[str], on_disk: bool, scratch: Path) -> dict:
     if out.returncode not in (0, 1, 3):
         sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr}")
     report = json.loads(out.stdout)
+    # kept beside the checkpoints: a long run's figures must survive a crash of this script
+    (scratch / ("scale" + "".join("_" + a.strip("-") for a in args) + ".json")).write_text(out.stdout)
     report["command"] = "kraftcheck check " + " ".join(args) + " --continue" + (" --checkpoint DIR" if work else "")
     return report
 
