@@ -6,9 +6,14 @@ verdict and what survives each fix. The durability checks (``acked_writes_surviv
 ``*_hold_committed_log`` family) are F1's data loss; ``hwm_advances_only_with_min_isr`` is the
 strict rule as KIP-966 states it, which config lag alone (F1a) breaks.
 
-    .venv/bin/python bench/f1_fixes.py [--print-traces] [extra check options, e.g. --records 2]
+    .venv/bin/python bench/f1_fixes.py [--print-traces] [--only NAME ...] [extra check options, e.g. --records 2]
 
-Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
+``--only NAME`` (repeatable) runs only the configurations of that name (as in the table's first
+column, e.g. ``--only "await metadata"``); the default is all of them.
+
+With ``--replay-known-changes`` among the extra options (docs/findings.md F5) the F5 fix
+``--fix-ignore-replayed-change`` joins the fixes, and the configurations are: no fix, every fix
+alone, and the F5 fix with each F1 fix. Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
 of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<configuration>/.
 """
 
@@ -33,7 +38,14 @@ DATA_LOSS = ("acked_writes_survive", "leader_holds_committed_log", "isr_members_
              "elr_members_hold_committed_log", "reads_are_repeatable")
 
 
-def configurations() -> list[tuple[str, list[str]]]:
+F5_FIX = ("ignore replayed change", "--fix-ignore-replayed-change")
+
+
+def configurations(replay: bool = False) -> list[tuple[str, list[str]]]:
+    if replay:
+        name, flag = F5_FIX
+        return ([("no fix", [])] + [(n, [f]) for n, f in FIXES.items()] + [(name, [flag])]
+                + [(f"{name} + {n}", [flag, f]) for n, f in FIXES.items()])
     out = [("no fix", [])]
     out += [(name, [flag]) for name, flag in FIXES.items()]
     out += [(f"{a} + {b}", [FIXES[a], FIXES[b]]) for a, b in itertools.combinations(FIXES, 2)]
@@ -62,10 +74,20 @@ def cell(report: dict, checks: tuple[str, ...]) -> str:
 
 
 def main() -> None:
-    print_traces = "--print-traces" in sys.argv
-    extra = [a for a in sys.argv[1:] if a != "--print-traces"]
+    argv = sys.argv[1:]
+    print_traces = "--print-traces" in argv
+    only = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--only"]
+    extra = [a for i, a in enumerate(argv) if a != "--print-traces" and a != "--only"
+             and not (i > 0 and argv[i - 1] == "--only")]
+    chosen = configurations(replay="--replay-known-changes" in extra)
+    unknown = set(only) - {name for name, _ in chosen}
+    if unknown:
+        sys.exit(f"--only: no configuration named {', '.join(sorted(unknown))}; "
+                 f"the names are: {', '.join(name for name, _ in chosen)}")
     rows = []
-    for name, args in configurations():
+    for name, args in chosen:
+        if only and name not in only:
+            continue
         report = run(name, args + extra)
         rows.append((name, args, report))
         print(f"{name}: {report['result']} {report['distinct_states']:,} states, depth {report['depth']}, "

@@ -7,7 +7,9 @@ and the controller handles AlterPartition requests and runs unclean recovery. Ea
 fair per broker (``Name(*)``): none stays possible forever without happening. Faults, produce
 requests, ISR shrinks, min ISR changes and preferred elections are not fair: they may happen (within
 their bounds) or never. A delayed fetch response may stay delayed forever (an unfair network), so
-``DelayFetchResponse`` is not fair but ``ReceiveFetchResponse`` is.
+``DelayFetchResponse`` is not fair but ``ReceiveFetchResponse`` is. Time passes
+(``LagTimeout``, with --replay-known-changes): a follower cannot stay "caught up a moment ago" for
+ever without catching up again.
 
 * ``partition_regains_leader``: a leaderless partition eventually has a leader again, with no
   operator. What ``--availability`` asks without fairness: there, a state is stuck when *no*
@@ -30,7 +32,8 @@ from kraftcheck.specs.kafka.state import RUNNING
 # per broker where the action has a broker parameter; the controller's steps have none
 FAIR_STEPS = ("Unfence(*)", "Restart(*)", "SyncMetadata(*)", "ApplyConfigDelta(*)", "Fetch(*)",
               "ReceiveFetchResponse", "AdvanceHighWatermark(*)", "ProposeIsrExpand", "HandleAlterPartition",
-              "ReceiveAlterPartitionResponse", "RecoveryReply(*)", "RecoveryElect", "ProposeRecovered(*)")
+              "ReceiveAlterPartitionResponse", "RecoveryReply(*)", "RecoveryElect", "ProposeRecovered(*)",
+              "LagTimeout(*)")
 
 
 def fair_steps(action_names: set[str]) -> tuple[str, ...]:
