@@ -9,7 +9,9 @@ strict rule as KIP-966 states it, which config lag alone (F1a) breaks.
     .venv/bin/python bench/f1_fixes.py [--print-traces] [--only NAME ...] [extra check options, e.g. --records 2]
 
 ``--only NAME`` (repeatable) runs only the configurations of that name (as in the table's first
-column, e.g. ``--only "await metadata"``); the default is all of them.
+column, e.g. ``--only "await metadata"``); the default is all of them. ``--scratch DIR`` keeps
+each run's levels on disk in a fresh ``--checkpoint`` directory under DIR (removed afterwards) and
+its JSON report beside it: the ``--records 2`` spaces do not fit in memory with their levels.
 
 With ``--replay-known-changes`` among the extra options (docs/findings.md F5) the F5 fix
 ``--fix-ignore-replayed-change`` joins the fixes, and the configurations are: no fix, every fix
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ["--brokers", "3", "--min-isr", "2", "--continue", "--compile", "now"]
@@ -52,14 +57,24 @@ def configurations(replay: bool = False) -> list[tuple[str, list[str]]]:
     return out
 
 
-def run(name: str, args: list[str]) -> dict:
-    trace_dir = Path("/tmp/kraftcheck-f1-fixes") / name.replace(" ", "_").replace("+", "and")
+def run(name: str, args: list[str], scratch: Optional[Path] = None) -> dict:
+    slug = name.replace(" ", "_").replace("+", "and")
+    trace_dir = Path("/tmp/kraftcheck-f1-fixes") / slug
     cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--json", "-", "--quiet",
            "--trace-dir", str(trace_dir)]
+    work = Path(tempfile.mkdtemp(prefix="f1-fixes-", dir=scratch)) if scratch else None
+    if work is not None:
+        cmd += ["--checkpoint", str(work)]
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     if out.returncode not in (0, 1) or not out.stdout.strip():
         sys.exit(f"{' '.join(cmd)} exited {out.returncode} without a report:\n{out.stderr}")
+    if scratch is not None:
+        (scratch / f"f1-fixes-{slug}{'_'.join([''] + [a.strip('-') for a in args])}.json").write_text(out.stdout)
     report = json.loads(out.stdout)
     report["wall_s"] = time.perf_counter() - start
     return report
@@ -77,8 +92,9 @@ def main() -> None:
     argv = sys.argv[1:]
     print_traces = "--print-traces" in argv
     only = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--only"]
-    extra = [a for i, a in enumerate(argv) if a != "--print-traces" and a != "--only"
-             and not (i > 0 and argv[i - 1] == "--only")]
+    scratch = next((Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "--scratch"), None)
+    extra = [a for i, a in enumerate(argv) if a not in ("--print-traces", "--only", "--scratch")
+             and not (i > 0 and argv[i - 1] in ("--only", "--scratch"))]
     chosen = configurations(replay="--replay-known-changes" in extra)
     unknown = set(only) - {name for name, _ in chosen}
     if unknown:
@@ -88,7 +104,7 @@ def main() -> None:
     for name, args in chosen:
         if only and name not in only:
             continue
-        report = run(name, args + extra)
+        report = run(name, args + extra, scratch)
         rows.append((name, args, report))
         print(f"{name}: {report['result']} {report['distinct_states']:,} states, depth {report['depth']}, "
               f"{report['wall_s']:.0f} s", file=sys.stderr)
