@@ -86,8 +86,8 @@ def load_view(s, t, b):
     proceeds at an equal partition epoch and ``updateAssignmentAndIsr`` replaces a pending ISR
     sent meanwhile, whose response is then ignored (not with --fix-ignore-replayed-change, under
     which ``makeLeader`` leaves the pending state alone at the partition epoch it already has). A
-    new leader epoch marks the ISR followers as
-    caught up just now and the others as not (``Replica.resetReplicaState``).
+    new leader epoch marks the ISR followers as caught up just now and the others as not
+    (``Replica.resetReplicaState``).
     """
     n = len(s.log)
     lead = s.c_leader == b
