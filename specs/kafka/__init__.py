@@ -89,6 +89,8 @@ class KafkaReplication(Spec):
             "v_pe_ok": [1] + [0] * (n - 1),
             "fewest_min_isr": min_isr,
             **({"c_part_min_isr": min_isr} if p.fix_min_isr_in_partition_state else {}),
+            # Replica.resetReplicaState at b1's election: its ISR followers caught up just now
+            **({"f_caught": [[0] + [1] * (n - 1)] + [[0] * n] * (n - 1)} if p.replay_known_changes else {}),
         }
 
     def actions(self):

@@ -77,7 +77,8 @@ def load_view(s, t, b):
 
     Returns True if its view changed. A new leadership (leader epoch) resets the follower states
     and sets the epoch start offset; a partition change drops the pending AlterPartition, as
-    ``Partition.makeLeader`` replaces the partition state. A leader that stays leader applies the
+    ``Partition.makeLeader`` replaces the partition state (and, with --replay-known-changes,
+    advances the HWM in the same step, as ``makeLeader`` does). A leader that stays leader applies the
     topic delta first and the config delta after it (``BrokerMetadataPublisher``): when both
     change, the new min ISR waits in ``v_cfg_next`` for ``apply_config_delta``.
 
@@ -139,6 +140,8 @@ def load_view(s, t, b):
     t.v_ahead[b] = 0
     for f in range(n):
         t.v_gen_age[b][f] = 0
+    if s.k_replay_known:
+        advance_hwm(t, t, b)  # makeLeader ends with maybeIncrementLeaderHW, under the partition's lock
     return True
 
 
@@ -346,11 +349,11 @@ def advance_hwm(s, t, b):
 def waits_for_caught_up(s, b, f):
     """(--replay-known-changes) ``maybeIncrementLeaderHW``'s ``shouldWaitForReplicaToJoinIsr``:
     a follower outside the maximal ISR that caught up less than replica.lag.time.max.ms ago and
-    is ISR-eligible (its Fetch's broker epoch is the one in the leader's metadata, KIP-903) holds
-    the HWM back at its log end. The leader's view of fencing is not kept (docs/model.md 6)."""
-    if not s.k_replay_known or not s.f_caught[b][f]:
-        return False
-    return not s.k_epoch_check or s.f_leo[b][f] == 0 or s.f_gen_age[b][f] == s.v_gen_age[b][f]
+    is ISR-eligible (it fetched this leadership, and its Fetch's broker epoch is the one in the
+    leader's metadata, KIP-903: ``isBrokerEpochIsrEligible``) holds the HWM back at its log end. The leader's view of fencing is not kept (docs/model.md 6)."""
+    if not s.k_replay_known or not s.f_caught[b][f] or s.f_leo[b][f] == 0:
+        return False  # no Fetch this leadership: no broker epoch stored, so not eligible
+    return not s.k_epoch_check or s.f_gen_age[b][f] == s.v_gen_age[b][f]
 
 
 @njit(cache=True)
@@ -458,11 +461,15 @@ def receive_alter_partition_response(s, t):
     reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA). With --fix-await-metadata an accepted
     response waits until the sender's metadata holds the change (which then supersedes it); with
     --fix-min-isr-in-partition-state it also installs the min ISR the controller used; with
-    --replay-known-changes the leader's metadata will replay the change (``v_ahead``)."""
+    --replay-known-changes the leader's metadata will replay the change (``v_ahead``), and the
+    leader advances its HWM in the same step, as ``handleAlterPartitionUpdate`` does under the
+    partition's write lock (a separate, later HWM step would let an expansion pass the HWM guard
+    with a stale HWM, which the replay makes unsafe; docs/model.md section 6)."""
     if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
         return False
     b = s.ap_from
-    if s.ap_live and s.ap_state == AP_ACCEPTED:
+    installed = s.ap_live and s.ap_state == AP_ACCEPTED
+    if installed:
         if s.k_fix_await_metadata and not s.v_pe_ok[b]:
             return False  # the response waits until b's metadata holds the change
         t.v_isr[b] = s.ap_isr
@@ -483,5 +490,7 @@ def receive_alter_partition_response(s, t):
     t.ap_live = 0
     if s.k_fix_min_isr_in_partition:
         t.ap_min_isr = 0
+    if installed and s.k_replay_known:
+        advance_hwm(t, t, b)  # handleAlterPartitionUpdate ends with maybeIncrementLeaderHW, under the lock
     normalize_epochs(t)
     return True
