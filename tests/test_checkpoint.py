@@ -148,7 +148,10 @@ def _wait_for_level(manifest, process, level):
 def test_ctrl_c_exits_130_with_a_resumable_checkpoint(tmp_path, sig):
     args = ["--spec", "two_phase", "--param", "rm=8", "--compile", "now"]
     checkpoint = tmp_path / "ck"
-    run = _run(args + ["--checkpoint", str(checkpoint)], stderr=subprocess.PIPE, text=True)
+    # a suite started as a background job of a non-interactive shell inherits SIGINT ignored, and
+    # Python then keeps it ignored: give the run the terminal's default, as a user's shell does
+    run = _run(args + ["--checkpoint", str(checkpoint)], stderr=subprocess.PIPE, text=True,
+               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for_level(checkpoint / "checkpoint.json", run, 10)
     assert run.poll() is None, "the run finished before it could be interrupted"
     os.kill(run.pid, sig)
