@@ -154,14 +154,21 @@ def test_initial_state_must_exist(tmp_path):
         run_scenario(load_scenario(path))
 
 
-@kafka_model
-def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window():
-    """traces/scenarios/f3_publish_window.yaml (docs/findings.md F3), every variant as expected."""
-    scenario = load_scenario(SHIPPED / "f3_publish_window.yaml")
+def shipped_runs_as_expected(name):
+    """Every variant of a shipped finding's scenario, each meeting its own expectation and
+    replaying as a trace: variant name -> run."""
+    scenario = load_scenario(SHIPPED / name)
     runs = {v: run_scenario(scenario, v) for v in scenario.variants}
     for variant, run in runs.items():
         assert run.ok, (variant, run.problems)
         assert traces.replay(run.graph).ok
+    return runs
+
+
+@kafka_model
+def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window():
+    """traces/scenarios/f3_publish_window.yaml (docs/findings.md F3), every variant as expected."""
+    runs = shipped_runs_as_expected("f3_publish_window.yaml")
     for variant in ("flawed", "shipped"):
         assert runs[variant].blocked_at is None
         assert runs[variant].first_failure["elr_members_hold_committed_log"] == 7
@@ -173,11 +180,7 @@ def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window(
 @kafka_model
 def test_f5_replay_story_loses_the_write_only_where_the_replay_drops_the_expansion():
     """traces/scenarios/f5_replay_drops_expansion.yaml (docs/findings.md F5), every variant as expected."""
-    scenario = load_scenario(SHIPPED / "f5_replay_drops_expansion.yaml")
-    runs = {v: run_scenario(scenario, v) for v in scenario.variants}
-    for variant, run in runs.items():
-        assert run.ok, (variant, run.problems)
-        assert traces.replay(run.graph).ok
+    runs = shipped_runs_as_expected("f5_replay_drops_expansion.yaml")
     flawed = runs["flawed"]
     assert flawed.blocked_at is None
     assert flawed.first_failure == {"leader_maximal_isr_covers_electable": 10, "isr_members_hold_committed_log": 10,
