@@ -21,6 +21,7 @@ of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<co
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import shutil
@@ -89,12 +90,12 @@ def cell(report: dict, checks: tuple[str, ...]) -> str:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
-    print_traces = "--print-traces" in argv
-    only = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--only"]
-    scratch = next((Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "--scratch"), None)
-    extra = [a for i, a in enumerate(argv) if a not in ("--print-traces", "--only", "--scratch")
-             and not (i > 0 and argv[i - 1] in ("--only", "--scratch"))]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--print-traces", action="store_true", help="print every shortest counterexample")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME", help="run this configuration only")
+    parser.add_argument("--scratch", type=Path, help="levels on disk in fresh checkpoint directories here")
+    opts, extra = parser.parse_known_args()  # the rest are check options, e.g. --records 2
+    print_traces, only, scratch = opts.print_traces, opts.only, opts.scratch
     chosen = configurations(replay="--replay-known-changes" in extra)
     unknown = set(only) - {name for name, _ in chosen}
     if unknown:
