@@ -16,7 +16,7 @@ its JSON report beside it: the ``--records 2`` spaces do not fit in memory with 
 With ``--replay-known-changes`` among the extra options (docs/findings.md F5) the F5 fix
 ``--fix-ignore-replayed-change`` joins the fixes, and the configurations are: no fix, every fix
 alone, and the F5 fix with each F1 fix. Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
-of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<configuration>/.
+of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<configuration>_<its options>/.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def configurations(replay: bool = False) -> list[tuple[str, list[str]]]:
 
 
 def run(name: str, args: list[str], scratch: Optional[Path] = None) -> dict:
-    slug = name.replace(" ", "_").replace("+", "and")
+    # the extra check options name the files too: runs with other options do not overwrite them
+    slug = name.replace(" ", "_").replace("+", "and") + "_".join([""] + [a.strip("-") for a in args])
     trace_dir = Path("/tmp/kraftcheck-f1-fixes") / slug
     cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--json", "-", "--quiet",
            "--trace-dir", str(trace_dir)]
@@ -75,7 +76,7 @@ def run(name: str, args: list[str], scratch: Optional[Path] = None) -> dict:
     if out.returncode not in (0, 1) or not out.stdout.strip():
         sys.exit(f"{' '.join(cmd)} exited {out.returncode} without a report:\n{out.stderr}")
     if scratch is not None:
-        (scratch / f"f1-fixes-{slug}{'_'.join([''] + [a.strip('-') for a in args])}.json").write_text(out.stdout)
+        (scratch / f"f1-fixes-{slug}.json").write_text(out.stdout)
     report = json.loads(out.stdout)
     report["wall_s"] = time.perf_counter() - start
     return report

@@ -223,16 +223,38 @@ F5_LOSS = {"leader_maximal_isr_covers_electable": 8, "isr_members_hold_committed
 
 @pytest.mark.parametrize("switches, counts, violated", [
     (dict(), (46_579, 164_464, 24), {}),
+    # fewer: the states between a response (or a leader's publish) and its HWM advance are gone
+    (dict(hwm_under_partition_lock=True), (45_859, 162_146, 23), {}),
     (dict(replay_known_changes=True), (173_376, 701_071, 29), F5_LOSS),
     (dict(replay_known_changes=True, fix_ignore_replayed_change=True), (107_095, 421_182, 24), {}),
     (dict(replay_known_changes=True, fix_await_metadata=True), (71_234, 260_162, 26), {}),
-], ids=["atomic", "replay", "replay-fix-ignore", "replay-fix-await"])
+], ids=["atomic", "atomic-hwm-under-lock", "replay", "replay-fix-ignore", "replay-fix-await"])
 def test_replay_of_a_known_change_and_its_fixes(switches, counts, violated):
     from kraftcheck.checker.explore.engine import Engine
     r = Engine().explore(model(**F5_BOUNDS, **switches), Options(keep_going=True))
     assert r.exhaustive
     assert (r.distinct_states, r.states_generated, r.depth) == counts
     assert {v.check: v.depth for v in r.violations} == violated
+
+
+@pytest.mark.parametrize("under_lock", [False, True], ids=["separate-step", "under-lock"])
+def test_hwm_under_partition_lock_advances_with_the_alter_partition_response(under_lock):
+    """handleAlterPartitionUpdate ends with maybeIncrementLeaderHW: with the switch, installing
+    the shrink's ISR {b1,b2} advances the HWM over b2's log end in the same step; without it the
+    advance is a later AdvanceHighWatermark step."""
+    m = model(**F5_BOUNDS, hwm_under_partition_lock=under_lock)
+    out_b3 = 0b100 - 1
+    state = run_steps(m, [("Produce", (0, 1)), ("Fetch", (1,)), ("Fetch", (1,)), ("ProposeIsrShrink", (0, out_b3)),
+                          ("HandleAlterPartition", ())])
+    assert shown(m, state)["hwm"][0] == 0  # b3, in the ISR until now, has not fetched
+    state = run_steps_from(m, state, [("ReceiveAlterPartitionResponse", ())])
+    v = shown(m, state)
+    assert v["v_isr"][0] == ["b1", "b2"]
+    assert v["hwm"][0] == (1 if under_lock else 0)
+    advance = m.step(state, m.label_for("AdvanceHighWatermark", (0,)))
+    assert (advance is None) == under_lock  # nothing left to advance once it happened under the lock
+    if not under_lock:
+        assert shown(m, advance)["hwm"][0] == 1
 
 
 def test_replay_switches_are_refused_where_they_mean_nothing():

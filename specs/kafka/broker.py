@@ -140,7 +140,7 @@ def load_view(s, t, b):
     t.v_ahead[b] = 0
     for f in range(n):
         t.v_gen_age[b][f] = 0
-    if s.k_replay_known:
+    if s.k_hwm_under_lock:
         advance_hwm(t, t, b)  # makeLeader ends with maybeIncrementLeaderHW, under the partition's lock
     return True
 
@@ -490,7 +490,7 @@ def receive_alter_partition_response(s, t):
     t.ap_live = 0
     if s.k_fix_min_isr_in_partition:
         t.ap_min_isr = 0
-    if installed and s.k_replay_known:
+    if installed and s.k_hwm_under_lock:
         advance_hwm(t, t, b)  # handleAlterPartitionUpdate ends with maybeIncrementLeaderHW, under the lock
     normalize_epochs(t)
     return True

@@ -53,6 +53,9 @@ class KafkaParams:
     fix_ignore_replayed_change: bool = param(
         False, "F5 fix (with --replay-known-changes): replaying a change the leader already learned leaves "
         "its pending AlterPartition in place")
+    hwm_under_partition_lock: bool = param(
+        False, "the leader advances its HWM in the step that installs a new ISR (AlterPartition response, "
+        "metadata publish), as Kafka does under the partition's lock (always so with --replay-known-changes)")
     records: int = param(1, "records produced (bound)", minimum=1, maximum=3)
     lossy_shutdowns: int = param(1, "unclean shutdowns that lose an unflushed suffix (bound)", minimum=0, maximum=4)
     lossless_shutdowns: int = param(0, "unclean shutdowns that lose nothing (bound)", minimum=0, maximum=4)
@@ -148,6 +151,7 @@ def switches(p: KafkaParams) -> dict[str, int]:
         "k_fix_min_isr_in_partition": int(p.fix_min_isr_in_partition_state),
         "k_replay_known": int(p.replay_known_changes),
         "k_fix_ignore_replay": int(p.fix_ignore_replayed_change),
+        "k_hwm_under_lock": int(p.hwm_under_partition_lock or p.replay_known_changes),
     })
     for name in BOUNDS:
         out[f"k_max_{name}"] = getattr(p, name)
