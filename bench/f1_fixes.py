@@ -15,7 +15,7 @@ its JSON report beside it: the ``--records 2`` spaces do not fit in memory with 
 
 With ``--replay-known-changes`` among the extra options (docs/findings.md F5) the F5 fix
 ``--fix-ignore-replayed-change`` joins the fixes, and the configurations are: no fix, every fix
-alone, and the F5 fix with each F1 fix. Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
+alone, and the F5 fix with each F1 fix and with each pair of F1 fixes. Prints a Markdown table (for docs/findings.md) and, with ``--print-traces``, the action sequence
 of every shortest counterexample. Trace files go to /tmp/kraftcheck-f1-fixes/<configuration>_<its options>/.
 """
 
@@ -51,7 +51,9 @@ def configurations(replay: bool = False) -> list[tuple[str, list[str]]]:
     if replay:
         name, flag = F5_FIX
         return ([("no fix", [])] + [(n, [f]) for n, f in FIXES.items()] + [(name, [flag])]
-                + [(f"{name} + {n}", [flag, f]) for n, f in FIXES.items()])
+                + [(f"{name} + {n}", [flag, f]) for n, f in FIXES.items()]
+                + [(f"{name} + {a} + {b}", [flag, FIXES[a], FIXES[b]])
+                   for a, b in itertools.combinations(FIXES, 2)])
     out = [("no fix", [])]
     out += [(name, [flag]) for name, flag in FIXES.items()]
     out += [(f"{a} + {b}", [FIXES[a], FIXES[b]]) for a, b in itertools.combinations(FIXES, 2)]
