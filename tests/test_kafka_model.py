@@ -298,3 +298,15 @@ def test_preferred_leader_election_moves_leadership_back_to_the_first_replica():
     assert after["preferred_elections_used"] == 1
     assert m.step(state, m.label_for("PreferredElection", ())) is None  # b1 leads; the bound is spent too
     assert "PreferredElection" not in [a.name for a in model().spec.actions()]  # off by default
+
+
+@pytest.mark.slow
+def test_f5_with_two_records_also_forks_the_committed_history():
+    """docs/findings.md F5, "With two records": the same losses at the same lengths, and after
+    the loss the new leader commits r2 at offset 0 while the fenced old leader still exposes the
+    acknowledged r1 there (committed_logs_match, which one record cannot break)."""
+    from kraftcheck.checker.explore.engine import Engine
+    r = Engine().explore(model(**F5_BOUNDS, records=2, replay_known_changes=True), Options(keep_going=True))
+    assert r.exhaustive
+    assert (r.distinct_states, r.states_generated, r.depth) == (2_654_974, 11_621_213, 33)
+    assert {v.check: v.depth for v in r.violations} == {**F5_LOSS, "committed_logs_match": 19}
