@@ -257,6 +257,27 @@ def test_hwm_under_partition_lock_advances_with_the_alter_partition_response(und
         assert shown(m, advance)["hwm"][0] == 1
 
 
+@pytest.mark.parametrize("under_lock", [False, True], ids=["separate-step", "under-lock"])
+def test_hwm_under_partition_lock_advances_with_a_topic_delta_not_a_config_delta(under_lock):
+    """makeLeader ends with maybeIncrementLeaderHW, and only a topic delta reaches it: b1's publish
+    of b3's fence (ISR {b1,b2}) advances the HWM with the switch; a publish of a min ISR change
+    alone (DynamicConfigPublisher) never does."""
+    m = model(**F5_BOUNDS, hwm_under_partition_lock=under_lock)
+    state = run_steps(m, [("Produce", (0, 0)), ("Fetch", (1,)), ("Fetch", (1,)), ("Fence", (2,)),
+                          ("SyncMetadata", (0,))])
+    v = shown(m, state)
+    assert v["v_isr"][0] == ["b1", "b2"] and v["hwm"][0] == (1 if under_lock else 0)
+    m = model(protocol="kafka-3.5", hwm_under_partition_lock=under_lock)
+    only_b1 = 0b110 - 1  # the shrink removes b2 and b3
+    state = run_steps(m, [("ProposeIsrShrink", (0, only_b1)), ("HandleAlterPartition", ()),
+                          ("ReceiveAlterPartitionResponse", ()), ("Produce", (0, 0)), ("ChangeMinIsr", (0,)),
+                          ("SyncMetadata", (0,))])
+    v = shown(m, state)
+    assert v["v_isr"][0] == ["b1"] and v["v_min_isr"][0] == 1
+    assert v["hwm"][0] == 0  # the config-only publish did not run makeLeader
+    assert m.step(state, m.label_for("AdvanceHighWatermark", (0,))) is not None
+
+
 def test_replay_switches_are_refused_where_they_mean_nothing():
     with pytest.raises(UsageError, match="add --replay-known-changes"):
         model(fix_ignore_replayed_change=True)

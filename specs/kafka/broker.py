@@ -77,8 +77,9 @@ def load_view(s, t, b):
 
     Returns True if its view changed. A new leadership (leader epoch) resets the follower states
     and sets the epoch start offset; a partition change drops the pending AlterPartition, as
-    ``Partition.makeLeader`` replaces the partition state (and, with --replay-known-changes,
-    advances the HWM in the same step, as ``makeLeader`` does). A leader that stays leader applies the
+    ``Partition.makeLeader`` replaces the partition state (and, with --hwm-under-partition-lock
+    or --replay-known-changes, advances the HWM in the same step, as ``makeLeader`` does; a
+    publish that changes only the config or broker epochs does not reach ``makeLeader``). A leader that stays leader applies the
     topic delta first and the config delta after it (``BrokerMetadataPublisher``): when both
     change, the new min ISR waits in ``v_cfg_next`` for ``apply_config_delta``.
 
@@ -105,6 +106,7 @@ def load_view(s, t, b):
             t.ap_live = 0
         return True
     window = False
+    makes_leader = True  # Partition.makeLeader runs: a new leadership, or a topic delta for it
     if was_leading and same_epoch:
         topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != s.c_recovering
                          or s.v_ahead[b] != 0)
@@ -118,6 +120,7 @@ def load_view(s, t, b):
         if (not s.v_pe_ok[b] or replays) and s.ap_from == b and s.ap_state != AP_NONE:
             t.ap_live = 0
         window = topic_changed and s.v_min_isr[b] != min_isr and has_publish_window(s)
+        makes_leader = topic_changed  # a config or broker-epoch change alone does not reach makeLeader
     else:
         clear_leader_state(t, b)
         t.eso[b] = popcount(s.log[b])
@@ -140,7 +143,7 @@ def load_view(s, t, b):
     t.v_ahead[b] = 0
     for f in range(n):
         t.v_gen_age[b][f] = 0
-    if s.k_hwm_under_lock:
+    if s.k_hwm_under_lock and makes_leader:
         advance_hwm(t, t, b)  # makeLeader ends with maybeIncrementLeaderHW, under the partition's lock
     return True
 
@@ -461,10 +464,11 @@ def receive_alter_partition_response(s, t):
     reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA). With --fix-await-metadata an accepted
     response waits until the sender's metadata holds the change (which then supersedes it); with
     --fix-min-isr-in-partition-state it also installs the min ISR the controller used; with
-    --replay-known-changes the leader's metadata will replay the change (``v_ahead``), and the
-    leader advances its HWM in the same step, as ``handleAlterPartitionUpdate`` does under the
-    partition's write lock (a separate, later HWM step would let an expansion pass the HWM guard
-    with a stale HWM, which the replay makes unsafe; docs/model.md section 6)."""
+    --replay-known-changes the leader's metadata will replay the change (``v_ahead``). With
+    --hwm-under-partition-lock or --replay-known-changes the leader advances its HWM in the same
+    step, as ``handleAlterPartitionUpdate`` does under the partition's write lock (a separate,
+    later HWM step would let an expansion pass the HWM guard with a stale HWM, which the replay
+    makes unsafe; docs/model.md section 6)."""
     if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
         return False
     b = s.ap_from
