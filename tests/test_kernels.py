@@ -44,6 +44,24 @@ def test_visited_set_matches_python_set(batches, fine_growth_from_bytes):
     assert len(visited) == len(seen)
 
 
+def test_a_reused_new_marks_buffer_is_right_at_the_rows_given():
+    """insert() clears a reused is_new buffer only up to the last row it is given (a small chunk in
+    buffers sized for a large one): the marks at the given rows are still exactly the first
+    occurrences, whatever the buffer held before."""
+    rng = np.random.default_rng(7)
+    visited, seen = VisitedSet(1, shard_bits=2, initial_shard_cap=4), set()
+    is_new = np.ones(1000, np.uint8)  # stale marks everywhere
+    for _ in range(20):
+        words = rng.integers(0, 50, (1000, 1), dtype=np.uint64)
+        used = int(rng.integers(1, 1000))
+        rows = np.sort(rng.choice(used, size=int(rng.integers(1, used + 1)), replace=False)).astype(np.int64)
+        marks = visited.insert(words, fingerprints(words), rows, rows.shape[0], is_new)
+        for r in rows:
+            value = int(words[r, 0])
+            assert marks[r] == (value not in seen)
+            seen.add(value)
+
+
 def test_split_covers_range_without_overlap():
     for lo, hi, parts in [(0, 10, 3), (5, 6, 4), (0, 0, 2), (3, 100, 7)]:
         ranges = split(lo, hi, parts)

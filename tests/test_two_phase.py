@@ -23,6 +23,16 @@ def test_engine_matches_tlc(rm):
     assert not result.never_fired()
 
 
+@pytest.mark.parametrize("successors_per_chunk", [1, 97, 1 << 30], ids=["one-state-chunks", "small", "buffer-sized"])
+def test_chunk_sizing_does_not_change_the_counts(monkeypatch, successors_per_chunk):
+    """The engine sizes each chunk from the successors per state seen so far (about
+    SUCCESSORS_PER_CHUNK successors, within the buffers); TLC's figures come out whatever the sizes."""
+    from kraftcheck.checker.explore import engine
+    monkeypatch.setattr(engine, "SUCCESSORS_PER_CHUNK", successors_per_chunk)
+    result = Engine().explore(Model(TwoPhase(TwoPhaseParams(5))))
+    assert (result.distinct_states, result.states_generated, result.depth) == TLC[5]
+
+
 def test_reference_matches_tlc_rm3():
     result = ReferenceExplorer().explore(Model(TwoPhase(TwoPhaseParams(3))))
     assert (result.distinct_states, result.states_generated, result.depth) == TLC[3]

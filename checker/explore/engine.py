@@ -35,7 +35,13 @@ from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import canonical_step, canonicaliser_for
 from kraftcheck.checker.explore.concrete import concrete_trace
 
-CANDIDATES_PER_CHUNK = 1 << 20
+CANDIDATES_PER_CHUNK = 1 << 20  # successor rows the chunk buffers hold (the largest chunk)
+# States per chunk are chosen so that a chunk yields about this many successors (enabled rows): the
+# insert pass's working set (their words, fingerprints, row lists) then stays in the last-level
+# cache, while a chunk is still long enough to pay for its few dozen kernel dispatches. Measured
+# best at about 2^16 for both Two-Phase rm=9 (12 successors a state) and the default Kafka check
+# (4.6 a state); a fixed 2^20 candidate rows gave Two-Phase 4 times that, 1.2x slower (bench/RESULTS.md).
+SUCCESSORS_PER_CHUNK = 1 << 16
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
@@ -181,6 +187,8 @@ class _Run:
         self.builder = builder  # compiling the kernels in the background while we interpret
         self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
+        self.expanded = 0  # states expanded by this run, and their successors: sizes the chunks
+        self.successors = 0
         self.buffers = kernels.buffers(chunk_states)
         # recording the graph numbers every state, which answers "seen before?" too
         self.recorder = GraphRecorder(model, kernels.nwords) if options.record_graph else None
@@ -267,13 +275,15 @@ class _Run:
         lo = 0
         while lo < level.shape[0]:
             self._switch_when_compiled()
-            hi = min(level.shape[0], lo + (self.chunk_states if self.kernels.compiled
+            hi = min(level.shape[0], lo + (self._compiled_chunk_states() if self.kernels.compiled
                                            else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
             self.kernels.successors(level, lo, hi, buf)
             self.levels.release(level, hi)
             nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
+            self.expanded += hi - lo
+            self.successors += nrows
             if self.canon is not None:
                 self._canonicalize(buf.words, buf.hashes, buf.valid, nrows)
             self.generated += nrows
@@ -306,6 +316,14 @@ class _Run:
         self._commit()
         self._report(force=True)
         return nxt
+
+    def _compiled_chunk_states(self) -> int:
+        """States in the next chunk: about SUCCESSORS_PER_CHUNK successors at the rate seen so
+        far, within what the buffers hold (results do not depend on chunk sizes)."""
+        if not self.successors:
+            return self.chunk_states
+        rate = self.successors / self.expanded
+        return max(1, min(self.chunk_states, int(SUCCESSORS_PER_CHUNK / rate)))
 
     def _forget_found_after(self, found_here: dict[str, int], cut: int) -> None:
         for name, row in found_here.items():

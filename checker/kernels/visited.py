@@ -186,7 +186,9 @@ class VisitedSet:
                is_new: np.ndarray | None = None) -> np.ndarray:
         """Insert ``words[rows[:nrows]]``; returns a uint8 array over ``words``, 1 on first occurrences.
 
-        ``is_new``, if given, is that array (zeroed here), reused to spare an allocation per call.
+        ``is_new``, if given, is that array, reused to spare an allocation per call: it is zeroed
+        here up to the last row given, which is all a caller may read (buffers sized for the
+        largest chunk are not cleared whole for a small one).
         """
         if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
             raise TypeError(f"insert() needs a 2-D uint64 array with {self.nwords} words per row")
@@ -195,13 +197,15 @@ class VisitedSet:
         if rows.dtype != np.int64:
             raise TypeError("insert() needs int64 row numbers")
         nrows = rows.shape[0] if nrows is None else nrows
+        # the rows in use end here: a chunk may use only the start of large, reused buffers
+        used = int(rows[:nrows].max()) + 1 if nrows else 0
         if self._order.shape[0] < nrows:
             self._order = np.empty(max(nrows, 2 * self._order.shape[0]), np.int64)
         bucket_by_shard(hashes, rows, nrows, self.shard_bits, self._order, self._offsets)
         if is_new is None:
             is_new = np.zeros(words.shape[0], np.uint8)
         else:
-            is_new[: words.shape[0]] = 0
+            is_new[:used] = 0
         offsets = self._offsets.tolist()
         threads = min(thread_count(), self.nshards) if nrows > 4096 else 1
 
@@ -246,6 +250,7 @@ class FingerprintSet:
                  fine_growth_from_bytes: int = FINE_GROWTH_FROM_BYTES) -> None:
         self.table = VisitedSet(1, shard_bits, initial_shard_cap, FINGERPRINT_MAX_LOAD, FINGERPRINT_GROWTH,
                                 rows_are_fingerprints=True, fine_growth_from_bytes=fine_growth_from_bytes)
+        self._fingerprints = np.empty(0, np.uint64)  # the clamped fingerprints of a call, reused
 
     def __len__(self) -> int:
         return len(self.table)
@@ -259,7 +264,12 @@ class FingerprintSet:
         """As ``VisitedSet.insert``; only ``hashes`` (the fingerprints) are stored, ``words`` unused."""
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert() needs one uint64 fingerprint per row")
-        fingerprints = np.minimum(hashes[: words.shape[0]], MAX_FINGERPRINT)
+        nrows = rows.shape[0] if nrows is None else nrows
+        used = int(rows[:nrows].max()) + 1 if nrows else 0  # rows past these are not read
+        if self._fingerprints.shape[0] < words.shape[0]:
+            self._fingerprints = np.empty(words.shape[0], np.uint64)
+        fingerprints = self._fingerprints[: words.shape[0]]
+        np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints[:used])
         return self.table.insert(fingerprints.reshape(-1, 1), fingerprints, rows, nrows, is_new)
 
     def _sorted_shards(self):
