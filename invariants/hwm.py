@@ -15,10 +15,10 @@ def hwm_advances_only_with_min_isr(s, t):
     membership persisted by the controller, not the maximal ISR". On every step where an acting
     leader's HWM grows, the ISR it knows to be committed has at least as many members as the
     min.insync.replicas in force at the controller. Claimed always (a transition property).
-    The ISR is the one after the step: under --replay-known-changes a step that installs an ISR
-    (an AlterPartition response, a metadata publish) also advances the HWM with it, as Kafka's
-    ``maybeIncrementLeaderHW`` at the end of those calls does; every other step that advances a
-    leader's HWM leaves its ISR as it was."""
+    The ISR is the one after the step: under --replay-known-changes or --hwm-under-partition-lock
+    a step that installs an ISR (an AlterPartition response, a metadata publish) also advances
+    the HWM with it, as Kafka's ``maybeIncrementLeaderHW`` at the end of those calls does; every
+    other step that advances a leader's HWM leaves its ISR as it was."""
     for b in range(len(s.log)):
         if acting_leader(s, b) and acting_leader(t, b) and t.hwm[b] > s.hwm[b]:
             if popcount(t.v_isr[b]) < t.c_min_isr:

@@ -141,6 +141,12 @@ def smallest_gap_sorted(values):
     return best
 
 
+def rows_in_use(rows: np.ndarray, nrows: int) -> int:
+    """How many leading rows of the buffers an insert of ``rows[:nrows]`` reads: a chunk may use
+    only the start of buffers sized for the largest one, and the rest is neither read nor cleared."""
+    return int(rows[:nrows].max()) + 1 if nrows else 0
+
+
 class VisitedSet:
     """Python face of the sharded table: capacity management and validated calls.
 
@@ -197,8 +203,7 @@ class VisitedSet:
         if rows.dtype != np.int64:
             raise TypeError("insert() needs int64 row numbers")
         nrows = rows.shape[0] if nrows is None else nrows
-        # the rows in use end here: a chunk may use only the start of large, reused buffers
-        used = int(rows[:nrows].max()) + 1 if nrows else 0
+        used = rows_in_use(rows, nrows)
         if self._order.shape[0] < nrows:
             self._order = np.empty(max(nrows, 2 * self._order.shape[0]), np.int64)
         bucket_by_shard(hashes, rows, nrows, self.shard_bits, self._order, self._offsets)
@@ -265,7 +270,7 @@ class FingerprintSet:
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert() needs one uint64 fingerprint per row")
         nrows = rows.shape[0] if nrows is None else nrows
-        used = int(rows[:nrows].max()) + 1 if nrows else 0  # rows past these are not read
+        used = rows_in_use(rows, nrows)
         if self._fingerprints.shape[0] < words.shape[0]:
             self._fingerprints = np.empty(words.shape[0], np.uint64)
         fingerprints = self._fingerprints[: words.shape[0]]

@@ -79,9 +79,10 @@ def load_view(s, t, b):
     and sets the epoch start offset; a partition change drops the pending AlterPartition, as
     ``Partition.makeLeader`` replaces the partition state (and, with --hwm-under-partition-lock
     or --replay-known-changes, advances the HWM in the same step, as ``makeLeader`` does; a
-    publish that changes only the config or broker epochs does not reach ``makeLeader``). A leader that stays leader applies the
-    topic delta first and the config delta after it (``BrokerMetadataPublisher``): when both
-    change, the new min ISR waits in ``v_cfg_next`` for ``apply_config_delta``.
+    publish that changes only the config or broker epochs does not reach ``makeLeader``). A
+    leader that stays leader applies the topic delta first and the config delta after it
+    (``BrokerMetadataPublisher``): when both change, the new min ISR waits in ``v_cfg_next`` for
+    ``apply_config_delta``.
 
     With --replay-known-changes a leader whose ISR came from an AlterPartition response
     (``v_ahead``) replays that change when its metadata reaches the record: ``makeLeader``
