@@ -88,15 +88,10 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
                     on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None) -> None:
     """Call every kernel of ``module`` once on empty arrays of the engine's argument types, which
     compiles it (or loads it from numba's cache); ``on_kernel(i, n, what)`` before each."""
-    dtype = shapes.dtype
-    stride = 2 + -(-SCRATCH_BYTES // dtype.itemsize)
-    # built as the engine builds them (record arrays seen as plain ndarrays), so the types match
-    scratch_recs = np.zeros(stride, dtype).view(np.recarray)
-    scratch_flat = scratch_recs.view(np.int32).reshape(stride, shapes.size)
-    scratch = scratch_recs.view(np.ndarray)
-    recs_rec = np.zeros(1, dtype).view(np.recarray)
-    flat = recs_rec.view(np.int32).reshape(1, shapes.size)
-    recs = recs_rec.view(np.ndarray)
+    # built as the engine builds them (C-contiguous int32 rows, scratch a slice of a larger
+    # array), so the types match
+    scratch = np.zeros((4, shapes.size), np.int32)[0:2]
+    flat = np.zeros((1, shapes.size), np.int32)
     words = np.zeros((1, shapes.nwords), np.uint64)
     hashes = np.zeros(1, np.uint64)
     labels = np.zeros(1, np.uint16)
@@ -111,8 +106,8 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     ]
     for k, expand in enumerate(module.EXPANDERS):
         steps.append((shapes.kernel_names[k], lambda expand=expand: expand(
-            recs, flat, 0, 0, scratch[1:2], scratch_flat[1], words, hashes, labels, props, err, cv)))
-    steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch[0:2], scratch_flat[0:2], hashes, cv)))
+            flat, 0, 0, scratch, words, hashes, labels, props, err, cv)))
+    steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv)))
     for i, (what, call) in enumerate(steps):
         on_kernel(i, len(steps), what)
         call()

@@ -9,11 +9,14 @@ from hypothesis import strategies as st
 from kraftcheck.checker.explore.engine import Kernels
 from kraftcheck.checker.kernels.hashing import fingerprint_reference, fingerprints
 from kraftcheck.checker.kernels.threads import split
-from kraftcheck.checker.kernels.visited import VisitedSet
+from kraftcheck.checker.kernels.successor_rows import bucket_part, collect_part, seen_table_size, valid_rows_part
+from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Bool, Const, Enum, Int, Set
 from kraftcheck.specs.two_phase import TwoPhase, TwoPhaseParams
+
+from successor_rows_reference import bucket_reference, collect_reference, valid_rows_reference
 
 words_63 = st.integers(min_value=0, max_value=2**63 - 1)
 
@@ -102,3 +105,110 @@ def test_layout_rejects_out_of_domain_values():
     from kraftcheck.checker.errors import SpecError
     with pytest.raises(SpecError, match="e = 3 is outside its domain 0..2"):
         layout.pack((3, 0))
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_successor_row_passes_match_their_references(data):
+    """valid_rows_part, bucket_part and collect_part on one part of a random chunk, against the
+    list-based references (tests/successor_rows_reference.py); several parts side by side give
+    what the whole chunk gives."""
+    stride = data.draw(st.integers(1, 5))
+    nstates = data.draw(st.integers(1, 12))
+    nw = data.draw(st.integers(1, 2))
+    shard_bits = data.draw(st.integers(1, 3))
+    no_label = 99
+    rows = nstates * stride
+    sources = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=nw, max_size=nw),
+                                          min_size=nstates + 2, max_size=nstates + 2)), np.uint64)
+    first_source = data.draw(st.integers(0, 2))
+    words = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=nw, max_size=nw),
+                                        min_size=rows, max_size=rows)), np.uint64)
+    # a hash is a function of the words, with collisions between different words
+    pool = data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=3))
+    hash_of: dict = {}
+    for w in words.tolist():
+        hash_of.setdefault(tuple(w), data.draw(st.sampled_from(pool)))
+    hashes = np.array([hash_of[tuple(w)] for w in words.tolist()], np.uint64)
+    labels = np.array([data.draw(st.sampled_from([no_label, r % stride])) for r in range(rows)], np.uint16)
+    cut = data.draw(st.integers(0, nstates))  # two parts: states 0..cut-1 and cut..nstates-1
+    parts = [(0, cut), (cut, nstates)]
+    valid = np.full(rows, -1, np.int64)
+    new_mark = np.ones(rows, np.uint8)  # stale marks: bucket_part clears those of its rows
+    dense_words, dense_hashes = np.zeros((rows, nw), np.uint64), np.zeros(rows, np.uint64)
+    order, probe = np.full(rows, -1, np.int64), np.full(rows, -1, np.int64)
+    offsets = np.zeros((2, (1 << shard_bits) + 1), np.int64)
+    # a repeat-finding table left dirty by an earlier generation, which must count as empty
+    seen = np.full(seen_table_size(rows), (5 << 32) | 1, np.int64)
+    listed_words = [tuple(int(x) for x in w) for w in words]
+    listed_sources = [tuple(int(x) for x in w) for w in sources]
+    for j, (a, b) in enumerate(parts):
+        lo = a * stride
+        nv = valid_rows_part(labels, lo, b * stride, no_label, valid)
+        expected_valid = valid_rows_reference(labels.tolist(), lo, b * stride, no_label)
+        assert valid[lo: lo + nv].tolist() == expected_valid
+        m = bucket_part(words, hashes, valid, lo, nv, sources, first_source, stride, shard_bits, dense_words,
+                        dense_hashes, new_mark, probe, order, offsets[j], seen, 6 + j)
+        shards = bucket_reference(listed_words, hashes.tolist(), expected_valid, listed_sources, first_source,
+                                  stride, shard_bits)
+        assert m == sum(len(s) for s in shards)
+        assert offsets[j, 0] == lo and offsets[j, -1] == lo + m
+        for k, expected in enumerate(shards):  # positions p in valid, for the rows valid[p]
+            assert valid[order[offsets[j, k]: offsets[j, k + 1]]].tolist() == expected
+        assert dense_words[lo: lo + nv].tolist() == words[expected_valid].tolist()
+        assert dense_hashes[lo: lo + nv].tolist() == hashes[expected_valid].tolist()
+        assert not new_mark[lo: lo + nv].any()
+    # new marks as a visited set would leave them, then the collect pass
+    marks = [data.draw(st.integers(0, 1)) for _ in range(rows)]  # per position of valid
+    new_mark[:] = marks
+    nactions = 3
+    label_action = np.array([k % nactions for k in range(stride)], np.int64)
+    fired, new = np.zeros((2, nactions), np.int64), np.zeros((2, nactions), np.int64)
+    out_rows, out_parent, out_label = np.empty(rows, np.int64), np.empty(rows, np.uint32), np.empty(rows, np.uint16)
+    for j, (a, b) in enumerate(parts):
+        lo = a * stride
+        part_valid = valid_rows_reference(labels.tolist(), lo, b * stride, no_label)
+        n = collect_part(valid, lo, len(part_valid), stride, new_mark, labels, label_action, 1000, fired[j],
+                         new[j], out_rows, out_parent, out_label)
+        e_rows, e_parents, e_labels, e_fired, e_new = collect_reference(
+            part_valid, stride, marks[lo: lo + len(part_valid)], labels.tolist(), label_action.tolist(), 1000,
+            nactions)
+        assert out_rows[lo: lo + n].tolist() == e_rows
+        assert out_parent[lo: lo + n].tolist() == e_parents
+        assert out_label[lo: lo + n].tolist() == e_labels
+        assert fired[j].tolist() == e_fired and new[j].tolist() == e_new
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), max_size=300), min_size=1, max_size=8),
+       st.integers(1, 3), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_bucketed_inserts_match_python_set(batches, nparts, fingerprint_set):
+    """insert_bucketed (rows bucketed part by part, as the engine gives them) marks exactly the
+    first occurrences in row order, batch after batch, across shard growths; for the exact set
+    and the fingerprint set."""
+    visited = FingerprintSet(shard_bits=2, initial_shard_cap=4) if fingerprint_set else \
+        VisitedSet(2, shard_bits=2, initial_shard_cap=4)
+    seen = set()
+    for batch in batches:
+        words = np.array(batch, dtype=np.uint64).reshape(len(batch), 2)
+        hashes = fingerprints(words)
+        order = np.empty(len(batch), np.int64)
+        offsets = np.zeros((nparts, 5), np.int64)
+        cuts = np.linspace(0, len(batch), nparts + 1).astype(int)
+        for j in range(nparts):
+            shards = [[r for r in range(cuts[j], cuts[j + 1]) if int(hashes[r]) >> 62 == k] for k in range(4)]
+            at = cuts[j]
+            for k, rows in enumerate(shards):
+                offsets[j, k] = at
+                order[at: at + len(rows)] = rows
+                at += len(rows)
+            offsets[j, 4] = at
+        is_new = np.zeros(len(batch), np.uint8)
+        visited.insert_bucketed(words, hashes, order, offsets, is_new)
+        expected = []
+        for row in batch:
+            key = fingerprint_reference(row) if fingerprint_set else row
+            expected.append(key not in seen)
+            seen.add(key)
+        assert is_new.astype(bool).tolist() == expected
+    assert len(visited) == len(seen)

@@ -3,9 +3,8 @@ fill: what the engine's second tier runs (``InterpretedKernels`` is the first)."
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
-import numba
 import numpy as np
 
 from kraftcheck.checker.codegen import load_kernels, write_kernel_module
@@ -22,19 +21,24 @@ class ChunkBuffers:
     def __init__(self, states: int, nlabels: int, layout, with_props: bool) -> None:
         rows = max(1, states * nlabels)
         self.states = states
-        # the chunk's states unpacked once, read by every action kernel
-        self.recs = layout.new_records(max(1, states))
-        self.flat = self.recs.view(np.int32).reshape(max(1, states), layout.size)
+        # the chunk's states unpacked once (int32 rows, seen as records by the kernels), read by
+        # every action kernel
+        self.flat = np.zeros((max(1, states), layout.size), np.int32)
         for index, value in layout.consts:
             self.flat[:, index] = value
-        if not numba.config.DISABLE_JIT:
-            self.recs = self.recs.view(np.ndarray)
         self.words = np.empty((rows, layout.nwords), np.uint64)
         self.hashes = np.empty(rows, np.uint64)
         self.labels = np.empty(rows, np.uint16)
         self.props = np.zeros(rows if with_props else 1, np.uint64)
         self.valid = np.empty(rows, np.int64)
         self.is_new = np.zeros(rows, np.uint8)
+        # what meets the visited set (successor_rows.bucket_part): the valid rows' words, hashes
+        # and new marks at their positions in ``valid``, and those positions bucketed by shard
+        self.dense_words = np.empty((rows, layout.nwords), np.uint64)
+        self.dense_hashes = np.empty(rows, np.uint64)
+        self.new_mark = np.zeros(rows, np.uint8)
+        self.order = np.empty(rows, np.int64)
+        self.probe = np.empty(rows, np.int64)
         self.new_rows = np.empty(rows, np.int64)
         self.new_parent = np.empty(rows, np.uint32)
         self.new_label = np.empty(rows, np.uint16)
@@ -56,17 +60,18 @@ class Kernels:
         self.nlabels = len(model.labels)
         self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
         self.threads = thread_count()
-        # Two scratch records (source, successor) per thread, far enough apart that threads
-        # never write to the same cache line (false sharing halved throughput).
+        # Two scratch states (source, successor) per thread as int32 rows, far enough apart that
+        # threads never write to the same cache line (false sharing halved throughput).
         stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
-        recs = model.layout.new_records(stride * self.threads)
-        flat = recs.view(np.int32).reshape(stride * self.threads, model.layout.size)
-        rec_arg = recs if numba.config.DISABLE_JIT else recs.view(np.ndarray)
-        self._scratch = [(rec_arg[stride * j: stride * j + 2], flat[stride * j: stride * j + 2])
-                         for j in range(self.threads)]
+        flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
+        self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
 
     def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
         return split(lo, hi, self.threads if hi - lo >= 256 else 1)
+
+    def parts(self, n: int) -> list[tuple[int, int]]:
+        """How ``successors`` splits ``n`` states among the threads: (first, end) per part."""
+        return self._parts(0, n)
 
     def _check_batch(self, words: np.ndarray) -> None:
         if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
@@ -94,12 +99,16 @@ class Kernels:
         return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
-                   out: Optional["ChunkBuffers"] = None) -> "ChunkBuffers":
+                   out: Optional["ChunkBuffers"] = None,
+                   after_part: Optional[Callable[[int, int, int], None]] = None) -> "ChunkBuffers":
         """Every successor of ``words[lo:hi]``, in ``out`` (allocated if not given).
 
         The successor of state lo + i under label k sits at row ``i * nlabels + k``, with its
         fingerprint, its label (``NO_LABEL`` where that action instance is disabled) and, if the
-        model has transition properties, the mask of those it violates.
+        model has transition properties, the mask of those it violates. ``after_part(j, a, b)``,
+        if given, runs on the thread that expanded part j (states ``lo + a .. lo + b - 1``, the
+        parts of ``parts(hi - lo)``) right after it, so a pass over the part's rows needs no
+        second hand-off to the threads.
         """
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
@@ -114,11 +123,13 @@ class Kernels:
 
         def expand_part(j: int) -> None:
             a, b = parts[j]
-            recs, flat = self._scratch[j]
+            scratch = self._scratch[j]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
             for expand in self.module.EXPANDERS:
-                expand(out.recs, out.flat, a, b, recs[1:], flat[1], out.words, out.hashes, out.labels,
-                       out.props, err, self.const_values)
+                expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
+                       self.const_values)
+            if after_part is not None:
+                after_part(j, a, b)
 
         run_parts(expand_part, len(parts))
         if err[0] >= 0:  # re-run that step in Python for a precise message
@@ -137,8 +148,7 @@ class Kernels:
 
             def check_part(j: int) -> None:
                 a, b = parts[j]
-                recs, flat = self._scratch[j]
-                self.module.check(words, a, b, a - lo, recs, flat, out, self.const_values)
+                self.module.check(words, a, b, a - lo, self._scratch[j], out, self.const_values)
 
             run_parts(check_part, len(parts))
         return out

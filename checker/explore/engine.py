@@ -16,7 +16,6 @@ from typing import Any, Optional
 
 import numba
 import numpy as np
-from numba import njit
 
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.compile import BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled
@@ -26,6 +25,9 @@ from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels import successor_rows
+from kraftcheck.checker.kernels.successor_rows import bucket_part, collect_part, seen_table_size, valid_rows_part
+from kraftcheck.checker.kernels.threads import run_parts, thread_count
 from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
@@ -48,35 +50,6 @@ RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint 
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
 MAX_NUMBERED_STATES = INITIAL_PARENT - 1
-
-
-@njit(cache=True)
-def _valid_rows(labels, nrows, rows):
-    """Row numbers, in order, of the successors actually computed (label not NO_LABEL); how many."""
-    n = 0
-    for r in range(nrows):
-        if labels[r] != NO_LABEL:
-            rows[n] = r
-            n += 1
-    return n
-
-
-@njit(cache=True)
-def _collect_new(rows, nrows, stride, is_new, labels, label_action, first_index, fired, new_per_action,
-                 out_rows, out_parent, out_label):
-    """Keep first occurrences in candidate order; count coverage per action."""
-    n = 0
-    for j in range(nrows):
-        r = rows[j]
-        a = label_action[labels[r]]
-        fired[a] += 1
-        if is_new[r]:
-            new_per_action[a] += 1
-            out_rows[n] = r
-            out_parent[n] = first_index + r // stride
-            out_label[n] = labels[r]
-            n += 1
-    return n
 
 
 COMPILE_MODES = ("now", "background", "never")
@@ -170,12 +143,12 @@ def initial_sources(model: Model, canon) -> list[int]:
 
 def _warm_up_generic(init_words: np.ndarray) -> None:
     """Compile (or load from numba's cache) the spec-independent kernels before the clock starts."""
-    VisitedSet(init_words.shape[1], 1, 4).insert(init_words[:1].copy(), fingerprints(init_words[:1]),
-                                                 np.zeros(1, np.int64))
-    _valid_rows(np.zeros(1, np.uint16), 1, np.zeros(1, np.int64))
-    z = np.zeros(1, np.int64)
-    _collect_new(z, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), np.zeros(1, np.int64), 0,
-                 z.copy(), z.copy(), z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
+    one = init_words[:1].copy()
+    visited = VisitedSet(init_words.shape[1], 1, 4)
+    visited.insert(one, fingerprints(one), np.zeros(1, np.int64))
+    visited.insert_bucketed(one, fingerprints(one), np.zeros(1, np.int64), np.zeros((1, 3), np.int64),
+                            np.zeros(1, np.uint8))
+    successor_rows.warm_up()
 
 
 class _Run:
@@ -207,6 +180,18 @@ class _Run:
         self.fired = np.zeros(len(model.actions), np.int64)
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.label_action = np.array(model.label_action, np.int64)
+        self.stride = len(model.labels)  # candidate rows per source state
+        self.shard_bits = shard_bits
+        # per part of a chunk (at most one per thread): shard offsets of its rows for the visited
+        # set, and its coverage counts
+        most_parts = max(1, thread_count())
+        self._offsets = np.zeros((most_parts, (1 << shard_bits) + 1), np.int64)
+        # per part, the table that finds repeats within the part (bucket_part); pages untouched
+        # beyond what the largest part uses are never allocated
+        self._seen = np.zeros((most_parts, seen_table_size(self.buffers.valid.shape[0])), np.int64)
+        self._generation = 0
+        self._fired_parts = np.zeros((most_parts, len(model.actions)), np.int64)
+        self._new_parts = np.zeros((most_parts, len(model.actions)), np.int64)
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, int, int]] = {}  # check -> (kind, state index, label)
         self.generated = 0
@@ -279,25 +264,17 @@ class _Run:
                                            else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
-            self.kernels.successors(level, lo, hi, buf)
+            spans = self._successors(level, lo, hi, first + lo)
             self.levels.release(level, hi)
-            nrows = _valid_rows(buf.labels, (hi - lo) * stride, buf.valid)
+            nrows = sum(nv for _, nv in spans)
             self.expanded += hi - lo
             self.successors += nrows
-            if self.canon is not None:
-                self._canonicalize(buf.words, buf.hashes, buf.valid, nrows)
             self.generated += nrows
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             if self.model.properties:
                 found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
                                                          stride))
-            if self.recorder is not None:
-                self.recorder.add_chunk(buf.words, buf.hashes, buf.valid, nrows, buf.is_new, first + lo, hi - lo,
-                                        stride, buf.labels)
-            else:
-                self.visited.insert(buf.words, buf.hashes, buf.valid, nrows, buf.is_new)
-            n = _collect_new(buf.valid, nrows, stride, buf.is_new, buf.labels, self.label_action, first + lo,
-                             self.fired, self.new_per_action, buf.new_rows, buf.new_parent, buf.new_label)
+            n = self._collect_new(spans, first + lo)
             new_words = buf.words[buf.new_rows[:n]]
             self.levels.add(new_words, buf.new_parent[:n], buf.new_label[:n])
             self.frontier_size = level.shape[0] - hi + new_so_far + n
@@ -316,6 +293,85 @@ class _Run:
         self._commit()
         self._report(force=True)
         return nxt
+
+    def _successors(self, level: np.ndarray, lo: int, hi: int, first_index: int) -> list[tuple[int, int]]:
+        """Expand ``level[lo:hi]`` and meet the visited set (or the graph recorder): afterwards
+        ``buffers.valid`` holds the rows computed, in candidate order, and ``buffers.new_mark[p]``
+        says whether row ``valid[p]`` is the first occurrence of a state not seen before. Returns
+        each part's (start, count) in ``buffers.valid``; the parts are contiguous, so the rows
+        are ``valid[:sum of counts]``.
+
+        Per part, on its thread, right after its expansion: its valid rows, then (unless they
+        must be canonicalised first, or go to the recorder) its rows for the visited set copied
+        to dense arrays and bucketed by shard, self-loops and repeats within the part left out
+        (``kernels/successor_rows.py``)."""
+        buf, stride, canon, recorder = self.buffers, self.stride, self.canon, self.recorder
+        parts = self.kernels.parts(hi - lo)
+        starts = [a * stride for a, _ in parts]
+        counts = [0] * len(parts)
+        offsets = self._offsets[: len(parts)]
+        shard_bits = self.shard_bits
+        self._generation += 1
+        generation = self._generation
+
+        def bucket(j: int) -> None:
+            bucket_part(buf.words, buf.hashes, buf.valid, starts[j], counts[j], level, lo, stride, shard_bits,
+                        buf.dense_words, buf.dense_hashes, buf.new_mark, buf.probe, buf.order, offsets[j],
+                        self._seen[j], generation)
+
+        def after_part(j: int, a: int, b: int) -> None:
+            counts[j] = valid_rows_part(buf.labels, starts[j], b * stride, NO_LABEL, buf.valid)
+            if canon is None and recorder is None:
+                bucket(j)
+
+        self.kernels.successors(level, lo, hi, buf, after_part)
+        if canon is not None:
+            for j in range(len(parts)):
+                self._canonicalize(buf.words, buf.hashes, buf.valid[starts[j]:], counts[j])
+            run_parts(bucket, len(parts))
+        if recorder is None:
+            used = (hi - lo) * stride
+            self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
+                                         buf.new_mark)
+        spans, nrows = [], 0
+        for start, count in zip(starts, counts):
+            if start != nrows:  # close the gap after the previous part's rows
+                buf.valid[nrows: nrows + count] = buf.valid[start: start + count]
+                buf.new_mark[nrows: nrows + count] = buf.new_mark[start: start + count]
+            spans.append((nrows, count))
+            nrows += count
+        if recorder is not None:
+            recorder.add_chunk(buf.words, buf.hashes, buf.valid, nrows, buf.is_new, first_index, hi - lo, stride,
+                               buf.labels)
+            np.take(buf.is_new, buf.valid[:nrows], out=buf.new_mark[:nrows])
+        return spans
+
+    def _collect_new(self, spans: list[tuple[int, int]], first_index: int) -> int:
+        """The new states of a chunk whose rows met the visited set: their rows, parents and
+        labels into ``buffers.new_rows``, ``new_parent``, ``new_label`` (in candidate order);
+        coverage counted. Returns how many."""
+        buf, stride = self.buffers, self.stride
+        found = [0] * len(spans)
+        fired, new = self._fired_parts, self._new_parts
+
+        def part(j: int) -> None:
+            start, count = spans[j]
+            found[j] = collect_part(buf.valid, start, count, stride, buf.new_mark, buf.labels, self.label_action,
+                                    first_index, fired[j], new[j], buf.new_rows, buf.new_parent, buf.new_label)
+
+        run_parts(part, len(spans))
+        n = 0
+        for (start, _), count in zip(spans, found):
+            if start != n:
+                for column in (buf.new_rows, buf.new_parent, buf.new_label):
+                    column[n: n + count] = column[start: start + count]
+            n += count
+        if len(spans):
+            self.fired += fired[: len(spans)].sum(axis=0)
+            self.new_per_action += new[: len(spans)].sum(axis=0)
+            fired[: len(spans)] = 0
+            new[: len(spans)] = 0
+        return n
 
     def _compiled_chunk_states(self) -> int:
         """States in the next chunk: about SUCCESSORS_PER_CHUNK successors at the rate seen so
@@ -339,12 +395,11 @@ class _Run:
         self._forget_found_after(found_here, cut)
         valid = buf.valid[:nrows]
         k = int(np.searchsorted(valid, cut, side="right"))
-        tail = valid[k:]
-        actions = self.label_action[buf.labels[tail].astype(np.int64)]
-        np.subtract.at(self.fired, actions, 1)
-        np.subtract.at(self.new_per_action, actions[buf.is_new[tail] == 1], 1)
+        np.subtract.at(self.fired, self.label_action[buf.labels[valid[k:]].astype(np.int64)], 1)
         self.generated -= nrows - k
-        return int(np.searchsorted(buf.new_rows[:n], cut, side="right"))
+        keep = int(np.searchsorted(buf.new_rows[:n], cut, side="right"))
+        np.subtract.at(self.new_per_action, self.label_action[buf.new_label[keep:n].astype(np.int64)], 1)
+        return keep
 
     def _check_new(self, words: np.ndarray, first_index: int, rows: np.ndarray) -> dict[str, int]:
         """Check invariants on new states; the checks newly violated -> the row (``rows[i]`` for

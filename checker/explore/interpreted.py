@@ -11,7 +11,7 @@ difference in counts, state numbering or counterexamples.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -55,8 +55,14 @@ class InterpretedKernels:
         from kraftcheck.checker.explore.compiled import ChunkBuffers
         return ChunkBuffers(states, self.nlabels, self.layout, bool(self.model.properties))
 
-    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None):
-        """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``."""
+    def parts(self, n: int) -> list[tuple[int, int]]:
+        """One part: the interpreted tier runs on one thread."""
+        return [(0, n)] if n else []
+
+    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
+                   after_part: Optional[Callable[[int, int, int], None]] = None):
+        """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``
+        (``after_part`` runs once, on the one part, when every row is computed)."""
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
         if not 0 <= lo <= hi <= words.shape[0]:
@@ -91,6 +97,8 @@ class InterpretedKernels:
                             mask |= 1 << k
                     out.props[row] = mask
                 after = copy(before)
+        if after_part is not None and hi > lo:
+            after_part(0, 0, hi - lo)
         return out
 
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:

@@ -25,15 +25,29 @@ def thread_count() -> int:
 
 
 def run_parts(fn: Callable[[int], None], parts: int) -> None:
-    """Call ``fn(0) .. fn(parts - 1)`` concurrently and wait; re-raise the first error."""
+    """Call ``fn(0) .. fn(parts - 1)`` concurrently and wait for all of them; re-raise the first
+    error. ``fn(0)`` runs in the calling thread, which would otherwise only wait (one hand-off to
+    the pool fewer per call, and no part is left running when this returns, error or not)."""
     global _pool
     if parts <= 1:
-        fn(0)
+        if parts == 1:
+            fn(0)
         return
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=thread_count(), thread_name_prefix="kraftcheck")
-    for f in [_pool.submit(fn, j) for j in range(parts)]:
-        f.result()
+    futures = [_pool.submit(fn, j) for j in range(1, parts)]
+    error: BaseException | None = None
+    try:
+        fn(0)
+    except BaseException as e:  # noqa: BLE001 (re-raised below, once the other parts are done)
+        error = e
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:  # noqa: BLE001
+            error = error or e
+    if error is not None:
+        raise error
 
 
 def split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:

@@ -119,6 +119,17 @@ def insert_rows(table, words, hashes, order, lo, hi, is_new):
 
 
 @njit(cache=True, nogil=True)
+def insert_shard(table, words, hashes, order, offsets, k, is_new):
+    """Insert shard k's rows of every part into the shard's table, part after part (row j of
+    ``offsets`` bounds part j's rows of shard k: ``order[offsets[j, k]:offsets[j, k + 1]]``), so
+    rows meet the table in candidate order; mark first occurrences; return how many."""
+    added = 0
+    for j in range(offsets.shape[0]):
+        added += insert_rows(table, words, hashes, order, offsets[j, k], offsets[j, k + 1], is_new)
+    return added
+
+
+@njit(cache=True, nogil=True)
 def rehash(old, new, rows_are_fingerprints):
     """Move every entry of one shard's ``old`` table into its larger ``new`` table.
 
@@ -223,6 +234,29 @@ class VisitedSet:
         run_parts(insert_shards, threads)
         return is_new
 
+    def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
+                        is_new: np.ndarray) -> None:
+        """Insert rows already bucketed by shard, part by part (``successor_rows.bucket_part``):
+        part j's rows of shard k are ``order[offsets[j, k]:offsets[j, k + 1]]``. Marks first
+        occurrences in ``is_new``, whose marks for those rows the caller has cleared."""
+        if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
+            raise TypeError(f"insert_bucketed() needs a 2-D uint64 array with {self.nwords} words per row")
+        if hashes.shape[0] < words.shape[0] or hashes.dtype != np.uint64 or order.dtype != np.int64:
+            raise TypeError("insert_bucketed() needs one uint64 fingerprint per row and int64 row numbers")
+        if offsets.ndim != 2 or offsets.shape[1] != self.nshards + 1 or offsets.dtype != np.int64:
+            raise TypeError(f"insert_bucketed() needs int64 offsets of shape (parts, {self.nshards + 1})")
+        per_shard = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0).tolist()
+        rows = sum(per_shard)
+        threads = min(thread_count(), self.nshards) if rows > 4096 else 1
+
+        def insert_shards(first: int) -> None:
+            for k in range(first, self.nshards, threads):
+                if per_shard[k]:
+                    self._reserve(k, self.shard_counts[k] + per_shard[k])
+                    self.shard_counts[k] += insert_shard(self.shards[k], words, hashes, order, offsets, k, is_new)
+
+        run_parts(insert_shards, threads)
+
     def _reserve(self, k: int, load: int) -> None:
         """Grow shard k until ``load`` states fit under the maximum load factor."""
         cap = self.shards[k].shape[0]
@@ -276,6 +310,18 @@ class FingerprintSet:
         fingerprints = self._fingerprints[: words.shape[0]]
         np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints[:used])
         return self.table.insert(fingerprints.reshape(-1, 1), fingerprints, rows, nrows, is_new)
+
+    def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
+                        is_new: np.ndarray) -> None:
+        """As ``VisitedSet.insert_bucketed``; only ``hashes`` (the fingerprints) are stored."""
+        if hashes.ndim != 1 or hashes.dtype != np.uint64:
+            raise TypeError("insert_bucketed() needs one uint64 fingerprint per row")
+        used = words.shape[0]
+        if self._fingerprints.shape[0] < used:
+            self._fingerprints = np.empty(used, np.uint64)
+        fingerprints = self._fingerprints[:used]
+        np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints)
+        self.table.insert_bucketed(fingerprints.reshape(-1, 1), fingerprints, order, offsets, is_new)
 
     def _sorted_shards(self):
         """Each shard's fingerprints, sorted, in shard order; shards hold disjoint ranges of the
