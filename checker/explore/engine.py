@@ -145,9 +145,7 @@ def _warm_up_generic(init_words: np.ndarray) -> None:
     """Compile (or load from numba's cache) the spec-independent kernels before the clock starts."""
     one = init_words[:1].copy()
     visited = VisitedSet(init_words.shape[1], 1, 4)
-    visited.insert(one, fingerprints(one), np.zeros(1, np.int64))
-    visited.insert_bucketed(one, fingerprints(one), np.zeros(1, np.int64), np.zeros((1, 3), np.int64),
-                            np.zeros(1, np.uint8))
+    visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
     successor_rows.warm_up()
 
 
@@ -330,7 +328,7 @@ class _Run:
                 self._canonicalize(buf.words, buf.hashes, buf.valid[starts[j]:], counts[j])
             run_parts(bucket, len(parts))
         if recorder is None:
-            used = (hi - lo) * stride
+            used = max(start + count for start, count in zip(starts, counts))  # positions in use
             self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
                                          buf.new_mark)
         spans, nrows = [], 0

@@ -42,6 +42,25 @@ def valid_rows_part(labels, row_lo, row_hi, no_label, valid):
     return n
 
 
+@njit(cache=True, inline="always")
+def _same_row(a, i, b, j):
+    """Whether row i of ``a`` and row j of ``b`` hold the same words."""
+    for w in range(a.shape[1]):
+        if a[i, w] != b[j, w]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def seen_table_size(rows):
+    """Entries of a ``seen`` table that serves a part of up to ``rows`` valid rows: the smallest
+    power of two at least twice ``rows``."""
+    size = 1
+    while size < 2 * rows:
+        size *= 2
+    return size
+
+
 @njit(cache=True, nogil=True)
 def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride, shard_bits, dense_words,
                 dense_hashes, dense_new, probe, order, offsets, seen, generation):
@@ -64,10 +83,7 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
     nshards = offsets.shape[0] - 1
     shift = uint64(64 - shard_bits)
     nw = words.shape[1]
-    mask = 1
-    while mask < 2 * nvalid:
-        mask *= 2
-    mask -= 1
+    mask = seen_table_size(nvalid) - 1
     stamp = int64(generation) << 32
     for k in range(nshards + 1):
         offsets[k] = 0
@@ -79,13 +95,7 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
         for w in range(nw):
             dense_words[p, w] = words[r, w]
         dense_new[p] = 0
-        s = first_source + r // stride
-        same = True
-        for w in range(nw):
-            if words[r, w] != sources[s, w]:
-                same = False
-                break
-        if same:
+        if _same_row(words, r, sources, first_source + r // stride):
             continue
         slot = int64(h >> uint64(32)) & mask
         repeat = False
@@ -95,14 +105,9 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
                 seen[slot] = stamp | p
                 break
             other = entry & 0xFFFFFFFF
-            if dense_hashes[other] == h:
+            if dense_hashes[other] == h and _same_row(dense_words, other, dense_words, p):
                 repeat = True
-                for w in range(nw):
-                    if dense_words[other, w] != dense_words[p, w]:
-                        repeat = False
-                        break
-                if repeat:
-                    break
+                break
             slot = (slot + 1) & mask
         if repeat:
             continue
@@ -122,14 +127,6 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
         offsets[k] = offsets[k - 1]
     offsets[0] = vlo
     return m
-
-
-def seen_table_size(rows: int) -> int:
-    """Entries of a ``seen`` table that serves a part of up to ``rows`` valid rows."""
-    size = 1
-    while size < 2 * rows:
-        size *= 2
-    return size
 
 
 @njit(cache=True, nogil=True)

@@ -222,16 +222,7 @@ class VisitedSet:
             is_new = np.zeros(words.shape[0], np.uint8)
         else:
             is_new[:used] = 0
-        offsets = self._offsets.tolist()
-        threads = min(thread_count(), self.nshards) if nrows > 4096 else 1
-
-        def insert_shards(first: int) -> None:
-            for k in range(first, self.nshards, threads):
-                self._reserve(k, self.shard_counts[k] + offsets[k + 1] - offsets[k])
-                self.shard_counts[k] += insert_rows(self.shards[k], words, hashes, self._order,
-                                                    offsets[k], offsets[k + 1], is_new)
-
-        run_parts(insert_shards, threads)
+        self.insert_bucketed(words, hashes, self._order, self._offsets.reshape(1, -1), is_new)  # one part
         return is_new
 
     def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
@@ -304,11 +295,7 @@ class FingerprintSet:
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert() needs one uint64 fingerprint per row")
         nrows = rows.shape[0] if nrows is None else nrows
-        used = rows_in_use(rows, nrows)
-        if self._fingerprints.shape[0] < words.shape[0]:
-            self._fingerprints = np.empty(words.shape[0], np.uint64)
-        fingerprints = self._fingerprints[: words.shape[0]]
-        np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints[:used])
+        fingerprints = self._clamped(hashes, words.shape[0], rows_in_use(rows, nrows))
         return self.table.insert(fingerprints.reshape(-1, 1), fingerprints, rows, nrows, is_new)
 
     def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
@@ -316,12 +303,17 @@ class FingerprintSet:
         """As ``VisitedSet.insert_bucketed``; only ``hashes`` (the fingerprints) are stored."""
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert_bucketed() needs one uint64 fingerprint per row")
-        used = words.shape[0]
-        if self._fingerprints.shape[0] < used:
-            self._fingerprints = np.empty(used, np.uint64)
-        fingerprints = self._fingerprints[:used]
-        np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints)
+        fingerprints = self._clamped(hashes, words.shape[0], words.shape[0])
         self.table.insert_bucketed(fingerprints.reshape(-1, 1), fingerprints, order, offsets, is_new)
+
+    def _clamped(self, hashes: np.ndarray, rows: int, used: int) -> np.ndarray:
+        """The reused buffer of ``rows`` fingerprints, its first ``used`` the given ones with all
+        ones (the empty-slot marker) stored as all ones but the last bit; the rest not read."""
+        if self._fingerprints.shape[0] < rows:
+            self._fingerprints = np.empty(rows, np.uint64)
+        fingerprints = self._fingerprints[:rows]
+        np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints[:used])
+        return fingerprints
 
     def _sorted_shards(self):
         """Each shard's fingerprints, sorted, in shard order; shards hold disjoint ranges of the
