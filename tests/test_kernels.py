@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kraftcheck.checker.explore.engine import Kernels
 from kraftcheck.checker.kernels.hashing import fingerprint_reference, fingerprints
-from kraftcheck.checker.kernels.threads import split
+from kraftcheck.checker.kernels.threads import CACHE_LINE, per_thread_rows, split
 from kraftcheck.checker.kernels.successor_rows import bucket_part, collect_part, seen_table_size, valid_rows_part
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.layout import Layout
@@ -155,8 +155,9 @@ def test_successor_row_passes_match_their_references(data):
         assert offsets[j, 0] == lo and offsets[j, -1] == lo + m
         for k, expected in enumerate(shards):  # positions p in valid, for the rows valid[p]
             assert valid[order[offsets[j, k]: offsets[j, k + 1]]].tolist() == expected
-        assert dense_words[lo: lo + nv].tolist() == words[expected_valid].tolist()
-        assert dense_hashes[lo: lo + nv].tolist() == hashes[expected_valid].tolist()
+        bucketed = order[lo: lo + m]  # what the visited set reads: the bucketed positions' words and hashes
+        assert dense_words[bucketed].tolist() == words[valid[bucketed]].tolist()
+        assert dense_hashes[bucketed].tolist() == hashes[valid[bucketed]].tolist()
         assert not new_mark[lo: lo + nv].any()
     # new marks as a visited set would leave them, then the collect pass
     marks = [data.draw(st.integers(0, 1)) for _ in range(rows)]  # per position of valid
@@ -212,3 +213,15 @@ def test_bucketed_inserts_match_python_set(batches, nparts, fingerprint_set):
             seen.add(key)
         assert is_new.astype(bool).tolist() == expected
     assert len(visited) == len(seen)
+
+
+@given(st.integers(1, 4), st.integers(1, 70), st.sampled_from([np.int64, np.uint8, np.uint32]))
+def test_per_thread_rows_never_share_a_cache_line(parts, n, dtype):
+    """Each thread's row of counters starts at least a cache line after the previous row's last
+    element, so no two rows can meet in one line, wherever the allocation starts."""
+    rows = per_thread_rows(parts, n, dtype)
+    assert rows.shape == (parts, n) and rows.dtype == dtype and not rows.any()
+    for j in range(parts - 1):
+        last_of_row = rows[j, n - 1:].__array_interface__["data"][0]
+        first_of_next = rows[j + 1].__array_interface__["data"][0]
+        assert first_of_next - (last_of_row + rows.itemsize) >= CACHE_LINE

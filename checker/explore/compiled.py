@@ -32,8 +32,9 @@ class ChunkBuffers:
         self.props = np.zeros(rows if with_props else 1, np.uint64)
         self.valid = np.empty(rows, np.int64)
         self.is_new = np.zeros(rows, np.uint8)
-        # what meets the visited set (successor_rows.bucket_part): the valid rows' words, hashes
-        # and new marks at their positions in ``valid``, and those positions bucketed by shard
+        # what meets the visited set (successor_rows.bucket_part): the words and hashes of the
+        # rows it reads and every valid row's new mark, at their positions in ``valid``, and the
+        # positions it reads bucketed by shard
         self.dense_words = np.empty((rows, layout.nwords), np.uint64)
         self.dense_hashes = np.empty(rows, np.uint64)
         self.new_mark = np.zeros(rows, np.uint8)

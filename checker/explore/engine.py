@@ -27,7 +27,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.successor_rows import bucket_part, collect_part, seen_table_size, valid_rows_part
-from kraftcheck.checker.kernels.threads import run_parts, thread_count
+from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
 from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
@@ -183,13 +183,13 @@ class _Run:
         # per part of a chunk (at most one per thread): shard offsets of its rows for the visited
         # set, and its coverage counts
         most_parts = max(1, thread_count())
-        self._offsets = np.zeros((most_parts, (1 << shard_bits) + 1), np.int64)
+        self._offsets = per_thread_rows(most_parts, (1 << shard_bits) + 1, np.int64)
         # per part, the table that finds repeats within the part (bucket_part); pages untouched
         # beyond what the largest part uses are never allocated
         self._seen = np.zeros((most_parts, seen_table_size(self.buffers.valid.shape[0])), np.int64)
         self._generation = 0
-        self._fired_parts = np.zeros((most_parts, len(model.actions)), np.int64)
-        self._new_parts = np.zeros((most_parts, len(model.actions)), np.int64)
+        self._fired_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
+        self._new_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, int, int]] = {}  # check -> (kind, state index, label)
         self.generated = 0

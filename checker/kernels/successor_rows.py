@@ -16,9 +16,9 @@ parts:
   parent index and label, and the per-action counts of transitions and new states.
 
 The successor buffers hold a row for every action instance of every state, most of them disabled
-(Two-Phase Commit rm=9: 12 successors in 47 rows a state), so ``bucket_part`` copies the valid
-rows' words and hashes into dense arrays, position p for ``valid[p]``: what meets the visited set
-is read from there.
+(Two-Phase Commit rm=9: 12 successors in 47 rows a state), so ``bucket_part`` copies the words
+and hashes of the rows that meet the visited set into dense arrays, position p for ``valid[p]``:
+the visited set reads them from there.
 
 Their readable references are in ``tests/successor_rows_reference.py``; ``tests/test_kernels.py``
 compares the two.
@@ -64,14 +64,15 @@ def seen_table_size(rows):
 @njit(cache=True, nogil=True)
 def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride, shard_bits, dense_words,
                 dense_hashes, dense_new, probe, order, offsets, seen, generation):
-    """Rows ``valid[vlo:vlo+nvalid]`` of one part: copy each row's words and hash to the same
-    position p of ``dense_words`` and ``dense_hashes`` (so the passes that follow read a compact
-    array, not rows spread over the candidate buffers), clear its new mark ``dense_new[p]``,
+    """Rows ``valid[vlo:vlo+nvalid]`` of one part: clear each row's new mark ``dense_new[p]``,
     leave out self-loops (row ``r``'s words equal those of its source, ``sources[first_source + r
-    // stride]``) and repeats of a row earlier in the part, and bucket the positions of the
-    others stably by shard (the top ``shard_bits`` of the hash) into ``order``: shard k's are
-    ``order[offsets[k]:offsets[k + 1]]``, with ``offsets[0] == vlo``. ``probe`` is scratch of the
-    same size as ``order``. Returns the number of positions bucketed.
+    // stride]``) and repeats of a row earlier in the part, copy the words and hash of each other
+    row to the same position p of ``dense_words`` and ``dense_hashes`` (so the visited set reads a
+    compact array, not rows spread over the candidate buffers; the positions of the rows left out
+    are not written), and bucket those positions stably by shard (the top ``shard_bits`` of the
+    hash) into ``order``: shard k's are ``order[offsets[k]:offsets[k + 1]]``, with ``offsets[0] ==
+    vlo``. ``probe`` is scratch of the same size as ``order``. Returns the number of positions
+    bucketed.
 
     Repeats are found with ``seen``, a small open-addressing table of positions private to the
     part (a power of two long, at least twice ``nvalid``): an entry is ``generation << 32 | p``,
@@ -90,13 +91,10 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
     m = 0
     for p in range(vlo, vlo + nvalid):
         r = valid[p]
-        h = hashes[r]
-        dense_hashes[p] = h
-        for w in range(nw):
-            dense_words[p, w] = words[r, w]
         dense_new[p] = 0
         if _same_row(words, r, sources, first_source + r // stride):
             continue
+        h = hashes[r]
         slot = int64(h >> uint64(32)) & mask
         repeat = False
         while True:
@@ -105,12 +103,16 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
                 seen[slot] = stamp | p
                 break
             other = entry & 0xFFFFFFFF
-            if dense_hashes[other] == h and _same_row(dense_words, other, dense_words, p):
+            if dense_hashes[other] == h and _same_row(dense_words, other, words, r):
                 repeat = True
                 break
             slot = (slot + 1) & mask
         if repeat:
             continue
+        # only what meets the visited set is copied: most rows are self-loops or repeats
+        dense_hashes[p] = h
+        for w in range(nw):
+            dense_words[p, w] = words[r, w]
         probe[vlo + m] = p
         m += 1
         offsets[int64(h >> shift) + 1] += 1

@@ -236,6 +236,7 @@ class VisitedSet:
             raise TypeError("insert_bucketed() needs one uint64 fingerprint per row and int64 row numbers")
         if offsets.ndim != 2 or offsets.shape[1] != self.nshards + 1 or offsets.dtype != np.int64:
             raise TypeError(f"insert_bucketed() needs int64 offsets of shape (parts, {self.nshards + 1})")
+        offsets = np.ascontiguousarray(offsets)  # callers' rows may be padded apart; one compiled layout
         per_shard = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0).tolist()
         rows = sum(per_shard)
         threads = min(thread_count(), self.nshards) if rows > 4096 else 1
