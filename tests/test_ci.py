@@ -384,3 +384,29 @@ def test_an_out_directory_kraftcheck_did_not_make_is_left_alone(project):
     result = ci("--out", "out")
     assert result.exit_code == 2 and "was not made by kraftcheck ci; choose another --out" in result.stderr
     assert (project / "out" / "jug" / "precious.txt").read_text() == "keep me"
+
+
+def test_fingerprints_and_symmetry_reach_the_run_and_gate_its_reduced_counts(project):
+    reduced = api.check("two_phase", rm=3, symmetry=True, fingerprints=True)
+    assert reduced.distinct_states < api.check("two_phase", rm=3).distinct_states  # orbits, not states
+    manifest = write_manifest(project, '[checks.commit]\nspec = "two_phase"\nparams = { rm = 3 }\nexpect = "holds"\n'
+                                       'symmetry = true\nfingerprints = true\n')
+    assert ci("--record").exit_code == 0
+    assert f"distinct = {reduced.distinct_states}\n" in manifest.read_text()
+    result = ci("--progress-json", "events.ndjson")
+    assert result.exit_code == 0
+    assert "--symmetry: one state per orbit; counts are orbits" in result.stdout
+    assert "--fingerprints: exhaustive up to hash collisions (probability " in result.stdout
+    events = [json.loads(line) for line in (project / "events.ndjson").read_text().splitlines()]
+    (started,) = [e for e in events if e["event"] == "started"]
+    words = shlex.split(started["command"])
+    assert "--symmetry" in words and "--fingerprints" in words
+
+
+def test_symmetry_a_spec_does_not_declare_is_refused_with_its_message(project):
+    write_manifest(project, '[checks.jug]\nspec = "die_hard"\nexpect = "holds"\nsymmetry = true\n')
+    result = ci()
+    assert result.exit_code == 2 and "symmetr" in result.stdout
+    write_manifest(project, '[checks.jug]\nspec = "die_hard"\nexpect = "holds"\nsymmetry = "yes"\n')
+    result = ci()
+    assert result.exit_code == 2 and "checks.jug.symmetry: must be true or false, got 'yes'" in result.stderr

@@ -97,16 +97,35 @@ def test_bad_input_is_one_line_and_exit_2_before_any_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_symmetry_and_fingerprints_reach_every_run_and_the_rows_say_so(tmp_path):
+    from kraftcheck import api
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=3,4", "--symmetry", "--fingerprints",
+                    "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["configurations"]
+    for row, rm in zip(rows, (3, 4)):
+        assert row["distinct_states"] == api.check("two_phase", rm=rm, symmetry=True).distinct_states
+        assert row["message"] == "one state per orbit (--symmetry); up to fingerprint collisions"
+    path = tmp_path / "m.toml"
+    path.write_text('spec = "two_phase"\nsymmetry = true\n[vary]\nrm = [3]\n')
+    assert [c.symmetry and not c.fingerprints for c in matrix.from_file(path)] == [True]
+    path.write_text('spec = "two_phase"\nsymmetry = 1\n')
+    with pytest.raises(UsageError, match="symmetry must be true or false, got 1"):
+        matrix.from_file(path)
+
+
 @pytest.mark.spark
 def test_spark_tasks_give_the_local_rows(spark_context, tmp_path):
     from kraftcheck.sweep.spark import run_on_spark
     from kraftcheck.sweep.local import run_local
-    configs = matrix.build("two_phase", {}, [], {"rm": [2, 3]}) + matrix.build("die_hard", {}, [], {})
+    configs = matrix.build("two_phase", {}, [], {"rm": [2, 3]}) + matrix.build("die_hard", {}, [], {}) + \
+        matrix.build("two_phase", {"rm": 3}, [], {}, symmetry=True, fingerprints=True)
     on_spark = run_on_spark(spark_context, configs, tmp_path / "spark")
     local = run_local(configs, tmp_path / "local", 2, lambda e: None)
     keys = ("configuration", "result", "distinct_states", "states_generated", "depth")
     assert [[getattr(r, k) for k in keys] for r in on_spark] == [[getattr(r, k) for k in keys] for r in local]
-    assert [v["depth"] for v in on_spark[-1].violations] == [v["depth"] for v in local[-1].violations]
+    assert [v["depth"] for v in on_spark[2].violations] == [v["depth"] for v in local[2].violations]
+    assert on_spark[3].message == local[3].message != ""  # the reduced run says so on both
     assert (tmp_path / "spark").is_dir() and list((tmp_path / "spark").rglob("die_hard.*.json"))
 
 

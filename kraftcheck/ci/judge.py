@@ -140,8 +140,21 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
         exploration = Case("exploration", "failed", message)
     elif check.counts and not report["exhaustive"]:
         j.notes.append("expected counts not compared: the run was not exhaustive")
+    j.notes.extend(reduction_notes(report))
     j.cases.insert(0, exploration)
     return j
+
+
+def reduction_notes(report: dict) -> list[str]:
+    """What a reduced run's verdict and counts mean: one line per reduction it used."""
+    notes = []
+    if report.get("symmetry"):
+        notes.append("--symmetry: one state per orbit; counts are orbits")
+    collisions = report.get("collision_probability")
+    if report.get("fingerprints") and collisions:
+        notes.append(f"--fingerprints: exhaustive up to hash collisions (probability {collisions['optimistic']:.1e} "
+                     f"optimistic, {collisions['from_fingerprints']:.1e} from the fingerprints)")
+    return notes
 
 
 def _count_mismatches(expected: dict[str, int], report: dict) -> list[str]:

@@ -34,7 +34,8 @@ DEFAULT_BASELINE = "kraftcheck-baseline.json"
 DEFAULT_TIME_BUDGET_S = 600.0
 COUNT_KEYS = ("distinct", "generated", "depth")
 # keys a check may take from [defaults]; expectations and counts belong to one check only
-RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth", "max_memory", "time_budget")
+RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth", "max_memory", "time_budget",
+            "fingerprints", "symmetry")
 CHECK_KEYS = RUN_KEYS + ("expect", "violates") + COUNT_KEYS
 TOP_KEYS = ("defaults", "checks", "baseline")
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # also a directory name under --out
@@ -57,6 +58,8 @@ class Check:
     max_depth: Optional[int] = None
     max_memory: Optional[float] = None
     time_budget: float = DEFAULT_TIME_BUDGET_S
+    fingerprints: bool = False  # --fingerprints: TLC's visited set, exhaustive up to hash collisions
+    symmetry: bool = False  # --symmetry: one state per orbit of the spec's symmetry
     violates: list[str] = field(default_factory=list)  # empty: the check must hold
     counts: dict[str, int] = field(default_factory=dict)  # expected distinct/generated/depth
 
@@ -180,6 +183,8 @@ class _Validator:
         names = typed("invariants", (list,), "a list of invariant names",
                       lambda v: all(isinstance(x, str) and x for x in v)) or []
         keep_going = typed("continue", (bool,), "true or false") or False
+        fingerprints = typed("fingerprints", (bool,), "true or false") or False
+        symmetry = typed("symmetry", (bool,), "true or false") or False
         positive = lambda v: v > 0  # noqa: E731
         max_states = typed("max_states", (int,), "a positive integer", positive)
         max_depth = typed("max_depth", (int,), "a positive integer", positive)
@@ -208,7 +213,7 @@ class _Validator:
         return Check(name=name, spec=spec, params=dict(params), invariants=list(names), keep_going=keep_going,
                      max_states=max_states, max_depth=max_depth, max_memory=max_memory,
                      time_budget=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
-                     violates=list(violates or []), counts=counts)
+                     fingerprints=fingerprints, symmetry=symmetry, violates=list(violates or []), counts=counts)
 
     def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict) -> None:
         """The spec loads (file paths relative to the manifest) and knows every parameter."""

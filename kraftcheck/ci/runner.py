@@ -62,6 +62,9 @@ def check_arguments(check: Check, root: Path) -> list[str]:
         args += ["--invariant", name]
     if check.keep_going:
         args.append("--continue")
+    for flag, on in (("--fingerprints", check.fingerprints), ("--symmetry", check.symmetry)):
+        if on:
+            args.append(flag)
     for flag, value in (("--max-states", check.max_states), ("--max-depth", check.max_depth),
                         ("--max-memory", check.max_memory), ("--time-limit", check.time_budget)):
         if value is not None:

@@ -34,6 +34,10 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
               help="Seconds of exploration per configuration  [default: the file's, else 600]")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop each run after N distinct states.")
+@click.option("--fingerprints", is_flag=True, default=None,
+              help="Each run keeps 64-bit fingerprints only (TLC's visited set): exhaustive up to hash collisions.")
+@click.option("--symmetry", is_flag=True, default=None,
+              help="Each run explores one state per orbit of the spec's symmetry (Kafka: with election=any).")
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="markdown", help="Table format.")
 @click.option("--output", "-o", "output", metavar="FILE", help="Write the table here instead of to stdout.")
 @click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
@@ -43,7 +47,8 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
               help="Run on Spark instead (local[*], spark://host:port, ...): one task per configuration.")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
 def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...], vary: tuple[str, ...],
-          keep_going: Optional[bool], time_limit: Optional[float], max_states: Optional[int], fmt: str,
+          keep_going: Optional[bool], time_limit: Optional[float], max_states: Optional[int],
+          fingerprints: Optional[bool], symmetry: Optional[bool], fmt: str,
           output: Optional[str], out_dir: str, jobs: int, master: Optional[str], spark_conf: tuple[str, ...]) -> None:
     """Run every configuration of a matrix (a TOML file, or --param/--vary on the command line) as
     its own check and print one table of verdicts, counts and shortest counterexamples.
@@ -52,7 +57,8 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
     configuration; 3 a run is incomplete.
     """
     try:
-        configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states)
+        configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states,
+                                  fingerprints, symmetry)
         check_output_file(output, "--output")
         check_output_dir(out_dir, "--out")
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
@@ -73,7 +79,8 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
 
 def _configurations(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...],
                     vary: tuple[str, ...], keep_going: Optional[bool], time_limit: Optional[float],
-                    max_states: Optional[int]) -> list[matrix.Configuration]:
+                    max_states: Optional[int], fingerprints: Optional[bool] = None,
+                    symmetry: Optional[bool] = None) -> list[matrix.Configuration]:
     if matrix_path:
         configs = matrix.from_file(Path(matrix_path), spec_ref)
         if params or vary:
@@ -84,8 +91,8 @@ def _configurations(matrix_path: Optional[str], spec_ref: Optional[str], params:
         params_cls = spec_class(spec).Params
         configs = matrix.build(spec, parse_param_args(params_cls, spec, params), [],
                                _parse_vary(params_cls, spec, vary))
-    overrides: dict[str, Any] = {"keep_going": keep_going, "max_states": max_states,
-                                 "time_limit": time_limit}
+    overrides: dict[str, Any] = {"keep_going": keep_going, "max_states": max_states, "time_limit": time_limit,
+                                 "fingerprints": fingerprints, "symmetry": symmetry}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return [dataclasses.replace(c, **overrides) if overrides else c for c in configs]
 

@@ -23,7 +23,8 @@ def directory_name(config: Configuration, index: int) -> str:
 
 def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Callable[[dict], None]) -> list[Row]:
     checks = [Check(directory_name(c, i), c.spec, dict(c.params), keep_going=c.keep_going,
-                    max_states=c.max_states, time_budget=c.time_limit or DEFAULT_TIME_BUDGET_S)
+                    max_states=c.max_states, time_budget=c.time_limit or DEFAULT_TIME_BUDGET_S,
+                    fingerprints=c.fingerprints, symmetry=c.symmetry)
               for i, c in enumerate(configs)]
     outcomes = run_checks(checks, Path.cwd(), out, jobs, on_event)
     rows = []

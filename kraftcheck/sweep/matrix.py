@@ -6,6 +6,8 @@ A matrix file (TOML) says the same as the command line::
     params = { brokers = 3, min_isr = 2 }            # every configuration's parameters
     continue = false                                 # --continue for every run
     time_limit = 600                                 # seconds per run (optional)
+    fingerprints = false                             # --fingerprints for every run
+    symmetry = false                                 # --symmetry for every run
 
     [vary]                                           # the product of these values
     min_isr_changes = [1, 0]
@@ -33,7 +35,8 @@ from typing import Any, Optional
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.specs import spec_class
 
-FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "vary", "configurations"}
+FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "fingerprints", "symmetry", "vary",
+             "configurations"}
 ROW_KEYS = {"name", "params"}
 
 
@@ -47,6 +50,8 @@ class Configuration:
     keep_going: bool = False
     time_limit: Optional[float] = None
     max_states: Optional[int] = None
+    fingerprints: bool = False
+    symmetry: bool = False
 
     def parameter_text(self) -> str:
         """``key=value`` pairs, as ``--param`` takes them."""
@@ -59,7 +64,8 @@ def _text(value: Any) -> str:
 
 def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any]]],
           vary: dict[str, list[Any]], keep_going: bool = False, time_limit: Optional[float] = None,
-          max_states: Optional[int] = None) -> list[Configuration]:
+          max_states: Optional[int] = None, fingerprints: bool = False,
+          symmetry: bool = False) -> list[Configuration]:
     """Every row crossed with every combination of ``vary``, each parameter checked against the spec."""
     fields = {f.name for f in dataclasses.fields(spec_class(spec).Params)}
     for key in [*params, *vary, *(k for _, row in rows for k in row)]:
@@ -77,7 +83,8 @@ def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any
         for combination in itertools.product(*vary.values()) if vary else [()]:
             varied = dict(zip(vary, combination))
             label = " ".join(filter(None, [name, *(f"{k}={_text(v)}" for k, v in varied.items())])) or "(defaults)"
-            out.append(Configuration(label, spec, {**params, **row, **varied}, keep_going, time_limit, max_states))
+            out.append(Configuration(label, spec, {**params, **row, **varied}, keep_going, time_limit, max_states,
+                                     fingerprints, symmetry))
     return out
 
 
@@ -98,5 +105,9 @@ def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configura
             raise UsageError(f"{path}: configurations[{i}] takes a name and a params table only")
         rows.append((str(row.get("name", f"#{i + 1}")), dict(row.get("params", {}))))
     spec = spec_override or data.get("spec") or "kafka"
+    for key in ("continue", "fingerprints", "symmetry"):
+        if not isinstance(data.get(key, False), bool):
+            raise UsageError(f"{path}: {key} must be true or false, got {data[key]!r}")
     return build(spec, dict(data.get("params", {})), rows, dict(data.get("vary", {})),
-                 bool(data.get("continue", False)), data.get("time_limit"), data.get("max_states"))
+                 data.get("continue", False), data.get("time_limit"), data.get("max_states"),
+                 data.get("fingerprints", False), data.get("symmetry", False))

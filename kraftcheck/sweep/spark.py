@@ -33,11 +33,13 @@ def _run_one(item: tuple[int, Configuration, str]) -> tuple[int, dict | None, fl
     trace_dir = Path(out) / directory_name(config, index)
     try:
         result = check(config.spec, keep_going=config.keep_going, time_limit=config.time_limit,
-                       max_states=config.max_states, trace_dir=trace_dir, **config.params)
+                       max_states=config.max_states, fingerprints=config.fingerprints, symmetry=config.symmetry,
+                       trace_dir=trace_dir, **config.params)
     except KraftcheckError as e:
         return index, None, time.monotonic() - started, f"refused: {e}"
     run_options = {"continue": config.keep_going, "time_limit": config.time_limit, "max_states": config.max_states,
-                   "engine": "engine", "sweep": "spark"}
+                   "fingerprints": config.fingerprints, "symmetry": config.symmetry, "engine": "engine",
+                   "sweep": "spark"}
     trace_files = {v.check: str(v.trace_file) for v in result.violations if getattr(v, "trace_file", None)}
     return index, build_report(result, run_options, trace_files), time.monotonic() - started, ""
 

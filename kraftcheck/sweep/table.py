@@ -45,11 +45,13 @@ def row_from_report(config: Configuration, report: Optional[dict], wall_s: float
         result = "refused" if message.startswith("refused") else "failed"
         return Row(config.name, config.parameter_text(), result, wall_s=round(wall_s, 1),
                    message=message.removeprefix("refused: "))
+    reduced = [what for what, on in (("one state per orbit (--symmetry)", report.get("symmetry")),
+                                     ("up to fingerprint collisions", report.get("fingerprints"))) if on]
     return Row(config.name, config.parameter_text(), report["result"],
                [{"invariant": v["invariant"], "depth": v["depth"], "trace_file": v.get("trace_file")}
                 for v in report["violations"]],
                report["distinct_states"], report["states_generated"], report["depth"], round(wall_s, 1),
-               report.get("incomplete_reason") or "")
+               "; ".join(filter(None, [report.get("incomplete_reason"), *reduced])))
 
 
 def exit_code(rows: list[Row]) -> int:
