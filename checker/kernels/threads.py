@@ -57,9 +57,8 @@ CACHE_LINE = 64
 
 def per_thread_rows(parts: int, n: int, dtype) -> "np.ndarray":
     """A zeroed ``(parts, n)`` array whose rows never share a cache line: each row is what one
-    thread counts into. Rows packed side by side put two threads' counters in one line, which then
-    moves between the cores at every increment (false sharing: it made the per-part counting
-    passes no faster on two threads than on one)."""
+    thread counts into. Rows packed side by side would put two threads' counters in one line,
+    which would then move between the cores at every increment (false sharing)."""
     itemsize = np.dtype(dtype).itemsize
     pad = CACHE_LINE // itemsize
     stride = -(-(n + pad) // pad) * pad  # a whole number of lines, at least one line between rows
