@@ -113,6 +113,10 @@ LIVENESS_CASES = [
     ("kafka regains leader, recovery=balanced", lambda: _small_kafka(recovery="balanced"),
      "partition_regains_leader"),
     ("kafka acked write readable", lambda: _small_kafka(), "acked_write_becomes_readable"),
+    # under --election any the electing actions have a leader parameter, so Unfence(*) and
+    # Restart(*) are fair per (broker, leader chosen): one requirement per instance
+    ("kafka regains leader, election=any", lambda: _small_kafka(recovery="none", election="any"),
+     "partition_regains_leader"),
 ]
 
 

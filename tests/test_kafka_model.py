@@ -331,3 +331,14 @@ def test_f5_with_two_records_also_forks_the_committed_history():
     assert r.exhaustive
     assert (r.distinct_states, r.states_generated, r.depth) == (2_654_974, 11_621_213, 33)
     assert {v.check: v.depth for v in r.violations} == {**F5_LOSS, "committed_logs_match": 19}
+
+
+def test_reports_show_the_hwm_rule_replay_known_changes_brings():
+    """--replay-known-changes implies --hwm-under-partition-lock (one switch): the report says so."""
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.report import build_report
+    r = Engine().explore(model(brokers=2, min_isr=1, replay_known_changes=True, lossy_shutdowns=0, fences=0,
+                               min_isr_changes=0), Options(keep_going=True))
+    shown = build_report(r, {}, {})["params"]
+    assert shown["replay_known_changes"] is True and shown["hwm_under_partition_lock"] is True
+    assert model(brokers=2).spec.options()["hwm_under_partition_lock"] is False

@@ -58,6 +58,15 @@ class KafkaReplication(Spec):
     def check_params(self) -> None:
         check(self.params)
 
+    def options(self) -> dict:
+        """As every spec's, with the HWM rule that --replay-known-changes brings shown as in force
+        (reports and trace files would otherwise say hwm_under_partition_lock=false of a model
+        that has it)."""
+        out = super().options()
+        if self.params.replay_known_changes:
+            out["hwm_under_partition_lock"] = True
+        return out
+
     # -- derived sizes
     @property
     def n(self) -> int:
