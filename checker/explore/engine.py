@@ -149,6 +149,19 @@ def _warm_up_generic(init_words: np.ndarray) -> None:
     successor_rows.warm_up()
 
 
+def close_gaps(columns: tuple[np.ndarray, ...], starts: list[int], counts: list[int]) -> list[tuple[int, int]]:
+    """Parts wrote ``counts[j]`` rows each from ``starts[j]`` of every column; move them down so
+    they lie one after another from row 0, in part order. Returns each part's (start, count) there."""
+    spans, n = [], 0
+    for start, count in zip(starts, counts):
+        if start != n:
+            for column in columns:
+                column[n: n + count] = column[start: start + count]
+        spans.append((n, count))
+        n += count
+    return spans
+
+
 class _Run:
     """State of one exploration: the levels, the visited set, counters, violations found."""
 
@@ -331,13 +344,8 @@ class _Run:
             used = max(start + count for start, count in zip(starts, counts))  # positions in use
             self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
                                          buf.new_mark)
-        spans, nrows = [], 0
-        for start, count in zip(starts, counts):
-            if start != nrows:  # close the gap after the previous part's rows
-                buf.valid[nrows: nrows + count] = buf.valid[start: start + count]
-                buf.new_mark[nrows: nrows + count] = buf.new_mark[start: start + count]
-            spans.append((nrows, count))
-            nrows += count
+        spans = close_gaps((buf.valid, buf.new_mark), starts, counts)
+        nrows = sum(counts)
         if recorder is not None:
             recorder.add_chunk(buf.words, buf.hashes, buf.valid, nrows, buf.is_new, first_index, hi - lo, stride,
                                buf.labels)
@@ -358,18 +366,13 @@ class _Run:
                                     first_index, fired[j], new[j], buf.new_rows, buf.new_parent, buf.new_label)
 
         run_parts(part, len(spans))
-        n = 0
-        for (start, _), count in zip(spans, found):
-            if start != n:
-                for column in (buf.new_rows, buf.new_parent, buf.new_label):
-                    column[n: n + count] = column[start: start + count]
-            n += count
+        close_gaps((buf.new_rows, buf.new_parent, buf.new_label), [start for start, _ in spans], found)
         if len(spans):
             self.fired += fired[: len(spans)].sum(axis=0)
             self.new_per_action += new[: len(spans)].sum(axis=0)
             fired[: len(spans)] = 0
             new[: len(spans)] = 0
-        return n
+        return sum(found)
 
     def _compiled_chunk_states(self) -> int:
         """States in the next chunk: about SUCCESSORS_PER_CHUNK successors at the rate seen so
