@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, uint32, uint64
 
 from kraftcheck.checker.kernels.hashing import fingerprint_row
+from kraftcheck.checker.kernels.rows import same_row
 
 NO_ID = np.uint32(0xFFFFFFFF)
 _NO_MARKS = np.zeros(0, np.uint8)
@@ -47,12 +48,7 @@ def index_rows(table, states, nstates, words, hashes, rows, nrows, ids, parent, 
                     is_new[r] = 1
                 nstates += 1
                 break
-            same = True
-            for k in range(nw):
-                if states[sid, k] != words[r, k]:
-                    same = False
-                    break
-            if same:
+            if same_row(states, sid, words, r):
                 ids[r] = sid
                 break
             slot = (slot + uint64(1)) & mask

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
+from kraftcheck.checker.kernels.rows import same_row
+
 
 @njit(cache=True, nogil=True)
 def valid_rows_part(labels, row_lo, row_hi, no_label, valid):
@@ -40,15 +42,6 @@ def valid_rows_part(labels, row_lo, row_hi, no_label, valid):
             valid[row_lo + n] = r
             n += 1
     return n
-
-
-@njit(cache=True, inline="always")
-def _same_row(a, i, b, j):
-    """Whether row i of ``a`` and row j of ``b`` hold the same words."""
-    for w in range(a.shape[1]):
-        if a[i, w] != b[j, w]:
-            return False
-    return True
 
 
 @njit(cache=True)
@@ -92,7 +85,7 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
     for p in range(vlo, vlo + nvalid):
         r = valid[p]
         dense_new[p] = 0
-        if _same_row(words, r, sources, first_source + r // stride):
+        if same_row(words, r, sources, first_source + r // stride):
             continue
         h = hashes[r]
         slot = int64(h >> uint64(32)) & mask
@@ -103,7 +96,7 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
                 seen[slot] = stamp | p
                 break
             other = entry & 0xFFFFFFFF
-            if dense_hashes[other] == h and _same_row(dense_words, other, words, r):
+            if dense_hashes[other] == h and same_row(dense_words, other, words, r):
                 repeat = True
                 break
             slot = (slot + 1) & mask

@@ -23,6 +23,7 @@ from numba import int64, njit, uint64
 
 from kraftcheck.checker.kernels.hashing import fingerprint_row
 from kraftcheck.checker.kernels.prefetch import prefetch_row
+from kraftcheck.checker.kernels.rows import same_row
 from kraftcheck.checker.kernels.threads import run_parts, thread_count
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -60,12 +61,7 @@ def _probe_insert(table, words, row, h):
             for k in range(nw):
                 table[slot, k] = words[row, k]
             return True
-        same = True
-        for k in range(nw):
-            if table[slot, k] != words[row, k]:
-                same = False
-                break
-        if same:
+        if same_row(table, slot, words, row):
             return False
         slot += 1
         if slot == capacity:
