@@ -21,7 +21,6 @@ from numba's cache after a warm-up run), in its own ``kraftcheck check`` process
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import statistics
@@ -31,17 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from versus import run  # bench/versus.py: one ``kraftcheck check --json`` process, warmed up if asked
+
 SUMMARY = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found, 0 states left on queue")
 DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 
 
-def run_engine(rm: int) -> tuple[float, tuple[int, int, int]]:
-    cmd = [sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", f"rm={rm}", "--json", "-",
-           "--quiet"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tempfile.gettempdir())
-    if out.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr}")
-    r = json.loads(out.stdout)
+def run_engine(rm: int, warm: bool) -> tuple[float, tuple[int, int, int]]:
+    r = run(sys.executable, ["--spec", "two_phase", "--param", f"rm={rm}"], warm)
     return r["elapsed_s"], (r["distinct_states"], r["states_generated"], r["depth"])
 
 
@@ -74,14 +70,12 @@ def main() -> None:
         rms = ", ".join(f"r{i}" for i in range(1, args.rm + 1))
         (folder / f"TwoPhase{args.rm}.cfg").write_text(
             f"CONSTANT RM = {{{rms}}}\nINIT TPInit\nNEXT TPNext\nINVARIANT TPTypeOK\n")
-        subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param",
-                        f"rm={args.rm}", "--max-states", "1", "--compile", "now", "--quiet"], capture_output=True,
-                       cwd=tempfile.gettempdir())
         walls: dict[str, list[float]] = {"engine": [], "TLC": []}
         counts = set()
         for i in range(2 * args.tlc_runs + 1):
             who = "engine" if i % 2 == 0 else "TLC"
-            wall, c = run_engine(args.rm) if who == "engine" else run_tlc(args.tla2tools, folder, args.rm)
+            wall, c = run_engine(args.rm, warm=i == 0) if who == "engine" else \
+                run_tlc(args.tla2tools, folder, args.rm)
             walls[who].append(wall)
             counts.add(c)
             print(f"run {i + 1}: {who} {wall:.2f} s, counts {c}", flush=True)
