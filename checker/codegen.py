@@ -62,7 +62,11 @@ def _unpack_lines(layout: Layout) -> list[str]:
 
 
 def _pack_lines(layout: Layout) -> list[str]:
-    """Pack ``f`` into ``words[row]``; a value outside its domain returns False instead.
+    """Pack ``f`` into ``words[row]`` and its fingerprint into ``hashes[row]``; a value outside
+    its domain returns False instead. The fingerprint is chained over the packed words while they
+    are still in registers (``fingerprint_step``, as ``fingerprint_row`` chains it): reading them
+    back from ``words`` in a loop of run-time length is measurably slower in the action kernels,
+    whose hot path this is.
 
     Written with every name assigned once: numba's SSA reconstruction is superlinear in the number
     of redefinitions of one variable, and a packer that reassigned ``v`` and ``w0`` per element
@@ -85,7 +89,11 @@ def _pack_lines(layout: Layout) -> list[str]:
     lines.append(f"    if not ({' & '.join(f'ok{g}' for g in range(len(groups)))}):")
     lines.append("        return False")
     for k in range(layout.nwords):
-        lines.append(f"    words[row, {k}] = " + (" | ".join(terms[k]) if terms[k] else "uint64(0)"))
+        lines.append(f"    w{k} = " + (" | ".join(terms[k]) if terms[k] else "uint64(0)"))
+        lines.append(f"    words[row, {k}] = w{k}")
+    lines.append("    h0 = uint64(GOLDEN)")
+    lines += [f"    h{k + 1} = fingerprint_step(h{k}, w{k})" for k in range(layout.nwords)]
+    lines.append(f"    hashes[row] = h{layout.nwords}")
     lines.append("    return True")
     return lines
 
@@ -130,11 +138,10 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
     lines += [
-        f"{body}if not pack(tf, out_words, row, cv):",
+        f"{body}if not pack(tf, out_words, out_hash, row, cv):",
         f"{body}    err[0] = i",
         f"{body}    err[1] = {base} + {flat_expr}",
         f"{body}out_label[row] = {base} + {flat_expr}",
-        f"{body}out_hash[row] = fingerprint_row(out_words, row)",
     ]
     if props:
         lines.append(f"{body}m = uint64(0)")
@@ -179,7 +186,7 @@ def generate_source(model: Model) -> str:
         "import numpy as np",
         "from numba import config, int32, njit, uint64",
         "",
-        "from kraftcheck.checker.kernels.hashing import fingerprint_row",
+        "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
     ]
     out += [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(imports.items())]
     out += [
@@ -210,7 +217,7 @@ def generate_source(model: Model) -> str:
         "",
         "",
         f"@njit(cache=True{pack_inline})",
-        "def pack(f, words, row, cv):",
+        "def pack(f, words, hashes, row, cv):",
         *_pack_lines(layout),
         "",
         "",
@@ -227,8 +234,9 @@ def generate_source(model: Model) -> str:
         "",
         "@njit(cache=True)",
         "def pack_rows(flat_rows, words, cv):",
+        "    hashes = np.empty(flat_rows.shape[0], np.uint64)",
         "    for r in range(flat_rows.shape[0]):",
-        "        if not pack(flat_rows[r], words, r, cv):",
+        "        if not pack(flat_rows[r], words, hashes, r, cv):",
         "            return r",
         "    return -1",
         "",

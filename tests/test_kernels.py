@@ -99,6 +99,24 @@ def test_compiled_pack_matches_reference_pack(data):
     assert [layout.unpack(layout.pack(f)) for f in flats] == flats
 
 
+def test_compiled_successors_carry_the_fingerprints_of_their_words():
+    """The action kernels fingerprint each successor as they pack it: that must be exactly the
+    fingerprint ``fingerprints()`` gives the packed words (initial states, resumed levels and the
+    fingerprint set use that one), for a one-word and a two-word layout alike."""
+    from kraftcheck.checker.codegen import NO_LABEL
+    for rm in (3, 20):
+        model = Model(TwoPhase(TwoPhaseParams(rm)))
+        kernels = Kernels(model)
+        assert kernels.nwords == (1 if rm == 3 else 2)
+        level = kernels.pack(model.initial)
+        for _ in range(4):
+            out = kernels.successors(level)
+            rows = np.flatnonzero(out.labels[: level.shape[0] * kernels.nlabels] != NO_LABEL)
+            assert rows.size
+            assert out.hashes[rows].tolist() == fingerprints(out.words[rows]).tolist()
+            level = np.unique(out.words[rows], axis=0)
+
+
 def test_layout_rejects_out_of_domain_values():
     layout = Layout([Enum("e", ("x", "y", "z")), Set("s", ("a", "b"))])
     import pytest

@@ -30,11 +30,18 @@ def mix64(x):
 
 
 @njit(cache=True, inline="always")
+def fingerprint_step(h, word):
+    """The fingerprint so far, ``h`` (``uint64(GOLDEN)`` before the first word), chained with
+    the next word of the state."""
+    return mix64(h ^ word) + uint64(GOLDEN)
+
+
+@njit(cache=True, inline="always")
 def fingerprint_row(words, row):
     """Fingerprint of the packed state ``words[row, :]``."""
     h = uint64(GOLDEN)
     for k in range(words.shape[1]):
-        h = mix64(h ^ words[row, k]) + uint64(GOLDEN)
+        h = fingerprint_step(h, words[row, k])
     return h
 
 

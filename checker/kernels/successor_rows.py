@@ -82,10 +82,21 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
     for k in range(nshards + 1):
         offsets[k] = 0
     m = 0
+    # The source of row r is r // stride; rows come in increasing order, so it is followed
+    # instead of divided for (an integer division by a run-time value is slow, and this loop
+    # sees every successor).
+    source = first_source - 1
+    next_source_row = 0
+    if nvalid:
+        source += valid[vlo] // stride
+        next_source_row = (source - first_source + 1) * stride
     for p in range(vlo, vlo + nvalid):
         r = valid[p]
         dense_new[p] = 0
-        if same_row(words, r, sources, first_source + r // stride):
+        while r >= next_source_row:
+            source += 1
+            next_source_row += stride
+        if same_row(words, r, sources, source):
             continue
         h = hashes[r]
         slot = int64(h >> uint64(32)) & mask
