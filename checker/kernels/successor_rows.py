@@ -85,11 +85,8 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
     # The source of row r is r // stride; rows come in increasing order, so it is followed
     # instead of divided for (an integer division by a run-time value is slow, and this loop
     # sees every successor).
-    source = first_source - 1
-    next_source_row = 0
-    if nvalid:
-        source += valid[vlo] // stride
-        next_source_row = (source - first_source + 1) * stride
+    source = first_source + (valid[vlo] // stride if nvalid else 0)  # the first row's
+    next_source_row = (source - first_source + 1) * stride  # the first row of the next source
     for p in range(vlo, vlo + nvalid):
         r = valid[p]
         dense_new[p] = 0
