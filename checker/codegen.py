@@ -29,7 +29,7 @@ from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 INLINE_PACK_MAX_ELEMENTS = 32
 
-KERNEL_DEPENDENCIES = ("kernels/hashing.py",)
+KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kernels/rows.py")
 
 
 def cache_dir() -> Path:
@@ -109,19 +109,42 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
 
     Kernels are kept apart (rather than one loop over all actions) because LLVM's compile time and
     memory grow much faster than linearly with the size of one function: a fused kernel for the
-    Kafka model did not compile in minutes. Instance p of state i owns output row
-    ``i * NLABELS + base + p``; a disabled instance marks its row NO_LABEL.
+    Kafka model did not compile in minutes. Instance p of state i owns candidate row
+    ``i * NLABELS + base + p``. Every kernel adds the instances that fired to its action's count
+    in ``tally`` (``successor_rows.TALLY_*``). Then:
+
+    - ``dense`` False: every row is written, its successor's words and fingerprint to row ``row``
+      of ``out_words`` and ``out_hash``, its label (NO_LABEL where the instance is disabled) and
+      property mask to ``out_label`` and ``out_prop``;
+    - ``dense`` True: a successor is packed at the part's scratch position ``tally[TALLY_SCRATCH]``
+      of ``out_words`` and ``out_hash``, and only first occurrences are kept, with their smallest
+      candidate row, in the part's repeat table ``seen`` (``successor_rows.keep_first``); labels
+      are not written, and each transition property's first violating row goes to the tally.
+      Before a state whose instances could take the table past half full
+      (``tally[TALLY_LIMIT]``), the kernel stops and says where (``tally[TALLY_STOPPED]``): the
+      caller grows the table and calls it again from there.
     """
     action = model.actions[ai]
     base = model.action_base[ai]
+    instances = 1
+    for p in action.params:
+        instances *= p.count
     lines = [
         "@njit(cache=True, nogil=True)",
-        f"def expand_{ai}(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv):",
+        f"def expand_{ai}(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
+        "             source_offset, seen, seen_mask, generation, tally):",
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         "    recs = as_records(flat)",
         "    t = as_records(scratch)[1]",
         "    tf = scratch[1]",
+        "    nd = tally[TALLY_KEPT]",
+        "    limit = tally[TALLY_LIMIT]",
+        "    at = tally[TALLY_SCRATCH]",
+        "    fired = 0",
         "    for i in range(lo, hi):",
+        f"        if dense and nd + {instances} > limit:",
+        "            tally[TALLY_STOPPED] = i",
+        "            break",
         "        s = recs[i]",
         "        sf = flat[i]",
         "        restore(sf, tf)",
@@ -138,19 +161,31 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
     lines += [
-        f"{body}if not pack(tf, out_words, out_hash, row, cv):",
+        f"{body}fired += 1",
+        f"{body}if not pack(tf, out_words, out_hash, at if dense else row, cv):",
         f"{body}    err[0] = i",
         f"{body}    err[1] = {base} + {flat_expr}",
-        f"{body}out_label[row] = {base} + {flat_expr}",
+        f"{body}elif dense:",
+        f"{body}    nd += keep_first(out_words, out_hash, at, row, sources, source_offset + i, seen, seen_mask,",
+        f"{body}                     generation)",
+        f"{body}else:",
+        f"{body}    out_label[row] = {base} + {flat_expr}",
     ]
     if props:
         lines.append(f"{body}m = uint64(0)")
         for k, q in enumerate(props):
             lines.append(f"{body}if not {q}(s, t):\n{body}    m |= uint64({1 << k})")
-        lines.append(f"{body}out_prop[row] = m")
+        lines += [
+            f"{body}if not dense:",
+            f"{body}    out_prop[row] = m",
+            f"{body}elif m:",
+            f"{body}    note_property_rows(tally, TALLY_PROPERTIES, m, row)",
+        ]
     lines.append(f"{body}restore(sf, tf)")
-    lines.append(f"{indent}else:")
+    lines.append(f"{indent}elif not dense:")
     lines.append(f"{indent}    out_label[row] = NO_LABEL")
+    lines.append("    tally[TALLY_KEPT] = nd")
+    lines.append(f"    tally[TALLY_FIRED + {ai}] += fired")
     return lines
 
 
@@ -187,6 +222,8 @@ def generate_source(model: Model) -> str:
         "from numba import config, int32, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
+        "from kraftcheck.checker.kernels.successor_rows import (TALLY_FIRED, TALLY_KEPT, TALLY_LIMIT, TALLY_SCRATCH,",
+        "                                                      TALLY_STOPPED, keep_first, note_property_rows)",
     ]
     out += [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(imports.items())]
     out += [
@@ -195,6 +232,7 @@ def generate_source(model: Model) -> str:
         f"SIZE = {layout.size}",
         f"NLABELS = {len(model.labels)}",
         f"NO_LABEL = {NO_LABEL}",
+        f"TALLY_PROPERTIES = TALLY_FIRED + {len(model.actions)}  # the first row violating each property",
         # Kernels take the unpacked states as int32 rows and see them as records here: a record
         # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
         # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.

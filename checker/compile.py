@@ -104,9 +104,11 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
         ("unpack", lambda: module.unpack_rows(words[:0], rows[:0], cv)),
         ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat)),
     ]
+    table = np.zeros((1, shapes.nwords + 1), np.uint64)
+    tally = np.zeros((1, 64), np.int64)[0]
     for k, expand in enumerate(module.EXPANDERS):
         steps.append((shapes.kernel_names[k], lambda expand=expand: expand(
-            flat, 0, 0, scratch, words, hashes, labels, props, err, cv)))
+            flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally)))
     steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv)))
     for i, (what, call) in enumerate(steps):
         on_kernel(i, len(steps), what)

@@ -39,3 +39,33 @@ def collect_reference(valid: list[int], stride: int, new_mark: list[int], labels
             parents.append(first_index + r // stride)
             out_labels.append(labels[r])
     return rows, parents, out_labels, fired, new
+
+
+def first_occurrences_reference(successors: list[tuple[tuple[int, ...], int, tuple[int, ...]]]) -> dict:
+    """The distinct-successor path (``keep_first``, then ``gather_part``): of (words, candidate
+    row, source's words) met in any order, the states that are not self-loops, each with its
+    smallest candidate row."""
+    kept: dict[tuple[int, ...], int] = {}
+    for words, row, source in successors:
+        if words != source:
+            kept[words] = min(row, kept.get(words, row))
+    return kept
+
+
+def bucket_dense_reference(hashes: list[int], plo: int, phi: int, shard_bits: int) -> list[list[int]]:
+    """Per shard, in order, the positions ``plo..phi-1``."""
+    shards: list[list[int]] = [[] for _ in range(1 << shard_bits)]
+    for p in range(plo, phi):
+        shards[hashes[p] >> (64 - shard_bits)].append(p)
+    return shards
+
+
+def collect_dense_reference(rows: list[int], plo: int, phi: int, new_mark: list[int], stride: int,
+                            label_action: list[int], first_index: int, nactions: int):
+    """(new rows in candidate order, their parents, labels, positions, new states per action)."""
+    new = sorted((rows[p], p) for p in range(plo, phi) if new_mark[p])
+    per_action = [0] * nactions
+    for row, _ in new:
+        per_action[label_action[row % stride]] += 1
+    return ([r for r, _ in new], [first_index + r // stride for r, _ in new], [r % stride for r, _ in new],
+            [p for _, p in new], per_action)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,3 +244,135 @@ def test_per_thread_rows_never_share_a_cache_line(parts, n, dtype):
         last_of_row = rows[j, n - 1:].__array_interface__["data"][0]
         first_of_next = rows[j + 1].__array_interface__["data"][0]
         assert first_of_next - (last_of_row + rows.itemsize) >= CACHE_LINE
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_distinct_successor_passes_match_their_references(data):
+    """keep_first (with the table growing on the way, as RepeatTables.grow does it), gather_part,
+    bucket_dense_part, sort_by_high_half and collect_dense_part on random successors, against the
+    list-based references (tests/successor_rows_reference.py)."""
+    from successor_rows_reference import bucket_dense_reference, collect_dense_reference, first_occurrences_reference
+
+    from kraftcheck.checker.kernels.successor_rows import (bucket_dense_part, collect_dense_part, gather_part,
+                                                           keep_first, reseat, sort_by_high_half)
+    nw = data.draw(st.integers(1, 2))
+    n = data.draw(st.integers(0, 40))
+    stride = data.draw(st.integers(1, 5))
+    plo = data.draw(st.integers(0, 3))  # the part's first position
+    successors = []
+    for _ in range(n):
+        words = tuple(data.draw(st.integers(0, 3)) for _ in range(nw))
+        source = tuple(data.draw(st.integers(0, 3)) for _ in range(nw))
+        row = data.draw(st.integers(0, 8 * stride - 1))
+        successors.append((words, row, source))
+    expected = first_occurrences_reference(successors)
+    size = data.draw(st.sampled_from([2, 4, 128]))
+    most = 128
+    table = np.full((most, nw + 1), 7, np.uint64)  # stale entries of generation 0, which never counts
+    generation = data.draw(st.integers(1, 3))
+    cap = plo + n + 2
+    dense_words, dense_hashes = np.zeros((cap, nw), np.uint64), np.zeros(cap, np.uint64)
+    dense_rows = np.zeros(cap, np.int64)
+    sources = np.array([s for _, _, s in successors] or [(0,) * nw], np.uint64).reshape(-1, nw)
+    kept = 0
+    for i, (words, row, _) in enumerate(successors):
+        if kept + 1 > size * 3 // 4:  # grow, as a kernel that stopped makes its caller do
+            moved = gather_part(table, size, generation, dense_words, dense_hashes, dense_rows, plo)
+            assert moved == kept
+            reseat(table, size, min(most, 4 * size) - 1, generation, dense_words, dense_hashes, dense_rows, plo,
+                   plo + moved)
+            size = min(most, 4 * size)
+        scratch = plo  # the kernels pack each successor at the part's first position
+        dense_words[scratch] = words
+        dense_hashes[scratch] = fingerprint_reference(words)  # as the kernels' pack; tiny tables collide
+        kept += keep_first(dense_words, dense_hashes, scratch, row, sources, i, table, size - 1, generation)
+    got = gather_part(table, size, generation, dense_words, dense_hashes, dense_rows, plo)
+    assert got == kept == len(expected)
+    gathered = {tuple(int(x) for x in dense_words[p]): int(dense_rows[p]) for p in range(plo, plo + got)}
+    assert gathered == expected
+    assert dense_hashes[plo: plo + got].tolist() == fingerprints(dense_words[plo: plo + got]).tolist()
+
+    shard_bits = data.draw(st.integers(1, 3))
+    order = np.full(cap, -1, np.int64)
+    offsets = np.zeros((1 << shard_bits) + 1, np.int64)
+    new_mark = np.ones(cap, np.uint8)  # stale marks: bucket_dense_part clears its positions'
+    bucket_dense_part(dense_hashes, plo, plo + got, shard_bits, new_mark, order, offsets)
+    shards = bucket_dense_reference(dense_hashes.tolist(), plo, plo + got, shard_bits)
+    assert offsets[0] == plo and offsets[-1] == plo + got
+    for k, positions in enumerate(shards):
+        assert order[offsets[k]: offsets[k + 1]].tolist() == positions
+    assert not new_mark[plo: plo + got].any()
+
+    marks = [data.draw(st.integers(0, 1)) for _ in range(cap)]
+    new_mark[:] = marks
+    nactions = 2
+    label_action = np.array([k % nactions for k in range(stride)], np.int64)
+    per_action = np.zeros(nactions, np.int64)
+    keys, room = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+    out_rows, out_pos = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    out_parent, out_label = np.empty(cap, np.uint32), np.empty(cap, np.uint16)
+    found = collect_dense_part(dense_rows, plo, plo + got, 0, (8 * stride).bit_length(), new_mark, stride,
+                               label_action, 1000, per_action, keys, room, out_rows, out_parent, out_label, out_pos)
+    e_rows, e_parents, e_labels, e_pos, e_new = collect_dense_reference(
+        dense_rows.tolist(), plo, plo + got, marks, stride, label_action.tolist(), 1000, nactions)
+    assert found == len(e_rows)
+    assert out_rows[plo: plo + found].tolist() == e_rows
+    assert out_parent[plo: plo + found].tolist() == e_parents
+    assert out_label[plo: plo + found].tolist() == e_labels
+    assert out_pos[plo: plo + found].tolist() == e_pos
+    assert per_action.tolist() == e_new
+
+    values = data.draw(st.lists(st.integers(0, 2**23 - 1), max_size=50))  # more than two radix digits
+    keys = np.array([0] + [(v << 32) | i for i, v in enumerate(values)], np.int64)
+    sort_by_high_half(keys, np.zeros_like(keys), 1, len(values), 23)
+    assert keys[1:].tolist() == sorted(((v << 32) | i for i, v in enumerate(values)))
+
+
+@pytest.mark.parametrize("spec,params", [("two_phase", {"rm": 4}), ("kafka", {"brokers": 3, "min_isr": 2})])
+def test_distinct_successors_are_the_first_occurrences_of_the_successor_rows(spec, params):
+    """Kernels.distinct_successors keeps, per part, exactly the successors that are neither
+    self-loops nor repeats, each with its first candidate row in ``successors``' rows (and the same
+    transitions per action and first rows violating each property), also when the repeat tables
+    start far too small and must grow within a part."""
+    from kraftcheck.api import make_spec
+    from kraftcheck.checker.codegen import NO_LABEL
+    from kraftcheck.checker.explore.compiled import RepeatTables
+    from kraftcheck.checker.kernels.successor_rows import NO_ROW, TALLY_FIRED
+    model = Model(make_spec(spec, params))
+    kernels = Kernels(model)
+    level = kernels.pack(model.initial)
+    nl, na = kernels.nlabels, len(model.actions)
+    checked = 0
+    for _ in range(6):
+        n = level.shape[0]
+        out = kernels.buffers(n)
+        tables = RepeatTables(kernels.threads, out.valid.shape[0], kernels.nwords, kernels.tally_width)
+        tables.per_state = 0.01  # tables far too small: every part grows its own
+        ends = kernels.distinct_successors(level, 0, n, out, tables, lambda j, a, b, end: None)
+        parts = kernels.parts(n)
+        got = [{tuple(out.dense_words[p].tolist()): int(out.dense_rows[p]) for p in range(a * nl, end)}
+               for (a, _), end in zip(parts, ends)]
+        fired = [tables.tally[j][TALLY_FIRED: TALLY_FIRED + na].tolist() for j in range(len(parts))]
+        firsts = [tables.tally[j][TALLY_FIRED + na:].tolist() for j in range(len(parts))]
+        assert all(ends[j] - parts[j][0] * nl == len(got[j]) for j in range(len(parts)))
+        kernels.successors(level, 0, n, out)
+        for j, (a, b) in enumerate(parts):
+            expected: dict = {}
+            e_fired, e_firsts = [0] * na, [NO_ROW] * len(model.properties)
+            for r in range(a * nl, b * nl):
+                if out.labels[r] == NO_LABEL:
+                    continue
+                e_fired[model.label_action[out.labels[r]]] += 1
+                for k in range(len(model.properties)):
+                    if int(out.props[r]) >> k & 1:
+                        e_firsts[k] = min(e_firsts[k], r)
+                words = tuple(out.words[r].tolist())
+                if words != tuple(level[r // nl].tolist()):
+                    expected.setdefault(words, r)
+            assert got[j] == expected
+            assert fired[j] == e_fired and firsts[j] == e_firsts
+            checked += len(expected)
+        rows = np.flatnonzero(out.labels[: n * nl] != NO_LABEL)
+        level = np.unique(out.words[rows], axis=0)
+    assert checked > 100

@@ -26,9 +26,11 @@ def test_engine_matches_tlc(rm):
 @pytest.mark.parametrize("successors_per_chunk", [1, 97, 1 << 30], ids=["one-state-chunks", "small", "buffer-sized"])
 def test_chunk_sizing_does_not_change_the_counts(monkeypatch, successors_per_chunk):
     """The engine sizes each chunk from the successors per state seen so far (about
-    SUCCESSORS_PER_CHUNK successors, within the buffers); TLC's figures come out whatever the sizes."""
+    SUCCESSORS_PER_CHUNK successors, or DISTINCT_SUCCESSORS_PER_CHUNK, within the buffers); TLC's
+    figures come out whatever the sizes."""
     from kraftcheck.checker.explore import engine
     monkeypatch.setattr(engine, "SUCCESSORS_PER_CHUNK", successors_per_chunk)
+    monkeypatch.setattr(engine, "DISTINCT_SUCCESSORS_PER_CHUNK", successors_per_chunk)
     result = Engine().explore(Model(TwoPhase(TwoPhaseParams(5))))
     assert (result.distinct_states, result.states_generated, result.depth) == TLC[5]
 

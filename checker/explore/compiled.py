@@ -10,7 +10,9 @@ import numpy as np
 from kraftcheck.checker.codegen import load_kernels, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
+from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_SCRATCH, TALLY_STOPPED,
+                                                      gather_part, reseat, seen_table_size, tally_width)
+from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
 from kraftcheck.checker.model import Model
 
 
@@ -40,9 +42,68 @@ class ChunkBuffers:
         self.new_mark = np.zeros(rows, np.uint8)
         self.order = np.empty(rows, np.int64)
         self.probe = np.empty(rows, np.int64)
+        # the distinct-successor path (Kernels.distinct_successors): each kept successor's
+        # candidate row, at its position in the dense arrays; the new ones' positions
+        self.dense_rows = np.empty(rows, np.int64)
+        self.new_pos = np.empty(rows, np.int64)
         self.new_rows = np.empty(rows, np.int64)
         self.new_parent = np.empty(rows, np.uint32)
         self.new_label = np.empty(rows, np.uint16)
+
+
+# A part's repeat table is sized for this load at the expected number of states, and grows when
+# it would pass the maximum (linear probing stays short up to about 0.75).
+REPEAT_TABLE_LOAD = 0.6
+REPEAT_TABLE_MAX_LOAD = 0.75
+
+
+class RepeatTables:
+    """Per part of a chunk (at most one per thread), the table that finds repeats among its
+    successors (``successor_rows.keep_first``) and its tally. A part uses the first entries of
+    its table, twice what it is likely to keep (so they stay in the caches), and grows within a
+    chunk when that was too little; the rest of its pages are never touched."""
+
+    def __init__(self, parts: int, rows: int, nwords: int, tally_width: int) -> None:
+        # a part keeps at most a successor per candidate row: twice that many entries always do
+        self.most = seen_table_size(rows)
+        self.tables = [np.zeros((self.most, nwords + 1), np.uint64) for _ in range(parts)]
+        self.tally = per_thread_rows(parts, tally_width, np.int64)
+        self.generation = 0
+        self.per_state = 1.0  # distinct successors a state kept in the last part
+
+    def table(self, j: int) -> np.ndarray:
+        return self.tables[j]
+
+    def next_generation(self) -> int:
+        """A generation for a new chunk: the tables' entries of earlier ones count as empty."""
+        self.generation += 1
+        return self.generation
+
+    def size_for(self, states: int) -> int:
+        """Entries of the table for a part of ``states`` states: twice what they are likely to
+        need (a quarter more than the last part kept per state), a power of two."""
+        return min(self.most, seen_table_size(int(states * self.per_state * 1.25 / (2 * REPEAT_TABLE_LOAD)) + 16))
+
+    def limit(self, size: int) -> int:
+        """How many states a table of ``size`` entries may hold: all of them in the largest."""
+        return size if size == self.most else int(size * REPEAT_TABLE_MAX_LOAD)
+
+    def grow(self, j: int, size: int, generation: int, out: "ChunkBuffers", first: int) -> int:
+        """Part j's table (``size`` entries) is too small for its next state: move its entries to
+        the dense arrays from position ``first``, and back into four times the entries (at most
+        all)."""
+        table = self.tables[j]
+        kept = gather_part(table, size, generation, out.dense_words, out.dense_hashes, out.dense_rows, first)
+        bigger = min(self.most, 4 * size)
+        reseat(table, size, bigger - 1, generation, out.dense_words, out.dense_hashes, out.dense_rows, first,
+               first + kept)
+        return bigger
+
+    def observe(self, states: int, kept: int) -> None:
+        """A part of ``states`` states kept ``kept`` successors: size the next tables for that
+        (neighbouring chunks are alike; a part that needs more grows its table)."""
+        if states:
+            self.per_state = kept / states
 
 
 class Kernels:
@@ -66,6 +127,8 @@ class Kernels:
         stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
         flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
         self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
+        self.nactions = len(model.actions)
+        self.tally_width = tally_width(self.nactions, len(model.properties))
 
     def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
         return split(lo, hi, self.threads if hi - lo >= 256 else 1)
@@ -121,6 +184,8 @@ class Kernels:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {n}")
         err = np.full(2, -1, np.int64)
         parts = self._parts(0, n)
+        tallies = per_thread_rows(len(parts), self.tally_width, np.int64)  # counted, not read
+        unused = np.zeros((1, self.nwords + 1), np.uint64)
 
         def expand_part(j: int) -> None:
             a, b = parts[j]
@@ -128,16 +193,70 @@ class Kernels:
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
             for expand in self.module.EXPANDERS:
                 expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
-                       self.const_values)
+                       self.const_values, False, words, lo, unused, 0, 0, tallies[j])
             if after_part is not None:
                 after_part(j, a, b)
 
         run_parts(expand_part, len(parts))
+        self._raise_domain_error(words, lo, err)
+        return out
+
+    def distinct_successors(self, words: np.ndarray, lo: int, hi: int, out: "ChunkBuffers",
+                            tables: "RepeatTables", after_part: Callable[[int, int, int, int], None]) -> list[int]:
+        """The successors of ``words[lo:hi]`` that are neither self-loops nor repeats within a part
+        (of ``parts(hi - lo)``), each once, with the smallest candidate row it has (the first
+        occurrence in candidate order; the same rows the engine keeps from ``successors``).
+
+        Part j (states ``lo + a .. lo + b - 1``) writes them from position ``a * nlabels`` of
+        ``out.dense_words``, ``out.dense_hashes`` and ``out.dense_rows``, in no particular order;
+        its counts (transitions per action, first rows violating each transition property) are in
+        ``tables.tally[j]``. ``after_part(j, a, b, end)`` runs on the part's thread once its
+        kernels are done (``end``: the position after its last). Returns each part's end.
+        """
+        self._check_batch(words)
+        if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
+            raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
+                             f"for buffers of {out.states}")
+        err = np.full(2, -1, np.int64)
+        parts = self._parts(0, hi - lo)
+        generation = tables.next_generation()
+        ends = [0] * len(parts)
+
+        def expand_part(j: int) -> None:
+            a, b = parts[j]
+            scratch, tally, table = self._scratch[j], tables.tally[j], tables.table(j)
+            first = a * self.nlabels
+            tally[:] = 0
+            tally[TALLY_FIRED + self.nactions:] = NO_ROW
+            tally[TALLY_SCRATCH] = first
+            size = tables.size_for(b - a)
+            tally[TALLY_LIMIT] = tables.limit(size)
+            self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
+            for expand in self.module.EXPANDERS:
+                start = a
+                while True:
+                    tally[TALLY_STOPPED] = -1
+                    expand(out.flat, start, b, scratch, out.dense_words, out.dense_hashes, out.labels, out.props,
+                           err, self.const_values, True, words, lo, table, size - 1, generation, tally)
+                    if tally[TALLY_STOPPED] < 0:
+                        break
+                    start = int(tally[TALLY_STOPPED])
+                    size = tables.grow(j, size, generation, out, first)
+                    tally[TALLY_LIMIT] = tables.limit(size)
+            kept = gather_part(table, size, generation, out.dense_words, out.dense_hashes, out.dense_rows, first)
+            tables.observe(b - a, kept)
+            ends[j] = first + kept
+            after_part(j, a, b, ends[j])
+
+        run_parts(expand_part, len(parts))
+        self._raise_domain_error(words, lo, err)
+        return ends
+
+    def _raise_domain_error(self, words: np.ndarray, lo: int, err: np.ndarray) -> None:
         if err[0] >= 0:  # re-run that step in Python for a precise message
             state = self.unpack(words[lo + err[0]: lo + err[0] + 1])[0]
             self.model.step(state, int(err[1]))
             raise SpecError(f"action {self.model.labels[err[1]]} produced a value outside its field's domain")
-        return out
 
     def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
         """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""

@@ -19,14 +19,16 @@ import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.compile import BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled
-from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, kernel_shapes  # noqa: F401 (API)
+from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels import successor_rows
-from kraftcheck.checker.kernels.successor_rows import bucket_part, collect_part, seen_table_size, valid_rows_part
+from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
+                                                      collect_dense_part, collect_part, seen_table_size, tally_width,
+                                                      valid_rows_part)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
 from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
                                                   write_manifest)
@@ -44,6 +46,12 @@ CANDIDATES_PER_CHUNK = 1 << 20  # successor rows the chunk buffers hold (the lar
 # best at about 2^16 for both Two-Phase rm=9 (12 successors a state) and the default Kafka check
 # (4.6 a state); a fixed 2^20 candidate rows gave Two-Phase 4 times that, 1.2x slower (bench/RESULTS.md).
 SUCCESSORS_PER_CHUNK = 1 << 16
+# On the distinct-successor path (``Kernels.distinct_successors``) a chunk's working set is its
+# distinct successors, not its candidate rows, so larger chunks pay: more repeats are caught
+# within a chunk instead of in the visited set. Two-Phase rm=9 ran 1.2x faster at 2^19 (which the
+# buffers cap at 2^20 candidate rows) than at 2^16; the default Kafka check is capped by the
+# buffers either way (bench/RESULTS.md, session 12).
+DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 19
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
@@ -201,6 +209,8 @@ class _Run:
         # beyond what the largest part uses are never allocated
         self._seen = np.zeros((most_parts, seen_table_size(self.buffers.valid.shape[0])), np.int64)
         self._generation = 0
+        self._repeat_tables = RepeatTables(most_parts, self.buffers.valid.shape[0], kernels.nwords,
+                                           tally_width(len(model.actions), len(model.properties)))
         self._fired_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
         self._new_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
@@ -275,22 +285,30 @@ class _Run:
                                            else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
-            spans = self._successors(level, lo, hi, first + lo)
+            found_here: dict[str, int] = {}  # check -> candidate row where it was violated
+            distinct_only = self._distinct_successors_only()
+            if distinct_only:
+                nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
+            else:
+                spans = self._successors(level, lo, hi, first + lo)
+                nrows = sum(nv for _, nv in spans)
+                if self.model.properties:
+                    found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
+                                                             stride))
+                n = self._collect_new(spans, first + lo)
+                new_words = buf.words[buf.new_rows[:n]]
             self.levels.release(level, hi)
-            nrows = sum(nv for _, nv in spans)
             self.expanded += hi - lo
             self.successors += nrows
             self.generated += nrows
-            found_here: dict[str, int] = {}  # check -> candidate row where it was violated
-            if self.model.properties:
-                found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
-                                                         stride))
-            n = self._collect_new(spans, first + lo)
-            new_words = buf.words[buf.new_rows[:n]]
             self.levels.add(new_words, buf.new_parent[:n], buf.new_label[:n])
             self.frontier_size = level.shape[0] - hi + new_so_far + n
             found_here.update(self._check_new(new_words, self.distinct + new_so_far, buf.new_rows[:n]))
             if found_here and not self.options.keep_going:
+                if distinct_only:  # the rows after the cut are needed one by one: compute them all
+                    self.kernels.successors(level, lo, hi, buf)
+                    if nrows != valid_rows_part(buf.labels, 0, (hi - lo) * stride, NO_LABEL, buf.valid):
+                        raise RuntimeError("internal: a chunk expanded twice gave different successors")
                 n = self._stop_at_first_violation(found_here, buf, nrows, n)
                 self.levels.truncate_pending(n)
             new_so_far += n
@@ -352,6 +370,59 @@ class _Run:
             np.take(buf.is_new, buf.valid[:nrows], out=buf.new_mark[:nrows])
         return spans
 
+    def _distinct_successors_only(self) -> bool:
+        """Whether chunks take the compiled kernels' distinct-successor path: the successors that
+        meet the visited set are all the engine needs, unless they must be canonicalised first
+        (--symmetry) or every transition is recorded (the state graph)."""
+        return self.kernels.compiled and self.canon is None and self.recorder is None
+
+    def _distinct_chunk(self, level: np.ndarray, lo: int, hi: int, first_index: int,
+                        found_here: dict[str, int]) -> tuple[int, int, np.ndarray]:
+        """Expand ``level[lo:hi]`` keeping only each part's distinct successors (no self-loop or
+        repeat is ever written out), meet the visited set, and collect the new states into
+        ``buffers.new_rows``, ``new_parent`` and ``new_label`` in candidate order, as
+        ``_successors`` and ``_collect_new`` do for every row. Transition properties violated here
+        go to ``found_here``. Returns (transitions, new states, their words)."""
+        buf, stride, shard_bits = self.buffers, self.stride, self.shard_bits
+        parts = self.kernels.parts(hi - lo)
+        starts = [a * stride for a, _ in parts]
+        offsets = self._offsets[: len(parts)]
+        tables = self._repeat_tables
+
+        def bucket(j: int, a: int, b: int, end: int) -> None:
+            bucket_dense_part(buf.dense_hashes, starts[j], end, shard_bits, buf.new_mark, buf.order, offsets[j])
+
+        ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket)
+        used = max(ends)
+        self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
+                                     buf.new_mark)
+        tally = tables.tally[: len(parts)]
+        fired = tally[:, TALLY_FIRED: TALLY_FIRED + len(self.model.actions)].sum(axis=0)
+        self.fired += fired
+        if self.model.properties:
+            firsts = tally[:, TALLY_FIRED + len(self.model.actions):].min(axis=0)
+            for k, prop in enumerate(self.model.properties):
+                r = int(firsts[k])
+                if r != NO_ROW and prop.name not in self.found:
+                    self._record_violation(prop.name, "property", first_index + r // stride, r % stride)
+                    found_here[prop.name] = r
+        found = [0] * len(parts)
+        new = self._new_parts
+
+        def collect(j: int) -> None:
+            a, b = parts[j]
+            row_bits = ((b - a) * stride).bit_length()  # the part's rows, from its first
+            found[j] = collect_dense_part(buf.dense_rows, starts[j], ends[j], starts[j], row_bits, buf.new_mark,
+                                          stride, self.label_action, first_index, new[j], buf.probe, buf.order,
+                                          buf.new_rows, buf.new_parent, buf.new_label, buf.new_pos)
+
+        run_parts(collect, len(parts))
+        close_gaps((buf.new_rows, buf.new_parent, buf.new_label, buf.new_pos), starts, found)
+        self.new_per_action += new[: len(parts)].sum(axis=0)
+        new[: len(parts)] = 0
+        n = sum(found)
+        return int(fired.sum()), n, buf.dense_words[buf.new_pos[:n]]
+
     def _collect_new(self, spans: list[tuple[int, int]], first_index: int) -> int:
         """The new states of a chunk whose rows met the visited set: their rows, parents and
         labels into ``buffers.new_rows``, ``new_parent``, ``new_label`` (in candidate order);
@@ -375,12 +446,14 @@ class _Run:
         return sum(found)
 
     def _compiled_chunk_states(self) -> int:
-        """States in the next chunk: about SUCCESSORS_PER_CHUNK successors at the rate seen so
-        far, within what the buffers hold (results do not depend on chunk sizes)."""
+        """States in the next chunk: about SUCCESSORS_PER_CHUNK successors (on the distinct-
+        successor path DISTINCT_SUCCESSORS_PER_CHUNK) at the rate seen so far, within what the
+        buffers hold (results do not depend on chunk sizes)."""
         if not self.successors:
             return self.chunk_states
         rate = self.successors / self.expanded
-        return max(1, min(self.chunk_states, int(SUCCESSORS_PER_CHUNK / rate)))
+        target = DISTINCT_SUCCESSORS_PER_CHUNK if self._distinct_successors_only() else SUCCESSORS_PER_CHUNK
+        return max(1, min(self.chunk_states, int(target / rate)))
 
     def _forget_found_after(self, found_here: dict[str, int], cut: int) -> None:
         for name, row in found_here.items():

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
+from kraftcheck.checker.kernels.hashing import fingerprint_row
 from kraftcheck.checker.kernels.rows import same_row
 
 
@@ -52,6 +53,24 @@ def seen_table_size(rows):
     while size < 2 * rows:
         size *= 2
     return size
+
+
+@njit(cache=True, inline="always")
+def shard_starts(offsets, first):
+    """A counting sort's counts per shard k in ``offsets[k + 1]`` -> in ``offsets[k]``, where shard
+    k's first position goes (shard 0's at ``first``). Placing a position in shard k then
+    increments ``offsets[k]``, which ends where shard k + 1 begins."""
+    offsets[0] = first
+    for k in range(offsets.shape[0] - 2):
+        offsets[k + 1] += offsets[k]
+
+
+@njit(cache=True, inline="always")
+def shard_bounds(offsets, first):
+    """After placing: shard k's positions are ``order[offsets[k]:offsets[k + 1]]`` again."""
+    for k in range(offsets.shape[0] - 1, 0, -1):
+        offsets[k] = offsets[k - 1]
+    offsets[0] = first
 
 
 @njit(cache=True, nogil=True)
@@ -117,18 +136,13 @@ def bucket_part(words, hashes, valid, vlo, nvalid, sources, first_source, stride
         probe[vlo + m] = p
         m += 1
         offsets[int64(h >> shift) + 1] += 1
-    offsets[0] = vlo
-    for k in range(nshards):
-        offsets[k + 1] += offsets[k]
-    # offsets[k] is where shard k's next position goes; after placing, where shard k + 1 begins
+    shard_starts(offsets, vlo)
     for i in range(vlo, vlo + m):
         p = probe[i]
         k = int64(dense_hashes[p] >> shift)
         order[offsets[k]] = p
         offsets[k] += 1
-    for k in range(nshards, 0, -1):
-        offsets[k] = offsets[k - 1]
-    offsets[0] = vlo
+    shard_bounds(offsets, vlo)
     return m
 
 
@@ -162,3 +176,178 @@ def warm_up() -> None:
                 np.zeros(1, np.uint8), z.copy(), z.copy(), np.zeros(3, np.int64), np.zeros(2, np.int64), 1)
     collect_part(z, 0, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), z.copy(), 0, z.copy(), z.copy(),
                  z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
+
+
+# --- The distinct-successor path: the action kernels keep only first occurrences (see
+# ``Kernels.distinct_successors``). Each part counts into a ``tally`` row of int64:
+TALLY_KEPT = 0  # distinct successors in the part's repeat table
+TALLY_LIMIT = 1  # how many it may hold (half its entries)
+TALLY_STOPPED = 2  # the state a kernel stopped before (the table must grow first), else -1
+TALLY_SCRATCH = 3  # where in the dense arrays a successor is packed before it meets the table
+TALLY_FIRED = 4  # from here, per action: the instances that fired (transitions)
+NO_ROW = np.iinfo(np.int64).max  # a property's first violating row, while none violates it
+
+
+def tally_width(nactions: int, nproperties: int) -> int:
+    """The int64 counters of a part's tally: the four above, transitions per action, and the
+    first row violating each transition property."""
+    return TALLY_FIRED + nactions + nproperties
+
+
+@njit(cache=True, nogil=True, inline="always")
+def keep_first(words, hashes, p, row, sources, source, table, mask, generation):
+    """The successor just packed at ``words[p]`` (fingerprint ``hashes[p]``), of candidate row
+    ``row``, whose source state is ``sources[source]``: returns 1 if it enters the part's repeat
+    table (a state not met before in this part), else 0. A self-loop is dropped (its source is
+    visited, so it cannot be new); so is a repeat, and the table keeps the smaller candidate row
+    of the two: the first occurrence in candidate order, whatever order the kernels meet them in.
+
+    ``table`` (``mask + 1`` entries used, open addressing from the fingerprint's high half) holds
+    per entry a state's words and ``generation << 32 | row``; an entry of another generation is
+    empty. The words are in the entry so that a probe reads one cache line, not three."""
+    if same_row(words, p, sources, source):
+        return 0
+    nw = words.shape[1]
+    slot = int64(hashes[p] >> uint64(32)) & mask
+    while True:
+        stamp = int64(table[slot, nw])
+        if stamp >> 32 != generation:
+            for k in range(nw):
+                table[slot, k] = words[p, k]
+            table[slot, nw] = uint64((int64(generation) << 32) | row)
+            return 1
+        same = True
+        for k in range(nw):  # not same_row: the entry has one column more than the words
+            if table[slot, k] != words[p, k]:
+                same = False
+                break
+        if same:
+            if row < (stamp & 0xFFFFFFFF):
+                table[slot, nw] = uint64((int64(generation) << 32) | row)
+            return 0
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def gather_part(table, size, generation, words, hashes, rows, plo):
+    """The distinct successors in a part's repeat table (its first ``size`` entries, those of
+    ``generation``) into positions ``plo..`` of the dense arrays: words, fingerprint, candidate
+    row. Returns how many."""
+    nw = words.shape[1]
+    n = 0
+    for slot in range(size):
+        stamp = int64(table[slot, nw])
+        if stamp >> 32 == generation:
+            p = plo + n
+            for k in range(nw):
+                words[p, k] = table[slot, k]
+            hashes[p] = fingerprint_row(words, p)
+            rows[p] = stamp & 0xFFFFFFFF
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def reseat(table, size, mask, generation, words, hashes, rows, plo, phi):
+    """Empty the first ``size`` entries of a repeat table, then enter positions ``plo..phi-1`` of
+    the dense arrays (distinct states, as ``gather_part`` left them) using ``mask + 1`` entries:
+    what a part's table needs when it grows."""
+    nw = words.shape[1]
+    for slot in range(size):
+        table[slot, nw] = 0  # generation 0 is never current
+    for p in range(plo, phi):
+        slot = int64(hashes[p] >> uint64(32)) & mask
+        while int64(table[slot, nw]) >> 32 == generation:
+            slot = (slot + 1) & mask
+        for k in range(nw):
+            table[slot, k] = words[p, k]
+        table[slot, nw] = uint64((int64(generation) << 32) | rows[p])
+
+
+@njit(cache=True, nogil=True)
+def note_property_rows(tally, first, mask, row):
+    """Candidate ``row`` violates the transition properties whose bits are set in ``mask``: keep
+    for each the smallest such row, at ``tally[first + k]``."""
+    k = 0
+    while mask:
+        if mask & uint64(1) and row < tally[first + k]:
+            tally[first + k] = row
+        mask >>= uint64(1)
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def bucket_dense_part(hashes, plo, phi, shard_bits, dense_new, order, offsets):
+    """Positions ``plo..phi-1`` of a part's dense arrays (its distinct successors): clear their new
+    marks and bucket them stably by shard (the top ``shard_bits`` of the hash) into ``order``, as
+    ``bucket_part`` does: shard k's are ``order[offsets[k]:offsets[k + 1]]``, ``offsets[0] == plo``."""
+    nshards = offsets.shape[0] - 1
+    shift = uint64(64 - shard_bits)
+    for k in range(nshards + 1):
+        offsets[k] = 0
+    for p in range(plo, phi):
+        dense_new[p] = 0
+        offsets[int64(hashes[p] >> shift) + 1] += 1
+    shard_starts(offsets, plo)
+    for p in range(plo, phi):
+        k = int64(hashes[p] >> shift)
+        order[offsets[k]] = p
+        offsets[k] += 1
+    shard_bounds(offsets, plo)
+
+
+RADIX_BITS = 11  # digits of the row sort in collect_dense_part: 2048 counters, 16 KB, stay in L1
+
+
+@njit(cache=True, nogil=True)
+def sort_by_high_half(keys, scratch, lo, n, bits):
+    """Sort ``keys[lo:lo+n]`` (int64, ``value << 32 | payload`` with ``value < 2^bits``) by value,
+    stably, with ``scratch[lo:lo+n]`` as room: a least-significant-digit radix sort, a few
+    sequential passes instead of a comparison sort's n log n."""
+    counts = np.empty(1 << RADIX_BITS, np.int64)
+    digit_mask = (1 << RADIX_BITS) - 1
+    passes = 0
+    for shift in range(32, 32 + bits, RADIX_BITS):
+        src, dst = (keys, scratch) if passes % 2 == 0 else (scratch, keys)
+        counts[:] = 0
+        for i in range(lo, lo + n):
+            counts[(src[i] >> shift) & digit_mask] += 1
+        total = lo
+        for d in range(1 << RADIX_BITS):
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for i in range(lo, lo + n):
+            d = (src[i] >> shift) & digit_mask
+            dst[counts[d]] = src[i]
+            counts[d] += 1
+        passes += 1
+    if passes % 2:
+        keys[lo: lo + n] = scratch[lo: lo + n]
+
+
+@njit(cache=True, nogil=True)
+def collect_dense_part(rows, plo, phi, first_row, row_bits, new_mark, stride, label_action, first_index,
+                       new_per_action, keys, scratch, out_rows, out_parent, out_label, out_pos):
+    """Positions ``plo..phi-1`` of a part's dense arrays, after the visited set marked the new
+    ones (``new_mark[p]``): write the new ones in candidate order (by ``rows[p]``, each in
+    ``first_row .. first_row + 2^row_bits - 1``) to ``out_rows[plo:]``, with their parent's global
+    index (``first_index + row // stride``), label (``row % stride``) and position (``out_pos``);
+    count each one's action in ``new_per_action``. ``keys`` and ``scratch`` are room over the
+    same positions. Returns how many are new."""
+    n = 0
+    for p in range(plo, phi):
+        if new_mark[p]:
+            keys[plo + n] = ((rows[p] - first_row) << 32) | (p - plo)
+            n += 1
+    sort_by_high_half(keys, scratch, plo, n, row_bits)
+    for j in range(plo, plo + n):
+        key = keys[j]
+        row = first_row + (key >> 32)
+        label = row % stride
+        new_per_action[label_action[label]] += 1
+        out_rows[j] = row
+        out_parent[j] = first_index + row // stride
+        out_label[j] = label
+        out_pos[j] = plo + (key & 0xFFFFFFFF)
+    return n
