@@ -60,8 +60,9 @@ REPEAT_TABLE_MAX_LOAD = 0.75
 class RepeatTables:
     """Per part of a chunk (at most one per thread), the table that finds repeats among its
     successors (``successor_rows.keep_first``) and its tally. A part uses the first entries of
-    its table, twice what it is likely to keep (so they stay in the caches), and grows within a
-    chunk when that was too little; the rest of its pages are never touched."""
+    its table, enough for what it is likely to keep at a load of 0.6 (so they stay in the
+    caches), and grows within a chunk when that was too little; the rest of its pages are never
+    touched."""
 
     def __init__(self, parts: int, rows: int, nwords: int, tally_width: int) -> None:
         # a part keeps at most a successor per candidate row: twice that many entries always do
@@ -80,12 +81,13 @@ class RepeatTables:
         return self.generation
 
     def size_for(self, states: int) -> int:
-        """Entries of the table for a part of ``states`` states: twice what they are likely to
-        need (a quarter more than the last part kept per state), a power of two."""
+        """Entries of the table for a part of ``states`` states: a power of two, for a quarter
+        more successors than the last part kept per state at a load of REPEAT_TABLE_LOAD."""
         return min(self.most, seen_table_size(int(states * self.per_state * 1.25 / (2 * REPEAT_TABLE_LOAD)) + 16))
 
     def limit(self, size: int) -> int:
-        """How many states a table of ``size`` entries may hold: all of them in the largest."""
+        """How many states a table of ``size`` entries may hold before it grows. The largest never
+        has to: it has twice as many entries as a part has candidate rows."""
         return size if size == self.most else int(size * REPEAT_TABLE_MAX_LOAD)
 
     def grow(self, j: int, size: int, generation: int, out: "ChunkBuffers", first: int) -> int:
