@@ -120,7 +120,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
       of ``out_words`` and ``out_hash``, and only first occurrences are kept, with their smallest
       candidate row, in the part's repeat table ``seen`` (``successor_rows.keep_first``); labels
       are not written, and each transition property's first violating row goes to the tally.
-      Before a state whose instances could take the table past half full
+      Before a state whose instances could take the table past what it may hold
       (``tally[TALLY_LIMIT]``), the kernel stops and says where (``tally[TALLY_STOPPED]``): the
       caller grows the table and calls it again from there.
     """

@@ -72,9 +72,6 @@ class RepeatTables:
         self.generation = 0
         self.per_state = 1.0  # distinct successors a state kept in the last part
 
-    def table(self, j: int) -> np.ndarray:
-        return self.tables[j]
-
     def next_generation(self) -> int:
         """A generation for a new chunk: the tables' entries of earlier ones count as empty."""
         self.generation += 1
@@ -226,7 +223,7 @@ class Kernels:
 
         def expand_part(j: int) -> None:
             a, b = parts[j]
-            scratch, tally, table = self._scratch[j], tables.tally[j], tables.table(j)
+            scratch, tally, table = self._scratch[j], tables.tally[j], tables.tables[j]
             first = a * self.nlabels
             tally[:] = 0
             tally[TALLY_FIRED + self.nactions:] = NO_ROW

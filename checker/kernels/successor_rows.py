@@ -181,7 +181,7 @@ def warm_up() -> None:
 # --- The distinct-successor path: the action kernels keep only first occurrences (see
 # ``Kernels.distinct_successors``). Each part counts into a ``tally`` row of int64:
 TALLY_KEPT = 0  # distinct successors in the part's repeat table
-TALLY_LIMIT = 1  # how many it may hold (half its entries)
+TALLY_LIMIT = 1  # how many it may hold before it must grow (RepeatTables.limit)
 TALLY_STOPPED = 2  # the state a kernel stopped before (the table must grow first), else -1
 TALLY_SCRATCH = 3  # where in the dense arrays a successor is packed before it meets the table
 TALLY_FIRED = 4  # from here, per action: the instances that fired (transitions)
@@ -216,12 +216,7 @@ def keep_first(words, hashes, p, row, sources, source, table, mask, generation):
                 table[slot, k] = words[p, k]
             table[slot, nw] = uint64((int64(generation) << 32) | row)
             return 1
-        same = True
-        for k in range(nw):  # not same_row: the entry has one column more than the words
-            if table[slot, k] != words[p, k]:
-                same = False
-                break
-        if same:
+        if same_row(words, p, table, slot):  # words first: the entry has one column more
             if row < (stamp & 0xFFFFFFFF):
                 table[slot, nw] = uint64((int64(generation) << 32) | row)
             return 0
