@@ -1,14 +1,17 @@
 """Generate and load the compiled kernels specialised to one model.
 
-For each model (spec + parameters + selected checks) the engine writes a small Python module into
-the kernel cache: unrolled pack/unpack for its layout, and an expansion kernel that calls every
-action instance in label order. The module is a real file so numba's on-disk cache
-(``cache=True``) survives between runs; its name is a digest of its own text and of every source
-file it depends on, so editing a spec gives a new module instead of a stale cache hit.
+For each model (spec + parameters + selected checks) the engine writes small Python modules into
+the kernel cache: one for the layout (unrolled pack and unpack), one for the invariants, one per
+action (a kernel that calls every instance of the action), and one that gathers them. They are
+real files so numba's on-disk cache (``cache=True``) survives between runs; each is named by a
+digest of its own text and of every source file it depends on, so editing a spec gives new
+modules instead of a stale cache hit, and presets that share a layout and an action share its
+compiled kernel.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import inspect
@@ -23,6 +26,7 @@ import numba
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 
@@ -105,13 +109,16 @@ def _record_descr(layout: Layout) -> list:
 
 
 def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
-    """One kernel per action: every instance of action ``ai`` on the unpacked states ``recs[lo:hi]``.
+    """The kernel of action ``ai``: every instance of it on the unpacked states ``recs[lo:hi]``.
 
     Kernels are kept apart (rather than one loop over all actions) because LLVM's compile time and
     memory grow much faster than linearly with the size of one function: a fused kernel for the
-    Kafka model did not compile in minutes. Instance p of state i owns candidate row
-    ``i * NLABELS + base + p``. Every kernel adds the instances that fired to its action's count
-    in ``tally`` (``successor_rows.TALLY_*``). Then:
+    Kafka model did not compile in minutes. Each sits in a module of its own whose text does not
+    depend on the model's other actions: where its labels start (``base``), the labels per state
+    (``stride``) and its places in the tally (``fired_at``, ``properties_at``) are arguments, so
+    every preset that includes the action shares its compilation. Instance p of state i owns
+    candidate row ``i * stride + base + p``. Every kernel adds the instances that fired to
+    ``tally[fired_at]`` (``successor_rows.TALLY_*``). Then:
 
     - ``dense`` False: every row is written, its successor's words and fingerprint to row ``row``
       of ``out_words`` and ``out_hash``, its label (NO_LABEL where the instance is disabled) and
@@ -119,20 +126,19 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     - ``dense`` True: a successor is packed at the part's scratch position ``tally[TALLY_SCRATCH]``
       of ``out_words`` and ``out_hash``, and only first occurrences are kept, with their smallest
       candidate row, in the part's repeat table ``seen`` (``successor_rows.keep_first``); labels
-      are not written, and each transition property's first violating row goes to the tally.
-      Before a state whose instances could take the table past what it may hold
-      (``tally[TALLY_LIMIT]``), the kernel stops and says where (``tally[TALLY_STOPPED]``): the
-      caller grows the table and calls it again from there.
+      are not written, and each transition property's first violating row goes to
+      ``tally[properties_at + k]``. Before a state whose instances could take the table past what
+      it may hold (``tally[TALLY_LIMIT]``), the kernel stops and says where
+      (``tally[TALLY_STOPPED]``): the caller grows the table and calls it again from there.
     """
     action = model.actions[ai]
-    base = model.action_base[ai]
     instances = 1
     for p in action.params:
         instances *= p.count
     lines = [
         "@njit(cache=True, nogil=True)",
-        f"def expand_{ai}(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
-        "             source_offset, seen, seen_mask, generation, tally):",
+        "def expand(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
+        "           source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at):",
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         "    recs = as_records(flat)",
         "    t = as_records(scratch)[1]",
@@ -157,19 +163,20 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     flat_expr = "0"
     for j, p in enumerate(action.params):
         flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
-    lines.append(f"{indent}row = i * NLABELS + {base} + {flat_expr}")
+    lines.append(f"{indent}label = base + {flat_expr}")
+    lines.append(f"{indent}row = i * stride + label")
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
     lines += [
         f"{body}fired += 1",
         f"{body}if not pack(tf, out_words, out_hash, at if dense else row, cv):",
         f"{body}    err[0] = i",
-        f"{body}    err[1] = {base} + {flat_expr}",
+        f"{body}    err[1] = label",
         f"{body}elif dense:",
         f"{body}    nd += keep_first(out_words, out_hash, at, row, sources, source_offset + i, seen, seen_mask,",
         f"{body}                     generation)",
         f"{body}else:",
-        f"{body}    out_label[row] = {base} + {flat_expr}",
+        f"{body}    out_label[row] = label",
     ]
     if props:
         lines.append(f"{body}m = uint64(0)")
@@ -179,60 +186,63 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
             f"{body}if not dense:",
             f"{body}    out_prop[row] = m",
             f"{body}elif m:",
-            f"{body}    note_property_rows(tally, TALLY_PROPERTIES, m, row)",
+            f"{body}    note_property_rows(tally, properties_at, m, row)",
         ]
     lines.append(f"{body}restore(sf, tf)")
     lines.append(f"{indent}elif not dense:")
     lines.append(f"{indent}    out_label[row] = NO_LABEL")
     lines.append("    tally[TALLY_KEPT] = nd")
-    lines.append(f"    tally[TALLY_FIRED + {ai}] += fired")
+    lines.append("    tally[fired_at] += fired")
     return lines
 
 
-def generate_source(model: Model) -> str:
-    """The text of the kernel module for ``model``."""
-    layout = model.layout
-    imports: dict[str, list[str]] = {}
-    action_names, inv_names, prop_names = [], [], []
+class _Imports:
+    """The ``from M import f as alias`` lines of one generated module, for spec functions."""
 
-    def alias(fn: Callable, what: str, prefix: str, k: int) -> str:
+    def __init__(self) -> None:
+        self.by_module: dict[str, list[str]] = {}
+
+    def alias(self, fn: Callable, what: str, local: str) -> str:
         module, name = _import_path(fn, what)
-        local = f"{prefix}{k}_{name}"
-        imports.setdefault(module, []).append(f"{name} as {local}")
+        self.by_module.setdefault(module, []).append(f"{name} as {local}")
         return local
 
-    for k, a in enumerate(model.actions):
-        action_names.append(alias(a.fn, f"action {a.name}", "a", k))
-    for k, inv in enumerate(model.invariants):
-        inv_names.append(alias(inv.fn, f"invariant {inv.name}", "i", k))
-    for k, p in enumerate(model.properties):
-        prop_names.append(alias(p.fn, f"property {p.name}", "q", k))
+    def lines(self) -> list[str]:
+        return [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(self.by_module.items())]
 
+
+def _header(what: str) -> list[str]:
+    return [f'"""{what}, generated by kraftcheck {__version__}. Do not edit."""', ""]
+
+
+def _uses_layout(layout_module: str) -> list[str]:
+    """Lines binding the layout module's helpers in a module that compiles them in."""
+    return [
+        "from kraftcheck.checker.codegen import generated_module",
+        "",
+        f'_layout = generated_module("{layout_module}", __file__)',
+        "as_records, pack, restore, set_consts, unpack = (_layout.as_records, _layout.pack, _layout.restore,",
+        "                                                 _layout.set_consts, _layout.unpack)",
+    ]
+
+
+def _layout_source(model: Model) -> str:
+    """The module of one layout: records, pack and unpack, and the batch kernels built on them."""
+    layout = model.layout
     # Constant fields (protocol switches, capacities) are read from ``cv`` at run time rather than
     # written into the code, so one compiled module serves every preset with the same layout.
     consts = [f"    f[{flat}] = cv[{j}]" for j, (flat, _) in enumerate(layout.consts)] or ["    pass"]
     # Inlining the packer into every action kernel is faster at run time but costs compile time
     # in proportion to the layout; large layouts call it instead.
     pack_inline = ', inline="always"' if len(layout.elements) <= INLINE_PACK_MAX_ELEMENTS else ""
-    inv_checks = [f"            if not {n}(s):\n                m |= uint64({1 << k})" for k, n in enumerate(inv_names)]
-    out = [
-        f'"""Kernels generated by kraftcheck {__version__} for spec {model.spec.name}. Do not edit."""',
-        "",
+    out = _header(f"Layout kernels of spec {model.spec.name}") + [
         "import numpy as np",
         "from numba import config, int32, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
-        "from kraftcheck.checker.kernels.successor_rows import (TALLY_FIRED, TALLY_KEPT, TALLY_LIMIT, TALLY_SCRATCH,",
-        "                                                      TALLY_STOPPED, keep_first, note_property_rows)",
-    ]
-    out += [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(imports.items())]
-    out += [
         "",
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
-        f"NLABELS = {len(model.labels)}",
-        f"NO_LABEL = {NO_LABEL}",
-        f"TALLY_PROPERTIES = TALLY_FIRED + {len(model.actions)}  # the first row violating each property",
         # Kernels take the unpacked states as int32 rows and see them as records here: a record
         # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
         # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
@@ -292,9 +302,43 @@ def generate_source(model: Model) -> str:
         "    for j in range(hi - lo):",
         "        unpack(words, lo + j, flat[offset + j])",
         "",
+    ]
+    return "\n".join(out)
+
+
+def _action_source(model: Model, ai: int, layout_module: str) -> str:
+    """The module of one action's kernel (with the model's transition properties)."""
+    imports = _Imports()
+    action = model.actions[ai]
+    name = imports.alias(action.fn, f"action {action.name}", "action")
+    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.properties)]
+    out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
+        "from numba import njit, uint64",
         "",
-        *[line for ai, n in enumerate(action_names) for line in _action_kernel(model, ai, n, prop_names) + ["", ""]],
-        f"EXPANDERS = ({', '.join(f'expand_{ai}' for ai in range(len(action_names)))},)",
+        "from kraftcheck.checker.kernels.successor_rows import (TALLY_KEPT, TALLY_LIMIT, TALLY_SCRATCH, TALLY_STOPPED,",
+        "                                                      keep_first, note_property_rows)",
+        *imports.lines(),
+        *_uses_layout(layout_module),
+        "",
+        f"NO_LABEL = {NO_LABEL}",
+        "",
+        "",
+        *_action_kernel(model, ai, name, props),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _invariants_source(model: Model, layout_module: str) -> str:
+    """The module of the kernel that evaluates every invariant."""
+    imports = _Imports()
+    names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}") for k, inv in enumerate(model.invariants)]
+    checks = [f"            if not {n}(s):\n                m |= uint64({1 << k})" for k, n in enumerate(names)]
+    out = _header(f"The invariants kernel of spec {model.spec.name}") + [
+        "from numba import njit, uint64",
+        "",
+        *imports.lines(),
+        *_uses_layout(layout_module),
         "",
         "",
         "@njit(cache=True, nogil=True)",
@@ -307,8 +351,28 @@ def generate_source(model: Model) -> str:
         "        unpack(words, lo + j, sf)",
         "        if True:",
         "            m = uint64(0)",
-        *inv_checks,
+        *checks,
         "            out_mask[offset + j] = m",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _model_source(model: Model, layout_module: str, invariants_module: str, action_modules: list[str]) -> str:
+    """The module that gathers a model's kernels (and compiles nothing itself)."""
+    args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions))
+            for ai in range(len(model.actions))]
+    out = _header(f"The kernels of spec {model.spec.name}") + [
+        "from kraftcheck.checker.codegen import generated_module",
+        "",
+        f"GENERATED = {tuple([layout_module, invariants_module, *action_modules])!r}",
+        f'_layout = generated_module("{layout_module}", __file__)',
+        "pack_rows, unpack_rows, unpack_range = _layout.pack_rows, _layout.unpack_rows, _layout.unpack_range",
+        f'check = generated_module("{invariants_module}", __file__).check',
+        "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
+        "# properties_at)",
+        "EXPANDERS = (" + "".join(f'generated_module("{m}", __file__).expand, ' for m in action_modules) + ")",
+        f"EXPANDER_ARGS = {tuple(args)!r}",
         "",
     ]
     return "\n".join(out)
@@ -330,26 +394,56 @@ def _dependency_digest(model: Model) -> str:
     return h.hexdigest()
 
 
-def write_kernel_module(model: Model) -> tuple[str, Path]:
-    """Write (if new) the kernel module for ``model`` into the kernel cache: (module name, path).
-
-    The name is a digest of the module's text, of every source file it compiles in, and of the
-    kraftcheck and numba versions, so a cached compilation is never used for other code.
-    """
-    source = generate_source(model)
-    salt = source + _dependency_digest(model) + __version__ + numba.__version__
+def _module_name(model: Model, kind: str, source: str, dependencies: str) -> str:
+    """A generated module's name: a digest of its text, of every source file it compiles in, and of
+    the kraftcheck and numba versions, so a cached compilation is never used for other code."""
+    salt = source + dependencies + __version__ + numba.__version__
     digest = hashlib.sha256(salt.encode()).hexdigest()[:20]
-    safe = "".join(c if c.isalnum() else "_" for c in model.spec.name)
-    name = f"kc_{safe}_{digest}"
-    directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() else "_" for c in f"{model.spec.name}_{kind}")
+    return f"kc_{safe}_{digest}"
+
+
+def _write(directory: Path, name: str, source: str) -> Path:
     path = directory / f"{name}.py"
     if not path.exists():
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             fh.write(source)
         os.replace(tmp, path)
-    return name, path
+    return path
+
+
+def write_kernel_module(model: Model) -> tuple[str, Path]:
+    """Write (if new) the kernel modules for ``model`` into the kernel cache: (name, path) of the
+    one that gathers them.
+
+    A model's kernels live in several modules: one for its layout (pack, unpack), one for its
+    invariants, one per action, each named by a digest of its own text (``_module_name``). Presets
+    of a spec that share a layout and an action share that action's module, and so its numba
+    compilation: a new preset compiles only the kernels no other one had.
+    """
+    dependencies = _dependency_digest(model)
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def write(kind: str, source: str) -> str:
+        name = _module_name(model, kind, source, dependencies)
+        _write(directory, name, source)
+        return name
+
+    layout_module = write("layout", _layout_source(model))
+    invariants_module = write("invariants", _invariants_source(model, layout_module))
+    action_modules = [write(f"action_{a.name}", _action_source(model, ai, layout_module))
+                      for ai, a in enumerate(model.actions)]
+    source = _model_source(model, layout_module, invariants_module, action_modules)
+    name = _module_name(model, "model", source, dependencies)
+    return name, _write(directory, name, source)
+
+
+def generated_module(name: str, beside: str) -> ModuleType:
+    """Import (once per process) the generated module ``name`` from the directory of the file
+    ``beside``: how generated modules import one another."""
+    return import_kernel_module(name, Path(beside).parent / f"{name}.py")
 
 
 def import_kernel_module(name: str, path: Path) -> ModuleType:
@@ -369,6 +463,14 @@ def load_kernels(model: Model) -> ModuleType:
 
 
 def imported_modules(path: Path) -> list[str]:
-    """The modules a kernel module imports its spec functions from (its ``from X import`` lines)."""
-    return [line.split()[1] for line in Path(path).read_text().splitlines()
-            if line.startswith("from ") and " import " in line and not line.startswith("from numba ")]
+    """The modules a kernel module and the generated modules it gathers import spec functions
+    from (their ``from X import`` lines)."""
+    path = Path(path)
+    found: list[str] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("from ") and " import " in line and not line.startswith(("from numba ", "from kraftcheck.checker.")):
+            found.append(line.split()[1])
+        elif line.startswith("GENERATED = "):
+            for name in ast.literal_eval(line[len("GENERATED = "):]):
+                found += imported_modules(path.parent / f"{name}.py")
+    return list(dict.fromkeys(found))

@@ -106,9 +106,9 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     ]
     table = np.zeros((1, shapes.nwords + 1), np.uint64)
     tally = np.zeros((1, 64), np.int64)[0]
-    for k, expand in enumerate(module.EXPANDERS):
-        steps.append((shapes.kernel_names[k], lambda expand=expand: expand(
-            flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally)))
+    for k, (expand, args) in enumerate(zip(module.EXPANDERS, module.EXPANDER_ARGS)):
+        steps.append((shapes.kernel_names[k], lambda expand=expand, args=args: expand(
+            flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args)))
     steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv)))
     for i, (what, call) in enumerate(steps):
         on_kernel(i, len(steps), what)

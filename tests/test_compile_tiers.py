@@ -123,3 +123,29 @@ def test_a_marker_without_numba_cache_is_not_trusted(fresh_kernel_cache, monkeyp
     index = module.EXPANDERS[0]._cache._cache_file._index_path
     os.unlink(index)
     assert not is_compiled(shapes)
+
+
+def test_presets_with_one_layout_share_the_kernels_of_their_common_actions(fresh_kernel_cache):
+    """An action's kernel module does not depend on the model's other actions, so a preset that
+    adds or swaps actions (here the electing variants of --election any) reuses, and does not
+    compile again, the kernel of every action it keeps; a layout change gives new modules."""
+    import ast
+    from kraftcheck.api import make_spec
+    from kraftcheck.checker.codegen import write_kernel_module
+
+    def generated(params):
+        model = Model(make_spec("kafka", params))
+        _, path = write_kernel_module(model)
+        line = next(line for line in path.read_text().splitlines() if line.startswith("GENERATED = "))
+        names = ast.literal_eval(line[len("GENERATED = "):])
+        return model, names[0], dict(zip([a.name for a in model.actions], names[2:]))
+
+    default, layout, kernels = generated({"brokers": 3, "min_isr": 2})
+    electing, electing_layout, electing_kernels = generated({"brokers": 3, "min_isr": 2, "election": "any"})
+    assert electing_layout == layout
+    same_function = {a.name for a in default.actions for b in electing.actions if a.name == b.name and a.fn is b.fn}
+    assert 0 < len(same_function) < len(default.actions)
+    for name, module in kernels.items():
+        assert (electing_kernels.get(name) == module) == (name in same_function), name
+    _, two_brokers_layout, two_brokers_kernels = generated({"brokers": 2, "min_isr": 1})
+    assert two_brokers_layout != layout and not set(two_brokers_kernels.values()) & set(kernels.values())

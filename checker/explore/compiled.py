@@ -117,6 +117,8 @@ class Kernels:
     def __init__(self, model: Model, module=None) -> None:
         self.model = model
         self.module = module if module is not None else load_kernels(model)
+        # each action's kernel with the arguments that place it in this model (codegen)
+        self._expanders = list(zip(self.module.EXPANDERS, self.module.EXPANDER_ARGS))
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
         self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
@@ -190,9 +192,10 @@ class Kernels:
             a, b = parts[j]
             scratch = self._scratch[j]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
-            for expand in self.module.EXPANDERS:
+            for expand, (stride, base, fired_at, properties_at) in self._expanders:
                 expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
-                       self.const_values, False, words, lo, unused, 0, 0, tallies[j])
+                       self.const_values, False, words, lo, unused, 0, 0, tallies[j], stride, base, fired_at,
+                       properties_at)
             if after_part is not None:
                 after_part(j, a, b)
 
@@ -231,12 +234,13 @@ class Kernels:
             size = tables.size_for(b - a)
             tally[TALLY_LIMIT] = tables.limit(size)
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
-            for expand in self.module.EXPANDERS:
+            for expand, (stride, base, fired_at, properties_at) in self._expanders:
                 start = a
                 while True:
                     tally[TALLY_STOPPED] = -1
                     expand(out.flat, start, b, scratch, out.dense_words, out.dense_hashes, out.labels, out.props,
-                           err, self.const_values, True, words, lo, table, size - 1, generation, tally)
+                           err, self.const_values, True, words, lo, table, size - 1, generation, tally, stride, base,
+                           fired_at, properties_at)
                     if tally[TALLY_STOPPED] < 0:
                         break
                     start = int(tally[TALLY_STOPPED])
