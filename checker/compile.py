@@ -105,7 +105,8 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
         ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat)),
     ]
     table = np.zeros((1, shapes.nwords + 1), np.uint64)
-    tally = np.zeros((1, 64), np.int64)[0]
+    # a kernel run on no states still adds its count of transitions at its place in the tally
+    tally = np.zeros((1, 1 + max([args[2] for args in module.EXPANDER_ARGS], default=0)), np.int64)[0]
     for k, (expand, args) in enumerate(zip(module.EXPANDERS, module.EXPANDER_ARGS)):
         steps.append((shapes.kernel_names[k], lambda expand=expand, args=args: expand(
             flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args)))
