@@ -17,7 +17,6 @@ import importlib.util
 import inspect
 import os
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
@@ -26,6 +25,7 @@ import numba
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
@@ -406,10 +406,7 @@ def _module_name(model: Model, kind: str, source: str, dependencies: str) -> str
 def _write(directory: Path, name: str, source: str) -> Path:
     path = directory / f"{name}.py"
     if not path.exists():
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(source)
-        os.replace(tmp, path)
+        atomic_write(path, source)
     return path
 
 
