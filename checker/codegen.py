@@ -26,7 +26,7 @@ import numba
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.files import atomic_write
-from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED
+from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 
@@ -123,18 +123,26 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     - ``dense`` False: every row is written, its successor's words and fingerprint to row ``row``
       of ``out_words`` and ``out_hash``, its label (NO_LABEL where the instance is disabled) and
       property mask to ``out_label`` and ``out_prop``;
-    - ``dense`` True: a successor is packed at the part's scratch position ``tally[TALLY_SCRATCH]``
-      of ``out_words`` and ``out_hash``, and only first occurrences are kept, with their smallest
-      candidate row, in the part's repeat table ``seen`` (``successor_rows.keep_first``); labels
-      are not written, and each transition property's first violating row goes to
-      ``tally[properties_at + k]``. Before a state whose instances could take the table past what
-      it may hold (``tally[TALLY_LIMIT]``), the kernel stops and says where
+    - ``dense`` True: a successor is packed into a small ring, and only first occurrences are
+      kept, with their smallest candidate row, in the part's repeat table ``seen``: a self-loop
+      is dropped at once (``successor_rows.self_loop_lines``), any other successor requests its
+      table line and meets the table (``successor_rows.keep_first_lines``) ``PENDING`` successors
+      later, when the line has come; the ring is emptied at the end. Labels are not written, and
+      each transition property's first violating row goes to ``tally[properties_at + k]``. Before
+      a state whose instances could take the table past what it may hold (``tally[TALLY_LIMIT]``,
+      counting the successors still in the ring), the kernel stops and says where
       (``tally[TALLY_STOPPED]``): the caller grows the table and calls it again from there.
     """
     action = model.actions[ai]
     instances = 1
     for p in action.params:
         instances *= p.count
+    def probe(indent: str, position: str) -> list[str]:
+        """The ring's successor at ``position`` meets the repeat table (``keep_first_lines``)."""
+        return [indent + line for line in keep_first_lines(
+            "ring_words", "ring_hashes", position, f"ring_rows[{position}]", "seen", "seen_mask", "generation",
+            "kept")] + [f"{indent}nd += kept"]
+
     lines = [
         "@njit(cache=True, nogil=True)",
         "def expand(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
@@ -145,10 +153,17 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
         "    tf = scratch[1]",
         "    nd = tally[TALLY_KEPT]",
         "    limit = tally[TALLY_LIMIT]",
-        "    at = tally[TALLY_SCRATCH]",
+        "    ring_words = np.empty((PENDING, out_words.shape[1]), np.uint64)",
+        "    ring_hashes = np.empty(PENDING, np.uint64)",
+        "    ring_rows = np.empty(PENDING, np.int64)",
+        "    pack_words = ring_words if dense else out_words",
+        "    pack_hashes = ring_hashes if dense else out_hash",
+        "    pushed = 0  # successors queued in the ring",
+        "    probed = 0  # of those, the ones that met the table",
         "    fired = 0",
         "    for i in range(lo, hi):",
-        f"        if dense and nd + {instances} > limit:",
+        # queued successors may all enter the table: counting them keeps it within its limit
+        f"        if dense and nd + (pushed - probed) + {instances} > limit:",
         "            tally[TALLY_STOPPED] = i",
         "            break",
         "        s = recs[i]",
@@ -169,12 +184,21 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     body = indent + "    "
     lines += [
         f"{body}fired += 1",
-        f"{body}if not pack(tf, out_words, out_hash, at if dense else row, cv):",
+        f"{body}if not pack(tf, pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
         f"{body}    err[0] = i",
         f"{body}    err[1] = label",
         f"{body}elif dense:",
-        f"{body}    nd += keep_first(out_words, out_hash, at, row, sources, source_offset + i, seen, seen_mask,",
-        f"{body}                     generation)",
+        f"{body}    q = pushed % PENDING",
+        *[f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", "source_offset + i",
+                                                         "self_loop")],
+        f"{body}    if not self_loop:",
+        f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
+        f"{body}        ring_rows[q] = row",
+        f"{body}        pushed += 1",
+        f"{body}        if pushed - probed == PENDING:",
+        f"{body}            o = probed % PENDING",
+        *probe(body + "            ", "o"),
+        f"{body}            probed += 1",
         f"{body}else:",
         f"{body}    out_label[row] = label",
     ]
@@ -191,6 +215,9 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     lines.append(f"{body}restore(sf, tf)")
     lines.append(f"{indent}elif not dense:")
     lines.append(f"{indent}    out_label[row] = NO_LABEL")
+    lines.append("    for k in range(probed, pushed):")
+    lines.append("        o = k % PENDING")
+    lines += probe("        ", "o")
     lines.append("    tally[TALLY_KEPT] = nd")
     lines.append("    tally[fired_at] += fired")
     return lines
@@ -312,10 +339,12 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.properties)]
     out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
-        "from numba import njit, uint64",
+        "import numpy as np",
+        "from numba import int64, njit, uint64",
         "",
-        "from kraftcheck.checker.kernels.successor_rows import (TALLY_KEPT, TALLY_LIMIT, TALLY_SCRATCH, TALLY_STOPPED,",
-        "                                                      keep_first, note_property_rows)",
+        "from kraftcheck.checker.kernels.prefetch import prefetch_row",
+        "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
+        "                                                      note_property_rows)",
         *imports.lines(),
         *_uses_layout(layout_module, ("as_records", "pack", "restore")),
         "",

@@ -42,7 +42,7 @@ def collect_reference(valid: list[int], stride: int, new_mark: list[int], labels
 
 
 def first_occurrences_reference(successors: list[tuple[tuple[int, ...], int, tuple[int, ...]]]) -> dict:
-    """The distinct-successor path (``keep_first``, then ``gather_part``): of (words, candidate
+    """The distinct-successor path (``keep_first_lines``, then ``gather_part``): of (words, candidate
     row, source's words) met in any order, the states that are not self-loops, each with its
     smallest candidate row."""
     kept: dict[tuple[int, ...], int] = {}

@@ -10,7 +10,7 @@ import numpy as np
 from kraftcheck.checker.codegen import load_kernels, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_SCRATCH, TALLY_STOPPED,
+from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
                                                       gather_part, reseat, seen_table_size, tally_width)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
 from kraftcheck.checker.model import Model
@@ -59,7 +59,7 @@ REPEAT_TABLE_MAX_LOAD = 0.75
 
 class RepeatTables:
     """Per part of a chunk (at most one per thread), the table that finds repeats among its
-    successors (``successor_rows.keep_first``) and its tally. A part uses the first entries of
+    successors (``successor_rows.keep_first_lines``) and its tally. A part uses the first entries of
     its table, enough for what it is likely to keep at a load of 0.6 (so they stay in the
     caches), and grows within a chunk when that was too little; the rest of its pages are never
     touched."""
@@ -230,7 +230,6 @@ class Kernels:
             first = a * self.nlabels
             tally[:] = 0
             tally[TALLY_FIRED + self.nactions:] = NO_ROW
-            tally[TALLY_SCRATCH] = first
             size = tables.size_for(b - a)
             tally[TALLY_LIMIT] = tables.limit(size)
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat)

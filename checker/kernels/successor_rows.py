@@ -183,44 +183,77 @@ def warm_up() -> None:
 TALLY_KEPT = 0  # distinct successors in the part's repeat table
 TALLY_LIMIT = 1  # how many it may hold before it must grow (RepeatTables.limit)
 TALLY_STOPPED = 2  # the state a kernel stopped before (the table must grow first), else -1
-TALLY_SCRATCH = 3  # where in the dense arrays a successor is packed before it meets the table
-TALLY_FIRED = 4  # from here, per action: the instances that fired (transitions)
+TALLY_FIRED = 3  # from here, per action: the instances that fired (transitions)
 NO_ROW = np.iinfo(np.int64).max  # a property's first violating row, while none violates it
 
 
 def tally_width(nactions: int, nproperties: int) -> int:
-    """The int64 counters of a part's tally: the four above, transitions per action, and the
+    """The int64 counters of a part's tally: the three above, transitions per action, and the
     first row violating each transition property."""
     return TALLY_FIRED + nactions + nproperties
 
 
-@njit(cache=True, nogil=True, inline="always")
-def keep_first(words, hashes, p, row, sources, source, table, mask, generation):
-    """The successor just packed at ``words[p]`` (fingerprint ``hashes[p]``), of candidate row
-    ``row``, whose source state is ``sources[source]``: returns 1 if it enters the part's repeat
-    table (a state not met before in this part), else 0. A self-loop is dropped (its source is
-    visited, so it cannot be new); so is a repeat, and the table keeps the smaller candidate row
-    of the two: the first occurrence in candidate order, whatever order the kernels meet them in.
+# A part's repeat table is larger than a core's own caches, and whether a successor is new there
+# decides a branch: a probe that waited for its line would cost a trip to the shared cache per
+# successor. The kernels pack each successor into a small ring instead, request its line
+# (``prefetch.prefetch_row``), and probe it PENDING - 1 successors later, once the line has come;
+# the table keeps first occurrences whatever the order of its probes, so the results are the same.
+PENDING = 8
+
+
+def self_loop_lines(words: str, p: str, sources: str, source: str, same: str) -> list[str]:
+    """Lines of code that set ``same`` to whether the successor at ``words[p]`` equals its source
+    state ``sources[source]``: a self-loop, which cannot be new (its source is visited)."""
+    return [
+        f"{same} = True",
+        f"for kf_k in range({words}.shape[1]):",
+        f"    if {words}[{p}, kf_k] != {sources}[{source}, kf_k]:",
+        f"        {same} = False",
+        "        break",
+    ]
+
+
+def keep_first_lines(words: str, hashes: str, p: str, row: str, table: str, mask: str, generation: str,
+                     kept: str) -> list[str]:
+    """The repeat table's probe, as lines of code that the action kernels compile in place (the
+    arguments are the expressions to use): the successor at ``words[p]`` (fingerprint
+    ``hashes[p]``), of candidate row ``row``, not a self-loop, sets ``kept`` to 1 if it enters the
+    part's repeat table (a state not met before in this part), else 0. Of a repeat, the table
+    keeps the smaller candidate row of the two: the first occurrence in candidate order, whatever
+    order the kernels meet them in.
 
     ``table`` (``mask + 1`` entries used, open addressing from the fingerprint's high half) holds
     per entry a state's words and ``generation << 32 | row``; an entry of another generation is
-    empty. The words are in the entry so that a probe reads one cache line, not three."""
-    if same_row(words, p, sources, source):
-        return 0
-    nw = words.shape[1]
-    slot = int64(hashes[p] >> uint64(32)) & mask
-    while True:
-        stamp = int64(table[slot, nw])
-        if stamp >> 32 != generation:
-            for k in range(nw):
-                table[slot, k] = words[p, k]
-            table[slot, nw] = uint64((int64(generation) << 32) | row)
-            return 1
-        if same_row(words, p, table, slot):  # words first: the entry has one column more
-            if row < (stamp & 0xFFFFFFFF):
-                table[slot, nw] = uint64((int64(generation) << 32) | row)
-            return 0
-        slot = (slot + 1) & mask
+    empty. The words are in the entry so that a probe reads one cache line, not three.
+
+    Text, not a function: numba counts references to the arrays handed to a helper, inlined or
+    not, with atomic increments and decrements at every call; on the hot path of every successor
+    that doubled the cost of the probe (bench/RESULTS.md, session 14). ``tests/test_kernels.py``
+    compiles these lines into a function and compares it with its reference.
+    """
+    nw = f"{words}.shape[1]"
+    return [
+        f"{kept} = 0",
+        f"kf_slot = int64({hashes}[{p}] >> uint64(32)) & {mask}",
+        "while True:",
+        f"    kf_stamp = int64({table}[kf_slot, {nw}])",
+        f"    if kf_stamp >> 32 != {generation}:",
+        f"        for kf_k in range({nw}):",
+        f"            {table}[kf_slot, kf_k] = {words}[{p}, kf_k]",
+        f"        {table}[kf_slot, {nw}] = uint64((int64({generation}) << 32) | {row})",
+        f"        {kept} = 1",
+        "        break",
+        "    kf_same = True",
+        f"    for kf_k in range({nw}):",  # words first: the entry has one column more
+        f"        if {words}[{p}, kf_k] != {table}[kf_slot, kf_k]:",
+        "            kf_same = False",
+        "            break",
+        "    if kf_same:",
+        f"        if {row} < (kf_stamp & 0xFFFFFFFF):",
+        f"            {table}[kf_slot, {nw}] = uint64((int64({generation}) << 32) | {row})",
+        "        break",
+        f"    kf_slot = (kf_slot + 1) & {mask}",
+    ]
 
 
 @njit(cache=True, nogil=True)
