@@ -126,8 +126,8 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     - ``dense`` True: a successor is packed into a small ring, and only first occurrences are
       kept, with their smallest candidate row, in the part's repeat table ``seen``: a self-loop
       is dropped at once (``successor_rows.self_loop_lines``), any other successor requests its
-      table line and meets the table (``successor_rows.keep_first_lines``) ``PENDING`` successors
-      later, when the line has come; the ring is emptied at the end. Labels are not written, and
+      table line and meets the table (``successor_rows.keep_first_lines``) once ``PENDING - 1``
+      more have been queued, when the line has come; the ring is emptied at the end. Labels are not written, and
       each transition property's first violating row goes to ``tally[properties_at + k]``. Before
       a state whose instances could take the table past what it may hold (``tally[TALLY_LIMIT]``,
       counting the successors still in the ring), the kernel stops and says where

@@ -271,9 +271,9 @@ def compiled_keep_first():
 @settings(max_examples=60, deadline=None)
 def test_distinct_successor_passes_match_their_references(data):
     """The probe the action kernels compile in (keep_first_lines; the table growing on the way, as
-    RepeatTables.grow does it), gather_part,
-    bucket_dense_part, sort_by_high_half and collect_dense_part on random successors, against the
-    list-based references (tests/successor_rows_reference.py)."""
+    RepeatTables.grow does it), gather_part, bucket_dense_part, sort_by_high_half and
+    collect_dense_part on random successors, against the list-based references
+    (tests/successor_rows_reference.py)."""
     from successor_rows_reference import bucket_dense_reference, collect_dense_reference, first_occurrences_reference
 
     from kraftcheck.checker.kernels.successor_rows import (bucket_dense_part, collect_dense_part, gather_part,
