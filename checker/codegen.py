@@ -29,6 +29,7 @@ from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
+from kraftcheck.checker.writes import Write, action_writes
 
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 INLINE_PACK_MAX_ELEMENTS = 32
@@ -108,6 +109,95 @@ def _record_descr(layout: Layout) -> list:
     return [(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4") for f in layout.fields]
 
 
+def _element_writes(layout: Layout, writes: tuple[Write, ...]) -> tuple[list, list]:
+    """``writes`` as what the kernel packs: (elements written whatever the parameters, in layout
+    order; (field's first element, parameter number) of the elements indexed by a parameter).
+    An indexed write is kept as such only when the field's elements sit in one word evenly spaced
+    (its shift is then computed from the parameter); otherwise the whole field is packed."""
+    static, indexed = [], []
+    for w in writes:
+        span = layout.field_slices[w.field]
+        elems = layout.elements[span]
+        evenly = all(e.word == elems[0].word and e.shift == elems[0].shift + k * e.bits for k, e in enumerate(elems))
+        if w.param is not None and evenly and elems[0].bits and elems[0].field.const is None:
+            indexed.append((elems[0], w.param))
+        else:
+            static += elems
+    return static, indexed
+
+
+def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, source: str) -> list[str]:
+    """Lines that pack the successor ``tf`` of the source state ``sources[source]`` into
+    ``pack_words[at]`` and ``pack_hashes[at]`` when an action writes only ``writes``: the source's
+    packed words with the written elements replaced. ``pk_ok`` says whether every written value is
+    in its domain (the others are the source's, which are); ``self_loop``, on the distinct path
+    (``dense``), whether the successor is its source. Nothing is written unless it is valid and,
+    on that path, not a self-loop."""
+    static, indexed = _element_writes(layout, writes)
+    const_index = {flat: j for j, (flat, _) in enumerate(layout.consts)}
+    lines, checks = [], []
+    current = {}  # word -> the name holding its value so far (each name assigned once)
+
+    def word(k: int) -> str:
+        if k not in current:
+            current[k] = f"pk_w{k}_0"
+            lines.append(f"pk_w{k}_0 = sources[{source}, {k}]")
+        return current[k]
+
+    step = 0
+    for e in static:
+        if e.field.const is not None:
+            checks.append(f"(tf[{e.flat}] == cv[{const_index[e.flat]}])")
+            continue
+        checks.append(f"(tf[{e.flat}] >= 0) & (tf[{e.flat}] < {e.field.domain})")
+        if e.bits:
+            step += 1
+            keep = ~(((1 << e.bits) - 1) << e.shift) & 0xFFFFFFFFFFFFFFFF
+            lines.append(f"pk_w{e.word}_{step} = ({word(e.word)} & uint64({keep})) | "
+                         f"(uint64(tf[{e.flat}]) << uint64({e.shift}))")
+            current[e.word] = f"pk_w{e.word}_{step}"
+    for e, j in indexed:
+        step += 1
+        lines.append(f"pk_v{step} = tf[{e.flat} + p{j}]")
+        lines.append(f"pk_s{step} = uint64({e.shift} + {e.bits} * p{j})")
+        checks.append(f"(pk_v{step} >= 0) & (pk_v{step} < {e.field.domain})")
+        lines.append(f"pk_w{e.word}_{step} = ({word(e.word)} & ~(uint64({(1 << e.bits) - 1}) << pk_s{step})) | "
+                     f"(uint64(pk_v{step}) << pk_s{step})")
+        current[e.word] = f"pk_w{e.word}_{step}"
+    lines.append("pk_ok = " + (" & ".join(checks) if checks else "True"))
+    # Only the words written to can differ from the source's: a self-loop is found here, before
+    # it is hashed or stored (two thirds of Two-Phase's RMRcvAbortMsg successors are).
+    same = [f"({current[k]} == sources[{source}, {k}])" for k in sorted(current)]
+    lines.append("self_loop = " + " & ".join(["dense"] + same))
+    lines.append("if pk_ok and not self_loop:")
+    lines.append(f"    pk_h0 = uint64(GOLDEN)")
+    for k in range(layout.nwords):
+        w = current.get(k, f"sources[{source}, {k}]")
+        lines.append(f"    pack_words[{at}, {k}] = {w}")
+        lines.append(f"    pk_h{k + 1} = fingerprint_step(pk_h{k}, {w})")
+    lines.append(f"    pack_hashes[{at}] = pk_h{layout.nwords}")
+    return lines
+
+
+def _written_restore_lines(layout: Layout, writes: tuple[Write, ...]) -> list[str]:
+    """Lines that make ``tf`` a copy of ``sf`` again after an action that writes only ``writes``."""
+    static, indexed = _element_writes(layout, writes)
+    lines = [f"tf[{e.flat}] = sf[{e.flat}]" for e in static]
+    lines += [f"tf[{e.flat} + p{j}] = sf[{e.flat} + p{j}]" for e, j in indexed]
+    return lines or ["pass"]
+
+
+def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
+    """What action ``ai``'s kernel may treat as all it writes (``writes.action_writes``), or None
+    to pack and restore the whole state: also when a transition property could write ``t``."""
+    action = model.actions[ai]
+    fields = model.layout.fields
+    for p in model.properties:
+        if action_writes(p.fn, fields, []) != ():
+            return None
+    return action_writes(action.fn, fields, [p.count for p in action.params])
+
+
 def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
     """The kernel of action ``ai``: every instance of it on the unpacked states ``recs[lo:hi]``.
 
@@ -182,15 +272,23 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     lines.append(f"{indent}row = i * stride + label")
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
+    writes = kernel_writes(model, ai)
+    if writes is None:
+        lines += [
+            f"{body}fired += 1",
+            f"{body}if not pack(tf, pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
+        ]
+    else:
+        lines += [f"{body}fired += 1", f"{body}pk_at = (pushed % PENDING) if dense else row"]
+        lines += [body + line for line in _written_pack_lines(model.layout, writes, "pk_at", "source_offset + i")]
+        lines.append(f"{body}if not pk_ok:")
     lines += [
-        f"{body}fired += 1",
-        f"{body}if not pack(tf, pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
         f"{body}    err[0] = i",
         f"{body}    err[1] = label",
         f"{body}elif dense:",
         f"{body}    q = pushed % PENDING",
-        *[f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", "source_offset + i",
-                                                         "self_loop")],
+        *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", "source_offset + i",
+                                                          "self_loop")] if writes is None else []),
         f"{body}    if not self_loop:",
         f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
         f"{body}        ring_rows[q] = row",
@@ -212,7 +310,10 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
             f"{body}elif m:",
             f"{body}    note_property_rows(tally, properties_at, m, row)",
         ]
-    lines.append(f"{body}restore(sf, tf)")
+    if writes is None:
+        lines.append(f"{body}restore(sf, tf)")
+    else:
+        lines += [body + line for line in _written_restore_lines(model.layout, writes)]
     lines.append(f"{indent}elif not dense:")
     lines.append(f"{indent}    out_label[row] = NO_LABEL")
     lines.append("    for k in range(probed, pushed):")
@@ -345,6 +446,8 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
         "from kraftcheck.checker.kernels.prefetch import prefetch_row",
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
+        *(["from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step"]
+          if kernel_writes(model, ai) is not None else []),
         *imports.lines(),
         *_uses_layout(layout_module, ("as_records", "pack", "restore")),
         "",
