@@ -48,10 +48,15 @@ CANDIDATES_PER_CHUNK = 1 << 20  # successor rows the chunk buffers hold (the lar
 SUCCESSORS_PER_CHUNK = 1 << 16
 # On the distinct-successor path (``Kernels.distinct_successors``) a chunk's working set is its
 # distinct successors, not its candidate rows, so larger chunks pay: more repeats are caught
-# within a chunk instead of in the visited set. Two-Phase rm=9 ran 1.2x faster at 2^19 (which the
-# buffers cap at 2^20 candidate rows) than at 2^16; the default Kafka check is capped by the
-# buffers either way (bench/RESULTS.md, session 12).
-DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 19
+# within a chunk instead of in the visited set. Its buffers hold more candidate rows (of which a
+# part touches only what it keeps). Two-Phase rm=9 ran 0.88x the time with 2^22 rows and chunks
+# of 2^21 successors against 2^20 and 2^19 (bench/RESULTS.md, session 15).
+DISTINCT_CANDIDATES_PER_CHUNK = 1 << 22
+DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
+# Whatever the path, a chunk's unpacked states (an int32 row each, which every action kernel
+# reads) stay within this: the default Kafka check (147 ints a state, 75 labels) ran 1.2-1.4x
+# slower with twice the 2^20 candidate rows, 16 MB of unpacked states (bench/RESULTS.md, session 14).
+UNPACKED_BYTES_PER_CHUNK = 8 << 20
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
@@ -75,7 +80,7 @@ class Engine:
 
     name = "engine"
 
-    def __init__(self, chunk_candidates: int = CANDIDATES_PER_CHUNK, shard_bits: int = 6,
+    def __init__(self, chunk_candidates: Optional[int] = None, shard_bits: int = 6,
                  compile: str = "now") -> None:
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}")
@@ -107,8 +112,7 @@ class Engine:
                 kernels = InterpretedKernels(model)
         init_words = kernels.pack(model.initial)
         _warm_up_generic(init_words)
-        run = _Run(model, kernels, options, progress, self.shard_bits,
-                   max(1, self.chunk_candidates // max(1, len(model.labels))), builder)
+        run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder)
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else 0.0
         result.compiled_in_background = builder is not None
@@ -122,6 +126,18 @@ class Engine:
                 builder.stop()
         run.finish()
         return result
+
+    def _chunk_states(self, model: Model, options: Options) -> int:
+        """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
+        candidate rows if given, else as many as the path the run will take wants
+        (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or recorded), and
+        at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
+        candidates = self.chunk_candidates
+        if candidates is None:
+            distinct = not (options.symmetry or options.record_graph)
+            candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
+        unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
+        return max(1, min(candidates // max(1, len(model.labels)), unpacked))
 
     @staticmethod
     def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
