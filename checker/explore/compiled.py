@@ -161,7 +161,18 @@ class Kernels:
         return [tuple(int(x) for x in r) for r in rows]
 
     def buffers(self, states: int) -> "ChunkBuffers":
+        """Buffers for chunks of up to ``states`` states (rounded up to a multiple of the threads,
+        so that every part has a region of the dense arrays of its own: ``dense_start``)."""
+        states = -(-states // self.threads) * self.threads
         return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
+
+    def dense_start(self, j: int, out: "ChunkBuffers") -> int:
+        """Where part j's distinct successors start in ``out``'s dense arrays: the same place
+        whatever the chunk's size, so that chunks of changing sizes touch no more pages than
+        the largest part keeps (at ``a * nlabels``, the regions of chunks of many sizes left
+        half the buffers resident). A part of a chunk of at most ``out.states`` states has at
+        most ``out.states // threads`` states, hence as many rows of its own."""
+        return j * (out.states // self.threads) * self.nlabels
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
                    out: Optional["ChunkBuffers"] = None,
@@ -209,7 +220,7 @@ class Kernels:
         (of ``parts(hi - lo)``), each once, with the smallest candidate row it has (the first
         occurrence in candidate order; the same rows the engine keeps from ``successors``).
 
-        Part j (states ``lo + a .. lo + b - 1``) writes them from position ``a * nlabels`` of
+        Part j (states ``lo + a .. lo + b - 1``) writes them from position ``dense_start(j, out)`` of
         ``out.dense_words``, ``out.dense_hashes`` and ``out.dense_rows``, in no particular order;
         its counts (transitions per action, first rows violating each transition property) are in
         ``tables.tally[j]``. ``after_part(j, a, b, end)`` runs on the part's thread once its
@@ -227,7 +238,7 @@ class Kernels:
         def expand_part(j: int) -> None:
             a, b = parts[j]
             scratch, tally, table = self._scratch[j], tables.tally[j], tables.tables[j]
-            first = a * self.nlabels
+            first = self.dense_start(j, out)
             tally[:] = 0
             tally[TALLY_FIRED + self.nactions:] = NO_ROW
             size = tables.size_for(b - a)

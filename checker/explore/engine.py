@@ -401,7 +401,7 @@ class _Run:
         go to ``found_here``. Returns (transitions, new states, their words)."""
         buf, stride, shard_bits = self.buffers, self.stride, self.shard_bits
         parts = self.kernels.parts(hi - lo)
-        starts = [a * stride for a, _ in parts]
+        starts = [self.kernels.dense_start(j, buf) for j in range(len(parts))]  # positions in the dense arrays
         offsets = self._offsets[: len(parts)]
         tables = self._repeat_tables
 
@@ -428,7 +428,7 @@ class _Run:
         def collect(j: int) -> None:
             a, b = parts[j]
             row_bits = ((b - a) * stride).bit_length()  # the part's rows, from its first
-            found[j] = collect_dense_part(buf.dense_rows, starts[j], ends[j], starts[j], row_bits, buf.new_mark,
+            found[j] = collect_dense_part(buf.dense_rows, starts[j], ends[j], a * stride, row_bits, buf.new_mark,
                                           stride, self.label_action, first_index, new[j], buf.probe, buf.order,
                                           buf.new_rows, buf.new_parent, buf.new_label, buf.new_pos)
 
