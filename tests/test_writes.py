@@ -236,3 +236,97 @@ def test_a_written_element_outside_its_domain_is_reported_by_the_compiled_kernel
     # tier's says "action ...")
     assert re.search(r"error: after Inc\(counter=[01]\): field c\[[01]\] = 3 is outside its domain 0\.\.2",
                      result.output), result.output
+
+
+def nested_function_shadowing_the_parameter(s, t, p):
+    def put(p):
+        t.e[p] = 1
+    for q in range(3):
+        put(q)
+    return True
+
+
+def view_through_ellipsis(s, t, p):
+    a = t.e[...]
+    a[0] = 1
+    return True
+
+
+def view_through_a_slice_held_in_a_name(s, t, p):
+    whole = slice(0, 3)
+    a = t.e[whole]
+    a[0] = 1
+    return True
+
+
+def element_reads_by_loop_variables_and_arithmetic(s, t, p):
+    total = 0
+    for i in range(3):
+        total += t.e[i] + t.e[(p + 1) % 3] + t.e[2]
+    t.n = total
+    return True
+
+
+def loop_variable_also_assigned_otherwise(s, t, p):
+    for i in range(3):
+        t.n += t.e[i]
+    i = slice(0, 2)
+    a = t.e[i]
+    a[0] = 1
+    return True
+
+
+def augmented_element_write(s, t, p):
+    t.e[p] += 1
+    return True
+
+
+def test_views_and_nested_functions_are_not_mistaken_for_element_accesses():
+    assert writes_of(nested_function_shadowing_the_parameter) is None
+    assert writes_of(view_through_ellipsis) == (Write("e"),)
+    assert writes_of(view_through_a_slice_held_in_a_name) == (Write("e"),)
+    assert writes_of(loop_variable_also_assigned_otherwise) == (Write("n"), Write("e"))
+    assert writes_of(element_reads_by_loop_variables_and_arithmetic) == (Write("n"),)
+    assert writes_of(augmented_element_write) == (Write("e", 0),)
+
+
+@pytest.mark.parametrize("rm", [4, 20])
+def test_distinct_successors_of_partly_packed_kernels_are_the_successor_rows_first_occurrences(rm):
+    """The distinct-successor path (where a self-loop is found on the changed words) keeps
+    exactly the states of the candidate rows that are neither self-loops nor repeats, for a
+    one-word and a two-word layout."""
+    from kraftcheck.checker.explore.compiled import RepeatTables
+    model = Model(make_spec("two_phase", {"rm": rm}))
+    kernels = Kernels(model)
+    level = kernels.pack(model.initial)
+    for _ in range(7):
+        n = level.shape[0]
+        out = kernels.buffers(n)
+        tables = RepeatTables(kernels.threads, out.valid.shape[0], kernels.nwords, kernels.tally_width)
+        ends = kernels.distinct_successors(level, 0, n, out, tables, lambda j, a, b, end: None)
+        parts = kernels.parts(n)
+        got = set()
+        for j in range(len(parts)):
+            got |= {tuple(w) for w in out.dense_words[kernels.dense_start(j, out):ends[j]].tolist()}
+        rows = kernels.successors(level)
+        nl = kernels.nlabels
+        expected = set()
+        for i in range(n):
+            source = tuple(level[i].tolist())
+            for r in range(i * nl, (i + 1) * nl):
+                if rows.labels[r] != NO_LABEL and tuple(rows.words[r].tolist()) != source:
+                    expected.add(tuple(rows.words[r].tolist()))
+        assert got == expected
+        level = np.array(sorted(expected | {tuple(w) for w in level.tolist()}), np.uint64)[:400]
+
+
+def test_distinct_successors_refuse_buffers_not_from_the_compiled_kernels():
+    from kraftcheck.checker.explore.compiled import ChunkBuffers, RepeatTables
+    model = Model(make_spec("two_phase", {"rm": 3}))
+    kernels = Kernels(model)
+    if kernels.threads == 1:
+        pytest.skip("every size is a multiple of one thread")
+    out = ChunkBuffers(kernels.threads * 10 + 1, kernels.nlabels, model.layout, False)
+    tables = RepeatTables(kernels.threads, out.valid.shape[0], kernels.nwords, kernels.tally_width)
+    with pytest.raises(ValueError, match="needs buffers from Kernels.buffers"):
+        kernels.distinct_successors(kernels.pack(model.initial), 0, 1, out, tables, lambda *a: None)

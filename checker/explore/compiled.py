@@ -170,8 +170,10 @@ class Kernels:
         """Where part j's distinct successors start in ``out``'s dense arrays: the same place
         whatever the chunk's size, so that chunks of changing sizes touch no more pages than
         the largest part keeps (at ``a * nlabels``, the regions of chunks of many sizes left
-        half the buffers resident). A part of a chunk of at most ``out.states`` states has at
-        most ``out.states // threads`` states, hence as many rows of its own."""
+        half the buffers resident). ``out`` must come from ``buffers`` (a multiple of the
+        threads in states): a chunk of at most ``out.states`` states split among the threads
+        has parts of at most ``out.states // threads`` states, hence as many rows of their own
+        (a chunk too small to split is one part, at 0)."""
         return j * (out.states // self.threads) * self.nlabels
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
@@ -227,6 +229,9 @@ class Kernels:
         kernels are done (``end``: the position after its last). Returns each part's end.
         """
         self._check_batch(words)
+        if out.states % self.threads:
+            raise ValueError(f"distinct_successors() needs buffers from Kernels.buffers (a multiple of "
+                             f"{self.threads} states), got {out.states}")
         if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
             raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
                              f"for buffers of {out.states}")

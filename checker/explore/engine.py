@@ -130,11 +130,13 @@ class Engine:
     def _chunk_states(self, model: Model, options: Options) -> int:
         """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
         candidate rows if given, else as many as the path the run will take wants
-        (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or recorded), and
+        (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or recorded, or
+        every chunk is interpreted), and
         at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
         candidates = self.chunk_candidates
         if candidates is None:
-            distinct = not (options.symmetry or options.record_graph)
+            compiled = self.compile != "never" and not numba.config.DISABLE_JIT
+            distinct = compiled and not (options.symmetry or options.record_graph)
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
         unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
@@ -611,6 +613,9 @@ class _Run:
             return
         if builder.done():
             self.kernels = Kernels(self.model, compile_in_process(builder.shapes))  # loads from numba's cache
+            # the compiled kernels' own buffers: the distinct-successor path places each part in
+            # a region of them (Kernels.dense_start) that the interpreted tier's do not have
+            self.buffers = self.kernels.buffers(self.chunk_states)
             self.result.compile_s = builder.finished_s
             self.builder = None
         elif builder.failed():
