@@ -228,7 +228,7 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     recorder = GraphRecorder(model, kernels.nwords)
     init_words = kernels.pack(model.initial)
     recorder.add_initial(init_words, fingerprints(init_words))
-    is_new = np.zeros(chunk_states * nlabels, np.uint8)
+    is_new = np.zeros(buf.words.shape[0], np.uint8)  # one mark per row of the buffers
     level_lo, level_hi, depth = 0, recorder.count, 1
     last = 0.0
     while level_lo < level_hi:
