@@ -33,10 +33,15 @@ def fresh_kernel_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache):
+def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache, monkeypatch):
     """rm=7 takes about a minute interpreted and its kernels a few seconds to compile, so the
     run starts interpreted and ends compiled; counts are TLC's, coverage and verdict the same as
-    a run compiled from the start."""
+    a run compiled from the start, and so is the path recorded to every state (states are
+    numbered alike by both tiers): its parent links and labels, sampled on every level."""
+    from kraftcheck.checker.explore import engine
+    runs = []
+    finish = engine._Run.finish
+    monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
     model = _model("two_phase", rm=7)
     shapes = kernel_shapes(model)
     assert not is_compiled(shapes)
@@ -44,6 +49,10 @@ def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_
     assert (result.distinct_states, result.states_generated, result.depth) == (296448, 2744706, 23)
     expected = Engine(compile="now").explore(_model("two_phase", rm=7), Options(keep_going=True))
     assert _counts(result) == _counts(expected)
+    background, now = runs
+    starts = background.levels.level_start + [result.distinct_states]
+    sample = [i for lo, hi in zip(starts, starts[1:]) for i in range(lo, hi, max(1, (hi - lo) // 40))]
+    assert [background._trace(i) for i in sample] == [now._trace(i) for i in sample]
     assert result.compiled_in_background
     assert 0 < result.interpreted_states < result.distinct_states, "the run should have switched tiers"
     assert result.compile_s > 0

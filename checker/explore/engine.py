@@ -295,10 +295,10 @@ class _Run:
         first = self.levels.level_start[-1]
         new_so_far = 0
         stride = len(self.model.labels)
-        buf = self.buffers
         lo = 0
         while lo < level.shape[0]:
             self._switch_when_compiled()
+            buf = self.buffers  # read after the switch: the compiled kernels bring buffers of their own
             hi = min(level.shape[0], lo + (self._compiled_chunk_states() if self.kernels.compiled
                                            else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
             if not self.kernels.compiled:
