@@ -66,6 +66,14 @@ def _unpack_lines(layout: Layout) -> list[str]:
     return lines
 
 
+def _domain_check(e, value: str, const_index: dict[int, int]) -> str:
+    """The test that ``value`` (an expression) may be element ``e``: its constant, or in its
+    domain. Both packers use it, so a value one refuses the other refuses too."""
+    if e.field.const is not None:
+        return f"({value} == cv[{const_index[e.flat]}])"
+    return f"({value} >= 0) & ({value} < {e.field.domain})"
+
+
 def _pack_lines(layout: Layout) -> list[str]:
     """Pack ``f`` into ``words[row]`` and its fingerprint into ``hashes[row]``; a value outside
     its domain returns False instead. The fingerprint is chained over the packed words while they
@@ -80,11 +88,9 @@ def _pack_lines(layout: Layout) -> list[str]:
     checks, terms = [], {k: [] for k in range(layout.nwords)}
     const_index = {flat: j for j, (flat, _) in enumerate(layout.consts)}
     for e in layout.elements:
-        f = e.field
-        if f.const is not None:
-            checks.append(f"(f[{e.flat}] == cv[{const_index[e.flat]}])")
+        checks.append(_domain_check(e, f"f[{e.flat}]", const_index))
+        if e.field.const is not None:
             continue
-        checks.append(f"(f[{e.flat}] >= 0) & (f[{e.flat}] < {f.domain})")
         if e.bits:
             terms[e.word].append(f"(uint64(f[{e.flat}]) << uint64({e.shift}))")
     lines = []
@@ -146,10 +152,7 @@ def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, sour
 
     step = 0
     for e in static:
-        if e.field.const is not None:
-            checks.append(f"(tf[{e.flat}] == cv[{const_index[e.flat]}])")
-            continue
-        checks.append(f"(tf[{e.flat}] >= 0) & (tf[{e.flat}] < {e.field.domain})")
+        checks.append(_domain_check(e, f"tf[{e.flat}]", const_index))
         if e.bits:
             step += 1
             keep = ~(((1 << e.bits) - 1) << e.shift) & 0xFFFFFFFFFFFFFFFF
@@ -160,7 +163,7 @@ def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, sour
         step += 1
         lines.append(f"pk_v{step} = tf[{e.flat} + p{j}]")
         lines.append(f"pk_s{step} = uint64({e.shift} + {e.bits} * p{j})")
-        checks.append(f"(pk_v{step} >= 0) & (pk_v{step} < {e.field.domain})")
+        checks.append(_domain_check(e, f"pk_v{step}", const_index))
         lines.append(f"pk_w{e.word}_{step} = ({word(e.word)} & ~(uint64({(1 << e.bits) - 1}) << pk_s{step})) | "
                      f"(uint64(pk_v{step}) << pk_s{step})")
         current[e.word] = f"pk_w{e.word}_{step}"
@@ -198,7 +201,7 @@ def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
     return action_writes(action.fn, fields, [p.count for p in action.params])
 
 
-def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
+def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: tuple[Write, ...] | None) -> list[str]:
     """The kernel of action ``ai``: every instance of it on the unpacked states ``recs[lo:hi]``.
 
     Kernels are kept apart (rather than one loop over all actions) because LLVM's compile time and
@@ -272,8 +275,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[s
     lines.append(f"{indent}row = i * stride + label")
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
-    writes = kernel_writes(model, ai)
-    if writes is None:
+    if writes is None:  # what the action writes is not known (``kernel_writes``): pack it all
         lines += [
             f"{body}fired += 1",
             f"{body}if not pack(tf, pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
@@ -439,6 +441,7 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.properties)]
+    writes = kernel_writes(model, ai)
     out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
         "import numpy as np",
         "from numba import int64, njit, uint64",
@@ -447,14 +450,14 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
         *(["from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step"]
-          if kernel_writes(model, ai) is not None else []),
+          if writes is not None else []),
         *imports.lines(),
         *_uses_layout(layout_module, ("as_records", "pack", "restore")),
         "",
         f"NO_LABEL = {NO_LABEL}",
         "",
         "",
-        *_action_kernel(model, ai, name, props),
+        *_action_kernel(model, ai, name, props, writes),
         "",
     ]
     return "\n".join(out)

@@ -131,8 +131,7 @@ class Engine:
         """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
         candidate rows if given, else as many as the path the run will take wants
         (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or recorded, or
-        every chunk is interpreted), and
-        at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
+        every chunk is interpreted), and at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
         candidates = self.chunk_candidates
         if candidates is None:
             compiled = self.compile != "never" and not numba.config.DISABLE_JIT
