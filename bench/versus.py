@@ -42,11 +42,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="the other checkout's Python (its venv's bin/python)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--check", action="append", choices=sorted(CHECKS),
+                        help="run only this check (repeatable; default: all)")
     opts = parser.parse_args()
     pythons = {"this": sys.executable, "baseline": opts.baseline}
     print("| check | engine | distinct | median wall s (runs) | median peak RSS | wall / baseline |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, args in CHECKS.items():
+        if opts.check and name not in opts.check:
+            continue
         walls: dict[str, list[float]] = {k: [] for k in pythons}
         rss: dict[str, list[int]] = {k: [] for k in pythons}
         counts = set()
