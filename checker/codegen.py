@@ -22,19 +22,39 @@ from types import ModuleType
 from typing import Callable
 
 import numba
+import numpy as np
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 from kraftcheck.checker.writes import Write, action_writes
 
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
+# Layouts of at most this many elements get pack and unpack as unrolled code, inlined into every
+# action kernel; larger ones read a table at run time (``kernels.layout_table``), so that their
+# kernels depend on the record's fields only and every configuration of a spec with the same
+# fields shares them.
 INLINE_PACK_MAX_ELEMENTS = 32
 
-KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kernels/rows.py")
+KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kernels/rows.py",
+                       "kernels/layout_table.py")
+
+
+def uses_layout_table(layout: Layout) -> bool:
+    """Whether ``layout``'s kernels pack by a table read at run time rather than unrolled code."""
+    return len(layout.elements) > INLINE_PACK_MAX_ELEMENTS
+
+
+def layout_values(layout: Layout) -> np.ndarray:
+    """The int32 array every kernel of ``layout`` takes as ``cv``: the constants' values for an
+    unrolled layout, the whole table (``layout_table.table``) for a large one."""
+    if uses_layout_table(layout):
+        return layout_table.table(layout)
+    return np.array([value for _, value in layout.consts] or [0], np.int32)
 
 
 def cache_dir() -> Path:
@@ -195,6 +215,8 @@ def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
     to pack and restore the whole state: also when a transition property could write ``t``."""
     action = model.actions[ai]
     fields = model.layout.fields
+    if uses_layout_table(model.layout):  # packing written elements needs their shifts in the text
+        return None
     for p in model.properties:
         if action_writes(p.fn, fields, []) != ():
             return None
@@ -355,9 +377,47 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
     ]
 
 
+def _as_records_lines() -> list[str]:
+    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD)."""
+    return [
+        "if config.DISABLE_JIT:",
+        "    def as_records(flat):",
+        "        return flat.view(RECORD)[:, 0].view(np.recarray)",
+        "else:",
+        '    @njit(cache=True, inline="always")',
+        "    def as_records(flat):",
+        '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
+        "        return flat.view(RECORD)[:, 0]",
+    ]
+
+
+def _record_source(model: Model) -> str:
+    """The layout module of a large layout (``uses_layout_table``): the record type, and the
+    table-driven pack and unpack of ``kernels.layout_table``. Its text depends on the fields'
+    names and shapes only, so every configuration with the same fields shares it and every
+    kernel that compiles it in."""
+    layout = model.layout
+    out = _header(f"Record kernels of spec {model.spec.name}") + [
+        "import numpy as np",
+        "from numba import config, njit",
+        "",
+        "from kraftcheck.checker.kernels.layout_table import (pack, pack_rows, restore, set_consts, unpack,",
+        "                                                    unpack_range, unpack_rows)",
+        "",
+        f"RECORD = np.dtype({_record_descr(layout)!r})",
+        "",
+        "",
+        *_as_records_lines(),
+        "",
+    ]
+    return "\n".join(out)
+
+
 def _layout_source(model: Model) -> str:
     """The module of one layout: records, pack and unpack, and the batch kernels built on them."""
     layout = model.layout
+    if uses_layout_table(layout):
+        return _record_source(model)
     # Constant fields (protocol switches, capacities) are read from ``cv`` at run time rather than
     # written into the code, so one compiled module serves every preset with the same layout.
     consts = [f"    f[{flat}] = cv[{j}]" for j, (flat, _) in enumerate(layout.consts)] or ["    pass"]
@@ -378,18 +438,11 @@ def _layout_source(model: Model) -> str:
         f"RECORD = np.dtype({_record_descr(layout)!r})",
         "",
         "",
-        "if config.DISABLE_JIT:",
-        "    def as_records(flat):",
-        "        return flat.view(RECORD)[:, 0].view(np.recarray)",
-        "else:",
-        '    @njit(cache=True, inline="always")',
-        "    def as_records(flat):",
-        '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
-        "        return flat.view(RECORD)[:, 0]",
+        *_as_records_lines(),
         "",
         "",
         '@njit(cache=True, inline="always")',
-        "def unpack(words, row, f):",
+        "def unpack(words, row, f, cv):",
         *_unpack_lines(layout),
         "",
         "",
@@ -422,14 +475,14 @@ def _layout_source(model: Model) -> str:
         "def unpack_rows(words, flat_rows, cv):",
         "    for r in range(words.shape[0]):",
         "        set_consts(flat_rows[r], cv)",
-        "        unpack(words, r, flat_rows[r])",
+        "        unpack(words, r, flat_rows[r], cv)",
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        "def unpack_range(words, lo, hi, offset, flat):",
+        "def unpack_range(words, lo, hi, offset, flat, cv):",
         '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s records."""',
         "    for j in range(hi - lo):",
-        "        unpack(words, lo + j, flat[offset + j])",
+        "        unpack(words, lo + j, flat[offset + j], cv)",
         "",
     ]
     return "\n".join(out)
@@ -482,7 +535,7 @@ def _invariants_source(model: Model, layout_module: str) -> str:
         "    sf = scratch[0]",
         "    set_consts(sf, cv)",
         "    for j in range(hi - lo):",
-        "        unpack(words, lo + j, sf)",
+        "        unpack(words, lo + j, sf, cv)",
         "        if True:",
         "            m = uint64(0)",
         *checks,

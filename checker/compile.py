@@ -102,7 +102,7 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     steps: list[tuple[str, Callable[[], object]]] = [
         ("pack", lambda: module.pack_rows(rows[:0], words[:0], cv)),
         ("unpack", lambda: module.unpack_rows(words[:0], rows[:0], cv)),
-        ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat)),
+        ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat, cv)),
     ]
     table = np.zeros((1, shapes.nwords + 1), np.uint64)
     # a kernel run on no states still adds its count of transitions at its place in the tally

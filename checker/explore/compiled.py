@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kraftcheck.checker.codegen import load_kernels, write_kernel_module
+from kraftcheck.checker.codegen import layout_values, load_kernels, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
@@ -121,7 +121,8 @@ class Kernels:
         self._expanders = list(zip(self.module.EXPANDERS, self.module.EXPANDER_ARGS))
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
-        self.const_values = np.array([value for _, value in model.layout.consts] or [0], np.int32)
+        # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
+        self.const_values = layout_values(model.layout)
         self.threads = thread_count()
         # Two scratch states (source, successor) per thread as int32 rows, far enough apart that
         # threads never write to the same cache line (false sharing halved throughput).
@@ -204,7 +205,7 @@ class Kernels:
         def expand_part(j: int) -> None:
             a, b = parts[j]
             scratch = self._scratch[j]
-            self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
+            self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
             for expand, (stride, base, fired_at, properties_at) in self._expanders:
                 expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
                        self.const_values, False, words, lo, unused, 0, 0, tallies[j], stride, base, fired_at,
@@ -248,7 +249,7 @@ class Kernels:
             tally[TALLY_FIRED + self.nactions:] = NO_ROW
             size = tables.size_for(b - a)
             tally[TALLY_LIMIT] = tables.limit(size)
-            self.module.unpack_range(words, lo + a, lo + b, a, out.flat)
+            self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
             for expand, (stride, base, fired_at, properties_at) in self._expanders:
                 start = a
                 while True:

@@ -1,0 +1,135 @@
+"""The table-driven pack and unpack (``kernels.layout_table``) against the layout's plain-Python
+reference (``Layout.pack``, ``Layout.unpack``), and what sharing kernels across configurations
+means for the generated modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftcheck.checker.codegen import layout_values, uses_layout_table, write_kernel_module
+from kraftcheck.checker.kernels import layout_table
+from kraftcheck.checker.kernels.hashing import fingerprint_reference
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Bool, Const, Enum, Int
+from kraftcheck.specs.kafka import KafkaReplication as KafkaSpec
+
+
+def _odd_layout() -> Layout:
+    """Over 32 elements, with constants, one-value domains, and fields that spill across words."""
+    return Layout([
+        Int("counter", 5, shape=(7,)),
+        Const("switch", 3),
+        Int("wide", 2**20, shape=(5,)),
+        Int("only_zero", 0, shape=(2,)),  # a domain of one value: no bits
+        Bool("flags", shape=(9,)),
+        Enum("phase", ["a", "b", "c"], shape=(4,)),
+        Const("capacity", 70000),
+        Int("tail", 100, shape=(6,)),
+    ])
+
+
+def _random_flats(layout: Layout, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
+    out = []
+    for _ in range(n):
+        out.append(tuple(e.field.const if e.field.const is not None else int(rng.integers(0, e.field.domain))
+                         for e in layout.elements))
+    return out
+
+
+def _pack_with_table(layout: Layout, flats: list[tuple[int, ...]]) -> tuple[int, np.ndarray, np.ndarray]:
+    rows = np.array(flats, np.int32).reshape(len(flats), layout.size)
+    words = np.zeros((len(flats), layout.nwords), np.uint64)
+    bad = layout_table.pack_rows(rows, words, layout_table.table(layout))
+    return bad, words, rows
+
+
+@pytest.mark.parametrize("layout", [_odd_layout(), Model(KafkaSpec()).layout], ids=["odd", "kafka"])
+def test_table_pack_and_unpack_match_the_reference(layout):
+    assert uses_layout_table(layout)
+    flats = _random_flats(layout, np.random.default_rng(11), 300)
+    bad, words, _ = _pack_with_table(layout, flats)
+    assert bad == -1
+    assert [tuple(int(w) for w in row) for row in words] == [layout.pack(f) for f in flats]
+    back = np.zeros((len(flats), layout.size), np.int32)
+    layout_table.unpack_rows(words, back, layout_table.table(layout))
+    assert [tuple(int(x) for x in r) for r in back] == flats
+    out = np.zeros((len(flats) + 3, layout.size), np.int32)
+    layout_table.unpack_range(words, 5, 25, 3, out, layout_table.table(layout))
+    assert [tuple(int(x) for x in r) for r in out[3:23]] == flats[5:25]
+
+
+def test_table_pack_fingerprints_as_the_reference():
+    layout = _odd_layout()
+    flats = _random_flats(layout, np.random.default_rng(3), 50)
+    rows = np.array(flats, np.int32)
+    words = np.zeros((len(flats), layout.nwords), np.uint64)
+    hashes = np.zeros(len(flats), np.uint64)
+    table = layout_table.table(layout)
+    for r in range(len(flats)):
+        assert layout_table.pack(rows[r], words, hashes, r, table)
+    assert hashes.tolist() == [fingerprint_reference(layout.pack(f)) for f in flats]
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
+    """A value outside its domain, or a constant changed, is refused at the first row that has it."""
+    layout = _odd_layout()
+    flats = _random_flats(layout, np.random.default_rng(data.draw(st.integers(0, 1000))), 5)
+    row = data.draw(st.integers(0, 4))
+    element = data.draw(st.sampled_from(layout.elements))
+    value = data.draw(st.integers(-3, element.field.domain + 3) if element.field.const is None
+                      else st.integers(element.field.const - 2, element.field.const + 2))
+    changed = list(flats[row])
+    changed[element.flat] = value
+    flats[row] = tuple(changed)
+    try:
+        layout.check_domains(flats[row])
+        expected = -1
+    except Exception:
+        expected = row
+    bad, _, _ = _pack_with_table(layout, flats)
+    assert bad == expected
+
+
+def test_set_consts_writes_constants_and_one_value_elements():
+    layout = _odd_layout()
+    f = np.full(layout.size, 99, np.int32)
+    layout_table.set_consts(f, layout_table.table(layout))
+    for e in layout.elements:
+        if e.field.const is not None:
+            assert f[e.flat] == e.field.const
+        elif e.bits == 0:
+            assert f[e.flat] == 0
+        else:
+            assert f[e.flat] == 99
+
+
+def test_layout_values_are_the_constants_of_a_small_layout_and_the_table_of_a_large_one():
+    small = Layout([Int("x", 3), Const("c", 5), Bool("b")])
+    assert not uses_layout_table(small)
+    assert layout_values(small).tolist() == [5]
+    large = _odd_layout()
+    assert layout_values(large).tolist() == layout_table.table(large).tolist()
+
+
+def test_configurations_with_the_same_fields_share_every_kernel_module():
+    """Other fault bounds and another preset change domains and constants, not fields: the Kafka
+    model's generated modules are then the same files, so the second configuration compiles
+    nothing; another preset shares at least the layout module (and every action it keeps unchanged).
+    Another number of brokers changes the fields' shapes, hence every module."""
+    def modules(**params):
+        name, path = write_kernel_module(Model(KafkaSpec(KafkaSpec.Params(**params))))
+        text = path.read_text()
+        return {line.split('"')[1] for line in text.splitlines() if line.startswith("_layout = ")} | {
+            m for m in text.split("GENERATED = ")[1].splitlines()[0].strip("()").replace("'", "").split(", ") if m}
+
+    default = modules()
+    assert modules(fences=2) == default
+    layout_of = {m for m in default if "_layout_" in m}
+    assert layout_of == {m for m in modules(protocol="kafka-4.x") if "_layout_" in m}
+    assert not (modules(brokers=4, min_isr=2) & default)
