@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,8 @@ from kraftcheck.checker.files import atomic_write
 
 # Scratch records per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
+# Each compile process holds numba and LLVM (0.3-0.5 GB for the Kafka model's kernels).
+MAX_COMPILE_PROCESSES = 4
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,11 @@ def _mark_compiled(module_path: str | Path) -> None:
 
 
 def compile_kernels(module: ModuleType, shapes: KernelShapes,
-                    on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None) -> None:
+                    on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None,
+                    claim: Callable[[int], bool] = lambda i: True) -> None:
     """Call every kernel of ``module`` once on empty arrays of the engine's argument types, which
-    compiles it (or loads it from numba's cache); ``on_kernel(i, n, what)`` before each."""
+    compiles it (or loads it from numba's cache); ``on_kernel(i, n, what)`` before each. With
+    ``claim``, only the kernels ``i`` it grants (processes compiling one module together)."""
     # built as the engine builds them (C-contiguous int32 rows, scratch a slice of a larger
     # array), so the types match
     scratch = np.zeros((4, shapes.size), np.int32)[0:2]
@@ -112,23 +117,97 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
             flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args)))
     steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv)))
     for i, (what, call) in enumerate(steps):
+        if not claim(i):
+            continue
         on_kernel(i, len(steps), what)
         call()
 
 
-def compile_in_process(shapes: KernelShapes,
-                       on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None) -> ModuleType:
-    """Import and compile a kernel module here; mark it compiled.
+def compile_processes() -> int:
+    """How many processes compile one model's kernels together: ``KRAFTCHECK_COMPILE_PROCESSES``,
+    else one per core this process may run on, at most ``MAX_COMPILE_PROCESSES``."""
+    text = os.environ.get("KRAFTCHECK_COMPILE_PROCESSES", "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise SpecError(f"KRAFTCHECK_COMPILE_PROCESSES must be a whole number of at least 1, not {text!r}")
+        return int(text)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_COMPILE_PROCESSES))
 
-    Processes compiling the same module (parallel checks of one model's switches share it) take
-    turns: the first compiles, the others then find every kernel in numba's cache.
+
+class _Claims:
+    """Kernels handed out among processes compiling one module: whoever first creates a kernel's
+    file in a shared directory compiles it (so a process that is quicker takes more)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def __call__(self, i: int) -> bool:
+        try:
+            os.close(os.open(os.path.join(self.directory, str(i)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return True
+        except FileExistsError:
+            return False
+
+
+def compile_in_process(shapes: KernelShapes,
+                       on_kernel: Callable[[int, int, str], None] = lambda i, n, name: None,
+                       processes: Optional[int] = None) -> ModuleType:
+    """Compile a kernel module and import it here; mark it compiled.
+
+    Its kernels are compiled by ``processes`` processes at once (``compile_processes()`` if not
+    given): this one and helpers (``python -m kraftcheck.checker.compile``) that take kernels from
+    a shared list; numba's cache is the only thing they share, and once the helpers are done this
+    process loads what they compiled from it. Processes compiling the same module (parallel checks
+    of one model's switches share it) take turns: the first compiles, the others then find every
+    kernel in numba's cache.
     """
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+    processes = compile_processes() if processes is None else processes
     with _compile_lock(shapes.module_path):
-        compile_kernels(module, shapes, on_kernel)
+        if processes > 1 and not marker_path(shapes.module_path).exists():
+            _compile_together(module, shapes, on_kernel, processes)
+        compile_kernels(module, shapes, on_kernel)  # what helpers compiled loads from the cache
         if not marker_path(shapes.module_path).exists():
             _mark_compiled(shapes.module_path)
     return module
+
+
+def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Callable[[int, int, str], None],
+                      processes: int) -> None:
+    """Compile ``module``'s kernels here and in ``processes - 1`` helper processes, each taking the
+    next kernel nobody has taken; return once every helper has ended. A helper that fails only
+    leaves its kernels to the caller's final pass."""
+    claims = tempfile.mkdtemp(prefix="kraftcheck-compile-")
+    helpers = []
+    try:
+        job = dict(_job(shapes), claims=claims)
+        for _ in range(processes - 1):
+            helper = subprocess.Popen([sys.executable, "-m", "kraftcheck.checker.compile"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+            helper.stdin.write(json.dumps(job))
+            helper.stdin.close()
+            helpers.append(helper)
+        compile_kernels(module, shapes, on_kernel, claim=_Claims(claims))
+        for helper in helpers:
+            helper.wait()
+    finally:
+        for helper in helpers:
+            if helper.poll() is None:
+                helper.kill()
+                helper.wait()
+        shutil.rmtree(claims, ignore_errors=True)
+
+
+def _job(shapes: KernelShapes) -> dict:
+    """What a compile process needs to import the same modules by the same names as this one
+    (specs loaded from a file included)."""
+    return {"shapes": json.loads(shapes.to_json()), "sys_path": sys.path,
+            "modules": {name: getattr(sys.modules.get(name), "__file__", None)
+                        for name in imported_modules(Path(shapes.module_path))}}
 
 
 @contextlib.contextmanager
@@ -146,8 +225,31 @@ def _compile_lock(module_path: str | Path):
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
+# A background compile that the run outlives goes on alone for at most this long from its start
+# (``KRAFTCHECK_COMPILE_TIME_LIMIT``, seconds), so that the next run finds the kernels compiled.
+COMPILE_TIME_LIMIT_S = 1200.0
+
+
+def keep_compiling() -> bool:
+    """Whether a run that ends before its background compile leaves it to finish
+    (``KRAFTCHECK_KEEP_COMPILING``, default 1; 0 stops it with the run, as tests do)."""
+    return os.environ.get("KRAFTCHECK_KEEP_COMPILING", "1").strip() not in ("0", "false", "no")
+
+
+def compile_time_limit() -> float:
+    text = os.environ.get("KRAFTCHECK_COMPILE_TIME_LIMIT", "").strip()
+    try:
+        return float(text) if text else COMPILE_TIME_LIMIT_S
+    except ValueError:
+        raise SpecError(f"KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds, not {text!r}") from None
+
+
 class BackgroundCompile:
-    """A ``python -m kraftcheck.checker.compile`` process building one model's kernels."""
+    """A ``python -m kraftcheck.checker.compile`` process building one model's kernels.
+
+    It runs in a session of its own, so Ctrl-C on the run does not reach it: a run that ends
+    first leaves it to finish (``stop``), bounded by ``compile_time_limit()``, and the next run of
+    the model finds its kernels compiled."""
 
     def __init__(self, shapes: KernelShapes) -> None:
         self.shapes = shapes
@@ -156,13 +258,11 @@ class BackgroundCompile:
         self.status = "starting"
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
-        # the worker imports the same spec modules by the same names, file-loaded ones included
-        job = {"shapes": json.loads(shapes.to_json()), "sys_path": sys.path,
-               "modules": {name: getattr(sys.modules.get(name), "__file__", None)
-                           for name in imported_modules(Path(shapes.module_path))}}
+        job = dict(_job(shapes), time_limit=compile_time_limit())
+        self.left_running = False
         self.process = subprocess.Popen([sys.executable, "-m", "kraftcheck.checker.compile"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        env=env, text=True)
+                                        env=env, text=True, start_new_session=True)
         self.process.stdin.write(json.dumps(job))
         self.process.stdin.close()
         self._reader = threading.Thread(target=self._read, daemon=True, name="kraftcheck-compile")
@@ -192,8 +292,15 @@ class BackgroundCompile:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace").strip()
 
-    def stop(self) -> None:
-        """End the worker if it still runs (what it compiled so far stays cached)."""
+    def stop(self, keep: Optional[bool] = None) -> None:
+        """The run is over: leave the worker to finish alone if it still runs and ``keep``
+        (``keep_compiling()`` if not given; ``left_running`` says so), else end it (what it
+        compiled so far stays cached)."""
+        keep = keep_compiling() if keep is None else keep
+        if keep and self.process.poll() is None:
+            self.left_running = True
+            self._stderr.close()
+            return
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -206,7 +313,8 @@ class BackgroundCompile:
 
 
 def _worker() -> int:
-    """The background process: read a job on stdin, compile, report each kernel on stdout."""
+    """The background process, or a helper of a compile (its job names a claims directory): read
+    a job on stdin, compile, report each kernel on stdout."""
     job = json.loads(sys.stdin.read())
     sys.path[:] = job["sys_path"]
     for name, file in job["modules"].items():
@@ -218,12 +326,29 @@ def _worker() -> int:
             sys.modules[name] = module
             spec.loader.exec_module(module)
     shapes = KernelShapes(**job["shapes"])
+    deadline = time.monotonic() + job.get("time_limit", COMPILE_TIME_LIMIT_S)
+    told = [True]
 
     def say(i: int, n: int, what: str) -> None:
-        print(f"compiling {i + 1}/{n}: {what}", flush=True)
+        if time.monotonic() > deadline:
+            raise SystemExit(3)  # left alone too long: what it compiled stays cached
+        if told[0]:
+            try:
+                print(f"compiling {i + 1}/{n}: {what}", flush=True)
+            except OSError:  # the run that started it has ended: compile on, silently
+                told[0] = False
 
+    if "claims" in job:
+        parent = os.getppid()
+        claims = _Claims(job["claims"])
+        module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+        # a helper whose compile was stopped stops too, rather than compiling the rest alone
+        compile_kernels(module, shapes, claim=lambda i: os.getppid() == parent and claims(i))
+        return 0
     compile_in_process(shapes, say)
-    print("compiled", flush=True)
+    if told[0]:
+        with contextlib.suppress(OSError):
+            print("compiled", flush=True)
     return 0
 
 

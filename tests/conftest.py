@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# A run that ends before its background compile leaves it to finish by default; the tests' runs
+# stop theirs, so that no test leaves a process behind (test_compile_tiers tests the default).
+os.environ["KRAFTCHECK_KEEP_COMPILING"] = "0"
 
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.reference import ReferenceExplorer

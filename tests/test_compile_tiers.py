@@ -71,6 +71,38 @@ def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_ker
     assert mine == []
 
 
+def test_a_compile_the_run_outlived_finishes_alone_for_the_next_run(fresh_kernel_cache, monkeypatch):
+    """By default (``KRAFTCHECK_KEEP_COMPILING`` unset; the tests' conftest sets it to 0) a run
+    that ends before its background compile leaves it running in a session of its own; it
+    finishes, marks the module compiled and exits 0, and the next run explores compiled from the
+    start."""
+    from kraftcheck.checker.explore import engine
+    started = []
+
+    class Recorded(engine.BackgroundCompile):
+        def __init__(self, shapes):
+            super().__init__(shapes)
+            started.append(self)
+
+    monkeypatch.setattr(engine, "BackgroundCompile", Recorded)
+    monkeypatch.delenv("KRAFTCHECK_KEEP_COMPILING")
+    model = _model("two_phase_eager_commit", rm=3)
+    result = Engine(compile="background").explore(model, Options())
+    assert result.compiled_in_background and result.compile_s == 0.0 and result.compile_continues
+    (worker,) = started
+    assert worker.process.poll() is None, "the compile should still run after the run ended"
+    assert os.getsid(worker.process.pid) != os.getsid(0), "the compile should run in a session of its own"
+    try:
+        assert worker.process.wait(timeout=300) == 0
+    finally:
+        if worker.process.poll() is None:
+            worker.process.kill()
+    assert is_compiled(kernel_shapes(model))
+    again = Engine(compile="background").explore(_model("two_phase_eager_commit", rm=3), Options())
+    assert not again.compiled_in_background and again.interpreted_states == 0
+    assert _counts(again) == _counts(result)
+
+
 def test_a_compiled_cache_is_used_at_once(fresh_kernel_cache):
     model = _model("die_hard")
     Engine(compile="now").explore(model, Options())
@@ -158,3 +190,42 @@ def test_presets_with_one_layout_share_the_kernels_of_their_common_actions(fresh
         assert (electing_kernels.get(name) == module) == (name in same_function), name
     _, two_brokers_layout, two_brokers_kernels = generated({"brokers": 2, "min_isr": 1})
     assert two_brokers_layout != layout and not set(two_brokers_kernels.values()) & set(kernels.values())
+
+
+def test_kernels_compiled_by_several_processes_explore_as_those_compiled_by_one(fresh_kernel_cache, monkeypatch):
+    """``compile_in_process`` with helpers: every kernel ends up compiled and loaded here, the
+    helpers have exited, and the run counts what a run compiled by one process counts."""
+    from kraftcheck.checker.compile import compile_in_process
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "1")
+    one = Engine(compile="now").explore(_model("two_phase", rm=4), Options(keep_going=True))
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(fresh_kernel_cache / "together"))
+    model = _model("two_phase", rm=4)
+    shapes = kernel_shapes(model)
+    before = set(_children())
+    compile_in_process(shapes, processes=3)
+    assert set(_children()) - before == set(), "a compile helper outlived the compile"
+    assert is_compiled(shapes)
+    together = Engine(compile="background").explore(model, Options(keep_going=True))
+    assert not together.compiled_in_background
+    assert _counts(together) == _counts(one)
+
+
+def _children() -> list[int]:
+    import psutil
+    return [p.pid for p in psutil.Process().children(recursive=True)]
+
+
+def test_claims_give_each_kernel_to_one_process(tmp_path):
+    from kraftcheck.checker.compile import _Claims
+    first, second = _Claims(str(tmp_path)), _Claims(str(tmp_path))
+    granted = [(first(i), second(i)) for i in range(5)] + [(second(i), first(i)) for i in range(5, 9)]
+    assert granted == [(True, False)] * 9
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_compile_process_count_is_refused_with_what_to_pass(monkeypatch, value):
+    from kraftcheck.checker.compile import compile_processes
+    from kraftcheck.checker.errors import SpecError
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", value)
+    with pytest.raises(SpecError, match="KRAFTCHECK_COMPILE_PROCESSES must be a whole number of at least 1"):
+        compile_processes()

@@ -124,6 +124,7 @@ class Engine:
         finally:
             if builder is not None:
                 builder.stop()
+                result.compile_continues = builder.left_running
         run.finish()
         return result
 
@@ -620,7 +621,7 @@ class _Run:
         elif builder.failed():
             # compile here, so the error is numba's own (it names the spec's line)
             try:
-                compile_in_process(builder.shapes)
+                compile_in_process(builder.shapes, processes=1)
             except numba.core.errors.NumbaError as e:
                 raise compile_error(self.model.spec.name, e) from None
             raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")

@@ -116,6 +116,7 @@ class Result:
     exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
     interpreted_states: int = 0  # states expanded by the interpreted tier while kernels compiled
     compiled_in_background: bool = False  # compile_s ran beside the exploration (0: not finished)
+    compile_continues: bool = False  # the run ended first and left the background compile to finish
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are

@@ -26,6 +26,8 @@ def compile_summary(result: Result) -> str:
     interpreted = f"{result.interpreted_states:,} states interpreted meanwhile"
     if result.compile_s:
         return f"{result.compile_s:,.2f} s in the background ({interpreted})"
+    if result.compile_continues:
+        return f"unfinished; the run ended first ({interpreted}); it goes on in the background for the next run"
     return f"unfinished; the run ended first ({interpreted})"
 
 
