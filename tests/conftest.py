@@ -9,6 +9,9 @@ import pytest
 # A run that ends before its background compile leaves it to finish by default; the tests' runs
 # stop theirs, so that no test leaves a process behind (test_compile_tiers tests the default).
 os.environ["KRAFTCHECK_KEEP_COMPILING"] = "0"
+# Under pytest-xdist every core already runs a test: a compile takes one process, not one per core.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("KRAFTCHECK_COMPILE_PROCESSES", "1")
 
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.reference import ReferenceExplorer
