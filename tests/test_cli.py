@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -86,6 +87,7 @@ def test_continue_reports_each_violation(tmp_path):
 
 
 def test_interrupt_exits_130(monkeypatch):
+    """An interrupt outside the exploration (here raised at once) still exits 130."""
     from kraftcheck.checker.explore import engine
 
     def interrupted(self, model, options, progress):
@@ -94,6 +96,35 @@ def test_interrupt_exits_130(monkeypatch):
     monkeypatch.setattr(engine.Engine, "explore", interrupted)
     result = run("check", "--spec", "two_phase")
     assert result.exit_code == 130
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path, signal_name):
+    """Ctrl-C (SIGINT) or SIGTERM in the middle of a real exploration (Two-Phase rm=9 takes much
+    longer than the wait): the summary with the counts explored so far comes first, then the
+    interrupt is said, and the exit code is 130; the JSON report is written with the same counts."""
+    import signal
+    import time
+    report_path = tmp_path / "report.json"
+    proc = subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=9",
+                             "--no-color", "--json", str(report_path), "--trace-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(6)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(getattr(signal, signal_name))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    report = json.loads(report_path.read_text())
+    assert report["result"] == "incomplete" and report["distinct_states"] > 0
+    for label, value in (("distinct states", report["distinct_states"]),
+                         ("states generated", report["states_generated"])):
+        assert re.search(rf"{label}\s+{value:,}\b", out), (label, out)
+    assert "interrupted; the statistics above cover what was explored so far" in " ".join(err.split())
 
 
 def test_specs_lists_every_spec_with_parameters():
@@ -109,12 +140,19 @@ def test_reference_engine_from_the_command_line():
 
 
 def test_engine_runs_with_jit_disabled(tmp_path):
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase",
-                          "--param", "rm=2", "--json", "-"], capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    assert report["engine"] == "engine" and report["distinct_states"] > 0
+    """NUMBA_DISABLE_JIT=1 runs the same engine interpreted: every count and the verdict are the
+    compiled run's."""
+    def report(**env):
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=2",
+                              "--json", "-"], capture_output=True, text=True, env=dict(os.environ, **env), timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    interpreted = report(NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path / "interpreted"))
+    compiled = report()
+    assert interpreted["engine"] == "engine" and interpreted["distinct_states"] > 0
+    keys = ("result", "initial_states", "states_generated", "distinct_states", "depth", "coverage")
+    assert {k: interpreted[k] for k in keys} == {k: compiled[k] for k in keys}
 
 
 def test_unfired_actions_are_flagged_only_after_an_exhaustive_run(tmp_path):

@@ -133,7 +133,8 @@ def test_which_single_fix_keeps_acknowledged_writes_at_f1_bounds(fix, closes):
     from kraftcheck.checker.explore.result import Options
     params = KafkaParams(fences=2, lossy_shutdowns=0, **({fix: True} if fix else {}))
     r = Engine(compile="now").explore(Model(KafkaReplication(params), check=["acked_writes_survive"]), Options())
-    assert r.exhaustive or r.violations
-    assert (r.status == "holds") == closes
-    if not closes:
+    if closes:
+        assert r.status == "holds" and r.exhaustive and r.violations == []
+    else:
+        assert r.status == "violated" and [v.check for v in r.violations] == ["acked_writes_survive"]
         assert r.violations[0].depth in (11, 12)
