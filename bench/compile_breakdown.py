@@ -65,7 +65,7 @@ def main() -> None:
                 name = ev.data["name"]
                 pss = name.split(" [")[0]
                 key = (pss, f"{ev.data['module']}.{ev.data['qualname']}")
-                if pss == "NopythonTypeInference":
+                if pss.lower().replace("_", "") == "nopythontypeinference":
                     self.compiles[key[1]] += 1
             else:
                 key = ("LLVM", None)
