@@ -217,10 +217,23 @@ def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
     fields = model.layout.fields
     if uses_layout_table(model.layout):  # packing written elements needs their shifts in the text
         return None
-    for p in model.properties:
+    for p in model.spec_properties:
         if action_writes(p.fn, fields, []) != ():
             return None
     return action_writes(action.fn, fields, [p.count for p in action.params])
+
+
+def _selected_bits_lines(select: str, prefix: str, n: int, indent: str = "    ") -> list[str]:
+    """Lines that give each of the spec's ``n`` checks the bit it sets in a violation mask:
+    ``{prefix}k`` is ``1 << (selected checks before k)`` if check k is selected in the run-time
+    mask ``select``, else 0 (it is then not evaluated). Bits follow the selected checks' order, as
+    ``Model.invariants`` and ``Model.properties`` list them."""
+    lines = [f"{indent}{prefix}sel = uint64({select})", f"{indent}{prefix}count0 = uint64(0)"]
+    for k in range(n):
+        on = f"(({prefix}sel >> uint64({k})) & uint64(1))"
+        lines.append(f"{indent}{prefix}{k} = (uint64(1) << {prefix}count{k}) if {on} else uint64(0)")
+        lines.append(f"{indent}{prefix}count{k + 1} = {prefix}count{k} + {on}")
+    return lines
 
 
 def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: tuple[Write, ...] | None) -> list[str]:
@@ -230,8 +243,10 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
     memory grow much faster than linearly with the size of one function: a fused kernel for the
     Kafka model did not compile in minutes. Each sits in a module of its own whose text does not
     depend on the model's other actions: where its labels start (``base``), the labels per state
-    (``stride``) and its places in the tally (``fired_at``, ``properties_at``) are arguments, so
-    every preset that includes the action shares its compilation. Instance p of state i owns
+    (``stride``) and its places in the tally (``fired_at``, ``properties_at``) are arguments, and
+    it compiles in every transition property of the spec and evaluates those ``select`` names (a
+    mask in the spec's order), so every preset and every selection of checks that includes the
+    action shares its compilation. Instance p of state i owns
     candidate row ``i * stride + base + p``. Every kernel adds the instances that fired to
     ``tally[fired_at]`` (``successor_rows.TALLY_*``). Then:
 
@@ -261,8 +276,9 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
     lines = [
         "@njit(cache=True, nogil=True)",
         "def expand(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
-        "           source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at):",
+        "           source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at, select):",
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
+        *_selected_bits_lines("select", "pb", len(props)),
         "    recs = as_records(flat)",
         "    t = as_records(scratch)[1]",
         "    tf = scratch[1]",
@@ -324,15 +340,16 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         f"{body}else:",
         f"{body}    out_label[row] = label",
     ]
-    if props:
-        lines.append(f"{body}m = uint64(0)")
+    if props:  # only when some are selected: out_prop has a row per candidate only then
+        lines.append(f"{body}if pbsel:")
+        lines.append(f"{body}    m = uint64(0)")
         for k, q in enumerate(props):
-            lines.append(f"{body}if not {q}(s, t):\n{body}    m |= uint64({1 << k})")
+            lines.append(f"{body}    if pb{k} and not {q}(s, t):\n{body}        m |= pb{k}")
         lines += [
-            f"{body}if not dense:",
-            f"{body}    out_prop[row] = m",
-            f"{body}elif m:",
-            f"{body}    note_property_rows(tally, properties_at, m, row)",
+            f"{body}    if not dense:",
+            f"{body}        out_prop[row] = m",
+            f"{body}    elif m:",
+            f"{body}        note_property_rows(tally, properties_at, m, row)",
         ]
     if writes is None:
         lines.append(f"{body}restore(sf, tf)")
@@ -493,7 +510,7 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
     imports = _Imports()
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
-    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.properties)]
+    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.spec_properties)]
     writes = kernel_writes(model, ai)
     out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
         "import numpy as np",
@@ -517,10 +534,13 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
 
 
 def _invariants_source(model: Model, layout_module: str) -> str:
-    """The module of the kernel that evaluates every invariant."""
+    """The module of the kernel that evaluates the invariants: every invariant of the spec is
+    compiled in, those ``select`` names (a mask in the spec's order) are evaluated, so runs that
+    check different selections share it."""
     imports = _Imports()
-    names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}") for k, inv in enumerate(model.invariants)]
-    checks = [f"            if not {n}(s):\n                m |= uint64({1 << k})" for k, n in enumerate(names)]
+    names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}")
+             for k, inv in enumerate(model.spec_invariants)]
+    checks = [f"            if ib{k} and not {n}(s):\n                m |= ib{k}" for k, n in enumerate(names)]
     out = _header(f"The invariants kernel of spec {model.spec.name}") + [
         "from numba import njit, uint64",
         "",
@@ -529,8 +549,9 @@ def _invariants_source(model: Model, layout_module: str) -> str:
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        "def check(words, lo, hi, offset, scratch, out_mask, cv):",
+        "def check(words, lo, hi, offset, scratch, out_mask, cv, select):",
         '    """Bitmask of violated invariants of words[lo:hi] into out_mask[offset:]."""',
+        *_selected_bits_lines("select", "ib", len(names)),
         "    s = as_records(scratch)[0]",
         "    sf = scratch[0]",
         "    set_consts(sf, cv)",
@@ -547,8 +568,8 @@ def _invariants_source(model: Model, layout_module: str) -> str:
 
 def _model_source(model: Model, layout_module: str, invariants_module: str, action_modules: list[str]) -> str:
     """The module that gathers a model's kernels (and compiles nothing itself)."""
-    args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions))
-            for ai in range(len(model.actions))]
+    args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions),
+             model.property_select) for ai in range(len(model.actions))]
     out = _header(f"The kernels of spec {model.spec.name}") + [
         "from kraftcheck.checker.codegen import generated_module",
         "",
@@ -556,8 +577,10 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
         f'_layout = generated_module("{layout_module}", __file__)',
         "pack_rows, unpack_rows, unpack_range = _layout.pack_rows, _layout.unpack_rows, _layout.unpack_range",
         f'check = generated_module("{invariants_module}", __file__).check',
+        "# which of the spec's invariants this model checks (bit k: the spec's invariant k)",
+        f"INVARIANT_SELECT = {model.invariant_select}",
         "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
-        "# properties_at)",
+        "# properties_at, select: which of the spec's transition properties it checks)",
         "EXPANDERS = (" + "".join(f'generated_module("{m}", __file__).expand, ' for m in action_modules) + ")",
         f"EXPANDER_ARGS = {tuple(args)!r}",
         "",

@@ -115,7 +115,7 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     for k, (expand, args) in enumerate(zip(module.EXPANDERS, module.EXPANDER_ARGS)):
         steps.append((shapes.kernel_names[k], lambda expand=expand, args=args: expand(
             flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args)))
-    steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv)))
+    steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv, module.INVARIANT_SELECT)))
     for i, (what, call) in enumerate(steps):
         if not claim(i):
             continue

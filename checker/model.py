@@ -86,6 +86,13 @@ class Model:
 
         all_invariants = list(spec.invariants())
         all_properties = list(spec.properties())
+        if len(all_invariants) > 64 or len(all_properties) > 64:
+            raise SpecError("at most 64 invariants and 64 transition properties are supported")
+        # every check of the spec, selected or not: the kernels compile them all in and evaluate
+        # the selected ones (``invariant_select``, ``property_select``), so that runs checking
+        # different selections share the compiled kernels
+        self.spec_invariants: list[Invariant] = list(all_invariants)
+        self.spec_properties: list[TransitionProperty] = list(all_properties)
         known = [x.name for x in all_invariants + all_properties]
         if len(set(known)) != len(known):
             raise SpecError(f"spec {spec.name}: duplicate invariant or property names")
@@ -97,10 +104,10 @@ class Model:
                     f"choose from: {', '.join(known) or '(none)'}")
             all_invariants = [x for x in all_invariants if x.name in check]
             all_properties = [x for x in all_properties if x.name in check]
-        if len(all_invariants) > 64 or len(all_properties) > 64:
-            raise SpecError("at most 64 invariants and 64 transition properties are supported")
         self.invariants: list[Invariant] = all_invariants
         self.properties: list[TransitionProperty] = all_properties
+        self.invariant_select = sum(1 << k for k, x in enumerate(self.spec_invariants) if x in all_invariants)
+        self.property_select = sum(1 << k for k, x in enumerate(self.spec_properties) if x in all_properties)
 
         seen = set()
         self.initial: list[tuple[int, ...]] = []

@@ -120,16 +120,21 @@ def test_layout_values_are_the_constants_of_a_small_layout_and_the_table_of_a_la
 def test_configurations_with_the_same_fields_share_every_kernel_module():
     """Other fault bounds and another preset change domains and constants, not fields: the Kafka
     model's generated modules are then the same files, so the second configuration compiles
-    nothing; another preset shares at least the layout module (and every action it keeps unchanged).
+    nothing; so does a run that selects some of the checks. Another preset shares at least the
+    layout module (and every action it keeps unchanged).
     Another number of brokers changes the fields' shapes, hence every module."""
-    def modules(**params):
-        name, path = write_kernel_module(Model(KafkaSpec(KafkaSpec.Params(**params))))
+    def modules(check=None, **params):
+        name, path = write_kernel_module(Model(KafkaSpec(KafkaSpec.Params(**params)), check=check))
         text = path.read_text()
         return {line.split('"')[1] for line in text.splitlines() if line.startswith("_layout = ")} | {
             m for m in text.split("GENERATED = ")[1].splitlines()[0].strip("()").replace("'", "").split(", ") if m}
 
     default = modules()
     assert modules(fences=2) == default
+    # a run that checks some invariants and no transition property (--invariant) compiles them
+    # all in and evaluates the selected ones: the same modules again
+    assert modules(check=["acked_writes_survive"]) == default
+    assert modules(check=["hwm_advances_only_with_min_isr"], fences=2) == default
     layout_of = {m for m in default if "_layout_" in m}
     assert layout_of == {m for m in modules(protocol="kafka-4.x") if "_layout_" in m}
     assert not (modules(brokers=4, min_isr=2) & default)

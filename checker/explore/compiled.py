@@ -206,10 +206,10 @@ class Kernels:
             a, b = parts[j]
             scratch = self._scratch[j]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
-            for expand, (stride, base, fired_at, properties_at) in self._expanders:
+            for expand, (stride, base, fired_at, properties_at, select) in self._expanders:
                 expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
                        self.const_values, False, words, lo, unused, 0, 0, tallies[j], stride, base, fired_at,
-                       properties_at)
+                       properties_at, select)
             if after_part is not None:
                 after_part(j, a, b)
 
@@ -250,13 +250,13 @@ class Kernels:
             size = tables.size_for(b - a)
             tally[TALLY_LIMIT] = tables.limit(size)
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
-            for expand, (stride, base, fired_at, properties_at) in self._expanders:
+            for expand, (stride, base, fired_at, properties_at, select) in self._expanders:
                 start = a
                 while True:
                     tally[TALLY_STOPPED] = -1
                     expand(out.flat, start, b, scratch, out.dense_words, out.dense_hashes, out.labels, out.props,
                            err, self.const_values, True, words, lo, table, size - 1, generation, tally, stride, base,
-                           fired_at, properties_at)
+                           fired_at, properties_at, select)
                     if tally[TALLY_STOPPED] < 0:
                         break
                     start = int(tally[TALLY_STOPPED])
@@ -287,7 +287,8 @@ class Kernels:
 
             def check_part(j: int) -> None:
                 a, b = parts[j]
-                self.module.check(words, a, b, a - lo, self._scratch[j], out, self.const_values)
+                self.module.check(words, a, b, a - lo, self._scratch[j], out, self.const_values,
+                                  self.module.INVARIANT_SELECT)
 
             run_parts(check_part, len(parts))
         return out
