@@ -167,10 +167,17 @@ def compile_in_process(shapes: KernelShapes,
     """
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
     processes = compile_processes() if processes is None else processes
+    reported: set[int] = set()
+
+    def once(i: int, n: int, what: str) -> None:  # the final pass reports only the helpers' kernels
+        if i not in reported:
+            reported.add(i)
+            on_kernel(i, n, what)
+
     with _compile_lock(shapes.module_path):
         if processes > 1 and not marker_path(shapes.module_path).exists():
-            _compile_together(module, shapes, on_kernel, processes)
-        compile_kernels(module, shapes, on_kernel)  # what helpers compiled loads from the cache
+            _compile_together(module, shapes, once, processes)
+        compile_kernels(module, shapes, once)  # what helpers compiled loads from the cache
         if not marker_path(shapes.module_path).exists():
             _mark_compiled(shapes.module_path)
     return module

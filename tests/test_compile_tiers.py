@@ -87,16 +87,18 @@ def test_a_compile_the_run_outlived_finishes_alone_for_the_next_run(fresh_kernel
     monkeypatch.setattr(engine, "BackgroundCompile", Recorded)
     monkeypatch.delenv("KRAFTCHECK_KEEP_COMPILING")
     model = _model("two_phase_eager_commit", rm=3)
-    result = Engine(compile="background").explore(model, Options())
-    assert result.compiled_in_background and result.compile_s == 0.0 and result.compile_continues
-    (worker,) = started
-    assert worker.process.poll() is None, "the compile should still run after the run ended"
-    assert os.getsid(worker.process.pid) != os.getsid(0), "the compile should run in a session of its own"
     try:
+        result = Engine(compile="background").explore(model, Options())
+        assert result.compiled_in_background and result.compile_s == 0.0 and result.compile_continues
+        (worker,) = started
+        assert worker.process.poll() is None, "the compile should still run after the run ended"
+        assert os.getsid(worker.process.pid) != os.getsid(0), "the compile should run in a session of its own"
         assert worker.process.wait(timeout=300) == 0
-    finally:
-        if worker.process.poll() is None:
-            worker.process.kill()
+    finally:  # whatever failed, no compile is left running
+        for left in started:
+            if left.process.poll() is None:
+                left.process.kill()
+                left.process.wait()
     assert is_compiled(kernel_shapes(model))
     again = Engine(compile="background").explore(_model("two_phase_eager_commit", rm=3), Options())
     assert not again.compiled_in_background and again.interpreted_states == 0
@@ -125,19 +127,35 @@ def test_the_warm_up_compiles_exactly_the_signatures_the_engine_calls(fresh_kern
     assert [len(d.signatures) for d in dispatchers] == before
 
 
-def test_the_compile_worker_reports_each_kernel(fresh_kernel_cache):
+def _compile_worker_report(model, processes: int) -> list[str]:
+    """What a compile worker of ``model`` prints, run with ``processes`` compile processes."""
     import json
-    model = _model("die_hard", small=2, big=7)
     shapes = kernel_shapes(model)
     job = {"shapes": json.loads(shapes.to_json()), "sys_path": sys.path, "modules": {}}
     out = subprocess.run([sys.executable, "-m", "kraftcheck.checker.compile"], input=json.dumps(job),
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, KRAFTCHECK_COMPILE_PROCESSES=str(processes)))
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    assert marker_path(shapes.module_path).exists()
+    return out.stdout.splitlines()
+
+
+def test_the_compile_worker_reports_each_kernel(fresh_kernel_cache):
+    model = _model("die_hard", small=2, big=7)
+    lines = _compile_worker_report(model, processes=1)
     assert lines[-1] == "compiled"
     assert [line.split(": ", 1)[1] for line in lines[:-1]] == \
         ["pack", "unpack", "unpack_range", *[a.name for a in model.actions], "invariants"]
-    assert marker_path(shapes.module_path).exists()
+
+
+def test_a_worker_with_helpers_reports_each_kernel_once(fresh_kernel_cache):
+    """With helpers, the worker reports the kernels it compiles as it takes them and the helpers'
+    as it loads them: every kernel once, in whatever order they were taken."""
+    model = _model("die_hard", small=2, big=7)
+    lines = _compile_worker_report(model, processes=3)
+    assert lines[-1] == "compiled"
+    names = [line.split(": ", 1)[1] for line in lines[:-1]]
+    assert sorted(names) == sorted(["pack", "unpack", "unpack_range", *[a.name for a in model.actions], "invariants"])
 
 
 def test_progress_says_what_is_compiling():
