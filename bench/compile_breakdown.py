@@ -92,7 +92,7 @@ def main() -> None:
     from kraftcheck.checker.codegen import load_kernels
     from kraftcheck.checker.compile import compile_kernels
     from kraftcheck.checker.explore.compiled import kernel_shapes
-    from kraftcheck.checker.explore.engine import _warm_up_generic
+    from kraftcheck.checker.compile import warm_up_engine_kernels
     from kraftcheck.checker.model import Model
     from kraftcheck.api import make_spec
     step("imports")
@@ -105,7 +105,7 @@ def main() -> None:
     step("model")
     init_words = np.zeros((1, model.layout.nwords), np.uint64)
     generic_before = dict(listener.by_pass)
-    _warm_up_generic(init_words)
+    warm_up_engine_kernels(model.layout.nwords)
     step("generic engine kernels")
     generic_passes = {k: v - generic_before.get(k, 0.0) for k, v in listener.by_pass.items()}
     module = load_kernels(model)

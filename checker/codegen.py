@@ -2,7 +2,9 @@
 
 For each model (spec + parameters + selected checks) the engine writes small Python modules into
 the kernel cache: one for the layout (unrolled pack and unpack), one for the invariants, one per
-action (a kernel that calls every instance of the action), and one that gathers them. They are
+action (a kernel that calls every instance of the action; for a large layout, only a ``fire``
+function that one expand kernel shared by every spec calls: ``kernels.table_expand``), and one
+that gathers them. They are
 real files so numba's on-disk cache (``cache=True``) survives between runs; each is named by a
 digest of its own text and of every source file it depends on, so editing a spec gives new
 modules instead of a stale cache hit, and presets that share a layout and an action share its
@@ -39,9 +41,12 @@ NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 # kernels depend on the record's fields only and every configuration of a spec with the same
 # fields shares them.
 INLINE_PACK_MAX_ELEMENTS = 32
+# The successor rows a large layout's ``fire`` kernel fills per call (``table_expand_source``):
+# enough states per call that the call costs little, few enough rows to stay in the caches.
+TABLE_EXPAND_BATCH_ROWS = 64
 
 KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kernels/rows.py",
-                       "kernels/layout_table.py")
+                       "kernels/layout_table.py", "kernels/addresses.py")
 
 
 def uses_layout_table(layout: Layout) -> bool:
@@ -267,12 +272,6 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
     instances = 1
     for p in action.params:
         instances *= p.count
-    def probe(indent: str, position: str) -> list[str]:
-        """The ring's successor at ``position`` meets the repeat table (``keep_first_lines``)."""
-        return [indent + line for line in keep_first_lines(
-            "ring_words", "ring_hashes", position, f"ring_rows[{position}]", "seen", "seen_mask", "generation",
-            "kept")] + [f"{indent}nd += kept"]
-
     lines = [
         "@njit(cache=True, nogil=True)",
         "def expand(flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense, sources,",
@@ -282,21 +281,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         "    recs = as_records(flat)",
         "    t = as_records(scratch)[1]",
         "    tf = scratch[1]",
-        "    nd = tally[TALLY_KEPT]",
-        "    limit = tally[TALLY_LIMIT]",
-        "    ring_words = np.empty((PENDING, out_words.shape[1]), np.uint64)",
-        "    ring_hashes = np.empty(PENDING, np.uint64)",
-        "    ring_rows = np.empty(PENDING, np.int64)",
-        "    pack_words = ring_words if dense else out_words",
-        "    pack_hashes = ring_hashes if dense else out_hash",
-        "    pushed = 0  # successors queued in the ring",
-        "    probed = 0  # of those, the ones that met the table",
-        "    fired = 0",
-        "    for i in range(lo, hi):",
-        # queued successors may all enter the table: counting them keeps it within its limit
-        f"        if dense and nd + (pushed - probed) + {instances} > limit:",
-        "            tally[TALLY_STOPPED] = i",
-        "            break",
+        *_ring_lines(str(instances)),
         "        s = recs[i]",
         "        sf = flat[i]",
         "        restore(sf, tf)",
@@ -322,24 +307,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         lines += [f"{body}fired += 1", f"{body}pk_at = (pushed % PENDING) if dense else row"]
         lines += [body + line for line in _written_pack_lines(model.layout, writes, "pk_at", "source_offset + i")]
         lines.append(f"{body}if not pk_ok:")
-    lines += [
-        f"{body}    err[0] = i",
-        f"{body}    err[1] = label",
-        f"{body}elif dense:",
-        f"{body}    q = pushed % PENDING",
-        *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", "source_offset + i",
-                                                          "self_loop")] if writes is None else []),
-        f"{body}    if not self_loop:",
-        f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
-        f"{body}        ring_rows[q] = row",
-        f"{body}        pushed += 1",
-        f"{body}        if pushed - probed == PENDING:",
-        f"{body}            o = probed % PENDING",
-        *probe(body + "            ", "o"),
-        f"{body}            probed += 1",
-        f"{body}else:",
-        f"{body}    out_label[row] = label",
-    ]
+    lines += _placed_successor_lines(body, writes is None)
     if props:  # only when some are selected: out_prop has a row per candidate only then
         lines.append(f"{body}if pbsel:")
         lines.append(f"{body}    m = uint64(0)")
@@ -357,11 +325,212 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         lines += [body + line for line in _written_restore_lines(model.layout, writes)]
     lines.append(f"{indent}elif not dense:")
     lines.append(f"{indent}    out_label[row] = NO_LABEL")
-    lines.append("    for k in range(probed, pushed):")
-    lines.append("        o = k % PENDING")
-    lines += probe("        ", "o")
-    lines.append("    tally[TALLY_KEPT] = nd")
-    lines.append("    tally[fired_at] += fired")
+    return lines + _ring_end_lines()
+
+
+def _ring_probe_lines(indent: str, position: str) -> list[str]:
+    """The ring's successor at ``position`` meets the repeat table (``keep_first_lines``)."""
+    return [indent + line for line in keep_first_lines(
+        "ring_words", "ring_hashes", position, f"ring_rows[{position}]", "seen", "seen_mask", "generation",
+        "kept")] + [f"{indent}nd += kept"]
+
+
+def _ring_lines(instances: str) -> list[str]:
+    """An expand kernel's set-up, and its loop's head over the states ``flat[lo:hi]``: it stops
+    before a state whose ``instances`` successors could take the repeat table past its limit."""
+    return [
+        "    nd = tally[TALLY_KEPT]",
+        "    limit = tally[TALLY_LIMIT]",
+        "    ring_words = np.empty((PENDING, out_words.shape[1]), np.uint64)",
+        "    ring_hashes = np.empty(PENDING, np.uint64)",
+        "    ring_rows = np.empty(PENDING, np.int64)",
+        "    pack_words = ring_words if dense else out_words",
+        "    pack_hashes = ring_hashes if dense else out_hash",
+        "    pushed = 0  # successors queued in the ring",
+        "    probed = 0  # of those, the ones that met the table",
+        "    fired = 0",
+        "    for i in range(lo, hi):",
+        # queued successors may all enter the table: counting them keeps it within its limit
+        f"        if dense and nd + (pushed - probed) + {instances} > limit:",
+        "            tally[TALLY_STOPPED] = i",
+        "            break",
+    ]
+
+
+def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i") -> list[str]:
+    """After ``pack`` (whose failure is the ``if`` these lines continue): on the distinct path
+    (``dense``) queue the successor in the ring unless it is a self-loop (found here when
+    ``check_self_loop``, else by the packer) and probe the table with the one queued ``PENDING -
+    1`` before; else label its row. ``source``: the source state's index in the chunk."""
+    return [
+        f"{body}    err[0] = {source}",
+        f"{body}    err[1] = label",
+        f"{body}elif dense:",
+        f"{body}    q = pushed % PENDING",
+        *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", f"source_offset + {source}",
+                                                          "self_loop")] if check_self_loop else []),
+        f"{body}    if not self_loop:",
+        f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
+        f"{body}        ring_rows[q] = row",
+        f"{body}        pushed += 1",
+        f"{body}        if pushed - probed == PENDING:",
+        f"{body}            o = probed % PENDING",
+        *_ring_probe_lines(body + "            ", "o"),
+        f"{body}            probed += 1",
+        f"{body}else:",
+        f"{body}    out_label[row] = label",
+    ]
+
+
+def _ring_end_lines() -> list[str]:
+    """An expand kernel's end: the successors left in the ring meet the table; the tally."""
+    return [
+        "    for k in range(probed, pushed):",
+        "        o = k % PENDING",
+        *_ring_probe_lines("        ", "o"),
+        "    tally[TALLY_KEPT] = nd",
+        "    tally[fired_at] += fired",
+    ]
+
+
+def table_expand_source() -> str:
+    """The one expand kernel of every large layout (``kernels.table_expand``): like an action's
+    expand kernel (``_action_kernel``), but the action's instances run in ``fire``, a function
+    handed to it, on a batch of states at a time (a call through a function pointer per state
+    and action cost the Kafka model a third of its time); ``fire`` leaves the successors that
+    fired in rows of ``succ`` with their labels, sources and property masks, and they are packed
+    by the layout's table. A batch never takes the repeat table past its limit: it holds no more
+    states than the table has room for all instances of."""
+    return "\n".join(_header("The expand kernel of every large layout") + [
+        "import numpy as np",
+        "from numba import carray, int64, njit, uint64",
+        "",
+        "from kraftcheck.checker.kernels.addresses import as_voidptr, keep_alive",
+        "from kraftcheck.checker.kernels.layout_table import pack",
+        "from kraftcheck.checker.kernels.prefetch import prefetch_row",
+        "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
+        "                                                      note_property_rows)",
+        "",
+        f"NO_LABEL = {NO_LABEL}",
+        f"BATCH_ROWS = {TABLE_EXPAND_BATCH_ROWS}",
+        "",
+        "",
+        "@njit(cache=True, nogil=True)",
+        "def expand(fire, instances, flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense,",
+        "           sources, source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at,",
+        "           select):",
+        '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]."""',
+        "    batch = max(1, BATCH_ROWS // max(instances, 1))",
+        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int32)",
+        "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
+        "    succ_sources = np.empty(max(batch * instances, 1), np.int64)",
+        "    succ_props = np.zeros(max(batch * instances, 1), np.uint64)",
+        # fire and pack reach these through addresses (no reference counting: kernels.addresses)
+        "    succ = carray(as_voidptr(uint64(succ_owner.ctypes.data)), succ_owner.shape, np.int32)",
+        "    flat_at = uint64(flat.ctypes.data)",
+        "    flat_stride = uint64(flat.strides[0])",
+        "    nd = tally[TALLY_KEPT]",
+        "    limit = tally[TALLY_LIMIT]",
+        "    ring_words = np.empty((PENDING, out_words.shape[1]), np.uint64)",
+        "    ring_hashes = np.empty(PENDING, np.uint64)",
+        "    ring_rows = np.empty(PENDING, np.int64)",
+        "    pack_words = ring_words if dense else out_words",
+        "    pack_hashes = ring_hashes if dense else out_hash",
+        "    pushed = 0  # successors queued in the ring",
+        "    probed = 0  # of those, the ones that met the table",
+        "    fired = 0",
+        "    i = lo",
+        "    while i < hi:",
+        "        j = min(hi, i + batch)",
+        "        if dense:",
+        # queued successors may all enter the table: counting them keeps it within its limit
+        "            room = limit - nd - (pushed - probed)",
+        "            if room < instances:",
+        "                tally[TALLY_STOPPED] = i",
+        "                break",
+        "            if instances:",
+        "                j = min(j, i + room // instances)",
+        "        else:",
+        "            for q in range(i, j):",
+        "                for r in range(q * stride + base, q * stride + base + instances):",
+        "                    out_label[r] = NO_LABEL",
+        "        n = fire(flat_at + uint64(i) * flat_stride, flat_stride, j - i, uint64(succ_owner.ctypes.data),",
+        "                 uint64(succ_labels.ctypes.data), uint64(succ_sources.ctypes.data),",
+        "                 uint64(succ_props.ctypes.data), base, select)",
+        "        fired += n",
+        "        for k in range(n):",
+        "            label = succ_labels[k]",
+        "            source = i + succ_sources[k]",
+        "            row = source * stride + label",
+        "            if not pack(succ[k], pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
+        *_placed_successor_lines("            ", True, "source"),
+        # only when some are selected: out_prop has a row per candidate only then
+        "            if select:",
+        "                m = succ_props[k]",
+        "                if not dense:",
+        "                    out_prop[row] = m",
+        "                elif m:",
+        "                    note_property_rows(tally, properties_at, m, row)",
+        "        i = j",
+        *_ring_end_lines(),
+        "    keep_alive(succ_owner)",
+        "    keep_alive(succ_labels)",
+        "    keep_alive(succ_sources)",
+        "    keep_alive(succ_props)",
+    ]) + "\n"
+
+
+def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
+    """The ``fire`` kernel of action ``ai`` of a large layout (``kernels.table_expand``): every
+    instance of it on ``count`` states, the first at address ``states_at``, the next
+    ``state_stride`` bytes further. Each instance that fires leaves its successor in the next row
+    of ``succ``, its label (``base`` + its instance) in ``labels``, its state's place in the batch
+    in ``sources`` and the mask of the selected transition properties it violates in ``props``.
+    The successor is built in place, in the next row (a copy of the source until an instance
+    fires: an action that does not fire leaves ``t`` as it was); every array is reached through
+    an address (``kernels.addresses``), so a view costs no reference count. Returns how many
+    fired."""
+    action = model.actions[ai]
+    instances = 1
+    for p in action.params:
+        instances *= p.count
+    lines = [
+        # compiled by kernels.table_expand, as a C callback (numba.cfunc)
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select):",
+        f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
+        *_selected_bits_lines("select", "pb", len(props)),
+        f"    rows = max(count * {instances}, 1)",
+        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int32)",
+        "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
+        "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
+        "    props = carray(as_voidptr(props_at), rows, np.uint64)",
+        "    row_bytes = uint64(4 * SIZE)",
+        "    n = 0",
+        "    t = carray(as_voidptr(succ_at), 1, RECORD)[0]",
+        "    for j in range(count):",
+        "        sf_at = states_at + uint64(j) * state_stride",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
+        "        s = carray(as_voidptr(sf_at), 1, RECORD)[0]",
+        "        restore(sf, succ[n])",
+    ]
+    indent = "        "
+    for j, p in enumerate(action.params):
+        lines.append(f"{indent}for p{j} in range({p.count}):")
+        indent += "    "
+    flat_expr = "0"
+    for j, p in enumerate(action.params):
+        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
+    params = [f"p{j}" for j in range(len(action.params))]
+    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
+    body = indent + "    "
+    lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
+    if props:
+        lines += [f"{body}m = uint64(0)"]
+        lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
+        lines.append(f"{body}props[n] = m")
+    lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
+              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, RECORD)[0]"]
+    lines.append("    return n")
     return lines
 
 
@@ -511,6 +680,20 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.spec_properties)]
+    if uses_layout_table(model.layout):
+        return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
+            "import numpy as np",
+            "from numba import carray, uint64",
+            "",
+            "from kraftcheck.checker.kernels.addresses import as_voidptr",
+            *imports.lines(),
+            *_uses_layout(layout_module, ("RECORD", "restore")),
+            "SIZE = RECORD.itemsize // 4",
+            "",
+            "",
+            *_fire_kernel(model, ai, name, props),
+            "",
+        ])
     writes = kernel_writes(model, ai)
     out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
         "import numpy as np",
@@ -566,10 +749,25 @@ def _invariants_source(model: Model, layout_module: str) -> str:
     return "\n".join(out)
 
 
-def _model_source(model: Model, layout_module: str, invariants_module: str, action_modules: list[str]) -> str:
+def _expanders_line(model: Model, action_modules: list[str], table_module: str | None) -> str:
+    """``EXPANDERS``: each action's expand kernel, or, for a large layout, the one expand kernel
+    with the action's ``fire`` kernel (``kernels.table_expand``)."""
+    if table_module is None:
+        return "EXPANDERS = (" + "".join(f'generated_module("{m}", __file__).expand, ' for m in action_modules) + ")"
+    instances = [int(np.prod([p.count for p in a.params], dtype=np.int64)) for a in model.actions]
+    return ("EXPANDERS = (" + "".join(f'TableExpander(_table_expand, generated_module("{m}", __file__).fire, {n}), '
+                                      for m, n in zip(action_modules, instances)) + ")")
+
+
+def _model_source(model: Model, layout_module: str, invariants_module: str, action_modules: list[str],
+                  table_module: str | None) -> str:
     """The module that gathers a model's kernels (and compiles nothing itself)."""
     args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions),
              model.property_select) for ai in range(len(model.actions))]
+    table = [] if table_module is None else [
+        "from kraftcheck.checker.kernels.table_expand import TableExpander",
+        f'_table_expand = generated_module("{table_module}", __file__).expand',
+    ]
     out = _header(f"The kernels of spec {model.spec.name}") + [
         "from kraftcheck.checker.codegen import generated_module",
         "",
@@ -581,7 +779,8 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
         f"INVARIANT_SELECT = {model.invariant_select}",
         "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
         "# properties_at, select: which of the spec's transition properties it checks)",
-        "EXPANDERS = (" + "".join(f'generated_module("{m}", __file__).expand, ' for m in action_modules) + ")",
+        *table,
+        _expanders_line(model, action_modules, table_module),
         f"EXPANDER_ARGS = {tuple(args)!r}",
         "",
     ]
@@ -613,6 +812,15 @@ def _module_name(model: Model, kind: str, source: str, dependencies: str) -> str
     return f"kc_{safe}_{digest}"
 
 
+def _generic_module_name(kind: str, source: str) -> str:
+    """The name of a generated module that no spec's code enters (compiled once per
+    installation): a digest of its text, the engine's kernels it compiles in, and the versions."""
+    h = hashlib.sha256((source + __version__ + numba.__version__).encode())
+    for dep in sorted(KERNEL_DEPENDENCIES + ("kernels/prefetch.py",)):
+        h.update((Path(__file__).parent / dep).read_bytes())
+    return f"kc_{kind}_{h.hexdigest()[:20]}"
+
+
 def _write(directory: Path, name: str, source: str) -> Path:
     path = directory / f"{name}.py"
     if not path.exists():
@@ -642,7 +850,12 @@ def write_kernel_module(model: Model) -> tuple[str, Path]:
     invariants_module = write("invariants", _invariants_source(model, layout_module))
     action_modules = [write(f"action_{a.name}", _action_source(model, ai, layout_module))
                       for ai, a in enumerate(model.actions)]
-    source = _model_source(model, layout_module, invariants_module, action_modules)
+    table_module = None
+    if uses_layout_table(model.layout):
+        text = table_expand_source()
+        table_module = _generic_module_name("table_expand", text)
+        _write(directory, table_module, text)
+    source = _model_source(model, layout_module, invariants_module, action_modules, table_module)
     name = _module_name(model, "model", source, dependencies)
     return name, _write(directory, name, source)
 

@@ -34,6 +34,10 @@ import numpy as np
 from kraftcheck.checker.codegen import import_kernel_module, imported_modules
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.kernels import successor_rows
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.threads import per_thread_rows
+from kraftcheck.checker.kernels.visited import VisitedSet
 
 # Scratch records per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
@@ -77,14 +81,40 @@ def is_compiled(shapes: KernelShapes) -> bool:
         return False
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
     try:
-        kernels = [module.pack_rows, module.unpack_rows, module.unpack_range, module.check, *module.EXPANDERS]
-        return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
+        kernels = [module.pack_rows, module.unpack_rows, module.unpack_range, module.check]
+        paths = [k._cache._cache_file._index_path for k in kernels]
+        for expand in module.EXPANDERS:  # a large layout's expanders compile two (kernels.table_expand)
+            paths += expand.cache_index_paths() if hasattr(expand, "cache_index_paths") else \
+                [expand._cache._cache_file._index_path]
+        return all(os.path.exists(path) for path in paths)
     except AttributeError:  # numba keeps its cache differently: trust the marker
         return True
 
 
 def _mark_compiled(module_path: str | Path) -> None:
     atomic_write(marker_path(module_path), f"numba {numba.__version__}\n")
+
+
+def warm_up_engine_kernels(nwords: int) -> None:
+    """Compile (or load from numba's cache) the engine's kernels that no spec enters, for states
+    of ``nwords`` words: a step of every compile, so that it runs beside the spec's kernels."""
+    one = np.zeros((1, nwords), np.uint64)
+    visited = VisitedSet(nwords, 1, 4)
+    visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
+    successor_rows.warm_up()
+    # the distinct-successor path (Kernels.distinct_successors, engine._distinct_chunk), on no
+    # rows, with the argument types the engine hands them
+    table = np.zeros((2, nwords + 1), np.uint64)
+    words, hashes, rows = np.zeros((1, nwords), np.uint64), np.zeros(1, np.uint64), np.zeros(1, np.int64)
+    successor_rows.gather_part(table, 0, 1, words, hashes, rows, 0)
+    successor_rows.reseat(table, 0, 1, 1, words, hashes, rows, 0, 0)
+    offsets = per_thread_rows(1, 3, np.int64)
+    new_mark, order = np.zeros(1, np.uint8), np.zeros(1, np.int64)
+    successor_rows.bucket_dense_part(hashes, 0, 0, 1, new_mark, order, offsets[0])
+    successor_rows.collect_dense_part(rows, 0, 0, 0, 1, new_mark, 1, np.zeros(1, np.int64), 0,
+                                      per_thread_rows(1, 1, np.int64)[0], rows.copy(), rows.copy(), rows.copy(),
+                                      np.zeros(1, np.uint32), np.zeros(1, np.uint16), rows.copy())
+    visited.insert_bucketed(words[:0], hashes[:0], order, offsets, new_mark)
 
 
 def compile_kernels(module: ModuleType, shapes: KernelShapes,
@@ -104,7 +134,10 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     err = np.full(2, -1, np.int64)
     cv = np.zeros(max(1, shapes.nconsts), np.int32)
     rows = np.zeros((1, shapes.size), np.int32)
+    # the longest first, so that processes compiling together end at about the same time
     steps: list[tuple[str, Callable[[], object]]] = [
+        ("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv, module.INVARIANT_SELECT)),
+        ("engine kernels", lambda: warm_up_engine_kernels(shapes.nwords)),
         ("pack", lambda: module.pack_rows(rows[:0], words[:0], cv)),
         ("unpack", lambda: module.unpack_rows(words[:0], rows[:0], cv)),
         ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat, cv)),
@@ -113,9 +146,17 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     # a kernel run on no states still adds its count of transitions at its place in the tally
     tally = np.zeros((1, 1 + max([args[2] for args in module.EXPANDER_ARGS], default=0)), np.int64)[0]
     for k, (expand, args) in enumerate(zip(module.EXPANDERS, module.EXPANDER_ARGS)):
-        steps.append((shapes.kernel_names[k], lambda expand=expand, args=args: expand(
-            flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args)))
-    steps.append(("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv, module.INVARIANT_SELECT)))
+        call = (lambda expand=expand, args=args: expand(
+            flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally, *args))
+        if hasattr(expand, "compile_fire"):
+            # a large layout's actions share one expand kernel (kernels.table_expand): the step of
+            # each compiles its fire kernel, one step more (first: the longest) the shared kernel
+            if k == 0:
+                steps.insert(0, ("expand kernel of large layouts", lambda expand=expand, args=args: expand.compile_kernel(
+                    flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally,
+                    *args)))
+            call = expand.compile_fire
+        steps.append((shapes.kernel_names[k], call))
     for i, (what, call) in enumerate(steps):
         if not claim(i):
             continue

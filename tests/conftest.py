@@ -45,6 +45,21 @@ class DiskLevelsEngine(Engine):
             shutil.rmtree(directory, ignore_errors=True)
 
 
+class TableLayoutEngine(Engine):
+    """The engine with every layout packed by its table (``codegen.uses_layout_table``), as the
+    Kafka model's is: the small specs then run through the expand kernel of large layouts and
+    each action's ``fire`` function (``kernels.table_expand``), on both of the engine's paths."""
+
+    def explore(self, model, options=Options(), progress=lambda p: None):
+        from kraftcheck.checker import codegen
+        before = codegen.INLINE_PACK_MAX_ELEMENTS
+        codegen.INLINE_PACK_MAX_ELEMENTS = -1
+        try:
+            return super().explore(model, options, progress)
+        finally:
+            codegen.INLINE_PACK_MAX_ELEMENTS = before
+
+
 SPARK_MASTER = "local[2]"
 SPARK_PARTITIONS = 2  # hash buckets and tasks per level: few, since a task costs more than these levels
 
@@ -69,6 +84,7 @@ EXPLORERS = {
     "engine-interpreted": lambda: Engine(compile="never"),  # the first tier, used while kernels compile
     "engine-fingerprints": lambda: FingerprintEngine(),
     "engine-levels-on-disk": lambda: DiskLevelsEngine(),
+    "engine-table-layouts": lambda: TableLayoutEngine(),
     "reference": lambda: ReferenceExplorer(),
     "spark": ("spark_context", lambda sc: _spark_explorer(sc)),
 }

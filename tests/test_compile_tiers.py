@@ -145,7 +145,7 @@ def test_the_compile_worker_reports_each_kernel(fresh_kernel_cache):
     lines = _compile_worker_report(model, processes=1)
     assert lines[-1] == "compiled"
     assert [line.split(": ", 1)[1] for line in lines[:-1]] == \
-        ["pack", "unpack", "unpack_range", *[a.name for a in model.actions], "invariants"]
+        ["invariants", "engine kernels", "pack", "unpack", "unpack_range", *[a.name for a in model.actions]]
 
 
 def test_a_worker_with_helpers_reports_each_kernel_once(fresh_kernel_cache):
@@ -155,7 +155,8 @@ def test_a_worker_with_helpers_reports_each_kernel_once(fresh_kernel_cache):
     lines = _compile_worker_report(model, processes=3)
     assert lines[-1] == "compiled"
     names = [line.split(": ", 1)[1] for line in lines[:-1]]
-    assert sorted(names) == sorted(["pack", "unpack", "unpack_range", *[a.name for a in model.actions], "invariants"])
+    assert sorted(names) == sorted(["invariants", "engine kernels", "pack", "unpack", "unpack_range",
+                                   *[a.name for a in model.actions]])
 
 
 def test_progress_says_what_is_compiling():

@@ -18,7 +18,8 @@ import numba
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.compile import BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled
+from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
+                                        warm_up_engine_kernels)
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
@@ -111,7 +112,7 @@ class Engine:
                 builder = BackgroundCompile(shapes)
                 kernels = InterpretedKernels(model)
         init_words = kernels.pack(model.initial)
-        _warm_up_generic(init_words)
+        warm_up_engine_kernels(kernels.nwords)
         run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder)
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else 0.0
@@ -165,14 +166,6 @@ def initial_sources(model: Model, canon) -> list[int]:
             seen.add(c)
             out.append(i)
     return out
-
-
-def _warm_up_generic(init_words: np.ndarray) -> None:
-    """Compile (or load from numba's cache) the spec-independent kernels before the clock starts."""
-    one = init_words[:1].copy()
-    visited = VisitedSet(init_words.shape[1], 1, 4)
-    visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
-    successor_rows.warm_up()
 
 
 def close_gaps(columns: tuple[np.ndarray, ...], starts: list[int], counts: list[int]) -> list[tuple[int, int]]:
