@@ -67,7 +67,7 @@ def run_kraftcheck(args: list[str], numba_cache: str | None, extra: tuple[str, .
     """One whole ``kraftcheck check`` process in a fresh temporary folder, with a fresh kernel
     cache (and a fresh numba cache unless one is given): its wall time and JSON report."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, KRAFTCHECK_CACHE_DIR=os.path.join(tmp, "kraftcheck"),
+        env = dict(os.environ, KRAFTCHECK_CACHE_DIR=os.path.join(tmp, "kc-cache"),
                    NUMBA_CACHE_DIR=numba_cache or os.path.join(tmp, "numba"), KRAFTCHECK_KEEP_COMPILING="0")
         report = os.path.join(tmp, "report.json")
         cmd = [sys.executable, "-m", "kraftcheck", "check", *args, "--quiet", "--json", report,
