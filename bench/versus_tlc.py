@@ -41,11 +41,23 @@ def run_engine(rm: int, warm: bool) -> tuple[float, tuple[int, int, int]]:
     return r["elapsed_s"], (r["distinct_states"], r["states_generated"], r["depth"])
 
 
-def run_tlc(jar: str, folder: Path, rm: int) -> tuple[float, tuple[int, int, int]]:
+def two_phase_folder(specs: str, folder: Path, rm: int) -> str:
+    """Copy Lamport's TwoPhase.tla and TCommit.tla from ``specs`` into ``folder``, write the model
+    file for ``rm`` resource managers there, and return its name."""
+    for name in ("TwoPhase.tla", "TCommit.tla"):
+        shutil.copy(Path(specs) / name, folder / name)
+    rms = ", ".join(f"r{i}" for i in range(1, rm + 1))
+    (folder / f"TwoPhase{rm}.cfg").write_text(
+        f"CONSTANT RM = {{{rms}}}\nINIT TPInit\nNEXT TPNext\nINVARIANT TPTypeOK\n")
+    return f"TwoPhase{rm}.cfg"
+
+
+def run_tlc_model(jar: str, folder: Path, config: str, module: str) -> tuple[float, tuple[int, int, int]]:
+    """One TLC process on ``module`` with ``config`` in ``folder``: its wall time and (distinct,
+    generated, depth) from its summary lines."""
     states = folder / "states"
     shutil.rmtree(states, ignore_errors=True)  # TLC's fingerprint and queue files of the last run
-    cmd = ["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", f"TwoPhase{rm}.cfg",
-           "TwoPhase"]
+    cmd = ["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", config, module]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
     wall = time.perf_counter() - t0
@@ -54,6 +66,10 @@ def run_tlc(jar: str, folder: Path, rm: int) -> tuple[float, tuple[int, int, int
         sys.exit(f"TLC failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}")
     generated, distinct = (int(x.replace(",", "")) for x in summary.groups())
     return wall, (distinct, generated, int(depth.group(1)))
+
+
+def run_tlc(jar: str, folder: Path, rm: int) -> tuple[float, tuple[int, int, int]]:
+    return run_tlc_model(jar, folder, f"TwoPhase{rm}.cfg", "TwoPhase")
 
 
 def main() -> None:
@@ -65,11 +81,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for name in ("TwoPhase.tla", "TCommit.tla"):
-            shutil.copy(Path(args.specs) / name, folder / name)
-        rms = ", ".join(f"r{i}" for i in range(1, args.rm + 1))
-        (folder / f"TwoPhase{args.rm}.cfg").write_text(
-            f"CONSTANT RM = {{{rms}}}\nINIT TPInit\nNEXT TPNext\nINVARIANT TPTypeOK\n")
+        two_phase_folder(args.specs, folder, args.rm)
         walls: dict[str, list[float]] = {"engine": [], "TLC": []}
         counts = set()
         for i in range(2 * args.tlc_runs + 1):
