@@ -89,11 +89,21 @@ def test_min_isr_above_the_replication_factor_is_in_force_as_the_replication_fac
     assert (r.status, r.distinct_states) == ("holds", explore(model(min_isr=3, **QUIET)).distinct_states)
 
 
-def test_kafka_4_0_is_kafka_3_5_with_the_strict_hwm_rule():
+def test_kafka_4_0_is_kafka_3_5_with_the_strict_hwm_rule_and_no_epoch_bump_on_shrinks():
     from kraftcheck.specs.kafka.params import switches
     p40, p35 = switches(KafkaParams(protocol="kafka-4.0")), switches(KafkaParams(protocol="kafka-3.5"))
-    assert {k for k in p40 if p40[k] != p35[k]} == {"k_hwm_rule"}
+    assert {k for k in p40 if p40[k] != p35[k]} == {"k_hwm_rule", "k_epoch_bump_on_shrink"}
     assert p40["k_elr"] == 0 and p40["k_hwm_rule"] == switches(KafkaParams())["k_hwm_rule"]
+    assert p35["k_epoch_bump_on_shrink"] == 1 and p40["k_epoch_bump_on_shrink"] == 0
+
+
+def test_kafka_4_1_turns_elr_on_and_is_the_newest_code_read():
+    """4.1 differs from 4.0 by ELR on for new clusters (the seeds' Kafka documentation); the
+    newest code read (kafka-4.x) changes nothing the model sees after 4.1 (docs/model.md 4)."""
+    from kraftcheck.specs.kafka.params import switches
+    p40, p41, p4x = (switches(KafkaParams(protocol=name)) for name in ("kafka-4.0", "kafka-4.1", "kafka-4.x"))
+    assert p41 == p4x
+    assert {k for k in p41 if p41[k] != p40[k]} == {"k_elr", "k_unclean_detect", "k_fallback", "k_min_isr_policy", "k_last_leader"}
 
 
 def test_two_records_without_faults():
@@ -267,7 +277,9 @@ def test_hwm_under_partition_lock_advances_with_a_topic_delta_not_a_config_delta
                           ("SyncMetadata", (0,))])
     v = shown(m, state)
     assert v["v_isr"][0] == ["b1", "b2"] and v["hwm"][0] == (1 if under_lock else 0)
-    m = model(protocol="kafka-3.5", hwm_under_partition_lock=under_lock)
+    # kafka-4.0: no ELR, and (unlike kafka-3.5's metadata version) the shrink keeps the leader
+    # epoch, so the publish of the min ISR change below is a config delta alone
+    m = model(protocol="kafka-4.0", hwm_under_partition_lock=under_lock)
     only_b1 = 0b110 - 1  # the shrink removes b2 and b3
     state = run_steps(m, [("ProposeIsrShrink", (0, only_b1)), ("HandleAlterPartition", ()),
                           ("ReceiveAlterPartitionResponse", ()), ("Produce", (0, 0)), ("ChangeMinIsr", (0,)),

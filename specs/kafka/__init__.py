@@ -83,7 +83,9 @@ class KafkaReplication(Spec):
         p = self.params
         consts = switches(p)
         bounds = {name: getattr(p, name) for name in BOUNDS}
-        return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns(), p.preferred_elections),
+        shrink_bumps = p.isr_shrinks if consts["k_epoch_bump_on_shrink"] else 0
+        return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns(), p.preferred_elections,
+                                                                shrink_bumps),
                             max(1, self.shutdowns()), consts, bounds)
 
     def initial_states(self):
@@ -161,7 +163,8 @@ class KafkaReplication(Spec):
         if sw["k_recovery"] != RECOVERY_OFF:
             acts.append(Action("RecoveryReply", recovery.recovery_reply, (b,), recovery.recovery_reply.__doc__))
             acts.append(electing("RecoveryElect", recovery.recovery_elect, recovery.recovery_elect_electing, ()))
-        if sw["k_recovery"] != RECOVERY_OFF or sw["k_fallback"] == FALLBACK_UNCLEAN:
+        # Kafka's leader marks recovery done itself (Partition.makeLeader): no separate step
+        if (sw["k_recovery"] != RECOVERY_OFF or sw["k_fallback"] == FALLBACK_UNCLEAN) and not sw["k_leader_marks_recovered"]:
             acts.append(Action("ProposeRecovered", broker.propose_recovered, (b,), broker.propose_recovered.__doc__))
         return acts
 

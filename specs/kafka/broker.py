@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_NONE, AP_REJECTED, AP_REQUEST, HWM_ANY, HWM_MAXIMAL, RUNNING,
-                               common_prefix, normalize_epochs, popcount, records_below)
+from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_AWAITING_METADATA, AP_NONE, AP_REJECTED, AP_REQUEST,
+                               AP_UNSETTLED, HWM_ANY, HWM_MAXIMAL, RUNNING, common_prefix, normalize_epochs, popcount,
+                               records_below)
 
 
 @njit(cache=True)
@@ -54,6 +55,43 @@ def clear_leader_state(t, b):
         t.f_leo[b][f] = 0
         t.f_gen_age[b][f] = 0
         t.f_caught[b][f] = 0
+
+
+@njit(cache=True)
+def drop_pending(s, t, b):
+    """``b`` no longer waits for its AlterPartition (its partition state was replaced, or it
+    stopped): a response still to come will be ignored; a pending ISR kept after a rejection
+    (``awaiting_metadata``) is gone, and with it the exchange."""
+    if s.ap_from != b or s.ap_state == AP_NONE:
+        return
+    if s.ap_state == AP_AWAITING_METADATA:
+        clear_alter_partition(t)
+    else:
+        t.ap_live = 0
+
+
+@njit(cache=True)
+def clear_alter_partition(t):
+    t.ap_state = AP_NONE
+    t.ap_from = 0
+    t.ap_isr = 0
+    t.ap_epoch = 0
+    t.ap_pe_ok = 0
+    t.ap_stale = 0
+    t.ap_recovered = 0
+    t.ap_live = 0
+    if t.k_fix_min_isr_in_partition:
+        t.ap_min_isr = 0
+
+
+@njit(cache=True)
+def recovering_in_view(s):
+    """The leader recovery state a leader installs from metadata: Kafka's ``makeLeader`` marks a
+    RECOVERING partition RECOVERED locally (k_leader_marks_recovered), the kip-966 model keeps
+    RECOVERING until ``propose_recovered`` is accepted."""
+    if s.k_leader_marks_recovered:
+        return 0
+    return s.c_recovering
 
 
 @njit(cache=True)
@@ -103,13 +141,12 @@ def load_view(s, t, b):
         t.v_leader[b] = s.c_leader
         t.v_epoch[b] = s.c_epoch
         clear_leader_state(t, b)
-        if s.ap_from == b and s.ap_state != AP_NONE:
-            t.ap_live = 0
+        drop_pending(s, t, b)
         return True
     window = False
     makes_leader = True  # Partition.makeLeader runs: a new leadership, or a topic delta for it
     if was_leading and same_epoch:
-        topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != s.c_recovering
+        topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != recovering_in_view(s)
                          or s.v_ahead[b] != 0)
         changed = topic_changed or s.v_min_isr[b] != min_isr
         for f in range(n):
@@ -118,15 +155,24 @@ def load_view(s, t, b):
         if not changed:
             return False
         replays = s.v_ahead[b] != 0 and s.k_fix_ignore_replay == 0
-        if (not s.v_pe_ok[b] or replays) and s.ap_from == b and s.ap_state != AP_NONE:
-            t.ap_live = 0
+        if not s.v_pe_ok[b] or replays:
+            drop_pending(s, t, b)
         window = topic_changed and s.v_min_isr[b] != min_isr and has_publish_window(s)
         makes_leader = topic_changed  # a config or broker-epoch change alone does not reach makeLeader
     else:
         clear_leader_state(t, b)
+        if was_leading and s.k_keep_follower_state:
+            # b stays leader across a leader-epoch bump: Replica.resetReplicaState with
+            # isNewLeader false keeps each follower's log end offset and broker epoch. Only the
+            # ISR members' are ever read before their next Fetch (the HWM, the epochs of a
+            # shrink's AlterPartition); Kafka expands the ISR only from a Fetch
+            # (updateFollowerFetchState -> maybeExpandIsr), with the offset that Fetch brings
+            for f in range(n):
+                if s.c_isr >> f & 1:
+                    t.f_leo[b][f] = s.f_leo[b][f]
+                    t.f_gen_age[b][f] = s.f_gen_age[b][f]
         t.eso[b] = popcount(s.log[b])
-        if s.ap_from == b and s.ap_state != AP_NONE:
-            t.ap_live = 0
+        drop_pending(s, t, b)
         if s.k_replay_known:
             for f in range(n):
                 if f != b and s.c_isr >> f & 1:
@@ -140,7 +186,7 @@ def load_view(s, t, b):
     else:
         t.v_min_isr[b] = min_isr
     t.v_pe_ok[b] = 1
-    t.v_recovering[b] = s.c_recovering
+    t.v_recovering[b] = recovering_in_view(s)
     t.v_ahead[b] = 0
     for f in range(n):
         t.v_gen_age[b][f] = 0
@@ -451,7 +497,9 @@ def propose_expand(s, t, b, f):
 
 @njit(cache=True)
 def propose_recovered(s, t, b):
-    """A leader elected uncleanly reports recovery done (LeaderRecoveryState RECOVERED)."""
+    """A leader elected uncleanly reports recovery done (LeaderRecoveryState RECOVERED): the
+    kip-966 model's step; Kafka's leader marks the partition recovered itself and says so in its
+    next AlterPartition (``Partition.makeLeader``; k_leader_marks_recovered)."""
     if not acting_leader(s, b) or s.ap_state != AP_NONE or not s.v_recovering[b]:
         return False
     send_alter_partition(s, t, b, s.v_isr[b], 1)
@@ -462,7 +510,10 @@ def propose_recovered(s, t, b):
 def receive_alter_partition_response(s, t):
     """The sender gets the AlterPartition response. If it still waits for it (its view did not move
     on meanwhile), an accepted change becomes its committed ISR and partition epoch; a rejected one
-    reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA). With --fix-await-metadata an accepted
+    reverts its pending ISR (KIP-903: INELIGIBLE_REPLICA); one that Kafka's leader does not revert
+    on (``unsettled``: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST, or an
+    accepted change with a newer leader epoch) leaves the pending ISR in place until the sender's
+    next metadata update (``awaiting_metadata``). With --fix-await-metadata an accepted
     response waits until the sender's metadata holds the change (which then supersedes it); with
     --fix-min-isr-in-partition-state it also installs the min ISR the controller used; with
     --replay-known-changes the leader's metadata will replay the change (``v_ahead``). With
@@ -470,9 +521,20 @@ def receive_alter_partition_response(s, t):
     step, as ``handleAlterPartitionUpdate`` does under the partition's write lock (a separate,
     later HWM step would let an expansion pass the HWM guard with a stale HWM, which the replay
     makes unsafe; docs/model.md section 6)."""
-    if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED:
+    if s.ap_state != AP_ACCEPTED and s.ap_state != AP_REJECTED and s.ap_state != AP_UNSETTLED:
         return False
     b = s.ap_from
+    if s.ap_state == AP_UNSETTLED and s.ap_live:
+        # Partition.handleAlterPartitionError (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+        # INVALID_REQUEST) or handleAlterPartitionUpdate (a newer leader epoch): the pending
+        # ISR stays, counted in the maximal ISR, until b's next metadata update
+        clear_alter_partition(t)
+        t.ap_state = AP_AWAITING_METADATA
+        t.ap_from = b
+        t.ap_isr = s.ap_isr
+        t.ap_live = 1
+        normalize_epochs(t)
+        return True
     installed = s.ap_live and s.ap_state == AP_ACCEPTED
     if installed:
         if s.k_fix_await_metadata and not s.v_pe_ok[b]:
@@ -485,16 +547,7 @@ def receive_alter_partition_response(s, t):
             t.v_ahead[b] = 1  # its metadata will replay this change (load_view)
         if s.ap_recovered:
             t.v_recovering[b] = 0
-    t.ap_state = AP_NONE
-    t.ap_from = 0
-    t.ap_isr = 0
-    t.ap_epoch = 0
-    t.ap_pe_ok = 0
-    t.ap_stale = 0
-    t.ap_recovered = 0
-    t.ap_live = 0
-    if s.k_fix_min_isr_in_partition:
-        t.ap_min_isr = 0
+    clear_alter_partition(t)
     if installed and s.k_hwm_under_lock:
         advance_hwm(t, t, b)  # handleAlterPartitionUpdate ends with maybeIncrementLeaderHW, under the lock
     normalize_epochs(t)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN,
-                               MIN_ISR_KAFKA, MIN_ISR_KIP, RUNNING, normalize_epochs, popcount)
+from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, AP_UNSETTLED,
+                               FALLBACK_UNCLEAN, MIN_ISR_KAFKA, MIN_ISR_KIP, RUNNING, normalize_epochs, popcount)
 
 
 @njit(cache=True)
@@ -81,7 +81,7 @@ def set_leader(t, new):
         return
     t.c_leader = new
     t.c_epoch = t.c_epoch + 1
-    if t.k_fallback == FALLBACK_LAST_LEADER:
+    if t.k_last_leader:
         if new == n:
             t.c_last_leader = old
         else:
@@ -101,9 +101,10 @@ def election(p, isr, elr, fenced):
     (bit n: no leader). Kafka picks the first of them in assignment order; ``--election any`` any.
 
     The current leader stays while it is an unfenced ISR member; else an unfenced ISR member;
-    else an unfenced ELR member (it becomes the sole ISR member); else the preset's fallback: the
-    last known leader once unfenced (kafka-4.x, only when the ELR is empty), or an unclean
-    election of any unfenced replica (``unclean.leader.election.enable``); else no leader.
+    else, only when the ISR is empty, an unfenced ELR member (it becomes the sole ISR member;
+    ``PartitionChangeBuilder.isValidNewLeader``); else the preset's fallback: the last known
+    leader once unfenced (kafka-4.1/4.x, only when ISR and ELR are empty), or an unclean election
+    of any unfenced replica (``unclean.leader.election.enable``); else no leader.
     KIP-966's unclean recovery is not a fallback here: it runs as its own actions (recovery.py).
     """
     n = len(p.log)
@@ -113,11 +114,11 @@ def election(p, isr, elr, fenced):
         return KEEP, 1 << cur
     if isr & up:
         return FROM_ISR, isr & up
-    if p.k_elr and elr & up:
+    if p.k_elr and isr == 0 and elr & up:
         return FROM_ELR, elr & up
-    if p.k_fallback == FALLBACK_LAST_LEADER:
+    if p.k_last_leader:
         last = p.c_last_leader
-        if elr == 0 and last < n and (up >> last & 1):
+        if isr == 0 and elr == 0 and last < n and (up >> last & 1):
             return LAST_LEADER, 1 << last
     if p.k_fallback == FALLBACK_UNCLEAN and up:
         return UNCLEAN, up
@@ -165,10 +166,12 @@ def elect(t, want):
     x = chosen(choices, want)
     if how == FROM_ISR:
         set_leader(t, x)
-    elif how == FROM_ELR or how == LAST_LEADER:
+    elif how == FROM_ELR:
         update_isr(t, 1 << x, 0)
         set_leader(t, x)
-    elif how == UNCLEAN:
+    elif how == UNCLEAN or how == LAST_LEADER:
+        # Kafka's electLeader marks both unclean: the ISR is forced to the new leader, the ELR
+        # and LastKnownELR are cleared (maybeUpdateRecordElr) and the partition is RECOVERING
         t.c_isr = 1 << x
         t.c_elr = 0
         t.c_lkelr = 0
@@ -182,8 +185,12 @@ def elect(t, want):
 def finish_partition_change(s, t):
     """Bump the partition epoch if the partition record changed: every partition epoch held
     elsewhere (leader views, the AlterPartition in flight) stops being current."""
+    if s.k_epoch_bump_on_shrink and s.c_isr & ~t.c_isr and s.c_epoch == t.c_epoch:
+        # metadata versions below 3.6 bump the leader epoch of any ISR shrink that keeps the
+        # leader (PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded)
+        t.c_epoch = t.c_epoch + 1
     if (s.c_isr != t.c_isr or s.c_elr != t.c_elr or s.c_lkelr != t.c_lkelr or s.c_leader != t.c_leader
-            or s.c_epoch != t.c_epoch or s.c_recovering != t.c_recovering):
+            or s.c_epoch != t.c_epoch or s.c_recovering != t.c_recovering or s.c_last_leader != t.c_last_leader):
         write_partition_record(t)
 
 
@@ -299,11 +306,52 @@ def handle_alter_partition(s, t):
     """The controller handles the AlterPartition request in flight (PROTOCOL rule 5).
 
     Rejected when its leader epoch is stale or the sender is not the leader, when its partition
-    epoch is stale (unless --no-partition-epoch-check), when a proposed member is fenced, or has
-    a stale broker epoch (KIP-903, unless --no-broker-epoch-check), or when it expands the ISR of
-    a partition still RECOVERING. Accepted: the ISR is installed with the ELR rule.
+    epoch is stale (unless --no-partition-epoch-check), when the proposed ISR leaves out the
+    leader, when it claims RECOVERING with more than one ISR member, when a proposed member is
+    fenced, or has a stale broker epoch (KIP-903, unless --no-broker-epoch-check). Accepted: the
+    ISR is installed with the ELR rule. See ``alter_partition_error`` for what the sender does
+    with each rejection.
     """
     return handle_alter_partition_electing(s, t, -1)
+
+
+@njit(cache=True)
+def request_recovered(s):
+    """The request in flight carries LeaderRecoveryState RECOVERED: Kafka's leader marks a
+    RECOVERING partition recovered itself when it becomes leader (``Partition.makeLeader``), so
+    every request it sends says RECOVERED; the kip-966 model sends it only with
+    ``propose_recovered``."""
+    return s.ap_recovered == 1 or s.k_leader_marks_recovered == 1
+
+
+# What the sender does with a rejection (``Partition.handleAlterPartitionError``)
+ACCEPTED, REVERTS, STAYS_PENDING = 0, 1, 2
+
+
+@njit(cache=True)
+def alter_partition_error(s):
+    """How the request in flight fares, in the order ``ReplicationControlManager.
+    validateAlterPartitionData`` checks: ACCEPTED; REVERTS (INELIGIBLE_REPLICA: a member fenced,
+    in controlled shutdown or with a stale broker epoch; the sender reverts to its committed
+    ISR); STAYS_PENDING (FENCED_LEADER_EPOCH, INVALID_REQUEST, INVALID_UPDATE_VERSION: the
+    sender keeps its pending ISR until its next metadata update). The kip-966 model reverts on
+    every rejection (k_pending_until_metadata off)."""
+    stays = STAYS_PENDING if s.k_pending_until_metadata else REVERTS
+    if s.ap_epoch != s.c_epoch:
+        return stays  # FENCED_LEADER_EPOCH
+    if s.ap_from != s.c_leader:
+        return stays  # INVALID_REQUEST: not the leader
+    if s.k_pe_check and not s.ap_pe_ok:
+        return stays  # INVALID_UPDATE_VERSION
+    if not (s.ap_isr >> s.ap_from & 1):
+        return stays  # INVALID_REQUEST: the ISR must include the leader
+    if s.c_recovering and not request_recovered(s) and popcount(s.ap_isr) > 1:
+        return stays  # INVALID_REQUEST: RECOVERING with more than one ISR member
+    if s.ap_isr & s.c_fenced:
+        return REVERTS  # INELIGIBLE_REPLICA
+    if s.k_epoch_check and s.ap_isr & s.ap_stale:
+        return REVERTS  # INELIGIBLE_REPLICA (KIP-903)
+    return ACCEPTED
 
 
 @njit(cache=True)
@@ -312,19 +360,11 @@ def handle_alter_partition_electing(s, t, leader):
     leader, so only ``leader`` = the current one is enabled then)."""
     if s.ap_state != AP_REQUEST:
         return False
-    ok = s.ap_epoch == s.c_epoch and s.ap_from == s.c_leader
-    if s.k_pe_check and not s.ap_pe_ok:
-        ok = False
-    if s.ap_isr & s.c_fenced:
-        ok = False
-    if s.k_epoch_check and s.ap_isr & s.ap_stale:
-        ok = False
-    if s.c_recovering and not s.ap_recovered and popcount(s.ap_isr) > 1:
-        ok = False
-    if not ok:
+    error = alter_partition_error(s)
+    if error != ACCEPTED:
         if leader >= 0 and leader != s.c_leader:
             return False
-        t.ap_state = AP_REJECTED
+        t.ap_state = AP_REJECTED if error == REVERTS else AP_UNSETTLED
         t.ap_epoch = 0  # a response carries no epoch the sender checks (ap_live decides)
         normalize_epochs(t)
         return True
@@ -332,12 +372,16 @@ def handle_alter_partition_electing(s, t, leader):
     if not may_elect(s, isr, elr, s.c_fenced, leader):
         return False
     update_isr(t, s.ap_isr, 0)
-    if s.ap_recovered:
+    if request_recovered(s):
         t.c_recovering = 0
     t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
     elect(t, leader)
     finish_partition_change(s, t)
     t.ap_state = AP_ACCEPTED
+    if s.k_pending_until_metadata and t.c_epoch != s.c_epoch:
+        # the response carries a leader epoch newer than the sender's (an ISR shrink bumped it,
+        # kafka-3.5): handleAlterPartitionUpdate ignores it and the pending ISR stays
+        t.ap_state = AP_UNSETTLED
     t.ap_epoch = 0
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
     if s.k_fix_min_isr_in_partition:
@@ -351,7 +395,8 @@ def change_min_isr(s, t, value_index):
     """An operator sets min.insync.replicas to ``value_index + 1`` (PROTOCOL rule 8).
 
     ELR policy: kip clears ELR and LastKnownELR when the new value is at or below the ISR size;
-    kafka (4.x as shipped) clears them on any update, even to the same value; keep-elr never
+    kafka (4.x as shipped: the ClearElrRecord written with the config record) clears them on any
+    update, even to the same value, and with LastKnownElr the last known leader; keep-elr never
     clears them. Brokers learn the new value later, through metadata. Bounded by --min-isr-changes.
     With --fix-epoch-bump-on-min-isr-change the controller writes a partition record even when the
     partition did not change, so AlterPartitions built before the change carry a stale partition
@@ -375,6 +420,10 @@ def change_min_isr(s, t, value_index):
         if clear:
             t.c_elr = 0
             t.c_lkelr = 0
+            if s.k_min_isr_policy == MIN_ISR_KAFKA:
+                # ReplicationControlManager.removeTopicElrs (ClearElrRecord) empties LastKnownElr,
+                # which holds the last known leader
+                t.c_last_leader = len(s.log)
     if s.k_fix_epoch_bump:
         write_partition_record(t)
     else:

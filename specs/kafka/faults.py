@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.broker import clear_fetch_response, clear_leader_state, load_view
+from kraftcheck.specs.kafka.broker import clear_fetch_response, clear_leader_state, drop_pending, load_view
 from kraftcheck.specs.kafka.controller import finish_partition_change, may_elect_after_removal, remove_from_isr
-from kraftcheck.specs.kafka.state import AP_NONE, AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
+from kraftcheck.specs.kafka.state import AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
 
 @njit(cache=True)
@@ -25,8 +25,7 @@ def stop_broker(s, t, b, keep, state):
     t.v_leader[b] = n
     t.v_epoch[b] = 0
     clear_leader_state(t, b)
-    if s.ap_from == b and s.ap_state != AP_NONE:
-        t.ap_live = 0
+    drop_pending(s, t, b)
 
 
 @njit(cache=True)

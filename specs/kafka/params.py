@@ -15,9 +15,14 @@ from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, F
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
 ELECTIONS = ("ordered", "any")
-PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.x", "kip-966")
+PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.1", "kafka-4.x", "kip-966")
 # presets without Eligible Leader Replicas: 3.5, and 4.0 (the ELR feature ships off)
 WITHOUT_ELR = ("kafka-3.5", "kafka-4.0")
+# presets with ELR and Kafka's last-known-leader fallback: 4.1 (ELR on for new clusters) and the
+# newest code read (kafka-4.x); the two are one model (docs/model.md, section 4)
+KAFKA_WITH_ELR = ("kafka-4.1", "kafka-4.x")
+# presets that follow Kafka's code (every preset but the KIP's design)
+KAFKA_CODE = ("kafka-3.5", "kafka-4.0") + KAFKA_WITH_ELR
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class KafkaParams:
     keep_unclean_in_elr: bool = param(False, "the controller keeps an uncleanly restarted broker in the ELR")
     no_broker_epoch_check: bool = param(False, "KIP-903 off: no broker epochs in AlterPartition (leader and controller)")
     no_partition_epoch_check: bool = param(False, "the controller accepts AlterPartition with a stale partition epoch")
-    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.x, else kip)",
+    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.1/4.x, else kip)",
                                           choices=MIN_ISR_POLICIES)
     balanced_replies: Optional[int] = param(None, "Balanced recovery elects after K replies instead of every LastKnownELR member")
     no_expansion_hwm_guard: bool = param(False, "ISR expansion without the follower reaching the HWM")
@@ -125,9 +130,10 @@ def switches(p: KafkaParams) -> dict[str, int]:
         recovery = RECOVERIES.index(p.recovery or "balanced")
     else:
         fallback = FALLBACK_UNCLEAN if p.unclean_election else (
-            FALLBACK_LAST_LEADER if preset == "kafka-4.x" else FALLBACK_NONE)
+            FALLBACK_LAST_LEADER if preset in KAFKA_WITH_ELR else FALLBACK_NONE)
         recovery = RECOVERY_OFF
-    policy = p.min_isr_policy or ("kafka" if preset == "kafka-4.x" else "kip")
+    policy = p.min_isr_policy or ("kafka" if preset in KAFKA_WITH_ELR else "kip")
+    code = preset in KAFKA_CODE
     out = {
         "k_elr": int(elr),
         "k_lkelr": int(preset == "kip-966"),
@@ -143,6 +149,16 @@ def switches(p: KafkaParams) -> dict[str, int]:
         "k_hwm_guard": int(not p.no_expansion_hwm_guard),
         "k_eso_guard": int(not p.no_expansion_epoch_start_guard),
         "k_stale_fetch": int(p.accept_stale_fetch_responses),
+        # ELR presets of Kafka keep the last known leader (in LastKnownElr) and try it before an
+        # unclean election (PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader)
+        "k_last_leader": int(preset in KAFKA_WITH_ELR),
+        # Kafka's broker code (Partition.scala) where the KIP says nothing; kip-966 keeps the
+        # model's earlier design there (docs/model.md, section 2)
+        "k_leader_marks_recovered": int(code),
+        "k_pending_until_metadata": int(code),
+        "k_keep_follower_state": int(code),
+        # metadata versions below 3.6: every ISR shrink bumps the leader epoch
+        "k_epoch_bump_on_shrink": int(preset == "kafka-3.5"),
     }
     out.update({
         "k_fix_epoch_bump": int(p.fix_epoch_bump_on_min_isr_change),

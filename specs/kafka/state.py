@@ -29,9 +29,13 @@ from kraftcheck.checker.spec import Bool, Const, Enum, Int, Set
 RUNNING, OFFLINE_CLEAN, OFFLINE_UNCLEAN = 0, 1, 2
 BROKER_STATES = ("running", "offline_clean", "offline_unclean")
 
-# the one AlterPartition exchange in flight
-AP_NONE, AP_REQUEST, AP_ACCEPTED, AP_REJECTED = 0, 1, 2, 3
-AP_STATES = ("none", "request", "accepted", "rejected")
+# the one AlterPartition exchange in flight. "rejected": a response the sender reverts on (Kafka:
+# INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED); "unsettled": a rejection the sender does not revert
+# on (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST) or an accepted response it
+# ignores (a newer leader epoch); "awaiting_metadata": the sender keeps that pending ISR until its
+# next metadata update (``Partition.handleAlterPartitionError``; only with k_pending_until_metadata)
+AP_NONE, AP_REQUEST, AP_ACCEPTED, AP_REJECTED, AP_UNSETTLED, AP_AWAITING_METADATA = 0, 1, 2, 3, 4, 5
+AP_STATES = ("none", "request", "accepted", "rejected", "unsettled", "awaiting_metadata")
 
 # presets and switch values held in Const fields
 HWM_STRICT, HWM_MAXIMAL, HWM_ANY = 0, 1, 2
@@ -109,14 +113,16 @@ def subset_labels(names: tuple[str, ...]) -> tuple[str, ...]:
                  for mask in range(1, 1 << len(names)))
 
 
-def max_leader_epoch(fences: int, shutdowns: int, preferred_elections: int = 0) -> int:
+def max_leader_epoch(fences: int, shutdowns: int, preferred_elections: int = 0, isr_shrinks: int = 0) -> int:
     """Largest leader epoch reachable: epoch 1 initially, and every leader change bumps it.
 
     A leader is lost at most once per fault (fence or shutdown) and every leaderless period ends
     with at most one election, so there are at most 2 * (fences + shutdowns) leader changes, plus
-    one per preferred-leader election.
+    one per preferred-leader election. ``isr_shrinks`` adds one per proposed shrink, where a shrink
+    bumps the leader epoch (metadata versions below 3.6, kafka-3.5); the ISR shrink of a fence or
+    shutdown that keeps the leader is then counted by that fault's second bump.
     """
-    return 1 + 2 * (fences + shutdowns) + preferred_elections
+    return 1 + 2 * (fences + shutdowns) + preferred_elections + isr_shrinks
 
 
 def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dict[str, int],

@@ -1,0 +1,771 @@
+"""Kafka's own controller unit tests, expressed against the model's controller.
+
+Each case below is one Kafka test (or one parameter of it) from
+``metadata/src/test/java/org/apache/kafka/controller/`` at apache/kafka commit ``KAFKA_COMMIT``
+(trunk of 2024-10-25), rebuilt on a hand-made state of the model and run through the model's
+own controller code: the builder-level cases through ``update_isr``, ``elect`` and
+``finish_partition_change`` (what ``PartitionChangeBuilder.build`` does in one step), the others
+through the model's actions (``Fence``, ``Unfence``, ``Restart``, ``HandleAlterPartition``,
+``PreferredElection``). Every case asserts what Kafka's test asserts, translated:
+
+* Kafka's broker ids map to the model's brokers in assignment order (``Partition.ids``); the
+  model's replicas are always every broker, so a case needs all its replicas to be brokers.
+* ``isAcceptableLeader`` false = fenced in the model.
+* A record is written = the partition epoch is bumped (every copy of it stops being current);
+  "no record" = the state is unchanged.
+* The leader epoch is bumped = ``c_epoch`` grows (Kafka's record sets the leader field).
+* Kafka's ``lastKnownElr`` is ``c_lkelr`` under kip-966 (Kafka's builder with
+  ``setUseLastKnownLeaderInBalancedRecovery(false)``: the KIP's LastKnownELR) and
+  ``c_last_leader`` under kafka-4.1 (the default ``true``: it holds the last known leader).
+* AlterPartition errors: the model does not name error codes; it says what the sender does with
+  the answer, which is what the code decides on: ``rejected`` (INELIGIBLE_REPLICA,
+  OPERATION_NOT_ATTEMPTED: the leader reverts its pending ISR) or ``unsettled``
+  (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST: it keeps it until its next
+  metadata update), per ``Partition.handleAlterPartitionError``.
+
+Metadata versions map to presets: below 3.6 (3.4-IV0, 3.5-IV2) kafka-3.5; 3.6 to 4.0 without
+ELR (PartitionChangeRecord versions 0 and 1) kafka-4.0; with ELR (version 2) kafka-4.1, or
+kip-966 where Kafka's test turns the last-known-leader mode off. Cases left out, and why, are
+listed in docs/model.md ("Controller conformance"); ``OUT_OF_SCOPE`` below holds the same list
+and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from kraftcheck.checker.model import Model
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication, controller
+
+KAFKA_COMMIT = "1eb7644349cb07139d6a3c1ad1986979647cac99"
+PCBT = "PartitionChangeBuilderTest"
+RCMT = "ReplicationControlManagerTest"
+QCT = "QuorumControllerTest"
+NO_LEADER = -1
+
+# Kafka tests (class, method) the model cannot express, with the reason; docs/model.md lists the
+# same (test_the_left_out_cases_are_documented)
+OUT_OF_SCOPE = {
+    (PCBT, "testAddingReplicaReassignment"): "reassignment (issue 30 item 2)",
+    (PCBT, "testChangeRecordIsNoOp"): "the record schema and its tagged fields: the model has no wire format",
+    (PCBT, "testIsrEnlargementCompletesReassignment"): "reassignment",
+    (PCBT, "testKeepsDirectoriesAfterReassignment"): "log directories, reassignment",
+    (PCBT, "testLeaderEpochBumpOnNewReplicaSetDisjoint"): "reassignment (a replica set change)",
+    (PCBT, "testReassignmentRearrangesReplicas"): "reassignment",
+    (PCBT, "testRemovingReplicaReassignment"): "reassignment",
+    (PCBT, "testRevertReassignment"): "reassignment",
+    (PCBT, "testStoppedLeaderIsDemotedAfterReassignmentCompletesEvenIfNoNewEligibleLeaders"): "reassignment",
+    (PCBT, "testUpdateDirectories"): "log directories",
+    (QCT, "testActivationRecords33"): "controller activation records (bootstrap, metadata versions)",
+    (QCT, "testActivationRecords34"): "controller activation records",
+    (QCT, "testActivationRecordsNonEmptyLog"): "controller activation records",
+    (QCT, "testActivationRecordsPartialBootstrap"): "controller activation records",
+    (QCT, "testActivationRecordsPartialTransaction"): "metadata transactions",
+    (QCT, "testActivationRecordsPartialTransactionNoSupport"): "metadata transactions",
+    (QCT, "testAppendRecords"): "the metadata log's batching",
+    (QCT, "testAppendRecordsAtomically"): "the metadata log's batching",
+    (QCT, "testBalancePartitionLeaders"): "leader balance over many partitions",
+    (QCT, "testConfigResourceExistenceChecker"): "config resources",
+    (QCT, "testConfigurationOperations"): "config operations (the model has min.insync.replicas only)",
+    (QCT, "testDelayedConfigurationOperations"): "config operations",
+    (QCT, "testEarlyControllerResults"): "the controller's event queue",
+    (QCT, "testFatalMetadataErrorDuringLogLoading"): "fatal metadata errors",
+    (QCT, "testFatalMetadataErrorDuringSnapshotLoading"): "fatal metadata errors",
+    (QCT, "testFatalMetadataReplayErrorOnActive"): "fatal metadata errors",
+    (QCT, "testFenceMultipleBrokers"): "a topic over five brokers with leader imbalance (its partition-level "
+                                        "steps are ReplicationControlManagerTest.testFenceMultipleBrokers's)",
+    (QCT, "testInsertBootstrapRecordsToEmptyLog"): "bootstrap records",
+    (QCT, "testNoOpRecordWriteAfterTimeout"): "no-op records and timers",
+    (QCT, "testRegisterBrokerKRaftVersions"): "KRaft version negotiation",
+    (QCT, "testSnapshotSaveAndLoad"): "snapshots",
+    (QCT, "testTimeouts"): "controller timeouts",
+    (QCT, "testUnregisterBroker"): "broker unregistration",
+    (QCT, "testUpgradeFromPreProductionVersion"): "metadata version upgrades",
+    (RCMT, "testAlterPartitionHandleUnknownTopicIdOrName"): "unknown topics: the model has one partition",
+    (RCMT, "testAlterPartitionShouldRejectShuttingDownBrokers"): "a broker in controlled shutdown but still registered: "
+                                                                "the model's controlled shutdown is one step (issue 30 "
+                                                                "item 3)",
+    (RCMT, "testBalancePartitionLeaders"): "leader balance over many partitions",
+    (RCMT, "testCancelReassignPartitions"): "reassignment",
+    (RCMT, "testCreatePartitions"): "partition creation (the model starts from a created partition)",
+    (RCMT, "testCreatePartitionsFailsWhenAllBrokersAreFencedOrInControlledShutdown"): "partition creation",
+    (RCMT, "testCreatePartitionsFailsWithManualAssignmentWithAllFenced"): "partition creation",
+    (RCMT, "testCreatePartitionsISRInvariants"): "partition creation",
+    (RCMT, "testCreatePartitionsWithMutationQuotaExceeded"): "partition creation, quotas",
+    (RCMT, "testCreateTopicWithCollisionChars"): "topic names",
+    (RCMT, "testCreateTopics"): "topic creation",
+    (RCMT, "testCreateTopicsISRInvariants"): "topic creation",
+    (RCMT, "testCreateTopicsWithConfigs"): "topic creation, configs",
+    (RCMT, "testCreateTopicsWithMutationQuotaExceeded"): "topic creation, quotas",
+    (RCMT, "testCreateTopicsWithPolicy"): "topic creation policies",
+    (RCMT, "testCreateTopicsWithValidateOnlyFlag"): "topic creation",
+    (RCMT, "testDeleteTopics"): "topic deletion",
+    (RCMT, "testDeleteTopicsWithMutationQuotaExceeded"): "topic deletion, quotas",
+    (RCMT, "testDuplicateTopicIdReplay"): "topic ids",
+    (RCMT, "testElectPreferredLeaders"): "the ElectLeaders admin API over several partitions and its per-partition "
+                                         "errors (the model's preferred election is covered by testElectLeader)",
+    (RCMT, "testEligibleLeaderReplicas_DeleteTopic"): "topic deletion",
+    (RCMT, "testHandleAssignReplicasToDirs"): "log directories",
+    (RCMT, "testHandleAssignReplicasToDirsFailsOnOlderMv"): "log directories",
+    (RCMT, "testHandleDirectoriesOffline"): "log directories",
+    (RCMT, "testInvalidCreateTopicsWithValidateOnlyFlag"): "topic creation",
+    (RCMT, "testKRaftClusterDescriber"): "cluster description",
+    (RCMT, "testManualPartitionAssignmentOnAllFencedBrokers"): "partition assignment",
+    (RCMT, "testProcessBrokerHeartbeatInControlledShutdown"): "controlled shutdown in Kafka's two steps (issue 30 "
+                                                              "item 3)",
+    (RCMT, "testProcessExpiredBrokerHeartbeat"): "heartbeat timing and broker registration state (the model's "
+                                                 "Fence is its outcome)",
+    (RCMT, "testReassignPartitions"): "reassignment",
+    (RCMT, "testReassignPartitionsHandlesNewReassignmentThatRemovesPreviouslyAddingReplicas"): "reassignment",
+    (RCMT, "testTopicNameCollision"): "topic names",
+    (RCMT, "testValidateBadManualPartitionAssignments"): "partition assignment",
+    (RCMT, "testValidateGoodManualPartitionAssignments"): "partition assignment",
+    (RCMT, "testValidateNewTopicNames"): "topic names",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A controller step's outcome in Kafka's terms."""
+    isr: list
+    elr: list
+    last_known_elr: list
+    leader: int
+    recovering: bool
+    leader_epoch_bumped: bool
+    record_written: bool
+    alter_partition: str
+
+
+class Partition:
+    """The model of one partition whose replicas are Kafka's broker ids ``ids`` (assignment
+    order), under a preset, with hand-built controller states."""
+
+    def __init__(self, protocol: str, ids: tuple[int, ...], min_isr: int, **params) -> None:
+        bounds = dict(fences=len(ids), lossless_shutdowns=2, isr_shrinks=1, min_isr_changes=0)
+        bounds.update(params)
+        self.ids = ids
+        self.model = Model(KafkaReplication(KafkaParams(protocol=protocol, brokers=len(ids), min_isr=min_isr,
+                                                        **bounds)))
+        self.n = len(ids)
+
+    def index(self, kafka_id: int) -> int:
+        return self.ids.index(kafka_id)
+
+    def mask(self, kafka_ids) -> int:
+        return sum(1 << self.index(i) for i in kafka_ids)
+
+    def state(self, isr, leader, elr=(), last_known_elr=(), fenced=(), recovering=False, offline_unclean=(),
+              offline_clean=(), request=None) -> tuple[int, ...]:
+        """A controller state: ISR, leader (NO_LEADER for none), ELR, Kafka's lastKnownElr (see
+        the module docstring), fenced brokers, RECOVERING; brokers offline; an AlterPartition in
+        flight (``request``: sender, isr, and optionally ``stale_leader_epoch``, ``stale_partition_epoch``,
+        ``stale_broker_epochs``). Every broker's partition epoch is marked current, so a record
+        written shows as the marks cleared."""
+        values = self.model.layout.values(self.model.initial[0])
+        values.update(c_isr=self.mask(isr), c_elr=self.mask(elr), c_fenced=self.mask(fenced),
+                      c_leader=self.n if leader == NO_LEADER else self.index(leader),
+                      c_recovering=int(recovering), v_pe_ok=[1] * self.n)
+        if values["k_last_leader"]:
+            assert len(last_known_elr) <= 1, "Kafka 4.x keeps one last known leader"
+            values["c_last_leader"] = self.index(last_known_elr[0]) if last_known_elr else self.n
+        else:
+            values["c_lkelr"] = self.mask(last_known_elr)
+        values["b_state"] = [2 if i in offline_unclean else 1 if i in offline_clean else 0 for i in self.ids]
+        if request is not None:
+            values["c_epoch"] = 2  # so that a stale leader epoch (1) exists
+            values["v_epoch"] = [2] * self.n
+            values.update(ap_state=1, ap_from=self.index(request["sender"]), ap_isr=self.mask(request["isr"]),
+                          ap_epoch=1 if request.get("stale_leader_epoch") else 2,
+                          ap_pe_ok=0 if request.get("stale_partition_epoch") else 1,
+                          ap_stale=self.mask(request.get("stale_broker_epochs", ())), ap_live=1)
+        return self.model.layout.flat_from_values(values)
+
+    def marked(self, flat) -> tuple[int, ...]:
+        """``flat`` with every partition-epoch copy marked current again (see ``state``)."""
+        values = self.model.layout.values(flat)
+        values["v_pe_ok"] = [1] * self.n
+        return self.model.layout.flat_from_values(values)
+
+    def outcome(self, before, after) -> Change:
+        shown_before, v = self.model.layout.show(before), self.model.layout.show(after)
+
+        def ids(names):
+            return [self.ids[int(name[1:]) - 1] for name in names]
+
+        if self.model.layout.values(after)["k_last_leader"]:
+            lk = [] if v["c_last_leader"] == "none" else ids([v["c_last_leader"]])
+        else:
+            lk = ids(v["c_lkelr"])
+        return Change(isr=ids(v["c_isr"]), elr=ids(v["c_elr"]), last_known_elr=lk,
+                      leader=NO_LEADER if v["c_leader"] == "none" else ids([v["c_leader"]])[0],
+                      recovering=bool(v["c_recovering"]), leader_epoch_bumped=v["c_epoch"] > shown_before["c_epoch"],
+                      record_written=any(shown_before["v_pe_ok"]) and not any(v["v_pe_ok"]),
+                      alter_partition=v["ap_state"])
+
+    def build(self, before, target_isr=None, unclean_shutdown=()) -> Change:
+        """``PartitionChangeBuilder.build`` with ``setTargetIsr`` and ``setUncleanShutdownReplicas``,
+        run as the model's controller steps run it: install the ISR with the ELR rule, elect,
+        write the record if the partition changed."""
+        layout = self.model.layout
+        before = self.marked(before)
+        rec = layout.new_records(2)
+        ints = rec.view("int32")
+        ints[:layout.size] = before
+        ints[layout.size:] = before
+        s, t = rec[0], rec[1]
+        if target_isr is not None or unclean_shutdown:
+            target = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
+            controller.update_isr(t, target, self.mask(unclean_shutdown))
+        controller.elect(t, -1)
+        controller.finish_partition_change(s, t)
+        return self.outcome(before, tuple(int(x) for x in ints[layout.size:]))
+
+    def election(self, before, target_isr=None) -> tuple[int, bool]:
+        """``PartitionChangeBuilder.electLeader`` (ONLINE, or UNCLEAN when the preset has unclean
+        election on) on ISR ``target_isr``: (leader, unclean)."""
+        layout = self.model.layout
+        rec = layout.new_records(1)
+        rec.view("int32")[:layout.size] = before
+        s = rec[0]
+        isr = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
+        how, choices = controller.election(s, isr, int(s.c_elr), int(s.c_fenced))
+        if how == controller.LEADERLESS:
+            return NO_LEADER, False
+        first = next(i for i in range(self.n) if choices >> i & 1)
+        return self.ids[first], how in (controller.UNCLEAN, controller.LAST_LEADER)
+
+    def step(self, flat, action: str, *kafka_ids) -> tuple[int, ...]:
+        values = tuple(self.index(i) for i in kafka_ids)
+        after = self.model.step(flat, self.model.label_for(action, values))
+        assert after is not None, f"{action}{kafka_ids} is not enabled"
+        return after
+
+    def disabled(self, flat, action: str, *kafka_ids) -> bool:
+        values = tuple(self.index(i) for i in kafka_ids)
+        return self.model.step(flat, self.model.label_for(action, values)) is None
+
+
+# -- PartitionChangeBuilderTest ---------------------------------------------------------------
+# FOO: replicas [2,1,3], ISR [2,1,3], leader 1, broker 3 not acceptable, min ISR 2.
+# BAZ: replicas [2,1,3], ISR [1,3], leader 3, every broker acceptable.
+# Metadata versions: PartitionChangeRecord versions 0 and 1 are 3.7 (no ELR): kafka-4.0;
+# version 2 is 4.0-IV1 (ELR): kafka-4.1.
+NO_ELR_AND_ELR = ["kafka-4.0", "kafka-4.1"]
+
+
+def foo(protocol, **params):
+    p = Partition(protocol, (2, 1, 3), 2, **params)
+    return p, p.state(isr=(2, 1, 3), leader=1, fenced=(3,))
+
+
+def baz(protocol, **params):
+    p = Partition(protocol, (2, 1, 3), 2, **params)
+    return p, p.state(isr=(1, 3), leader=3)
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_elect_leader(protocol):
+    """PartitionChangeBuilderTest.testElectLeader (every record version)."""
+    p, s = foo(protocol)
+    assert p.election(s) == (1, False)
+    assert p.election(s, target_isr=(1, 3)) == (1, False)
+    assert p.election(s, target_isr=(3,)) == (NO_LEADER, False)
+    # PREFERRED: the first replica (2) is a valid leader
+    p, s = foo(protocol, preferred_elections=1)
+    assert p.outcome(s, p.step(s, "PreferredElection")).leader == 2
+    # UNCLEAN (unclean.leader.election.enable)
+    p, s = foo(protocol, unclean_election=True)
+    assert p.election(s) == (1, False)
+    assert p.election(s, target_isr=(1, 3)) == (1, False)
+    assert p.election(s, target_isr=(3,)) == (2, True)
+    # UNCLEAN with target ISR [4] and replicas [2,1,3,4]: 4 is an ISR member, a clean election
+    p4 = Partition(protocol, (2, 1, 3, 4), 2, unclean_election=True)
+    s4 = p4.state(isr=(2, 1, 3), leader=1, fenced=(3,))
+    assert p4.election(s4, target_isr=(4,)) == (4, False)
+    # BAZ: the current leader 3 meets every constraint, under every election type
+    p, s = baz(protocol, preferred_elections=1)
+    assert p.election(s) == (3, False)
+    assert p.disabled(s, "PreferredElection")  # Kafka's PREFERRED also returns the leader 3: no change
+    p, s = baz(protocol, unclean_election=True)
+    assert p.election(s) == (3, False)
+
+
+@pytest.mark.parametrize("protocol", ["kafka-3.5"] + NO_ELR_AND_ELR)
+def test_no_leader_epoch_bump_if_nothing_changed(protocol):
+    """PartitionChangeBuilderTest.testNoLeaderEpochBumpIfNothingChanged."""
+    p, s = foo(protocol)
+    change = p.build(s)
+    assert not change.leader_epoch_bumped and not change.record_written
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_no_leader_epoch_bump_on_isr_shrink(protocol):
+    """PartitionChangeBuilderTest.testNoLeaderEpochBumpOnIsrShrink (3.6-IV0, 3.7-IV2, 4.0-IV0)."""
+    p, s = foo(protocol)
+    change = p.build(s, target_isr=(2, 1))
+    assert change.isr == [2, 1] and change.leader == 1 and not change.leader_epoch_bumped
+
+
+def test_leader_epoch_bump_on_isr_shrink():
+    """PartitionChangeBuilderTest.testLeaderEpochBumpOnIsrShrink (3.4-IV0, 3.5-IV2: KAFKA-15021)."""
+    p, s = foo("kafka-3.5")
+    change = p.build(s, target_isr=(2, 1))
+    assert change.isr == [2, 1] and change.leader == 1 and change.leader_epoch_bumped
+
+
+@pytest.mark.parametrize("protocol", ["kafka-3.5"] + NO_ELR_AND_ELR)
+def test_no_leader_epoch_bump_on_isr_expansion(protocol):
+    """PartitionChangeBuilderTest.testNoLeaderEpochBumpOnIsrExpansion (every metadata version).
+    FOO expands to [2,1,3,4]: the model needs broker 4 to be a replica, so FOO gets a fourth
+    replica outside its ISR (the rule compares ISRs only)."""
+    p = Partition(protocol, (2, 1, 3, 4), 2)
+    s = p.state(isr=(2, 1, 3), leader=1, fenced=(3,))
+    change = p.build(s, target_isr=(2, 1, 3, 4))
+    assert change.isr == [2, 1, 3, 4] and change.leader == 1 and not change.leader_epoch_bumped
+
+
+@pytest.mark.parametrize("protocol", ["kafka-3.5", "kafka-4.0"])
+def test_no_leader_epoch_bump_on_empty_target_isr(protocol):
+    """PartitionChangeBuilderTest.testNoLeaderEpochBumpOnEmptyTargetIsr (KAFKA-16624; 3.4 to 3.7,
+    no ELR): an empty target ISR that cannot be installed (the last member stays) bumps nothing.
+    Kafka's partition has one replica; the model's smallest has two, the second outside the ISR."""
+    p = Partition(protocol, (2, 5), 2)
+    s = p.state(isr=(2,), leader=2)
+    change = p.build(s, target_isr=())
+    assert change.isr == [2] and not change.leader_epoch_bumped and not change.record_written
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_no_change(protocol):
+    """PartitionChangeBuilderTest.testNoChange: FOO (ONLINE, UNCLEAN) and BAZ (PREFERRED) build
+    no record (BAR's cases are a reassignment: out of scope)."""
+    p, s = foo(protocol)
+    assert not p.build(s).record_written
+    p, s = foo(protocol, unclean_election=True)
+    assert not p.build(s).record_written
+    p, s = baz(protocol, preferred_elections=1)
+    assert p.disabled(s, "PreferredElection") and not p.build(s).record_written
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_isr_change_doesnt_bump_leader_epoch(protocol):
+    """PartitionChangeBuilderTest.testIsrChangeDoesntBumpLeaderEpoch: the record holds ISR [2,1]
+    only (no leader, no ELR: 2 members reach min ISR 2)."""
+    p, s = foo(protocol)
+    change = p.build(s, target_isr=(2, 1))
+    assert change.record_written and change.isr == [2, 1] and change.leader == 1
+    assert not change.leader_epoch_bumped and change.elr == [] and not change.recovering
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_isr_change_and_leader_change(protocol):
+    """PartitionChangeBuilderTest.testIsrChangeAndLeaderChange: ISR [2,3], leader 2."""
+    p, s = foo(protocol)
+    change = p.build(s, target_isr=(2, 3))
+    assert change.isr == [2, 3] and change.leader == 2 and change.leader_epoch_bumped and change.elr == []
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_unclean_leader_election(protocol):
+    """PartitionChangeBuilderTest.testUncleanLeaderElection. FOO, UNCLEAN, target [3]: ISR [2],
+    leader 2, RECOVERING. OFFLINE (replicas [2,1,3], only 1 acceptable): without ELR ISR [3];
+    with ELR, ISR [], ELR [3], lastKnownElr [2] (the last known leader, not acceptable): UNCLEAN,
+    with or without target ISR [2], gives ISR [1], leader 1, RECOVERING, ELR and lastKnownElr
+    empty."""
+    p, s = foo(protocol, unclean_election=True)
+    change = p.build(s, target_isr=(3,))
+    assert (change.isr, change.leader, change.recovering) == ([2], 2, True)
+    p = Partition(protocol, (2, 1, 3), 2, unclean_election=True)
+    if protocol == "kafka-4.0":
+        s = p.state(isr=(3,), leader=NO_LEADER, fenced=(2, 3))
+    else:
+        s = p.state(isr=(), elr=(3,), last_known_elr=(2,), leader=NO_LEADER, fenced=(2, 3))
+    for target in (None, (2,)):
+        change = p.build(s, target_isr=target)
+        assert (change.isr, change.leader, change.recovering) == ([1], 1, True)
+        assert change.elr == [] and change.last_known_elr == []
+
+
+def test_change_in_leadership_does_not_change_recovery_state():
+    """PartitionChangeBuilderTest.testChangeInLeadershipDoesNotChangeRecoveryState (leader
+    recovery supported; the builder has ELR off: kafka-4.0). ISR [1], leader 1, RECOVERING:
+    target ISR [] with nobody acceptable leaves ISR [1] without a leader, still RECOVERING;
+    then with everyone acceptable 1 is elected and the partition stays RECOVERING."""
+    p = Partition("kafka-4.0", (1, 2, 3), 2)
+    s = p.state(isr=(1,), leader=1, recovering=True, fenced=(1, 2, 3))
+    offline = p.build(s, target_isr=())
+    assert (offline.leader, offline.isr, offline.recovering) == (NO_LEADER, [1], True)
+    s = p.state(isr=(1,), leader=NO_LEADER, recovering=True)
+    online = p.build(s)
+    assert (online.leader, online.isr, online.recovering) == (1, [1], True)
+
+
+def test_unclean_sets_leader_recovering_state():
+    """PartitionChangeBuilderTest.testUncleanSetsLeaderRecoveringState (leader recovery
+    supported): ISR [2,3], no leader, only 1 acceptable, UNCLEAN: leader 1, ISR [1], RECOVERING."""
+    p = Partition("kafka-4.0", (1, 2, 3), 2, unclean_election=True)
+    s = p.state(isr=(2, 3), leader=NO_LEADER, fenced=(2, 3))
+    change = p.build(s)
+    assert (change.leader, change.isr, change.recovering) == (1, [1], True)
+
+
+# The ELR cases run the builder with min ISR 3 on replicas [1,2,3,4]; those with
+# setUseLastKnownLeaderInBalancedRecovery(false) keep the KIP's LastKnownELR: kip-966.
+def elr_partition(protocol="kip-966"):
+    return Partition(protocol, (1, 2, 3, 4), 3)
+
+
+def test_elr_isr_shrink_below_min_isr():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrShrinkBelowMinISR (version 2):
+    ISR [1,2,3,4] -> [1,2] gives ELR [3,4], lastKnownElr []. (Versions 0 and 1: no ELR, as in
+    kafka-4.0, which keeps the ELR empty.)"""
+    p = elr_partition()
+    change = p.build(p.state(isr=(1, 2, 3, 4), leader=1, fenced=(3,)), target_isr=(1, 2))
+    assert (change.isr, sorted(change.elr), change.last_known_elr, change.leader) == ([1, 2], [3, 4], [], 1)
+    p = elr_partition("kafka-4.0")
+    change = p.build(p.state(isr=(1, 2, 3, 4), leader=1, fenced=(3,)), target_isr=(1, 2))
+    assert (change.isr, change.elr, change.last_known_elr) == ([1, 2], [], [])
+
+
+def test_elr_isr_expand_above_min_isr():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrExpandAboveMinISR (version 2):
+    ISR [1,2], ELR [3], lastKnownElr [4]; ISR [1,2,3] reaches min ISR 3: both emptied."""
+    p = elr_partition()
+    change = p.build(p.state(isr=(1, 2), elr=(3,), last_known_elr=(4,), leader=1, fenced=(3,)), target_isr=(1, 2, 3))
+    assert (change.isr, change.elr, change.last_known_elr, change.leader) == ([1, 2, 3], [], [], 1)
+
+
+def test_elr_isr_add_new_member_not_in_elr():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrAddNewMemberNotInELR (version 2):
+    ISR [1], ELR [3], lastKnownElr [2]; ISR [1,4] (below min ISR 3) leaves ELR and lastKnownElr."""
+    p = elr_partition()
+    change = p.build(p.state(isr=(1,), elr=(3,), last_known_elr=(2,), leader=1, fenced=(3,)), target_isr=(1, 4))
+    assert (change.isr, change.elr, change.last_known_elr) == ([1, 4], [3], [2])
+
+
+def test_elr_remove_unclean_shutdown_replicas_from_elr():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_RemoveUncleanShutdownReplicasFromElr
+    (version 2): ISR [1], ELR [2,3], 3 shut down uncleanly: ELR [2], lastKnownElr [3], no leader
+    change."""
+    p = elr_partition()
+    change = p.build(p.state(isr=(1,), elr=(2, 3), leader=1, fenced=(3,)), unclean_shutdown=(3,))
+    assert (change.isr, change.elr, change.last_known_elr, change.leader) == ([1], [2], [3], 1)
+    assert not change.leader_epoch_bumped
+
+
+@pytest.mark.parametrize("protocol, last_known_leader", [("kafka-4.1", True), ("kip-966", False)])
+def test_elr_can_be_elected(protocol, last_known_leader):
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_ElrCanBeElected(lastKnownLeaderEnabled):
+    ISR [1], ELR [3], leader 1 goes offline (target ISR []): 3 is elected from the ELR, ISR [3],
+    ELR [1]; lastKnownElr stays [] (last-leader mode) or [2] (the KIP's)."""
+    p = elr_partition(protocol)
+    lk = () if last_known_leader else (2,)
+    change = p.build(p.state(isr=(1,), elr=(3,), last_known_elr=lk, leader=1, fenced=(1,)), target_isr=())
+    assert (change.isr, change.elr, change.leader, change.last_known_elr) == ([3], [1], 3, list(lk))
+    assert not change.recovering
+
+
+@pytest.mark.parametrize("protocol, last_known_leader", [("kafka-4.1", True), ("kip-966", False)])
+def test_elr_isr_can_shrink_to_zero(protocol, last_known_leader):
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_IsrCanShrinkToZero: every replica
+    offline, target ISR []: ISR [], ELR [1,2,3,4], no leader, lastKnownElr [1] (the last leader)
+    in last-leader mode, else []. In last-leader mode a later unclean shutdown of 2 leaves
+    lastKnownElr unchanged."""
+    p = elr_partition(protocol)
+    s = p.state(isr=(1, 2, 3, 4), leader=1, fenced=(1, 2, 3, 4))
+    change = p.build(s, target_isr=())
+    assert (change.isr, sorted(change.elr), change.leader) == ([], [1, 2, 3, 4], NO_LEADER)
+    assert change.last_known_elr == ([1] if last_known_leader else [])
+    if last_known_leader:
+        s = p.state(isr=(), elr=(1, 2, 3, 4), last_known_elr=(1,), leader=NO_LEADER, fenced=(1, 2, 3, 4))
+        assert p.build(s, unclean_shutdown=(2,)).last_known_elr == [1]
+
+
+def test_elr_elect_last_known_leader():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_ElectLastKnownLeader: ISR and ELR
+    empty, lastKnownElr [1], everyone acceptable: 1 is elected uncleanly, ISR [1], RECOVERING,
+    lastKnownElr []."""
+    p = elr_partition("kafka-4.1")
+    change = p.build(p.state(isr=(), last_known_elr=(1,), leader=NO_LEADER))
+    assert (change.isr, change.leader, change.recovering, change.last_known_elr, change.elr) == ([1], 1, True, [], [])
+
+
+def test_elr_elect_last_known_leader_should_fail():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_ElectLastKnownLeaderShouldFail: ISR
+    empty, ELR [3] (not acceptable), lastKnownElr [1]: the ELR is not empty, so no election and
+    no record."""
+    p = elr_partition("kafka-4.1")
+    change = p.build(p.state(isr=(), elr=(3,), last_known_elr=(1,), leader=NO_LEADER, fenced=(3,)))
+    assert not change.record_written and change.leader == NO_LEADER
+
+
+# -- ReplicationControlManagerTest -------------------------------------------------------------
+# ReplicationControlTestContext's defaults: the latest metadata version with ELR off (kafka-4.0);
+# setIsElrEnabled(true): kafka-4.1.
+
+def test_remove_leaderships():
+    """ReplicationControlManagerTest.testRemoveLeaderships: fencing broker 0 removes it from the
+    ISR of its partitions (the one with replicas [0,1,2] here)."""
+    p = Partition("kafka-4.0", (0, 1, 2), 2)
+    after = p.step(p.state(isr=(0, 1, 2), leader=0), "Fence", 0)
+    change = p.outcome(p.state(isr=(0, 1, 2), leader=0), after)
+    assert 0 not in change.isr and change.leader == 1
+
+
+def accept(p, isr_before, leader, isr, **state):
+    before = p.state(isr=isr_before, leader=leader, request=dict(sender=leader, isr=isr), **state)
+    return p.outcome(before, p.step(before, "HandleAlterPartition"))
+
+
+def test_shrink_and_expand_isr():
+    """ReplicationControlManagerTest.testShrinkAndExpandIsr: leader 0 shrinks the ISR to [0,1]
+    and expands it back to [0,1,2]; both accepted, the response matching the registration."""
+    p = Partition("kafka-4.0", (0, 1, 2), 2)
+    shrink = accept(p, (0, 1, 2), 0, (0, 1))
+    assert (shrink.alter_partition, shrink.isr, shrink.leader) == ("accepted", [0, 1], 0)
+    expand = accept(p, (0, 1), 0, (0, 1, 2))
+    assert (expand.alter_partition, expand.isr, expand.leader) == ("accepted", [0, 1, 2], 0)
+
+
+def test_elr_shrink_and_expand_isr():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_ShrinkAndExpandIsr (min ISR 2):
+    ISR [0] gives ELR [1,2]; ISR [0,1] empties it; lastKnownElr stays []."""
+    p = Partition("kafka-4.1", (0, 1, 2), 2)
+    shrink = accept(p, (0, 1, 2), 0, (0,))
+    assert (shrink.alter_partition, sorted(shrink.elr), shrink.last_known_elr) == ("accepted", [1, 2], [])
+    expand = accept(p, (0,), 0, (0, 1), elr=(1, 2))
+    assert (expand.alter_partition, expand.elr, expand.last_known_elr) == ("accepted", [], [])
+
+
+def test_elr_broker_fence():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_BrokerFence (replicas [0,1,2,3],
+    min ISR 3): fencing 2 then 3 gives ELR [3]; fencing 1 gives ELR [1,3]; unfencing everyone
+    leaves it [1,3]."""
+    p = Partition("kafka-4.1", (0, 1, 2, 3), 3)
+    s = p.state(isr=(0, 1, 2, 3), leader=0)
+    s = p.step(p.step(s, "Fence", 2), "Fence", 3)
+    assert (p.outcome(s, s).elr, p.outcome(s, s).last_known_elr) == ([3], [])
+    s = p.step(s, "Fence", 1)
+    assert (p.outcome(s, s).elr, p.outcome(s, s).last_known_elr) == ([1, 3], [])
+    for broker in (1, 2, 3):
+        s = p.step(s, "Unfence", broker)
+    assert (p.outcome(s, s).elr, p.outcome(s, s).last_known_elr, p.outcome(s, s).leader) == ([1, 3], [], 0)
+
+
+def test_elr_effective_min_isr():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_EffectiveMinIsr: min ISR 5 on 3
+    replicas is in force as 3."""
+    p = Partition("kafka-4.1", (0, 1, 2), 5)
+    assert p.model.layout.show(p.model.initial[0])["c_min_isr"] == 3
+
+
+def test_elr_clean_election():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_CleanElection (replicas
+    [0,1,2,3], min ISR 3): fencing 1, 2, 3 gives ELR [2,3]; unfence 2, fence 0 and 1: 2 is
+    elected from the ELR, ISR [2], ELR [0,3], lastKnownElr []."""
+    p = Partition("kafka-4.1", (0, 1, 2, 3), 3)
+    s = p.state(isr=(0, 1, 2, 3), leader=0)
+    for broker in (1, 2, 3):
+        s = p.step(s, "Fence", broker)
+    assert p.outcome(s, s).elr == [2, 3] and p.outcome(s, s).last_known_elr == []
+    s = p.step(s, "Unfence", 2)
+    s = p.step(s, "Fence", 0)
+    assert p.disabled(s, "Fence", 1)  # 1 is fenced already: fenceBrokers({0, 1}) changes nothing more
+    change = p.outcome(s, s)
+    assert (change.elr, change.isr, change.leader, change.last_known_elr) == ([0, 3], [2], 2, [])
+
+
+def test_elr_unclean_shutdown():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_UncleanShutdown (replicas
+    [0,1,2,3], min ISR 3): after fencing 1, 2, 3 (ELR [2,3]) the unclean shutdown of 3 takes it
+    out of the ELR (ELR [2]); the unclean shutdown of 0, the last ISR member and leader, leaves
+    ELR [2] and makes 0 the last known leader. In the model the controller learns of an unclean
+    shutdown at the broker's registration (``Restart`` after an unclean stop)."""
+    p = Partition("kafka-4.1", (0, 1, 2, 3), 3)
+    s = p.state(isr=(0, 1, 2, 3), leader=0)
+    for broker in (1, 2, 3):
+        s = p.step(s, "Fence", broker)
+    assert p.outcome(s, s).elr == [2, 3]
+    s = p.step(p.step(s, "LosslessShutdown", 3), "Restart", 3)
+    assert (p.outcome(s, s).elr, p.outcome(s, s).last_known_elr) == ([2], [])
+    s = p.step(p.step(s, "LosslessShutdown", 0), "Restart", 0)
+    assert (p.outcome(s, s).elr, p.outcome(s, s).last_known_elr, p.outcome(s, s).leader) == ([2], [0], NO_LEADER)
+
+
+def test_invalid_alter_partition_requests():
+    """ReplicationControlManagerTest.testInvalidAlterPartitionRequests, the cases the model can
+    send (the others are listed in docs/model.md): from a broker that is not the leader, and an
+    ISR [1,2] that leaves out the leader 0: INVALID_REQUEST, which the sender does not revert on
+    (``unsettled``); the partition is unchanged."""
+    p = Partition("kafka-4.0", (0, 1, 2), 2)
+    not_leader = p.state(isr=(0, 1, 2), leader=0, request=dict(sender=1, isr=(0, 1)))
+    change = p.outcome(not_leader, p.step(not_leader, "HandleAlterPartition"))
+    assert (change.alter_partition, change.isr, change.record_written) == ("unsettled", [0, 1, 2], False)
+    without_leader = p.state(isr=(0, 1, 2), leader=0, request=dict(sender=0, isr=(1, 2)))
+    change = p.outcome(without_leader, p.step(without_leader, "HandleAlterPartition"))
+    assert (change.alter_partition, change.isr, change.record_written) == ("unsettled", [0, 1, 2], False)
+
+
+def test_stale_epochs_are_answered_without_a_revert():
+    """Not one of Kafka's controller tests: the two other rejections of ``validateAlterPartitionData``
+    that a model leader meets, with the sender's handling (``Partition.handleAlterPartitionError``;
+    Kafka's PartitionTest.testAlterIsrInvalidVersion asserts the pending ISR stays). A stale
+    leader epoch (FENCED_LEADER_EPOCH) and a stale partition epoch (INVALID_UPDATE_VERSION) leave
+    the pending ISR in place (``unsettled``) under every Kafka preset; the kip-966 model reverts.
+    (testInvalidAlterPartitionRequests sends epochs from the future, NOT_CONTROLLER, which one
+    controller cannot produce: left out, docs/model.md.)"""
+    for protocol, answer in (("kafka-4.0", "unsettled"), ("kafka-4.1", "unsettled"), ("kafka-3.5", "unsettled"),
+                             ("kip-966", "rejected")):
+        p = Partition(protocol, (0, 1, 2), 2)
+        for stale in ("stale_leader_epoch", "stale_partition_epoch"):
+            s = p.state(isr=(0, 1, 2), leader=0, request={"sender": 0, "isr": (0, 1), stale: True})
+            assert p.outcome(s, p.step(s, "HandleAlterPartition")).alter_partition == answer, (protocol, stale)
+
+
+@pytest.mark.parametrize("version_reverts", ["INELIGIBLE_REPLICA (v2+)", "OPERATION_NOT_ATTEMPTED (v0-1)"])
+def test_alter_partition_should_reject_fenced_brokers(version_reverts):
+    """ReplicationControlManagerTest.testAlterPartitionShouldRejectFencedBrokers (replicas
+    [1,2,3,4]): fencing 3 gives ISR [1,2,4], leader 1, no leader epoch bump; a request for
+    [1,2,3,4] is rejected (both error codes make the leader revert); once 3 is unfenced (no
+    record) the same request, with the same epochs, is accepted: ISR [1,2,3,4], leader 1."""
+    p = Partition("kafka-4.0", (1, 2, 3, 4), 2)
+    s = p.state(isr=(1, 2, 3, 4), leader=1)
+    fenced = p.step(s, "Fence", 3)
+    change = p.outcome(s, fenced)
+    assert (change.isr, change.leader, change.leader_epoch_bumped) == ([1, 2, 4], 1, False)
+    request = p.state(isr=(1, 2, 4), leader=1, fenced=(3,), request=dict(sender=1, isr=(1, 2, 3, 4)))
+    assert p.outcome(request, p.step(request, "HandleAlterPartition")).alter_partition == "rejected"
+    unfenced = p.step(request, "Unfence", 3)
+    assert not p.outcome(request, unfenced).record_written
+    accepted = p.outcome(unfenced, p.step(unfenced, "HandleAlterPartition"))
+    assert (accepted.alter_partition, accepted.isr, accepted.leader, accepted.leader_epoch_bumped) == \
+        ("accepted", [1, 2, 3, 4], 1, False)
+
+
+@pytest.mark.parametrize("broker_epochs", [True, False], ids=["v3+", "v0-2"])
+def test_alter_partition_should_reject_brokers_with_stale_epoch(broker_epochs):
+    """ReplicationControlManagerTest.testAlterPartitionShouldRejectBrokersWithStaleEpoch
+    (replicas [1,2,3,4], ISR [1,2,3]): a request for [1,2,3,4] is in flight when 4 registers
+    again and is unfenced; with broker epochs in the request (version 3+, KIP-903) it is rejected
+    with INELIGIBLE_REPLICA, without them (versions 0-2: --no-broker-epoch-check) accepted."""
+    extra = {} if broker_epochs else dict(no_broker_epoch_check=True)
+    p = Partition("kafka-4.0", (1, 2, 3, 4), 2, **extra)
+    s = p.state(isr=(1, 2, 3), leader=1, offline_clean=(4,), fenced=(4,),
+                request=dict(sender=1, isr=(1, 2, 3, 4)))
+    s = p.step(p.step(s, "Restart", 4), "Unfence", 4)
+    answer = p.outcome(s, p.step(s, "HandleAlterPartition"))
+    if broker_epochs:
+        assert answer.alter_partition == "rejected" and answer.isr == [1, 2, 3]
+    else:
+        assert answer.alter_partition == "accepted" and answer.isr == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("partition_ids, isr, leader",
+                         [((1, 2, 3), [1], 1), ((2, 3, 4), [4], 4), ((0, 2, 1), [0, 1], 0)])
+def test_fence_multiple_brokers(partition_ids, isr, leader):
+    """ReplicationControlManagerTest.testFenceMultipleBrokers: fencing 2 and 3 leaves partition
+    [1,2,3] with ISR [1], leader 1; [2,3,4] with ISR [4], leader 4; [0,2,1] with ISR [0,1] and a
+    leader other than 2 (each partition is its own model)."""
+    p = Partition("kafka-4.0", partition_ids, 2)
+    s = p.state(isr=partition_ids, leader=partition_ids[0])
+    for broker in (2, 3):
+        if broker in partition_ids:
+            s = p.step(s, "Fence", broker)
+    change = p.outcome(s, s)
+    assert change.isr == isr and change.leader == leader and change.leader != 2
+
+
+@pytest.mark.parametrize("unclean", [False, True], ids=["none", "static"])
+def test_unclean_election_for_leaderless_partitions(unclean):
+    """ReplicationControlManagerTest.testMaybeTriggerUncleanLeaderElectionForLeaderlessPartitions
+    ("none" and "static": the dynamic configurations are out of scope). Partitions [1,2,4] and
+    [0,2,4]: fencing every broker leaves ISR [4], no leader; unfencing 2 elects it uncleanly (ISR
+    [2]) with unclean.leader.election.enable set statically, and nothing without it."""
+    for ids in ((1, 2, 4), (0, 2, 4)):
+        p = Partition("kafka-4.0", ids, 2, unclean_election=unclean)
+        s = p.state(isr=ids, leader=ids[0])
+        for broker in ids:
+            s = p.step(s, "Fence", broker)
+        assert (p.outcome(s, s).isr, p.outcome(s, s).leader) == ([4], NO_LEADER)
+        s = p.step(s, "Unfence", 2)
+        change = p.outcome(s, s)
+        assert (change.isr, change.leader) == (([2], 2) if unclean else ([4], NO_LEADER))
+
+
+def test_elect_unclean_leaders_without_elr():
+    """ReplicationControlManagerTest.testElectUncleanLeaders_WithoutElr (MV 3.6-IV1, partition 0,
+    replicas [1,2,3]): fencing 2, 3 and 1 leaves ISR [1] without a leader; nothing can be
+    elected while every replica is fenced; once 2 is back the unclean election makes 2 the
+    leader with ISR [2]. Kafka's test asks through the ElectLeaders API; the model elects
+    uncleanly at the unfence, with unclean.leader.election.enable (the record is the same)."""
+    p = Partition("kafka-4.0", (1, 2, 3), 2, unclean_election=True)
+    s = p.state(isr=(1, 2, 3), leader=1)
+    for broker in (2, 3, 1):
+        s = p.step(s, "Fence", broker)
+    assert (p.outcome(s, s).isr, p.outcome(s, s).leader) == ([1], NO_LEADER)
+    assert p.build(s).record_written is False  # ELIGIBLE_LEADERS_NOT_AVAILABLE: no record
+    after = p.step(s, "Unfence", 2)
+    change = p.outcome(s, after)
+    assert (change.leader, change.isr) == (2, [2])
+
+
+def test_preferred_election_does_not_trigger_unclean_election():
+    """ReplicationControlManagerTest.testPreferredElectionDoesNotTriggerUncleanElection (replicas
+    [1,2,3]): with ISR [1] (fenced), no leader and 2 unfenced, a preferred election writes no
+    record even with unclean leader election enabled."""
+    p = Partition("kafka-4.0", (1, 2, 3), 2, unclean_election=True, preferred_elections=1)
+    s = p.state(isr=(1,), leader=NO_LEADER, fenced=(1, 3))
+    assert p.disabled(s, "PreferredElection")
+
+
+# -- QuorumControllerTest -----------------------------------------------------------------------
+
+def test_unclean_shutdown_broker():
+    """QuorumControllerTest.testUncleanShutdownBroker (MV 4.0-IV1 with ELR, replicas [1,2,3], min
+    ISR 2): once every broker is fenced, ISR [], no leader, an ELR of two and one last known
+    leader, itself in the ELR; its unclean re-registration takes it out of the ELR but keeps it
+    the last known leader (twice); unfencing the other ELR member elects it: ISR [it], ELR [],
+    lastKnownElr []. The fencing order is not fixed by Kafka's test; 1, 2, 3 here."""
+    p = Partition("kafka-4.1", (1, 2, 3), 2)
+    s = p.state(isr=(1, 2, 3), leader=1)
+    for broker in (1, 2, 3):
+        s = p.step(s, "Fence", broker)
+    fenced = p.outcome(s, s)
+    assert (fenced.isr, fenced.leader, len(fenced.elr), len(fenced.last_known_elr)) == ([], NO_LEADER, 2, 1)
+    last_leader = fenced.last_known_elr[0]
+    assert last_leader in fenced.elr
+    to_be_leader = next(b for b in fenced.elr if b != last_leader)
+    for _ in range(2):
+        s = p.step(p.step(s, "LosslessShutdown", last_leader), "Restart", last_leader)
+        assert p.outcome(s, s).elr == [to_be_leader] and p.outcome(s, s).last_known_elr == [last_leader]
+    s = p.step(s, "Unfence", to_be_leader)
+    change = p.outcome(s, s)
+    assert (change.isr, change.elr, change.last_known_elr, change.leader) == ([to_be_leader], [], [], to_be_leader)
+
+
+# the three Kafka test classes at KAFKA_COMMIT hold 30, 49 and 25 test methods
+KAFKA_TEST_METHODS = {PCBT: 30, RCMT: 49, QCT: 25}
+
+
+def test_every_kafka_test_is_expressed_or_left_out_with_its_reason_in_docs():
+    """Each Kafka test method is either expressed here (named in a docstring of this module) or
+    in OUT_OF_SCOPE, never both; docs/model.md lists the left-out ones with their reasons and
+    gives the counts."""
+    import re
+    from pathlib import Path
+    source = Path(__file__).read_text()
+    body = source[source.index("class Change"):]
+    expressed = set(re.findall(r"(PartitionChangeBuilderTest|ReplicationControlManagerTest|QuorumControllerTest)"
+                               r"\.(test\w+)", body))
+    assert not expressed & set(OUT_OF_SCOPE)
+    for cls, count in KAFKA_TEST_METHODS.items():
+        mine = {m for c, m in expressed | set(OUT_OF_SCOPE) if c == cls}
+        assert len(mine) == count, (cls, len(mine))
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "model.md").read_text()
+    for (cls, method), reason in OUT_OF_SCOPE.items():
+        assert f"| `{cls}.{method}` | {reason} |" in text, f"{cls}.{method} is not in docs/model.md"
+    assert KAFKA_COMMIT in text
+    assert f"{len(expressed)} of the {sum(KAFKA_TEST_METHODS.values())} test methods" in text
