@@ -160,3 +160,24 @@ def test_a_leader_elected_again_expands_the_isr_only_from_a_fetch_of_the_new_lea
     assert not enabled(m, state, "ProposeIsrExpand", (0, 1))
     state = run(m, [("Fetch", (1,)), ("ProposeIsrExpand", (0, 1))], state)
     assert shown(m, state)["ap_isr"] == ["b1", "b2"]
+
+
+def test_a_min_isr_update_strands_a_leaderless_kafka_4_partition():
+    """The shortest stuck path of kafka-4.x's availability analysis (docs/findings.md, F4c): b1
+    leads with ISR {b1,b3} (b2 shrunk out), b3 is fenced (ELR {b3}), b1 crashes losing r1 and its
+    session expires: ISR [], ELR {b1,b3}, no leader, b1 the last known leader. A min ISR update's
+    ClearElrRecord empties ELR and LastKnownElr: nothing is electable any more, whoever returns
+    (without unclean election). Under the KIP's rule (min ISR 1 > ISR size 0) the ELR stays and b3
+    is elected once unfenced."""
+    steps = [("Produce", (0, 0)), ("ProposeIsrShrink", (0, 0b010 - 1)), ("HandleAlterPartition", ()),
+             ("Fence", (2,)), ("LossyShutdown", (0, 0)), ("SessionTimeout", (0,)), ("ChangeMinIsr", (0,))]
+    m = model(protocol="kafka-4.1")
+    state = run(m, steps)
+    v = shown(m, state)
+    assert (v["c_isr"], v["c_elr"], v["c_leader"], v["c_last_leader"]) == ([], [], "none", "none")
+    # b3 heartbeats again and b1 restarts and heartbeats: neither is electable, b2 never was
+    state = run(m, [("Unfence", (2,)), ("Restart", (0,)), ("Unfence", (0,))], state)
+    assert shown(m, state)["c_leader"] == "none"
+    kip_rule = model(protocol="kafka-4.1", min_isr_policy="kip")
+    state = run(kip_rule, steps + [("Unfence", (2,))])
+    assert shown(kip_rule, state)["c_leader"] == "b3"
