@@ -338,6 +338,18 @@ def _ring_probe_lines(indent: str, position: str) -> list[str]:
 def _ring_lines(instances: str) -> list[str]:
     """An expand kernel's set-up, and its loop's head over the states ``flat[lo:hi]``: it stops
     before a state whose ``instances`` successors could take the repeat table past its limit."""
+    return _ring_setup_lines() + [
+        "    for i in range(lo, hi):",
+        # queued successors may all enter the table: counting them keeps it within its limit
+        f"        if dense and nd + (pushed - probed) + {instances} > limit:",
+        "            tally[TALLY_STOPPED] = i",
+        "            break",
+    ]
+
+
+def _ring_setup_lines() -> list[str]:
+    """An expand kernel's set-up: its tally's counts, the ring of successors waiting to meet the
+    repeat table, and where ``pack`` writes on either path."""
     return [
         "    nd = tally[TALLY_KEPT]",
         "    limit = tally[TALLY_LIMIT]",
@@ -349,11 +361,6 @@ def _ring_lines(instances: str) -> list[str]:
         "    pushed = 0  # successors queued in the ring",
         "    probed = 0  # of those, the ones that met the table",
         "    fired = 0",
-        "    for i in range(lo, hi):",
-        # queued successors may all enter the table: counting them keeps it within its limit
-        f"        if dense and nd + (pushed - probed) + {instances} > limit:",
-        "            tally[TALLY_STOPPED] = i",
-        "            break",
     ]
 
 
@@ -429,16 +436,7 @@ def table_expand_source() -> str:
         "    succ = carray(as_voidptr(uint64(succ_owner.ctypes.data)), succ_owner.shape, np.int32)",
         "    flat_at = uint64(flat.ctypes.data)",
         "    flat_stride = uint64(flat.strides[0])",
-        "    nd = tally[TALLY_KEPT]",
-        "    limit = tally[TALLY_LIMIT]",
-        "    ring_words = np.empty((PENDING, out_words.shape[1]), np.uint64)",
-        "    ring_hashes = np.empty(PENDING, np.uint64)",
-        "    ring_rows = np.empty(PENDING, np.int64)",
-        "    pack_words = ring_words if dense else out_words",
-        "    pack_hashes = ring_hashes if dense else out_hash",
-        "    pushed = 0  # successors queued in the ring",
-        "    probed = 0  # of those, the ones that met the table",
-        "    fired = 0",
+        *_ring_setup_lines(),
         "    i = lo",
         "    while i < hi:",
         "        j = min(hi, i + batch)",
