@@ -50,14 +50,17 @@ KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kerne
 
 
 def uses_layout_table(layout: Layout) -> bool:
-    """Whether ``layout``'s kernels pack by a table read at run time rather than unrolled code."""
+    """Whether ``layout``'s kernels pack by a table read at run time rather than unrolled code:
+    always for a large layout; a small one has both forms (``write_kernel_module``'s ``table``),
+    the unrolled one faster to run, the table one faster to compile."""
     return len(layout.elements) > INLINE_PACK_MAX_ELEMENTS
 
 
-def layout_values(layout: Layout) -> np.ndarray:
+def layout_values(layout: Layout, table: bool | None = None) -> np.ndarray:
     """The int32 array every kernel of ``layout`` takes as ``cv``: the constants' values for an
-    unrolled layout, the whole table (``layout_table.table``) for a large one."""
-    if uses_layout_table(layout):
+    unrolled layout, the whole table (``layout_table.table``) for a table one (``table``, by
+    default ``uses_layout_table``)."""
+    if uses_layout_table(layout) if table is None else table:
         return layout_table.table(layout)
     return np.array([value for _, value in layout.consts] or [0], np.int32)
 
@@ -215,12 +218,12 @@ def _written_restore_lines(layout: Layout, writes: tuple[Write, ...]) -> list[st
     return lines or ["pass"]
 
 
-def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
+def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ...] | None:
     """What action ``ai``'s kernel may treat as all it writes (``writes.action_writes``), or None
     to pack and restore the whole state: also when a transition property could write ``t``."""
     action = model.actions[ai]
     fields = model.layout.fields
-    if uses_layout_table(model.layout):  # packing written elements needs their shifts in the text
+    if table:  # packing written elements needs their shifts in the text
         return None
     for p in model.spec_properties:
         if action_writes(p.fn, fields, []) != ():
@@ -600,10 +603,10 @@ def _record_source(model: Model) -> str:
     return "\n".join(out)
 
 
-def _layout_source(model: Model) -> str:
+def _layout_source(model: Model, table: bool) -> str:
     """The module of one layout: records, pack and unpack, and the batch kernels built on them."""
     layout = model.layout
-    if uses_layout_table(layout):
+    if table:
         return _record_source(model)
     # Constant fields (protocol switches, capacities) are read from ``cv`` at run time rather than
     # written into the code, so one compiled module serves every preset with the same layout.
@@ -675,13 +678,13 @@ def _layout_source(model: Model) -> str:
     return "\n".join(out)
 
 
-def _action_source(model: Model, ai: int, layout_module: str) -> str:
+def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> str:
     """The module of one action's kernel (with the model's transition properties)."""
     imports = _Imports()
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.spec_properties)]
-    if uses_layout_table(model.layout):
+    if table:
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
             "from numba import carray, uint64",
@@ -695,7 +698,7 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
             *_fire_kernel(model, ai, name, props),
             "",
         ])
-    writes = kernel_writes(model, ai)
+    writes = kernel_writes(model, ai, table)
     out = _header(f"The kernel of action {action.name} of spec {model.spec.name}") + [
         "import numpy as np",
         "from numba import int64, njit, uint64",
@@ -778,6 +781,8 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
         f'check = generated_module("{invariants_module}", __file__).check',
         "# which of the spec's invariants this model checks (bit k: the spec's invariant k)",
         f"INVARIANT_SELECT = {model.invariant_select}",
+        "# whether the kernels pack by the layout's table (codegen.layout_values: what they take as cv)",
+        f"LAYOUT_TABLE = {table_module is not None}",
         "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
         "# properties_at, select: which of the spec's transition properties it checks)",
         *table,
@@ -829,15 +834,21 @@ def _write(directory: Path, name: str, source: str) -> Path:
     return path
 
 
-def write_kernel_module(model: Model) -> tuple[str, Path]:
+def write_kernel_module(model: Model, table: bool | None = None) -> tuple[str, Path]:
     """Write (if new) the kernel modules for ``model`` into the kernel cache: (name, path) of the
-    one that gathers them.
+    one that gathers them. ``table``: the form that packs by the layout's table (a shared expand
+    kernel, a small ``fire`` per action: quick to compile) rather than unrolled code; by default
+    (None) ``uses_layout_table``, and a large layout has no other form.
 
     A model's kernels live in several modules: one for its layout (pack, unpack), one for its
     invariants, one per action, each named by a digest of its own text (``_module_name``). Presets
     of a spec that share a layout and an action share that action's module, and so its numba
     compilation: a new preset compiles only the kernels no other one had.
     """
+    if table is None:
+        table = uses_layout_table(model.layout)
+    elif not table and uses_layout_table(model.layout):
+        raise ValueError(f"a layout of {len(model.layout.elements)} elements packs by its table only")
     dependencies = _dependency_digest(model)
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -847,12 +858,12 @@ def write_kernel_module(model: Model) -> tuple[str, Path]:
         _write(directory, name, source)
         return name
 
-    layout_module = write("layout", _layout_source(model))
+    layout_module = write("layout", _layout_source(model, table))
     invariants_module = write("invariants", _invariants_source(model, layout_module))
-    action_modules = [write(f"action_{a.name}", _action_source(model, ai, layout_module))
+    action_modules = [write(f"action_{a.name}", _action_source(model, ai, layout_module, table))
                       for ai, a in enumerate(model.actions)]
     table_module = None
-    if uses_layout_table(model.layout):
+    if table:
         text = table_expand_source()
         table_module = _generic_module_name("table_expand", text)
         _write(directory, table_module, text)
@@ -878,9 +889,10 @@ def import_kernel_module(name: str, path: Path) -> ModuleType:
     return module
 
 
-def load_kernels(model: Model) -> ModuleType:
-    """Write (if new) and import the kernel module for ``model``."""
-    return import_kernel_module(*write_kernel_module(model))
+def load_kernels(model: Model, table: bool | None = None) -> ModuleType:
+    """Write (if new) and import the kernel module for ``model`` (``table``: its form, as
+    ``write_kernel_module``'s)."""
+    return import_kernel_module(*write_kernel_module(model, table))
 
 
 def imported_modules(path: Path) -> list[str]:

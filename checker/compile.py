@@ -95,15 +95,26 @@ def _mark_compiled(module_path: str | Path) -> None:
     atomic_write(marker_path(module_path), f"numba {numba.__version__}\n")
 
 
-def warm_up_engine_kernels(nwords: int) -> None:
+def warm_up_engine_kernels(nwords: int, distinct_path: bool = True) -> None:
     """Compile (or load from numba's cache) the engine's kernels that no spec enters, for states
-    of ``nwords`` words: a step of every compile, so that it runs beside the spec's kernels."""
+    of ``nwords`` words: those of every tier (``warm_up_row_passes``) and, with
+    ``distinct_path``, those only the compiled kernels use (``warm_up_distinct_path``)."""
+    warm_up_row_passes(nwords)
+    if distinct_path:
+        warm_up_distinct_path(nwords)
+
+
+def warm_up_row_passes(nwords: int) -> None:
+    """The visited set and the passes over successor rows, which the interpreted tier uses too."""
     one = np.zeros((1, nwords), np.uint64)
     visited = VisitedSet(nwords, 1, 4)
     visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
     successor_rows.warm_up()
-    # the distinct-successor path (Kernels.distinct_successors, engine._distinct_chunk), on no
-    # rows, with the argument types the engine hands them
+
+
+def warm_up_distinct_path(nwords: int) -> None:
+    """The distinct-successor path (Kernels.distinct_successors, engine._distinct_chunk), on no
+    rows, with the argument types the engine hands them: only compiled kernels take this path."""
     table = np.zeros((2, nwords + 1), np.uint64)
     words, hashes, rows = np.zeros((1, nwords), np.uint64), np.zeros(1, np.uint64), np.zeros(1, np.int64)
     successor_rows.gather_part(table, 0, 1, words, hashes, rows, 0)
@@ -114,7 +125,7 @@ def warm_up_engine_kernels(nwords: int) -> None:
     successor_rows.collect_dense_part(rows, 0, 0, 0, 1, new_mark, 1, np.zeros(1, np.int64), 0,
                                       per_thread_rows(1, 1, np.int64)[0], rows.copy(), rows.copy(), rows.copy(),
                                       np.zeros(1, np.uint32), np.zeros(1, np.uint16), rows.copy())
-    visited.insert_bucketed(words[:0], hashes[:0], order, offsets, new_mark)
+    VisitedSet(nwords, 1, 4).insert_bucketed(words[:0], hashes[:0], order, offsets, new_mark)
 
 
 def compile_kernels(module: ModuleType, shapes: KernelShapes,
@@ -136,8 +147,11 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     rows = np.zeros((1, shapes.size), np.int32)
     # the longest first, so that processes compiling together end at about the same time
     steps: list[tuple[str, Callable[[], object]]] = [
+        # the engine's own kernels (compiled once per installation) in two steps, so that two
+        # processes share them
+        ("engine kernels: distinct path", lambda: warm_up_distinct_path(shapes.nwords)),
         ("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv, module.INVARIANT_SELECT)),
-        ("engine kernels", lambda: warm_up_engine_kernels(shapes.nwords)),
+        ("engine kernels: row passes", lambda: warm_up_row_passes(shapes.nwords)),
         ("pack", lambda: module.pack_rows(rows[:0], words[:0], cv)),
         ("unpack", lambda: module.unpack_rows(words[:0], rows[:0], cv)),
         ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat, cv)),
@@ -234,7 +248,7 @@ def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Calla
     try:
         job = dict(_job(shapes), claims=claims)
         for _ in range(processes - 1):
-            helper = subprocess.Popen([sys.executable, "-m", "kraftcheck.checker.compile"], stdin=subprocess.PIPE,
+            helper = subprocess.Popen(worker_command(), stdin=subprocess.PIPE,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
             helper.stdin.write(json.dumps(job))
             helper.stdin.close()
@@ -248,6 +262,15 @@ def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Calla
                 helper.kill()
                 helper.wait()
         shutil.rmtree(claims, ignore_errors=True)
+
+
+def worker_command() -> list[str]:
+    """The command of a compile process: ``python -m kraftcheck.checker.compile``, except that
+    ``-m`` would put the working directory first on ``sys.path``, where a folder named
+    ``kraftcheck`` would stand in for the package (the worker then takes the run's own path from
+    its job)."""
+    return [sys.executable, "-c", "import sys; del sys.path[0]; from kraftcheck.checker.compile import _worker; "
+            "sys.exit(_worker())"]
 
 
 def _job(shapes: KernelShapes) -> dict:
@@ -293,22 +316,28 @@ def compile_time_limit() -> float:
 
 
 class BackgroundCompile:
-    """A ``python -m kraftcheck.checker.compile`` process building one model's kernels.
+    """A ``python -m kraftcheck.checker.compile`` process building one model's kernels: one
+    module, or several forms of them one after the other (``forms``: the one quickest to compile
+    first, so that a run can take it while the next compiles).
 
     It runs in a session of its own, so Ctrl-C on the run does not reach it: a run that ends
     first leaves it to finish (``stop``), bounded by ``compile_time_limit()``, and the next run of
     the model finds its kernels compiled."""
 
-    def __init__(self, shapes: KernelShapes) -> None:
-        self.shapes = shapes
+    def __init__(self, forms: KernelShapes | list[KernelShapes]) -> None:
+        self.forms = [forms] if isinstance(forms, KernelShapes) else list(forms)
+        self.shapes = self.forms[-1]  # the form the compile ends with
         self.started = time.perf_counter()
         self.finished_s: Optional[float] = None
+        self.ready: dict[str, float] = {}  # module name -> seconds from the start until compiled
         self.status = "starting"
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
-        job = dict(_job(shapes), time_limit=compile_time_limit())
+        jobs = [_job(shapes) for shapes in self.forms]
+        job = dict(jobs[0], then=[j["shapes"] for j in jobs[1:]], time_limit=compile_time_limit())
+        job["modules"] = {name: file for j in jobs for name, file in j["modules"].items()}
         self.left_running = False
-        self.process = subprocess.Popen([sys.executable, "-m", "kraftcheck.checker.compile"],
+        self.process = subprocess.Popen(worker_command(),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                         env=env, text=True, start_new_session=True)
         self.process.stdin.write(json.dumps(job))
@@ -321,6 +350,8 @@ class BackgroundCompile:
             line = line.strip()
             if line.startswith("compiling "):
                 self.status = line[len("compiling "):]
+            elif line.startswith("compiled "):
+                self.ready[line[len("compiled "):]] = self.elapsed
         self.process.wait()
         if self.process.returncode == 0:
             self.finished_s = time.perf_counter() - self.started
@@ -330,8 +361,13 @@ class BackgroundCompile:
         return time.perf_counter() - self.started
 
     def done(self) -> bool:
-        """Finished successfully: every kernel is in numba's cache."""
+        """Finished successfully: every kernel of every form is in numba's cache."""
         return self.finished_s is not None
+
+    def ready_form(self) -> Optional[KernelShapes]:
+        """The last of ``forms`` whose kernels are all compiled so far, if any."""
+        ready = [shapes for shapes in self.forms if shapes.module_name in self.ready]
+        return ready[-1] if ready else (self.shapes if self.done() else None)
 
     def failed(self) -> bool:
         return self.process.poll() not in (None, 0) and not self._reader.is_alive()
@@ -373,7 +409,8 @@ def _worker() -> int:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-    shapes = KernelShapes(**job["shapes"])
+    forms = [KernelShapes(**job["shapes"])] + [KernelShapes(**shapes) for shapes in job.get("then", [])]
+    shapes = forms[0]
     deadline = time.monotonic() + job.get("time_limit", COMPILE_TIME_LIMIT_S)
     told = [True]
 
@@ -393,10 +430,13 @@ def _worker() -> int:
         # a helper whose compile was stopped stops too, rather than compiling the rest alone
         compile_kernels(module, shapes, claim=lambda i: os.getppid() == parent and claims(i))
         return 0
-    compile_in_process(shapes, say)
-    if told[0]:
-        with contextlib.suppress(OSError):
-            print("compiled", flush=True)
+    for shapes in forms:
+        compile_in_process(shapes, say)
+        if told[0]:
+            try:
+                print(f"compiled {shapes.module_name}", flush=True)
+            except OSError:
+                told[0] = False
     return 0
 
 

@@ -9,6 +9,10 @@ import pytest
 # A run that ends before its background compile leaves it to finish by default; the tests' runs
 # stop theirs, so that no test leaves a process behind (test_compile_tiers tests the default).
 os.environ["KRAFTCHECK_KEEP_COMPILING"] = "0"
+# The tests' short runs of models compiled nowhere else interpret to their end, as before the
+# interpreted tier had a time (2 s by default: tests/test_compile_tiers.py tests it), rather than
+# wait for a compile their end would stop.
+os.environ.setdefault("KRAFTCHECK_INTERPRET_S", "60")
 # Under pytest-xdist every core already runs a test: a compile takes one process, not one per core.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("KRAFTCHECK_COMPILE_PROCESSES", "1")
@@ -103,3 +107,9 @@ def explorer(request):
         fixture, make = entry
         return make(request.getfixturevalue(fixture))
     return entry()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked slow (a minute or more each) run first: with ``-n auto`` a long test
+    taken last by one worker would keep the suite waiting while the other has nothing left."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept otherwise

@@ -35,13 +35,14 @@ def fresh_kernel_cache(tmp_path, monkeypatch):
 
 def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache, monkeypatch):
     """rm=7 takes about a minute interpreted and its kernels a few seconds to compile, so the
-    run starts interpreted and ends compiled; counts are TLC's, coverage and verdict the same as
+    run starts interpreted (for the default 2 s, then it waits) and ends compiled; counts are TLC's, coverage and verdict the same as
     a run compiled from the start, and so is the path recorded to every state (states are
     numbered alike by both tiers): its parent links and labels, sampled on every level."""
     from kraftcheck.checker.explore import engine
     runs = []
     finish = engine._Run.finish
     monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
+    monkeypatch.delenv("KRAFTCHECK_INTERPRET_S", raising=False)  # the default time of the interpreted tier
     model = _model("two_phase", rm=7)
     shapes = kernel_shapes(model)
     assert not is_compiled(shapes)
@@ -56,7 +57,120 @@ def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_
     assert result.compiled_in_background
     assert 0 < result.interpreted_states < result.distinct_states, "the run should have switched tiers"
     assert result.compile_s > 0
-    assert is_compiled(shapes)
+    assert is_compiled(kernel_shapes(model, table=True)), "a small layout's table form compiles first"
+
+
+class ScriptedCompile:
+    """Stands in for ``BackgroundCompile``: its forms become ready at the engine's ``ready_at``-th
+    question (each compiled here when it does), so the switches happen at known chunks."""
+
+    def __init__(self, forms, ready_at=(3, 6)):
+        self.forms, self.shapes, self.ready_at = list(forms), list(forms)[-1], ready_at
+        self.asked, self.ready, self.status, self.elapsed = 0, {}, "scripted", 0.0
+        self.finished_s, self.left_running = None, False
+
+    def ready_form(self):
+        from kraftcheck.checker.compile import compile_in_process
+        self.asked += 1
+        for shapes, at in zip(self.forms, self.ready_at):
+            if self.asked >= at and shapes.module_name not in self.ready:
+                compile_in_process(shapes, processes=1)
+                self.ready[shapes.module_name] = float(self.asked)
+        ready = [shapes for shapes in self.forms if shapes.module_name in self.ready]
+        return ready[-1] if ready else None
+
+    def failed(self):
+        return False
+
+    def stop(self, keep=None):
+        pass
+
+
+def test_a_small_layout_explores_interpreted_then_table_form_then_unrolled_with_identical_results(
+        fresh_kernel_cache, monkeypatch):
+    """The background compile of a small layout gives its table form first and its unrolled form
+    after: the run takes each between two chunks (both pack a state into the same words, so the
+    visited set and the levels carry over), and counts, coverage, violations and every sampled
+    path are those of a run compiled from the start."""
+    from kraftcheck.checker.explore import engine
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "600")  # the script decides when forms are ready
+    scripts, used, runs = [], [], []
+    monkeypatch.setattr(engine, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(forms)) or scripts[-1])
+    switch, finish = engine._Run._switch_when_compiled, engine._Run.finish
+
+    def switch_and_note(self):
+        switch(self)
+        used.append(self.kernels.module.__name__ if self.kernels.compiled else "interpreted")
+
+    monkeypatch.setattr(engine._Run, "_switch_when_compiled", switch_and_note)
+    monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
+    model = _model("two_phase", rm=5)
+    result = Engine(compile="background").explore(model, Options(keep_going=True))
+    table, unrolled = kernel_shapes(model, table=True).module_name, kernel_shapes(model).module_name
+    assert [f.module_name for f in scripts[0].forms] == [table, unrolled]
+    assert list(dict.fromkeys(used)) == ["interpreted", table, unrolled]
+    assert used.index(unrolled) < len(used) - 1, "the unrolled form should explore some chunks too"
+    expected = Engine(compile="now").explore(_model("two_phase", rm=5), Options(keep_going=True))
+    assert _counts(result) == _counts(expected)
+    assert result.interpreted_states > 0 and result.compile_s == float(scripts[0].ready_at[1])
+    background, now = runs
+    starts = background.levels.level_start + [result.distinct_states]
+    sample = [i for lo, hi in zip(starts, starts[1:]) for i in range(lo, hi, max(1, (hi - lo) // 20))]
+    assert [background._trace(i) for i in sample] == [now._trace(i) for i in sample]
+
+
+def test_a_small_layout_whose_table_form_is_compiled_starts_with_it(fresh_kernel_cache, monkeypatch):
+    from kraftcheck.checker.compile import compile_in_process
+    from kraftcheck.checker.explore import engine
+    scripts = []
+    monkeypatch.setattr(engine, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(
+        [forms] if not isinstance(forms, list) else forms, ready_at=(10**9,))) or scripts[-1])
+    model = _model("two_phase", rm=3)
+    compile_in_process(kernel_shapes(model, table=True), processes=1)
+    result = Engine(compile="background").explore(model, Options(keep_going=True))
+    assert [f.module_name for f in scripts[0].forms] == [kernel_shapes(model).module_name]
+    assert result.interpreted_states == 0 and result.compiled_in_background
+    assert _counts(result) == _counts(Engine(compile="now").explore(_model("two_phase", rm=3), Options(keep_going=True)))
+
+
+def test_after_its_time_the_interpreted_tier_waits_for_the_compile(fresh_kernel_cache, monkeypatch):
+    """With ``KRAFTCHECK_INTERPRET_S=0`` the run interprets nothing past the initial states: it
+    waits for the first form of the kernels (a real background compile here)."""
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "0")
+    result = Engine(compile="background").explore(_model("two_phase", rm=4), Options(keep_going=True))
+    assert result.compiled_in_background and result.interpreted_states == 0 and result.compile_s > 0
+    assert _counts(result) == _counts(Engine(compile="now").explore(_model("two_phase", rm=4), Options(keep_going=True)))
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_bad_interpreting_time_is_refused_before_any_compile(fresh_kernel_cache, monkeypatch, value):
+    from kraftcheck.checker.errors import UsageError
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", value)
+    with pytest.raises(UsageError, match="KRAFTCHECK_INTERPRET_S must be a number of seconds"):
+        Engine(compile="background").explore(_model("die_hard"), Options())
+    assert not list(fresh_kernel_cache.iterdir()), "nothing should have been written or compiled"
+
+
+def test_both_forms_of_a_small_layout_pack_a_state_into_the_same_words(fresh_kernel_cache):
+    import numpy as np
+    from kraftcheck.checker.codegen import layout_values, load_kernels
+    model = _model("two_phase", rm=3)
+    states, seen = list(model.initial), set(model.initial)  # every reachable state, breadth-first
+    for flat in states:
+        for label in model.enabled_labels(flat):
+            nxt = model.step(flat, label)
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                states.append(nxt)
+    assert len(states) == 288
+    rows = np.array(states, np.int32)
+    words = {}
+    for table in (False, True):
+        module = load_kernels(model, table)
+        out = np.zeros((len(states), model.layout.nwords), np.uint64)
+        assert module.pack_rows(rows, out, layout_values(model.layout, table)) == -1
+        words[table] = out
+    assert words[False].tolist() == words[True].tolist() == [list(model.layout.pack(s)) for s in states]
 
 
 def test_a_run_that_ends_first_stops_the_compile_and_leaves_no_process(fresh_kernel_cache):
@@ -143,9 +257,10 @@ def _compile_worker_report(model, processes: int) -> list[str]:
 def test_the_compile_worker_reports_each_kernel(fresh_kernel_cache):
     model = _model("die_hard", small=2, big=7)
     lines = _compile_worker_report(model, processes=1)
-    assert lines[-1] == "compiled"
+    assert lines[-1] == f"compiled {kernel_shapes(model).module_name}"
     assert [line.split(": ", 1)[1] for line in lines[:-1]] == \
-        ["invariants", "engine kernels", "pack", "unpack", "unpack_range", *[a.name for a in model.actions]]
+        ["engine kernels: distinct path", "invariants", "engine kernels: row passes", "pack", "unpack", "unpack_range",
+         *[a.name for a in model.actions]]
 
 
 def test_a_worker_with_helpers_reports_each_kernel_once(fresh_kernel_cache):
@@ -153,9 +268,9 @@ def test_a_worker_with_helpers_reports_each_kernel_once(fresh_kernel_cache):
     as it loads them: every kernel once, in whatever order they were taken."""
     model = _model("die_hard", small=2, big=7)
     lines = _compile_worker_report(model, processes=3)
-    assert lines[-1] == "compiled"
+    assert lines[-1] == f"compiled {kernel_shapes(model).module_name}"
     names = [line.split(": ", 1)[1] for line in lines[:-1]]
-    assert sorted(names) == sorted(["invariants", "engine kernels", "pack", "unpack", "unpack_range",
+    assert sorted(names) == sorted(["engine kernels: distinct path", "invariants", "engine kernels: row passes", "pack", "unpack", "unpack_range",
                                    *[a.name for a in model.actions]])
 
 
@@ -248,3 +363,22 @@ def test_a_bad_compile_process_count_is_refused_with_what_to_pass(monkeypatch, v
     monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", value)
     with pytest.raises(SpecError, match="KRAFTCHECK_COMPILE_PROCESSES must be a whole number of at least 1"):
         compile_processes()
+
+
+def test_a_folder_named_kraftcheck_where_a_run_starts_does_not_stand_in_for_the_package(tmp_path):
+    """The compile processes start as ``python -c`` without the working directory on their path
+    (``compile.worker_command``): with ``python -m`` a ``kraftcheck`` folder there was taken for
+    the package, and a spec file's ``from kraftcheck import ...`` failed in the compile."""
+    import json
+    import shutil
+    from pathlib import Path
+    (tmp_path / "kraftcheck").mkdir()
+    shutil.copy(Path(__file__).parents[1] / "bench" / "specs" / "ewd840.py", tmp_path / "ewd840.py")
+    env = dict(os.environ, KRAFTCHECK_CACHE_DIR=str(tmp_path / "cache"), KRAFTCHECK_INTERPRET_S="0",
+               KRAFTCHECK_COMPILE_PROCESSES="2")
+    out = subprocess.run([str(Path(sys.executable).parent / "kraftcheck"), "check", "--spec", "ewd840.py:EWD840",
+                          "--param", "n=2", "--json", "-", "--quiet"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["interpreted_states"] == 0 and report["compile_s"] > 0

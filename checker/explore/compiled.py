@@ -122,7 +122,7 @@ class Kernels:
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
         # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
-        self.const_values = layout_values(model.layout)
+        self.const_values = layout_values(model.layout, self.module.LAYOUT_TABLE)
         self.threads = thread_count()
         # Two scratch states (source, successor) per thread as int32 rows, far enough apart that
         # threads never write to the same cache line (false sharing halved throughput).
@@ -294,9 +294,10 @@ class Kernels:
         return out
 
 
-def kernel_shapes(model: Model) -> KernelShapes:
-    """The argument types of ``model``'s kernels, with the kernel module written to the cache."""
-    name, path = write_kernel_module(model)
+def kernel_shapes(model: Model, table: bool | None = None) -> KernelShapes:
+    """The argument types of ``model``'s kernels, with the kernel module written to the cache
+    (``table``: which form, as ``codegen.write_kernel_module``'s)."""
+    name, path = write_kernel_module(model, table)
     return KernelShapes(module_name=name, module_path=str(path), dtype_descr=model.layout.dtype.descr,
                         size=model.layout.size, nwords=model.layout.nwords, nlabels=len(model.labels),
                         nconsts=len(model.layout.consts), kernel_names=[a.name for a in model.actions])

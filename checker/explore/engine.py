@@ -10,6 +10,7 @@ uint16 label are kept: a counterexample is rebuilt by replaying labels from an i
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -17,7 +18,7 @@ from typing import Any, Optional
 import numba
 import numpy as np
 
-from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.codegen import NO_LABEL, uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
                                         warm_up_engine_kernels)
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
@@ -60,6 +61,12 @@ DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
 UNPACKED_BYTES_PER_CHUNK = 8 << 20
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
+# The interpreted tier explores for at most this many seconds (``KRAFTCHECK_INTERPRET_S``) while
+# the kernels compile in the background, then the run waits for them: interpreting takes a core
+# the compile would use (on 2 cores, a cold Two-Phase rm=7 ran 22.5 s interpreting throughout
+# against 13.4 s compiling first), and what it finds it finds early (the default Kafka check's
+# shortest violation: 93 states, 0.7 s).
+INTERPRET_BUDGET_S = 2.0
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
@@ -75,8 +82,11 @@ class Engine:
     ``compile`` says when they are built: ``now``, before exploring (in this process); or
     ``background``: if they are not in the cache yet, a separate process compiles them while this
     one explores with the interpreted tier (``InterpretedKernels``, identical results, much
-    slower), switching to the compiled kernels between two chunks once they are ready; a run that
-    ends first never waits for them. ``never`` interprets throughout (tests of the first tier).
+    slower) for at most ``interpret_budget()`` seconds, then waits for them, switching to the
+    compiled kernels between two chunks once they are ready; a run that ends first never waits
+    for them. A small layout's compile builds its table form first (``codegen.write_kernel_module``:
+    quick to compile, about half as fast to run), which the run takes while the unrolled form
+    compiles, then the unrolled form. ``never`` interprets throughout (tests of the first tier).
     """
 
     name = "engine"
@@ -101,6 +111,8 @@ class Engine:
         if options.checkpoint_dir and not options.resume:
             check_new_checkpoint_dir(Path(options.checkpoint_dir))
         mode = "now" if numba.config.DISABLE_JIT else self.compile
+        if mode == "background":
+            interpret_budget()  # a bad setting refused before anything is compiled
         builder: Optional[BackgroundCompile] = None
         if mode == "never":
             kernels: Any = InterpretedKernels(model)
@@ -109,10 +121,11 @@ class Engine:
             if mode == "now" or is_compiled(shapes):
                 kernels = self._compile_now(model, shapes, progress, t0)
             else:
-                builder = BackgroundCompile(shapes)
-                kernels = InterpretedKernels(model)
+                kernels, builder = self._first_tier(model, shapes)
         init_words = kernels.pack(model.initial)
-        warm_up_engine_kernels(kernels.nwords)
+        # an interpreted start leaves the compiled kernels' own path to the background compile,
+        # which puts it in numba's cache for the switch
+        warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
         run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder)
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else 0.0
@@ -143,6 +156,19 @@ class Engine:
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
 
     @staticmethod
+    def _first_tier(model: Model, shapes: KernelShapes) -> tuple[Any, BackgroundCompile]:
+        """The kernels to start with while ``shapes``' compile in the background: interpreted,
+        or for a small layout whose table form (``codegen.write_kernel_module``: a few seconds to
+        compile, about half as fast to run) is compiled already, that form. A small layout's
+        background compile does its table form first, so that the run can take it meanwhile."""
+        if uses_layout_table(model.layout):
+            return InterpretedKernels(model), BackgroundCompile(shapes)
+        quick = kernel_shapes(model, table=True)
+        if is_compiled(quick):
+            return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
+        return InterpretedKernels(model), BackgroundCompile([quick, shapes])
+
+    @staticmethod
     def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
         def on_kernel(i: int, n: int, what: str) -> None:
             progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling=f"kernel {i + 1}/{n}: {what}"))
@@ -152,6 +178,19 @@ class Engine:
         except numba.core.errors.NumbaError as e:
             raise compile_error(model.spec.name, e) from None
         return Kernels(model, module)
+
+
+def interpret_budget() -> float:
+    """``KRAFTCHECK_INTERPRET_S``, else INTERPRET_BUDGET_S: seconds of interpreting before a run
+    waits for its background compile."""
+    text = os.environ.get("KRAFTCHECK_INTERPRET_S", "").strip()
+    try:
+        budget = float(text) if text else INTERPRET_BUDGET_S
+    except ValueError:
+        budget = -1.0
+    if budget < 0:
+        raise UsageError(f"KRAFTCHECK_INTERPRET_S must be a number of seconds of at least 0, not {text!r}")
+    return budget
 
 
 def initial_sources(model: Model, canon) -> list[int]:
@@ -188,6 +227,8 @@ class _Run:
                  shard_bits: int, chunk_states: int, builder: Optional[BackgroundCompile] = None) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.builder = builder  # compiling the kernels in the background while we interpret
+        self.interpret_budget = interpret_budget() if builder is not None else 0.0
+        self._waiting = False  # the interpreted tier's time is up: waiting for the compile
         self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
         self.expanded = 0  # states expanded by this run, and their successors: sizes the chunks
@@ -599,18 +640,26 @@ class _Run:
 
     # -- the two tiers
     def _switch_when_compiled(self) -> None:
-        """Take the compiled kernels once the background compile has finished (between chunks,
-        so nothing a chunk computed depends on which tier computed it)."""
+        """Take each form of the compiled kernels once the background compile has it (between
+        chunks, so nothing a chunk computed depends on which tier computed it); once the
+        interpreted tier's time is up, wait for the first form."""
         builder = self.builder
-        if builder is None or self.kernels.compiled:
+        if builder is None:
             return
-        if builder.done():
-            self.kernels = Kernels(self.model, compile_in_process(builder.shapes))  # loads from numba's cache
+        if not self.kernels.compiled and self.clock.elapsed >= self.interpret_budget:
+            self._wait_for_compile()
+        ready = builder.ready_form()
+        using = getattr(self.kernels.module, "__name__", None) if self.kernels.compiled else None
+        if ready is not None and ready.module_name != using:
+            # both forms pack states into the same words, so the visited set and the levels
+            # carry over from one to the other
+            self.kernels = Kernels(self.model, compile_in_process(ready))  # loads from numba's cache
             # the compiled kernels' own buffers: the distinct-successor path places each part in
             # a region of them (Kernels.dense_start) that the interpreted tier's do not have
             self.buffers = self.kernels.buffers(self.chunk_states)
-            self.result.compile_s = builder.finished_s
-            self.builder = None
+            self.result.compile_s = builder.ready.get(ready.module_name, builder.finished_s)
+            if ready is builder.shapes:
+                self.builder = None
         elif builder.failed():
             # compile here, so the error is numba's own (it names the spec's line)
             try:
@@ -618,6 +667,18 @@ class _Run:
             except numba.core.errors.NumbaError as e:
                 raise compile_error(self.model.spec.name, e) from None
             raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
+
+    def _wait_for_compile(self) -> None:
+        """Leave the cores to the background compile until it has a form ready, fails, or the
+        run's time limit passes."""
+        builder = self.builder
+        self._waiting = True
+        try:
+            while builder.ready_form() is None and not builder.failed() and not self.clock.expired():
+                time.sleep(0.05)
+                self._report(force=False)
+        finally:
+            self._waiting = False
 
     # -- traces
     def _trace(self, index: int) -> list[Step]:
@@ -649,8 +710,9 @@ class _Run:
         if force or now - self.last_progress >= 0.25:
             self.last_progress = now
             compiling = f"{self.builder.status}, {self.builder.elapsed:.0f} s" if self.builder else None
+            meanwhile = "table form" if self.kernels.compiled else "waiting" if self._waiting else "interpreting"
             self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
-                                   self.elapsed_before + now, compiling=compiling))
+                                   self.elapsed_before + now, compiling=compiling, meanwhile=meanwhile))
 
     def finish(self) -> None:
         r = self.result

@@ -38,6 +38,9 @@ class Progress:
     frontier: int
     elapsed_s: float
     compiling: Optional[str] = None  # what is being compiled, while the kernels are being built
+    # while compiling in the background, what explores meanwhile: "interpreting", "waiting" (the
+    # interpreted tier's time is up) or "table form" (a small layout's quick kernels)
+    meanwhile: str = "interpreting"
     engine: str = ""  # the explorer's name, for engines whose progress reads differently ("spark")
     shuffle_bytes: Optional[int] = None  # distributed engines: bytes the last finished level shuffled
 

@@ -25,7 +25,8 @@ def compile_summary(result: Result) -> str:
         return f"{result.compile_s:,.2f} s"
     interpreted = f"{result.interpreted_states:,} states interpreted meanwhile"
     if result.compile_s:
-        return f"{result.compile_s:,.2f} s in the background ({interpreted})"
+        later = "; its faster form goes on in the background for the next run" if result.compile_continues else ""
+        return f"{result.compile_s:,.2f} s in the background ({interpreted}){later}"
     if result.compile_continues:
         return f"unfinished; the run ended first ({interpreted}); it goes on in the background for the next run"
     return f"unfinished; the run ended first ({interpreted})"
@@ -79,7 +80,10 @@ def progress_line(p: Progress) -> str:
         return counts
     if p.distinct == 0:
         return f"compiling kernels: {p.compiling}  {p.elapsed_s:,.1f}s"
-    return f"compiling kernels in the background: {p.compiling}\ninterpreting meanwhile: {counts}"
+    meanwhile = {"interpreting": "interpreting meanwhile",
+                 "waiting": "interpreted until now, waiting for the kernels",
+                 "table form": "exploring meanwhile with the table form, compiled first"}.get(p.meanwhile, p.meanwhile)
+    return f"compiling kernels in the background: {p.compiling}\n{meanwhile}: {counts}"
 
 
 def spark_table(figures: dict) -> Table:
