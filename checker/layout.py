@@ -123,10 +123,10 @@ class Layout:
         out: list[int] = []
         for f in self.fields:
             v = getattr(obj, f.name)
-            if f.shape:
-                out.extend(int(x) for x in np.asarray(v, dtype=np.int64).reshape(-1))
-            else:
+            if not f.shape:
                 out.append(int(v))
+            elif not _extend_nested(out, v, f.shape):  # nested lists of the field's shape, the usual case
+                out.extend(int(x) for x in np.asarray(v, dtype=np.int64).reshape(-1))
         return tuple(out)
 
     # -- flat <-> record
@@ -175,6 +175,22 @@ class Layout:
             else:
                 out.append(0)
         return tuple(out)
+
+
+def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
+    """Append the ints of ``v``, nested lists of exactly ``shape``, in row-major order, and say
+    True; say False and append nothing if ``v`` is anything else (then numpy flattens it)."""
+    if not isinstance(v, list) or len(v) != shape[0]:
+        return False
+    if len(shape) == 1:
+        out.extend(int(x) for x in v)
+        return True
+    mark = len(out)
+    for item in v:
+        if not _extend_nested(out, item, shape[1:]):
+            del out[mark:]
+            return False
+    return True
 
 
 def state_copier(layout: Layout) -> Callable[[Any], Any]:

@@ -141,10 +141,10 @@ class Model:
         ints[: self.layout.size] = flat
         ints[self.layout.size:] = flat
         if not lab.action.fn(rec[0], rec[1], *lab.values):
-            if tuple(int(x) for x in ints[self.layout.size:]) != tuple(flat):
+            if tuple(ints[self.layout.size:].tolist()) != tuple(flat):
                 raise SpecError(f"action {lab} changed the successor record but returned False")
             return None
-        succ = tuple(int(x) for x in ints[self.layout.size:])
+        succ = tuple(ints[self.layout.size:].tolist())
         self.layout.check_domains(succ, where=f"after {lab}: ")
         return succ
 

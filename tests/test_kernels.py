@@ -120,6 +120,44 @@ def test_compiled_successors_carry_the_fingerprints_of_their_words():
             level = np.unique(out.words[rows], axis=0)
 
 
+@given(st.data())
+@settings(max_examples=40, deadline=None)
+def test_a_state_object_flattens_as_numpy_flattens_it(data):
+    """Layout.from_object takes nested lists of a field's shape apart itself, and anything else
+    (numpy arrays, tuples, lists of another shape) through numpy, as it always did."""
+    import types
+    layout = Layout([Int("a", 9, (2, 3)), Int("v", 9, (4,)), Bool("b"), Int("d", 9, (2, 2, 2))])
+    flat = tuple(data.draw(st.integers(0, 8)) for _ in range(layout.size))
+    obj = layout.to_object(flat)
+    assert layout.from_object(obj) == flat
+    name = data.draw(st.sampled_from(["a", "v", "d"]))
+    as_numpy = types.SimpleNamespace(**vars(obj))
+    setattr(as_numpy, name, np.array(getattr(obj, name)))
+    assert layout.from_object(as_numpy) == flat
+    grown = types.SimpleNamespace(**vars(obj))
+    setattr(grown, name, getattr(obj, name) + getattr(obj, name)[:1])  # one row too many: not the shape
+    assert len(layout.from_object(grown)) > len(flat)
+
+
+def test_the_reference_explorer_refuses_an_action_that_writes_and_says_it_did_not_fire():
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.specs.die_hard import DieHard
+
+    class Sloppy(DieHard):
+        def actions(self):
+            from kraftcheck.checker.spec import Action
+
+            def fill_and_deny(s, t):
+                t.big = 5
+                return False
+            return [Action("FillAndDeny", fill_and_deny)]
+
+    with pytest.raises(SpecError, match="action FillAndDeny changed the successor but returned False"):
+        ReferenceExplorer().explore(Model(Sloppy()), Options())
+
+
 def test_layout_rejects_out_of_domain_values():
     layout = Layout([Enum("e", ("x", "y", "z")), Set("s", ("a", "b"))])
     import pytest
