@@ -35,7 +35,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "distinct_states": result.distinct_states,
         "depth": result.depth,
         "elapsed_s": round(result.elapsed_s, 4),
-        "compile_s": round(result.compile_s, 4),
+        "compile_s": None if result.compile_s is None else round(result.compile_s, 4),
         "compiled_in_background": result.compiled_in_background,
         "compile_continues": result.compile_continues,
         "interpreted_states": result.interpreted_states,

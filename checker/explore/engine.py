@@ -128,7 +128,7 @@ class Engine:
         warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
         run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder)
         result = run.result
-        result.compile_s = time.perf_counter() - t0 if builder is None else 0.0
+        result.compile_s = time.perf_counter() - t0 if builder is None else None
         result.compiled_in_background = builder is not None
         try:
             run.explore(init_words)

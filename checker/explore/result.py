@@ -111,14 +111,14 @@ class Result:
     distinct_states: int = 0
     depth: int = 0
     elapsed_s: float = 0.0
-    compile_s: float = 0.0
+    compile_s: Optional[float] = 0.0  # None: compiling in the background, unfinished when the run ended
     fired: list[int] = field(default_factory=list)      # per action: transitions computed
     new_states: list[int] = field(default_factory=list)  # per action: new distinct states found
     violations: list[Violation] = field(default_factory=list)
     engine: str = ""
     exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
     interpreted_states: int = 0  # states expanded by the interpreted tier while kernels compiled
-    compiled_in_background: bool = False  # compile_s ran beside the exploration (0: not finished)
+    compiled_in_background: bool = False  # compile_s ran beside the exploration
     compile_continues: bool = False  # the run ended first and left the background compile to finish
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints

@@ -41,6 +41,11 @@ def annotations(judgements: list[Judgement]) -> list[str]:
     return lines
 
 
+def _seconds(value) -> str:
+    """A report's seconds, or "-" where there are none (a compile unfinished when the run ended)."""
+    return "-" if value is None else f"{value:.1f}"
+
+
 def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
     rows = ["## kraftcheck ci", "",
             f"{sum(j.status == PASS for j in judgements)} of {len(judgements)} checks pass (exit {exit_code}).", "",
@@ -49,7 +54,7 @@ def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
     for j in judgements:
         r = j.outcome.report or {}
         rows.append(f"| {j.name} | {j.outcome.check.expectation} | {ICON[j.status]} | "
-                    f"{r.get('distinct_states', 0):,} | {r.get('compile_s', 0):.1f} | {r.get('elapsed_s', 0):.1f} |")
+                    f"{r.get('distinct_states', 0):,} | {_seconds(r.get('compile_s'))} | {r.get('elapsed_s', 0):.1f} |")
     for j in judgements:
         if j.status == PASS:
             continue

@@ -196,7 +196,7 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
         r = j.outcome.report or {}
         table.add_row(j.name, j.outcome.check.expectation, Text(j.status, style=STYLE[j.status]),
                       f"{r.get('distinct_states', 0):,}", str(r.get("depth", "")),
-                      f"{r.get('compile_s', 0):.1f}", f"{r.get('elapsed_s', 0):.1f}", f"{j.outcome.wall_s:.1f}")
+                      "-" if r.get("compile_s") is None else f"{r['compile_s']:.1f}", f"{r.get('elapsed_s', 0):.1f}", f"{j.outcome.wall_s:.1f}")
     console.print(table)
     for j in judgements:
         for note in j.notes:

@@ -24,7 +24,7 @@ def compile_summary(result: Result) -> str:
     if not result.compiled_in_background:
         return f"{result.compile_s:,.2f} s"
     interpreted = f"{result.interpreted_states:,} states interpreted meanwhile"
-    if result.compile_s:
+    if result.compile_s is not None:
         later = "; its faster form goes on in the background for the next run" if result.compile_continues else ""
         return f"{result.compile_s:,.2f} s in the background ({interpreted}){later}"
     if result.compile_continues:
