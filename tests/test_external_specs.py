@@ -212,7 +212,7 @@ def test_trace_of_a_plugin_spec_replays_by_its_name(tmp_path, kernel_cache):
     (trace,) = (tmp_path / "t").glob("my_spec.total_below_cap.*.json")
     replayed = _kraftcheck(["trace", "replay", str(trace), "--quiet"], tmp_path, site, kernel_cache)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert "valid: 2 steps" in replayed.stdout
+    assert "valid: 3 states (2 actions)" in replayed.stdout
 
 
 def test_plugin_registered_under_another_name_than_its_own_is_refused(tmp_path, kernel_cache):
@@ -349,7 +349,8 @@ def test_trace_records_the_spec_name_and_replay_never_imports_it(counters_trace)
 def test_replay_of_an_external_spec_trace_with_spec_given(counters_trace, spec_file):
     result = run("trace", "replay", str(counters_trace), "--spec", f"{spec_file}:Counters", "--no-color")
     assert result.exit_code == 0, result.output
-    assert "valid: 3 steps" in result.stdout and "total_below_cap violated at step 3" in result.stdout
+    said = " ".join(result.stdout.split())  # the console wraps lines at its width
+    assert "valid: 4 states (3 actions)" in said and "total_below_cap violated at step 3" in said
     compiled = run("trace", "replay", str(counters_trace), "--spec", f"{spec_file}:Counters", "--compiled",
                    "--quiet")
     assert compiled.exit_code == 0, compiled.output

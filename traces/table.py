@@ -82,7 +82,8 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     elements = view.elements_for(keep)
     bad = view.violating_step
     kind = view.attrs.get('kind', 'trace') + (" (lasso)" if view.lasso is not None else "")
-    title = f"{view.spec}: {kind} of {len(view.steps) - 1} steps"
+    # counted as kraftcheck check counts a counterexample: in states, the initial one included
+    title = f"{view.spec}: {kind} of {len(view.steps)} states ({len(view.steps) - 1} actions)"
     # switches left off (False / None) are the defaults: naming them only buries the ones that matter
     params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
     if params:

@@ -189,7 +189,8 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
     if lasso is not None:
         tail = (f"; {'stutters at' if lasso['stutter'] else 'closes its cycle back to'} step {lasso['cycle_start']}, "
                 f"a fair behaviour in which liveness {v['check']} never reaches its goal after step {v['step']}")
-    console.print(Text(f"valid: {len(report.steps) - 1} steps of {report.spec!r}, each an enabled action "
+    console.print(Text(f"valid: {len(report.steps)} states ({len(report.steps) - 1} actions) of {report.spec!r}, "
+                       "each an enabled action "
                        f"producing exactly the next state{tail}", style="bold green"))
     sys.exit(EXIT_OK)
 
