@@ -50,6 +50,8 @@ _API = {
     "TransitionProperty": "kraftcheck.checker.spec:TransitionProperty",
     "Symmetry": "kraftcheck.checker.spec:Symmetry",
     "Permuted": "kraftcheck.checker.spec:Permuted",
+    "Predicate": "kraftcheck.checker.spec:Predicate",
+    "Liveness": "kraftcheck.checker.spec:Liveness",
     "param": "kraftcheck.checker.spec:param",
     "Model": "kraftcheck.checker.model:Model",
     # errors

@@ -83,3 +83,20 @@ def test_every_name_in_the_api_table_is_public():
     assert {"check", "Result", "Violation", "load_trace", "replay_trace", "Spec", "Int", "SpecError"} <= documented
     missing = sorted(documented - set(kraftcheck.__all__))
     assert not missing, f"documented but not in kraftcheck's API: {missing}"
+
+
+def test_every_name_the_docs_import_from_kraftcheck_is_there():
+    """The guides write ``from kraftcheck import ...``; each such name must be importable
+    (Liveness and Predicate were not)."""
+    names = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for what in re.findall(r"from kraftcheck import (\([^)]*\)|[^\n`]*)", path.read_text()):
+            names.update(n.strip() for n in what.strip("()").replace("\n", ",").split(",") if n.strip(" .\n"))
+    assert {"Spec", "Liveness", "Predicate"} <= names
+    missing = []
+    for name in sorted(names):
+        try:
+            exec(f"from kraftcheck import {name}", {})
+        except ImportError:
+            missing.append(name)
+    assert not missing, f"the docs import these from kraftcheck, which has none of them: {missing}"
