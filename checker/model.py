@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, Invariant, Spec, TransitionProperty
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
@@ -104,6 +105,13 @@ class Model:
                     f"choose from: {', '.join(known) or '(none)'}")
             all_invariants = [x for x in all_invariants if x.name in check]
             all_properties = [x for x in all_properties if x.name in check]
+        # a missing @njit named now, not as numba's error in a generated file after exploring
+        for a in self.actions:
+            require_njit(f"action {a.name} of spec {spec.name}", a.fn)
+        for x in self.spec_invariants:
+            require_njit(f"invariant {x.name} of spec {spec.name}", x.fn)
+        for x in self.spec_properties:
+            require_njit(f"transition property {x.name} of spec {spec.name}", x.fn)
         self.invariants: list[Invariant] = all_invariants
         self.properties: list[TransitionProperty] = all_properties
         self.invariant_select = sum(1 << k for k, x in enumerate(self.spec_invariants) if x in all_invariants)
