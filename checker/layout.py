@@ -116,8 +116,14 @@ class Layout:
         return arr.reshape(f.shape).tolist()
 
     def to_object(self, flat: tuple[int, ...]) -> types.SimpleNamespace:
-        """A mutable plain-Python state (lists for arrays) for the reference explorer."""
-        return types.SimpleNamespace(**self.values(flat))
+        """A mutable plain-Python state (lists for arrays; ``AxesList`` for arrays of more than one
+        axis, so that ``t.g[i, j]`` works as on a compiled record) for the interpreted tier and
+        the reference explorer."""
+        state = types.SimpleNamespace(**self.values(flat))
+        for f in self.fields:
+            if len(f.shape) > 1:
+                setattr(state, f.name, AxesList.nested(getattr(state, f.name)))
+        return state
 
     def from_object(self, obj: types.SimpleNamespace) -> tuple[int, ...]:
         out: list[int] = []
@@ -193,6 +199,44 @@ def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
     return True
 
 
+class AxesList(list):
+    """Nested lists of an array field of several axes that also take numpy's ``a[i, j]``, read and
+    written, beside ``a[i][j]``: the interpreted tier runs the same action code as the compiled
+    one, where a field is a numpy array."""
+
+    __slots__ = ()
+
+    @classmethod
+    def nested(cls, rows: list) -> "AxesList":
+        return cls(cls.nested(r) if isinstance(r, list) and r and isinstance(r[0], list) else r for r in rows)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """As a numpy array's: the length of each axis."""
+        inner = list.__getitem__(self, 0)
+        return (len(self),) + (inner.shape if isinstance(inner, AxesList) else (len(inner),))
+
+    def _row(self, key: tuple) -> Any:
+        if any(isinstance(k, slice) for k in key):
+            raise SpecError(f"indexing a field with {key!r}: the interpreted tier takes a[i, j] and a[i][j], "
+                            "not slices of several axes; write a loop")
+        row: Any = self
+        for k in key[:-1]:
+            row = list.__getitem__(row, k)
+        return row
+
+    def __getitem__(self, key):
+        if type(key) is tuple:
+            return list.__getitem__(self._row(key), key[-1]) if key else self
+        return list.__getitem__(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        if type(key) is tuple:
+            list.__setitem__(self._row(key), key[-1], value)
+        else:
+            list.__setitem__(self, key, value)
+
+
 def state_copier(layout: Layout) -> Callable[[Any], Any]:
     """A function that copies a plain-Python state (ints, nested lists) much faster than deepcopy,
     which the interpreted tier and trace stepping call once per action instance per state."""
@@ -201,6 +245,8 @@ def state_copier(layout: Layout) -> Callable[[Any], Any]:
     deeper = [f.name for f in layout.fields if len(f.shape) > 1]
 
     def deep(v: Any) -> Any:
+        if type(v) is AxesList:
+            return AxesList(deep(x) for x in v)
         return [deep(x) for x in v] if isinstance(v, list) else v
 
     def copy(state: Any) -> Any:

@@ -147,8 +147,11 @@ def test_the_reference_explorer_refuses_an_action_that_writes_and_says_it_did_no
 
     class Sloppy(DieHard):
         def actions(self):
+            from numba import njit
+
             from kraftcheck.checker.spec import Action
 
+            @njit
             def fill_and_deny(s, t):
                 t.big = 5
                 return False

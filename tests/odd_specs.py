@@ -1,0 +1,93 @@
+"""Specs written the ways a spec author may write them that the two tiers once took differently
+(tests/test_two_tiers.py): an importable module, so that the compiled kernels can import them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck.checker.spec import Action, Bool, Int, Invariant, Param, Spec, param
+
+
+@dataclass(frozen=True)
+class GridParams:
+    n: int = param(2, "rows", minimum=1, maximum=3)
+
+
+@njit(cache=True)
+def mark(s, t, i, j):
+    """Sets cell (i, j) with numpy's two-axis index, once its left neighbour is set."""
+    if s.grid[i, j]:
+        return False
+    if j > 0 and not s.grid[i][j - 1]:
+        return False
+    t.grid[i, j] = True
+    t.marked = s.marked + 1
+    return True
+
+
+@njit(cache=True)
+def clear_row(s, t, i):
+    """Clears a whole row cell by cell, written with nested indices."""
+    if not s.grid[i][2]:
+        return False
+    for j in range(3):
+        t.grid[i][j] = False
+    t.marked = s.marked - 3
+    return True
+
+
+@njit(cache=True)
+def marked_counts_the_grid(s):
+    total = 0
+    for i in range(s.grid.shape[0]):
+        for j in range(3):
+            if s.grid[i, j]:
+                total += 1
+    return total == s.marked
+
+
+@njit(cache=True)
+def never_a_full_grid(s):
+    return s.marked < 3 * s.grid.shape[0]
+
+
+class Grid(Spec):
+    """Cells of an n x 3 grid set left to right, a full row cleared at once."""
+
+    name = "grid"
+    Params = GridParams
+
+    def fields(self):
+        n = self.params.n
+        return [Bool("grid", shape=(n, 3)), Int("marked", 3 * n)]
+
+    def initial_states(self):
+        yield {"grid": [[False] * 3 for _ in range(self.params.n)], "marked": 0}
+
+    def actions(self):
+        n = self.params.n
+        return [Action("Mark", mark, (Param("i", n), Param("j", 3))), Action("ClearRow", clear_row, (Param("i", n),))]
+
+    def invariants(self):
+        return [Invariant("marked_counts_the_grid", marked_counts_the_grid),
+                Invariant("never_a_full_grid", never_a_full_grid)]
+
+
+@njit(cache=True)
+def overflow(s, t):
+    t.marked = s.marked + 1  # past its domain at the top
+    return True
+
+
+class Overflowing(Grid):
+    """An action that writes a value outside its field's domain."""
+
+    name = "overflowing"
+
+    def actions(self):
+        return [Action("Overflow", overflow)]
+
+    def invariants(self):
+        return []
