@@ -44,6 +44,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "symmetry": result.symmetry,
         "checkpoint_dir": result.checkpoint_dir,
         "resumed_from_level": result.resumed_from_level,
+        "resumed": result.resumed,
         "spark": result.spark,
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),

@@ -58,6 +58,30 @@ def test_a_run_stopped_by_a_limit_resumes_to_the_same_end(tmp_path):
     assert _summary(resumed) == _summary(full)
 
 
+def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path, monkeypatch):
+    """The manifest is written before the first level, so a run stopped at any moment has one;
+    resumed, it starts again from the initial states and says so."""
+    from kraftcheck.checker.explore import engine
+    full = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True))
+    initial_level = engine._Run._initial_level
+
+    def stop(self, init_words):
+        (tmp_path / "level-0.words").write_bytes(b"\0" * 24)  # a level half written when it stopped
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine._Run, "_initial_level", stop)
+    stopped = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True, checkpoint_dir=str(tmp_path)))
+    assert stopped.interrupted and json.loads((tmp_path / "checkpoint.json").read_text())["levels"] == 0
+    monkeypatch.setattr(engine._Run, "_initial_level", initial_level)
+    resumed = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True, checkpoint_dir=str(tmp_path),
+                                                                   resume=True))
+    assert resumed.resumed and resumed.resumed_from_level == 0
+    assert _summary(resumed) == _summary(full)
+    said = CliRunner().invoke(cli, ["check", "--spec", "two_phase", "--param", "rm=4", "--resume", str(tmp_path),
+                                    "--no-color"])
+    assert "that run already finished" in said.output
+
+
 def test_violations_found_before_the_checkpoint_survive_the_resume(tmp_path):
     full = Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True))
     Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True, max_depth=8,

@@ -1,14 +1,16 @@
 """Checkpoints: a run whose levels live on disk (``DiskLevels``) can be resumed from its last
 finished level, whenever and however it stopped (SIGKILL included).
 
-After each finished level the engine writes ``checkpoint.json`` atomically: which run this is
+Before the first level (no level finished) and after each finished level the engine writes
+``checkpoint.json`` atomically: which run this is
 (spec, parameters, checks, state layout, labels, kraftcheck version, fingerprint mode), how many
 levels are finished and their sizes, and the counters at that moment (generated, coverage,
 violations found so far as state indices). The level files themselves were fsynced before, so
 the manifest never names data that is not on disk. Resuming maps the finished levels, rebuilds the
 visited set from their words (the visited set is exactly the union of all levels' states), drops
 whatever was written after the manifest, and continues with the next level, so the run ends with
-the counts, verdicts and traces of an uninterrupted one.
+the counts, verdicts and traces of an uninterrupted one. A run stopped before its first level
+was durable resumes from the initial states, and says so (``Result.resumed``).
 """
 
 from __future__ import annotations

@@ -284,7 +284,12 @@ class _Run:
     # -- the search
     def explore(self, init_words: np.ndarray) -> None:
         self.clock = Clock(self.options.time_limit)
-        level = self._resume() if self.options.resume else self._initial_level(init_words)
+        level = self._resume() if self.options.resume else None
+        if level is None:
+            if self.checkpoint_dir is not None and not self.options.resume:
+                # the manifest before any level, so that a run stopped at any moment resumes
+                self._commit()
+            level = self._initial_level(init_words)
         while level is not None and level.shape[0]:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
@@ -618,6 +623,10 @@ class _Run:
         """Continue the run recorded in the checkpoint: map its levels, rebuild the visited set
         from their words, restore the counters; the frontier is its last finished level."""
         manifest = check_resumable(self.checkpoint_dir, self.identity)
+        self.result.resumed = True
+        if manifest["levels"] == 0:  # stopped before its first level was durable: from the start
+            self.levels.reopen(0, [])
+            return None
         level = self.levels.reopen(manifest["levels"], manifest["sizes"])
         for words in self.levels.words_of_level:
             for lo in range(0, words.shape[0], RESUME_CHUNK_STATES):

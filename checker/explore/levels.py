@@ -227,7 +227,7 @@ class DiskLevels(MemoryLevels):
         for extra in self.directory.glob("level-*"):
             if int(extra.name.split("-")[1].split(".")[0]) >= levels:
                 extra.unlink()
-        return self.words_of_level[-1]
+        return self.words_of_level[-1] if levels else np.zeros((0, self.nwords), np.uint64)
 
     def close(self) -> None:
         if self._files is not None:

@@ -125,6 +125,7 @@ class Result:
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
     graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
     resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
+    resumed: bool = False  # a --resume run (resumed_from_level 0: its checkpoint had no finished level)
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
     symmetry: bool = False  # states were canonicalised: distinct states count orbits
 

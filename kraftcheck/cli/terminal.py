@@ -177,6 +177,9 @@ class Terminal:
         stats.add_row("depth", f"{result.depth:,}")
         stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
         stats.add_row("compilation", compile_summary(result))
+        if result.resumed:
+            stats.add_row("resumed", f"from level {result.resumed_from_level:,}" if result.resumed_from_level else
+                          "from the start: the checkpoint's run stopped before its first level was on disk")
         if result.collision_probability is not None:
             p = result.collision_probability
             stats.add_row("collision probability",
