@@ -161,7 +161,10 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--engine", "spark", "--master", "spark://127.0.0.1:{port}"], "cannot reach the Spark master"),
+    (["--engine", "spark", "--master", "spark://127.0.0.1:{port}", "--work-dir", "{tmp}/shared"],
+     "cannot reach the Spark master"),
+    # a cluster's executors do not see the driver's temporary directory: refused before Spark starts
+    (["--engine", "spark", "--master", "spark://127.0.0.1:{port}"], "give one with --work-dir DIR"),
     (["--master", "local[2]"], "need --engine spark"),
     (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
     (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
@@ -175,6 +178,18 @@ def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, monkeypatch, args
     assert result.exit_code == 2
     assert message in _one_error_line(result)
     assert not list(scratch.glob("kraftcheck-spark-*"))  # no work dir left behind by a run that never started
+
+
+def test_a_relative_or_home_work_dir_reaches_the_executors_as_an_absolute_path(tmp_path, monkeypatch):
+    """Executors run in working directories of their own: the driver passes the work dir on
+    absolute, with ~ expanded."""
+    from kraftcheck.spark import SparkExplorer
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root, temporary = SparkExplorer(master="local[1]", work_dir="run1")._root(Options())
+    assert (root, temporary) == (tmp_path / "run1", False) and root.is_dir()
+    root, _ = SparkExplorer(master="local[1]", work_dir="~/run2")._root(Options())
+    assert root == tmp_path / "home" / "run2" and root.is_dir()
 
 
 def test_non_empty_work_dir_exits_2(tmp_path):

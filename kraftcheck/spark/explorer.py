@@ -65,6 +65,9 @@ class SparkExplorer:
         kernels = _driver_kernels(model)
         compile_s = time.perf_counter() - t0
         root, temporary = self._root(options)
+        if temporary and _off_this_machine(self.master):
+            shutil.rmtree(root, ignore_errors=True)
+            raise UsageError(_NO_SHARED_DIR.format(master=self.master))
         resumed_partitions = None
         if options.resume:  # refused before Spark starts, if it must be
             resumed_partitions = read_manifest(root)["identity"].get("partitions")
@@ -75,6 +78,11 @@ class SparkExplorer:
             if temporary:  # Spark did not start: leave no empty work dir behind
                 shutil.rmtree(root, ignore_errors=True)
             raise
+        if temporary and _off_this_machine(getattr(sc, "master", None)):  # spark-submit's master, say
+            if owned:
+                stop_context(sc)
+            shutil.rmtree(root, ignore_errors=True)
+            raise UsageError(_NO_SHARED_DIR.format(master=sc.master))
         try:
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
@@ -101,6 +109,9 @@ class SparkExplorer:
 
     def _root(self, options: Options) -> tuple[Path, bool]:
         directory = options.checkpoint_dir or self.work_dir
+        if directory is not None:
+            # executors run in directories of their own: a relative path, or ~, means nothing there
+            directory = str(Path(directory).expanduser().absolute())
         if options.resume:
             if not directory or not (Path(directory) / MANIFEST).exists():
                 raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
@@ -112,6 +123,16 @@ class SparkExplorer:
             raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
         root.mkdir(parents=True, exist_ok=True)
         return root, False
+
+
+_NO_SHARED_DIR = ("--engine spark with master {master}: the levels and the visited set need a directory that the "
+                  "driver and every executor see (NFS, a mounted volume), and the default is a temporary "
+                  "directory of the driver's; give one with --work-dir DIR")
+
+
+def _off_this_machine(master: Optional[str]) -> bool:
+    """Whether executors of ``master`` may run on other machines (anything but ``local``)."""
+    return master is not None and not master.startswith("local")
 
 
 def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = False) -> dict[str, Any]:
