@@ -172,6 +172,10 @@ def _import(module: str) -> object:
         raise UsageError(f"module {module} failed to load: {_where(e)}") from None
 
 
+# the start of the module name a spec file is imported under (``_load_file``)
+SPEC_FILE_MODULE_PREFIX = "kraftcheck_spec_"
+
+
 def _load_file(path: Path) -> object:
     """Import a spec file under a name derived from its absolute path (stable between runs, so
     compiled kernels that import its functions are found in numba's cache)."""
@@ -179,7 +183,7 @@ def _load_file(path: Path) -> object:
         raise UsageError(f"spec file {path} does not exist")
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
     stem = "".join(c if c.isalnum() else "_" for c in path.stem)
-    module_name = f"kraftcheck_spec_{stem}_{digest}"
+    module_name = f"{SPEC_FILE_MODULE_PREFIX}{stem}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     # a spec file may import modules beside it, as a script would

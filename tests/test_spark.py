@@ -452,3 +452,23 @@ def test_local_engine_reports_have_no_spark_figures():
     from kraftcheck.checker.report import build_report
     result = Engine(compile="now").explore(_model("die_hard"), Options())
     assert result.spark is None and build_report(result, {}, {})["spark"] is None
+
+
+def test_a_spec_given_as_a_file_runs_on_the_executors(spark_context, tmp_path):
+    """``--spec FILE:CLASS``: the driver imports the file under a name of its own; executors
+    build the model by importing that name, so the file is shipped to them (it failed with
+    ModuleNotFoundError: No module named 'kraftcheck_spec_...'), with a module beside it that it
+    imports."""
+    from kraftcheck.specs import spec_class as load
+    (tmp_path / "jug_sizes.py").write_text("BIG = 5\n")
+    text = (Path(__file__).parents[1] / "specs" / "die_hard.py").read_text()
+    text = text.replace("from kraftcheck.checker.spec import", "from jug_sizes import BIG\nfrom kraftcheck import")
+    (tmp_path / "my_jugs.py").write_text(text.replace("name = \"die_hard\"", "name = \"my_jugs\""))
+    cls = load(f"{tmp_path / 'my_jugs.py'}:DieHard")
+    assert cls.__module__.startswith("kraftcheck_spec_my_jugs_")
+    model = Model(cls(cls.Params()))
+    spark = SparkExplorer(spark_context, partitions=2, work_dir=str(tmp_path / "work")).explore(model, Options())
+    local = Engine().explore(Model(cls(cls.Params())), Options())
+    assert (spark.status, spark.distinct_states, spark.states_generated, spark.depth) == \
+        (local.status, local.distinct_states, local.states_generated, local.depth)
+    assert [v.check for v in spark.violations] == ["big_jug_never_holds_4"]

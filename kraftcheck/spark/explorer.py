@@ -16,6 +16,7 @@ import bisect
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -33,6 +34,7 @@ from kraftcheck.checker.model import Model
 from kraftcheck.spark import tasks, workdir
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
 from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
+from kraftcheck.specs import SPEC_FILE_MODULE_PREFIX
 
 
 class SparkExplorer:
@@ -84,6 +86,7 @@ class SparkExplorer:
             shutil.rmtree(root, ignore_errors=True)
             raise UsageError(_NO_SHARED_DIR.format(master=sc.master))
         try:
+            ship_spec_files(sc, type(model.spec))
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
             run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
@@ -123,6 +126,26 @@ class SparkExplorer:
             raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
         root.mkdir(parents=True, exist_ok=True)
         return root, False
+
+
+def ship_spec_files(sc: Any, spec_class: type) -> None:
+    """Send a spec loaded from a file (``--spec my_spec.py:MySpec``) to the executors, under the
+    module name the driver gave it, with the ``.py`` files beside it (which it may import, as a
+    script would): executors build the model by importing the spec class's module by name, and
+    the file is not on their path."""
+    module = sys.modules.get(spec_class.__module__)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None or not spec_class.__module__.startswith(SPEC_FILE_MODULE_PREFIX):
+        return  # an installed or importable module: executors import it as the driver did
+    # one place per module name: Spark refuses a second file of one name from another path
+    shipped = Path(tempfile.gettempdir()) / f"kraftcheck-ship-{spec_class.__module__}"
+    shipped.mkdir(exist_ok=True)
+    copy = shipped / f"{spec_class.__module__}.py"
+    shutil.copyfile(path, copy)
+    sc.addPyFile(str(copy))
+    for beside in sorted(Path(path).parent.glob("*.py")):
+        if beside.resolve() != Path(path).resolve():
+            sc.addPyFile(str(beside))
 
 
 _NO_SHARED_DIR = ("--engine spark with master {master}: the levels and the visited set need a directory that the "
