@@ -222,7 +222,7 @@ def kernel_writes(model: Model, ai: int) -> tuple[Write, ...] | None:
     fields = model.layout.fields
     if uses_layout_table(model.layout):  # packing written elements needs their shifts in the text
         return None
-    for p in model.spec_properties:
+    for p in model.kernel_properties:
         if action_writes(p.fn, fields, []) != ():
             return None
     return action_writes(action.fn, fields, [p.count for p in action.params])
@@ -680,7 +680,7 @@ def _action_source(model: Model, ai: int, layout_module: str) -> str:
     imports = _Imports()
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
-    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.spec_properties)]
+    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
     if uses_layout_table(model.layout):
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
@@ -723,7 +723,7 @@ def _invariants_source(model: Model, layout_module: str) -> str:
     check different selections share it."""
     imports = _Imports()
     names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}")
-             for k, inv in enumerate(model.spec_invariants)]
+             for k, inv in enumerate(model.kernel_invariants)]
     checks = [f"            if ib{k} and not {n}(s):\n                m |= ib{k}" for k, n in enumerate(names)]
     out = _header(f"The invariants kernel of spec {model.spec.name}") + [
         "from numba import njit, uint64",
@@ -764,7 +764,7 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
                   table_module: str | None) -> str:
     """The module that gathers a model's kernels (and compiles nothing itself)."""
     args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions),
-             model.property_select) for ai in range(len(model.actions))]
+             model.kernel_property_select) for ai in range(len(model.actions))]
     table = [] if table_module is None else [
         "from kraftcheck.checker.kernels.table_expand import TableExpander",
         f'_table_expand = generated_module("{table_module}", __file__).expand',
@@ -777,7 +777,7 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
         "pack_rows, unpack_rows, unpack_range = _layout.pack_rows, _layout.unpack_rows, _layout.unpack_range",
         f'check = generated_module("{invariants_module}", __file__).check',
         "# which of the spec's invariants this model checks (bit k: the spec's invariant k)",
-        f"INVARIANT_SELECT = {model.invariant_select}",
+        f"INVARIANT_SELECT = {model.kernel_invariant_select}",
         "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
         "# properties_at, select: which of the spec's transition properties it checks)",
         *table,
@@ -791,7 +791,8 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
 def _dependency_digest(model: Model) -> str:
     """Digest of every source file the generated module compiles in."""
     files = {Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES}
-    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties]:
+    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties + model.constraints
+                                               + model.action_constraints]:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
     # Spec functions call helpers from other modules of their package: include the whole package.
     for f in list(files):

@@ -130,7 +130,7 @@ class Kernels:
         flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
         self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
         self.nactions = len(model.actions)
-        self.tally_width = tally_width(self.nactions, len(model.properties))
+        self.tally_width = tally_width(self.nactions, model.kernel_property_count)
 
     def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
         return split(lo, hi, self.threads if hi - lo >= 256 else 1)
@@ -165,7 +165,7 @@ class Kernels:
         """Buffers for chunks of up to ``states`` states (rounded up to a multiple of the threads,
         so that every part has a region of the dense arrays of its own: ``dense_start``)."""
         states = -(-states // self.threads) * self.threads
-        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
+        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.kernel_property_count))
 
     def dense_start(self, j: int, out: "ChunkBuffers") -> int:
         """Where part j's distinct successors start in ``out``'s dense arrays: the same place
@@ -278,11 +278,13 @@ class Kernels:
             raise SpecError(f"action {self.model.labels[err[1]]} produced a value outside its field's domain")
 
     def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
-        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
+        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``,
+        and after them of broken state constraints (bit ``len(model.invariants) + k`` =
+        ``model.constraints[k]``)."""
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
         out = np.zeros(hi - lo, np.uint64)
-        if self.model.invariants and hi > lo:
+        if (self.model.invariants or self.model.constraints) and hi > lo:
             parts = self._parts(lo, hi)
 
             def check_part(j: int) -> None:
