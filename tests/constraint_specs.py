@@ -88,7 +88,7 @@ class Counters(Spec):
         {"blocked": True},                    # the action constraint
         {"n": 3, "top": 1, "limit": 2, "blocked": True},
     )
-    symmetric_examples = ({"n": 3}, {"n": 3, "limit": 3, "cap": 3, "blocked": True})
+    symmetric_examples = ({"n": 3}, {"n": 3, "limit": 6}, {"n": 3, "limit": 3, "cap": 3, "blocked": True})
 
     def names(self) -> tuple[str, ...]:
         return tuple(f"k{i + 1}" for i in range(self.params.n))
