@@ -368,7 +368,12 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
     """After ``pack`` (whose failure is the ``if`` these lines continue): on the distinct path
     (``dense``) queue the successor in the ring unless it is a self-loop (found here when
     ``check_self_loop``, else by the packer) and probe the table with the one queued ``PENDING -
-    1`` before; else label its row. ``source``: the source state's index in the chunk."""
+    1`` before; else label its row. ``source``: the source state's index in the chunk.
+
+    On the distinct path, where no row is labelled, a successor that is not a self-loop also
+    sets the label of its source's first row (``source * stride``) to 0: the state has a way
+    out. The engine's deadlock check fills those labels with NO_LABEL before the kernels run and
+    reads them after (a store per successor, in the line of the state being expanded)."""
     return [
         f"{body}    err[0] = {source}",
         f"{body}    err[1] = label",
@@ -377,6 +382,7 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
         *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", f"source_offset + {source}",
                                                           "self_loop")] if check_self_loop else []),
         f"{body}    if not self_loop:",
+        f"{body}        out_label[{source} * stride] = 0",
         f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
         f"{body}        ring_rows[q] = row",
         f"{body}        pushed += 1",

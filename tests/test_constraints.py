@@ -100,6 +100,29 @@ def test_deadlock_follows_the_spec_and_the_option():
     assert not Model(die_hard(die_hard.Params()), deadlock=False).check_deadlock
 
 
+@pytest.mark.parametrize("keep_going", [True, False], ids=["continue", "first"])
+@pytest.mark.parametrize("rm", [1, 3])
+def test_deadlock_on_the_distinct_successor_path_agrees_with_reference(rm, keep_going):
+    """Without constraints the compiled engine keeps its distinct-successor path, where the action
+    kernels mark the states that have a way out (both kernel forms); its deadlock, counts and
+    trace are the reference explorer's, and the interpreted tier's (candidate rows)."""
+    from conftest import EXPLORERS
+    cls = spec_class("two_phase")
+
+    def summary(result):
+        return (_counts(result), result.coverage(), [(v.check, v.kind, v.depth) for v in result.violations])
+
+    expected = ReferenceExplorer().explore(Model(cls(cls.Params(rm=rm)), deadlock=True), Options(keep_going=keep_going))
+    assert [v.check for v in expected.violations][:1] == ["deadlock"]
+    for name in ("engine", "engine-small-chunks", "engine-table-layouts", "engine-interpreted", "engine-fingerprints"):
+        model = Model(cls(cls.Params(rm=rm)), deadlock=True)
+        got = EXPLORERS[name]().explore(model, Options(keep_going=keep_going))
+        assert summary(got) == summary(expected), name
+        from counterexample_support import assert_counterexample_replays
+        for v in got.violations:
+            assert_counterexample_replays(model, v)
+
+
 def _kraftcheck(*args, cwd):
     return subprocess.run([sys.executable, "-m", "kraftcheck", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)

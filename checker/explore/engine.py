@@ -157,9 +157,9 @@ class Engine:
 
 def every_row_needed(model: Model) -> bool:
     """Whether the engine needs every successor row of a chunk, not only the distinct ones: a
-    state or action constraint leaves some out of the search, and the deadlock check looks at
-    every successor of a state (the candidate-row path)."""
-    return model.constrained or model.check_deadlock
+    state or action constraint leaves some out of the search (the candidate-row path). (The
+    deadlock check works on either path.)"""
+    return model.constrained
 
 
 def initial_sources(model: Model, canon) -> list[int]:
@@ -468,8 +468,8 @@ class _Run:
     def _distinct_successors_only(self) -> bool:
         """Whether chunks take the compiled kernels' distinct-successor path: the successors that
         meet the visited set are all the engine needs, unless they must be canonicalised first
-        (--symmetry), every transition is recorded (the state graph), or constraints or the
-        deadlock check need every successor (``every_row_needed``)."""
+        (--symmetry), every transition is recorded (the state graph), or a state or action
+        constraint leaves some successors out (``every_row_needed``)."""
         return (self.kernels.compiled and self.canon is None and self.recorder is None
                 and not every_row_needed(self.model))
 
@@ -485,11 +485,22 @@ class _Run:
         starts = [self.kernels.dense_start(j, buf) for j in range(len(parts))]  # positions in the dense arrays
         offsets = self._offsets[: len(parts)]
         tables = self._repeat_tables
+        # the deadlock check: the kernels set the label of a state's first row to 0 once it has a
+        # successor other than itself (codegen._placed_successor_lines)
+        deadlock = self.model.check_deadlock and DEADLOCK not in self.found
+        if deadlock:
+            buf.labels[: (hi - lo) * stride: stride] = NO_LABEL
 
         def bucket(j: int, a: int, b: int, end: int) -> None:
             bucket_dense_part(buf.dense_hashes, starts[j], end, shard_bits, buf.new_mark, buf.order, offsets[j])
 
         ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket)
+        if deadlock:
+            stuck = np.flatnonzero(buf.labels[: (hi - lo) * stride: stride] == NO_LABEL)
+            if stuck.size:
+                i = int(stuck[0])
+                self._record_violation(DEADLOCK, DEADLOCK, first_index + i, -1)
+                found_here[DEADLOCK] = i * stride + stride - 1  # after every successor of the state
         used = max(ends)
         self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
                                      buf.new_mark)
