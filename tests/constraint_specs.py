@@ -118,3 +118,54 @@ class Counters(Spec):
 
     def symmetry(self):
         return Symmetry(self.names(), (Permuted("c", axes=(0,)),))
+
+
+@njit(cache=True)
+def step_up(s, t):
+    if s.x >= 5:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def x_at_most_one(s):
+    return s.x <= 1
+
+
+@njit(cache=True)
+def x_is_not_forbidden(s):
+    return s.x != s.forbidden
+
+
+@dataclass(frozen=True)
+class RisingParams:
+    forbidden: int = param(9, "the invariant: x never holds this value", minimum=0, maximum=9)
+
+
+class Rising(Spec):
+    """TLC's own check of initial states outside a constraint (tests/test_constraints.py):
+    ``Init == x \\in 0..3``, ``Next == x < 5 /\\ x' = x + 1``, ``CONSTRAINT x <= 1``,
+    ``INVARIANT x # forbidden``."""
+
+    name = "constraint_rising"
+    summary = "x rises from 0..3 under the constraint x <= 1 (TLC's handling of initial states outside)"
+    Params = RisingParams
+    examples = ({}, {"forbidden": 2}, {"forbidden": 3})
+    check_deadlock = False  # as the TLC model it is compared with (CHECK_DEADLOCK FALSE)
+
+    def fields(self):
+        return [Int("x", 5), Const("forbidden", self.params.forbidden)]
+
+    def initial_states(self):
+        for x in range(4):
+            yield {"x": x}
+
+    def actions(self):
+        return [Action("Next", step_up)]
+
+    def invariants(self):
+        return [Invariant("x_is_not_forbidden", x_is_not_forbidden)]
+
+    def constraints(self):
+        return [Constraint("x_at_most_one", x_at_most_one)]

@@ -17,7 +17,7 @@ from kraftcheck.specs import spec_class, spec_names
 
 # beside the registered specs: state and action constraints and deadlocks, in every form TLC gives
 # them (tests/constraint_specs.py; a module on the tests' path, which the Spark fixture ships)
-CONSTRAINT_SPECS = ["constraint_specs:Counters"]
+CONSTRAINT_SPECS = ["constraint_specs:Counters", "constraint_specs:Rising"]
 CASES = [(name, example) for name in spec_names() + CONSTRAINT_SPECS for example in spec_class(name).examples]
 SYMMETRIC_CASES = [(name, example) for name in spec_names() + CONSTRAINT_SPECS
                    for example in spec_class(name).symmetric_examples]

@@ -50,6 +50,28 @@ def test_inner_fifo_gives_tlcs_counts(explorer):
     assert _counts(result) == ("holds", 36, 9660, 3864, 11)
 
 
+@pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, TableLayoutEngine],
+                         ids=["reference", "engine", "engine-table-layouts"])
+def test_initial_states_outside_a_constraint_as_tlc_counts_them(explorer):
+    r"""tests/constraint_specs.py's Rising is this TLA+ module, which TLC checks so:
+
+        Init == x \in 0..3    Next == x < 5 /\ x' = x + 1    CONSTRAINT x <= 1
+
+        Finished computing initial states: 4 states generated, with 2 of them distinct
+        6 states generated, 2 distinct states found, 0 states left on queue.
+        The depth of the complete state graph search is 1.
+
+    and with INVARIANT x # 3 (or x # 2): "Error: Invariant Inv is violated by the initial state:
+    x = 3" (x = 2): an initial state outside the constraint is counted and checked, not kept."""
+    cls = spec_class("constraint_specs:Rising")
+    result = explorer().explore(Model(cls(cls.Params())), Options())
+    assert _counts(result) == ("holds", 4, 6, 2, 1)
+    for forbidden in (2, 3):
+        result = explorer().explore(Model(cls(cls.Params(forbidden=forbidden))), Options())
+        (violation,) = result.violations
+        assert violation.depth == 1 and violation.steps[0].state[0] == forbidden
+
+
 def test_inner_fifo_without_its_constraint_keeps_the_longer_queues():
     """The constraint is what stops the search at queues of 3: an empty selection keeps every
     state the fields can hold (queues of 4 too, which the fields were sized for)."""
