@@ -359,6 +359,9 @@ def _ring_setup_lines() -> list[str]:
         "    pack_words = ring_words if dense else out_words",
         "    pack_hashes = ring_hashes if dense else out_hash",
         "    pushed = 0  # successors queued in the ring",
+        # the deadlock check on the distinct path (_placed_successor_lines); err has a third
+        # element only there
+        "    mark_moves = dense and err.shape[0] > 2 and err[2] == 1",
         "    probed = 0  # of those, the ones that met the table",
         "    fired = 0",
     ]
@@ -370,10 +373,11 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
     ``check_self_loop``, else by the packer) and probe the table with the one queued ``PENDING -
     1`` before; else label its row. ``source``: the source state's index in the chunk.
 
-    On the distinct path, where no row is labelled, a successor that is not a self-loop also
-    sets the label of its source's first row (``source * stride``) to 0: the state has a way
-    out. The engine's deadlock check fills those labels with NO_LABEL before the kernels run and
-    reads them after (a store per successor, in the line of the state being expanded)."""
+    On the distinct path, where no row is labelled, when the run checks for deadlocks
+    (``mark_moves``: ``err[2]`` is 1) a successor that is not a self-loop also sets the label of
+    its source's first row (``source * stride``) to 0: the state has a way out. The engine fills
+    those labels with NO_LABEL before the kernels run and reads them after. A run that does not
+    check pays a predictable branch, no store."""
     return [
         f"{body}    err[0] = {source}",
         f"{body}    err[1] = label",
@@ -382,7 +386,8 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
         *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", f"source_offset + {source}",
                                                           "self_loop")] if check_self_loop else []),
         f"{body}    if not self_loop:",
-        f"{body}        out_label[{source} * stride] = 0",
+        f"{body}        if mark_moves:",
+        f"{body}            out_label[{source} * stride] = 0",
         f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
         f"{body}        ring_rows[q] = row",
         f"{body}        pushed += 1",

@@ -218,7 +218,8 @@ class Kernels:
         return out
 
     def distinct_successors(self, words: np.ndarray, lo: int, hi: int, out: "ChunkBuffers",
-                            tables: "RepeatTables", after_part: Callable[[int, int, int, int], None]) -> list[int]:
+                            tables: "RepeatTables", after_part: Callable[[int, int, int, int], None],
+                            mark_moves: bool = False) -> list[int]:
         """The successors of ``words[lo:hi]`` that are neither self-loops nor repeats within a part
         (of ``parts(hi - lo)``), each once, with the smallest candidate row it has (the first
         occurrence in candidate order; the same rows the engine keeps from ``successors``).
@@ -228,6 +229,9 @@ class Kernels:
         its counts (transitions per action, first rows violating each transition property) are in
         ``tables.tally[j]``. ``after_part(j, a, b, end)`` runs on the part's thread once its
         kernels are done (``end``: the position after its last). Returns each part's end.
+
+        ``mark_moves`` (the deadlock check): the kernels set ``out.labels[i * nlabels]`` to 0 for
+        each state i of the chunk with a successor other than itself, and leave it otherwise.
         """
         self._check_batch(words)
         if out.states % self.threads:
@@ -236,7 +240,8 @@ class Kernels:
         if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
             raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
                              f"for buffers of {out.states}")
-        err = np.full(2, -1, np.int64)
+        err = np.full(3, -1, np.int64)
+        err[2] = 1 if mark_moves else 0  # read by the kernels on this path only (codegen._ring_setup_lines)
         parts = self._parts(0, hi - lo)
         generation = tables.next_generation()
         ends = [0] * len(parts)

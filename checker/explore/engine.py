@@ -485,8 +485,8 @@ class _Run:
         starts = [self.kernels.dense_start(j, buf) for j in range(len(parts))]  # positions in the dense arrays
         offsets = self._offsets[: len(parts)]
         tables = self._repeat_tables
-        # the deadlock check: the kernels set the label of a state's first row to 0 once it has a
-        # successor other than itself (codegen._placed_successor_lines)
+        # the deadlock check: asked to (mark_moves), the kernels set the label of a state's first
+        # row to 0 once it has a successor other than itself (codegen._placed_successor_lines)
         deadlock = self.model.check_deadlock and DEADLOCK not in self.found
         if deadlock:
             buf.labels[: (hi - lo) * stride: stride] = NO_LABEL
@@ -494,7 +494,7 @@ class _Run:
         def bucket(j: int, a: int, b: int, end: int) -> None:
             bucket_dense_part(buf.dense_hashes, starts[j], end, shard_bits, buf.new_mark, buf.order, offsets[j])
 
-        ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket)
+        ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket, mark_moves=deadlock)
         if deadlock:
             stuck = np.flatnonzero(buf.labels[: (hi - lo) * stride: stride] == NO_LABEL)
             if stuck.size:
