@@ -225,7 +225,7 @@ def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ..
     fields = model.layout.fields
     if table:  # packing written elements needs their shifts in the text
         return None
-    for p in model.spec_properties:
+    for p in model.kernel_properties:
         if action_writes(p.fn, fields, []) != ():
             return None
     return action_writes(action.fn, fields, [p.count for p in action.params])
@@ -362,6 +362,9 @@ def _ring_setup_lines() -> list[str]:
         "    pack_words = ring_words if dense else out_words",
         "    pack_hashes = ring_hashes if dense else out_hash",
         "    pushed = 0  # successors queued in the ring",
+        # the deadlock check on the distinct path (_placed_successor_lines); err has a third
+        # element only there
+        "    mark_moves = dense and err.shape[0] > 2 and err[2] == 1",
         "    probed = 0  # of those, the ones that met the table",
         "    fired = 0",
     ]
@@ -371,7 +374,13 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
     """After ``pack`` (whose failure is the ``if`` these lines continue): on the distinct path
     (``dense``) queue the successor in the ring unless it is a self-loop (found here when
     ``check_self_loop``, else by the packer) and probe the table with the one queued ``PENDING -
-    1`` before; else label its row. ``source``: the source state's index in the chunk."""
+    1`` before; else label its row. ``source``: the source state's index in the chunk.
+
+    On the distinct path, where no row is labelled, when the run checks for deadlocks
+    (``mark_moves``: ``err[2]`` is 1) a successor that is not a self-loop also sets the label of
+    its source's first row (``source * stride``) to 0: the state has a way out. The engine fills
+    those labels with NO_LABEL before the kernels run and reads them after. A run that does not
+    check pays a predictable branch, no store."""
     return [
         f"{body}    err[0] = {source}",
         f"{body}    err[1] = label",
@@ -380,6 +389,8 @@ def _placed_successor_lines(body: str, check_self_loop: bool, source: str = "i")
         *([f"{body}    {line}" for line in self_loop_lines("ring_words", "q", "sources", f"source_offset + {source}",
                                                           "self_loop")] if check_self_loop else []),
         f"{body}    if not self_loop:",
+        f"{body}        if mark_moves:",
+        f"{body}            out_label[{source} * stride] = 0",
         f"{body}        prefetch_row(seen, int64(ring_hashes[q] >> uint64(32)) & seen_mask)",
         f"{body}        ring_rows[q] = row",
         f"{body}        pushed += 1",
@@ -683,7 +694,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
     imports = _Imports()
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
-    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.spec_properties)]
+    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
     if table:
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
@@ -726,7 +737,7 @@ def _invariants_source(model: Model, layout_module: str) -> str:
     check different selections share it."""
     imports = _Imports()
     names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}")
-             for k, inv in enumerate(model.spec_invariants)]
+             for k, inv in enumerate(model.kernel_invariants)]
     checks = [f"            if ib{k} and not {n}(s):\n                m |= ib{k}" for k, n in enumerate(names)]
     out = _header(f"The invariants kernel of spec {model.spec.name}") + [
         "from numba import njit, uint64",
@@ -767,7 +778,7 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
                   table_module: str | None) -> str:
     """The module that gathers a model's kernels (and compiles nothing itself)."""
     args = [(len(model.labels), model.action_base[ai], TALLY_FIRED + ai, TALLY_FIRED + len(model.actions),
-             model.property_select) for ai in range(len(model.actions))]
+             model.kernel_property_select) for ai in range(len(model.actions))]
     table = [] if table_module is None else [
         "from kraftcheck.checker.kernels.table_expand import TableExpander",
         f'_table_expand = generated_module("{table_module}", __file__).expand',
@@ -780,7 +791,7 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
         "pack_rows, unpack_rows, unpack_range = _layout.pack_rows, _layout.unpack_rows, _layout.unpack_range",
         f'check = generated_module("{invariants_module}", __file__).check',
         "# which of the spec's invariants this model checks (bit k: the spec's invariant k)",
-        f"INVARIANT_SELECT = {model.invariant_select}",
+        f"INVARIANT_SELECT = {model.kernel_invariant_select}",
         "# whether the kernels pack by the layout's table (codegen.layout_values: what they take as cv)",
         f"LAYOUT_TABLE = {table_module is not None}",
         "# one kernel per action, and the arguments that place it in the model: (stride, base, fired_at,",
@@ -796,7 +807,8 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
 def _dependency_digest(model: Model) -> str:
     """Digest of every source file the generated module compiles in."""
     files = {Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES}
-    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties]:
+    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties + model.constraints
+                                               + model.action_constraints]:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
     # Spec functions call helpers from other modules of their package: include the whole package.
     for f in list(files):

@@ -13,9 +13,10 @@ from typing import Any, Callable, Sequence
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.njit_check import require_njit
-from kraftcheck.checker.spec import Action, Invariant, Spec, TransitionProperty
+from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
+DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 
 
 _interpreted: dict[int, Callable[..., Any]] = {}
@@ -67,7 +68,8 @@ class Label:
 class Model:
     """Spec + layout + labels + the invariants and transition properties to check."""
 
-    def __init__(self, spec: Spec, check: Sequence[str] | None = None) -> None:
+    def __init__(self, spec: Spec, check: Sequence[str] | None = None, constraints: Sequence[str] | None = None,
+                 deadlock: bool | None = None) -> None:
         self.spec = spec
         self.layout = Layout(spec.fields())
         self.actions: list[Action] = list(spec.actions())
@@ -117,6 +119,11 @@ class Model:
         self.invariant_select = sum(1 << k for k, x in enumerate(self.spec_invariants) if x in all_invariants)
         self.property_select = sum(1 << k for k, x in enumerate(self.spec_properties) if x in all_properties)
 
+        self._select_constraints(spec, known, constraints)
+        #: whether a reachable state with no successor other than itself is a violation
+        #: (``deadlock``: None takes the spec's ``check_deadlock``, as TLC's CHECK_DEADLOCK)
+        self.check_deadlock: bool = bool(spec.check_deadlock if deadlock is None else deadlock)
+
         seen = set()
         self.initial: list[tuple[int, ...]] = []
         for values in spec.initial_states():
@@ -126,6 +133,81 @@ class Model:
                 self.initial.append(flat)
         if not self.initial:
             raise SpecError(f"spec {spec.name} has no initial state")
+
+    def _select_constraints(self, spec: Spec, checks: list[str], selected: Sequence[str] | None) -> None:
+        """The spec's state and action constraints, and those this run applies (``selected``
+        names, default all). The kernels compile in every one and evaluate the selected ones as
+        extra bits after the selected invariants (``kernel_invariants``) and transition
+        properties (``kernel_properties``)."""
+        import numba
+
+        self.spec_constraints: list[Constraint] = list(spec.constraints())
+        self.spec_action_constraints: list[ActionConstraint] = list(spec.action_constraints())
+        names = [c.name for c in self.spec_constraints + self.spec_action_constraints]
+        if len(set(names)) != len(names) or set(names) & set(checks) or DEADLOCK in set(names) | set(checks):
+            raise SpecError(f"spec {spec.name}: a constraint's name repeats another constraint's, an invariant's or "
+                            f"a property's, or is {DEADLOCK!r}; give each its own name")
+        for c in self.spec_constraints + self.spec_action_constraints:
+            what = "action constraint" if isinstance(c, ActionConstraint) else "constraint"
+            if not isinstance(c, (Constraint, ActionConstraint)):
+                raise SpecError(f"spec {spec.name}: constraints() and action_constraints() must return "
+                                f"kraftcheck.Constraint and kraftcheck.ActionConstraint objects, not {c!r}")
+            if not numba.config.DISABLE_JIT and not hasattr(c.fn, "py_func"):
+                raise SpecError(f"spec {spec.name}: {what} {c.name}: its function {getattr(c.fn, '__name__', c.fn)} "
+                                "is not compiled; decorate it with @njit(cache=True) at module level, as actions "
+                                "and invariants are")
+            require_njit(f"{what} {c.name} of spec {spec.name}", c.fn)  # and the helpers it calls
+        if len(self.spec_invariants) + len(self.spec_constraints) > 64 or \
+                len(self.spec_properties) + len(self.spec_action_constraints) > 64:
+            raise SpecError("at most 64 invariants and state constraints, and 64 transition properties and action "
+                            "constraints, are supported")
+        if selected is not None:
+            unknown = [n for n in selected if n not in names]
+            if unknown:
+                raise UsageError(f"unknown constraint {unknown[0]!r} for spec {spec.name}; "
+                                 f"choose from: {', '.join(names) or '(the spec declares none)'}")
+        chosen = set(names if selected is None else selected)
+        self.constraints: list[Constraint] = [c for c in self.spec_constraints if c.name in chosen]
+        self.action_constraints: list[ActionConstraint] = [c for c in self.spec_action_constraints
+                                                           if c.name in chosen]
+        # what the kernels compile in and evaluate: the checks, then the constraints
+        self.kernel_invariants = self.spec_invariants + [Invariant(c.name, c.fn, c.doc) for c in self.spec_constraints]
+        self.kernel_properties = self.spec_properties + [TransitionProperty(c.name, c.fn, c.doc)
+                                                         for c in self.spec_action_constraints]
+        base = len(self.spec_invariants)
+        self.kernel_invariant_select = self.invariant_select | sum(
+            1 << (base + k) for k, c in enumerate(self.spec_constraints) if c in self.constraints)
+        base = len(self.spec_properties)
+        self.kernel_property_select = self.property_select | sum(
+            1 << (base + k) for k, c in enumerate(self.spec_action_constraints) if c in self.action_constraints)
+        # in a mask of the kernels: the bits of the constraints (after the selected checks')
+        self.constraint_bits = ((1 << len(self.constraints)) - 1) << len(self.invariants)
+        self.action_constraint_bits = ((1 << len(self.action_constraints)) - 1) << len(self.properties)
+
+    @property
+    def constrained(self) -> bool:
+        """Whether some successors may lie outside the search (a state or action constraint)."""
+        return bool(self.constraints or self.action_constraints)
+
+    @property
+    def kernel_property_count(self) -> int:
+        """Bits of a transition mask: the selected properties, then the action constraints."""
+        return len(self.properties) + len(self.action_constraints)
+
+    def in_model(self, before: tuple[int, ...] | None, after: tuple[int, ...]) -> bool:
+        """Whether ``after`` (reached from ``before``; None for an initial state) satisfies every
+        selected state constraint and, from ``before``, every selected action constraint."""
+        if self.constraints:
+            rec = self.layout.record_from_flat(after)
+            if not all(c.fn(rec[0]) for c in self.constraints):
+                return False
+        if before is not None and self.action_constraints:
+            rec = self.layout.new_records(2)
+            ints = rec.view("int32")
+            ints[: self.layout.size] = before
+            ints[self.layout.size:] = after
+            return all(c.fn(rec[0], rec[1]) for c in self.action_constraints)
+        return True
 
     @property
     def check_names(self) -> list[str]:

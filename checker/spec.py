@@ -180,6 +180,29 @@ class TransitionProperty:
     doc: str = ""
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """A state constraint (TLC's ``CONSTRAINT``): ``fn(s) -> bool``. A state that breaks it is
+    counted as generated and checked against the invariants, but it is not kept as a distinct
+    state and not expanded: the search stays inside the states that satisfy every constraint."""
+
+    name: str
+    fn: Callable[..., bool]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ActionConstraint:
+    """An action constraint (TLC's ``ACTION_CONSTRAINT``): ``fn(s, t) -> bool``. A transition
+    s -> t that breaks it is not taken: as with a state constraint, TLC still counts t as
+    generated and checks it against the invariants (and the transition against the transition
+    properties), but t is not kept or expanded from there."""
+
+    name: str
+    fn: Callable[..., bool]
+    doc: str = ""
+
+
 # ----------------------------------------------------------------------------------------------
 # Presentation hooks (traces): who owns which state, where an action happens, what "available" means
 
@@ -333,6 +356,11 @@ class Spec:
     #: Parameter sets on which the conformance tests compare every explorer under ``--symmetry``
     #: (only for a spec that declares a symmetry).
     symmetric_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
+    #: Whether a reachable state with no successor other than itself is an error (a violation of
+    #: kind ``deadlock``), as TLC's ``CHECK_DEADLOCK`` (on by default, as in TLC). A spec whose
+    #: terminal states are intended (a protocol that finishes) sets it to False and says why in
+    #: its docstring; ``--deadlock`` / ``--no-deadlock`` override it for one run.
+    check_deadlock: ClassVar[bool] = True
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
@@ -356,6 +384,14 @@ class Spec:
         return []
 
     def properties(self) -> list[TransitionProperty]:
+        return []
+
+    def constraints(self) -> list[Constraint]:
+        """State constraints (TLC's CONSTRAINT): the search keeps only states that satisfy them."""
+        return []
+
+    def action_constraints(self) -> list[ActionConstraint]:
+        """Action constraints (TLC's ACTION_CONSTRAINT): transitions that break one are not taken."""
         return []
 
     # -- optional presentation hooks, used by traces (never by the engine)

@@ -48,6 +48,8 @@ _API = {
     "Param": "kraftcheck.checker.spec:Param",
     "Invariant": "kraftcheck.checker.spec:Invariant",
     "TransitionProperty": "kraftcheck.checker.spec:TransitionProperty",
+    "Constraint": "kraftcheck.checker.spec:Constraint",
+    "ActionConstraint": "kraftcheck.checker.spec:ActionConstraint",
     "Symmetry": "kraftcheck.checker.spec:Symmetry",
     "Permuted": "kraftcheck.checker.spec:Permuted",
     "Predicate": "kraftcheck.checker.spec:Predicate",

@@ -54,15 +54,18 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
           max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
-          fingerprints: bool = False, symmetry: bool = False,
-          **params: Any) -> Result:
+          fingerprints: bool = False, symmetry: bool = False, constraints: Optional[Sequence[str]] = None,
+          deadlock: Optional[bool] = None, **params: Any) -> Result:
     """Explore ``spec`` with parameters ``params`` and return the Result.
 
     ``result.status`` is ``holds``, ``violated`` or ``incomplete``; counts are TLC's. With
     ``trace_dir``, each violation's shortest counterexample is written there as a trace file
-    (``violation.trace_file``), as ``kraftcheck check`` does.
+    (``violation.trace_file``), as ``kraftcheck check`` does. ``constraints``: the names of the
+    state and action constraints to apply (default all the spec declares); ``deadlock``: check
+    for deadlocks (default: the spec's ``check_deadlock``, on unless it declares otherwise).
     """
-    model = Model(make_spec(spec, params), check=list(invariants) if invariants else None)
+    model = Model(make_spec(spec, params), check=list(invariants) if invariants else None,
+                  constraints=list(constraints) if constraints is not None else None, deadlock=deadlock)
     options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
                       max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None,
                       fingerprints=fingerprints, symmetry=symmetry)
@@ -71,7 +74,9 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     if trace_dir is not None and result.violations:
         from kraftcheck.traces import write_counterexample
         run_options = {"invariants": list(invariants or ()), "continue": keep_going, "max_states": max_states,
-                       "max_depth": max_depth, "time_limit": time_limit, "engine": engine}
+                       "max_depth": max_depth, "time_limit": time_limit, "engine": engine,
+                       "constraints": [c.name for c in model.constraints + model.action_constraints],
+                       "deadlock": model.check_deadlock}
         for v in result.violations:
             write_counterexample(model, v, run_options, trace_dir)
     return result

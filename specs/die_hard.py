@@ -2,7 +2,8 @@
 
 A classic first spec, and the worked example of docs/writing-a-spec.md. The "invariant"
 ``big_jug_never_holds_4`` is meant to fail: its shortest counterexample (7 states) is the
-puzzle's solution.
+puzzle's solution. Deadlock is checked (TLC's default): a jug can always be filled or emptied,
+so every state has a successor other than itself.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class DieHard(Spec):
     summary = "the Die Hard water-jug puzzle (a failing invariant whose counterexample is the answer)"
     Params = DieHardParams
     examples = ({}, {"small": 4, "big": 9})
+    check_deadlock = True  # every state can fill or empty a jug
 
     def fields(self):
         p = self.params

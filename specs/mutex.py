@@ -12,6 +12,9 @@ The textbook liveness example, with a known answer, for ``kraftcheck check --liv
 The non-critical section is not fair (a process may stay out for good), as in Lamport's and
 Peterson's own statements of the problem. Weak fairness is per process (``Enter(*)``: each
 instance of the action is weakly fair on its own, TLA+'s ``\\A p: WF(Enter(p))``).
+
+Deadlock is checked (TLC's default): the processes go round for ever, and a state in which
+neither could move would be a bug of the algorithm (neither has one).
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class Mutex(Spec):
     summary = "Peterson's algorithm and a test-and-set lock (the textbook liveness example)"
     Params = MutexParams
     examples = ({}, {"algorithm": "test_and_set"}, {"fair": False})
+    check_deadlock = True  # the processes go round for ever
 
     def fields(self):
         procs = ("p1", "p2")

@@ -2,7 +2,8 @@
 
 It exists to test counterexamples: a working RM may still choose to abort after the commit, so
 ``tc_consistent`` fails. Shortest trace: RMPrepare, TMRcvPrepared, TMCommit, RMChooseToAbort of
-another RM, RMRcvCommitMsg (6 states).
+another RM, RMRcvCommitMsg (6 states). Its terminal states are intended, as Two-Phase Commit's
+(``check_deadlock = False``, inherited and restated): the protocol ends.
 """
 
 from numba import njit
@@ -23,6 +24,7 @@ def tm_commit_eagerly(s, t):
 class TwoPhaseEagerCommit(TwoPhase):
     name = "two_phase_eager_commit"
     summary = "broken Two-Phase Commit: the TM commits after the first Prepared (violates tc_consistent)"
+    check_deadlock = False  # the protocol ends, as TwoPhase's
 
     def actions(self):
         return [Action("TMCommit", tm_commit_eagerly) if a.name == "TMCommit" else a

@@ -74,6 +74,8 @@ def spark_context():
     end, whatever happened."""
     from kraftcheck.spark.session import start_context, stop_context
     sc = start_context(SPARK_MASTER)
+    # the conformance suite's spec of constraints and deadlocks, importable on the executors
+    sc.addPyFile(os.path.join(os.path.dirname(__file__), "constraint_specs.py"))
     try:
         yield sc
     finally:

@@ -14,6 +14,8 @@ each ``0..limit``, starting at 0, and one action ``Inc(counter)`` that adds 1 to
   away: ``2 * L + 1``;
 * invariant ``total_below_cap`` (``c[a] + c[b] < cap``) first fails after ``cap`` steps, so its
   shortest counterexample has ``cap + 1`` states (when ``cap <= 2 * L``).
+
+``(L, L)`` has no successor: the spec declares that end intended (``check_deadlock = False``).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Counters(Spec):
     name = "counters"
     summary = "two bounded counters (an external spec for tests)"
     Params = CountersParams
+    check_deadlock = False  # both counters at limit is where they end
 
     def fields(self):
         p = self.params

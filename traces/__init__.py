@@ -41,6 +41,7 @@ def trace_from_violation(model: Model, violation: Violation, run_options: Mappin
     """The trace graph of one violation found by an explorer."""
     checks = {c.name: ("invariant", c.doc) for c in model.invariants}
     checks.update({c.name: ("property", c.doc) for c in model.properties})
+    checks["deadlock"] = ("deadlock", "a deadlock: no action leads from the last state to another state")
     kind, doc = checks.get(violation.check, (violation.kind, ""))
     steps = [(s.label, tuple(s.state)) for s in violation.steps]
     info = {"check": violation.check, "kind": violation.kind or kind, "doc": " ".join((doc or "").split()),

@@ -213,9 +213,9 @@ def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None
     violation = graph.get("violation")
     if violation is not None:
         if not isinstance(violation, dict) or not isinstance(violation.get("check"), str) \
-                or violation.get("kind") not in ("invariant", "property", "liveness") \
+                or violation.get("kind") not in ("invariant", "property", "liveness", "deadlock") \
                 or not _is_int(violation.get("step")):
-            fail("must be null or {check, kind: invariant|property|liveness, step}", field="graph.violation")
+            fail("must be null or {check, kind: invariant|property|liveness|deadlock, step}", field="graph.violation")
     liveness = violation is not None and violation.get("kind") == "liveness"
     if liveness != (graph.get("lasso") is not None):
         fail("a liveness violation comes with its lasso (graph.lasso), and only a liveness violation does",

@@ -227,6 +227,18 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     if attrs.get("lasso") is not None:
         _replay_lasso(graph, model, stepper, states, spec)
         return
+    if violation is not None and violation["kind"] == "deadlock":
+        if violation["step"] != n - 1:
+            raise ReplayError(f"the deadlock is recorded at step {violation['step']} but the trace ends at step "
+                              f"{n - 1}", field="graph.violation.step")
+        last = states[-1]
+        for label in range(len(model.labels)):  # a deadlock: no successor but the state itself
+            succ = stepper.step(last, label)
+            if succ is not None and succ != last:
+                raise ReplayError(f"the trace ends in a deadlock, but {model.labels[label]} leads from its last "
+                                  "state to another state", n - 1, "violation")
+        report.steps[-1].failing.append("deadlock")
+        return
     if violation is not None:
         check, at = violation["check"], violation["step"]
         if check not in report.checks:

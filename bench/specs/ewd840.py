@@ -9,6 +9,10 @@ fields' domains). It is here for ``bench/first_result_tlc.py``, which checks tha
 states equal TLC's on the same constants, and is not registered:
 
     kraftcheck check --spec bench/specs/ewd840.py:EWD840 --param n=7
+
+Terminal states are intended (``check_deadlock = False``), as in the Examples' ``EWD840.cfg``
+(``CHECK_DEADLOCK FALSE``): once every node is passive and the token has come back white to a
+white node 0, termination is detected and no action is enabled.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class EWD840(Spec):
     summary = "Dijkstra's termination detection on a ring (EWD 840), safety part"
     Params = EWD840Params
     examples = ({"n": 2}, {"n": 3})
+    check_deadlock = False  # termination detected is the end, as CHECK_DEADLOCK FALSE in EWD840.cfg
 
     def nodes(self) -> tuple[str, ...]:
         return tuple(f"n{i}" for i in range(self.params.n))

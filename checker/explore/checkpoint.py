@@ -26,7 +26,7 @@ from kraftcheck.checker.model import Model
 
 MANIFEST = "checkpoint.json"
 # identity entries that checkpoints written before them lack, with the value they had then
-IDENTITY_DEFAULTS = {"symmetry": False}
+IDENTITY_DEFAULTS = {"symmetry": False, "constraints": []}
 FORMAT = "kraftcheck-checkpoint"
 FORMAT_VERSION = 1
 
@@ -45,6 +45,8 @@ def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> di
         "labels": len(model.labels),
         "actions": [a.name for a in model.actions],
         "fingerprints": fingerprints,
+        "constraints": [c.name for c in model.constraints + model.action_constraints],
+        "deadlock": model.check_deadlock,
         "kraftcheck_version": __version__,
     }
 

@@ -130,7 +130,7 @@ class Kernels:
         flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
         self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
         self.nactions = len(model.actions)
-        self.tally_width = tally_width(self.nactions, len(model.properties))
+        self.tally_width = tally_width(self.nactions, model.kernel_property_count)
 
     def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
         return split(lo, hi, self.threads if hi - lo >= 256 else 1)
@@ -165,7 +165,7 @@ class Kernels:
         """Buffers for chunks of up to ``states`` states (rounded up to a multiple of the threads,
         so that every part has a region of the dense arrays of its own: ``dense_start``)."""
         states = -(-states // self.threads) * self.threads
-        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.properties))
+        return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.kernel_property_count))
 
     def dense_start(self, j: int, out: "ChunkBuffers") -> int:
         """Where part j's distinct successors start in ``out``'s dense arrays: the same place
@@ -218,7 +218,8 @@ class Kernels:
         return out
 
     def distinct_successors(self, words: np.ndarray, lo: int, hi: int, out: "ChunkBuffers",
-                            tables: "RepeatTables", after_part: Callable[[int, int, int, int], None]) -> list[int]:
+                            tables: "RepeatTables", after_part: Callable[[int, int, int, int], None],
+                            mark_moves: bool = False) -> list[int]:
         """The successors of ``words[lo:hi]`` that are neither self-loops nor repeats within a part
         (of ``parts(hi - lo)``), each once, with the smallest candidate row it has (the first
         occurrence in candidate order; the same rows the engine keeps from ``successors``).
@@ -228,6 +229,9 @@ class Kernels:
         its counts (transitions per action, first rows violating each transition property) are in
         ``tables.tally[j]``. ``after_part(j, a, b, end)`` runs on the part's thread once its
         kernels are done (``end``: the position after its last). Returns each part's end.
+
+        ``mark_moves`` (the deadlock check): the kernels set ``out.labels[i * nlabels]`` to 0 for
+        each state i of the chunk with a successor other than itself, and leave it otherwise.
         """
         self._check_batch(words)
         if out.states % self.threads:
@@ -236,7 +240,8 @@ class Kernels:
         if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
             raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
                              f"for buffers of {out.states}")
-        err = np.full(2, -1, np.int64)
+        err = np.full(3, -1, np.int64)
+        err[2] = 1 if mark_moves else 0  # read by the kernels on this path only (codegen._ring_setup_lines)
         parts = self._parts(0, hi - lo)
         generation = tables.next_generation()
         ends = [0] * len(parts)
@@ -278,11 +283,13 @@ class Kernels:
             raise SpecError(f"action {self.model.labels[err[1]]} produced a value outside its field's domain")
 
     def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
-        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
+        """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``,
+        and after them of broken state constraints (bit ``len(model.invariants) + k`` =
+        ``model.constraints[k]``)."""
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
         out = np.zeros(hi - lo, np.uint64)
-        if self.model.invariants and hi > lo:
+        if (self.model.invariants or self.model.constraints) and hi > lo:
             parts = self._parts(lo, hi)
 
             def check_part(j: int) -> None:

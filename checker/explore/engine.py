@@ -37,7 +37,8 @@ from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, che
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.state_graph import GraphRecorder
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.kernels.deadlock import first_stuck
+from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.symmetry import canonical_step, canonicaliser_for
 from kraftcheck.checker.explore.concrete import concrete_trace
 
@@ -150,7 +151,7 @@ class Engine:
         candidates = self.chunk_candidates
         if candidates is None:
             compiled = self.compile != "never" and not numba.config.DISABLE_JIT
-            distinct = compiled and not (options.symmetry or options.record_graph)
+            distinct = compiled and not (options.symmetry or options.record_graph or every_row_needed(model))
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
         unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
@@ -193,14 +194,24 @@ def interpret_budget() -> float:
     return budget
 
 
+def every_row_needed(model: Model) -> bool:
+    """Whether the engine needs every successor row of a chunk, not only the distinct ones: a
+    state or action constraint leaves some out of the search (the candidate-row path). (The
+    deadlock check works on either path.)"""
+    return model.constrained
+
+
 def initial_sources(model: Model, canon) -> list[int]:
     """For each state of the initial level, in order, the index in ``model.initial`` of the
-    initial state it stands for: every one without symmetry, the first of each orbit with it."""
-    if canon is None:
+    initial state it stands for: every one without symmetry, the first of each orbit with it
+    (those outside a state constraint are not in the level)."""
+    if canon is None and not model.constraints:
         return list(range(len(model.initial)))
     seen, out = set(), []
     for i, flat in enumerate(model.initial):
-        c = canon.canonical_flat(flat)
+        c = canon.canonical_flat(flat) if canon is not None else flat
+        if model.constraints and not model.in_model(None, c):
+            continue
         if c not in seen:
             seen.add(c)
             out.append(i)
@@ -262,7 +273,7 @@ class _Run:
         self._seen = np.zeros((most_parts, seen_table_size(self.buffers.valid.shape[0])), np.int64)
         self._generation = 0
         self._repeat_tables = RepeatTables(most_parts, self.buffers.valid.shape[0], kernels.nwords,
-                                           tally_width(len(model.actions), len(model.properties)))
+                                           tally_width(len(model.actions), model.kernel_property_count))
         self._fired_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
         self._new_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
@@ -309,20 +320,29 @@ class _Run:
             init_words = init_words.copy()
             self._canonicalize(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64),
                                init_words.shape[0])
+        found: dict[str, int] = {}
+        inside = np.arange(init_words.shape[0], dtype=np.int64)
+        if self.model.constraints:  # TLC: an initial state outside is counted and checked, not kept
+            masks = self.kernels.violations(init_words)
+            outside = (masks & np.uint64(self.model.constraint_bits)) != 0
+            inside = np.flatnonzero(~outside)
+            found.update(self._check_outside(masks[outside], np.flatnonzero(outside), lambda p: (-1 - p, -1)))
+            init_words, hashes = init_words[inside], hashes[inside]
         if self.recorder is not None:
             is_new = self.recorder.add_initial(init_words, hashes)
         else:
             is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64))
+        kept = inside[is_new.astype(bool)]  # the level's states' places among the initial states
         level = init_words[is_new.astype(bool)]
-        self.generated = init_words.shape[0]
-        self.result.initial_states = init_words.shape[0]
+        self.generated = len(self.model.initial)
+        self.result.initial_states = len(self.model.initial)
         self.levels.add(level, np.full(level.shape[0], INITIAL_PARENT, np.uint32), np.zeros(level.shape[0], np.uint16))
-        found = self._check_new(level, 0, np.arange(level.shape[0]))
+        found.update(self._check_new(level, 0, kept))
         stop = bool(found) and not self.options.keep_going
         if stop:  # stop at the first violating initial state
             cut = min(found.values())
             self._forget_found_after(found, cut)
-            self.levels.truncate_pending(cut + 1)
+            self.levels.truncate_pending(int(np.searchsorted(kept, cut, side="right")))
             self.generated = cut + 1
         level = self.levels.finish_level()
         if stop:
@@ -347,7 +367,7 @@ class _Run:
             if distinct_only:
                 nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
             else:
-                spans = self._successors(level, lo, hi, first + lo)
+                spans = self._successors(level, lo, hi, first + lo, found_here)
                 nrows = sum(nv for _, nv in spans)
                 if self.model.properties:
                     found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
@@ -380,7 +400,8 @@ class _Run:
         self._report(force=True)
         return nxt
 
-    def _successors(self, level: np.ndarray, lo: int, hi: int, first_index: int) -> list[tuple[int, int]]:
+    def _successors(self, level: np.ndarray, lo: int, hi: int, first_index: int,
+                    found_here: Optional[dict[str, int]] = None) -> list[tuple[int, int]]:
         """Expand ``level[lo:hi]`` and meet the visited set (or the graph recorder): afterwards
         ``buffers.valid`` holds the rows computed, in candidate order, and ``buffers.new_mark[p]``
         says whether row ``valid[p]`` is the first occurrence of a state not seen before. Returns
@@ -390,8 +411,16 @@ class _Run:
         Per part, on its thread, right after its expansion: its valid rows, then (unless they
         must be canonicalised first, or go to the recorder) its rows for the visited set copied
         to dense arrays and bucketed by shard, self-loops and repeats within the part left out
-        (``kernels/successor_rows.py``)."""
+        (``kernels/successor_rows.py``).
+
+        A state with no successor but itself is a deadlock when the model checks for it, and
+        successors outside a state or action constraint (TLC: counted as generated and checked
+        against the invariants, but not kept) are left out of the visited set and the graph:
+        violations found so go to ``found_here``."""
         buf, stride, canon, recorder = self.buffers, self.stride, self.canon, self.recorder
+        filtered = self.model.constrained
+        deadlock = self.model.check_deadlock and DEADLOCK not in self.found
+        found_here = {} if found_here is None else found_here
         parts = self.kernels.parts(hi - lo)
         starts = [a * stride for a, _ in parts]
         counts = [0] * len(parts)
@@ -405,15 +434,29 @@ class _Run:
                         buf.dense_words, buf.dense_hashes, buf.new_mark, buf.probe, buf.order, offsets[j],
                         self._seen[j], generation)
 
+        stuck = [-1] * len(parts)
+
         def after_part(j: int, a: int, b: int) -> None:
             counts[j] = valid_rows_part(buf.labels, starts[j], b * stride, NO_LABEL, buf.valid)
-            if canon is None and recorder is None:
+            if deadlock:  # on the successors as computed, before any is canonicalised
+                stuck[j] = first_stuck(buf.words, buf.labels, level, lo, a, b, stride, NO_LABEL)
+            if canon is None and recorder is None and not filtered:
                 bucket(j)
 
         self.kernels.successors(level, lo, hi, buf, after_part)
         if canon is not None:
             for j in range(len(parts)):
                 self._canonicalize(buf.words, buf.hashes, buf.valid[starts[j]:], counts[j])
+        stuck_at = [i for i in stuck if i >= 0]
+        if stuck_at:
+            i = min(stuck_at)
+            self._record_violation(DEADLOCK, DEADLOCK, first_index + i, -1)
+            found_here[DEADLOCK] = i * stride + stride - 1  # after every successor of the state
+        outside = np.empty(0, np.int64)
+        if filtered:
+            rows = np.concatenate([buf.valid[start: start + count] for start, count in zip(starts, counts)])
+            outside = self._leave_outside(level, lo, first_index, rows, found_here)
+        if (canon is not None or filtered) and recorder is None:
             run_parts(bucket, len(parts))
         if recorder is None:
             used = max(start + count for start, count in zip(starts, counts))  # positions in use
@@ -422,16 +465,59 @@ class _Run:
         spans = close_gaps((buf.valid, buf.new_mark), starts, counts)
         nrows = sum(counts)
         if recorder is not None:
-            recorder.add_chunk(buf.words, buf.hashes, buf.valid, nrows, buf.is_new, first_index, hi - lo, stride,
-                               buf.labels)
+            inside = buf.valid[:nrows]
+            if outside.size:  # the graph is the constrained one: no transition leaves it
+                inside = np.ascontiguousarray(inside[~np.isin(inside, outside)])
+            recorder.add_chunk(buf.words, buf.hashes, inside, inside.shape[0], buf.is_new, first_index, hi - lo,
+                               stride, buf.labels)
+            buf.is_new[outside] = 0
             np.take(buf.is_new, buf.valid[:nrows], out=buf.new_mark[:nrows])
         return spans
+
+    def _leave_outside(self, level: np.ndarray, lo: int, first_index: int, rows: np.ndarray,
+                       found_here: dict[str, int]) -> np.ndarray:
+        """The candidate rows (of ``rows``, increasing) whose successor breaks a state constraint
+        or whose transition breaks an action constraint. Each is checked against the invariants
+        (the first violating row of each goes to ``found_here``) and, unless the graph is
+        recorded, turned into a self-loop (its source's words), which nothing counts as new and
+        the visited set never meets. Returns them."""
+        buf, model, stride = self.buffers, self.model, self.stride
+        masks = np.zeros(rows.shape[0], np.uint64)
+        if model.constraints or model.invariants:
+            masks = self.kernels.violations(np.ascontiguousarray(buf.words[rows]))
+        bad = (masks & np.uint64(model.constraint_bits)) != 0
+        if model.action_constraints:
+            bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
+        where = np.flatnonzero(bad)
+        outside = rows[where]
+        found_here.update(self._check_outside(masks[where], outside,
+                                              lambda r: (first_index + r // stride, int(buf.labels[r]))))
+        if self.recorder is None and outside.size:
+            buf.words[outside] = level[lo + outside // stride]
+        return outside
+
+    def _check_outside(self, masks: np.ndarray, rows: np.ndarray, at) -> dict[str, int]:
+        """Invariants on states outside the constraints (TLC checks each as it is generated):
+        ``masks[i]`` is row ``rows[i]``'s; ``at(row)`` gives the violation's (state index, label)
+        for ``_record_violation``. Returns the checks newly violated -> the first such row."""
+        found: dict[str, int] = {}
+        for k, inv in enumerate(self.model.invariants):
+            if inv.name in self.found or not masks.size:
+                continue
+            hits = np.flatnonzero((masks >> np.uint64(k)) & np.uint64(1))
+            if hits.size:
+                r = int(rows[hits[0]])
+                self._record_violation(inv.name, "invariant", *at(r))
+                found[inv.name] = r
+        return found
 
     def _distinct_successors_only(self) -> bool:
         """Whether chunks take the compiled kernels' distinct-successor path: the successors that
         meet the visited set are all the engine needs, unless they must be canonicalised first
-        (--symmetry) or every transition is recorded (the state graph)."""
-        return self.kernels.compiled and self.canon is None and self.recorder is None
+        (--symmetry), every transition is recorded (the state graph), or a state or action
+        constraint leaves some successors out (``every_row_needed``)."""
+        return (self.kernels.compiled and self.canon is None and self.recorder is None
+                and not every_row_needed(self.model))
 
     def _distinct_chunk(self, level: np.ndarray, lo: int, hi: int, first_index: int,
                         found_here: dict[str, int]) -> tuple[int, int, np.ndarray]:
@@ -445,11 +531,22 @@ class _Run:
         starts = [self.kernels.dense_start(j, buf) for j in range(len(parts))]  # positions in the dense arrays
         offsets = self._offsets[: len(parts)]
         tables = self._repeat_tables
+        # the deadlock check: asked to (mark_moves), the kernels set the label of a state's first
+        # row to 0 once it has a successor other than itself (codegen._placed_successor_lines)
+        deadlock = self.model.check_deadlock and DEADLOCK not in self.found
+        if deadlock:
+            buf.labels[: (hi - lo) * stride: stride] = NO_LABEL
 
         def bucket(j: int, a: int, b: int, end: int) -> None:
             bucket_dense_part(buf.dense_hashes, starts[j], end, shard_bits, buf.new_mark, buf.order, offsets[j])
 
-        ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket)
+        ends = self.kernels.distinct_successors(level, lo, hi, buf, tables, bucket, mark_moves=deadlock)
+        if deadlock:
+            stuck = np.flatnonzero(buf.labels[: (hi - lo) * stride: stride] == NO_LABEL)
+            if stuck.size:
+                i = int(stuck[0])
+                self._record_violation(DEADLOCK, DEADLOCK, first_index + i, -1)
+                found_here[DEADLOCK] = i * stride + stride - 1  # after every successor of the state
         used = max(ends)
         self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
                                      buf.new_mark)
@@ -570,11 +667,13 @@ class _Run:
 
     def _record_violation(self, name: str, kind: str, index: int, label: int) -> None:
         """A violation of ``name`` at state ``index`` (for a property: by action ``label`` from it)."""
-        if self.canon is not None:
+        if index < 0:  # an initial state outside the state constraints: not in any level
+            steps = [Step(None, self.model.initial[-1 - index])]
+        elif self.canon is not None:
             steps = self._concrete_trace(index, kind, label, name)
         else:
             steps = self._trace(index)
-            if kind == "property":
+            if label >= 0:  # a transition property's step, or the step to a state outside the constraints
                 steps.append(Step(label, self.kernels.step(steps[-1].state, label)))
         self.found[name] = Violation(name, kind, steps)
         self.found_at[name] = (kind, index, label)
@@ -708,9 +807,11 @@ class _Run:
         path = replay_path(model, index, self.levels.parent_of, canonical_step(self.kernels.step, canonical),
                            initial=initial)
         last_ok = None
-        if kind == "property":
+        if label >= 0:  # a transition property's step, or the step to a state outside the constraints
             path.append(Step(label, canonical(self.kernels.step(path[-1].state, label))))
             last_ok = lambda before, after: name in model.violated_properties(before, after)  # noqa: E731
+            if kind == "invariant":
+                last_ok = lambda before, after: name in model.violated_invariants(after)  # noqa: E731
         return concrete_trace(model, path, start[0], self.kernels.step, canonical, last_ok)
 
     # -- reporting

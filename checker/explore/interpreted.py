@@ -33,8 +33,9 @@ class InterpretedKernels:
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
         self.actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
-        self.invariants = [python_function(inv.fn) for inv in model.invariants]
-        self.properties = [python_function(p.fn) for p in model.properties]
+        # the checks, then the constraints: the bits of Kernels' masks
+        self.invariants = [python_function(inv.fn) for inv in model.invariants + model.constraints]
+        self.properties = [python_function(p.fn) for p in model.properties + model.action_constraints]
         self.copy = state_copier(model.layout)
 
     def _check_batch(self, words: np.ndarray) -> None:
@@ -53,7 +54,7 @@ class InterpretedKernels:
 
     def buffers(self, states: int):
         from kraftcheck.checker.explore.compiled import ChunkBuffers
-        return ChunkBuffers(states, self.nlabels, self.layout, bool(self.model.properties))
+        return ChunkBuffers(states, self.nlabels, self.layout, bool(self.model.kernel_property_count))
 
     def parts(self, n: int) -> list[tuple[int, int]]:
         """One part: the interpreted tier runs on one thread."""

@@ -13,7 +13,7 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.model import DEADLOCK, Model, python_function
 from kraftcheck.checker.explore.concrete import concrete_trace
 
 
@@ -27,6 +27,9 @@ class ReferenceExplorer:
         actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
         invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
         properties = [(p.name, python_function(p.fn)) for p in model.properties]
+        constraints = [python_function(c.fn) for c in model.constraints]
+        action_constraints = [python_function(c.fn) for c in model.action_constraints]
+        constrained = model.constrained
         fired = [0] * len(model.actions)
         new_states = [0] * len(model.actions)
         result = Result(model=model, engine=self.name, fired=fired, new_states=new_states)
@@ -64,7 +67,22 @@ class ReferenceExplorer:
             after = copy_state(before)
             return layout.from_object(after) if fn(before, after, *values) else None
 
-        def path(i: int, last=None, prop=None) -> list[Step]:
+        def in_model(state, before=None, after=None) -> bool:
+            """TLC's isInModel and isInActions: ``state`` (under --symmetry its orbit's
+            representative) inside every state constraint, the transition ``before`` -> ``after``
+            (None for an initial state) inside every action constraint."""
+            return all(c(state) for c in constraints) and (before is None or all(c(before, after)
+                                                                                 for c in action_constraints))
+
+        def check_outside(obj, trace) -> bool:
+            """A state outside the constraints is not kept, but TLC checks the invariants on it
+            (every time it is generated); ``trace(name)`` gives its counterexample. True: stop."""
+            for name, fn in invariants:
+                if name not in found and not fn(obj):
+                    found[name] = Violation(name, "invariant", trace(name))
+            return bool(found) and not options.keep_going
+
+        def path(i: int, last=None, prop=None, last_bad=None) -> list[Step]:
             """The trace to state i (then by ``last`` = (label, canonical successor)); under
             symmetry, de-canonicalised into a trace of the concrete model."""
             steps = stored_path(i) + ([Step(*last)] if last else [])
@@ -73,7 +91,7 @@ class ReferenceExplorer:
             first = i
             while parent[first] >= 0:
                 first = parent[first]
-            last_ok = None
+            last_ok = last_bad
             if prop is not None:
                 last_ok = lambda before, after: not prop(layout.to_object(before), layout.to_object(after))  # noqa: E731
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
@@ -94,7 +112,13 @@ class ReferenceExplorer:
         frontier: list[int] = []
         for source, flat in enumerate(model.initial):
             result.states_generated += 1
+            concrete = flat
             flat = canon(flat)
+            if constraints and not in_model(layout.to_object(flat)):  # TLC: counted, checked, not kept
+                if check_outside(layout.to_object(flat), lambda _name: [Step(None, concrete)]):
+                    stop = True
+                    break
+                continue
             if key(flat) not in index:
                 initial_source.append(source)
                 frontier.append(len(states))
@@ -114,6 +138,7 @@ class ReferenceExplorer:
                     source = states[i]
                     before = layout.to_object(source)
                     pristine = layout.to_object(source)  # what an action that does not fire leaves
+                    moved = False  # a successor other than the state itself (else: a deadlock)
                     for lab, (fn, values) in enumerate(actions):
                         after = copy_state(before)
                         if not fn(before, after, *values):
@@ -124,10 +149,25 @@ class ReferenceExplorer:
                         layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
                         result.states_generated += 1
                         fired[model.label_action[lab]] += 1
+                        moved = moved or succ != source
                         for name, prop in properties:
                             if name not in found and not prop(before, after):
                                 found[name] = Violation(name, "property", path(i, (lab, canon(succ)), prop))
                                 stop = stop or not options.keep_going
+                        outside = None
+                        if constrained:
+                            outside = layout.to_object(canon(succ)) if options.symmetry else after
+                            if in_model(outside, before, after):
+                                outside = None
+                        if outside is not None:
+                            def outside_trace(name, i=i, lab=lab, succ=succ):
+                                inv = dict(invariants)[name]
+                                bad = lambda _before, after_: not inv(layout.to_object(after_))  # noqa: E731
+                                return path(i, (lab, canon(succ)), None, bad)
+                            stop = check_outside(outside, outside_trace) or stop
+                            if stop:
+                                break
+                            continue
                         succ = canon(succ)
                         if key(succ) not in index:
                             new_states[model.label_action[lab]] += 1
@@ -137,6 +177,11 @@ class ReferenceExplorer:
                             break
                     if stop:
                         break
+                    if model.check_deadlock and not moved and DEADLOCK not in found:
+                        found[DEADLOCK] = Violation(DEADLOCK, DEADLOCK, path(i))
+                        if not options.keep_going:
+                            stop = True
+                            break
                     more_work = position + 1 < len(frontier) or bool(next_frontier)
                     if options.max_states is not None and len(states) > options.max_states:
                         result.incomplete_reason = describe_limit(options, "max_states")

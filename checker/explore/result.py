@@ -85,7 +85,7 @@ class Violation:
     """The shortest counterexample found for one invariant or transition property."""
 
     check: str
-    kind: str  # "invariant" or "property"
+    kind: str  # "invariant", "property" or "deadlock" (check "deadlock": the last state has no successor but itself)
     steps: list[Step]
     trace_file: Optional[str] = None
     # the counterexample replayed on the spec's stricter variant (checker/explore/concrete.py)
@@ -139,7 +139,9 @@ class Result:
 
     def conclude(self, violations: list[Violation], keep_going: bool) -> None:
         """Record the violations found, shortest first, and the verdict they and the limits give."""
-        self.violations = sorted(violations, key=lambda v: (v.depth, self.model.check_names.index(v.check)))
+        names = self.model.check_names
+        self.violations = sorted(violations, key=lambda v: (v.depth, names.index(v.check) if v.check in names
+                                                            else len(names)))  # a deadlock last
         self.exhaustive = not self.incomplete_reason and (keep_going or not self.violations)
         if self.violations:
             self.status = VIOLATED

@@ -68,7 +68,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
               fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
               graph: tuple[Optional[str], bool, bool, int] = (None, False, False, 20_000),
-              spark: Optional[dict[str, Any]] = None, symmetry: bool = False) -> int:
+              spark: Optional[dict[str, Any]] = None, symmetry: bool = False,
+              constraints: tuple[str, ...] = (), deadlock: Optional[bool] = None) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
     --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
     dump_graph, availability, liveness, graph_limit = graph
@@ -87,7 +88,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
         raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
                          "need every state")
     cls, param_values = gather_params(spec, params, derived)
-    model = Model(cls(param_values), check=list(invariants) or None)
+    model = Model(cls(param_values), check=list(invariants) or None, constraints=list(constraints) or None,
+                  deadlock=deadlock)
     if symmetry:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
@@ -111,7 +113,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
                    "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
                    "engine": engine, "compile": compile, "fingerprints": fingerprints,
-                   "checkpoint": checkpoint, "resume": resume, "symmetry": symmetry}
+                   "checkpoint": checkpoint, "resume": resume, "symmetry": symmetry,
+                   "constraints": [c.name for c in model.constraints + model.action_constraints],
+                   "deadlock": model.check_deadlock}
     # only the analyses hold the recorded graph (a list they take it out of), so it is freed once used
     recorded = [result.graph] if result.graph is not None else None
     result.graph = None
@@ -132,7 +136,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
         availability = liveness = False
     if (dump_graph or availability or liveness) and not result.interrupted:
         from kraftcheck.cli.graph_analyses import run_graph_analyses
-        failed, analyses = run_graph_analyses(terminal, Model(cls(param_values)), dump_graph, availability,
+        failed, analyses = run_graph_analyses(terminal, Model(cls(param_values), constraints=list(constraints) or None,
+                                                              deadlock=deadlock), dump_graph, availability,
                                               liveness, graph_limit, max_states, max_memory, trace_dir,
                                               run_options, recorded=recorded)
         if failed is not None and not (failed == EXIT_VIOLATED and code == EXIT_INCOMPLETE):
@@ -176,6 +181,14 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Set a spec parameter (repeatable).")
 @click.option("--invariant", "invariants", multiple=True, metavar="NAME",
               help="Check only this invariant or transition property (repeatable). [default: all]")
+@click.option("--constraint", "constraints", multiple=True, metavar="NAME",
+              help="Apply only this state or action constraint of the spec (repeatable): the search keeps "
+                   "the states inside them, as TLC's CONSTRAINT and ACTION_CONSTRAINT. [default: all the spec "
+                   "declares]")
+@click.option("--deadlock/--no-deadlock", default=None,
+              help="Report a reachable state with no successor but itself as a violation (kind deadlock, "
+                   "exit 1), as TLC's CHECK_DEADLOCK.  [default: on, unless the spec declares its terminal "
+                   "states intended (check_deadlock = False)]")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Keep exploring after a violation; report the shortest violation of each check.")
 @click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop (incomplete, exit 3) once more than N distinct states are found.")
@@ -213,7 +226,8 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
-def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_going: bool,
+def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], constraints: tuple[str, ...],
+          deadlock: Optional[bool], keep_going: bool,
           max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
           max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
           fingerprints: bool, symmetry: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
@@ -224,7 +238,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
-    liveness property); 1 an invariant or, with --liveness, a liveness property is violated; 2
+    liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
+    state deadlocks (unless the spec declares terminal states intended, or --no-deadlock); 2
     usage or input error; 3 exploration incomplete (a limit was hit); 130 interrupted.
     """
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
@@ -236,7 +251,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], keep_
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
                          graph=(dump_graph, availability, liveness, graph_limit),
-                         spark=spark_settings(master, spark_conf, work_dir), symmetry=symmetry)
+                         spark=spark_settings(master, spark_conf, work_dir), symmetry=symmetry,
+                         constraints=constraints, deadlock=deadlock)
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE

@@ -164,6 +164,8 @@ class Terminal:
             INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}"),
         }[result.status]
         model = result.model
+        if result.status == VIOLATED and all(v.kind == "deadlock" for v in result.violations):
+            verdict = "[bold red]deadlock reached[/]"
         if result.fingerprints and result.status == HOLDS:
             verdict += " [bold green](up to hash collisions)[/]"
         self.out.print(f"{model.spec.title()}: {verdict}")
@@ -203,7 +205,9 @@ class Terminal:
 
         for v in result.violations:
             where = trace_files.get(v.check)
-            self.out.print(f"[red]violated[/] {v.kind} [bold]{v.check}[/]: shortest counterexample has "
+            what = "[red]deadlock[/]: no successor but itself" if v.kind == "deadlock" else \
+                f"[red]violated[/] {v.kind} [bold]{v.check}[/]"
+            self.out.print(f"{what}: shortest counterexample has "
                            f"{v.depth} states" + (f", written to {where}" if where else ""))
             for i, step in enumerate(v.steps):
                 action = "initial state" if step.label is None else str(model.labels[step.label])

@@ -30,7 +30,7 @@ from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, rea
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.spark import tasks, workdir
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
 from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
@@ -248,6 +248,9 @@ class _SparkRun:
         n = words.shape[0]
         self.result.initial_states = n
         hits: dict[str, int] = {}
+        inside = np.ones(n, bool)
+        if model.constraints:  # TLC: an initial state outside is counted and checked, but not kept
+            inside = (self.kernels.violations(words) & np.uint64(model.constraint_bits)) == 0
         if model.invariants:
             masks = self.kernels.violations(words)
             for k, inv in enumerate(model.invariants):
@@ -259,8 +262,9 @@ class _SparkRun:
             cut = min(hits.values())
             hits = {name: i for name, i in hits.items() if i == cut}
             n = cut + 1
-        words = words[:n]
+        words = words[:n][inside[:n]]
         self.generated = n
+        n = words.shape[0]
         workdir.save(workdir.part_path(self.root, 0, 0, "words"), words)
         workdir.save(workdir.part_path(self.root, 0, 0, "parents"), np.full(n, workdir.INITIAL_PARENT, np.uint64))
         workdir.save(workdir.part_path(self.root, 0, 0, "labels"), np.zeros(n, np.uint16))
@@ -326,6 +330,9 @@ class _SparkRun:
                 keys = [s[field][k] for s in parts if s[field][k] != tasks.NO_HIT]
                 if keys and check.name not in self.found:
                     hits[check.name] = (kind, min(keys))
+        keys = [s["deadlock"] for s in parts if s["deadlock"] != tasks.NO_HIT]
+        if keys and DEADLOCK not in self.found:  # key: the stuck state's last candidate row
+            hits[DEADLOCK] = (DEADLOCK, min(keys))
         return hits
 
     def _cut_at(self, plan: tasks.LevelPlan, parts: list[dict], cut: int) -> list[dict]:
@@ -365,6 +372,8 @@ class _SparkRun:
         with key ``value`` (``where`` = "key"): the path to its parent, then that step."""
         if where == "initial":
             steps = [Step(None, self.model.initial[value])]
+        elif kind == DEADLOCK:  # the path to the stuck state, whose every successor is itself
+            steps = self._trace(value // self.nlabels)
         else:
             label = value % self.nlabels
             steps = self._trace(value // self.nlabels)

@@ -59,20 +59,25 @@ class ModelRecipe:
     spec_class: type
     params: Any
     checks: tuple[str, ...]
+    constraints: tuple[str, ...] = ()  # the state and action constraints applied
+    deadlock: bool = False
 
     @classmethod
     def of(cls, model: Any) -> "ModelRecipe":
-        return cls(type(model.spec), model.spec.params, tuple(model.check_names))
+        return cls(type(model.spec), model.spec.params, tuple(model.check_names),
+                   tuple(c.name for c in model.constraints + model.action_constraints), model.check_deadlock)
 
     @property
     def identity(self) -> str:
         """Equal for equal models: executors keep the kernels of recent models by it."""
         cls = self.spec_class
-        return f"{cls.__module__}:{cls.__qualname__}:{self.params!r}:{self.checks!r}"
+        return (f"{cls.__module__}:{cls.__qualname__}:{self.params!r}:{self.checks!r}:{self.constraints!r}:"
+                f"{self.deadlock!r}")
 
     def build(self) -> Any:
         from kraftcheck.checker.model import Model
-        return Model(self.spec_class(self.params), check=list(self.checks) or None)
+        return Model(self.spec_class(self.params), check=list(self.checks) or None,
+                     constraints=list(self.constraints), deadlock=self.deadlock)
 
 
 _kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (Spark reuses workers)
@@ -112,9 +117,14 @@ def read_frontier(plan: LevelPlan, lo: int, hi: int) -> np.ndarray:
     return np.concatenate(pieces)
 
 
-def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """Per chunk of states lo..hi: the successors' words, hashes, keys and property masks."""
+def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tuple[Any, ...]]:
+    """Per chunk of states lo..hi: the successors' words, hashes, keys and property masks; which
+    of them lie outside the state or action constraints, with their invariant masks (TLC checks
+    the invariants on them too); and the key ``state * nlabels + nlabels - 1`` of the chunk's
+    first deadlocked state (no successor but itself; NO_HIT if none or not checked)."""
     from kraftcheck.checker.codegen import NO_LABEL
+    from kraftcheck.checker.kernels.deadlock import first_stuck
+    model = kernels.model
     words = read_frontier(plan, lo, hi)
     nl = plan.nlabels
     chunk = max(1, CANDIDATES_PER_CHUNK // nl)
@@ -124,8 +134,20 @@ def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tu
         kernels.successors(words, a, b, buf)
         valid = np.flatnonzero(buf.labels[: (b - a) * nl] != NO_LABEL)
         keys = (lo + a) * nl + valid.astype(np.int64)  # row i * nl + label of state lo + a + i
-        props = buf.props[valid] if kernels.model.properties else None
-        yield buf.words[valid], buf.hashes[valid], keys, props
+        props = buf.props[valid] if model.properties else None
+        stuck = NO_HIT
+        if model.check_deadlock:
+            i = first_stuck(buf.words, buf.labels, words, a, 0, b - a, nl, NO_LABEL)
+            stuck = NO_HIT if i < 0 else (lo + a + i) * nl + nl - 1
+        outside = np.zeros(valid.shape[0], bool)
+        masks = np.zeros(valid.shape[0], np.uint64)
+        if model.constrained:
+            if model.constraints or model.invariants:
+                masks = kernels.violations(np.ascontiguousarray(buf.words[valid]))
+            outside = (masks & np.uint64(model.constraint_bits)) != 0
+            if model.action_constraints:
+                outside |= (buf.props[valid] & np.uint64(model.action_constraint_bits)) != 0
+        yield buf.words[valid], buf.hashes[valid], keys, props, outside, masks, stuck
 
 
 def clipped(hashes: np.ndarray) -> np.ndarray:
@@ -161,18 +183,27 @@ def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tup
     label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
     prop_min = np.full(len(model.properties), NO_HIT, np.int64)
+    outside_min = np.full(len(model.invariants), NO_HIT, np.int64)  # invariants broken outside the constraints
+    deadlock = NO_HIT
     generated = 0
     words_parts, hash_parts, key_parts = [], [], []
-    for words, hashes, keys, props in _transitions(plan, kernels, plan.splits[task], plan.splits[task + 1]):
+    for words, hashes, keys, props, outside, masks, stuck in _transitions(plan, kernels, plan.splits[task],
+                                                                          plan.splits[task + 1]):
         generated += keys.shape[0]
         fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
         if props is not None:
             _first_hits(props, keys, len(model.properties), prop_min)
+        if deadlock == NO_HIT:
+            deadlock = stuck
+        if outside.any():  # counted and checked, but not candidates: they are not kept
+            _first_hits(masks[outside], keys[outside], len(model.invariants), outside_min)
+            words, hashes, keys = words[~outside], hashes[~outside], keys[~outside]
         words_parts.append(words)
         hash_parts.append(hashes)
         key_parts.append(keys)
-    out: list[tuple[int, tuple]] = [(task, ("coverage", generated, fired, prop_min))]
-    if generated:
+    generated_kept = sum(k.shape[0] for k in key_parts)
+    out: list[tuple[int, tuple]] = [(task, ("coverage", generated, fired, prop_min, outside_min, deadlock))]
+    if generated_kept:
         words = np.concatenate(words_parts)
         keys = np.concatenate(key_parts)
         buckets = bucket_of(np.concatenate(hash_parts), plan.partitions, plan.fingerprints)
@@ -327,11 +358,12 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     if model.invariants and keys.size:
         _first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
     label_action = np.array(model.label_action, np.int64)
-    _, generated, fired, prop_min = coverage
+    _, generated, fired, prop_min, outside_min, deadlock = coverage
+    inv_min = np.where((outside_min != NO_HIT) & ((inv_min == NO_HIT) | (outside_min < inv_min)), outside_min, inv_min)
     return [{
         "task": task, "count": int(keys.size), "generated": int(generated), "fired": fired.tolist(),
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),
-        "invariants": inv_min.tolist(), "properties": prop_min.tolist(),
+        "invariants": inv_min.tolist(), "properties": prop_min.tolist(), "deadlock": int(deadlock),
     }]
 
 
@@ -344,7 +376,7 @@ def count_until(plan: LevelPlan, model_holder: Any, task: int, cut: int) -> dict
     fired = np.zeros(len(model.actions), np.int64)
     generated = 0
     hi = min(plan.splits[task + 1], cut // plan.nlabels + 1)
-    for _, _, keys, _ in _transitions(plan, kernels, plan.splits[task], hi):
+    for _, _, keys, *_ in _transitions(plan, kernels, plan.splits[task], hi):
         keys = keys[keys <= cut]
         generated += keys.size
         fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
