@@ -201,3 +201,19 @@ def test_bad_input_is_refused_before_exploring():
     assert out.returncode == 2
     assert "--replication-factor 2" in out.stderr
     assert "distinct" not in out.stdout
+
+
+# -- symmetry -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", ["kip-966", "kafka-4.x"])
+def test_symmetry_keeps_the_verdicts_with_replica_sets(protocol):
+    """The replica set is permuted with the brokers, so --symmetry stays sound: the reduced run
+    gives the verdict and the shortest violations of the full one (--election any both)."""
+    params = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, protocol=protocol, lossy_shutdowns=0,
+                  fences=0, isr_shrinks=1, min_isr_changes=0, election="any")
+    full = kraftcheck.check("kafka", keep_going=True, **params)
+    reduced = kraftcheck.check("kafka", keep_going=True, symmetry=True, **params)
+    assert reduced.status == full.status
+    assert sorted((v.check, v.depth) for v in reduced.violations) == sorted((v.check, v.depth) for v in full.violations)
+    assert reduced.distinct_states < full.distinct_states
+    assert reduced.depth == full.depth
