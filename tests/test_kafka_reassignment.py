@@ -217,3 +217,23 @@ def test_symmetry_keeps_the_verdicts_with_replica_sets(protocol):
     assert sorted((v.check, v.depth) for v in reduced.violations) == sorted((v.check, v.depth) for v in full.violations)
     assert reduced.distinct_states < full.distinct_states
     assert reduced.depth == full.depth
+
+
+# -- what the KIP's min ISR rule protects (docs/findings.md F6) -----------------------------------
+
+ONE_LOSSY = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, lossy_shutdowns=1, fences=0,
+                 isr_shrinks=1, min_isr_changes=0)
+
+
+def test_with_the_kip_rule_one_lossy_shutdown_loses_nothing():
+    assert run(**ONE_LOSSY) == ("holds", 311146, 1078580, 34)
+
+
+def test_without_the_kip_rule_one_lossy_shutdown_loses_an_acknowledged_write():
+    """The cancellation leaves b1 alone with the acknowledged r1; b1 loses it uncleanly, and
+    Balanced recovery, with nobody in LastKnownELR to wait for, elects b2 (20 states)."""
+    result = kraftcheck.check("kafka", invariants=["acked_writes_survive"], no_reassignment_min_isr=True, **ONE_LOSSY)
+    assert result.status == "violated"
+    assert [(v.check, v.depth) for v in result.violations] == [("acked_writes_survive", 20)]
+    cancel = result.model.label_for("CancelReassignment")
+    assert cancel in [step.label for step in result.violations[0].steps]
