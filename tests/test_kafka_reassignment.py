@@ -237,3 +237,24 @@ def test_without_the_kip_rule_one_lossy_shutdown_loses_an_acknowledged_write():
     assert [(v.check, v.depth) for v in result.violations] == [("acked_writes_survive", 20)]
     cancel = result.model.label_for("CancelReassignment")
     assert cancel in [step.label for step in result.violations[0].steps]
+
+
+F6_STUCK_PATH = ["Produce(b=b1, acks=1)", "ProposeIsrShrink(b=b1, out=b2)", "HandleAlterPartition",
+                 "ReceiveAlterPartitionResponse", "Reassign(target=b2+b3)", "SyncMetadata(b=b1)", "SyncMetadata(b=b3)",
+                 "Fetch(f=b3)", "ProposeIsrExpand(b=b1, f=b3)", "HandleAlterPartition", "LossyShutdown(b=b1, keep=0)",
+                 "CancelReassignment", "SessionTimeout(b=b1)"]
+
+
+def test_kafka_cancellation_strands_the_partition_with_no_min_isr_change(tmp_path):
+    """kafka-4.x: the cancellation leaves b3, no longer a replica, in the ELR; once b1 (the only
+    replica with the data) is gone, nobody may lead: b3 is not a replica and blocks the
+    last-known-leader election. With unclean election the partition recovers (F6)."""
+    from kraftcheck import traces
+    model = Model(KafkaReplication(KafkaParams(protocol="kafka-4.x", **ONE_LOSSY)))
+    report = traces.availability_report(model, trace_dir=tmp_path)
+    variants = {v["variant"]: v for v in report["variants"]}
+    stuck = variants["unclean_election=false"]
+    assert stuck["verdict"] == "can get stuck" and stuck["example"]["steps"] == F6_STUCK_PATH
+    state = stuck["example"]["stuck_state"]
+    assert state["c_isr"] == [] and state["c_elr"] == ["b1", "b3"] and state["c_replicas"] == ["b1", "b2"]
+    assert variants["unclean_election=true"]["verdict"] == "can always recover"
