@@ -121,8 +121,9 @@ def check(p: KafkaParams) -> None:
                          f"to, and with --replication-factor {rf} every one of the {p.brokers} brokers is a replica; "
                          f"add --replication-factor {p.brokers - 1} (or more --brokers)")
     if p.no_reassignment_min_isr and not kip:
-        raise UsageError(f"--no-reassignment-min-isr switches off kip-966's reassignment rules; {p.protocol} follows "
-                         f"Kafka's code, which has neither")
+        raise UsageError(f"--no-reassignment-min-isr switches off kip-966's min ISR rule for completing and "
+                         f"cancelling a reassignment; {p.protocol} follows Kafka's code, which does not have it "
+                         f"(drop the switch, or use --protocol kip-966)")
     if p.no_reassignment_min_isr and not p.reassignments:
         raise UsageError("--no-reassignment-min-isr changes how a reassignment completes; add --reassignments 1")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
