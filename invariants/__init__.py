@@ -23,6 +23,7 @@ def kafka_invariants():
         durability.acked_writes_survive,
         durability.reads_are_repeatable,
         durability.isr_members_have_current_broker_epoch,
+        elr.partition_state_within_replicas,
     ]
 
 

@@ -60,4 +60,19 @@ def electable_replicas_cover_min_isr(s):
     of an ISR or ELR member."""
     if not s.k_elr or s.unclean_removed:
         return True
-    return popcount(s.c_isr | s.c_elr) >= s.fewest_min_isr
+    # only replicas are electable (a broker a reassignment removed is not, even if the ELR names it)
+    return popcount((s.c_isr | s.c_elr) & s.c_replicas) >= s.fewest_min_isr
+
+
+@njit(cache=True)
+def partition_state_within_replicas(s):
+    """KIP-966 on reassignment: "upon completion, the ELR only contains replicas in the final
+    replica set". The leader, the ISR, the ELR, the LastKnownELR and the last known leader name
+    only replicas of the partition (during a reassignment: the target set and the replicas being
+    removed). Claimed always; with every broker a replica it holds trivially."""
+    n = len(s.log)
+    if (s.c_isr | s.c_elr | s.c_lkelr) & ~s.c_replicas:
+        return False
+    if s.c_leader < n and not s.c_replicas >> s.c_leader & 1:
+        return False
+    return s.c_last_leader >= n or (s.c_replicas >> s.c_last_leader & 1) == 1

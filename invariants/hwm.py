@@ -37,4 +37,5 @@ def leader_maximal_isr_covers_electable(s):
         return True
     if not hwm_may_advance(s, lead):
         return True
-    return (s.c_isr | s.c_elr) & ~maximal_isr(s, lead) == 0
+    # only replicas are electable (a broker a reassignment removed is not, even if the ELR names it)
+    return (s.c_isr | s.c_elr) & s.c_replicas & ~maximal_isr(s, lead) == 0

@@ -30,7 +30,8 @@ from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.spec import Action, Invariant, Param, Permuted, Spec, Symmetry, TransitionProperty
 from kraftcheck.invariants import kafka_invariants, kafka_properties
 from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
-from kraftcheck.specs.kafka.params import BOUNDS, KafkaParams, check, effective_min_isr, switches
+from kraftcheck.specs.kafka.params import (BOUNDS, KafkaParams, check, effective_min_isr, has_replica_sets,
+                                           replication_factor, switches)
 from kraftcheck.specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch, publish_window, subset_labels
 
 
@@ -50,6 +51,10 @@ class KafkaReplication(Spec):
          "min_isr_changes": 0},
         {"brokers": 2, "min_isr": 1, "replay_known_changes": True, "lossy_shutdowns": 0, "fences": 0,
          "min_isr_changes": 0},
+        # replica sets and a reassignment (completion moving the leader, cancellation, a removed
+        # replica's deletion): 466 states
+        {"brokers": 2, "replication_factor": 1, "min_isr": 1, "reassignments": 1, "protocol": "kafka-4.x",
+         "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
     )
 
     # --symmetry conformance: a min ISR change, the delayed fetch response's broker fields, and the
@@ -60,6 +65,9 @@ class KafkaReplication(Spec):
          "min_isr_changes": 0, "election": "any"},
         {"brokers": 2, "min_isr": 1, "replay_known_changes": True, "lossy_shutdowns": 0, "fences": 0,
          "min_isr_changes": 0, "election": "any"},
+        # the replica set is state: permuted with the brokers
+        {"brokers": 2, "replication_factor": 1, "min_isr": 1, "reassignments": 1, "lossy_shutdowns": 0,
+         "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0, "election": "any"},
     )
 
     def check_params(self) -> None:
@@ -92,23 +100,27 @@ class KafkaReplication(Spec):
         bounds = {name: getattr(p, name) for name in BOUNDS}
         shrink_bumps = p.isr_shrinks if consts["k_epoch_bump_on_shrink"] else 0
         return build_fields(self.n, p.records, max_leader_epoch(p.fences, self.shutdowns(), p.preferred_elections,
-                                                                shrink_bumps),
+                                                                shrink_bumps, p.reassignments),
                             max(1, self.shutdowns()), consts, bounds)
 
     def initial_states(self):
         n, p = self.n, self.params
         min_isr = effective_min_isr(p)
-        everyone = (1 << n) - 1
-        leader_view_isr = [everyone] + [0] * (n - 1)
+        rf = replication_factor(p)
+        replicas = (1 << rf) - 1  # b1..bR; every broker by default
+        leader_view_isr = [replicas] + [0] * (n - 1)
         yield {
-            "c_isr": everyone, "c_leader": 0, "c_last_leader": n, "c_epoch": 1, "c_min_isr": min_isr,
-            "b_state": [0] * n, "v_leader": [0] * n, "v_epoch": [1] * n,
+            "c_isr": replicas, "c_leader": 0, "c_last_leader": n, "c_epoch": 1, "c_min_isr": min_isr,
+            # a broker that is not a replica has no view of the partition (no leader, epoch 0)
+            "b_state": [0] * n, "v_leader": [0] * rf + [n] * (n - rf), "v_epoch": [1] * rf + [0] * (n - rf),
             "v_isr": leader_view_isr, "v_min_isr": [min_isr] + [0] * (n - 1),
             "v_pe_ok": [1] + [0] * (n - 1),
             "fewest_min_isr": min_isr,
+            **({"c_replicas": replicas} if has_replica_sets(p) else {}),
             **({"c_part_min_isr": min_isr} if p.fix_min_isr_in_partition_state else {}),
             # Replica.resetReplicaState at b1's election: its ISR followers caught up just now
-            **({"f_caught": [[0] + [1] * (n - 1)] + [[0] * n] * (n - 1)} if p.replay_known_changes else {}),
+            **({"f_caught": [[0] + [1] * (rf - 1) + [0] * (n - rf)] + [[0] * n] * (n - 1)}
+               if p.replay_known_changes else {}),
         }
 
     def actions(self):
@@ -159,6 +171,11 @@ class KafkaReplication(Spec):
         if p.preferred_elections:
             acts.append(Action("PreferredElection", controller.preferred_election, (),
                                controller.preferred_election.__doc__))
+        if p.reassignments:
+            target = Param("target", (1 << self.n) - 1, subset_labels(self.broker_names()))
+            acts.append(electing("Reassign", controller.reassign, controller.reassign_electing, (target,)))
+            acts.append(electing("CancelReassignment", controller.cancel_reassignment,
+                                 controller.cancel_reassignment_electing, ()))
         if p.replay_known_changes:
             acts.append(Action("LagTimeout", broker.lag_timeout, (b, f), broker.lag_timeout.__doc__))
         if p.accept_stale_fetch_responses:
@@ -190,6 +207,10 @@ class KafkaReplication(Spec):
         per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
                       "v_recovering", "eso", "v_cfg_next", "v_ahead")
         subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
+        if has_replica_sets(self.params):
+            # the replica set is state, permuted like the ISR: a permutation maps the initial
+            # replica set b1..bR to another, and reassignment targets are any R brokers
+            subsets += ("c_replicas", "c_adding", "c_removing")
         return Symmetry(self.broker_names(), (
             *(Permuted(name, axes=(0,)) for name in per_broker),
             *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age", "f_caught")),

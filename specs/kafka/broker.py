@@ -135,6 +135,19 @@ def load_view(s, t, b):
     was_leading = s.v_leader[b] == b
     same_epoch = s.v_epoch[b] == s.c_epoch
     min_isr = min_isr_in_metadata(s)
+    if not s.c_replicas >> b & 1:
+        # not a replica (any more): a broker the metadata removed from the replica set stops its
+        # replica and deletes its log (ReplicaManager.applyDelta: the partition is among the
+        # local deletes; stopPartitions with deletion); one that never was a replica has nothing
+        if s.v_leader[b] == n and s.v_epoch[b] == 0 and s.log[b] == 0 and s.hwm[b] == 0:
+            return False
+        t.v_leader[b] = n
+        t.v_epoch[b] = 0
+        t.log[b] = 0
+        t.hwm[b] = 0
+        clear_leader_state(t, b)
+        drop_pending(s, t, b)
+        return True
     if not lead:
         if s.v_leader[b] == s.c_leader and same_epoch and not was_leading:
             return False
@@ -250,7 +263,9 @@ def produce(s, t, b, acks_all):
 def fetch_leader(s, f):
     """The leader ``f`` fetches from, if it would serve the Fetch: a running follower's view names
     another broker that acts as leader in the same leader epoch; else -1."""
-    if s.b_state[f] != RUNNING:
+    if s.b_state[f] != RUNNING or not s.c_replicas >> f & 1:
+        # the leader serves a Fetch only from a replica (the model asks the controller's replica
+        # set, not the leader's metadata: docs/model.md section 2b)
         return -1
     lead = s.v_leader[f]
     if lead >= len(s.log) or lead == f:

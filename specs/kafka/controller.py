@@ -15,9 +15,30 @@ from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_REJECTED, AP_REQUEST, 
 
 
 @njit(cache=True)
+def completion(p, target):
+    """(ISR, completes): whether installing ISR ``target`` in partition state ``p`` completes the
+    reassignment in progress, and the ISR it installs then. Kafka's
+    ``PartitionChangeBuilder.completeReassignmentIfNeeded`` (``PartitionReassignmentReplicas.
+    maybeCompleteReassignment``, apache/kafka 1eb7644), run first in every partition change: the
+    target ISR without the removing replicas must be non-empty and hold every replica of the final
+    set; it becomes the ISR, and the removing replicas leave the replica set. kip-966 also needs
+    that ISR to be at least min ISR (k_reassign_min_isr)."""
+    if p.c_adding == 0 and p.c_removing == 0:
+        return target, False
+    final = p.c_replicas & ~p.c_removing
+    isr = target & ~p.c_removing
+    if isr == 0 or final & ~isr:
+        return target, False
+    if p.k_reassign_min_isr and popcount(isr) < p.c_min_isr:
+        return target, False
+    return isr, True
+
+
+@njit(cache=True)
 def isr_elr_after(p, target, unclean):
     """(ISR, ELR) that installing ISR ``target`` in partition state ``p`` gives (see ``update_isr``);
     reads ``p`` only, so an action can learn the outcome before it writes its successor."""
+    target, done = completion(p, target)
     if not p.k_elr:
         if target != 0:
             return target, p.c_elr
@@ -25,7 +46,10 @@ def isr_elr_after(p, target, unclean):
     if popcount(target) >= p.c_min_isr:
         return target, 0
     removed = 0 if p.k_keep_unclean_in_elr else unclean
-    return target, (p.c_elr | p.c_isr) & ~target & ~removed
+    elr = (p.c_elr | p.c_isr) & ~target & ~removed
+    if done and p.k_reassign_prune:
+        elr &= p.c_replicas & ~p.c_removing  # kip-966: only replicas of the final set
+    return target, elr
 
 
 @njit(cache=True)
@@ -34,15 +58,25 @@ def update_isr(t, target, unclean):
 
     ``unclean`` are replicas just found to have shut down uncleanly: they leave the ELR (and, in
     kip-966, go to LastKnownELR). Without ELR (kafka-3.5) the last ISR member is never removed.
+    A reassignment in progress completes first when ``target`` allows it (``completion``): the
+    removing replicas leave ISR and replica set (kip-966: ELR and LastKnownELR too).
     """
     old_elr = t.c_elr
+    target_isr, done = completion(t, target)
     isr, elr = isr_elr_after(t, target, unclean)
     if t.k_elr:
-        if popcount(target) >= t.c_min_isr:
+        if popcount(target_isr) >= t.c_min_isr:
             t.c_lkelr = 0
         elif t.k_lkelr:
             removed = 0 if t.k_keep_unclean_in_elr else unclean
-            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~target & ~elr
+            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~target_isr & ~elr
+    if done:
+        final = t.c_replicas & ~t.c_removing
+        if t.k_reassign_prune:
+            t.c_lkelr = t.c_lkelr & final
+        t.c_replicas = final
+        t.c_adding = 0
+        t.c_removing = 0
     t.c_elr = elr
     t.c_isr = isr
 
@@ -96,6 +130,12 @@ KEEP, FROM_ISR, FROM_ELR, LAST_LEADER, UNCLEAN, LEADERLESS = 0, 1, 2, 3, 4, 5
 
 @njit(cache=True)
 def election(p, isr, elr, fenced):
+    """``election_among`` the replicas of ``p``."""
+    return election_among(p, isr, elr, fenced, p.c_replicas)
+
+
+@njit(cache=True)
+def election_among(p, isr, elr, fenced, replicas):
     """(how, choices) of an election over ISR ``isr``, ELR ``elr`` and fenced set ``fenced``, with
     the leader and the switches of ``p``. ``choices`` is the bitmask of the replicas it may pick
     (bit n: no leader). Kafka picks the first of them in assignment order; ``--election any`` any.
@@ -109,19 +149,21 @@ def election(p, isr, elr, fenced):
     """
     n = len(p.log)
     up = ~fenced & ((1 << n) - 1)
+    # the ISR holds replicas only; the ELR may not (Kafka's cancellation), and Kafka looks for a
+    # leader among the replicas ``replicas`` (targetReplicas.stream().filter(isValidNewLeader))
     cur = p.c_leader
     if cur < n and (isr >> cur & 1) and (up >> cur & 1):
         return KEEP, 1 << cur
     if isr & up:
         return FROM_ISR, isr & up
-    if p.k_elr and isr == 0 and elr & up:
-        return FROM_ELR, elr & up
+    if p.k_elr and isr == 0 and elr & up & replicas:
+        return FROM_ELR, elr & up & replicas
     if p.k_last_leader:
         last = p.c_last_leader
         if isr == 0 and elr == 0 and last < n and (up >> last & 1):
             return LAST_LEADER, 1 << last
-    if p.k_fallback == FALLBACK_UNCLEAN and up:
-        return UNCLEAN, up
+    if p.k_fallback == FALLBACK_UNCLEAN and up & replicas:
+        return UNCLEAN, up & replicas
     return LEADERLESS, 1 << n
 
 
@@ -189,8 +231,14 @@ def finish_partition_change(s, t):
         # metadata versions below 3.6 bump the leader epoch of any ISR shrink that keeps the
         # leader (PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded)
         t.c_epoch = t.c_epoch + 1
+    if s.c_replicas & ~t.c_replicas and s.c_epoch == t.c_epoch:
+        # a replica leaves the replica set (a reassignment completes or is cancelled): the leader
+        # epoch is bumped even when the leader stays
+        # (PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)
+        t.c_epoch = t.c_epoch + 1
     if (s.c_isr != t.c_isr or s.c_elr != t.c_elr or s.c_lkelr != t.c_lkelr or s.c_leader != t.c_leader
-            or s.c_epoch != t.c_epoch or s.c_recovering != t.c_recovering or s.c_last_leader != t.c_last_leader):
+            or s.c_epoch != t.c_epoch or s.c_recovering != t.c_recovering or s.c_last_leader != t.c_last_leader
+            or s.c_replicas != t.c_replicas or s.c_adding != t.c_adding or s.c_removing != t.c_removing):
         write_partition_record(t)
 
 
@@ -343,6 +391,8 @@ def alter_partition_error(s):
         return stays  # INVALID_REQUEST: not the leader
     if s.k_pe_check and not s.ap_pe_ok:
         return stays  # INVALID_UPDATE_VERSION
+    if s.ap_isr & ~s.c_replicas:
+        return stays  # INVALID_REQUEST: an ISR member that is not a replica (Replicas.validateIsr)
     if not (s.ap_isr >> s.ap_from & 1):
         return stays  # INVALID_REQUEST: the ISR must include the leader
     if s.c_recovering and not request_recovered(s) and popcount(s.ap_isr) > 1:
@@ -382,6 +432,12 @@ def handle_alter_partition_electing(s, t, leader):
         # the response carries a leader epoch newer than the sender's (an ISR shrink bumped it,
         # kafka-3.5): handleAlterPartitionUpdate ignores it and the pending ISR stays
         t.ap_state = AP_UNSETTLED
+    if s.c_replicas != t.c_replicas:
+        # the request completed a reassignment, which bumped the leader epoch: a new leader
+        # (ReplicationControlManager.alterPartition answers NEW_LEADER_ELECTED) or the same one
+        # with a newer epoch (handleAlterPartitionUpdate ignores it); either way the sender keeps
+        # its pending ISR until its next metadata update (Partition.handleAlterPartitionError)
+        t.ap_state = AP_UNSETTLED
     t.ap_epoch = 0
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
     if s.k_fix_min_isr_in_partition:
@@ -403,7 +459,7 @@ def change_min_isr(s, t, value_index):
     epoch and are rejected.
     """
     value = value_index + 1
-    if s.min_isr_changes_used >= s.k_max_min_isr_changes:
+    if s.min_isr_changes_used >= s.k_max_min_isr_changes or value > s.k_rf:
         return False
     if value == s.c_min_isr and s.k_min_isr_policy != MIN_ISR_KAFKA:
         return False
@@ -439,10 +495,119 @@ def preferred_election(s, t):
     --preferred-elections."""
     if s.preferred_elections_used >= s.k_max_preferred_elections:
         return False
-    if s.c_leader == 0 or not (s.c_isr & 1) or not unfenced(s, 0):
+    first = s.c_replicas & ~s.c_removing
+    pref = 0
+    while not first >> pref & 1:
+        pref += 1
+    if s.c_leader == pref or not (s.c_isr >> pref & 1) or not unfenced(s, pref):
         return False
     t.preferred_elections_used = s.preferred_elections_used + 1
-    set_leader(t, 0)
+    set_leader(t, pref)
+    finish_partition_change(s, t)
+    normalize_epochs(t)
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# partition reassignment (--reassignments; docs/model.md section 2b)
+
+
+@njit(cache=True)
+def reassign(s, t, target_index):
+    """An operator reassigns the partition to replica set ``target`` (``target_index + 1`` as a
+    set, --replication-factor brokers, not the current set), when no reassignment is in progress
+    (``ReplicationControlManager.changePartitionReassignment``): the replica set becomes target plus
+    removing replicas, the adding and removing replicas are recorded, the ISR and the ELR stay
+    (KIP-966: "AlterPartitionReassignments will not change the ELR"). The new replicas start
+    empty and fetch once their metadata names them. Bounded by --reassignments."""
+    return reassign_electing(s, t, target_index, -1)
+
+
+@njit(cache=True)
+def reassign_electing(s, t, target_index, leader):
+    """``reassign``, electing ``leader`` (--election any: only an unclean election of a new replica
+    of a leaderless partition can change the leader here)."""
+    target = target_index + 1
+    if s.reassignments_used >= s.k_max_reassignments or s.c_adding or s.c_removing:
+        return False
+    if popcount(target) != s.k_rf or target == s.c_replicas:
+        return False
+    replicas = s.c_replicas | target
+    if leader >= 0:
+        how, choices = election_among(s, s.c_isr, s.c_elr, s.c_fenced, replicas)
+        if not may_choose(choices, leader):
+            return False
+    t.reassignments_used = s.reassignments_used + 1
+    t.c_replicas = replicas
+    t.c_adding = target & ~s.c_replicas
+    t.c_removing = s.c_replicas & ~target
+    # the builder runs as in every change: nothing completes (an adding replica is in no ISR), the
+    # ELR stays (the ISR does not change), and an unclean election may now pick a new replica
+    elect(t, leader)
+    finish_partition_change(s, t)
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def revert_outcome(s):
+    """(ISR, ELR, unclean) after cancelling (``PartitionReassignmentRevert``, then the builder's
+    ELR rule): the ISR without the adding replicas; when that is empty, the first original
+    replica, an unclean revert. kip-966 keeps only original replicas in the ELR."""
+    original = s.c_replicas & ~s.c_adding
+    isr = s.c_isr & ~s.c_adding
+    unclean = False
+    if isr == 0:
+        first = 0
+        while not original >> first & 1:
+            first += 1
+        isr = 1 << first
+        unclean = True
+    elr = s.c_elr
+    if s.k_elr:
+        if popcount(isr) >= s.c_min_isr:
+            elr = 0
+        else:
+            elr = (s.c_elr | s.c_isr) & ~isr
+            if s.k_reassign_prune:
+                elr &= original
+    return isr, elr, unclean
+
+
+@njit(cache=True)
+def cancel_reassignment(s, t):
+    """An operator cancels the reassignment in progress (``ReplicationControlManager.
+    cancelPartitionReassignment``, ``PartitionReassignmentRevert``): the adding replicas leave the
+    replica set and the ISR. An ISR left empty takes the first original replica, which Kafka
+    allows only with unclean.leader.election.enable; kip-966 needs the ISR left to be at least min
+    ISR (k_reassign_min_isr) and keeps only original replicas in ELR and LastKnownELR
+    (k_reassign_prune). Then the leader is re-elected if it was an adding replica."""
+    return cancel_reassignment_electing(s, t, -1)
+
+
+@njit(cache=True)
+def cancel_reassignment_electing(s, t, leader):
+    """``cancel_reassignment``, electing ``leader`` (--election any)."""
+    if s.c_adding == 0 and s.c_removing == 0:
+        return False
+    isr, elr, unclean = revert_outcome(s)
+    if unclean and s.k_fallback != FALLBACK_UNCLEAN:
+        return False  # InvalidReplicaAssignmentException: it would need an unclean election
+    if s.k_reassign_min_isr and popcount(isr) < s.c_min_isr:
+        return False
+    original = s.c_replicas & ~s.c_adding
+    if leader >= 0:
+        how, choices = election_among(s, isr, elr, s.c_fenced, original)
+        if not may_choose(choices, leader):
+            return False
+    t.c_replicas = original
+    t.c_adding = 0
+    t.c_removing = 0
+    update_isr(t, isr, 0)
+    if s.k_reassign_prune:
+        t.c_elr = t.c_elr & original
+        t.c_lkelr = t.c_lkelr & original
+    elect(t, leader)
     finish_partition_change(s, t)
     normalize_epochs(t)
     return True

@@ -70,6 +70,14 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    replication_factor: Optional[int] = param(
+        None, "replicas of the partition, brokers b1..bR at start (default: every broker)", minimum=1, maximum=5)
+    reassignments: int = param(0, "partition reassignments an operator starts, each to any other replica set of "
+                               "--replication-factor brokers, cancellable (bound; needs --replication-factor "
+                               "below --brokers)", minimum=0, maximum=2)
+    no_reassignment_min_isr: bool = param(
+        False, "kip-966 only: a reassignment completes or is cancelled even when the ISR it leaves is below "
+        "min ISR, as in Kafka's code (the ELR and LastKnownELR are still pruned to the final replica set)")
     election: str = param("ordered", "leader election: Kafka's first acceptable replica in assignment order, "
                           "or any acceptable one (every order at once; needed for --symmetry)",
                           choices=ELECTIONS)
@@ -104,15 +112,34 @@ def check(p: KafkaParams) -> None:
     if p.fix_ignore_replayed_change and not p.replay_known_changes:
         raise UsageError("--fix-ignore-replayed-change changes the replay that --replay-known-changes models; "
                          "add --replay-known-changes")
+    rf = replication_factor(p)
+    if rf > p.brokers:
+        raise UsageError(f"--replication-factor {rf} is more than --brokers {p.brokers}: a partition has at most one "
+                         f"replica on each broker; lower --replication-factor or raise --brokers")
+    if p.reassignments and rf == p.brokers:
+        raise UsageError(f"--reassignments {p.reassignments} needs a broker outside the replica set to move a replica "
+                         f"to, and with --replication-factor {rf} every one of the {p.brokers} brokers is a replica; "
+                         f"add --replication-factor {p.brokers - 1} (or more --brokers)")
+    if p.no_reassignment_min_isr and not kip:
+        raise UsageError(f"--no-reassignment-min-isr switches off kip-966's min ISR rule for completing and "
+                         f"cancelling a reassignment; {p.protocol} follows Kafka's code, which does not have it "
+                         f"(drop the switch, or use --protocol kip-966)")
+    if p.no_reassignment_min_isr and not p.reassignments:
+        raise UsageError("--no-reassignment-min-isr changes how a reassignment completes; add --reassignments 1")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 
 
+def replication_factor(p: KafkaParams) -> int:
+    """--replication-factor, or every broker when it is not given."""
+    return p.brokers if p.replication_factor is None else p.replication_factor
+
+
 def effective_min_isr(p: KafkaParams) -> int:
     """The min ISR both sides use: min(configured, replication factor), as the controller's
-    ``getTopicEffectiveMinIsr`` and the leader's ``Partition.effectiveMinIsr`` compute it (every
-    broker is a replica here, so the replication factor is --brokers)."""
-    return min(p.min_isr, p.brokers)
+    ``getTopicEffectiveMinIsr`` and the leader's ``Partition.effectiveMinIsr`` compute it
+    (the replication factor is --replication-factor, by default --brokers)."""
+    return min(p.min_isr, replication_factor(p))
 
 
 def switches(p: KafkaParams) -> dict[str, int]:
@@ -171,4 +198,17 @@ def switches(p: KafkaParams) -> dict[str, int]:
     })
     for name in BOUNDS:
         out[f"k_max_{name}"] = getattr(p, name)
+    # replica sets and reassignment (docs/model.md section 2b). kip-966: "the reassignment can only
+    # be completed if the ISR size is larger or equal to min ISR" (also when cancelled), and "upon
+    # completion, the ELR only contains replicas in the final replica set"; Kafka's code has
+    # neither (PartitionReassignmentReplicas.maybeCompleteReassignment, PartitionReassignmentRevert)
+    out["k_rf"] = replication_factor(p)
+    out["k_max_reassignments"] = p.reassignments
+    out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)
+    out["k_reassign_prune"] = int(preset == "kip-966")
     return out
+
+
+def has_replica_sets(p: KafkaParams) -> bool:
+    """Some broker is not a replica: the replica-set fields and the reassignment actions exist."""
+    return replication_factor(p) < p.brokers

@@ -49,7 +49,7 @@ def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
     if action == "Unfence":
         return LaneTouch(CONTROLLER, receives_from=(b,))           # b's heartbeat
     if action in ("Fence", "SessionTimeout", "HandleAlterPartition", "ChangeMinIsr", "RecoveryElect",
-                  "PreferredElection"):
+                  "PreferredElection", "Reassign", "CancelReassignment"):
         return LaneTouch(CONTROLLER)
     # Fetch, DelayFetchResponse, ReceiveFetchResponse, ReceiveAlterPartitionResponse: the peer is
     # in the state, so traces derive it per step

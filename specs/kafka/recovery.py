@@ -28,7 +28,8 @@ def recovery_in_progress(s):
 @njit(cache=True)
 def recovery_reply(s, t, b):
     """Running broker ``b`` answers GetReplicaLogInfo; accepted if its metadata leader epoch is current."""
-    if not recovery_in_progress(s) or s.b_state[b] != RUNNING or s.rec_replied >> b & 1:
+    if (not recovery_in_progress(s) or s.b_state[b] != RUNNING or s.rec_replied >> b & 1
+            or not s.c_replicas >> b & 1):
         return False
     if s.v_epoch[b] != s.c_epoch:
         return False
@@ -68,7 +69,7 @@ def recovery_elect_electing(s, t, leader):
     """``recovery_elect``, electing ``leader`` among equally good repliers (--election any)."""
     if not recovery_in_progress(s):
         return False
-    candidates = s.rec_replied & ~s.c_fenced
+    candidates = s.rec_replied & ~s.c_fenced & s.c_replicas
     if candidates == 0:
         return False
     if s.k_recovery != RECOVERY_AGGRESSIVE:

@@ -113,16 +113,19 @@ def subset_labels(names: tuple[str, ...]) -> tuple[str, ...]:
                  for mask in range(1, 1 << len(names)))
 
 
-def max_leader_epoch(fences: int, shutdowns: int, preferred_elections: int = 0, isr_shrinks: int = 0) -> int:
+def max_leader_epoch(fences: int, shutdowns: int, preferred_elections: int = 0, isr_shrinks: int = 0,
+                     reassignments: int = 0) -> int:
     """Largest leader epoch reachable: epoch 1 initially, and every leader change bumps it.
 
     A leader is lost at most once per fault (fence or shutdown) and every leaderless period ends
     with at most one election, so there are at most 2 * (fences + shutdowns) leader changes, plus
     one per preferred-leader election. ``isr_shrinks`` adds one per proposed shrink, where a shrink
     bumps the leader epoch (metadata versions below 3.6, kafka-3.5); the ISR shrink of a fence or
-    shutdown that keeps the leader is then counted by that fault's second bump.
+    shutdown that keeps the leader is then counted by that fault's second bump. A reassignment
+    ends once, completed or cancelled, with one bump (a new leader or the same one's epoch); a
+    cancellation can leave the partition leaderless, which one more election ends: two each.
     """
-    return 1 + 2 * (fences + shutdowns) + preferred_elections + isr_shrinks
+    return 1 + 2 * (fences + shutdowns) + preferred_elections + isr_shrinks + 2 * reassignments
 
 
 def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dict[str, int],
@@ -230,6 +233,27 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         # one value, no bits (a Const cannot have a shape)
         fields += [Int("v_ahead", 0, (n,), index_labels=bs, doc="no replay without --replay-known-changes"),
                    Int("f_caught", 0, (n, n), index_labels=bs, doc="no caught-up rule without --replay-known-changes")]
+    # Replica sets (--replication-factor below --brokers) and reassignments (--reassignments):
+    # the partition's replicas (Kafka's ``replicas``: during a reassignment the target set plus the
+    # replicas being removed), the adding and removing replicas. With every broker a replica they
+    # are constants (no bits), so the default model's state space is the one without them.
+    everyone = (1 << n) - 1
+    if consts.get("k_rf", n) < n:
+        fields += [
+            Set("c_replicas", bs, doc="replica set (during a reassignment: target plus removing replicas)"),
+            Set("c_adding", bs, doc="replicas a reassignment is adding"),
+            Set("c_removing", bs, doc="replicas a reassignment is removing"),
+        ]
+        if consts.get("k_max_reassignments"):
+            fields.append(Int("reassignments_used", consts["k_max_reassignments"],
+                              doc="reassignments started so far (bounded by --reassignments)"))
+        else:
+            fields.append(Const("reassignments_used", 0, doc="no reassignment without --reassignments"))
+    else:
+        fields += [Const("c_replicas", everyone, doc="every broker is a replica"),
+                   Const("c_adding", 0, doc="no reassignment: every broker is a replica"),
+                   Const("c_removing", 0, doc="no reassignment: every broker is a replica"),
+                   Const("reassignments_used", 0, doc="no reassignment: every broker is a replica")]
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields

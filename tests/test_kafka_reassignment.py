@@ -1,0 +1,260 @@
+"""Replica sets and partition reassignment in the Kafka model (issue 30 item 2; docs/model.md
+section 2b, docs/findings.md F6).
+
+Pinned counts of small configurations (each can fail: any change to the reassignment steps moves
+them), hand-built controller states run through the model's own actions (a completion moves the
+leader off a removed replica and prunes the ELR; the KIP's min ISR rule blocks a cancellation),
+and the input errors, which come before any exploring.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import kraftcheck
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.model import Model
+from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+
+NO_FAULTS = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
+
+
+def run(**params):
+    result = kraftcheck.check("kafka", **params)
+    return result.status, result.distinct_states, result.states_generated, result.depth
+
+
+# -- pinned counts ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol, counts", [
+    ("kip-966", ("holds", 2837, 8824, 18)),
+    ("kafka-4.x", ("holds", 3027, 9415, 18)),
+])
+def test_one_reassignment_of_two_replicas_on_three_brokers(protocol, counts):
+    """3 brokers, replication factor 2, min ISR 1, one reassignment (to either other pair), no
+    faults: add, catch up, expand, complete or cancel."""
+    assert run(brokers=3, replication_factor=2, min_isr=1, reassignments=1, protocol=protocol,
+               **NO_FAULTS) == counts
+
+
+def test_replication_factor_alone_only_shrinks_the_space():
+    """A broker that is not a replica and never becomes one only adds its own fault choices: with
+    no faults the space is that of the 2-broker partition plus nothing."""
+    with_spare = run(brokers=3, replication_factor=2, min_isr=1, **NO_FAULTS)
+    alone = run(brokers=2, min_isr=1, **NO_FAULTS)
+    assert with_spare[0] == alone[0] == "holds"
+    assert with_spare[1] == alone[1]
+    assert with_spare[3] == alone[3]
+
+
+@pytest.mark.parametrize("protocol, switches, expected", [
+    ("kip-966", {}, ("holds", 12852, 40952, 24, [])),
+    ("kip-966", {"no_reassignment_min_isr": True}, ("violated", None, None, None,
+                                                    [("electable_replicas_cover_min_isr", 11)])),
+    ("kafka-4.x", {}, ("violated", None, None, None, [("electable_replicas_cover_min_isr", 11),
+                                                      ("partition_state_within_replicas", 11)])),
+])
+def test_cancellation_below_min_isr(protocol, switches, expected):
+    """3 brokers, replication factor 2, min ISR 2, one shrink, one reassignment: a cancellation
+    that leaves one replica in the ISR is possible without the KIP's rule (finding F6)."""
+    result = kraftcheck.check("kafka", brokers=3, replication_factor=2, min_isr=2, reassignments=1, protocol=protocol,
+                              lossy_shutdowns=0, fences=0, isr_shrinks=1, min_isr_changes=0, **switches)
+    status, distinct, generated, depth, violations = expected
+    assert result.status == status
+    assert sorted((v.check, v.depth) for v in result.violations) == violations
+    if status == "holds":
+        assert (result.distinct_states, result.states_generated, result.depth) == (distinct, generated, depth)
+
+
+# -- hand-built states --------------------------------------------------------------------------
+
+class Partition:
+    """4 brokers b1..b4 with replication factor 3 and a reassignment of b1's replica to b4 in
+    progress (replicas b1..b4, adding b4, removing b1)."""
+
+    def __init__(self, protocol="kip-966", min_isr=2, **params):
+        bounds = dict(fences=1, lossy_shutdowns=0, isr_shrinks=1, min_isr_changes=0)
+        bounds.update(params)
+        self.model = Model(KafkaReplication(KafkaParams(protocol=protocol, brokers=4, replication_factor=3,
+                                                        min_isr=min_isr, reassignments=1, **bounds)))
+
+    def state(self, isr, leader, elr=0, request_isr=None, **extra):
+        layout = self.model.layout
+        values = layout.values(self.model.initial[0])
+        values.update(c_replicas=0b1111, c_adding=0b1000, c_removing=0b0001, reassignments_used=1,
+                      c_isr=isr, c_elr=elr, c_leader=leader, v_leader=[leader] * 4, v_pe_ok=[0] * 4)
+        values["v_pe_ok"][leader] = 1
+        values["v_isr"] = [0] * 4
+        values["v_isr"][leader] = isr
+        values["v_min_isr"] = [0] * 4
+        values["v_min_isr"][leader] = values["c_min_isr"]
+        if request_isr is not None:
+            values.update(ap_state=1, ap_from=leader, ap_isr=request_isr, ap_epoch=values["c_epoch"], ap_pe_ok=1,
+                          ap_live=1)
+        values.update(extra)
+        return layout.flat_from_values(values)
+
+    def step(self, flat, action, *values):
+        after = self.model.step(flat, self.model.label_for(action, values))
+        return None if after is None else self.model.layout.values(after)
+
+
+def test_completion_moves_the_leader_off_a_removed_replica():
+    """Leader b1 (being removed) adds b4 to the ISR: the change completes the reassignment
+    (PartitionChangeBuilder.completeReassignmentIfNeeded): b1 leaves replica set and ISR, b2
+    leads in a new leader epoch, and b1's AlterPartition is answered NEW_LEADER_ELECTED (it keeps
+    its pending ISR until its metadata moves on: unsettled)."""
+    p = Partition()
+    before = p.state(isr=0b0111, leader=0, request_isr=0b1111)
+    after = p.step(before, "HandleAlterPartition")
+    assert after["c_replicas"] == 0b1110 and after["c_adding"] == 0 and after["c_removing"] == 0
+    assert after["c_isr"] == 0b1110
+    assert after["c_leader"] == 1
+    assert after["c_epoch"] > p.model.layout.values(before)["c_epoch"]
+    assert after["ap_state"] == 4  # unsettled
+
+
+def test_completion_keeps_the_leader_and_bumps_its_epoch():
+    """Leader b2 stays when b1 is removed; the leader epoch is bumped all the same
+    (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)."""
+    p = Partition()
+    before = p.state(isr=0b0111, leader=1, request_isr=0b1111)
+    after = p.step(before, "HandleAlterPartition")
+    assert after["c_leader"] == 1 and after["c_isr"] == 0b1110 and after["c_replicas"] == 0b1110
+    assert after["c_epoch"] > p.model.layout.values(before)["c_epoch"]
+
+
+def test_completion_prunes_the_elr_to_the_final_replica_set():
+    """ISR b2+b3 below min ISR 3 with b1 (being removed) in the ELR; b2 adds b4: the reassignment
+    completes with ISR b2+b3+b4 and the ELR holds no replica of the old set (KIP-966: "upon
+    completion, the ELR only contains replicas in the final replica set")."""
+    p = Partition(min_isr=3)
+    before = p.state(isr=0b0110, leader=1, elr=0b0001, request_isr=0b1110)
+    after = p.step(before, "HandleAlterPartition")
+    assert after["c_replicas"] == 0b1110
+    assert after["c_isr"] == 0b1110
+    assert after["c_elr"] == 0 and after["c_lkelr"] == 0
+
+
+def test_a_removed_replica_deletes_its_log_when_its_metadata_says_so():
+    """Once b1's metadata shows it is no longer a replica, it stops its replica and deletes the
+    log (ReplicaManager.applyDelta's local deletes)."""
+    p = Partition()
+    before = p.state(isr=0b1110, leader=1, c_replicas=0b1110, c_adding=0, c_removing=0, rec_epoch=[1],
+                     log=[1, 1, 1, 0], hwm=[1, 1, 1, 0])
+    after = p.step(before, "SyncMetadata", 0)
+    assert after["log"][0] == 0 and after["hwm"][0] == 0
+    assert after["v_leader"][0] == 4 and after["v_epoch"][0] == 0
+
+
+@pytest.mark.parametrize("protocol, switches, allowed", [
+    ("kip-966", {}, False),
+    ("kip-966", {"no_reassignment_min_isr": True}, True),
+    ("kafka-4.x", {}, True),
+])
+def test_cancellation_below_min_isr_is_blocked_by_the_kip_rule(protocol, switches, allowed):
+    """ISR b2+b4 (b4 being added), min ISR 2: cancelling leaves ISR b2 alone. The KIP refuses it
+    ("This min ISR requirement is also enforced when the reassignment is canceled"); Kafka's
+    cancelPartitionReassignment does it, and puts b4, no longer a replica, into the ELR."""
+    p = Partition(protocol=protocol, **switches)
+    before = p.state(isr=0b1010, leader=1)
+    after = p.step(before, "CancelReassignment")
+    if not allowed:
+        assert after is None
+        return
+    assert after["c_replicas"] == 0b0111 and after["c_isr"] == 0b0010
+    if protocol == "kip-966":
+        assert after["c_elr"] == 0  # pruned to the original replicas
+    else:
+        assert after["c_elr"] == 0b1000  # b4, not a replica
+
+
+def test_cancellation_at_min_isr_is_allowed_under_the_kip_rule():
+    p = Partition()
+    before = p.state(isr=0b1011, leader=1)
+    after = p.step(before, "CancelReassignment")
+    assert after["c_replicas"] == 0b0111 and after["c_isr"] == 0b0011 and after["c_elr"] == 0
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("params, words", [
+    (dict(brokers=3, replication_factor=4), ["--replication-factor 4", "--brokers 3", "lower --replication-factor"]),
+    (dict(brokers=3, reassignments=1), ["--reassignments 1", "every one of the 3 brokers", "--replication-factor 2"]),
+    (dict(brokers=4, replication_factor=3, reassignments=1, protocol="kafka-4.x", no_reassignment_min_isr=True),
+     ["--no-reassignment-min-isr", "kafka-4.x"]),
+    (dict(brokers=4, replication_factor=3, no_reassignment_min_isr=True), ["--reassignments 1"]),
+])
+def test_bad_input_says_what_is_wrong(params, words):
+    with pytest.raises(UsageError) as err:
+        KafkaReplication(KafkaParams(**params)).check_params()
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_bad_input_is_refused_before_exploring():
+    out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--brokers", "3", "--reassignments", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "--replication-factor 2" in out.stderr
+    assert "distinct" not in out.stdout
+
+
+# -- symmetry -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", ["kip-966", "kafka-4.x"])
+def test_symmetry_keeps_the_verdicts_with_replica_sets(protocol):
+    """The replica set is permuted with the brokers, so --symmetry stays sound: the reduced run
+    gives the verdict and the shortest violations of the full one (--election any both)."""
+    params = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, protocol=protocol, lossy_shutdowns=0,
+                  fences=0, isr_shrinks=1, min_isr_changes=0, election="any")
+    full = kraftcheck.check("kafka", keep_going=True, **params)
+    reduced = kraftcheck.check("kafka", keep_going=True, symmetry=True, **params)
+    assert reduced.status == full.status
+    assert sorted((v.check, v.depth) for v in reduced.violations) == sorted((v.check, v.depth) for v in full.violations)
+    assert reduced.distinct_states < full.distinct_states
+    assert reduced.depth == full.depth
+
+
+# -- what the KIP's min ISR rule protects (docs/findings.md F6) -----------------------------------
+
+ONE_LOSSY = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, lossy_shutdowns=1, fences=0,
+                 isr_shrinks=1, min_isr_changes=0)
+
+
+def test_with_the_kip_rule_one_lossy_shutdown_loses_nothing():
+    assert run(**ONE_LOSSY) == ("holds", 311146, 1078580, 34)
+
+
+def test_without_the_kip_rule_one_lossy_shutdown_loses_an_acknowledged_write():
+    """The cancellation leaves b1 alone with the acknowledged r1; b1 loses it uncleanly, and
+    Balanced recovery, with nobody in LastKnownELR to wait for, elects b2 (20 states)."""
+    result = kraftcheck.check("kafka", invariants=["acked_writes_survive"], no_reassignment_min_isr=True, **ONE_LOSSY)
+    assert result.status == "violated"
+    assert [(v.check, v.depth) for v in result.violations] == [("acked_writes_survive", 20)]
+    cancel = result.model.label_for("CancelReassignment")
+    assert cancel in [step.label for step in result.violations[0].steps]
+
+
+F6_STUCK_PATH = ["Produce(b=b1, acks=1)", "ProposeIsrShrink(b=b1, out=b2)", "HandleAlterPartition",
+                 "ReceiveAlterPartitionResponse", "Reassign(target=b2+b3)", "SyncMetadata(b=b1)", "SyncMetadata(b=b3)",
+                 "Fetch(f=b3)", "ProposeIsrExpand(b=b1, f=b3)", "HandleAlterPartition", "LossyShutdown(b=b1, keep=0)",
+                 "CancelReassignment", "SessionTimeout(b=b1)"]
+
+
+def test_kafka_cancellation_strands_the_partition_with_no_min_isr_change(tmp_path):
+    """kafka-4.x: the cancellation leaves b3, no longer a replica, in the ELR; once b1 (the only
+    replica with the data) is gone, nobody may lead: b3 is not a replica and blocks the
+    last-known-leader election. With unclean election the partition recovers (F6)."""
+    from kraftcheck import traces
+    model = Model(KafkaReplication(KafkaParams(protocol="kafka-4.x", **ONE_LOSSY)))
+    report = traces.availability_report(model, trace_dir=tmp_path)
+    variants = {v["variant"]: v for v in report["variants"]}
+    stuck = variants["unclean_election=false"]
+    assert stuck["verdict"] == "can get stuck" and stuck["example"]["steps"] == F6_STUCK_PATH
+    state = stuck["example"]["stuck_state"]
+    assert state["c_isr"] == [] and state["c_elr"] == ["b1", "b3"] and state["c_replicas"] == ["b1", "b2"]
+    assert variants["unclean_election=true"]["verdict"] == "can always recover"
