@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import numba
 from numba.core.dispatcher import Dispatcher
+from numba.core.typing.templates import builtin_registry
 
 from kraftcheck.checker.errors import SpecError
 
@@ -41,24 +42,24 @@ def require_njit(what: str, fn: Callable[..., Any]) -> None:
         raise SpecError(f"{what} ({where(fn)}) is a plain Python function: decorate it with "
                         "@njit(cache=True) (from numba import njit); kraftcheck compiles every action, "
                         "invariant and transition property")
-    for helper, caller in _plain_helpers(fn.py_func, set()):
+    registered = {id(f) for f, _ in builtin_registry.globals}  # @register_jitable and @overload
+    for helper, caller in _plain_helpers(fn.py_func, registered, set()):
         raise SpecError(f"{what} calls {helper.__name__} ({where(helper)}) from {caller.__name__}, a plain "
                         f"Python function: decorate {helper.__name__} with @njit(cache=True) too (numba "
                         "compiles only what is compiled)")
 
 
-def _plain_helpers(py: types.FunctionType, seen: set[int]) -> Iterator[tuple[types.FunctionType, types.FunctionType]]:
+def _plain_helpers(py: types.FunctionType, registered: set[int],
+                   seen: set[int]) -> Iterator[tuple[types.FunctionType, types.FunctionType]]:
     """(helper, caller) for every plain Python function of the spec's own that ``py`` reaches
     through the globals it loads, following ``@njit`` helpers."""
     if id(py) in seen:
         return
     seen.add(id(py))
-    from numba.core.typing.templates import builtin_registry
-    registered = {id(f) for f, _ in builtin_registry.globals}  # @register_jitable and @overload
     for name in _global_names(py.__code__):
         value = py.__globals__.get(name)
         if isinstance(value, Dispatcher):
-            yield from _plain_helpers(value.py_func, seen)
+            yield from _plain_helpers(value.py_func, registered, seen)
         elif (isinstance(value, types.FunctionType) and id(value) not in registered
               and not (value.__module__ or "").split(".")[0] in _LIBRARIES):
             yield value, py

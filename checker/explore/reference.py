@@ -137,7 +137,7 @@ class ReferenceExplorer:
                 for position, i in enumerate(frontier):
                     source = states[i]
                     before = layout.to_object(source)
-                    pristine = layout.to_object(source)  # what an action that does not fire leaves
+                    pristine = copy_state(before)  # what an action that does not fire leaves
                     moved = False  # a successor other than the state itself (else: a deadlock)
                     for lab, (fn, values) in enumerate(actions):
                         after = copy_state(before)
