@@ -46,6 +46,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "resumed_from_level": result.resumed_from_level,
         "resumed": result.resumed,
         "spark": result.spark,
+        "simulation": result.simulation,
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),
         "coverage": result.coverage(),

@@ -43,6 +43,9 @@ class Progress:
     meanwhile: str = "interpreting"
     engine: str = ""  # the explorer's name, for engines whose progress reads differently ("spark")
     shuffle_bytes: Optional[int] = None  # distributed engines: bytes the last finished level shuffled
+    # simulation: behaviours ended so far (then distinct = states the behaviours passed through,
+    # frontier = behaviours running, depth = the longest running one's states)
+    behaviours: Optional[int] = None
 
 
 ProgressFn = Callable[[Progress], None]
@@ -128,6 +131,7 @@ class Result:
     resumed: bool = False  # a --resume run (resumed_from_level 0: its checkpoint had no finished level)
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
     symmetry: bool = False  # states were canonicalised: distinct states count orbits
+    simulation: Optional[dict[str, Any]] = None  # a simulation's figures (explore/simulate.py), else None
 
     @property
     def states_per_s(self) -> float:

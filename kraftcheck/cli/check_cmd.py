@@ -20,6 +20,8 @@ from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import canonicaliser_for
 from kraftcheck.cli.paths import check_output_dir, check_output_file
+from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, refuse_without_simulate,
+                                       run_simulation)
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -69,10 +71,15 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
               fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
               graph: tuple[Optional[str], bool, bool, int] = (None, False, False, 20_000),
               spark: Optional[dict[str, Any]] = None, symmetry: bool = False,
-              constraints: tuple[str, ...] = (), deadlock: Optional[bool] = None) -> int:
+              constraints: tuple[str, ...] = (), deadlock: Optional[bool] = None,
+              simulation: Optional[SimulationRequest] = None) -> int:
     """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
-    --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code."""
+    --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code.
+    ``simulation``: random behaviours (--simulate) instead of the exhaustive search."""
     dump_graph, availability, liveness, graph_limit = graph
+    if simulation is not None:
+        refuse_with_simulate(engine, fingerprints, symmetry, checkpoint, resume, max_states, max_depth,
+                             bool(dump_graph or availability or liveness))
     # every output location is checked before exploring: a bad one must not cost the run
     check_output_file(json_path, "--json")
     check_output_dir(trace_dir, "--trace-dir")
@@ -93,6 +100,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     if symmetry:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
+    if simulation is not None:
+        result, run_options = run_simulation(terminal, model, simulation, keep_going, time_limit, max_memory, compile)
+        return report_outcome(terminal, model, result, run_options, trace_dir, json_path)
     # the analyses need every state: they imply --continue, and the compiled engine records the
     # graph while it explores (others leave it to a recording pass of its own)
     analyses_wanted = availability or liveness
@@ -153,6 +163,24 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     return code
 
 
+def report_outcome(terminal: Terminal, model: Model, result: Result, run_options: dict[str, Any], trace_dir: str,
+                   json_path: Optional[str]) -> int:
+    """A simulation's outcome: its trace files, the summary, the JSON report; the exit code."""
+    trace_files: dict[str, str] = {}
+    if result.violations:
+        from kraftcheck import traces
+        check_in_stricter_variant(model, result.violations)
+        for v in result.violations:
+            trace_files[v.check] = str(traces.write_counterexample(model, v, run_options, trace_dir))
+    terminal.summary(result, trace_files)
+    if json_path:
+        from kraftcheck.checker.report import build_report, write_report
+        write_report(build_report(result, run_options, trace_files), json_path)
+    if result.interrupted:
+        terminal.error("interrupted; the statistics above cover what was simulated so far")
+    return exit_code(result)
+
+
 def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir: Optional[str]) -> dict[str, Any]:
     """The Spark explorer's keyword arguments from --master, --spark-conf and --work-dir (only
     those given: with none, the explorer's defaults)."""
@@ -208,6 +236,22 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--resume", metavar="DIR",
               help="Continue the run checkpointed in DIR from its last finished level (same spec, "
                    "parameters and checks).")
+@click.option("--simulate", is_flag=True,
+              help="Instead of the exhaustive search, run random behaviours (TLC's -simulate) on the compiled "
+                   "kernels, checking every state generated; stops at the first violation (or, with --continue, "
+                   "at --time-limit, --max-behaviours or Ctrl-C). Never exhaustive: exit 1 on a violation, else 3.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), metavar="S",
+              help="--simulate: the seed; the same seed gives the same behaviours and the same violation "
+                   "whatever the thread count.  [default: a random seed, printed and in the report]")
+@click.option("--depth", type=int, callback=_positive, metavar="N",
+              help="--simulate: states per behaviour at most (the initial state counted).  [default: twice the "
+                   "diameter if a 50,000-state breadth-first probe exhausts the model, else 4 x the levels it "
+                   "reached]")
+@click.option("--max-behaviours", type=int, callback=_positive, metavar="N",
+              help="--simulate: stop after N behaviours.")
+@click.option("--swarm", is_flag=True,
+              help="--simulate: each behaviour takes only a random half of the actions (swarm testing), "
+                   "which reaches rare combinations of few actions sooner.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference", "spark"]), default="engine",
@@ -234,25 +278,31 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
           threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
-          work_dir: Optional[str] = None, **derived: Any) -> None:
+          work_dir: Optional[str] = None, simulate: bool = False, seed: Optional[int] = None,
+          depth: Optional[int] = None, max_behaviours: Optional[int] = None, swarm: bool = False,
+          **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
     liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
     state deadlocks (unless the spec declares terminal states intended, or --no-deadlock); 2
-    usage or input error; 3 exploration incomplete (a limit was hit); 130 interrupted.
+    usage or input error; 3 exploration incomplete (a limit was hit, or --simulate found no
+    violation: it is never exhaustive); 130 interrupted.
     """
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
     if threads:
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
+        if not simulate:
+            refuse_without_simulate(seed, depth, max_behaviours, swarm)
+        simulation = SimulationRequest(seed, depth, max_behaviours, swarm) if simulate else None
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
                          graph=(dump_graph, availability, liveness, graph_limit),
                          spark=spark_settings(master, spark_conf, work_dir), symmetry=symmetry,
-                         constraints=constraints, deadlock=deadlock)
+                         constraints=constraints, deadlock=deadlock, simulation=simulation)
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE

@@ -70,10 +70,19 @@ def spark_progress_line(p: Progress) -> str:
     return timed if len(timed) <= MAX_PROGRESS_WIDTH else line
 
 
+def simulation_progress_line(p: Progress) -> str:
+    """A simulation's progress: behaviours ended and states passed, with their rates."""
+    return (f"behaviours {p.behaviours:,} ({_rate(p.behaviours or 0, p.elapsed_s)})  states {p.distinct:,} "
+            f"({_rate(p.distinct, p.elapsed_s)})  generated {p.generated:,}  running {p.frontier:,}  "
+            f"{p.elapsed_s:,.1f}s")
+
+
 def progress_line(p: Progress) -> str:
     """One line of progress: compiling (and what), and/or the exploration's counts and rates."""
     if p.engine == "spark" and p.compiling is None:
         return spark_progress_line(p)
+    if p.behaviours is not None:
+        return simulation_progress_line(p)
     counts = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
               f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  {p.elapsed_s:,.1f}s")
     if p.compiling is None:
@@ -158,6 +167,9 @@ class Terminal:
     def summary(self, result: Result, trace_files: dict[str, str]) -> None:
         if self.quiet:
             return
+        if result.simulation is not None:
+            self.simulation_summary(result, trace_files)
+            return
         verdict = {
             HOLDS: ("[bold green]all invariants hold over the complete state space[/]"),
             VIOLATED: ("[bold red]invariant violated[/]"),
@@ -203,14 +215,55 @@ class Terminal:
         if never and result.exhaustive:  # after an early stop, unfired actions prove nothing
             self.out.print(f"[yellow]warning[/]: never enabled in this state space (a model bug, or bounds under which these actions cannot happen): {', '.join(never)}")
 
+        self._violations(result, trace_files, "shortest counterexample")
+
+    def _violations(self, result: Result, trace_files: dict[str, str], what_trace: str) -> None:
+        model = result.model
         for v in result.violations:
             where = trace_files.get(v.check)
             what = "[red]deadlock[/]: no successor but itself" if v.kind == "deadlock" else \
                 f"[red]violated[/] {v.kind} [bold]{v.check}[/]"
-            self.out.print(f"{what}: shortest counterexample has "
+            self.out.print(f"{what}: {what_trace} has "
                            f"{v.depth} states" + (f", written to {where}" if where else ""))
             for i, step in enumerate(v.steps):
                 action = "initial state" if step.label is None else str(model.labels[step.label])
                 self.out.print(f"  {i + 1:>3}. {action}")
             if v.stricter_variant is not None:
                 self.out.print(Text(f"  {v.stricter_variant['note']}"))
+
+    def simulation_summary(self, result: Result, trace_files: dict[str, str]) -> None:
+        """The summary of a --simulate run: its verdict (never exhaustive), TLC-like statistics,
+        the actions taken, and the violations' traces."""
+        sim = result.simulation
+        model = result.model
+        if result.violations:
+            verdict = "[bold red]deadlock reached[/]" if all(v.kind == "deadlock" for v in result.violations) \
+                else "[bold red]invariant violated[/]"
+        else:
+            verdict = "[bold yellow]no violation found[/] (a simulation is not exhaustive)"
+        self.out.print(f"{model.spec.title()}: {verdict}")
+        stats = Table(show_header=False, box=None, pad_edge=False)
+        stats.add_column(style="bold")
+        stats.add_column(justify="right")
+        stats.add_row("seed", f"{sim['seed']}" + (" (swarm)" if sim["swarm"] else ""))
+        stats.add_row("behaviours", f"{sim['behaviours']:,} ({_rate(sim['behaviours'], result.elapsed_s)})")
+        stats.add_row("states", f"{sim['states']:,} in behaviours ({_rate(sim['states'], result.elapsed_s)}), "
+                                f"{result.states_generated:,} generated and checked")
+        length = sim["behaviour_length"]
+        stats.add_row("behaviour length", f"{length['min']:,} to {length['max']:,} states, mean {length['mean']:,}; "
+                                          f"at most {sim['depth']:,} ({sim['depth_source']})")
+        ends = ", ".join(f"{n:,} {why}" for why, n in sim["ends"].items() if n)
+        stats.add_row("behaviours ended by", ends or "-")
+        stats.add_row("simulation", f"{result.elapsed_s:,.2f} s")
+        stats.add_row("compilation", f"{result.compile_s:,.2f} s")
+        if result.incomplete_reason and not result.incomplete_reason.startswith("simulation:"):
+            stats.add_row("stopped", result.incomplete_reason)
+        self.out.print(stats)
+        self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
+        cov = Table(title="actions taken", title_justify="left", show_edge=False)
+        cov.add_column("action")
+        cov.add_column("steps", justify="right")
+        for name, n in sim["actions_taken"].items():
+            cov.add_row(name, f"{n:,}", style="yellow" if n == 0 else None)
+        self.out.print(cov)
+        self._violations(result, trace_files, "counterexample (a random behaviour, loops cut out)")

@@ -1,0 +1,427 @@
+"""Simulation: random behaviours at full speed, reproducible by seed (TLC's ``-simulate``).
+
+Behaviours run in lockstep, a batch at a time, on the same kernels as the breadth-first engine:
+per step, ``successors`` computes every successor of every running behaviour's state (on the
+worker threads), ``violations`` checks every one of them (invariants and state constraints),
+their transition masks give the properties and action constraints, and ``choose_successors``
+(``checker/kernels/simulation.py``) picks each behaviour's next state. Every state generated is
+checked, not only the states the behaviours pass through.
+
+Behaviour b of seed s is a fixed sequence of states: its initial state, each choice and (in swarm
+runs) the actions it may take are hashes of (s, b, step), so it does not depend on the thread
+count, the batch, or the tier that computed it. The violation reported for a check is that of
+the lowest-numbered behaviour that violates it, cut at its first violating state, with its
+cycles removed (a state that repeats closes a loop the trace does not need); once one is found,
+no higher-numbered behaviour starts, the lower ones still running finish, and so the answer is
+the same whatever the batch. A behaviour ends at ``depth`` states, in a deadlock (reported when
+the model checks for deadlocks), at a state outside the state constraints (checked, not extended,
+as TLC does), or where no successor is left to take (only self-loops, or every successor outside
+the action constraints or switched off by swarm).
+
+``swarm``: each behaviour may take only a random half of the actions (at least one), a different
+half per behaviour (swarm testing, Groce et al. 2012): rare interleavings of few actions come up
+far more often than under a uniform choice over all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.compiled import kernel_shapes
+from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Clock, Progress, ProgressFn, Result, Step,
+                                               Violation, memory_exceeded, no_progress)
+from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+from kraftcheck.checker.model import DEADLOCK, Model
+
+# behaviours advanced together: enough that a step's successors keep both threads busy, few
+# enough that their paths stay small (BATCH x depth x words)
+BATCH = 4096
+PATH_BYTES = 64 << 20  # the batch shrinks below BATCH to keep the paths within this
+# the default depth: this many times the diameter when a short breadth-first probe exhausts the
+# model, else this many times the depth the probe reached (a lower bound of the diameter)
+DEPTH_PER_DIAMETER = 2
+DEPTH_PER_PROBE_DEPTH = 4
+PROBE_STATES = 50_000
+PROBE_STATES_INTERPRETED = 2_000
+PROBE_CHUNK = 2048
+MIN_DEFAULT_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class SimulationOptions:
+    """What a simulation run does and when it stops."""
+
+    seed: int = 0
+    depth: Optional[int] = None           # states per behaviour at most (initial state counted); None: estimated
+    max_behaviours: Optional[int] = None  # stop after this many behaviours have ended
+    time_limit: Optional[float] = None    # seconds
+    max_memory: Optional[int] = None      # bytes of the process
+    keep_going: bool = False              # after a violation, go on: the first violation of each check
+    swarm: bool = False                   # each behaviour takes a random half of the actions
+
+
+@dataclass
+class SimulationFigures:
+    """TLC-like statistics of a simulation run (the report's ``simulation`` object)."""
+
+    seed: int
+    depth: int
+    depth_source: str
+    swarm: bool
+    behaviours: int = 0            # behaviours that ended
+    states: int = 0                # states the behaviours passed through, initial states counted
+    ends: dict[str, int] = field(default_factory=lambda: {"depth": 0, "deadlock": 0, "constraint": 0,
+                                                           "no successor": 0, "violation": 0,
+                                                           "cut short": 0})
+    length_min: int = 0
+    length_max: int = 0
+    length_sum: int = 0
+    taken: Any = None  # per action (an int64 array): steps of the behaviours that took it
+
+    def as_dict(self, model: Model) -> dict[str, Any]:
+        mean = self.length_sum / self.behaviours if self.behaviours else 0.0
+        return {"seed": self.seed, "depth": self.depth, "depth_source": self.depth_source, "swarm": self.swarm,
+                "behaviours": self.behaviours, "states": self.states,
+                "behaviour_length": {"min": self.length_min, "mean": round(mean, 2), "max": self.length_max},
+                "ends": dict(self.ends),
+                "actions_taken": {a.name: int(n) for a, n in zip(model.actions, self.taken)}}
+
+
+def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
+    """The default behaviour length and where it comes from: a breadth-first probe of up to
+    PROBE_STATES states (PROBE_STATES_INTERPRETED on the interpreted tier), fingerprints only (a
+    collision could only make it shorter), not expanding states outside the state constraints."""
+    most = PROBE_STATES if kernels.compiled else PROBE_STATES_INTERPRETED
+    nl = len(model.labels)
+    level = kernels.pack(model.initial)
+    seen = np.unique(fingerprints(level))
+    levels = 1
+    buf = kernels.buffers(PROBE_CHUNK)
+    while level.shape[0] and seen.size < most:
+        found = []
+        for lo in range(0, level.shape[0], PROBE_CHUNK):
+            hi = min(level.shape[0], lo + PROBE_CHUNK)
+            out = kernels.successors(level, lo, hi, buf)
+            rows = np.flatnonzero(out.labels[: (hi - lo) * nl] != NO_LABEL)
+            found.append((out.words[rows].copy(), out.hashes[rows].copy()))
+        words = np.concatenate([w for w, _ in found])
+        hashes, first = np.unique(np.concatenate([h for _, h in found]), return_index=True)
+        fresh = ~np.isin(hashes, seen, assume_unique=True)
+        seen = np.union1d(seen, hashes[fresh])
+        level = words[first[fresh]]
+        if model.constraints and level.shape[0]:
+            level = level[(kernels.violations(level) & np.uint64(model.constraint_bits)) == 0]
+        if level.shape[0]:
+            levels += 1
+    if level.shape[0] == 0:
+        return (max(MIN_DEFAULT_DEPTH, DEPTH_PER_DIAMETER * levels),
+                f"{DEPTH_PER_DIAMETER} x the {levels} levels of the whole state space")
+    return (max(MIN_DEFAULT_DEPTH, DEPTH_PER_PROBE_DEPTH * levels),
+            f"{DEPTH_PER_PROBE_DEPTH} x the {levels} levels a breadth-first probe of {seen.size:,} states reached")
+
+
+def without_cycles(states: list[np.ndarray], labels: list[int]) -> tuple[list[np.ndarray], list[int]]:
+    """The path with every loop cut out: where a state repeats, the steps between its two
+    occurrences go (still a behaviour: the step after the second occurrence leaves the first)."""
+    out_states: list[np.ndarray] = []
+    out_labels: list[int] = []
+    where: dict[bytes, int] = {}
+    for k, s in enumerate(states):
+        key = s.tobytes()
+        if key in where:
+            cut = where[key]
+            for gone in out_states[cut + 1:]:
+                where.pop(gone.tobytes(), None)
+            del out_states[cut + 1:]
+            del out_labels[cut:]
+            continue
+        where[key] = len(out_states)
+        if k:
+            out_labels.append(labels[k - 1])
+        out_states.append(s)
+    return out_states, out_labels
+
+
+class Simulator:
+    """Random behaviours of a model on given kernels (``Kernels`` or ``InterpretedKernels``)."""
+
+    name = "simulate"
+
+    def run(self, model: Model, kernels: Any, options: SimulationOptions = SimulationOptions(),
+            progress: ProgressFn = no_progress) -> Result:
+        if options.depth is not None and options.depth < 1:
+            raise UsageError("--depth must be at least 1 (states per behaviour, the initial state counted)")
+        if options.max_behaviours is not None and options.max_behaviours < 1:
+            raise UsageError("--max-behaviours must be at least 1")
+        if options.depth is None:
+            depth, source = estimate_depth(model, kernels)
+        else:
+            depth, source = options.depth, "--depth"
+        run = _SimulationRun(model, kernels, options, depth, source, progress)
+        try:
+            run.simulate()
+        except KeyboardInterrupt:
+            run.result.interrupted = True
+        return run.finish()
+
+
+class _SimulationRun:
+    """The state of one simulation: the batch of running behaviours and what they found."""
+
+    def __init__(self, model: Model, kernels: Any, options: SimulationOptions, depth: int, depth_source: str,
+                 progress: ProgressFn) -> None:
+        self.model, self.kernels, self.options, self.depth, self.progress = model, kernels, options, depth, progress
+        nw, nl = kernels.nwords, len(model.labels)
+        self.nl = nl
+        self.batch = max(16, min(BATCH, PATH_BYTES // max(1, depth * nw * 8)))
+        if options.max_behaviours is not None:
+            self.batch = min(self.batch, options.max_behaviours)
+        self.buffers = kernels.buffers(self.batch)
+        self.cur = np.zeros((self.batch, nw), np.uint64)
+        self.paths = np.zeros((self.batch, depth, nw), np.uint64)
+        self.path_labels = np.zeros((self.batch, depth), np.int64)
+        self.behaviour = np.zeros(self.batch, np.int64)  # running behaviour number of each walker
+        self.step = np.zeros(self.batch, np.int64)       # its index in paths: states so far - 1
+        self.action_on = np.ones((self.batch, len(model.actions)), np.uint8)
+        self.chosen = np.zeros(self.batch, np.int64)
+        self.moved = np.zeros(self.batch, np.uint8)
+        self.label_action = np.array(model.label_action, np.int64)
+        self.blocked = np.uint64(model.action_constraint_bits)
+        self.inv_bits = (1 << len(model.invariants)) - 1
+        self.constraint_bits = model.constraint_bits
+        self.prop_bits = (1 << len(model.properties)) - 1
+        self.initial_words = kernels.pack(model.initial)
+        self.initial_masks = kernels.violations(self.initial_words) if model.invariants or model.constraints else \
+            np.zeros(len(model.initial), np.uint64)
+        self.running = 0
+        self.next_behaviour = 0
+        self.stop_starting_at: Optional[int] = None  # no behaviour numbered this or more starts
+        self.found: dict[str, tuple[int, Violation]] = {}  # check -> (behaviour, violation)
+        self.figures = SimulationFigures(options.seed, depth, depth_source, options.swarm,
+                                         taken=np.zeros(len(model.actions), np.int64))
+        self.generated = 0
+        self.clock = Clock(options.time_limit)
+        self.last_progress = 0.0
+        self.result = Result(model=model, engine=Simulator.name, fired=[0] * len(model.actions),
+                             new_states=[0] * len(model.actions))
+
+    # -- behaviours starting and ending
+    def _may_start(self) -> bool:
+        o = self.options
+        b = self.next_behaviour
+        if self.stop_starting_at is not None and b >= self.stop_starting_at:
+            return False
+        if o.max_behaviours is not None and b >= o.max_behaviours:
+            return False
+        return True
+
+    def _fill(self) -> None:
+        """Start new behaviours in the free walkers (those from ``running`` on); one whose initial
+        state violates an invariant or breaks a state constraint ends at once."""
+        while self.running < self.batch and self._may_start():
+            numbers = []
+            while len(numbers) < self.batch - self.running and self._may_start():
+                numbers.append(self.next_behaviour)
+                self.next_behaviour += 1
+            ids = np.array(numbers, np.int64)
+            initial = np.zeros(len(ids), np.int64)
+            on = np.ones((len(ids), len(self.model.actions)), np.uint8)
+            behaviour_starts(np.uint64(self.options.seed), ids, len(self.model.initial), self.options.swarm, on,
+                             initial)
+            for j, b in enumerate(numbers):
+                i = self.running
+                self.running += 1
+                self.behaviour[i] = b
+                self.step[i] = 0
+                self.action_on[i] = on[j]
+                self.cur[i] = self.initial_words[initial[j]]
+                self.paths[i, 0] = self.cur[i]
+                self.generated += 1
+                mask = int(self.initial_masks[initial[j]])
+                if mask & self.inv_bits:
+                    self._violated_invariants(i, mask, None)
+                    self._end(i, "violation")
+                elif mask & self.constraint_bits:
+                    self._end(i, "constraint")
+
+    def _end(self, i: int, why: str) -> None:
+        """Walker i's behaviour ends here (its state counted): move the last running walker into i."""
+        length = int(self.step[i]) + 1
+        f = self.figures
+        f.behaviours += 1
+        f.states += length
+        f.length_sum += length
+        f.length_min = length if f.behaviours == 1 else min(f.length_min, length)
+        f.length_max = max(f.length_max, length)
+        f.ends[why] += 1
+        last = self.running - 1
+        if i != last:
+            self.behaviour[i] = self.behaviour[last]
+            self.step[i] = self.step[last]
+            self.action_on[i] = self.action_on[last]
+            self.cur[i] = self.cur[last]
+            k = int(self.step[last]) + 1
+            self.paths[i, :k] = self.paths[last, :k]
+            self.path_labels[i, :k - 1] = self.path_labels[last, :k - 1]
+        self.running -= 1
+
+    # -- violations
+    def _trace(self, i: int, extra: Optional[tuple[int, np.ndarray]]) -> list[Step]:
+        """Walker i's path (and the step ``extra`` = (label, words) beyond it), loops cut out."""
+        k = int(self.step[i]) + 1
+        states = [self.paths[i, j] for j in range(k)]
+        labels = [int(x) for x in self.path_labels[i, : k - 1]]
+        if extra is not None:
+            labels.append(extra[0])
+            states.append(extra[1])
+        states, labels = without_cycles(states, labels)
+        flats = self.kernels.unpack(np.array(states, np.uint64).reshape(len(states), self.kernels.nwords))
+        return [Step(None, flats[0])] + [Step(lab, s) for lab, s in zip(labels, flats[1:])]
+
+    def _record(self, name: str, kind: str, i: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
+        b = int(self.behaviour[i])
+        old = self.found.get(name)
+        if old is not None and old[0] <= b:
+            return
+        self.found[name] = (b, Violation(name, kind, self._trace(i, extra)))
+        if not self.options.keep_going:
+            self.stop_starting_at = b if self.stop_starting_at is None else min(self.stop_starting_at, b)
+
+    def _violated_invariants(self, i: int, mask: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
+        for k, inv in enumerate(self.model.invariants):
+            if mask >> k & 1:
+                self._record(inv.name, "invariant", i, extra)
+
+    # -- the loop
+    def simulate(self) -> None:
+        model, kernels, nl = self.model, self.kernels, self.nl
+        self._fill()
+        while self.running:
+            n = self.running
+            out = kernels.successors(self.cur, 0, n, self.buffers)
+            rows = np.flatnonzero(out.labels[: n * nl] != NO_LABEL)
+            self.generated += rows.size
+            masks = kernels.violations(out.words[rows]) if (model.invariants or model.constraints) and rows.size \
+                else np.zeros(rows.size, np.uint64)
+            props = out.props[rows] if model.properties and rows.size else None
+            bad = np.flatnonzero(masks & np.uint64(self.inv_bits)) if model.invariants else np.zeros(0, np.int64)
+            for p in bad:
+                r = int(rows[p])
+                self._violated_invariants(r // nl, int(masks[p]), (r % nl, out.words[r]))
+            if props is not None:
+                for p in np.flatnonzero(props & np.uint64(self.prop_bits)):
+                    r = int(rows[p])
+                    for k, prop in enumerate(model.properties):
+                        if int(props[p]) >> k & 1:
+                            self._record(prop.name, "property", r // nl, (r % nl, out.words[r]))
+            choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
+                              self.action_on, nl, n, NO_LABEL, np.uint64(self.options.seed), self.behaviour,
+                              self.step, self.chosen, self.moved)
+            self._advance(n, out, rows, masks)
+            if self._limit_hit():
+                break
+            self._fill()
+            self._report(False)
+        self._report(True)
+
+    def _advance(self, n: int, out: Any, rows: np.ndarray, masks: np.ndarray) -> None:
+        """Walkers 0..n-1 take their chosen successors; those whose behaviour ends here end."""
+        nl = self.nl
+        behaviour, chosen, moved = self.behaviour[:n], self.chosen[:n], self.moved[:n]
+        why = np.full(n, "", dtype=object)
+        if self.model.check_deadlock:
+            for i in np.flatnonzero(moved == 0):
+                self._record(DEADLOCK, "deadlock", int(i), None)
+        if self.stop_starting_at is not None:  # the lowest-numbered behaviour that has violated so far
+            why[behaviour == self.stop_starting_at] = "violation"
+            why[behaviour > self.stop_starting_at] = "cut short"
+        why[(why == "") & (moved == 0)] = "deadlock"
+        why[(why == "") & (chosen < 0)] = "no successor"
+        go = np.flatnonzero(why == "")
+        if go.size:
+            r = chosen[go]
+            s = self.step[go] + 1
+            self.path_labels[go, s - 1] = r % nl
+            self.paths[go, s] = out.words[r]
+            self.cur[go] = out.words[r]
+            self.step[go] = s
+            np.add.at(self.figures.taken, self.label_action[r % nl], 1)
+            row_mask = np.zeros(n * nl, np.uint64)
+            row_mask[rows] = masks
+            constrained = (row_mask[r] & np.uint64(self.constraint_bits)) != 0
+            why[go[constrained]] = "constraint"
+            why[go[~constrained & (s + 1 >= self.depth)]] = "depth"
+        for i in np.flatnonzero(why != "")[::-1]:  # highest first: _end moves the last walker down
+            self._end(int(i), str(why[i]))
+
+    def _limit_hit(self) -> bool:
+        if self.clock.expired():
+            self.result.incomplete_reason = f"stopped at --time-limit {self.options.time_limit}"
+            return True
+        if memory_exceeded(self.options):  # type: ignore[arg-type]
+            self.result.incomplete_reason = f"stopped at --max-memory {self.options.max_memory / 2**30:.1f} GiB"
+            return True
+        return False
+
+    def _report(self, force: bool) -> None:
+        now = self.clock.elapsed
+        if force or now - self.last_progress >= 0.25:
+            self.last_progress = now
+            self.progress(Progress(int(self.step[: self.running].max(initial=0)) + 1, self.figures.states,
+                                   self.generated, self.running, now, engine=Simulator.name,
+                                   behaviours=self.figures.behaviours))
+
+    def finish(self) -> Result:
+        r = self.result
+        f = self.figures
+        r.initial_states = len(self.model.initial)
+        r.states_generated = self.generated
+        r.distinct_states = 0  # not tracked: a simulation does not know which states repeat
+        r.depth = f.length_max
+        r.elapsed_s = self.clock.elapsed
+        r.fired = [int(x) for x in f.taken]
+        r.simulation = f.as_dict(self.model)
+        found = list(self.found.values())
+        if not self.options.keep_going and found:  # the lowest-numbered violating behaviour's, whatever the batch
+            first = min(b for b, _ in found)
+            found = [(b, v) for b, v in found if b == first]
+        violations = [v for _, v in found]
+        if not r.incomplete_reason:
+            r.incomplete_reason = (f"simulation: {f.behaviours:,} random behaviours of at most {f.depth:,} states, "
+                                   f"not an exhaustive search")
+        r.conclude(violations, self.options.keep_going)
+        r.exhaustive = False
+        r.status = VIOLATED if violations else INCOMPLETE
+        return r
+
+
+def simulate(model: Model, options: SimulationOptions = SimulationOptions(), progress: ProgressFn = no_progress,
+             compile: str = "now") -> Result:
+    """Simulate ``model`` on its compiled kernels (built first if not cached: ``compile`` "now"),
+    or interpreted throughout (``compile`` "never": the same behaviours, far slower)."""
+    import numba
+
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    from kraftcheck.checker.kernels import simulation
+
+    if compile not in ("now", "never"):
+        raise UsageError(f"simulation compiles its kernels first (compile 'now') or interprets ('never'), "
+                         f"not {compile!r}")
+    t0 = time.perf_counter()
+    if compile == "never" or numba.config.DISABLE_JIT:
+        kernels: Any = InterpretedKernels(model)
+    else:
+        kernels = Engine._compile_now(model, kernel_shapes(model), progress, t0)
+    simulation.warm_up()
+    compile_s = time.perf_counter() - t0
+    result = Simulator().run(model, kernels, options, progress)
+    result.compile_s = compile_s
+    return result

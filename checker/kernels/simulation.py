@@ -1,0 +1,129 @@
+"""The random choices of simulation (``checker/explore/simulate.py``): which successor each
+behaviour takes, from counter-based random numbers.
+
+A behaviour's every random number is a hash of (seed, behaviour number, step, purpose), not a
+draw from a generator shared by the threads: behaviour b of seed s is the same sequence of states
+whatever the thread count, the batch it ran in, or the tier (interpreted or compiled) that
+computed its successors. Its readable reference is ``tests/simulation_reference.py``;
+``tests/test_simulate.py`` compares the two.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+from kraftcheck.checker.kernels.hashing import mix64
+
+# what a random number is for (the "purpose" hashed with the seed, behaviour and step)
+PICK_SUCCESSOR = 1
+PICK_INITIAL = 2
+PICK_SWARM = 3
+
+
+@njit(cache=True, inline="always")
+def random_word(seed, behaviour, step, purpose):
+    """A 64-bit random number, a hash of its four arguments (splitmix64's finaliser, chained)."""
+    h = mix64(uint64(seed) ^ uint64(0x9E3779B97F4A7C15))
+    h = mix64(h ^ uint64(behaviour))
+    h = mix64(h ^ uint64(step))
+    return mix64(h ^ uint64(purpose))
+
+
+@njit(cache=True)
+def below(word, n):
+    """``word`` mapped to 0..n-1 by the high half of a 64x64 product (Lemire's reduction without
+    the rejection step: the bias is below n / 2^32 for the n here)."""
+    return int((word >> uint64(32)) * uint64(n) >> uint64(32))
+
+
+@njit(cache=True, nogil=True)
+def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, nwalkers,
+                      no_label, seed, behaviours, steps, chosen, moved):
+    """For each walker i < ``nwalkers`` (its state ``sources[i]``, its candidate rows ``i * stride
+    .. i * stride + stride - 1``): ``chosen[i]``, the row it takes, uniformly among its candidates,
+    or -1 if it has none; ``moved[i]``, 1 if some successor differs from the state (else the state
+    deadlocks, TLC's definition).
+
+    A candidate is a row whose label is not ``no_label``, whose successor differs from the state
+    (a self-loop leads nowhere new), whose transition mask has no bit of ``blocked`` (an action
+    constraint it breaks; ``props`` of length 1 means no masks) and whose action is on for the
+    walker (``action_on[i, label_action[label]]``: swarm runs switch some off). The pick is
+    ``random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR)``.
+    """
+    nw = words.shape[1]
+    with_props = props.shape[0] > 1
+    for i in range(nwalkers):
+        count = 0
+        moved[i] = 0
+        for r in range(i * stride, i * stride + stride):
+            lab = labels[r]
+            if lab == no_label:
+                continue
+            same = True
+            for w in range(nw):
+                if words[r, w] != sources[i, w]:
+                    same = False
+                    break
+            if same:
+                continue
+            moved[i] = 1
+            if with_props and props[r] & blocked:
+                continue
+            if action_on[i, label_action[lab]] == 0:
+                continue
+            count += 1
+        if count == 0:
+            chosen[i] = -1
+            continue
+        k = below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), count)
+        for r in range(i * stride, i * stride + stride):
+            lab = labels[r]
+            if lab == no_label:
+                continue
+            same = True
+            for w in range(nw):
+                if words[r, w] != sources[i, w]:
+                    same = False
+                    break
+            if same or (with_props and props[r] & blocked) or action_on[i, label_action[lab]] == 0:
+                continue
+            if k == 0:
+                chosen[i] = r
+                break
+            k -= 1
+
+
+@njit(cache=True)
+def behaviour_starts(seed, behaviours, ninitial, swarm, action_on, initial):
+    """For new behaviours ``behaviours``: the initial state each starts from (``initial[j]``,
+    uniformly among ``ninitial``) and, with ``swarm``, the actions it may take (``action_on[j]``:
+    each on with probability 1/2, at least one on); without, every action on."""
+    nactions = action_on.shape[1]
+    for j in range(behaviours.shape[0]):
+        b = behaviours[j]
+        initial[j] = below(random_word(seed, b, 0, PICK_INITIAL), ninitial)
+        if not swarm:
+            for a in range(nactions):
+                action_on[j, a] = 1
+            continue
+        any_on = False
+        for a in range(nactions):
+            on = (random_word(seed, b, a, PICK_SWARM) >> uint64(63)) == uint64(1)
+            action_on[j, a] = 1 if on else 0
+            any_on = any_on or on
+        if not any_on:
+            action_on[j, below(random_word(seed, b, nactions, PICK_SWARM), nactions)] = 1
+
+
+def warm_up() -> None:
+    """Compile (or load) these kernels once, on a tiny input."""
+    words = np.zeros((2, 1), np.uint64)
+    words[1, 0] = 1
+    labels = np.array([0, 65535], np.uint16)
+    chosen = np.zeros(1, np.int64)
+    moved = np.zeros(1, np.uint8)
+    choose_successors(labels, words, np.zeros((1, 1), np.uint64), np.zeros(1, np.uint64), 0,
+                      np.zeros(1, np.int64), np.ones((1, 1), np.uint8), 2, 1, 65535, 0,
+                      np.zeros(1, np.int64), np.zeros(1, np.int64), chosen, moved)
+    behaviour_starts(0, np.zeros(1, np.int64), 1, True, np.ones((1, 1), np.uint8), np.zeros(1, np.int64))

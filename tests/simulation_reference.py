@@ -1,0 +1,53 @@
+"""Readable references of the simulation kernels (``checker/kernels/simulation.py``), in plain
+Python integers; ``tests/test_simulate.py`` compares the two."""
+
+from __future__ import annotations
+
+from kraftcheck.checker.kernels.hashing import M64, mix64_reference
+from kraftcheck.checker.kernels.simulation import PICK_INITIAL, PICK_SUCCESSOR, PICK_SWARM
+
+
+def random_word(seed: int, behaviour: int, step: int, purpose: int) -> int:
+    h = mix64_reference((seed ^ 0x9E3779B97F4A7C15) & M64)
+    h = mix64_reference(h ^ (behaviour & M64))
+    h = mix64_reference(h ^ (step & M64))
+    return mix64_reference(h ^ purpose)
+
+
+def below(word: int, n: int) -> int:
+    return ((word >> 32) * n) >> 32
+
+
+def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, nwalkers, no_label,
+                      seed, behaviours, steps):
+    """(chosen, moved) per walker, as the kernel computes them."""
+    chosen, moved = [], []
+    for i in range(nwalkers):
+        source = [int(x) for x in sources[i]]
+        successors = [r for r in range(i * stride, (i + 1) * stride)
+                      if int(labels[r]) != no_label and [int(x) for x in words[r]] != source]
+        candidates = [r for r in successors
+                      if not (len(props) > 1 and int(props[r]) & int(blocked))
+                      and action_on[i][label_action[int(labels[r])]]]
+        moved.append(1 if successors else 0)
+        if not candidates:
+            chosen.append(-1)
+        else:
+            word = random_word(int(seed), int(behaviours[i]), int(steps[i]), PICK_SUCCESSOR)
+            chosen.append(candidates[below(word, len(candidates))])
+    return chosen, moved
+
+
+def behaviour_starts(seed, behaviours, ninitial, swarm, nactions):
+    """(initial state, actions on) per new behaviour, as the kernel computes them."""
+    out = []
+    for b in behaviours:
+        initial = below(random_word(seed, b, 0, PICK_INITIAL), ninitial)
+        if not swarm:
+            on = [1] * nactions
+        else:
+            on = [int(random_word(seed, b, a, PICK_SWARM) >> 63) for a in range(nactions)]
+            if not any(on):
+                on[below(random_word(seed, b, nactions, PICK_SWARM), nactions)] = 1
+        out.append((initial, on))
+    return out

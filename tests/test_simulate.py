@@ -1,0 +1,184 @@
+"""Simulation (``kraftcheck check --simulate``): its kernels against their readable references,
+reproducibility by seed, soundness and reach against the exhaustive search, and the command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from counterexample_support import assert_counterexample_replays
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simulation_reference import behaviour_starts as behaviour_starts_reference
+from simulation_reference import choose_successors as choose_successors_reference
+from test_conformance import CASES, _model, _reference
+
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.explore import simulate as simulate_module
+from kraftcheck.checker.explore.simulate import SimulationOptions, simulate, without_cycles
+from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), nwalkers=st.integers(1, 5), stride=st.integers(1, 6), nwords=st.integers(1, 2),
+       nactions=st.integers(1, 3), with_props=st.booleans(), seed=st.integers(0, 2**63 - 1))
+def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords, nactions, with_props, seed):
+    rows = nwalkers * stride
+    labels = np.array(data.draw(st.lists(st.sampled_from([NO_LABEL] + list(range(stride))), min_size=rows,
+                                         max_size=rows)), np.uint16)
+    # few distinct words, so that self-loops are common
+    words = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=nwords, max_size=nwords),
+                                        min_size=rows, max_size=rows)), np.uint64)
+    sources = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=nwords, max_size=nwords),
+                                          min_size=nwalkers, max_size=nwalkers)), np.uint64)
+    props = np.array(data.draw(st.lists(st.integers(0, 3), min_size=rows, max_size=rows)) if with_props else [0],
+                     np.uint64)
+    blocked = data.draw(st.integers(0, 3))
+    label_action = np.array(data.draw(st.lists(st.integers(0, nactions - 1), min_size=stride, max_size=stride)),
+                            np.int64)
+    action_on = np.array(data.draw(st.lists(st.lists(st.integers(0, 1), min_size=nactions, max_size=nactions),
+                                            min_size=nwalkers, max_size=nwalkers)), np.uint8)
+    behaviours = np.array(data.draw(st.lists(st.integers(0, 10**9), min_size=nwalkers, max_size=nwalkers)), np.int64)
+    steps = np.array(data.draw(st.lists(st.integers(0, 100), min_size=nwalkers, max_size=nwalkers)), np.int64)
+    chosen, moved = np.zeros(nwalkers, np.int64), np.zeros(nwalkers, np.uint8)
+    choose_successors(labels, words, sources, props, np.uint64(blocked), label_action, action_on, stride, nwalkers,
+                      NO_LABEL, np.uint64(seed), behaviours, steps, chosen, moved)
+    assert (chosen.tolist(), moved.tolist()) == choose_successors_reference(
+        labels, words, sources, props, blocked, label_action, action_on.tolist(), stride, nwalkers, NO_LABEL, seed,
+        behaviours, steps)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**63 - 1), behaviours=st.lists(st.integers(0, 10**12), min_size=1, max_size=8),
+       ninitial=st.integers(1, 9), nactions=st.integers(1, 5), swarm=st.booleans())
+def test_behaviour_starts_matches_its_reference(seed, behaviours, ninitial, nactions, swarm):
+    ids = np.array(behaviours, np.int64)
+    initial, on = np.zeros(len(ids), np.int64), np.zeros((len(ids), nactions), np.uint8)
+    behaviour_starts(np.uint64(seed), ids, ninitial, swarm, on, initial)
+    assert list(zip(initial.tolist(), on.tolist())) == behaviour_starts_reference(seed, behaviours, ninitial, swarm,
+                                                                                 nactions)
+
+
+def test_loops_are_cut_out_of_a_path():
+    s = [np.array([x], np.uint64) for x in (0, 1, 2, 1, 3, 0, 4)]
+    states, labels = without_cycles(s, [10, 11, 12, 13, 14, 15])
+    assert [int(x[0]) for x in states] == [0, 4] and labels == [15]
+    states, labels = without_cycles(s[:5], [10, 11, 12, 13])
+    assert [int(x[0]) for x in states] == [0, 1, 3] and labels == [10, 13]
+
+
+# -- against the exhaustive search, on every conformance example
+BEHAVIOURS = 3000
+
+
+def _figures(result):
+    return result.simulation, [(v.check, v.kind, [(s.label, s.state) for s in v.steps]) for v in result.violations]
+
+
+@pytest.mark.parametrize("name,example", CASES, ids=[f"{n}-{e}" for n, e in CASES])
+def test_simulation_finds_what_the_exhaustive_search_finds(name, example):
+    """Every violation a simulation reports is a behaviour of the model that ends in it (replayed
+    step by step), of a check the exhaustive search finds violated, no shorter than the shortest
+    counterexample; and on these small models, every check the exhaustive search finds violated
+    is found within BEHAVIOURS behaviours."""
+    model = _model(name, example)
+    expected = {v.check: v.depth for v in _reference(name, example, keep_going=True).violations}
+    got = simulate(model, SimulationOptions(seed=11, max_behaviours=BEHAVIOURS, keep_going=True))
+    assert got.status == ("violated" if expected else "incomplete") and not got.exhaustive
+    assert sorted(v.check for v in got.violations) == sorted(expected)
+    for v in got.violations:
+        assert_counterexample_replays(model, v)
+        assert v.depth >= expected[v.check]
+    assert got.simulation["behaviours"] == BEHAVIOURS
+    assert got.simulation["states"] >= BEHAVIOURS and got.states_generated >= got.simulation["states"]
+
+
+def test_the_same_seed_gives_the_same_behaviours_whatever_the_threads_batch_and_tier(monkeypatch):
+    """A behaviour depends only on the seed and its number: one thread or two, batches of 16 or
+    the default, interpreted or compiled, the figures (lengths, ends, actions taken) and the
+    violations (every step) are identical; another seed gives other behaviours."""
+    model = _model("two_phase_eager_commit", {"rm": 3})
+    options = SimulationOptions(seed=5, max_behaviours=300, keep_going=True)
+    runs = []
+    for threads, batch, tier in ((2, None, "now"), (1, 16, "now"), (2, 16, "never")):
+        monkeypatch.setenv("KRAFTCHECK_THREADS", str(threads))
+        monkeypatch.setattr(simulate_module, "BATCH", batch or simulate_module.BATCH)
+        runs.append(_figures(simulate(model, options, compile=tier)))
+    assert runs[0][1] and runs[0] == runs[1] == runs[2]
+    other = _figures(simulate(model, SimulationOptions(seed=6, max_behaviours=300, keep_going=True)))
+    assert other[0]["actions_taken"] != runs[0][0]["actions_taken"]
+
+
+def test_the_first_violation_does_not_depend_on_the_batch(monkeypatch):
+    """Without --continue the violation reported is that of the lowest-numbered violating
+    behaviour, whatever the batch the behaviours ran in."""
+    model = _model("kafka", {})  # the default model: F1 within a few behaviours
+    found = []
+    for batch in (1024, 7, 64):
+        monkeypatch.setattr(simulate_module, "BATCH", batch)
+        result = simulate(model, SimulationOptions(seed=3, max_behaviours=20_000))
+        assert result.status == "violated"
+        found.append(_figures(result)[1])
+    assert found[0] == found[1] == found[2]
+
+
+def test_the_default_depth_is_twice_the_levels_of_a_model_the_probe_exhausts():
+    model = _model("two_phase", {"rm": 2})
+    levels = _reference("two_phase", {"rm": 2}, keep_going=True).depth
+    result = simulate(model, SimulationOptions(seed=1, max_behaviours=10))
+    assert result.simulation["depth"] == max(10, 2 * levels)
+    assert f"{levels} levels of the whole state space" in result.simulation["depth_source"]
+
+
+def test_swarm_behaviours_take_fewer_kinds_of_action():
+    model = _model("two_phase", {"rm": 3})
+    uniform = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True))
+    swarm = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, swarm=True))
+    assert swarm.simulation["swarm"] and swarm.simulation["actions_taken"] != uniform.simulation["actions_taken"]
+    # a behaviour whose actions cannot go on ends with "no successor" (only under swarm, in this model)
+    assert swarm.simulation["ends"]["no successor"] > 0 == uniform.simulation["ends"]["no successor"]
+
+
+# -- the command
+def _kraftcheck(*args, cwd):
+    env = {**os.environ, "COLUMNS": "200"}  # the summary's lines unwrapped
+    return subprocess.run([sys.executable, "-m", "kraftcheck", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+def test_simulate_command_reports_a_violation_that_replays(tmp_path):
+    run = _kraftcheck("check", "--spec", "two_phase_eager_commit", "--param", "rm=3", "--simulate", "--seed", "4",
+                      "--json", "report.json", "--no-color", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["result"] == "violated" and report["exhaustive"] is False
+    assert report["simulation"]["seed"] == 4 and report["options"]["simulate"] is True
+    trace = report["violations"][0]["trace_file"]
+    assert "counterexample (a random behaviour, loops cut out)" in run.stdout
+    replay = _kraftcheck("trace", "replay", trace, cwd=tmp_path)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def test_simulate_command_without_violation_exits_3(tmp_path):
+    run = _kraftcheck("check", "--spec", "two_phase", "--param", "rm=2", "--simulate", "--max-behaviours", "200",
+                      "--json", "-", "-q", cwd=tmp_path)
+    assert run.returncode == 3, run.stderr
+    report = json.loads(run.stdout)
+    assert report["result"] == "incomplete" and report["simulation"]["behaviours"] == 200
+    assert "not an exhaustive search" in report["incomplete_reason"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--seed", "1"], "--seed is an option of --simulate"),
+    (["--simulate", "--symmetry"], "--symmetry is an option of the exhaustive search"),
+    (["--simulate", "--max-depth", "3"], "with --simulate use --depth"),
+    (["--simulate", "--engine", "reference"], "--simulate runs on the compiled engine"),
+    (["--simulate", "--liveness"], "need every state"),
+])
+def test_simulate_command_refuses_what_does_not_apply(tmp_path, args, message):
+    run = _kraftcheck("check", "--spec", "two_phase", *args, cwd=tmp_path)
+    assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
