@@ -91,3 +91,19 @@ def test_the_trace_file_keeps_labelled_axes_as_mappings_and_replays(chosen_trace
     del bad["votes"]["a1"][1]["v2"]
     with pytest.raises(DecodeError, match=r"votes\[a1\]\[1\]\[v2\]: missing"):
         flat_from_readable(model.layout, bad)
+
+
+def test_the_docs_trace_lines_are_what_trace_show_prints(chosen_trace):
+    """docs/writing-a-spec.md's worked translation quotes two lines of this trace's table."""
+    import re
+    from pathlib import Path
+
+    from kraftcheck.traces.table import trace_text
+    from kraftcheck.traces.view import TraceView
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "writing-a-spec.md").read_text()
+    section = doc[doc.index("### Worked translation: Voting"):]
+    quoted = re.findall(r"```text\n(\|.*?)```", section, flags=re.S)[0].splitlines()
+    _, path = chosen_trace
+    table = trace_text(TraceView(traces.load(path)), width=110, ascii_only=True).splitlines()
+    assert len(quoted) == 2 and all(line in table for line in quoted)

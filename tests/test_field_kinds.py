@@ -1,0 +1,72 @@
+"""The field kinds' signatures and the mistakes they refuse (docs/writing-a-spec.md, "Reference:
+field kinds and helpers"): ``Int(name, maximum)`` as before, ``Int(name, lo, hi)``, labels per
+axis, negative constants, and what symmetry refuses of a field that does not start at 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.spec import Bool, Const, Enum, Field, Int, Permuted, Symmetry
+from kraftcheck.checker.symmetry import PermutationTables
+
+
+def test_int_with_a_maximum_is_the_field_it_always_was():
+    assert Int("x", 5) == Field("x", 6, (), "int")
+    assert Int("x", 5, (2, 3)) == Int("x", 5, shape=(2, 3)) == Field("x", 6, (2, 3), "int")
+    assert Int("x", 5).lo == 0 and Int("x", 5).bits == 3
+
+
+def test_int_with_bounds_holds_negative_values_in_as_few_bits():
+    f = Int("max_bal", -1, 2, (3,))
+    assert (f.lo, f.hi, f.domain, f.bits, f.shape) == (-1, 2, 4, 2, (3,))
+    assert Int("max_bal", -1, 2, shape=(3,)) == f
+    assert Int("only", -5, -5).bits == 0
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Int("x", 3, 1), r"Int\('x', 3, 1\) is empty"),
+    (lambda: Int("x", 1.5), "bounds must be integers"),
+    (lambda: Int("x", 0, True), "bounds must be integers"),
+    (lambda: Int("x", 3, (2,), shape=(2,)), "given a second shape"),
+    (lambda: Int("x", -2**31 - 1, -2**31 + 5), r"values -2147483649\.\.-2147483643 exceed the int32 range"),
+    (lambda: Field("x", 2, (), "bool", lo=-1), "only an Int field"),
+    (lambda: Bool("x", (2, 2), axis_labels=(("a", "b"),)), "one entry per axis"),
+    (lambda: Bool("x", (2, 2), axis_labels=(None, ("a", "b", "c"))), r"axis_labels\[1\] must name every position"),
+    (lambda: Bool("x", (2, 2), axis_labels=(None, ("a", "a"))), "repeats a label"),
+    (lambda: Bool("x", (2, 2), index_labels=("a", "b"), axis_labels=(("c", "d"), None)), "give the first axis"),
+    (lambda: Bool("x", (), index_labels=("a",)), "index_labels must name every position"),
+])
+def test_a_malformed_field_is_refused_with_what_is_wrong(make, message):
+    with pytest.raises(SpecError, match=message):
+        make()
+
+
+def test_axis_labels_and_index_labels_agree():
+    votes = Bool("votes", (2, 2, 3), axis_labels=(("a1", "a2"), None, ("v1", "v2", "v3")))
+    assert votes.index_labels == ("a1", "a2")
+    assert [votes.position_label(1, 1), votes.position_label(2, 2)] == ["1", "v3"]
+    # index_labels alone is the first entry of axis_labels, as it always meant
+    assert Bool("b", (2, 2), index_labels=("a1", "a2")).axis_labels == (("a1", "a2"), None)
+    assert Bool("b", (2, 2), axis_labels=(None, None)).axis_labels is None
+    layout = Layout([votes])
+    assert layout.element_name(layout.elements[5]) == "votes[a1][1][v3]"
+
+
+def test_a_negative_constant_is_a_field_of_one_value():
+    floor = Const("floor", -2)
+    assert (floor.const, floor.lo, floor.bits) == (-2, -2, 0)
+    layout = Layout([floor, Int("x", -2, 1)])
+    assert layout.pack((-2, -2)) == (0,) and layout.unpack((3,)) == (-2, 1)
+    with pytest.raises(SpecError, match=r"field x = 2 is outside its domain -2\.\.1"):
+        layout.pack((-2, 2))
+
+
+def test_symmetry_refuses_a_permuted_member_that_does_not_start_at_zero():
+    names = ("a1", "a2")
+    layout = Layout([Int("leader", -1, 1), Enum("mode", ("on", "off")), Int("x", 3, (2,), index_labels=names)])
+    with pytest.raises(SpecError, match="leader holds a permuted member but its values start at -1"):
+        PermutationTables(layout, Symmetry(names, (Permuted("leader", holds="member"), Permuted("x", axes=(0,)))))
+    ok = Layout([Int("bal", -1, 1, (2,), index_labels=names)])
+    PermutationTables(ok, Symmetry(names, (Permuted("bal", axes=(0,)),)))  # moved, not mapped: fine
