@@ -70,3 +70,27 @@ def test_symmetry_refuses_a_permuted_member_that_does_not_start_at_zero():
         PermutationTables(layout, Symmetry(names, (Permuted("leader", holds="member"), Permuted("x", axes=(0,)))))
     ok = Layout([Int("bal", -1, 1, (2,), index_labels=names)])
     PermutationTables(ok, Symmetry(names, (Permuted("bal", axes=(0,)),)))  # moved, not mapped: fine
+
+
+def test_shipped_specs_describe_their_fields_in_trace_files_as_before():
+    """No "lo" or "axis_labels" key unless a field needs it: the trace files of every shipped spec
+    are written, and read, as before field kinds had them."""
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class, spec_names
+    from kraftcheck.traces.states import field_description, state_fields
+
+    for name in spec_names():
+        layout = Model(spec_class(name)()).layout
+        for f in state_fields(layout):
+            assert set(field_description(f)) == {"name", "kind", "shape", "domain", "labels", "index_labels", "doc"}
+
+
+def test_a_description_without_axis_labels_reads_its_first_axis_from_index_labels():
+    from kraftcheck.traces.states import description_axis_labels, readable_elements
+
+    old = {"name": "log", "kind": "int", "shape": [2, 2], "index_labels": ["b1", "b2"]}
+    assert description_axis_labels(old) == [["b1", "b2"], None]
+    assert readable_elements([old], {"log": {"b1": [1, 2], "b2": [3, 4]}}) == {
+        "log[b1][0]": 1, "log[b1][1]": 2, "log[b2][0]": 3, "log[b2][1]": 4}
+    new = dict(old, axis_labels=[["b1", "b2"], ["r1", "r2"]])
+    assert readable_elements([new], {"log": {"b1": {"r1": 1, "r2": 2}, "b2": {"r1": 3, "r2": 4}}})["log[b2][r1]"] == 3

@@ -107,3 +107,21 @@ def test_the_docs_trace_lines_are_what_trace_show_prints(chosen_trace):
     _, path = chosen_trace
     table = trace_text(TraceView(traces.load(path)), width=110, ascii_only=True).splitlines()
     assert len(quoted) == 2 and all(line in table for line in quoted)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.__setitem__("axis_labels", [["a1", "a2", "a3"], None]), "axis_labels must have one entry per axis"),
+    (lambda f: f.__setitem__("axis_labels", [["a1", "a2"], None, ["v1", "v2"]]), "axis_labels must have one entry"),
+    (lambda f: f.__setitem__("lo", "-1"), "lo, the field's smallest value, must be an integer"),
+])
+def test_a_tampered_field_description_is_refused_on_load(chosen_trace, tmp_path, change, message):
+    from kraftcheck.traces.errors import TraceFormatError
+
+    _, path = chosen_trace
+    data = json.loads(path.read_text())
+    field = next(f for f in data["graph"]["fields"] if f["name"] == ("max_bal" if "lo" in message else "votes"))
+    change(field)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(TraceFormatError, match=message):
+        traces.load(bad)
