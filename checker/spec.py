@@ -40,7 +40,9 @@ class Field:
     values) or ``set`` (a bitmask; ``labels`` name the members, bit i is ``labels[i]``).
     ``axis_labels`` name the positions of each axis (``None`` for an axis shown by number);
     ``index_labels`` is the first axis's, which lanes and symmetry read (giving only it is the
-    same as ``axis_labels=(index_labels,)``). A field with ``const`` set holds that value in every
+    same as ``axis_labels=(index_labels,)``). ``axis_names`` name the axes themselves
+    (``("acceptor", "ballot", "value")``): trace tables then show an element record-like,
+    ``votes[acceptor=a1, ballot=0, value=v2]``. A field with ``const`` set holds that value in every
     state and takes no bits. ``lo`` is the smallest value (``Int("max_bal", -1, 2)``): actions and
     traces see the value itself, the packed state holds ``value - lo``.
     """
@@ -55,6 +57,7 @@ class Field:
     doc: str = ""
     lo: int = 0
     axis_labels: tuple[tuple[str, ...] | None, ...] | None = None
+    axis_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -74,6 +77,13 @@ class Field:
         if self.const is not None and not self.lo <= self.const < max(self.lo + self.domain, self.const + 1):
             raise SpecError(f"field {self.name}: const value must be >= {self.lo}")
         self._settle_axis_labels()
+        if self.axis_names is not None:
+            names = tuple(self.axis_names)
+            object.__setattr__(self, "axis_names", names)
+            if len(names) != len(self.shape) or not all(isinstance(n, str) and n.isidentifier() for n in names) \
+                    or len(set(names)) != len(names):
+                raise SpecError(f"field {self.name}: axis_names must give each of its {len(self.shape)} axes its own "
+                                f"name (a Python identifier), got {names!r}")
 
     def _settle_axis_labels(self) -> None:
         """Make ``axis_labels`` (one entry per axis) and ``index_labels`` (its first) agree."""

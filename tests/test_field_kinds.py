@@ -37,6 +37,9 @@ def test_int_with_bounds_holds_negative_values_in_as_few_bits():
     (lambda: Bool("x", (2, 2), axis_labels=(None, ("a", "a"))), "repeats a label"),
     (lambda: Bool("x", (2, 2), index_labels=("a", "b"), axis_labels=(("c", "d"), None)), "give the first axis"),
     (lambda: Bool("x", (), index_labels=("a",)), "index_labels must name every position"),
+    (lambda: Bool("x", (2, 2), axis_names=("row",)), "axis_names must give each of its 2 axes its own name"),
+    (lambda: Bool("x", (2, 2), axis_names=("row", "row")), "axis_names must give each"),
+    (lambda: Bool("x", (2, 2), axis_names=("row", "a b")), "axis_names must give each"),
 ])
 def test_a_malformed_field_is_refused_with_what_is_wrong(make, message):
     with pytest.raises(SpecError, match=message):

@@ -125,3 +125,21 @@ def test_a_tampered_field_description_is_refused_on_load(chosen_trace, tmp_path,
     bad.write_text(json.dumps(data))
     with pytest.raises(TraceFormatError, match=message):
         traces.load(bad)
+
+
+def test_a_field_that_names_its_axes_shows_record_like_in_trace_tables(tmp_path):
+    from voting_support import VotingWithChosenRecords
+
+    model = Model(VotingWithChosenRecords())
+    (violation,) = ReferenceExplorer().explore(model, Options()).violations
+    options = {"engine": "reference", "max_states": None, "max_depth": None, "keep_going": False,
+               "check": ["nothing_chosen"]}
+    path = traces.write_counterexample(model, violation, options, tmp_path)
+    result = CliRunner().invoke(trace, ["show", str(path), "--no-color", "--ascii", "--width", "160"])
+    assert result.exit_code == 0, result.output
+    assert "votes[acceptor=a1, ballot=0, value=v1]: false -> true" in result.output
+    assert "max_bal[a1]: -1 -> 0" in result.output  # a field that names no axes is shown as before
+    graph = traces.load(path)
+    assert {f["name"]: f.get("axis_names") for f in graph.graph["fields"]}["votes"] == ["acceptor", "ballot", "value"]
+    # the file itself, its lanes and its replay keep the element names
+    assert traces.replay(graph, spec=VotingWithChosenRecords).ok

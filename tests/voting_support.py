@@ -36,3 +36,14 @@ class VotingWithChosen(Voting):
 
     def invariants(self):
         return super().invariants() + [Invariant("nothing_chosen", nothing_chosen, nothing_chosen.__doc__)]
+
+
+class VotingWithChosenRecords(VotingWithChosen):
+    """The same, its ``votes`` naming its axes: trace tables show its elements record-like."""
+
+    name = "voting_with_chosen_records"
+
+    def fields(self):
+        import dataclasses
+        return [dataclasses.replace(f, axis_names=("acceptor", "ballot", "value")) if f.name == "votes" else f
+                for f in super().fields()]

@@ -235,6 +235,10 @@ def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None
                 or axes[0] != labels):
             fail("axis_labels must have one entry per axis, null or a name for each position, the first equal to "
                  "index_labels", field=f"graph.fields[{i}]")
+        names = f.get("axis_names")
+        if names is not None and (not isinstance(names, list) or len(names) != len(f["shape"])
+                                  or not all(isinstance(n, str) for n in names)):
+            fail("axis_names must name each axis", field=f"graph.fields[{i}]")
         if f.get("lo") is not None and not _is_int(f["lo"]):
             fail("lo, the field's smallest value, must be an integer", field=f"graph.fields[{i}]")
     for lane, selectors in graph["lanes"].items():

@@ -131,6 +131,25 @@ def field_description(f: Field) -> dict[str, Any]:
         out["lo"] = f.lo
     if f.axis_labels and any(f.axis_labels[1:]):
         out["axis_labels"] = [list(a) if a else None for a in f.axis_labels]
+    if f.axis_names:
+        out["axis_names"] = list(f.axis_names)
+    return out
+
+
+def record_names(fields: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Element name -> how a trace table shows it, for the fields whose description names their
+    axes (``axis_names``): ``votes[a1][0][v2]`` -> ``votes[acceptor=a1, ballot=0, value=v2]``.
+    Only for reading: lanes, exports and files keep the element names."""
+    out: dict[str, str] = {}
+    for f in fields:
+        names = f.get("axis_names")
+        if not names:
+            continue
+        axes = description_axis_labels(f)
+        for index in itertools.product(*(range(n) for n in f["shape"])):
+            shown = [str(axes[k][i]) if axes[k] else str(i) for k, i in enumerate(index)]
+            element = f["name"] + "".join(f"[{x}]" for x in shown)
+            out[element] = f["name"] + "[" + ", ".join(f"{n}={x}" for n, x in zip(names, shown)) + "]"
     return out
 
 
