@@ -33,7 +33,8 @@ ConsensusSpecBar`` (refinement of ``Consensus``) and its ``SYMMETRY`` (of accept
 once; kraftcheck's ``--symmetry`` permutes one set of values).
 
 TLC on the same constants, without the symmetry, finds 599 distinct states, 3,124 generated,
-depth 11 (tests/test_tla_examples_voting.py quotes its output). Not registered:
+depth 11; with ballots 0..2 (``--param ballots=3``), 6,752 distinct, 41,017 generated, depth 16
+(tests/test_tla_examples_voting.py quotes its output). Not registered:
 
     kraftcheck check --spec bench/specs/voting.py:Voting
 """
