@@ -3,8 +3,9 @@
 A trace node holds each non-constant field under its own name. Values are shown the way the spec
 declares them (enum labels, set members as lists, booleans, integers as written: -1 is -1); an
 axis with labels (``index_labels`` for the first, ``axis_labels`` for any) becomes a mapping from
-those labels (``{"rm1": "prepared", ...}``), an axis without stays a list. Decoding is strict and never evaluates anything: every error names the field element
-(``rm_state[rm2]``) so a tampered file is pinned to the exact value.
+those labels (``{"rm1": "prepared", ...}``), an axis without stays a list. Decoding is strict and
+never evaluates anything: every error names the field element (``rm_state[rm2]``) so a tampered
+file is pinned to the exact value.
 
 Fingerprints identify a state across runs and machines: the first 8 bytes of BLAKE2b over the flat
 state (every element, constants included, in declaration order) as signed 64-bit little-endian
