@@ -44,7 +44,7 @@ def state_fields(layout: Layout) -> list[Field]:
 
 
 def element_name(field: Field, index: Sequence[int]) -> str:
-    """``rm_state[rm2]``, ``log[b1][0]``, ``votes[a1][b0][v2]``: each axis by its label when it
+    """``rm_state[rm2]``, ``log[b1][0]``, ``votes[a1][0][v2]``: each axis by its label when it
     has them, else by number."""
     return field.name + "".join(f"[{field.position_label(axis, i)}]" for axis, i in enumerate(index))
 
@@ -122,9 +122,10 @@ def readable_elements(fields: Sequence[Mapping[str, Any]], state: Mapping[str, A
 def field_description(f: Field) -> dict[str, Any]:
     """How a trace file describes one field, so it can be read without the spec's code.
 
-    ``lo`` (the smallest value) is written only when it is not 0, and ``axis_labels`` only when an
-    axis after the first has labels: a field that has neither is described as before they
-    existed, and a file without them reads as it always did."""
+    ``lo`` (the smallest value) is written only when it is not 0, ``axis_labels`` only when an
+    axis after the first has labels, ``axis_names`` only when the spec names the axes: a field
+    that has none of them is described as before they existed, and a file without them reads as
+    it always did."""
     out = {"name": f.name, "kind": f.kind, "shape": list(f.shape), "domain": f.domain,
            "labels": list(f.labels) if f.labels else None,
            "index_labels": list(f.index_labels) if f.index_labels else None, "doc": f.doc}
