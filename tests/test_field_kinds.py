@@ -97,3 +97,22 @@ def test_a_description_without_axis_labels_reads_its_first_axis_from_index_label
         "log[b1][0]": 1, "log[b1][1]": 2, "log[b2][0]": 3, "log[b2][1]": 4}
     new = dict(old, axis_labels=[["b1", "b2"], ["r1", "r2"]])
     assert readable_elements([new], {"log": {"b1": {"r1": 1, "r2": 2}, "b2": {"r1": 3, "r2": 4}}})["log[b2][r1]"] == 3
+
+
+def test_generated_packing_of_a_field_from_zero_is_what_it_always_was():
+    """The packer and unpacker text of ``Int(name, maximum)`` fields, pinned as it was before
+    fields could start elsewhere (so no existing kernel, count or speed changes), beside the
+    same field from -1, which packs ``value + 1`` and unpacks ``bits - 1``."""
+    from kraftcheck.checker import codegen
+
+    from_zero = Layout([Int("x", 3, (2,)), Const("c", 5)])
+    assert codegen._unpack_lines(from_zero)[1:] == ["    f[0] = int32((w0 >> uint64(0)) & uint64(3))",
+                                                    "    f[1] = int32((w0 >> uint64(2)) & uint64(3))"]
+    assert codegen._pack_lines(from_zero)[0] == "    ok0 = (f[0] >= 0) & (f[0] < 4) & (f[1] >= 0) & (f[1] < 4) & (f[2] == cv[0])"
+    assert codegen._pack_lines(from_zero)[3] == "    w0 = (uint64(f[0]) << uint64(0)) | (uint64(f[1]) << uint64(2))"
+    from_minus_one = Layout([Int("x", -1, 2, (2,)), Const("c", -5)])
+    assert codegen._unpack_lines(from_minus_one)[1] == "    f[0] = int32((w0 >> uint64(0)) & uint64(3)) + int32(-1)"
+    assert codegen._pack_lines(from_minus_one)[0] == \
+        "    ok0 = (f[0] >= -1) & (f[0] < 3) & (f[1] >= -1) & (f[1] < 3) & (f[2] == cv[0])"
+    assert codegen._pack_lines(from_minus_one)[3] == \
+        "    w0 = (uint64(f[0] + 1) << uint64(0)) | (uint64(f[1] + 1) << uint64(2))"
