@@ -87,11 +87,22 @@ def _unpack_lines(layout: Layout) -> list[str]:
     for e in layout.elements:
         if e.field.const is not None:
             continue
+        lo = e.field.lo
         if e.bits == 0:
-            lines.append(f"    f[{e.flat}] = 0")
+            lines.append(f"    f[{e.flat}] = {lo}")
+        elif lo:  # the word holds the distance from the field's smallest value
+            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1})) "
+                         f"+ int32({lo})")
         else:
             lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
     return lines
+
+
+def _stored(e, value: str) -> str:
+    """``value`` (an expression) as element ``e`` is packed: its distance from the field's
+    smallest value, as uint64. The text for a field from 0 is what it always was."""
+    lo = e.field.lo
+    return f"uint64({value})" if not lo else f"uint64({value} - {lo})" if lo > 0 else f"uint64({value} + {-lo})"
 
 
 def _domain_check(e, value: str, const_index: dict[int, int]) -> str:
@@ -99,7 +110,7 @@ def _domain_check(e, value: str, const_index: dict[int, int]) -> str:
     domain. Both packers use it, so a value one refuses the other refuses too."""
     if e.field.const is not None:
         return f"({value} == cv[{const_index[e.flat]}])"
-    return f"({value} >= 0) & ({value} < {e.field.domain})"
+    return f"({value} >= {e.field.lo}) & ({value} < {e.field.lo + e.field.domain})"
 
 
 def _pack_lines(layout: Layout) -> list[str]:
@@ -120,7 +131,7 @@ def _pack_lines(layout: Layout) -> list[str]:
         if e.field.const is not None:
             continue
         if e.bits:
-            terms[e.word].append(f"(uint64(f[{e.flat}]) << uint64({e.shift}))")
+            terms[e.word].append(f"({_stored(e, f'f[{e.flat}]')} << uint64({e.shift}))")
     lines = []
     groups = [checks[i:i + 16] for i in range(0, len(checks), 16)]
     for g, group in enumerate(groups):
@@ -185,7 +196,7 @@ def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, sour
             step += 1
             keep = ~(((1 << e.bits) - 1) << e.shift) & 0xFFFFFFFFFFFFFFFF
             lines.append(f"pk_w{e.word}_{step} = ({word(e.word)} & uint64({keep})) | "
-                         f"(uint64(tf[{e.flat}]) << uint64({e.shift}))")
+                         f"({_stored(e, f'tf[{e.flat}]')} << uint64({e.shift}))")
             current[e.word] = f"pk_w{e.word}_{step}"
     for e, j in indexed:
         step += 1
@@ -193,7 +204,7 @@ def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, sour
         lines.append(f"pk_s{step} = uint64({e.shift} + {e.bits} * p{j})")
         checks.append(_domain_check(e, f"pk_v{step}", const_index))
         lines.append(f"pk_w{e.word}_{step} = ({word(e.word)} & ~(uint64({(1 << e.bits) - 1}) << pk_s{step})) | "
-                     f"(uint64(pk_v{step}) << pk_s{step})")
+                     f"({_stored(e, f'pk_v{step}')} << pk_s{step})")
         current[e.word] = f"pk_w{e.word}_{step}"
     lines.append("pk_ok = " + (" & ".join(checks) if checks else "True"))
     # Only the words written to can differ from the source's: a self-loop is found here, before

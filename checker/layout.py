@@ -7,6 +7,10 @@ Three forms of one state:
 * *record*: a numpy record (int32 per element) that compiled actions read and write by field name;
 * *packed*: ``nwords`` uint64 words, each element in ``bits`` bits, at most 63 bits per word so a
   word of all ones never occurs (the visited set uses it to mark an empty slot).
+
+The flat and record forms hold every value as the spec writes it (-1 is -1); only the packed form
+holds an element as its distance from the field's smallest value (``Field.lo``), so that a field
+of ``-1..2`` takes two bits.
 """
 
 from __future__ import annotations
@@ -151,15 +155,15 @@ class Layout:
             if f.const is not None:
                 if v != f.const:
                     raise SpecError(f"{where}constant field {f.name} changed to {v} (fixed at {f.const})")
-            elif not 0 <= v < f.domain:
-                raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain 0..{f.domain - 1}")
+            elif not f.lo <= v <= f.hi:
+                raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain {f.lo}..{f.hi}")
 
     def element_name(self, e: Element) -> str:
         f = e.field
         if not f.shape:
             return f.name
         idx = np.unravel_index(e.flat - self.field_slices[f.name].start, f.shape)
-        return f.name + "".join(f"[{int(i)}]" for i in idx)
+        return f.name + "".join(f"[{f.position_label(axis, int(i))}]" for axis, i in enumerate(idx))
 
     def pack(self, flat: tuple[int, ...]) -> tuple[int, ...]:
         """Reference packing in plain Python (the compiled packer must agree with it)."""
@@ -167,7 +171,7 @@ class Layout:
         words = [0] * self.nwords
         for e, v in zip(self.elements, flat):
             if e.bits:
-                words[e.word] |= v << e.shift
+                words[e.word] |= v - e.field.lo << e.shift
         return tuple(words)
 
     def unpack(self, words: Iterable[int]) -> tuple[int, ...]:
@@ -177,9 +181,9 @@ class Layout:
             if e.field.const is not None:
                 out.append(e.field.const)
             elif e.bits:
-                out.append(words[e.word] >> e.shift & ((1 << e.bits) - 1))
+                out.append(e.field.lo + (words[e.word] >> e.shift & ((1 << e.bits) - 1)))
             else:
-                out.append(0)
+                out.append(e.field.lo)
         return tuple(out)
 
 

@@ -34,12 +34,17 @@ from kraftcheck.checker.errors import SpecError, UsageError
 
 @dataclass(frozen=True)
 class Field:
-    """One named state variable: a scalar or a fixed-shape array of integers in ``0..domain-1``.
+    """One named state variable: a scalar or a fixed-shape array of integers in ``lo..lo+domain-1``.
 
     ``kind`` says only how a value is shown: ``int``, ``bool``, ``enum`` (``labels`` name the
     values) or ``set`` (a bitmask; ``labels`` name the members, bit i is ``labels[i]``).
-    ``index_labels`` name the positions of the first axis (``("b1", "b2", "b3")``).
-    A field with ``const`` set holds that value in every state and takes no bits.
+    ``axis_labels`` name the positions of each axis (``None`` for an axis shown by number);
+    ``index_labels`` is the first axis's, which lanes and symmetry read (giving only it is the
+    same as ``axis_labels=(index_labels,)``). ``axis_names`` name the axes themselves
+    (``("acceptor", "ballot", "value")``): trace tables then show an element record-like,
+    ``votes[acceptor=a1, ballot=0, value=v2]``. A field with ``const`` set holds that value in every
+    state and takes no bits. ``lo`` is the smallest value (``Int("max_bal", -1, 2)``): actions and
+    traces see the value itself, the packed state holds ``value - lo``.
     """
 
     name: str
@@ -50,6 +55,9 @@ class Field:
     index_labels: tuple[str, ...] | None = None
     const: int | None = None
     doc: str = ""
+    lo: int = 0
+    axis_labels: tuple[tuple[str, ...] | None, ...] | None = None
+    axis_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -58,14 +66,51 @@ class Field:
             raise SpecError(f"field {self.name}: domain must be at least 1, got {self.domain}")
         if self.domain > 2**31:
             raise SpecError(f"field {self.name}: domain {self.domain} exceeds the int32 range")
+        if not -2**31 <= self.lo <= self.lo + self.domain - 1 < 2**31:
+            raise SpecError(f"field {self.name}: values {self.lo}..{self.lo + self.domain - 1} exceed the int32 range")
         if any(n < 1 for n in self.shape):
             raise SpecError(f"field {self.name}: every dimension of shape must be >= 1")
         if self.kind not in ("int", "bool", "enum", "set"):
             raise SpecError(f"field {self.name}: unknown kind {self.kind!r}")
-        if self.const is not None and not 0 <= self.const < max(self.domain, self.const + 1):
-            raise SpecError(f"field {self.name}: const value must be >= 0")
-        if self.index_labels is not None and (not self.shape or len(self.index_labels) != self.shape[0]):
-            raise SpecError(f"field {self.name}: index_labels must name every position of the first axis")
+        if self.lo and self.kind != "int":
+            raise SpecError(f"field {self.name}: only an Int field can start below or above 0")
+        if self.const is not None and not self.lo <= self.const < max(self.lo + self.domain, self.const + 1):
+            raise SpecError(f"field {self.name}: const value must be >= {self.lo}")
+        self._settle_axis_labels()
+        if self.axis_names is not None:
+            names = tuple(self.axis_names)
+            object.__setattr__(self, "axis_names", names)
+            if len(names) != len(self.shape) or not all(isinstance(n, str) and n.isidentifier() for n in names) \
+                    or len(set(names)) != len(names):
+                raise SpecError(f"field {self.name}: axis_names must give each of its {len(self.shape)} axes its own "
+                                f"name (a Python identifier), got {names!r}")
+
+    def _settle_axis_labels(self) -> None:
+        """Make ``axis_labels`` (one entry per axis) and ``index_labels`` (its first) agree."""
+        axes = self.axis_labels
+        if axes is not None:
+            axes = tuple(None if a is None else tuple(str(x) for x in a) for a in axes)
+            if len(axes) != len(self.shape):
+                raise SpecError(f"field {self.name}: axis_labels must have one entry per axis of shape "
+                                f"{self.shape} (None for an axis shown by number), got {len(axes)}")
+            if self.index_labels is not None and tuple(self.index_labels) != axes[0]:
+                raise SpecError(f"field {self.name}: give the first axis's labels once, in axis_labels or "
+                                "index_labels")
+            object.__setattr__(self, "index_labels", axes[0])
+        elif self.index_labels is not None:
+            axes = (tuple(self.index_labels),) + (None,) * max(len(self.shape) - 1, 0)
+        if axes is not None and not any(axes):
+            axes = None
+        object.__setattr__(self, "axis_labels", axes)
+        for axis, labels in enumerate(axes or ()):
+            if labels is None:
+                continue
+            which = "index_labels" if axis == 0 else f"axis_labels[{axis}]"
+            if not self.shape or len(labels) != self.shape[axis]:
+                raise SpecError(f"field {self.name}: {which} must name every position of axis {axis} "
+                                f"({self.shape[axis] if self.shape else 0}), got {len(labels)}")
+            if len(set(labels)) != len(labels):
+                raise SpecError(f"field {self.name}: {which} repeats a label")
 
     @property
     def size(self) -> int:
@@ -73,11 +118,21 @@ class Field:
         return math.prod(self.shape)
 
     @property
+    def hi(self) -> int:
+        """The largest value the field can hold."""
+        return self.lo + self.domain - 1
+
+    @property
     def bits(self) -> int:
         """Bits one element needs in the packed state (0 for constants and one-value domains)."""
         if self.const is not None:
             return 0
         return (self.domain - 1).bit_length()
+
+    def position_label(self, axis: int, i: int) -> str:
+        """How position ``i`` of axis ``axis`` is written in an element's name: its label, or ``i``."""
+        labels = self.axis_labels[axis] if self.axis_labels else None
+        return labels[i] if labels is not None else str(i)
 
     def show_value(self, v: int) -> Any:
         """One element's value as a person reads it."""
@@ -91,9 +146,21 @@ class Field:
         return v
 
 
-def Int(name: str, maximum: int, shape: tuple[int, ...] = (), **kw: Any) -> Field:
-    """An integer field with values ``0..maximum``."""
-    return Field(name, maximum + 1, shape, "int", **kw)
+def Int(name: str, lo_or_maximum: int, hi: int | tuple[int, ...] | None = None, shape: tuple[int, ...] = (),
+        **kw: Any) -> Field:
+    """An integer field: ``Int(name, maximum)`` holds ``0..maximum``, ``Int(name, lo, hi)`` holds
+    ``lo..hi`` (``Int("max_bal", -1, 2)``: the value -1 is read, written and shown as -1). Either
+    form takes a ``shape`` after the bounds, positionally or by keyword."""
+    if isinstance(hi, (tuple, list)):  # Int(name, maximum, shape): the form every older spec uses
+        if shape:
+            raise SpecError(f"field {name}: Int(name, maximum, shape) given a second shape {shape}")
+        hi, shape = None, tuple(hi)
+    lo, top = (0, lo_or_maximum) if hi is None else (lo_or_maximum, hi)
+    if isinstance(lo, bool) or isinstance(top, bool) or not isinstance(lo, int) or not isinstance(top, int):
+        raise SpecError(f"field {name}: Int bounds must be integers, got {lo_or_maximum!r} and {hi!r}")
+    if top < lo:
+        raise SpecError(f"field {name}: Int({name!r}, {lo}, {top}) is empty; the upper bound must be >= the lower")
+    return Field(name, top - lo + 1, tuple(shape), "int", lo=lo, **kw)
 
 
 def Bool(name: str, shape: tuple[int, ...] = (), **kw: Any) -> Field:
@@ -113,6 +180,8 @@ def Set(name: str, members: Sequence[str], shape: tuple[int, ...] = (), **kw: An
 
 def Const(name: str, value: int, kind: str = "int", labels: Sequence[str] | None = None, **kw: Any) -> Field:
     """A per-run setting: the same value in every state, free in the packed encoding."""
+    if value < 0:  # a negative setting is an Int field of one value
+        return Field(name, 1, (), kind, labels=tuple(labels) if labels else None, const=value, lo=value, **kw)
     return Field(name, value + 1, (), kind, labels=tuple(labels) if labels else None, const=value, **kw)
 
 

@@ -58,10 +58,17 @@ def check_declaration(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
             raise SpecError(f"symmetry: field {f.name} holds subsets of {n} values, so its domain must be {2 ** n}")
         if d.holds == "member" and f.const is None and f.domain < n:
             raise SpecError(f"symmetry: field {f.name} holds members of {n} values but its domain is {f.domain}")
+        # the kernel maps and compares packed values, which are value - lo (layout.py)
+        if d.holds != "other" and f.lo:
+            raise SpecError(f"symmetry: field {f.name} holds a permuted {d.holds} but its values start at {f.lo}; "
+                            "a field that names the values must start at 0")
         if d.unless is not None:
             g = fields.get(d.unless[0])
             if g is None or g.shape:
                 raise SpecError(f"symmetry: field {f.name}: unless needs a scalar field, not {d.unless[0]!r}")
+            if g.lo:
+                raise SpecError(f"symmetry: field {f.name}: unless needs a field whose values start at 0, "
+                                f"not {g.name} (from {g.lo})")
             if f.shape:
                 raise SpecError(f"symmetry: field {f.name}: unless applies to scalar fields only")
         # a constant is the same in every state: it can name a value only as a filler that never moves

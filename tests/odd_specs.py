@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from kraftcheck.checker.spec import Action, Bool, Int, Invariant, Param, Spec, param
+from kraftcheck.checker.spec import Action, Bool, Const, Int, Invariant, Param, Spec, param
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,93 @@ class Overflowing(Grid):
 
     def actions(self):
         return [Action("Overflow", overflow)]
+
+    def invariants(self):
+        return []
+
+
+# ----------------------------------------------------------------------------------------------
+# Integers below zero: Int(name, lo, hi)
+
+
+@dataclass(frozen=True)
+class LevelsParams:
+    n: int = param(2, "rooms", minimum=1, maximum=3)
+    padded: bool = param(False, "add 32 elements that never change, so the layout packs by its table")
+
+
+@njit(cache=True)
+def cool(s, t, i):
+    """Room i one degree colder, down to the floor; ``lowest`` remembers the coldest ever."""
+    if s.temp[i] == s.floor:
+        return False
+    t.temp[i] = s.temp[i] - 1
+    if t.temp[i] < s.lowest:
+        t.lowest = t.temp[i]
+    return True
+
+
+@njit(cache=True)
+def heat(s, t, i):
+    if s.temp[i] == 2:
+        return False
+    t.temp[i] = s.temp[i] + 1
+    return True
+
+
+@njit(cache=True)
+def lowest_is_a_bound(s):
+    for i in range(len(s.temp)):
+        if s.temp[i] < s.lowest:
+            return False
+    return s.lowest <= 0
+
+
+@njit(cache=True)
+def never_at_the_floor(s):
+    return s.lowest > s.floor
+
+
+class Levels(Spec):
+    """Rooms whose temperature goes from -2 to 2, read and written as written (-1 is -1)."""
+
+    name = "levels"
+    Params = LevelsParams
+    check_deadlock = False
+
+    def fields(self):
+        p = self.params
+        rooms = tuple(f"r{i + 1}" for i in range(p.n))
+        fields = [Int("temp", -2, 2, (p.n,), index_labels=rooms), Int("lowest", -2, 0), Const("floor", -2)]
+        if p.padded:
+            fields.append(Int("pad", -1, 1, shape=(32,)))
+        return fields
+
+    def initial_states(self):
+        p = self.params
+        yield {"temp": [0] * p.n, "lowest": 0, **({"pad": [-1] * 32} if p.padded else {})}
+
+    def actions(self):
+        n = self.params.n
+        return [Action("Cool", cool, (Param("i", n),)), Action("Heat", heat, (Param("i", n),))]
+
+    def invariants(self):
+        return [Invariant("lowest_is_a_bound", lowest_is_a_bound), Invariant("never_at_the_floor", never_at_the_floor)]
+
+
+@njit(cache=True)
+def cool_past_the_floor(s, t, i):
+    t.temp[i] = s.temp[i] - 1  # below -2 at the bottom
+    return True
+
+
+class Underflowing(Levels):
+    """An action that writes a value below its field's smallest."""
+
+    name = "underflowing"
+
+    def actions(self):
+        return [Action("CoolPastTheFloor", cool_past_the_floor, (Param("i", self.params.n),))]
 
     def invariants(self):
         return []

@@ -47,7 +47,7 @@ def test_from_python_example_runs_and_prints_what_the_doc_shows(tmp_path):
 
     doc = _doc()
     files = _named_python_files(doc)
-    assert set(files) == {"counters.py", "check_counters.py"}
+    assert set(files) == {"counters.py", "check_counters.py", "field_kinds.py"}  # the last: its own test
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     after_script = doc[doc.index(files["check_counters.py"]):]
@@ -100,3 +100,29 @@ def test_every_name_the_docs_import_from_kraftcheck_is_there():
         except ImportError:
             missing.append(name)
     assert not missing, f"the docs import these from kraftcheck, which has none of them: {missing}"
+
+
+def test_field_kinds_example_prints_what_the_doc_shows():
+    doc = _doc()
+    block = _named_python_files(doc)["field_kinds.py"]
+    shown = doc[doc.index(block) + len(block):]
+    expected = re.search(r"```text\n(.*?)```", shown, flags=re.S).group(1)
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "field_kinds.py", "exec"), {})
+    assert out.getvalue() == expected
+
+
+def test_from_tla_excerpts_are_the_files_they_name():
+    """Every Python block of "From TLA+" that starts with ``# bench/specs/<file>.py`` is a verbatim
+    excerpt of that file."""
+    doc = _doc()
+    section = doc[doc.index("## From TLA+"):doc.index("## Checking a new spec")]
+    excerpts = [b for b in re.findall(r"```python\n(.*?)```", section, flags=re.S)]
+    assert len(excerpts) >= 5
+    for block in excerpts:
+        first, rest = block.split("\n", 1)
+        assert re.fullmatch(r"# bench/specs/\w+\.py", first), first
+        assert rest in (ROOT / first[2:]).read_text(), f"not in {first[2:]}:\n{rest}"

@@ -32,11 +32,26 @@ def _odd_layout() -> Layout:
     ])
 
 
+def _negative_layout() -> Layout:
+    """Over 32 elements whose values start below (or above) 0: packed as value - lo."""
+    return Layout([
+        Int("ballot", -1, 5, shape=(9,)),
+        Const("floor", -3),
+        Int("offset", 3, 10, shape=(8,)),
+        Int("only_minus_one", -1, -1, shape=(2,)),  # a domain of one value: no bits
+        Int("deep", -2**20, 2**20, shape=(5,)),
+        Bool("flags", shape=(9,)),
+    ])
+
+
+_ODD, _NEGATIVE = _odd_layout(), _negative_layout()
+
+
 def _random_flats(layout: Layout, rng: np.random.Generator, n: int) -> list[tuple[int, ...]]:
     out = []
     for _ in range(n):
-        out.append(tuple(e.field.const if e.field.const is not None else int(rng.integers(0, e.field.domain))
-                         for e in layout.elements))
+        out.append(tuple(e.field.const if e.field.const is not None
+                         else e.field.lo + int(rng.integers(0, e.field.domain)) for e in layout.elements))
     return out
 
 
@@ -47,7 +62,8 @@ def _pack_with_table(layout: Layout, flats: list[tuple[int, ...]]) -> tuple[int,
     return bad, words, rows
 
 
-@pytest.mark.parametrize("layout", [_odd_layout(), Model(KafkaSpec()).layout], ids=["odd", "kafka"])
+@pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout(), Model(KafkaSpec()).layout],
+                         ids=["odd", "negative", "kafka"])
 def test_table_pack_and_unpack_match_the_reference(layout):
     assert uses_layout_table(layout)
     flats = _random_flats(layout, np.random.default_rng(11), 300)
@@ -78,11 +94,11 @@ def test_table_pack_fingerprints_as_the_reference():
 @settings(max_examples=60, deadline=None)
 def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
     """A value outside its domain, or a constant changed, is refused at the first row that has it."""
-    layout = _odd_layout()
+    layout = data.draw(st.sampled_from([_ODD, _NEGATIVE]))
     flats = _random_flats(layout, np.random.default_rng(data.draw(st.integers(0, 1000))), 5)
     row = data.draw(st.integers(0, 4))
     element = data.draw(st.sampled_from(layout.elements))
-    value = data.draw(st.integers(-3, element.field.domain + 3) if element.field.const is None
+    value = data.draw(st.integers(element.field.lo - 3, element.field.hi + 3) if element.field.const is None
                       else st.integers(element.field.const - 2, element.field.const + 2))
     changed = list(flats[row])
     changed[element.flat] = value
@@ -96,15 +112,15 @@ def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
     assert bad == expected
 
 
-def test_set_consts_writes_constants_and_one_value_elements():
-    layout = _odd_layout()
+@pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout()], ids=["odd", "negative"])
+def test_set_consts_writes_constants_and_one_value_elements(layout):
     f = np.full(layout.size, 99, np.int32)
     layout_table.set_consts(f, layout_table.table(layout))
     for e in layout.elements:
         if e.field.const is not None:
             assert f[e.flat] == e.field.const
         elif e.bits == 0:
-            assert f[e.flat] == 0
+            assert f[e.flat] == e.field.lo
         else:
             assert f[e.flat] == 99
 

@@ -12,7 +12,7 @@ from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 
-from odd_specs import Grid, GridParams, Overflowing
+from odd_specs import Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
 
 EXPLORERS = {"compiled": lambda: Engine(compile="now"), "interpreted": lambda: Engine(compile="never"),
              "reference": lambda: ReferenceExplorer()}
@@ -49,3 +49,33 @@ def test_a_slice_of_two_axes_is_refused_by_the_interpreted_tier_with_what_to_wri
     assert grid == [[1, 9, 3], [4, 5, 6]]
     with pytest.raises(SpecError, match="not slices of several axes; write a loop"):
         grid[:, 0]
+
+
+def _levels_count(n: int) -> int:
+    """Levels' reachable states, counted by hand: every temperature vector in -2..2, and with it
+    every ``lowest`` from -2 up to the coldest of 0 and the temperatures (cool a room to the
+    wanted low, then heat it back)."""
+    import itertools
+    return sum(min(0, *temps) + 2 + 1 for temps in itertools.product(range(-2, 3), repeat=n))
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["unrolled", "table"])
+@pytest.mark.parametrize("n", [1, 2])
+def test_negative_values_are_read_written_and_counted_alike_on_every_tier(n, padded):
+    """``Int("temp", -2, 2)``: an action writes -1 and reads -1 on every tier, whether the layout
+    packs by unrolled code or (padded past 32 elements) by its table."""
+    spec = Levels(LevelsParams(n, padded))
+    runs = {name: make().explore(Model(spec), Options(keep_going=True)) for name, make in EXPLORERS.items()}
+    summaries = {name: _summary(r) for name, r in runs.items()}
+    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert runs["compiled"].distinct_states == _levels_count(n) == {1: 12, 2: 50}[n]
+    assert [v.check for v in runs["compiled"].violations] == ["never_at_the_floor"]
+    # the shortest way to the floor: cool one room twice
+    assert len(runs["compiled"].violations[0].steps) == 3
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["unrolled", "table"])
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_a_write_below_a_negative_range_is_refused_by_every_tier(name, padded):
+    with pytest.raises(SpecError, match=r"CoolPastTheFloor|temp\[r1\] = -3 is outside its domain -2\.\.2"):
+        EXPLORERS[name]().explore(Model(Underflowing(LevelsParams(1, padded))), Options(keep_going=True))

@@ -100,7 +100,7 @@ def _same_state_graph(a: Model, b: Model) -> bool:
     """Whether two settings give the same state graph: the same fields, constants, actions and
     initial states (e.g. ``recovery=None`` and ``recovery="balanced"``, its default)."""
     def shape(m: Model):
-        return ([(f.name, f.domain, f.shape, f.const) for f in m.layout.fields], [str(lab) for lab in m.labels],
+        return ([(f.name, f.lo, f.domain, f.shape, f.const) for f in m.layout.fields], [str(lab) for lab in m.labels],
                 [a.fn for a in m.actions], sorted(m.initial))
     return shape(a) == shape(b)
 

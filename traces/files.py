@@ -229,6 +229,18 @@ def _check_graph_attrs(graph: dict[str, Any], fail: Callable[..., None]) -> None
         labels = f.get("index_labels")
         if labels is not None and (not isinstance(labels, list) or not f["shape"] or len(labels) != f["shape"][0]):
             fail("index_labels must name each position of the first axis", field=f"graph.fields[{i}]")
+        axes = f.get("axis_labels")
+        if axes is not None and (not isinstance(axes, list) or len(axes) != len(f["shape"]) or any(
+                a is not None and (not isinstance(a, list) or len(a) != n) for a, n in zip(axes, f["shape"]))
+                or axes[0] != labels):
+            fail("axis_labels must have one entry per axis, null or a name for each position, the first equal to "
+                 "index_labels", field=f"graph.fields[{i}]")
+        names = f.get("axis_names")
+        if names is not None and (not isinstance(names, list) or len(names) != len(f["shape"])
+                                  or not all(isinstance(n, str) for n in names)):
+            fail("axis_names must name each axis", field=f"graph.fields[{i}]")
+        if f.get("lo") is not None and not _is_int(f["lo"]):
+            fail("lo, the field's smallest value, must be an integer", field=f"graph.fields[{i}]")
     for lane, selectors in graph["lanes"].items():
         _check_names(selectors, fail, None, f"graph.lanes.{lane}")
     for i, fp in enumerate(graph["fingerprints"]):

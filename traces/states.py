@@ -1,10 +1,11 @@
 """States as a person reads them, and back: the readable form stored in trace files.
 
 A trace node holds each non-constant field under its own name. Values are shown the way the spec
-declares them (enum labels, set members as lists, booleans); a field whose first axis has
-``index_labels`` becomes a mapping from those labels (``{"rm1": "prepared", ...}``), other axes stay
-lists. Decoding is strict and never evaluates anything: every error names the field element
-(``rm_state[rm2]``) so a tampered file is pinned to the exact value.
+declares them (enum labels, set members as lists, booleans, integers as written: -1 is -1); an
+axis with labels (``index_labels`` for the first, ``axis_labels`` for any) becomes a mapping from
+those labels (``{"rm1": "prepared", ...}``), an axis without stays a list. Decoding is strict and
+never evaluates anything: every error names the field element (``rm_state[rm2]``) so a tampered
+file is pinned to the exact value.
 
 Fingerprints identify a state across runs and machines: the first 8 bytes of BLAKE2b over the flat
 state (every element, constants included, in declaration order) as signed 64-bit little-endian
@@ -43,11 +44,9 @@ def state_fields(layout: Layout) -> list[Field]:
 
 
 def element_name(field: Field, index: Sequence[int]) -> str:
-    """``rm_state[rm2]``, ``log[b1][0]``: the first axis by its label when the field has them."""
-    parts = []
-    for axis, i in enumerate(index):
-        parts.append(f"[{field.index_labels[i]}]" if axis == 0 and field.index_labels else f"[{i}]")
-    return field.name + "".join(parts)
+    """``rm_state[rm2]``, ``log[b1][0]``, ``votes[a1][0][v2]``: each axis by its label when it
+    has them, else by number."""
+    return field.name + "".join(f"[{field.position_label(axis, i)}]" for axis, i in enumerate(index))
 
 
 def element_names(field: Field) -> list[str]:
@@ -82,16 +81,16 @@ def _nest(f: Field, items: list[Any]) -> Any:
     if not f.shape:
         return items[0]
 
-    def build(shape: tuple[int, ...], flat_items: list[Any]) -> Any:
-        if len(shape) == 1:
-            return list(flat_items)
-        step = len(flat_items) // shape[0]
-        return [build(shape[1:], flat_items[i * step:(i + 1) * step]) for i in range(shape[0])]
+    axes = f.axis_labels or (None,) * len(f.shape)
 
-    nested = build(f.shape, items)
-    if f.index_labels:
-        return dict(zip(f.index_labels, nested))
-    return nested
+    def build(depth: int, flat_items: list[Any]) -> Any:
+        n = f.shape[depth]
+        step = len(flat_items) // n
+        parts = [flat_items[i] if depth + 1 == len(f.shape) else build(depth + 1, flat_items[i * step:(i + 1) * step])
+                 for i in range(n)]
+        return dict(zip(axes[depth], parts)) if axes[depth] else parts
+
+    return build(0, items)
 
 
 def readable_elements(fields: Sequence[Mapping[str, Any]], state: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,14 +98,16 @@ def readable_elements(fields: Sequence[Mapping[str, Any]], state: Mapping[str, A
     (``graph.graph["fields"]``); needs no spec, so pictures and tables work from the file alone."""
     out: dict[str, Any] = {}
     for f in fields:
-        name, shape, labels = f["name"], tuple(f["shape"]), f.get("index_labels")
+        name, shape = f["name"], tuple(f["shape"])
+        axes = description_axis_labels(f)
         value = state.get(name)
 
         def walk(path: str, v: Any, depth: int) -> None:
             if depth == len(shape):
                 out[path] = v
                 return
-            if depth == 0 and labels:
+            labels = axes[depth]
+            if labels:
                 for lab in labels:
                     walk(f"{path}[{lab}]", v.get(lab) if isinstance(v, Mapping) else None, depth + 1)
             else:
@@ -119,10 +120,48 @@ def readable_elements(fields: Sequence[Mapping[str, Any]], state: Mapping[str, A
 
 
 def field_description(f: Field) -> dict[str, Any]:
-    """How a trace file describes one field, so it can be read without the spec's code."""
-    return {"name": f.name, "kind": f.kind, "shape": list(f.shape), "domain": f.domain,
-            "labels": list(f.labels) if f.labels else None,
-            "index_labels": list(f.index_labels) if f.index_labels else None, "doc": f.doc}
+    """How a trace file describes one field, so it can be read without the spec's code.
+
+    ``lo`` (the smallest value) is written only when it is not 0, ``axis_labels`` only when an
+    axis after the first has labels, ``axis_names`` only when the spec names the axes: a field
+    that has none of them is described as before they existed, and a file without them reads as
+    it always did."""
+    out = {"name": f.name, "kind": f.kind, "shape": list(f.shape), "domain": f.domain,
+           "labels": list(f.labels) if f.labels else None,
+           "index_labels": list(f.index_labels) if f.index_labels else None, "doc": f.doc}
+    if f.lo:
+        out["lo"] = f.lo
+    if f.axis_labels and any(f.axis_labels[1:]):
+        out["axis_labels"] = [list(a) if a else None for a in f.axis_labels]
+    if f.axis_names:
+        out["axis_names"] = list(f.axis_names)
+    return out
+
+
+def record_names(fields: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Element name -> how a trace table shows it, for the fields whose description names their
+    axes (``axis_names``): ``votes[a1][0][v2]`` -> ``votes[acceptor=a1, ballot=0, value=v2]``.
+    Only for reading: lanes, exports and files keep the element names."""
+    out: dict[str, str] = {}
+    for f in fields:
+        names = f.get("axis_names")
+        if not names:
+            continue
+        axes = description_axis_labels(f)
+        for index in itertools.product(*(range(n) for n in f["shape"])):
+            shown = [str(axes[k][i]) if axes[k] else str(i) for k, i in enumerate(index)]
+            element = f["name"] + "".join(f"[{x}]" for x in shown)
+            out[element] = f["name"] + "[" + ", ".join(f"{n}={x}" for n, x in zip(names, shown)) + "]"
+    return out
+
+
+def description_axis_labels(f: Mapping[str, Any]) -> list[Any]:
+    """Each axis's labels (or None) from a trace file's field description, old or new."""
+    shape = f["shape"]
+    axes = f.get("axis_labels")
+    if axes is None:
+        axes = [f.get("index_labels")] + [None] * (len(shape) - 1) if shape else []
+    return list(axes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -157,16 +196,16 @@ def _decode_field(f: Field, value: Any) -> list[int]:
         if depth == len(f.shape):
             out.append(decode_value(f, v, element_name(f, index) if f.shape else f.name))
             return
-        where = f.name + "".join(f"[{f.index_labels[i]}]" if k == 0 and f.index_labels else f"[{i}]"
-                                 for k, i in enumerate(index))
+        where = element_name(f, index)
         n = f.shape[depth]
-        if depth == 0 and f.index_labels:
+        labels = f.axis_labels[depth] if f.axis_labels else None
+        if labels:
             if not isinstance(v, Mapping):
-                raise DecodeError(where, f"expected a mapping keyed by {', '.join(f.index_labels)}")
-            extra = [k for k in v if k not in f.index_labels]
+                raise DecodeError(where, f"expected a mapping keyed by {', '.join(labels)}")
+            extra = [k for k in v if k not in labels]
             if extra:
-                raise DecodeError(where, f"unknown position {extra[0]!r}; expected {', '.join(f.index_labels)}")
-            for i, label in enumerate(f.index_labels):
+                raise DecodeError(where, f"unknown position {extra[0]!r}; expected {', '.join(labels)}")
+            for i, label in enumerate(labels):
                 if label not in v:
                     raise DecodeError(f"{where}[{label}]", "missing")
                 walk(v[label], index + (i,))
@@ -207,8 +246,8 @@ def decode_value(f: Field, v: Any, where: str) -> int:
         return mask
     if not isinstance(v, int) or isinstance(v, bool):
         raise DecodeError(where, f"expected an integer, got {_describe(v)}")
-    if not 0 <= v < f.domain:
-        raise DecodeError(where, f"{v} is outside 0..{f.domain - 1}")
+    if not f.lo <= v <= f.hi:
+        raise DecodeError(where, f"{v} is outside {f.lo}..{f.hi}")
     return v
 
 

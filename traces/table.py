@@ -41,12 +41,12 @@ def _lines(view: TraceView, step: StepView, prev: Optional[StepView], elements: 
         if out:
             out.append("\n")
         if prev is not None and e in step.changed:
-            out.append(f"{e}: ")
+            out.append(f"{view.name(e)}: ")
             out.append(view.fmt(e, prev.values[e]), style="dim")
             out.append(_arrow(ascii_only))
             out.append(view.fmt(e, step.values[e]), style="bold yellow")
         else:
-            out.append(f"{e}: {view.fmt(e, step.values[e])}", style="dim" if prev is not None else "")
+            out.append(f"{view.name(e)}: {view.fmt(e, step.values[e])}", style="dim" if prev is not None else "")
     if hidden:
         out.append(("\n" if out else "") + f"(the other {hidden} values are 0, false or empty)", style="dim")
     if not shown and not hidden:

@@ -12,7 +12,7 @@ import networkx as nx
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.traces.graph import action_text
 from kraftcheck.traces.lanes import element_lanes
-from kraftcheck.traces.states import format_element, readable_elements
+from kraftcheck.traces.states import format_element, readable_elements, record_names
 
 
 def zero_like(value: Any) -> bool:
@@ -43,6 +43,7 @@ class TraceView:
         self.lasso: Optional[dict[str, Any]] = attrs.get("lasso")  # a liveness counterexample (traces.lasso)
         self.kind_of: dict[str, str] = {}
         self.field_of: dict[str, str] = {}
+        self.shown_names = record_names(self.fields)  # elements of fields that name their axes
         steps = sorted(graph.nodes)
         values = [readable_elements(self.fields, graph.nodes[i]["state"]) for i in steps]
         elements = list(values[0]) if values else []
@@ -73,6 +74,10 @@ class TraceView:
         if self.lasso is not None and steps:
             closing = graph.edges[steps[-1], self.lasso["cycle_start"]]
             self.closing_action = action_text(closing["action"], closing.get("params", {}))
+
+    def name(self, element: str) -> str:
+        """How a table names an element: record-like where its field names its axes."""
+        return self.shown_names.get(element, element)
 
     def fmt(self, element: str, value: Any) -> str:
         return format_element(self.kind_of.get(element, "int"), value)

@@ -19,7 +19,8 @@ The table, an int32 array (``table``):
 then SIZE each:       ``lo``, ``span``: v is in the element's domain if
                       lo <= v < lo + span (a constant c has lo = c, span = 1);
                       ``shift``; ``mask``, the element's bits set (0 when it takes
-                      none: a constant, or a domain of one value)
+                      none: a constant, or a domain of one value). An element
+                      is packed as v - lo and unpacked as lo + its bits.
 ====================  ============================================================
 
 The kernels index the table with unsigned integers, test a domain with one unsigned comparison
@@ -50,7 +51,7 @@ def table(layout) -> np.ndarray:
     lo, span, shift, mask = [], [], [], []
     for e in layout.elements:
         const = e.field.const
-        lo.append(0 if const is None else const)
+        lo.append(e.field.lo if const is None else const)
         span.append(e.field.domain if const is None else 1)
         shift.append(e.shift)
         mask.append((1 << e.bits) - 1 if const is None else 0)
@@ -80,9 +81,11 @@ def pack(f, words, hashes, row, cv):
         w = uint64(0)
         k, end = uint64(cv[HEADER + j]), uint64(cv[HEADER + j + 1])
         while k < end:  # no branch in the loop: LLVM vectorises it
-            v = f[k]
-            bad |= uint32(v - cv[lo + k]) >= uint32(cv[span + k])
-            w |= uint64(v & cv[mask + k]) << uint64(cv[shift + k])
+            # the distance from the smallest value, which the word holds; below it, it wraps to a
+            # large uint32 that the domain test refuses
+            d = uint32(f[k] - cv[lo + k])
+            bad |= d >= uint32(cv[span + k])
+            w |= uint64(d & uint32(cv[mask + k])) << uint64(cv[shift + k])
             k += uint64(1)
         words[row, j] = w
         h = fingerprint_step(h, w)

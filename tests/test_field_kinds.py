@@ -1,0 +1,118 @@
+"""The field kinds' signatures and the mistakes they refuse (docs/writing-a-spec.md, "Reference:
+field kinds and helpers"): ``Int(name, maximum)`` as before, ``Int(name, lo, hi)``, labels per
+axis, negative constants, and what symmetry refuses of a field that does not start at 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.spec import Bool, Const, Enum, Field, Int, Permuted, Symmetry
+from kraftcheck.checker.symmetry import PermutationTables
+
+
+def test_int_with_a_maximum_is_the_field_it_always_was():
+    assert Int("x", 5) == Field("x", 6, (), "int")
+    assert Int("x", 5, (2, 3)) == Int("x", 5, shape=(2, 3)) == Field("x", 6, (2, 3), "int")
+    assert Int("x", 5).lo == 0 and Int("x", 5).bits == 3
+
+
+def test_int_with_bounds_holds_negative_values_in_as_few_bits():
+    f = Int("max_bal", -1, 2, (3,))
+    assert (f.lo, f.hi, f.domain, f.bits, f.shape) == (-1, 2, 4, 2, (3,))
+    assert Int("max_bal", -1, 2, shape=(3,)) == f
+    assert Int("only", -5, -5).bits == 0
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Int("x", 3, 1), r"Int\('x', 3, 1\) is empty"),
+    (lambda: Int("x", 1.5), "bounds must be integers"),
+    (lambda: Int("x", 0, True), "bounds must be integers"),
+    (lambda: Int("x", 3, (2,), shape=(2,)), "given a second shape"),
+    (lambda: Int("x", -2**31 - 1, -2**31 + 5), r"values -2147483649\.\.-2147483643 exceed the int32 range"),
+    (lambda: Field("x", 2, (), "bool", lo=-1), "only an Int field"),
+    (lambda: Bool("x", (2, 2), axis_labels=(("a", "b"),)), "one entry per axis"),
+    (lambda: Bool("x", (2, 2), axis_labels=(None, ("a", "b", "c"))), r"axis_labels\[1\] must name every position"),
+    (lambda: Bool("x", (2, 2), axis_labels=(None, ("a", "a"))), "repeats a label"),
+    (lambda: Bool("x", (2, 2), index_labels=("a", "b"), axis_labels=(("c", "d"), None)), "give the first axis"),
+    (lambda: Bool("x", (), index_labels=("a",)), "index_labels must name every position"),
+    (lambda: Bool("x", (2, 2), axis_names=("row",)), "axis_names must give each of its 2 axes its own name"),
+    (lambda: Bool("x", (2, 2), axis_names=("row", "row")), "axis_names must give each"),
+    (lambda: Bool("x", (2, 2), axis_names=("row", "a b")), "axis_names must give each"),
+])
+def test_a_malformed_field_is_refused_with_what_is_wrong(make, message):
+    with pytest.raises(SpecError, match=message):
+        make()
+
+
+def test_axis_labels_and_index_labels_agree():
+    votes = Bool("votes", (2, 2, 3), axis_labels=(("a1", "a2"), None, ("v1", "v2", "v3")))
+    assert votes.index_labels == ("a1", "a2")
+    assert [votes.position_label(1, 1), votes.position_label(2, 2)] == ["1", "v3"]
+    # index_labels alone is the first entry of axis_labels, as it always meant
+    assert Bool("b", (2, 2), index_labels=("a1", "a2")).axis_labels == (("a1", "a2"), None)
+    assert Bool("b", (2, 2), axis_labels=(None, None)).axis_labels is None
+    layout = Layout([votes])
+    assert layout.element_name(layout.elements[5]) == "votes[a1][1][v3]"
+
+
+def test_a_negative_constant_is_a_field_of_one_value():
+    floor = Const("floor", -2)
+    assert (floor.const, floor.lo, floor.bits) == (-2, -2, 0)
+    layout = Layout([floor, Int("x", -2, 1)])
+    assert layout.pack((-2, -2)) == (0,) and layout.unpack((3,)) == (-2, 1)
+    with pytest.raises(SpecError, match=r"field x = 2 is outside its domain -2\.\.1"):
+        layout.pack((-2, 2))
+
+
+def test_symmetry_refuses_a_permuted_member_that_does_not_start_at_zero():
+    names = ("a1", "a2")
+    layout = Layout([Int("leader", -1, 1), Enum("mode", ("on", "off")), Int("x", 3, (2,), index_labels=names)])
+    with pytest.raises(SpecError, match="leader holds a permuted member but its values start at -1"):
+        PermutationTables(layout, Symmetry(names, (Permuted("leader", holds="member"), Permuted("x", axes=(0,)))))
+    ok = Layout([Int("bal", -1, 1, (2,), index_labels=names)])
+    PermutationTables(ok, Symmetry(names, (Permuted("bal", axes=(0,)),)))  # moved, not mapped: fine
+
+
+def test_shipped_specs_describe_their_fields_in_trace_files_as_before():
+    """No "lo" or "axis_labels" key unless a field needs it: the trace files of every shipped spec
+    are written, and read, as before field kinds had them."""
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class, spec_names
+    from kraftcheck.traces.states import field_description, state_fields
+
+    for name in spec_names():
+        layout = Model(spec_class(name)()).layout
+        for f in state_fields(layout):
+            assert set(field_description(f)) == {"name", "kind", "shape", "domain", "labels", "index_labels", "doc"}
+
+
+def test_a_description_without_axis_labels_reads_its_first_axis_from_index_labels():
+    from kraftcheck.traces.states import description_axis_labels, readable_elements
+
+    old = {"name": "log", "kind": "int", "shape": [2, 2], "index_labels": ["b1", "b2"]}
+    assert description_axis_labels(old) == [["b1", "b2"], None]
+    assert readable_elements([old], {"log": {"b1": [1, 2], "b2": [3, 4]}}) == {
+        "log[b1][0]": 1, "log[b1][1]": 2, "log[b2][0]": 3, "log[b2][1]": 4}
+    new = dict(old, axis_labels=[["b1", "b2"], ["r1", "r2"]])
+    assert readable_elements([new], {"log": {"b1": {"r1": 1, "r2": 2}, "b2": {"r1": 3, "r2": 4}}})["log[b2][r1]"] == 3
+
+
+def test_generated_packing_of_a_field_from_zero_is_what_it_always_was():
+    """The packer and unpacker text of ``Int(name, maximum)`` fields, pinned as it was before
+    fields could start elsewhere (so no existing kernel, count or speed changes), beside the
+    same field from -1, which packs ``value + 1`` and unpacks ``bits - 1``."""
+    from kraftcheck.checker import codegen
+
+    from_zero = Layout([Int("x", 3, (2,)), Const("c", 5)])
+    assert codegen._unpack_lines(from_zero)[1:] == ["    f[0] = int32((w0 >> uint64(0)) & uint64(3))",
+                                                    "    f[1] = int32((w0 >> uint64(2)) & uint64(3))"]
+    assert codegen._pack_lines(from_zero)[0] == "    ok0 = (f[0] >= 0) & (f[0] < 4) & (f[1] >= 0) & (f[1] < 4) & (f[2] == cv[0])"
+    assert codegen._pack_lines(from_zero)[3] == "    w0 = (uint64(f[0]) << uint64(0)) | (uint64(f[1]) << uint64(2))"
+    from_minus_one = Layout([Int("x", -1, 2, (2,)), Const("c", -5)])
+    assert codegen._unpack_lines(from_minus_one)[1] == "    f[0] = int32((w0 >> uint64(0)) & uint64(3)) + int32(-1)"
+    assert codegen._pack_lines(from_minus_one)[0] == \
+        "    ok0 = (f[0] >= -1) & (f[0] < 3) & (f[1] >= -1) & (f[1] < 3) & (f[2] == cv[0])"
+    assert codegen._pack_lines(from_minus_one)[3] == \
+        "    w0 = (uint64(f[0] + 1) << uint64(0)) | (uint64(f[1] + 1) << uint64(2))"
