@@ -63,6 +63,8 @@ def check_declaration(layout: Layout, sym: Symmetry | Sequence[Symmetry]) -> lis
                         f"the product of their factorials (the permutations tried) must be at most {MAX_PERMUTATIONS}")
     owner: dict[str, str] = {}
     for s in sets:
+        if len(set(s.labels)) != len(s.labels):
+            raise SpecError(f"symmetry: the set {', '.join(s.labels)} names a value twice")
         for label in s.labels:
             if label in owner:
                 raise SpecError(f"symmetry: value {label} is in two symmetry sets ({owner[label]} and "
@@ -146,7 +148,6 @@ class PermutationTables:
         sets = as_symmetry_sets(sym)
         declared = check_declaration(layout, sets)
         self.sizes = tuple(s.size for s in sets)
-        self.n = self.sizes[0] if len(sets) == 1 else None  # the one set's size (None: several sets)
         per_set = [list(itertools.permutations(range(n))) for n in self.sizes]
         products = list(itertools.product(*per_set))  # identity x identity x ... first
         self.perms = np.array([sum(parts, ()) for parts in products], np.int64)

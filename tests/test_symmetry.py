@@ -582,6 +582,7 @@ WRONG_DECLARATIONS = [
                                                 for d in v.fields))],
      "field vote has no axis 0 of size 2"),
     (lambda a, v: [a, Symmetry(("a1", "v2"), v.fields)], "value a1 is in two symmetry sets"),
+    (lambda a, v: [a, Symmetry(("v1", "v1"), v.fields)], "the set v1, v1 names a value twice"),
     (lambda a, v: [a, Symmetry(v.labels, tuple(d for d in v.fields if d.field != "proposed"))],
      "field proposed is a set of v1, v2 but not declared holds='subset'"),
     (lambda a, v: [Symmetry(a.labels, tuple(d for d in a.fields if d.field != "voted")), v],
