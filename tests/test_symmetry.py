@@ -403,7 +403,7 @@ def permute_paxos_voting(m: Model, flat, acceptors: tuple[int, ...], values: tup
     return m.layout.flat_from_values(dict(s, vote=vote, max_bal=max_bal))
 
 
-TWO_SETS = [  # (spec, params, the hand-written permutation, the sets' sizes, (states, orbits))
+TWO_SETS = [  # (spec, params, the hand-written permutation, the parameters sizing the two sets, (states, orbits))
     (VOTING, {}, permute_voting, ("acceptors", "values"), (136, 18)),
     (VOTING, {"revote": True}, permute_voting, ("acceptors", "values"), (934, 95)),
     (VOTING, {"values": 3}, permute_voting, ("acceptors", "values"), (566, 30)),
