@@ -357,7 +357,10 @@ class Symmetry:
     and keeps every invariant's and property's verdict. ``fields`` say how each field moves; a field
     not named is left as it is. ``checker.symmetry`` checks the declaration against the fields'
     own metadata (``index_labels``, ``Set`` and ``Enum`` labels) so that no per-value field is
-    forgotten."""
+    forgotten. A spec with several sets of interchangeable values (acceptors and values) declares
+    one ``Symmetry`` per set, TLC's ``Permutations(A) \\cup Permutations(V)``: permuting them
+    all at once (their product group) is the claim then, and a field may move with several sets
+    (axes indexed by acceptors, values that name values)."""
 
     labels: tuple[str, ...]
     fields: tuple[Permuted, ...]
@@ -511,9 +514,10 @@ class Spec:
         """The liveness properties ``--liveness`` checks, each with its fairness; default none."""
         return []
 
-    def symmetry(self) -> Optional[Symmetry]:
+    def symmetry(self) -> Optional[Symmetry | Sequence[Symmetry]]:
         """The permutations that map this model's states and transitions to its own, for
-        ``--symmetry``; None (the default): the model declares none, and --symmetry is refused.
+        ``--symmetry``: a ``Symmetry``, or a list of them for several sets of interchangeable
+        values; None (the default): the model declares none, and --symmetry is refused.
         Raise a UsageError to say why these parameters are not symmetric."""
         return None
 

@@ -1,48 +1,100 @@
 """Symmetry reduction (``--symmetry``): states are replaced by a canonical member of their orbit
 under the spec's declared permutations before they enter the visited set.
 
-A spec declares its symmetry (``Spec.symmetry()``: the permuted values and how each field moves);
-``Canonicaliser`` checks the declaration against the fields' own metadata, turns it into tables
-(for every permutation: which element goes where, how values map) and canonicalises states with
-them: in plain Python (``canonical_flat``, the twin the tests compare the kernel with) and with the
-compiled kernel ``kernels.canonical.canonicalize_rows`` over a successor buffer. The canonical form
-is the lexicographically smallest flat state of the orbit, brute force over all n! permutations.
+A spec declares its symmetry (``Spec.symmetry()``): one set of interchangeable values, or several
+(TLC's ``Permutations(A) \\cup Permutations(V)``), each naming its values and how each field
+moves when they are permuted. The group is the product of the sets' permutation groups: a state's
+orbit is everything reached by permuting every set at once. ``Canonicaliser`` checks the
+declaration against the fields' own metadata, turns it into tables (for every permutation: which
+element goes where, how values map) and canonicalises states with them: in plain Python
+(``canonical_flat``, the twin the tests compare the kernel with) and with the compiled kernel
+``kernels.canonical.canonicalize_rows`` over a successor buffer. The canonical form is the
+lexicographically smallest flat state of the orbit, brute force over every permutation of the group
+(n0! x n1! x ...).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, UsageError
-from kraftcheck.checker.kernels.canonical import MEMBER, OTHER, SUBSET, canonicalize_rows
+from kraftcheck.checker.kernels.canonical import canonicalize_rows
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.spec import Permuted, Spec, Symmetry
 
-MAX_PERMUTATIONS = 5040  # brute force: 7 values at most
-KINDS = {"other": OTHER, "member": MEMBER, "subset": SUBSET}
+MAX_PERMUTATIONS = 5040  # brute force: 7!, one set of 7 values or sets whose factorials multiply to at most this
+MEMBER_TABLE, SUBSET_TABLE = 0, 1  # set s's value maps are tables 2s (members) and 2s + 1 (subsets)
 
 
-def declared_symmetry(spec: Spec) -> Symmetry:
-    """The spec's symmetry, or a UsageError saying it has none (a spec may refuse with its own)."""
+def as_symmetry_sets(sym: Symmetry | Sequence[Symmetry], owner: str = "the spec") -> tuple[Symmetry, ...]:
+    """A declaration as a tuple of symmetry sets: one ``Symmetry``, or several (TLC's
+    ``Permutations(A) \\cup Permutations(V)``), whose permutations combine into their product group."""
+    sets = (sym,) if isinstance(sym, Symmetry) else tuple(sym) if isinstance(sym, (list, tuple)) else None
+    if not sets or not all(isinstance(s, Symmetry) for s in sets):
+        raise SpecError(f"{owner}'s symmetry() must return a Symmetry or a non-empty list of them, not {sym!r}")
+    return sets
+
+
+def declared_symmetry(spec: Spec) -> tuple[Symmetry, ...]:
+    """The spec's symmetry sets, or a UsageError saying it has none (a spec may refuse with its own)."""
     sym = spec.symmetry()
     if sym is None:
         raise UsageError(f"spec {spec.name} declares no symmetry (Spec.symmetry), so --symmetry cannot be used")
-    return sym
+    return as_symmetry_sets(sym, f"spec {spec.name}")
 
 
-def check_declaration(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
-    """Every declared field exists and fits its role, and every field whose metadata speaks of the
-    permuted values (indexed by them, a set of them, an enum of them) is declared accordingly.
-    Returns field name -> declaration."""
+def check_declaration(layout: Layout, sym: Symmetry | Sequence[Symmetry]) -> list[dict[str, Permuted]]:
+    """Every declared field exists and fits its role, and every field whose metadata speaks of a
+    set's values (indexed by them, a set of them, an enum of them) is declared accordingly; across
+    sets, no value belongs to two, no axis moves with two and no field holds values of two.
+    Returns, per symmetry set, field name -> declaration."""
+    sets = as_symmetry_sets(sym)
+    sizes = [s.size for s in sets]
+    if any(n < 1 for n in sizes) or math.prod(math.factorial(n) for n in sizes) > MAX_PERMUTATIONS:
+        if len(sets) == 1:
+            raise SpecError(f"symmetry over {sizes[0]} values: between 1 and 7 values are supported")
+        raise SpecError(f"symmetry over sets of {' x '.join(map(str, sizes))} values: every set needs a value and "
+                        f"the product of their factorials (the permutations tried) must be at most {MAX_PERMUTATIONS}")
+    owner: dict[str, str] = {}
+    for s in sets:
+        if len(set(s.labels)) != len(s.labels):
+            raise SpecError(f"symmetry: the set {', '.join(s.labels)} names a value twice")
+        for label in s.labels:
+            if label in owner:
+                raise SpecError(f"symmetry: value {label} is in two symmetry sets ({owner[label]} and "
+                                f"{', '.join(s.labels)}): each value belongs to one set")
+            owner[label] = ", ".join(s.labels)
+    declared = [check_one_set(layout, s) for s in sets]
+    axes_of: dict[tuple[str, int], str] = {}
+    values_of: dict[str, str] = {}
+    for s, d in zip(sets, declared):
+        for name, p in d.items():
+            for a in p.axes:
+                if (name, a) in axes_of:
+                    raise SpecError(f"symmetry: axis {a} of field {name} moves with two sets ({axes_of[name, a]} "
+                                    f"and {', '.join(s.labels)}): declare it in one")
+                axes_of[name, a] = ", ".join(s.labels)
+            if p.holds != "other":
+                if name in values_of:
+                    raise SpecError(f"symmetry: field {name} holds values of two sets ({values_of[name]} and "
+                                    f"{', '.join(s.labels)}): declare what it holds in one")
+                values_of[name] = ", ".join(s.labels)
+    for d in declared:
+        for name, p in d.items():
+            if p.unless is not None and p.unless[0] in values_of:
+                raise SpecError(f"symmetry: field {name}: its unless field {p.unless[0]} must not be permuted")
+    return declared
+
+
+def check_one_set(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
+    """``check_declaration`` for one symmetry set: field name -> declaration."""
     n = sym.size
-    if n < 1 or math.factorial(n) > MAX_PERMUTATIONS:
-        raise SpecError(f"symmetry over {n} values: between 1 and 7 values are supported")
     fields = {f.name: f for f in layout.fields}
     declared: dict[str, Permuted] = {}
     for d in sym.fields:
@@ -87,60 +139,68 @@ def check_declaration(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
         if f.kind == "enum" and f.labels and f.labels[:n] == sym.labels and d.holds != "member":
             raise SpecError(f"symmetry: field {f.name} names {', '.join(sym.labels)} but is not declared "
                             f"holds='member'")
-    for name, d in declared.items():
-        if d.unless is not None and d.unless[0] in declared and declared[d.unless[0]].holds != "other":
-            raise SpecError(f"symmetry: field {name}: its unless field {d.unless[0]} must not be permuted")
     return declared
 
 
 class PermutationTables:
-    """For every permutation p of 0..n-1 (the identity first): ``src[p, j]``, the flat element that
-    p moves to element j; per element its ``kind`` and guard; ``member_map[p, v] = p(v)`` and
-    ``subset_map[p, m]``, the image of bitmask m."""
+    """The product group of the symmetry sets' permutation groups, as tables. Permutation p (the
+    identity first) permutes every set at once: ``perms[p]`` is set 0's permutation of 0..n0-1,
+    then set 1's, and so on. ``src[p, j]`` is the flat element that p moves to element j;
+    ``value_table[j]`` says how element j's value maps (-1: it does not; else ``value_map[p,
+    value_table[j], v]``, for set s table 2s the members, values past the set kept, and 2s + 1
+    the subsets as bitmasks) unless it is a filler: element ``guard_elem[j]`` holds
+    ``guard_value[j]``."""
 
-    def __init__(self, layout: Layout, sym: Symmetry) -> None:
-        declared = check_declaration(layout, sym)
-        n = sym.size
-        self.n = n
-        self.perms = np.array(list(itertools.permutations(range(n))), np.int64)
-        nperms, size = self.perms.shape[0], layout.size
+    def __init__(self, layout: Layout, sym: Symmetry | Sequence[Symmetry]) -> None:
+        sets = as_symmetry_sets(sym)
+        declared = check_declaration(layout, sets)
+        self.sizes = tuple(s.size for s in sets)
+        per_set = [list(itertools.permutations(range(n))) for n in self.sizes]
+        products = list(itertools.product(*per_set))  # identity x identity x ... first
+        self.perms = np.array([sum(parts, ()) for parts in products], np.int64)
+        nperms, size = len(products), layout.size
         self.src = np.empty((nperms, size), np.int64)
-        self.kind = np.zeros(size, np.int64)
+        self.value_table = np.full(size, -1, np.int64)
         self.guard_elem = np.full(size, -1, np.int64)
         self.guard_value = np.zeros(size, np.int64)
         for f in layout.fields:
-            d = declared.get(f.name, Permuted(f.name))
             start = layout.field_slices[f.name].start
-            self.kind[start:start + f.size] = KINDS[d.holds]
-            if d.unless is not None:
-                self.guard_elem[start] = layout.field_slices[d.unless[0]].start
-                self.guard_value[start] = d.unless[1]
-            for p, perm in enumerate(self.perms):
-                inverse = np.argsort(perm)
+            moves = [(k, d[f.name]) for k, d in enumerate(declared) if f.name in d]
+            for k, d in moves:
+                if d.holds != "other":
+                    self.value_table[start:start + f.size] = 2 * k + (SUBSET_TABLE if d.holds == "subset"
+                                                                      else MEMBER_TABLE)
+                    if d.unless is not None:
+                        self.guard_elem[start] = layout.field_slices[d.unless[0]].start
+                        self.guard_value[start] = d.unless[1]
+            for p, parts in enumerate(products):
+                inverses = [np.argsort(perm) for perm in parts]
                 for offset, index in enumerate(np.ndindex(*f.shape) if f.shape else [()]):
                     source = list(index)
-                    for a in d.axes:
-                        source[a] = int(inverse[index[a]])  # element i of the image is element p^-1(i)
+                    for k, d in moves:
+                        for a in d.axes:
+                            source[a] = int(inverses[k][index[a]])  # element i of the image is element p^-1(i)
                     self.src[p, start + offset] = start + (int(np.ravel_multi_index(source, f.shape))
                                                            if f.shape else 0)
-        self.member_map = self.perms.copy()
-        self.subset_map = np.zeros((nperms, 1 << n), np.int64)
-        for p, perm in enumerate(self.perms):
-            for m in range(1 << n):
-                self.subset_map[p, m] = sum(1 << int(perm[i]) for i in range(n) if m >> i & 1)
+        width = max(1 << n for n in self.sizes)
+        self.value_map = np.empty((nperms, 2 * len(sets), width), np.int64)
+        for p, parts in enumerate(products):
+            for k, perm in enumerate(parts):
+                n = self.sizes[k]
+                self.value_map[p, 2 * k + MEMBER_TABLE] = [perm[v] if v < n else v for v in range(width)]
+                self.value_map[p, 2 * k + SUBSET_TABLE] = [
+                    sum(1 << perm[i] for i in range(n) if m >> i & 1) if m < 1 << n else m for m in range(width)]
 
     def image(self, flat: tuple[int, ...], p: int) -> tuple[int, ...]:
         """The state that permutation p maps ``flat`` to (plain Python)."""
         out = []
+        width = self.value_map.shape[2]
         for j in range(len(flat)):
             v = flat[self.src[p, j]]
-            kd = self.kind[j]
+            t = self.value_table[j]
             g = self.guard_elem[j]
-            if kd != OTHER and not (g >= 0 and flat[g] == self.guard_value[j]):
-                if kd == MEMBER:
-                    v = int(self.member_map[p, v]) if v < self.n else v
-                else:
-                    v = int(self.subset_map[p, v])
+            if t >= 0 and not (g >= 0 and flat[g] == self.guard_value[j]) and v < width:
+                v = int(self.value_map[p, t, v])
             out.append(int(v))
         return tuple(out)
 
@@ -148,9 +208,9 @@ class PermutationTables:
 class Canonicaliser:
     """Canonical forms of a model's states under its spec's symmetry; see the module docstring."""
 
-    def __init__(self, layout: Layout, sym: Symmetry) -> None:
+    def __init__(self, layout: Layout, sym: Symmetry | Sequence[Symmetry]) -> None:
         self.layout = layout
-        self.symmetry = sym
+        self.symmetry = as_symmetry_sets(sym)
         self.tables = PermutationTables(layout, sym)
         self.size = layout.size
         self.elem_word = np.array([e.word for e in layout.elements], np.int64)
@@ -158,7 +218,7 @@ class Canonicaliser:
         self.elem_mask = np.array([(1 << e.bits) - 1 for e in layout.elements], np.int64)
         self.elem_const = np.array([e.field.const if e.field.const is not None else -1 for e in layout.elements],
                                    np.int64)
-        moved = (self.tables.src != np.arange(self.size)).any(axis=0) | (self.tables.kind != OTHER)
+        moved = (self.tables.src != np.arange(self.size)).any(axis=0) | (self.tables.value_table >= 0)
         self.varying = np.flatnonzero(moved & (self.elem_const < 0)).astype(np.int64)
         self.threads = thread_count()
         self._scratch = [np.zeros((3, self.size), np.int64) for _ in range(self.threads)]
@@ -169,7 +229,7 @@ class Canonicaliser:
 
     # -- plain Python: the twin of the kernel
     def canonical_flat(self, flat: tuple[int, ...]) -> tuple[int, ...]:
-        """The lexicographically smallest image of ``flat`` under every permutation."""
+        """The lexicographically smallest image of ``flat`` under every permutation of the group."""
         return min(self.tables.image(tuple(flat), p) for p in range(self.permutations))
 
     def canonicalize_interpreted(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int) -> None:
@@ -198,8 +258,8 @@ class Canonicaliser:
             a, b = parts[j]
             scratch = self._scratch[j]
             canonicalize_rows(words, hashes, rows, a, b, self.elem_word, self.elem_shift, self.elem_mask,
-                              self.elem_const, t.src, t.kind, t.guard_elem, t.guard_value, t.member_map,
-                              t.subset_map, self.size, self.varying, scratch[0], scratch[1], scratch[2])
+                              self.elem_const, t.src, t.value_table, t.guard_elem, t.guard_value,
+                              t.value_map, self.size, self.varying, scratch[0], scratch[1], scratch[2])
 
         run_parts(part, len(parts))
 

@@ -74,8 +74,10 @@ def spark_context():
     end, whatever happened."""
     from kraftcheck.spark.session import start_context, stop_context
     sc = start_context(SPARK_MASTER)
-    # the conformance suite's spec of constraints and deadlocks, importable on the executors
-    sc.addPyFile(os.path.join(os.path.dirname(__file__), "constraint_specs.py"))
+    # the conformance suite's specs of constraints and deadlocks and of two symmetry sets,
+    # importable on the executors
+    for module in ("constraint_specs.py", "symmetry_specs.py"):
+        sc.addPyFile(os.path.join(os.path.dirname(__file__), module))
     try:
         yield sc
     finally:

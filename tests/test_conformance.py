@@ -18,8 +18,11 @@ from kraftcheck.specs import spec_class, spec_names
 # beside the registered specs: state and action constraints and deadlocks, in every form TLC gives
 # them (tests/constraint_specs.py; a module on the tests' path, which the Spark fixture ships)
 CONSTRAINT_SPECS = ["constraint_specs:Counters", "constraint_specs:Rising"]
-CASES = [(name, example) for name in spec_names() + CONSTRAINT_SPECS for example in spec_class(name).examples]
-SYMMETRIC_CASES = [(name, example) for name in spec_names() + CONSTRAINT_SPECS
+# and two symmetry sets, acceptors and values (tests/symmetry_specs.py, shipped likewise)
+SYMMETRY_SPECS = ["symmetry_specs:Voting"]
+TEST_SPECS = CONSTRAINT_SPECS + SYMMETRY_SPECS
+CASES = [(name, example) for name in spec_names() + TEST_SPECS for example in spec_class(name).examples]
+SYMMETRIC_CASES = [(name, example) for name in spec_names() + TEST_SPECS
                    for example in spec_class(name).symmetric_examples]
 
 

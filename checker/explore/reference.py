@@ -227,40 +227,46 @@ def collision_probability(fingerprints: list[int], generated: int) -> dict[str, 
 
 def orbit_representative(model: Model):
     """flat -> the smallest flat state (as a tuple) among the images of ``flat`` under every
-    permutation of the spec's symmetric values: each field's values are rearranged along its
-    declared axes and mapped through the permutation as members or subsets."""
+    permutation of the spec's symmetric values (with several symmetry sets, every combination of
+    one permutation per set): each field's values are rearranged along its declared axes and
+    mapped through the permutation as members or subsets."""
     import itertools
 
     import numpy as np
 
     from kraftcheck.checker.symmetry import check_declaration, declared_symmetry
-    sym = declared_symmetry(model.spec)
+    sets = declared_symmetry(model.spec)
     layout = model.layout
-    declared = check_declaration(layout, sym)
-    n = sym.size
-    perms = list(itertools.permutations(range(n)))
+    declared = check_declaration(layout, sets)
+    group = list(itertools.product(*(itertools.permutations(range(s.size)) for s in sets)))
 
-    def image(values: dict, perm: tuple[int, ...]) -> tuple[int, ...]:
-        where_from = [perm.index(i) for i in range(n)]  # position i of the image comes from here
+    def image(values: dict, perms: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
         out: list[int] = []
         for f in layout.fields:
-            d = declared.get(f.name)
             v = np.array(values[f.name], dtype=np.int64)
-            if d is not None:
-                for axis in d.axes:
+            mapped = None
+            for d, perm in zip(declared, perms):
+                if f.name not in d:
+                    continue
+                where_from = [perm.index(i) for i in range(len(perm))]  # position i of the image comes from here
+                for axis in d[f.name].axes:
                     v = np.take(v, where_from, axis=axis)
+                if d[f.name].holds != "other":
+                    mapped = (d[f.name], perm)
             items = np.ravel(v).tolist()
-            if d is not None:
-                filler = d.unless is not None and values[d.unless[0]] == d.unless[1]
-                if d.holds == "member" and not filler:
+            if mapped is not None:
+                p, perm = mapped
+                n = len(perm)
+                filler = p.unless is not None and values[p.unless[0]] == p.unless[1]
+                if p.holds == "member" and not filler:
                     items = [perm[x] if x < n else x for x in items]
-                elif d.holds == "subset":
+                elif p.holds == "subset":
                     items = [sum(1 << perm[i] for i in range(n) if m >> i & 1) for m in items]
             out.extend(items)
         return tuple(out)
 
     def representative(flat: tuple[int, ...]) -> tuple[int, ...]:
         values = layout.values(flat)
-        return min(image(values, perm) for perm in perms)
+        return min(image(values, perms) for perms in group)
 
     return representative

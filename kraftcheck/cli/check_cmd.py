@@ -228,8 +228,9 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
               help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
                    "state): exhaustive up to hash collisions, whose probability the report estimates.")
 @click.option("--symmetry", is_flag=True,
-              help="Explore one state per orbit under the spec's symmetry (Kafka: permuted brokers, "
-                   "with --election any); traces stay concrete.")
+              help="Explore one state per orbit under the spec's symmetry (its sets of interchangeable "
+                   "values permuted at once; Kafka: permuted brokers, with --election any); traces stay "
+                   "concrete.")
 @click.option("--checkpoint", metavar="DIR",
               help="Keep the levels on disk in DIR (a new or empty directory) and make the run resumable: "
                    "every finished level is durable, whatever stops the run.")
