@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kraftcheck.traces.lasso import fairness_phrase
 from kraftcheck.traces.view import StepView, TraceView, zero_like
 
 NARROW = 72
@@ -150,7 +151,7 @@ def _closing(view: TraceView) -> Iterable[Text]:
                        f"{lasso['cycle_start']} to {last} repeat forever", style="bold magenta")
         yield Text(f"liveness property {v.get('check')} fails: {lasso['formula']}", style="bold red")
         yield Text(f"  from step {lasso['trigger']} on, the goal never holds", style="red")
-        yield Text("  under weak fairness of: " + ", ".join(lasso["fair"]) if lasso["fair"] else
+        yield Text(f"  under {fairness_phrase(lasso['fair'])}: " + ", ".join(lasso["fair"]) if lasso["fair"] else
                    "  with no fairness: any step may never happen", style="red")
         if v.get("doc"):
             yield Text(f"  {v['doc']}", style="red")

@@ -92,6 +92,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                   deadlock=deadlock)
     if symmetry:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
+    if liveness:
+        from kraftcheck.traces.liveness import liveness_properties
+        liveness_properties(model)  # no property, or a fairness name that does not exist: refused now
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     # the analyses need every state: they imply --continue, and the compiled engine records the
     # graph while it explores (others leave it to a recording pass of its own)
