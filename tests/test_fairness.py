@@ -353,9 +353,13 @@ def test_fairness_forms_on_specs_agree_with_the_brute_force(case):
            "first_trigger_depth": found.lasso.trigger if found.lasso else None}
     assert got == expected
     if found.lasso is not None:  # every lasso found replays: fair to every requirement, the goal never reached
-        trace = trace_of_lasso(graph, found, prop, {"engine": "engine"})
-        if which is None:
-            assert traces.replay(from_text(to_json(trace))).ok
+        trace = from_text(to_json(trace_of_lasso(graph, found, prop, {"engine": "engine"})))
+        assert traces.replay(trace, spec=_declaring(type(model.spec), prop)).ok
+
+
+def _declaring(cls, prop):
+    """``cls`` with ``prop`` as its only liveness property: replay finds the property in the spec."""
+    return type(cls.__name__, (cls,), {"liveness": lambda self: [prop]})
 
 
 def test_spec_cases_cover_both_verdicts_and_both_strengths():
@@ -381,10 +385,23 @@ def test_a_test_and_set_lock_is_starvation_free_under_strong_fairness_only():
 def test_eventually_once_starts_its_lasso_at_an_initial_state():
     model = _model("two_phase", rm=2)
     graph, kernels = _compiled(model)
-    found = check_liveness(graph, kernels, _two_phase_decides((), once=True))
+    prop = _two_phase_decides((), once=True)
+    found = check_liveness(graph, kernels, prop)
     assert found.formula == "<>(every RM committed or aborted)"
     assert found.verdict == "violated" and found.lasso.trigger == 0 and found.lasso.stutter
     assert found.trigger_states == graph.initial  # every initial state is undecided
+    # replay holds a <>Q lasso to its initial state: the same behaviour triggered later is refused
+    die_hard = _model("die_hard")
+    graph, kernels = _compiled(die_hard)
+    prop = _die_hard_four(fair=(SF("FillBig"), SF("SmallToBig")), once=True)
+    found = check_liveness(graph, kernels, prop)
+    assert found.verdict == "violated" and found.lasso.trigger == 0 and found.lasso.cycle_from >= 1
+    data = json.loads(to_json(trace_of_lasso(graph, found, prop)))
+    declaring = _declaring(type(die_hard.spec), prop)
+    assert traces.replay(from_text(json.dumps(data)), spec=declaring).ok
+    data["graph"]["lasso"]["trigger"] = data["graph"]["violation"]["step"] = 1
+    report = traces.replay(from_text(json.dumps(data)), spec=declaring)
+    assert not report.ok and "the trigger must be step 0" in str(report.error)
 
 
 def test_a_lasso_says_how_it_meets_each_requirement(tmp_path):

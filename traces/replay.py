@@ -295,6 +295,9 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
                               f"the file says {sorted(edge['violated'])}", last, "violated")
         cycle.append((label, states[last], produced))
 
+    if prop.once and trigger != 0:
+        raise ReplayError(f"{prop.formula()} is about behaviours from an initial state; the trigger must be "
+                          f"step 0, not step {trigger}", trigger, "lasso.trigger")
     if prop.after is not None and not evaluate_one(model.layout, prop.after, states[trigger]):
         raise ReplayError(f"'{prop.after.description}' does not hold at the trigger step", trigger, "lasso.trigger")
     for i in range(trigger, last + 1):
