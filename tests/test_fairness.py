@@ -267,29 +267,34 @@ def test_malformed_declarations_are_refused_when_declared():
         Liveness("x", p, fair="FillBig")
 
 
-BAD_FAIRNESS_SPEC = '''
+BAD_SPEC = '''
 from kraftcheck.checker.spec import Liveness, Predicate, WF
 from kraftcheck.specs.die_hard import DieHard
 
 
-class BadFairness(DieHard):
-    name = "bad_fairness"
+class Bad(DieHard):
+    name = "bad"
 
     def liveness(self):
-        return [Liveness("four", Predicate("big holds 4", lambda v: v["big"] == 4), fair=(WF("FillBig", "FillHuge"),))]
+        return [Liveness("four", Predicate("big holds 4", lambda v: v[FIELD] == 4), fair=(WF("FillBig", NAME),))]
 '''
 
 
-def test_the_cli_refuses_a_bad_fairness_name_before_exploring(tmp_path, monkeypatch):
-    spec_file = tmp_path / "bad_fairness.py"
-    spec_file.write_text(BAD_FAIRNESS_SPEC)
+@pytest.mark.parametrize("field,name,message", [
+    ("big", "FillHuge", "liveness property four: fairness names 'FillHuge', which is neither an action"),
+    ("bigg", "FillSmall", "liveness property four: the predicate 'big holds 4' reads field 'bigg', which the spec "
+                          "does not have (fields: small, big, small_capacity, big_capacity)"),
+])
+def test_the_cli_refuses_a_bad_name_before_exploring(tmp_path, monkeypatch, field, name, message):
+    spec_file = tmp_path / "bad.py"
+    spec_file.write_text(BAD_SPEC.replace("FIELD", repr(field)).replace("NAME", repr(name)))
     from kraftcheck.checker.explore.engine import Engine
     monkeypatch.setattr(Engine, "explore", lambda *a, **k: pytest.fail("explored before refusing"))
-    result = CliRunner().invoke(cli, ["check", "--no-color", "--spec", f"{spec_file}:BadFairness", "--liveness",
+    result = CliRunner().invoke(cli, ["check", "--no-color", "--spec", f"{spec_file}:Bad", "--liveness",
                                       "--json", str(tmp_path / "r.json"), "--trace-dir", str(tmp_path / "t")])
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "liveness property four" in lines[0] and "'FillHuge'" in lines[0]
+    assert len(lines) == 1 and message in lines[0], result.output
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "t").exists()
 
 

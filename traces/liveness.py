@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from kraftcheck.checker.analyses.liveness import check_all, fairness_requirements
+from kraftcheck.checker.analyses.predicates import check_on
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
 from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
@@ -25,8 +26,8 @@ from kraftcheck.traces.lasso import trace_of_lasso
 
 def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> list[Liveness]:
     """The spec's liveness properties (``names``: only those), each one's fairness resolved against
-    ``model``: a ``UsageError`` or ``SpecError`` (one line) for what cannot be checked, so that a
-    command can refuse before it explores."""
+    ``model`` and its predicates tried on the initial states: a ``UsageError`` or ``SpecError`` (one
+    line) for what cannot be checked, so that a command can refuse before it explores."""
     spec = model.spec
     props = spec.liveness()
     if not props:
@@ -42,6 +43,9 @@ def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> 
     for prop in props:
         try:
             fairness_requirements(model, prop.fair)
+            for predicate in (prop.eventually, prop.after):
+                if predicate is not None:
+                    check_on(model.layout, predicate, model.initial)
         except SpecError as e:
             raise SpecError(f"liveness property {prop.name}: {e}") from None
     return props
