@@ -425,6 +425,10 @@ def test_a_lasso_says_how_it_meets_each_requirement(tmp_path):
     ]
     trace = json.loads((tmp_path / "t" / prop["trace_file"].split("/")[-1]).read_text())
     assert trace["graph"]["lasso"]["fairness"] == prop["lasso"]["fairness"]
+    shown = CliRunner().invoke(cli, ["trace", "show", "--no-color", prop["trace_file"]])
+    assert shown.exit_code == 0, shown.output
+    assert "the cycle meets them: Enter(p=p1) disabled at step 3; Enter(p=p2) taken from step 2;" in \
+        " ".join(shown.output.split())
 
 
 def test_a_weakly_fair_cycle_is_refused_by_replay_under_strong_fairness():
