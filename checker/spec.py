@@ -253,6 +253,9 @@ class Fairness:
     actions: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if isinstance(self.actions, str):
+            raise SpecError(f"Fairness actions must be a tuple of names, e.g. ({self.actions!r},), not one string")
+        object.__setattr__(self, "actions", tuple(self.actions))  # hashable and fixed, whatever was passed
         if not self.actions or not all(isinstance(a, str) and a.strip() for a in self.actions):
             raise SpecError(f"{self.kind}() needs one or more action names, e.g. {self.kind}(\"Fetch\", "
                             f"\"Phase2a(b=1)\"); got {self.actions!r}")

@@ -141,7 +141,7 @@ def fairness_requirements(model: Model, fair) -> list[Requirement]:
             shown = str(entry)
         else:
             # a lone weak name reads as the name itself; a fully bound instance as its label does
-            shown = str(model.labels[labels[0]]) if "(" in texts[0] and len(labels) == 1 else names[0]
+            shown = str(model.labels[labels[0]]) if "(" in texts[0] and len(labels) == 1 else texts[0]
         out.append(Requirement(shown, labels, strong))
     if len(out) > MAX_FAIR_ACTIONS:
         raise SpecError(f"{len(out)} fairness requirements; at most {MAX_FAIR_ACTIONS} are supported")
