@@ -457,3 +457,13 @@ def test_the_cli_reports_strong_fairness_and_holds_for_test_and_set(tmp_path):
     assert result.exit_code == 0, result.output
     assert "p1_trying_leads_to_p1_critical: holds" in result.output
     assert "fairness (weak unless marked SF) of: SF(Enter(*)), Leave(*)" in result.output
+
+
+def test_the_memory_budget_counts_what_strong_fairness_adds():
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.checker.explore.result import memory_in_use
+    graph, _ = _compiled(_model("two_phase", rm=3))
+    budget = memory_in_use() + graph.analysis_bytes() + (64 << 20)
+    graph.check_budget(budget)  # room enough without the extra
+    with pytest.raises(UsageError, match="raise --max-memory"):
+        graph.check_budget(budget, extra_per_state=(256 << 20) // graph.size + 1)

@@ -24,6 +24,9 @@ from kraftcheck.traces.files import to_json
 from kraftcheck.traces.lasso import trace_of_lasso
 
 
+STRONG_FAIRNESS_BYTES = 24  # a state, beyond what every analysis needs (CompiledGraph.analysis_bytes)
+
+
 def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> list[Liveness]:
     """The spec's liveness properties (``names``: only those), each one's fairness resolved against
     ``model`` and its predicates tried on the initial states: a ``UsageError`` or ``SpecError`` (one
@@ -60,6 +63,9 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
     spec = model.spec
     props = liveness_properties(model, names)
     graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
+    if any(req.strong for prop in props for req in fairness_requirements(model, prop.fair)):
+        # strong fairness: enabled bits, a component array per round and the pruning mask, 8 bytes each
+        graph.check_budget(max_memory, extra_per_state=STRONG_FAIRNESS_BYTES)
     t0 = time.perf_counter()
     checked = check_all(graph, kernels, props)
     analysis_s = time.perf_counter() - t0
