@@ -76,7 +76,7 @@ def _fairness_requirements(model: Model, fair) -> list[tuple[frozenset[int], boo
     return requirements
 
 
-def _fair(walk: list[tuple[int, int | None, int]], requirements: list[tuple[frozenset[int], bool]],
+def fair_walk(walk: list[tuple[int, int | None, int]], requirements: list[tuple[frozenset[int], bool]],
           enabled: dict[int, set[int]]) -> bool:
     """Whether going round the closed ``walk`` forever (steps ``(state, label, next state)``,
     label None for a stutter) is fair to every requirement, by the definitions: requirement k is
@@ -95,7 +95,7 @@ def _fair(walk: list[tuple[int, int | None, int]], requirements: list[tuple[froz
 def _fair_closed_walk(start: int, moves: dict[int, list[tuple[int, int]]], inside: set[int],
                       requirements: list[tuple[frozenset[int], bool]], enabled: dict[int, set[int]]):
     """A closed walk from ``start`` back to it, through the states of ``inside`` only, that is
-    fair (``_fair``); None if there is none. Brute force: a breadth-first search over (state,
+    fair (``fair_walk``); None if there is none. Brute force: a breadth-first search over (state,
     what the walk so far has done): the weak requirements met (taken or disabled at a state
     passed), the strong ones taken, the strong ones enabled at a state passed. A step from u adds
     what u disables or enables and, if it moves by a label, what that label takes; a step may
@@ -145,7 +145,7 @@ def fair_runs_reference(n: int, moves: dict[int, list[tuple[int, int]]], goal: l
 
     Such a behaviour ends going round and round among states where ``goal`` is false; it is fair
     exactly when some closed walk of that ending, from one of its states back to it, is fair
-    (``_fair``), and then "there, then that walk forever" is fair too. So every state where
+    (``fair_walk``), and then "there, then that walk forever" is fair too. So every state where
     ``goal`` does not hold is tried as the start of such a walk (``_fair_closed_walk``), each
     walk found is checked against the definition, and a state is *doomed* when it reaches such a
     start through states where ``goal`` is false. ``fair_components``: the classes of starts
@@ -163,7 +163,7 @@ def fair_runs_reference(n: int, moves: dict[int, list[tuple[int, int]]], goal: l
         walk = _fair_closed_walk(s, moves, round_s, requirements, enabled)
         if walk is not None:
             assert walk[0][0] == s == walk[-1][2] and all(u in round_s and v in round_s for u, _, v in walk)
-            assert _fair(walk, requirements, enabled), walk
+            assert fair_walk(walk, requirements, enabled), walk
             starts.add(s)
     doomed = set(starts)
     for s in starts:

@@ -15,15 +15,16 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from graph_reference import fair_runs_reference, liveness_reference
+from graph_reference import fair_runs_reference, fair_walk, liveness_reference
 from kraftcheck import SF, WF, traces
-from kraftcheck.checker.analyses.liveness import (check_liveness, doomed_states, fair_components,
+from kraftcheck.checker.analyses.liveness import (Requirement, check_liveness, doomed_states, explain_fairness,
+                                                  fair_components, fair_lasso,
                                                   fairness_requirements)
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.explore.state_graph import build_graph, kernels_for
+from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, kernels_for
 from kraftcheck.checker.kernels.graph import (enabled_bits, enabled_bits_reference, renumber, renumber_reference,
                                               reverse)
 from kraftcheck.checker.model import Model
@@ -135,6 +136,83 @@ def test_a_pruned_component_can_need_pruning_again():
         expected = _reference(g, goal, reqs)
         assert set(np.flatnonzero(d).tolist()) == expected["doomed"] and c.count == expected["fair_components"]
         assert set(np.flatnonzero(c.comp >= 0).tolist()) == expected["starts"]
+
+
+def _deterministic(case):
+    """``case`` with at most one transition per (state, label), as a model's actions are: a
+    lasso is written as labels and read back by following them."""
+    g, goal, requirements = case
+    seen, edges = set(), []
+    for v, w, lab in g.edges:
+        if (v, lab) not in seen:
+            seen.add((v, lab))
+            edges.append((v, w, lab))
+    return make_graph(g.n, edges, g.nlabels), goal, requirements
+
+
+def _as_compiled(g) -> CompiledGraph:
+    """The random graph as the analyses' ``CompiledGraph``: breadth-first parents from state 0,
+    every state not reached from an earlier root a root of its own (an initial state)."""
+    parent = np.full(g.n, -2, np.int64)
+    parent_label = np.zeros(g.n, np.uint16)
+    for root in range(g.n):
+        if parent[root] != -2:
+            continue
+        parent[root] = -1
+        queue = [root]
+        for v in queue:
+            for e in range(g.offsets[v], g.offsets[v + 1]):
+                w = int(g.targets[e])
+                if parent[w] == -2:
+                    parent[w], parent_label[w] = v, g.labels[e]
+                    queue.append(w)
+    return CompiledGraph(model=None, states=np.zeros((g.n, 1), np.uint64), parent=parent, parent_label=parent_label,
+                         offsets=g.offsets, targets=g.targets, labels=g.labels, initial=0, depth=0)
+
+
+@given(fairness_graphs().map(_deterministic))
+@settings(max_examples=800, deadline=None)
+@example(_deterministic(random_case(np.random.default_rng(587))))  # a strong requirement the cycle must take
+def test_every_lasso_is_a_fair_behaviour_that_never_reaches_the_goal(case):
+    # the lasso from each doomed state, checked by the definitions (graph_reference.fair_walk)
+    g, goal, requirements = case
+    doomed, comps = _analyse(g, goal, requirements)
+    graph = _as_compiled(g)
+    label_bit = np.zeros(g.nlabels, np.uint64)
+    for k, (labels, _) in enumerate(requirements):
+        label_bit[list(labels)] |= np.uint64(1 << k)
+    allowed = np.array([not x for x in goal], np.uint8)
+    moves = {v: [(int(g.targets[e]), int(g.labels[e])) for e in range(g.offsets[v], g.offsets[v + 1])
+                 if g.targets[e] != v] for v in range(g.n)}
+    enabled = {u: {k for k, (labels, _) in enumerate(requirements) if any(lab in labels for _, lab in moves[u])}
+               for u in range(g.n)}
+    weak = np.uint64(sum(1 << k for k, (_, strong) in enumerate(requirements) if not strong))
+    strong = np.uint64(sum(1 << k for k, (_, strong) in enumerate(requirements) if strong))
+    for v in np.flatnonzero(doomed).tolist():
+        lasso = fair_lasso(graph, v, allowed, comps, label_bit, weak, strong)
+        states = [lasso.start]
+        for lab in lasso.labels:  # every step is a transition of the graph
+            nxt = [w for w, label in moves[states[-1]] + [(states[-1], None)] if label == lab]
+            nxt += [int(g.targets[e]) for e in range(g.offsets[states[-1]], g.offsets[states[-1] + 1])
+                    if g.labels[e] == lab and g.targets[e] == states[-1]]
+            assert nxt, (states, lab)
+            states.append(nxt[0])
+        assert states[lasso.trigger] == v and not any(goal[s] for s in states[lasso.trigger:])
+        if lasso.stutter:
+            walk = [(states[-1], None, states[-1])]
+        else:
+            assert states[-1] == states[lasso.cycle_from] and len(lasso.labels) > lasso.cycle_from
+            walk = [(states[i], lasso.labels[i], states[i + 1]) for i in range(lasso.cycle_from, len(lasso.labels))]
+        assert fair_walk(walk, requirements, enabled), walk
+        # and it says how, consistently (explain_fairness raises on a requirement it cannot meet)
+        reqs = [Requirement(f"r{k}", tuple(sorted(labels)), strong) for k, (labels, strong) in enumerate(requirements)]
+        for k, how in enumerate(explain_fairness(graph, lasso, reqs)):
+            if how["how"] == "taken":
+                assert lasso.labels[how["step"]] in requirements[k][0]
+            elif how["how"] == "disabled":
+                assert k not in enabled[states[how["step"]]]
+            else:
+                assert requirements[k][1] and all(k not in enabled[u] for u, _, _ in walk)
 
 
 # A hand example where strong fairness needs the recursion: 0 <-> 1 by label 0, 1 <-> 2 by label 1,

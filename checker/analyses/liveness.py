@@ -264,7 +264,7 @@ def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair, eventual
                             trigger_states=int(trigger.sum()), doomed_states=int(doomed.sum()),
                             fair_components=comps.count, requirements=requirements)
     if bad.size:
-        result.lasso = _lasso(graph, int(bad[0]), allowed, comps, label_bit, weak | strong)
+        result.lasso = fair_lasso(graph, int(bad[0]), allowed, comps, label_bit, weak, strong)
         result.lasso.fairness = explain_fairness(graph, result.lasso, requirements)
     return result
 
@@ -312,10 +312,14 @@ def explain_fairness(graph: CompiledGraph, lasso: Lasso, requirements: list[Requ
     return out
 
 
-def _lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairComponents, label_bit: np.ndarray,
-           required: np.uint64) -> Lasso:
+def fair_lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairComponents, label_bit: np.ndarray,
+               weak: np.uint64, strong: np.uint64) -> Lasso:
+    """A lasso from the doomed state ``v``: a shortest prefix to it, a shortest path inside the
+    ``allowed`` states into a fair component of ``comps``, and a fair cycle there (or a stutter in
+    a state of it where every requirement is disabled)."""
     offsets, targets, labels = graph.offsets, graph.targets, graph.labels
-    comp, disabled = comps.comp, comps.disabled
+    comp, disabled, taken = comps.comp, comps.disabled, comps.taken
+    required = weak | strong
     prefix = graph.labels_to(v)
     edges = list(_path(offsets, targets, v, (comp >= 0).astype(np.uint8), allowed))
     entry = int(targets[edges[-1]]) if edges else v
@@ -333,9 +337,10 @@ def _lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairCompone
         bit = np.uint64(1) << np.uint64(k)
         if not required & bit:
             continue
-        # pass through a state of the component where the requirement is disabled (a strong one
-        # not taken in a fair component is disabled in all of them: no step needed)
-        if disabled[c] & bit:
+        # a weak requirement: pass through a state of the component where it is disabled, if any.
+        # A strong one must be taken if the component takes it, since the cycle may pass states
+        # where it is enabled; one the component does not take is disabled in all its states.
+        if disabled[c] & bit and not (strong & bit and taken[c] & bit):
             goal = np.zeros(graph.size, np.uint8)
             quiet_states(offsets, targets, labels, label_bit, comp, c, bit, goal)
             step = _path(offsets, targets, here, goal, in_c)
