@@ -33,6 +33,7 @@ from kraftcheck.cli.main import cli
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import from_text, to_json
 from kraftcheck.traces.lasso import lasso_trace, trace_of_lasso
+from odd_specs import Grid
 from test_graph_kernels import make_graph
 
 # -------------------------------------------------------------------------------------------------
@@ -389,6 +390,14 @@ def _two_phase_decides(fair, **kw):
     return Liveness("rms_decide", decided, fair=fair, **kw)
 
 
+def _grid():
+    return Model(Grid(Grid.Params(n=2)))
+
+
+def _row0_full_to_empty(fair):
+    return Liveness("row0", Predicate("row 0 is empty", lambda v: ~v["grid"][:, 0].any(axis=1)),
+                    after=Predicate("row 0 is full", lambda v: v["grid"][:, 0].all(axis=1)), fair=fair)
+
 SPEC_CASES = [
     ("mutex test-and-set, SF of entering", lambda: _model("mutex", algorithm="test_and_set", strong=True), None),
     ("mutex peterson, SF of entering", lambda: _model("mutex", strong=True), None),
@@ -411,7 +420,19 @@ SPEC_CASES = [
      _die_hard_four(fair=(SF("FillBig"), SF("SmallToBig")), once=True)),
     ("die hard, always eventually 4, SF", lambda: _model("die_hard"),
      _die_hard_four(fair=(SF("FillBig", "SmallToBig"),))),
+    # Mark(i, j) has two parameters: bind one of them
+    ("grid, row 0 full leads to empty, WF of a row", lambda: _grid(),
+     _row0_full_to_empty(fair=(WF("ClearRow(i=0)"), WF("Mark(i=1)")))),
+    ("grid, row 0 full leads to empty, SF of a row", lambda: _grid(),
+     _row0_full_to_empty(fair=(SF("ClearRow(i=0)"), WF("Mark(i=1)")))),
+    ("grid, always eventually empty, SF of a column or a clear", lambda: _grid(),
+     Liveness("empty", Predicate("the grid is empty", lambda v: v["marked"] == 0),
+              fair=(SF("Mark(j=2)", "ClearRow(i=1)"), "ClearRow(*)", WF("Mark(i=0, j=0)")))),
+    ("grid, eventually empty once, WF of column 0", lambda: _grid(),
+     Liveness("empty_once", Predicate("row 1 is full", lambda v: v["grid"][:, 1].all(axis=1)), once=True,
+              fair=(WF("Mark(i=1)"), "Mark(j=0)"))),
 ]
+
 
 
 def _prop(model, which):
