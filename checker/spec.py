@@ -306,22 +306,87 @@ Availability = Predicate
 
 
 @dataclass(frozen=True)
+class Fairness:
+    """A fairness requirement of a liveness property: weak (``WF``) or strong (``SF``) fairness of
+    the disjunction of the actions ``actions`` names (TLA+'s ``WF_vars(A \\/ B)``). Each name is an
+    action as a whole (``Phase2a``: any of its instances), an instance or a partly bound one
+    (``Phase2a(b=1)``: every instance whose parameter ``b`` shows as ``1``, whatever the others), or,
+    alone, ``Name(*)``: one requirement per instance (``\\A p: WF(Name(p))``).
+
+    Weak: the behaviour may not keep the disjunction enabled forever without taking it. Strong:
+    it may not enable it infinitely often without taking it. Names are checked against the model
+    before exploring (``checker.analyses.liveness.fairness_requirements``). Write ``WF(...)`` or
+    ``SF(...)``; a plain string in ``Liveness.fair`` is weak fairness of that one name."""
+
+    strong: bool
+    actions: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.actions, str):
+            raise SpecError(f"Fairness actions must be a tuple of names, e.g. ({self.actions!r},), not one string")
+        object.__setattr__(self, "actions", tuple(self.actions))  # hashable and fixed, whatever was passed
+        if not self.actions or not all(isinstance(a, str) and a.strip() for a in self.actions):
+            raise SpecError(f"{self.kind}() needs one or more action names, e.g. {self.kind}(\"Fetch\", "
+                            f"\"Phase2a(b=1)\"); got {self.actions!r}")
+        if len(self.actions) > 1 and any(a.replace(" ", "").endswith("(*)") for a in self.actions):
+            raise SpecError(f"{self.kind}{self.actions!r}: Name(*) stands alone (one requirement per instance), "
+                            "not in a disjunction; declare it separately")
+
+    @property
+    def kind(self) -> str:
+        return "SF" if self.strong else "WF"
+
+    def __str__(self) -> str:
+        return f"{self.kind}({', '.join(self.actions)})"
+
+
+def WF(*actions: str) -> Fairness:
+    """Weak fairness of the disjunction of ``actions`` (see ``Fairness``)."""
+    return Fairness(False, tuple(actions))
+
+
+def SF(*actions: str) -> Fairness:
+    """Strong fairness of the disjunction of ``actions`` (see ``Fairness``)."""
+    return Fairness(True, tuple(actions))
+
+
+@dataclass(frozen=True)
 class Liveness:
-    """A liveness property checked by ``kraftcheck check --liveness``, under weak fairness of the
-    actions named in ``fair``: ``after`` leads to ``eventually`` (TLA+'s ``after ~> eventually``:
-    whenever ``after`` holds, ``eventually`` holds then or later), or, without ``after``, ``eventually``
-    holds infinitely often (``[]<>eventually``). Weak fairness of an action: a behaviour may not
-    keep it enabled forever without taking it (an action is all its parameter instances; a step
-    that leaves the state unchanged takes nothing)."""
+    """A liveness property checked by ``kraftcheck check --liveness``, under the fairness ``fair``
+    declares: ``after`` leads to ``eventually`` (TLA+'s ``after ~> eventually``: whenever ``after``
+    holds, ``eventually`` holds then or later); without ``after``, ``eventually`` holds infinitely
+    often (``[]<>eventually``); with ``once=True`` (and no ``after``), every behaviour reaches
+    ``eventually`` at least once from its initial state (``<>eventually``).
+
+    ``fair``: ``WF(...)`` / ``SF(...)`` requirements (``Fairness``), or plain strings, each weak
+    fairness of that one name. A step that leaves the state unchanged takes nothing."""
 
     name: str
     eventually: Predicate
     after: Predicate | None = None
-    fair: tuple[str, ...] = ()
+    fair: tuple[str | Fairness, ...] = ()
     doc: str = ""
+    once: bool = False
+
+    def __post_init__(self) -> None:
+        if self.once and self.after is not None:
+            raise SpecError(f"liveness property {self.name}: once=True is <>eventually from the initial states; "
+                            "it takes no after= (write after ~> eventually without once)")
+        for p, what in ((self.eventually, "eventually"), (self.after, "after")):
+            if p is not None and not isinstance(p, Predicate):
+                raise SpecError(f"liveness property {self.name}: {what} must be a Predicate, not {type(p).__name__}")
+        if isinstance(self.fair, (str, Fairness)):
+            raise SpecError(f"liveness property {self.name}: fair must be a tuple of requirements, e.g. "
+                            f"fair=({str(self.fair)!r},), not one {type(self.fair).__name__}")
+        for entry in self.fair:
+            if not isinstance(entry, (str, Fairness)):
+                raise SpecError(f"liveness property {self.name}: fairness entry {entry!r} is neither a name nor "
+                                "WF(...) / SF(...)")
 
     def formula(self) -> str:
         goal = self.eventually.description
+        if self.once:
+            return f"<>({goal})"
         return f"[]<>({goal})" if self.after is None else f"({self.after.description}) ~> ({goal})"
 
 

@@ -54,6 +54,9 @@ _API = {
     "Permuted": "kraftcheck.checker.spec:Permuted",
     "Predicate": "kraftcheck.checker.spec:Predicate",
     "Liveness": "kraftcheck.checker.spec:Liveness",
+    "Fairness": "kraftcheck.checker.spec:Fairness",
+    "WF": "kraftcheck.checker.spec:WF",
+    "SF": "kraftcheck.checker.spec:SF",
     "param": "kraftcheck.checker.spec:param",
     "Model": "kraftcheck.checker.model:Model",
     # errors

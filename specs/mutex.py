@@ -7,6 +7,9 @@ The textbook liveness example, with a known answer, for ``kraftcheck check --liv
   starvation-free: a process that tries eventually enters (``p1_trying_leads_to_p1_critical``);
 * the test-and-set lock is not: the other process can win the lock every time it is free, and a
   lasso counterexample shows process 1 waiting forever while process 2 goes round;
+* under *strong* fairness of entering (``strong=True``), the test-and-set lock is starvation-free
+  too: the lock is free infinitely often, so process 1's Enter is enabled infinitely often and
+  must be taken (TLA+'s ``SF(Enter(p))``);
 * without fairness both fail, by stuttering: a process that may stop forever just stops.
 
 The non-critical section is not fair (a process may stay out for good), as in Lamport's and
@@ -23,8 +26,8 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from kraftcheck.checker.spec import (Action, Bool, Const, Enum, Int, Invariant, Liveness, Param, Predicate, Spec,
-                                     param)
+from kraftcheck.checker.spec import (SF, Action, Bool, Const, Enum, Int, Invariant, Liveness, Param, Predicate,
+                                     Spec, param)
 
 IDLE, FLAG_SET, WAITING, CRITICAL = range(4)
 PC_LABELS = ("idle", "flag_set", "waiting", "critical")
@@ -93,6 +96,8 @@ def mutual_exclusion(s):
 class MutexParams:
     algorithm: str = param("peterson", "the mutual-exclusion algorithm", choices=ALGORITHMS)
     fair: bool = param(True, "declare weak fairness of each process's steps after it starts trying")
+    strong: bool = param(False, "declare Enter strongly fair (per process) instead: test-and-set is then "
+                                "starvation-free too")
 
 
 class Mutex(Spec):
@@ -135,6 +140,8 @@ class Mutex(Spec):
     def liveness(self):
         steps = ("GiveWay(*)", "Enter(*)", "Leave(*)") if self.params.algorithm == "peterson" else \
             ("Enter(*)", "Leave(*)")
+        if self.params.strong:
+            steps = tuple(SF(s) if s == "Enter(*)" else s for s in steps)
         fair = steps if self.params.fair else ()
         trying = Predicate("p1 is trying", lambda v: (v["pc"][:, 0] == FLAG_SET) | (v["pc"][:, 0] == WAITING))
         critical = Predicate("p1 is in its critical section", lambda v: v["pc"][:, 0] == CRITICAL)

@@ -40,70 +40,92 @@ def availability_reference(model: Model, available: Predicate, max_states: int =
             "first_stuck_depth": len(sg.path_to(stuck[0])) - 1 if stuck else None}
 
 
-def _fairness_requirements(model: Model, fair: tuple[str, ...]) -> list[frozenset[int]]:
-    """Each weak-fairness requirement of ``fair`` as the set of labels that take it, as
-    ``Liveness`` and docs/analyses.md describe the names: ``Name`` is the action as a whole (any of
-    its instances), ``Name(*)`` one requirement per instance, anything else the one instance whose
-    label reads so (spaces ignored)."""
-    actions = {a.name for a in model.actions}
-    requirements: list[frozenset[int]] = []
-    for entry in fair:
-        text = entry.replace(" ", "")
-        if text.endswith("(*)") and text[:-3] in actions:
-            requirements += [frozenset([i]) for i, lab in enumerate(model.labels) if lab.action.name == text[:-3]]
-        elif text in actions:
-            requirements.append(frozenset(i for i, lab in enumerate(model.labels) if lab.action.name == text))
-        else:
-            instance = [i for i, lab in enumerate(model.labels) if str(lab).replace(" ", "") == text]
-            if not instance:
-                raise ValueError(f"fairness names {entry!r}, neither an action nor an action instance")
-            requirements.append(frozenset(instance))
+def _label_params(text: str) -> tuple[str, dict[str, str]]:
+    """``"Name(a=1, b=x)"`` -> ``("Name", {"a": "1", "b": "x"})``, spaces ignored."""
+    text = text.replace(" ", "")
+    if "(" not in text:
+        return text, {}
+    name, _, inside = text[:-1].partition("(")
+    return name, dict(item.split("=", 1) for item in inside.split(",") if item)
+
+
+def _fairness_requirements(model: Model, fair) -> list[tuple[frozenset[int], bool]]:
+    """Each fairness requirement of ``fair`` as (the set of labels that take it, strong?), as
+    ``Liveness`` and docs/writing-a-spec.md describe them: an entry is a plain name (weak) or an
+    object with ``strong`` and ``actions`` (``WF(...)``/``SF(...)``: the union of its names'
+    labels); ``Name`` is the action as a whole, ``Name(*)`` (alone) one requirement per instance,
+    ``Name(p=v, ...)`` every instance whose label shows those parameter values."""
+    texts = [str(lab) for lab in model.labels]
+    requirements: list[tuple[frozenset[int], bool]] = []
+    for entry in dict.fromkeys(fair):
+        strong = bool(getattr(entry, "strong", False))
+        names = list(entry.actions) if hasattr(entry, "actions") else [entry]
+        if len(names) == 1 and names[0].replace(" ", "").endswith("(*)"):
+            action = names[0].replace(" ", "")[:-3]
+            requirements += [(frozenset([i]), strong) for i, t in enumerate(texts) if _label_params(t)[0] == action]
+            continue
+        covered: set[int] = set()
+        for name in names:
+            action, bound = _label_params(name)
+            hit = {i for i, t in enumerate(texts) if _label_params(t)[0] == action
+                   and bound.items() <= _label_params(t)[1].items()}
+            if not hit:
+                raise ValueError(f"fairness names {name!r}, neither an action nor action instances")
+            covered |= hit
+        requirements.append((frozenset(covered), strong))
     return requirements
 
 
-def _weakly_fair(walk: list[tuple[int, int | None, int]], requirements: list[frozenset[int]],
-                 enabled: dict[int, set[int]]) -> bool:
+def fair_walk(walk: list[tuple[int, int | None, int]], requirements: list[tuple[frozenset[int], bool]],
+          enabled: dict[int, set[int]]) -> bool:
     """Whether going round the closed ``walk`` forever (steps ``(state, label, next state)``,
-    label None for a stutter) is weakly fair to every requirement, by the definition: requirement
-    k is taken on some step (a label of k, to another state) or disabled in some state of the walk
-    (``enabled[state]`` lacks k), so the behaviour never keeps it enabled without taking it."""
+    label None for a stutter) is fair to every requirement, by the definitions: requirement k is
+    taken on some step (a label of k, to another state), or, if weak, disabled in some state of
+    the walk (so it is not enabled forever), or, if strong, disabled in every state of the walk
+    (so it is not enabled infinitely often)."""
     states = {u for u, _, _ in walk}
-    for k, labels in enumerate(requirements):
+    for k, (labels, strong) in enumerate(requirements):
         taken = any(label in labels and u != v for u, label, v in walk)
-        disabled = any(k not in enabled[u] for u in states)
-        if not (taken or disabled):
+        disabled = [k not in enabled[u] for u in states]
+        if not (taken or (all(disabled) if strong else any(disabled))):
             return False
     return True
 
 
 def _fair_closed_walk(start: int, moves: dict[int, list[tuple[int, int]]], inside: set[int],
-                      requirements: list[frozenset[int]], enabled: dict[int, set[int]]):
+                      requirements: list[tuple[frozenset[int], bool]], enabled: dict[int, set[int]]):
     """A closed walk from ``start`` back to it, through the states of ``inside`` only, that is
-    weakly fair (``_weakly_fair``); None if there is none. Brute force: a breadth-first search over
-    pairs (state, the requirements met since ``start``) where a step from u meets the requirements
-    disabled at u and, if it moves by a label, those that label takes; a step may stutter. A fair
-    closed walk exists exactly when (start, all of them) is reached after at least one step."""
-    everything = frozenset(range(len(requirements)))
+    fair (``fair_walk``); None if there is none. Brute force: a breadth-first search over (state,
+    what the walk so far has done): the weak requirements met (taken or disabled at a state
+    passed), the strong ones taken, the strong ones enabled at a state passed. A step from u adds
+    what u disables or enables and, if it moves by a label, what that label takes; a step may
+    stutter. Every such summary reachable back at ``start`` after at least one step is tried."""
+    weak = frozenset(k for k, (_, strong) in enumerate(requirements) if not strong)
+    strong = frozenset(k for k, (_, s) in enumerate(requirements) if s)
 
-    def met_by(u: int, label: int | None) -> frozenset[int]:
-        met = {k for k in everything if k not in enabled[u]}
-        if label is not None:
-            met |= {k for k, labels in enumerate(requirements) if label in labels}
-        return frozenset(met)
+    def after(node, u: int, label: int | None, v: int):
+        _, met, taken, seen = node
+        took = {k for k, (labels, _) in enumerate(requirements) if label is not None and label in labels}
+        return (v, met | {k for k in weak if k not in enabled[u]} | (took & weak), taken | (took & strong),
+                seen | (enabled[u] & strong))
 
-    initial = (start, frozenset())
-    parent: dict[tuple[int, frozenset[int]], tuple[tuple[int, frozenset[int]], int | None]] = {}
-    queue: deque[tuple[int, frozenset[int]]] = deque([initial])
+    def good(node) -> bool:
+        _, met, taken, seen = node
+        return met == weak and all(k in taken or k not in seen for k in strong)
+
+    initial = (start, frozenset(), frozenset(), frozenset())
+    parent: dict = {}
+    queue: deque = deque([initial])
     while queue:
         node = queue.popleft()
-        u, met = node
+        u = node[0]
         for v, label in [(u, None)] + moves[u]:
             if v not in inside:
                 continue
-            nxt = (v, met | met_by(u, label))
-            # tested before the visited pairs: with no requirement at all the goal is the first
-            # pair itself, reached again by one stutter
-            if nxt == (start, everything):
+            nxt = tuple(frozenset(x) if i else x for i, x in enumerate(after(node, u, label, v)))
+            # tested before the visited nodes: with no requirement at all the goal is the first
+            # node itself, reached again by one stutter
+            if v == start and good(nxt):
                 walk = [(u, label, v)]
                 while node != initial:
                     before, step_label = parent[node]
@@ -116,51 +138,62 @@ def _fair_closed_walk(start: int, moves: dict[int, list[tuple[int, int]]], insid
     return None
 
 
-def liveness_reference(model: Model, prop: Liveness, max_states: int = 200_000) -> dict:
-    """``after ~> eventually`` under weak fairness, by searching for fair lassos.
+def fair_runs_reference(n: int, moves: dict[int, list[tuple[int, int]]], goal: list[bool],
+                        requirements: list[tuple[frozenset[int], bool]]) -> dict:
+    """On a graph of ``n`` states given by ``moves`` (u -> [(v, label)], u != v; every state may
+    also stutter), which states a fair behaviour can, from there, keep ``goal`` false forever.
 
-    A violation is a behaviour that passes a state where ``after`` holds and ``eventually`` does
-    not, and from there never reaches ``eventually`` while being weakly fair. On a finite graph
-    such a behaviour ends going round and round among states where ``eventually`` is false; it is
-    fair exactly when some closed walk of that ending, from one of its states back to it, meets
-    every requirement (``_weakly_fair``), and then the lasso "there, then that walk forever" is a
-    fair violation too. So every state where ``eventually`` does not hold is tried as the start of
-    such a walk (``_fair_closed_walk``), each walk found is checked against the definition, and
-    a state is *doomed* when it reaches such a start through states where ``eventually`` is
-    false. ``fair_components``: how many classes of mutually reachable states those starts form
-    (the components of the ``not eventually`` subgraph that admit a fair run)."""
-    sg = explore_graph(model, max_states)
-    layout = model.layout
-    n = len(sg.states)
-    goal = [_holds(layout, prop.eventually, f) for f in sg.states]
-    after = [True if prop.after is None else _holds(layout, prop.after, f) for f in sg.states]
-    requirements = _fairness_requirements(model, prop.fair)
-    # a transition back to its own state is stuttering: it neither takes nor enables an action
-    moves: dict[int, list[tuple[int, int]]] = {v: [] for v in range(n)}
-    for u, v, data in sg.graph.edges(data=True):
-        if u != v:
-            moves[u].append((v, data["label"]))
-    enabled = {u: {k for k, labels in enumerate(requirements) if any(lab in labels for _, lab in moves[u])}
+    Such a behaviour ends going round and round among states where ``goal`` is false; it is fair
+    exactly when some closed walk of that ending, from one of its states back to it, is fair
+    (``fair_walk``), and then "there, then that walk forever" is fair too. So every state where
+    ``goal`` does not hold is tried as the start of such a walk (``_fair_closed_walk``), each
+    walk found is checked against the definition, and a state is *doomed* when it reaches such a
+    start through states where ``goal`` is false. ``fair_components``: the classes of starts
+    mutually reachable through starts (two fair walks that can reach each other make one)."""
+    enabled = {u: {k for k, (labels, _) in enumerate(requirements) if any(lab in labels for _, lab in moves[u])}
                for u in range(n)}
     bad = [v for v in range(n) if not goal[v]]
     sub = nx.DiGraph()
     sub.add_nodes_from(bad)
     sub.add_edges_from((u, v) for u in bad for v, _ in moves[u] if not goal[v])
-
-    starts: dict[int, frozenset[int]] = {}  # start of a fair closed walk -> the states it can go round
+    starts: set[int] = set()
     for s in bad:
         # a closed walk from s never leaves the states that s reaches and that reach s
         round_s = (nx.descendants(sub, s) & nx.ancestors(sub, s)) | {s}
         walk = _fair_closed_walk(s, moves, round_s, requirements, enabled)
         if walk is not None:
             assert walk[0][0] == s == walk[-1][2] and all(u in round_s and v in round_s for u, _, v in walk)
-            assert _weakly_fair(walk, requirements, enabled), walk
-            starts[s] = frozenset(round_s)
+            assert fair_walk(walk, requirements, enabled), walk
+            starts.add(s)
     doomed = set(starts)
     for s in starts:
         doomed |= nx.ancestors(sub, s)
-    triggers = [v for v in bad if after[v]]
-    violating = sorted(v for v in triggers if v in doomed)
+    classes = nx.number_strongly_connected_components(sub.subgraph(starts))
+    return {"doomed": doomed, "starts": starts, "fair_components": classes}
+
+
+def liveness_reference(model: Model, prop: Liveness, max_states: int = 200_000) -> dict:
+    """``after ~> eventually`` (``[]<>eventually`` without ``after``, ``<>eventually`` with
+    ``once``) under the property's fairness, by searching for fair lassos (``fair_runs_reference``):
+    it fails when a state where ``after`` holds (with ``once``: an initial state) and ``eventually``
+    does not is doomed."""
+    sg = explore_graph(model, max_states)
+    layout = model.layout
+    n = len(sg.states)
+    goal = [_holds(layout, prop.eventually, f) for f in sg.states]
+    if getattr(prop, "once", False):
+        after = [sg.parent[v] == -1 for v in range(n)]
+    else:
+        after = [True if prop.after is None else _holds(layout, prop.after, f) for f in sg.states]
+    requirements = _fairness_requirements(model, prop.fair)
+    # a transition back to its own state is stuttering: it neither takes nor enables an action
+    moves: dict[int, list[tuple[int, int]]] = {v: [] for v in range(n)}
+    for u, v, data in sg.graph.edges(data=True):
+        if u != v:
+            moves[u].append((v, data["label"]))
+    runs = fair_runs_reference(n, moves, goal, requirements)
+    triggers = [v for v in range(n) if after[v] and not goal[v]]
+    violating = sorted(v for v in triggers if v in runs["doomed"])
     return {"verdict": "violated" if violating else "holds", "trigger_states": len(triggers),
-            "doomed_states": len(doomed), "fair_components": len(set(starts.values())),
+            "doomed_states": len(runs["doomed"]), "fair_components": runs["fair_components"],
             "first_trigger_depth": len(sg.path_to(violating[0])) - 1 if violating else None}

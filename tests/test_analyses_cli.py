@@ -30,6 +30,8 @@ def test_a_starving_lock_fails_liveness_with_exit_1_and_a_lasso_file(tmp_path):
     assert report["result"] == "holds"  # the invariants hold; the liveness property does not
     (prop,) = report["liveness"]["properties"]
     assert report["liveness"]["violated"] == [prop["property"]]
+    fairness = prop["lasso"].pop("fairness")  # how the cycle meets each requirement: tests/test_fairness.py
+    assert [f["requirement"] for f in fairness] == ["Enter(p=p1)", "Enter(p=p2)", "Leave(p=p1)", "Leave(p=p2)"]
     assert prop["lasso"] == {"prefix": ["Try(p=p1)"], "cycle": ["Try(p=p2)", "Enter(p=p2)", "Leave(p=p2)"],
                              "stutter": False, "trigger_step": 1}
     files = list((tmp_path / "traces").iterdir())

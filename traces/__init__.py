@@ -88,7 +88,7 @@ def availability_report(model: Model, max_states: int = None, max_memory: int = 
 
 def liveness_report(model: Model, names=None, max_states: int = None, max_memory: int = None, trace_dir=None,
                     run_options: dict = None, progress=None, graph=None) -> dict:
-    """The spec's liveness properties under weak fairness, with lasso traces (see traces.liveness)."""
+    """The spec's liveness properties under their fairness, with lasso traces (see traces.liveness)."""
     from kraftcheck.traces.liveness import liveness_report as report
     kw = {"progress": progress} if progress is not None else {}
     return report(model, names, max_states, max_memory, trace_dir, run_options, graph=graph, **kw)

@@ -4,15 +4,17 @@ A lasso trace is a counterexample trace (``traces.graph``) with two differences:
 
 * its ``violation`` names a liveness property (``kind`` ``"liveness"``; ``step`` is where its
   ``after`` condition held), and the graph attribute ``lasso`` says how the behaviour goes on:
-  ``{"cycle_start": k, "stutter": bool, "formula": ..., "fair": [...], "trigger": step}``;
+  ``{"cycle_start": k, "stutter": bool, "formula": ..., "fair": [...], "trigger": step}`` and, when
+  the checker wrote it, ``fairness``: how the cycle meets each requirement (``{requirement,
+  strength, how, step}``, ``checker.analyses.liveness.explain_fairness``);
 * its last edge goes *back*: from the last node to node ``cycle_start``, by the action that leads
   from the last state to that node's state, so the behaviour is the prefix followed by the cycle
   forever. With ``stutter`` the behaviour stops: the last edge is a self-loop on the last node whose
   action is ``(stuttering)``, allowed because no fair action can change that state.
 
 ``replay`` (``traces.replay``) checks the closing edge and the lasso's claim: ``after`` holds at the
-trigger, ``eventually`` holds at no state from there on, and every fair action is taken on the
-cycle or disabled in one of its states.
+trigger, ``eventually`` holds at no state from there on, and every requirement is taken on the
+cycle or disabled in one of its states (a strong one: in all of them).
 """
 
 from __future__ import annotations
@@ -26,9 +28,18 @@ from kraftcheck.traces.files import STUTTERING
 from kraftcheck.traces.graph import build_trace
 
 
+def fairness_phrase(requirements: Sequence[str]) -> str:
+    """How reports introduce a property's fairness requirements (their names: plain ones are weak,
+    strong ones read ``SF(...)``)."""
+    if any(name.startswith("SF(") for name in requirements):
+        return "fairness (weak unless marked SF) of"
+    return "weak fairness of"
+
+
 def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ...]]], *, cycle_start: int,
                 stutter: bool, trigger: int, check: str, formula: str, fair: Sequence[str], doc: str = "",
-                run_options: Optional[Mapping[str, Any]] = None) -> nx.DiGraph:
+                run_options: Optional[Mapping[str, Any]] = None,
+                fairness: Optional[Sequence[Mapping[str, Any]]] = None) -> nx.DiGraph:
     """The trace of a lasso. ``steps`` = [(label or None, flat state), ...] from the initial state
     to the end of the cycle: without ``stutter`` its last state equals ``steps[cycle_start]``'s and
     becomes the closing edge's target; with ``stutter`` the last state repeats forever."""
@@ -43,6 +54,8 @@ def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     info = {"check": check, "kind": "liveness", "doc": " ".join((doc or "").split()), "step": trigger}
     lasso = {"cycle_start": cycle_start, "stutter": stutter, "formula": formula, "fair": list(fair),
              "trigger": trigger}
+    if fairness is not None:  # how the cycle meets each requirement, for readers (replay checks it afresh)
+        lasso["fairness"] = [dict(f) for f in fairness]
     g = build_trace(model, steps, kind="counterexample", violation=info, run_options=run_options,
                     extra={"lasso": lasso})
     last = len(steps) - 1
@@ -65,7 +78,7 @@ def trace_of_lasso(graph, result, prop, run_options: Optional[Mapping[str, Any]]
     steps = [(s.label, tuple(s.state)) for s in graph.steps(lasso.start, lasso.labels)]
     return lasso_trace(graph.model, steps, cycle_start=lasso.cycle_from, stutter=lasso.stutter,
                        trigger=lasso.trigger, check=result.name, formula=result.formula, fair=result.fair,
-                       doc=prop.doc, run_options=run_options)
+                       doc=prop.doc, run_options=run_options, fairness=lasso.fairness)
 
 
 def is_lasso(graph: nx.DiGraph) -> bool:

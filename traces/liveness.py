@@ -1,4 +1,4 @@
-"""``kraftcheck check --liveness``: the spec's liveness properties under their weak fairness.
+"""``kraftcheck check --liveness``: the spec's liveness properties under their fairness.
 
 Records the whole reachable state graph with the compiled kernels (``checker.explore.state_graph``),
 checks each property the spec declares (``Spec.liveness``) with ``checker.analyses.liveness`` and,
@@ -12,22 +12,25 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from kraftcheck.checker.analyses.liveness import check_all
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.analyses.liveness import check_all, fairness_requirements
+from kraftcheck.checker.analyses.predicates import check_on
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
 from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Liveness
 from kraftcheck.traces.files import to_json
 from kraftcheck.traces.lasso import trace_of_lasso
 
 
-def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_states: Optional[int] = None,
-                    max_memory: Optional[int] = None, trace_dir: Union[str, Path, None] = None,
-                    run_options: Optional[dict] = None, progress: ProgressFn = no_progress,
-                    graph: Optional[CompiledGraph] = None) -> dict[str, Any]:
-    """Check the spec's liveness properties (``names``: only those) over the whole state graph
-    (``graph``, if the check recorded it already)."""
+STRONG_FAIRNESS_BYTES = 24  # a state, beyond what every analysis needs (CompiledGraph.analysis_bytes)
+
+
+def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> list[Liveness]:
+    """The spec's liveness properties (``names``: only those), each one's fairness resolved against
+    ``model`` and its predicates tried on the initial states: a ``UsageError`` or ``SpecError`` (one
+    line) for what cannot be checked, so that a command can refuse before it explores."""
     spec = model.spec
     props = spec.liveness()
     if not props:
@@ -40,14 +43,36 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
             raise UsageError(f"spec {spec.name} has no liveness property {unknown[0]!r}; it has: "
                              f"{', '.join(sorted(known))}")
         props = [p for p in props if p.name in names]
+    for prop in props:
+        try:
+            fairness_requirements(model, prop.fair)
+            for predicate in (prop.eventually, prop.after):
+                if predicate is not None:
+                    check_on(model.layout, predicate, model.initial)
+        except SpecError as e:
+            raise SpecError(f"liveness property {prop.name}: {e}") from None
+    return props
+
+
+def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_states: Optional[int] = None,
+                    max_memory: Optional[int] = None, trace_dir: Union[str, Path, None] = None,
+                    run_options: Optional[dict] = None, progress: ProgressFn = no_progress,
+                    graph: Optional[CompiledGraph] = None) -> dict[str, Any]:
+    """Check the spec's liveness properties (``names``: only those) over the whole state graph
+    (``graph``, if the check recorded it already)."""
+    spec = model.spec
+    props = liveness_properties(model, names)
     graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
+    if any(req.strong for prop in props for req in fairness_requirements(model, prop.fair)):
+        # strong fairness: enabled bits, a component array per round and the pruning mask, 8 bytes each
+        graph.check_budget(max_memory, extra_per_state=STRONG_FAIRNESS_BYTES)
     t0 = time.perf_counter()
     checked = check_all(graph, kernels, props)
     analysis_s = time.perf_counter() - t0
     results = []
     for prop, found in zip(props, checked):
         entry: dict[str, Any] = {
-            "property": found.name, "formula": found.formula, "fair": list(prop.fair),
+            "property": found.name, "formula": found.formula, "fair": [str(entry) for entry in prop.fair],
             "fairness_requirements": found.fair, "doc": " ".join(prop.doc.split()),
             "verdict": found.verdict, "trigger_states": found.trigger_states,
             "doomed_states": found.doomed_states, "fair_components": found.fair_components,
@@ -56,7 +81,8 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
             lasso = found.lasso
             text = [str(model.labels[lab]) for lab in lasso.labels]
             entry["lasso"] = {"prefix": text[:lasso.cycle_from], "cycle": text[lasso.cycle_from:],
-                              "stutter": lasso.stutter, "trigger_step": lasso.trigger}
+                              "stutter": lasso.stutter, "trigger_step": lasso.trigger,
+                              "fairness": lasso.fairness}
             if trace_dir is not None:
                 trace = trace_of_lasso(graph, found, prop, run_options)
                 safe = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{spec.name}.{found.name}")

@@ -20,6 +20,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.files import atomic_write_with
+from kraftcheck.traces.lasso import fairness_phrase
 from kraftcheck.traces.view import TraceView, zero_like
 
 LANE_W_IN = 2.5        # inches per lane
@@ -93,7 +94,8 @@ def draw(graph: nx.DiGraph) -> Figure:
             "repeat forever."
         closing = _wrap(back, width_chars) + _wrap(
             f"Liveness {view.violation.get('check')} fails: {lasso['formula']}; from step {lasso['trigger']} on the "
-            "goal never holds, under weak fairness of " + (", ".join(lasso["fair"]) or "nothing") + ".", width_chars)
+            "goal never holds, under " + fairness_phrase(lasso["fair"]) + " " + (", ".join(lasso["fair"]) or "nothing")
+            + ".", width_chars)
     elif view.violation:
         v = view.violation
         closing = _wrap(f"Step {bad} violates {v.get('kind', 'check')} {v.get('check')}: {v.get('doc', '')}",

@@ -268,8 +268,8 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
         raise ReplayError(f"the spec's property is {prop.formula()}, the file says {lasso['formula']}",
                           field="graph.lasso.formula")
     requirements = fairness_requirements(model, prop.fair)
-    if lasso["fair"] != [name for name, _ in requirements]:
-        raise ReplayError(f"the spec's property assumes weak fairness of {[name for name, _ in requirements]}, "
+    if lasso["fair"] != [req.name for req in requirements]:
+        raise ReplayError(f"the spec's property assumes fairness of {[req.name for req in requirements]}, "
                           f"the file says {lasso['fair']}", field="graph.lasso.fair")
 
     # the cycle's transitions: (label or None for stuttering, state before, state after)
@@ -295,6 +295,9 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
                               f"the file says {sorted(edge['violated'])}", last, "violated")
         cycle.append((label, states[last], produced))
 
+    if prop.once and trigger != 0:
+        raise ReplayError(f"{prop.formula()} is about behaviours from an initial state; the trigger must be "
+                          f"step 0, not step {trigger}", trigger, "lasso.trigger")
     if prop.after is not None and not evaluate_one(model.layout, prop.after, states[trigger]):
         raise ReplayError(f"'{prop.after.description}' does not hold at the trigger step", trigger, "lasso.trigger")
     for i in range(trigger, last + 1):
@@ -302,11 +305,14 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
             raise ReplayError(f"'{prop.eventually.description}' holds here, after the trigger: the behaviour does "
                               "not violate the property", i, "lasso")
     in_cycle = states[start: last + 1]
-    for name, labels in requirements:
-        taken = any(lab in labels and before != after for lab, before, after in cycle)
-        disabled = any(all(stepper.step(s, lab) in (None, s) for lab in labels) for s in in_cycle)
-        if not (taken or disabled):
-            raise ReplayError(f"the cycle is not fair to {name}: it is enabled in every state of the cycle and "
+    for req in requirements:
+        taken = any(lab in req.labels and before != after for lab, before, after in cycle)
+        disabled = [all(stepper.step(s, lab) in (None, s) for lab in req.labels) for s in in_cycle]
+        if req.strong and not (taken or all(disabled)):
+            raise ReplayError(f"the cycle is not fair to {req.name}: it is enabled in some state of the cycle and "
+                              "never taken, which strong fairness forbids", start, "lasso.fair")
+        if not (taken or any(disabled)):
+            raise ReplayError(f"the cycle is not fair to {req.name}: it is enabled in every state of the cycle and "
                               "never taken, which weak fairness forbids", start, "lasso.fair")
 
 

@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kraftcheck.traces.lasso import fairness_phrase
 from kraftcheck.traces.view import StepView, TraceView, zero_like
 
 NARROW = 72
@@ -125,6 +126,15 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     return Group(*parts)
 
 
+def _how_met(f: dict) -> str:
+    """One requirement of a lasso's ``fairness`` (traces.lasso), as a reader says it."""
+    if f.get("how") == "taken":
+        return f"{f['requirement']} taken from step {f['step']}"
+    if f.get("how") == "disabled":
+        return f"{f['requirement']} disabled at step {f['step']}"
+    return f"{f['requirement']} {f.get('how')}"
+
+
 def _closing(view: TraceView) -> Iterable[Text]:
     v = view.violation
     if v is None:
@@ -150,8 +160,10 @@ def _closing(view: TraceView) -> Iterable[Text]:
                        f"{lasso['cycle_start']} to {last} repeat forever", style="bold magenta")
         yield Text(f"liveness property {v.get('check')} fails: {lasso['formula']}", style="bold red")
         yield Text(f"  from step {lasso['trigger']} on, the goal never holds", style="red")
-        yield Text("  under weak fairness of: " + ", ".join(lasso["fair"]) if lasso["fair"] else
+        yield Text(f"  under {fairness_phrase(lasso['fair'])}: " + ", ".join(lasso["fair"]) if lasso["fair"] else
                    "  with no fairness: any step may never happen", style="red")
+        if lasso.get("fairness"):  # written by the checker: how the cycle meets each requirement
+            yield Text("  the cycle meets them: " + "; ".join(_how_met(f) for f in lasso["fairness"]), style="red")
         if v.get("doc"):
             yield Text(f"  {v['doc']}", style="red")
         return

@@ -1,22 +1,28 @@
-"""Liveness under weak fairness over a recorded state graph, with lasso counterexamples.
+"""Liveness under weak and strong fairness over a recorded state graph, with lasso counterexamples.
 
 ``after ~> eventually`` fails exactly when some reachable state satisfies ``after`` but not
 ``eventually`` and a fair behaviour from it never reaches ``eventually``. Such a behaviour stays,
 from some point on, inside one strongly connected component of the subgraph where ``eventually``
-is false, visiting it forever. Under *weak* fairness a component admits a fair run exactly when
-every fair action is taken on some transition inside it or is disabled in some state of it: the
-run that goes round all of it forever then never keeps an action enabled without taking it, and
-if some fair action is enabled in every state of the component and never taken inside, no run
-within the component is fair (one action per state suffices, so this is exact, unlike strong
-fairness). Every state may stutter (TLA+ semantics), so a single state is such a component too,
-fair when every fair action is disabled there. ``[]<>eventually`` is the case ``after`` = true.
+is false, visiting some strongly connected set of its states forever. A fairness requirement is
+a set of labels taken as their disjunction (``WF(A, B)``, a partly bound ``Phase2a(b=1)``). Under
+*weak* fairness a component admits a fair run exactly when every requirement is taken on some
+transition inside it or is disabled in some state of it: the run that goes round all of it
+forever then never keeps one enabled without taking it, and no smaller set does better. Under
+*strong* fairness a requirement must be taken inside or disabled in *every* state the run visits,
+so a component where a strong requirement is enabled somewhere and taken nowhere may still hold
+a fair run that avoids the states enabling it: those are removed and the rest decomposed again
+(``fair_components``, the Emerson-Lei recursion). Every state may stutter (TLA+ semantics), so a
+single state is such a component too, fair when every requirement is disabled there.
+``[]<>eventually`` is the case ``after`` = true; ``<>eventually`` (``once``) the case where the
+triggers are the initial states.
 
-So: components of the ``not eventually`` subgraph (Tarjan), their fairness from two bitmasks each
-(``component_fairness``), backward reachability from the fair components' states inside the
-subgraph: the *doomed* states. A violation is a doomed state where ``after`` holds; the first one
-in breadth-first order has a shortest prefix. The lasso then runs, inside the subgraph, by a
-shortest path to a fair component, and goes round a cycle inside it that takes or passes a state
-disabling every fair action (or stutters in a state where all of them are disabled).
+So: components of the ``not eventually`` subgraph (Tarjan), their fairness from bitmasks
+(``component_fairness``, ``enabled_bits``), backward reachability from the fair components'
+states inside the subgraph: the *doomed* states. A violation is a doomed trigger state; the first
+one in breadth-first order has a shortest prefix. The lasso then runs, inside the subgraph, by a
+shortest path to a fair component, and goes round a cycle inside it that takes each requirement
+or passes a state disabling it (or stutters in a state where all of them are disabled);
+``explain_fairness`` says which, requirement by requirement.
 """
 
 from __future__ import annotations
@@ -29,10 +35,10 @@ import numpy as np
 from kraftcheck.checker.analyses.predicates import evaluate_many
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.state_graph import CompiledGraph
-from kraftcheck.checker.kernels.graph import (component_fairness, quiet_states, reach, shortest_path,
-                                              strongly_connected, transition_inside)
+from kraftcheck.checker.kernels.graph import (component_fairness, enabled_bits, quiet_states, reach, renumber,
+                                              shortest_path, strongly_connected, transition_inside)
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.spec import Liveness
+from kraftcheck.checker.spec import Fairness, Liveness
 
 MAX_FAIR_ACTIONS = 64
 
@@ -49,6 +55,7 @@ class Lasso:
     cycle_from: int
     stutter: bool
     trigger: int
+    fairness: list[dict] = field(default_factory=list)  # how the cycle meets each requirement (explain_fairness)
 
 
 @dataclass
@@ -60,6 +67,7 @@ class LivenessResult:
     trigger_states: int      # states where after holds and eventually does not
     doomed_states: int       # states from which a fair behaviour never reaches eventually
     fair_components: int     # components of the "not eventually" subgraph that admit a fair run
+    requirements: list[Requirement] = field(default_factory=list)
     lasso: Optional[Lasso] = None
     notes: list[str] = field(default_factory=list)
 
@@ -68,77 +76,252 @@ class LivenessResult:
         return "violated" if self.lasso is not None else "holds"
 
 
-def fairness_requirements(model: Model, fair: tuple[str, ...]) -> list[tuple[str, list[int]]]:
-    """Each weak-fairness requirement and the labels it covers. ``fair`` entries: ``Name`` (the
-    action as a whole: some instance must be taken), ``Name(*)`` (each instance on its own, TLA+'s
-    ``\\A p: WF(Name(p))``) or one instance as its label reads, ``Name(p=v, ...)``."""
-    names = list(dict.fromkeys(a.name for a in model.actions))
-    by_text = {str(lab): i for i, lab in enumerate(model.labels)}
-    out: list[tuple[str, list[int]]] = []
+@dataclass(frozen=True)
+class Requirement:
+    """One fairness requirement: its name as reports show it, the labels whose transitions take it
+    (their disjunction) and whether it is strong."""
+
+    name: str
+    labels: tuple[int, ...]
+    strong: bool = False
+
+
+def _instances(model: Model, text: str) -> Optional[list[int]]:
+    """The labels ``text`` names (spaces ignored): an action as a whole, or ``Name(p=v, ...)``, every
+    instance whose named parameters show so (the others free). None if it is not of that form."""
+    if "(" not in text:
+        return [i for i, lab in enumerate(model.labels) if lab.action.name == text] or None
+    exact = [i for i, lab in enumerate(model.labels) if str(lab).replace(" ", "") == text]
+    if exact:  # a whole label as traces show it, whatever its values look like
+        return exact
+    if not text.endswith(")"):
+        return None
+    action, _, inside = text[:-1].partition("(")
+    bound: dict[str, str] = {}
+    for item in inside.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key or key in bound:
+            return None
+        bound[key] = value
+    labels = [i for i, lab in enumerate(model.labels) if lab.action.name == action]
+    if not labels or not set(bound) <= {p.name for p in model.labels[labels[0]].action.params}:
+        return None
+    return [i for i in labels
+            if all(str(model.labels[i].shown_params()[k]).replace(" ", "") == v for k, v in bound.items())] or None
+
+
+def fairness_requirements(model: Model, fair) -> list[Requirement]:
+    """Each fairness requirement of ``Liveness.fair`` and the labels it covers. An entry is a
+    ``Fairness`` (``WF(...)`` / ``SF(...)``: the disjunction of its names) or a plain string (weak
+    fairness of that name). A name is ``Name`` (the action as a whole: some instance must be
+    taken), ``Name(*)`` (each instance on its own, TLA+'s ``\\A p: WF(Name(p))``) or ``Name(p=v, ...)``,
+    the instances whose parameters named show those values (all of them bound: one instance).
+    A name that covers nothing is a ``SpecError`` naming the actions there are."""
+    actions = list(dict.fromkeys(a.name for a in model.actions))
+    out: list[Requirement] = []
     for entry in dict.fromkeys(fair):
-        text = entry.replace(" ", "")
-        action = text[:-3] if text.endswith("(*)") else text
-        if action in names:
-            labels = [i for i, lab in enumerate(model.labels) if lab.action.name == action]
-            if text.endswith("(*)"):
-                out += [(str(model.labels[i]), [i]) for i in labels]
-            else:
-                out.append((action, labels))
-        elif text in {t.replace(" ", "") for t in by_text}:
-            i = next(i for t, i in by_text.items() if t.replace(" ", "") == text)
-            out.append((str(model.labels[i]), [i]))
+        strong = isinstance(entry, Fairness) and entry.strong
+        names = entry.actions if isinstance(entry, Fairness) else (entry,)
+        texts = [name.replace(" ", "") for name in names]
+        if len(texts) == 1 and texts[0].endswith("(*)") and texts[0][:-3] in actions:
+            each = [i for i, lab in enumerate(model.labels) if lab.action.name == texts[0][:-3]]
+            out += [Requirement(f"SF({model.labels[i]})" if strong else str(model.labels[i]), (i,), strong)
+                    for i in each]
+            continue
+        covered: list[int] = []
+        for name, text in zip(names, texts):
+            found = _instances(model, text)
+            if found is None:
+                raise SpecError(f"fairness names {name!r}, which is neither an action of spec {model.spec.name} in "
+                                f"these settings ({', '.join(actions)}) nor instances of one (e.g. "
+                                f"{model.labels[0]}); write Name, Name(*) or Name(param=value, ...)")
+            covered += found
+        labels = tuple(sorted(set(covered)))
+        if isinstance(entry, Fairness) and (strong or len(names) > 1):
+            shown = str(entry)
         else:
-            raise SpecError(f"fairness names {entry!r}, which is neither an action of spec {model.spec.name} in "
-                            f"these settings ({', '.join(names)}) nor one of their instances (e.g. "
-                            f"{model.labels[0]}); write Name, Name(*) or an instance as a trace shows it")
+            # a lone weak name reads as the name itself; a fully bound instance as its label does
+            shown = str(model.labels[labels[0]]) if "(" in texts[0] and len(labels) == 1 else texts[0]
+        out.append(Requirement(shown, labels, strong))
     if len(out) > MAX_FAIR_ACTIONS:
-        raise SpecError(f"{len(out)} weak-fairness requirements; at most {MAX_FAIR_ACTIONS} are supported")
+        raise SpecError(f"{len(out)} fairness requirements; at most {MAX_FAIR_ACTIONS} are supported")
     return out
 
 
-def fairness_bits(model: Model, requirements: list[tuple[str, list[int]]]) -> np.ndarray:
+def fairness_bits(model: Model, requirements: list[Requirement]) -> np.ndarray:
     """Per label, the bits of the fairness requirements it belongs to (bit k = requirement k)."""
     bits = np.zeros(len(model.labels), np.uint64)
-    for k, (_, labels) in enumerate(requirements):
-        bits[labels] |= np.uint64(1) << np.uint64(k)
+    for k, req in enumerate(requirements):
+        bits[list(req.labels)] |= np.uint64(1) << np.uint64(k)
     return bits
 
 
-def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair: tuple[str, ...],
-                   eventually: np.ndarray, after: Optional[np.ndarray]) -> LivenessResult:
-    """``after ~> eventually`` (``after`` None: ``[]<>eventually``), each a uint8 mask per state."""
+def _mask(requirements: list[Requirement], strong: bool) -> np.uint64:
+    mask = 0
+    for k, req in enumerate(requirements):
+        if req.strong == strong:
+            mask |= 1 << k
+    return np.uint64(mask)
+
+
+@dataclass
+class FairComponents:
+    """The fair parts of a subgraph: ``comp[v]``, the fair component state ``v`` belongs to (-1:
+    none), and per component ``taken`` and ``disabled`` (bitmasks over the requirements, as
+    ``component_fairness`` gives them)."""
+
+    comp: np.ndarray
+    taken: np.ndarray
+    disabled: np.ndarray
+    rounds: int = 1  # decompositions made: more than one only when strong fairness pruned states
+
+    @property
+    def count(self) -> int:
+        return int(self.taken.shape[0])
+
+
+def fair_components(offsets, targets, labels, label_bit, allowed, weak: np.uint64, strong: np.uint64
+                    ) -> FairComponents:
+    """The strongly connected sets of allowed states where a run can stay forever and be fair,
+    as components. A run that stays in a set S forever and takes every transition inside it is
+    the fairest one there: weakly fair to k when k is taken in S or disabled somewhere in S,
+    strongly fair when taken in S or disabled everywhere in S. So each component C of the allowed
+    subgraph is fair when both hold for every requirement; when a weak requirement fails, no
+    subset of C can do better (k stays enabled everywhere, and is taken nowhere), so C is dropped;
+    when only strong requirements fail (enabled somewhere in C, never taken), a fair run within
+    C must avoid the states where they are enabled: those are removed and the rest decomposed
+    again (the Emerson-Lei / Streett emptiness recursion; one round under weak fairness only)."""
+    n = offsets.shape[0] - 1
+    pending = allowed.astype(np.uint8, copy=True)
+    final: Optional[np.ndarray] = None  # the first round's component array, renumbered in place
+    all_taken: list[np.ndarray] = []
+    all_disabled: list[np.ndarray] = []
+    found = 0
+    state_enabled = enabled_bits(offsets, targets, labels, label_bit) if strong else None
+    rounds = 0
+    while rounds == 0 or pending.any():
+        rounds += 1
+        comp = np.empty(n, np.int64)
+        ncomp = strongly_connected(offsets, targets, pending, comp)
+        taken, disabled = component_fairness(offsets, targets, labels, label_bit, comp, ncomp)
+        weak_ok = ((taken | disabled) & weak) == weak
+        unmet = np.zeros(ncomp, np.uint64)
+        if strong:
+            inside = comp >= 0
+            np.bitwise_or.at(unmet, comp[inside], state_enabled[inside])  # enabled somewhere in it
+            unmet &= strong & ~taken
+        fair = weak_ok & (unmet == 0)
+        prune = np.where(weak_ok & ~fair, unmet, np.uint64(0))
+        pending[:] = 0
+        if prune.any():  # the next round: what is left of these components without the states enabling
+            inside = comp >= 0
+            drop = np.zeros(n, np.uint64)
+            drop[inside] = prune[comp[inside]]
+            pending[:] = (drop != 0) & ((state_enabled & drop) == 0)
+            del drop
+        number = np.full(ncomp, -1, np.int64)
+        number[fair] = found + np.arange(int(fair.sum()))
+        renumber(comp, number)
+        if final is None:
+            final = comp
+        else:
+            np.maximum(final, comp, out=final)
+        all_taken.append(taken[fair])
+        all_disabled.append(disabled[fair])
+        found += int(fair.sum())
+    return FairComponents(final, np.concatenate(all_taken), np.concatenate(all_disabled), rounds)
+
+
+def doomed_states(offsets, targets, rev_offsets, rev_sources, labels, label_bit, allowed, weak: np.uint64,
+                  strong: np.uint64) -> tuple[np.ndarray, FairComponents]:
+    """The allowed states from which a fair run can stay among allowed states forever: those that
+    reach a fair component (``fair_components``) without leaving them. A uint8 mask."""
+    fair = fair_components(offsets, targets, labels, label_bit, allowed, weak, strong)
+    doomed = np.zeros(offsets.shape[0] - 1, np.uint8)
+    reach(rev_offsets, rev_sources, (fair.comp >= 0).astype(np.uint8), allowed, doomed)
+    return doomed, fair
+
+
+def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair, eventually: np.ndarray,
+                   after: Optional[np.ndarray], once: bool = False) -> LivenessResult:
+    """``after ~> eventually`` (``after`` None: ``[]<>eventually``; ``once``: ``<>eventually``, a
+    violation starts at an initial state), each a uint8 mask per state."""
     n = graph.size
     requirements = fairness_requirements(graph.model, fair)
     label_bit = fairness_bits(graph.model, requirements)
-    required = np.uint64(0)
-    for b in label_bit:
-        required |= b
+    weak, strong = _mask(requirements, False), _mask(requirements, True)
     allowed = (eventually == 0).astype(np.uint8)
-    comp = np.empty(n, np.int64)
-    ncomp = strongly_connected(graph.offsets, graph.targets, allowed, comp)
-    taken, disabled = component_fairness(graph.offsets, graph.targets, graph.labels, label_bit, comp, ncomp)
-    fair_comp = ((taken | disabled) & required) == required
-    fair_state = np.zeros(n, np.uint8)
-    inside = comp >= 0
-    fair_state[inside] = fair_comp[comp[inside]]
     rev_offsets, rev_sources = graph.reversed()
-    doomed = np.zeros(n, np.uint8)
-    reach(rev_offsets, rev_sources, fair_state, allowed, doomed)
-    trigger = allowed if after is None else (allowed & after)
+    doomed, comps = doomed_states(graph.offsets, graph.targets, rev_offsets, rev_sources, graph.labels, label_bit,
+                                  allowed, weak, strong)
+    if once:
+        trigger = np.zeros(n, np.uint8)
+        trigger[:graph.initial] = allowed[:graph.initial]
+    else:
+        trigger = allowed if after is None else (allowed & after)
     bad = np.flatnonzero(doomed & trigger)
-    result = LivenessResult(name=name, formula=formula, fair=[name for name, _ in requirements], states=n,
+    result = LivenessResult(name=name, formula=formula, fair=[req.name for req in requirements], states=n,
                             trigger_states=int(trigger.sum()), doomed_states=int(doomed.sum()),
-                            fair_components=int(fair_comp.sum()))
+                            fair_components=comps.count, requirements=requirements)
     if bad.size:
-        result.lasso = _lasso(graph, int(bad[0]), allowed, fair_state, comp, label_bit, required, disabled)
+        result.lasso = fair_lasso(graph, int(bad[0]), allowed, comps, label_bit, weak, strong)
+        result.lasso.fairness = explain_fairness(graph, result.lasso, requirements)
     return result
 
 
-def _lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, fair_state: np.ndarray, comp: np.ndarray,
-           label_bit: np.ndarray, required: np.uint64, disabled: np.ndarray) -> Lasso:
+def _lasso_states(graph: CompiledGraph, lasso: Lasso) -> list[int]:
+    """The state ids the lasso passes, ``len(labels) + 1`` of them (actions are deterministic)."""
+    ids = [lasso.start]
+    for lab in lasso.labels:
+        v = ids[-1]
+        hit = np.flatnonzero(graph.labels[graph.offsets[v]:graph.offsets[v + 1]] == lab)
+        ids.append(int(graph.targets[graph.offsets[v] + hit[0]]))
+    return ids
+
+
+def explain_fairness(graph: CompiledGraph, lasso: Lasso, requirements: list[Requirement]) -> list[dict]:
+    """How the lasso's cycle is fair to each requirement: ``{requirement, strength, how, step}``,
+    ``how`` = ``taken`` (by the action from the state of step ``step``), ``disabled`` (in the state
+    of step ``step``; a stuttering lasso's last state) or, for a strong requirement never taken,
+    ``disabled throughout`` (in every state of the cycle; ``step`` None)."""
+    ids = _lasso_states(graph, lasso)
+    cycle = range(lasso.cycle_from, len(lasso.labels) if not lasso.stutter else lasso.cycle_from + 1)
+
+    def enabled(v: int) -> set[int]:
+        lo, hi = graph.offsets[v], graph.offsets[v + 1]
+        return {int(lab) for lab, w in zip(graph.labels[lo:hi], graph.targets[lo:hi]) if w != v}
+
+    out = []
+    for req in requirements:
+        labels = set(req.labels)
+        strength = "strong" if req.strong else "weak"
+        taken = next((j for j in cycle if not lasso.stutter and lasso.labels[j] in labels and ids[j] != ids[j + 1]),
+                     None)
+        quiet = [j for j in cycle if not enabled(ids[j]) & labels]
+        if taken is not None:
+            how = {"how": "taken", "step": taken}
+        elif req.strong:
+            if len(quiet) != len(cycle):
+                raise RuntimeError(f"internal: the lasso is not strongly fair to {req.name}")
+            how = {"how": "disabled throughout", "step": None}
+        else:
+            if not quiet:
+                raise RuntimeError(f"internal: the lasso is not weakly fair to {req.name}")
+            how = {"how": "disabled", "step": quiet[0]}
+        out.append({"requirement": req.name, "strength": strength, **how})
+    return out
+
+
+def fair_lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairComponents, label_bit: np.ndarray,
+               weak: np.uint64, strong: np.uint64) -> Lasso:
+    """A lasso from the doomed state ``v``: a shortest prefix to it, a shortest path inside the
+    ``allowed`` states into a fair component of ``comps``, and a fair cycle there (or a stutter in
+    a state of it where every requirement is disabled)."""
     offsets, targets, labels = graph.offsets, graph.targets, graph.labels
+    comp, disabled, taken = comps.comp, comps.disabled, comps.taken
+    required = weak | strong
     prefix = graph.labels_to(v)
-    edges = list(_path(offsets, targets, v, fair_state, allowed))
+    edges = list(_path(offsets, targets, v, (comp >= 0).astype(np.uint8), allowed))
     entry = int(targets[edges[-1]]) if edges else v
     c = int(comp[entry])
     in_c = (comp == c).astype(np.uint8)
@@ -154,7 +337,10 @@ def _lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, fair_state: np.nda
         bit = np.uint64(1) << np.uint64(k)
         if not required & bit:
             continue
-        if disabled[c] & bit:  # pass through a state of the component where the action is disabled
+        # a weak requirement: pass through a state of the component where it is disabled, if any.
+        # A strong one must be taken if the component takes it, since the cycle may pass states
+        # where it is enabled; one the component does not take is disabled in all its states.
+        if disabled[c] & bit and not (strong & bit and taken[c] & bit):
             goal = np.zeros(graph.size, np.uint8)
             quiet_states(offsets, targets, labels, label_bit, comp, c, bit, goal)
             step = _path(offsets, targets, here, goal, in_c)
@@ -195,4 +381,4 @@ def check_all(graph: CompiledGraph, kernels, props: list[Liveness]) -> list[Live
     predicates = [p for prop in props for p in (prop.eventually, prop.after) if p is not None]
     masks = dict(zip(map(id, predicates), evaluate_many(graph, kernels, predicates)))
     return [check_leads_to(graph, prop.name, prop.formula(), prop.fair, masks[id(prop.eventually)],
-                           masks[id(prop.after)] if prop.after is not None else None) for prop in props]
+                           masks[id(prop.after)] if prop.after is not None else None, prop.once) for prop in props]

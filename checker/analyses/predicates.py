@@ -47,6 +47,23 @@ def evaluate_many(graph: CompiledGraph, kernels: Any, predicates: Sequence[Predi
     return out
 
 
+def check_on(layout, predicate: Predicate, flats: Sequence[tuple[int, ...]]) -> None:
+    """Evaluate ``predicate`` on a few states (the initial ones) before any long work, so that a
+    misspelt field or a result of the wrong shape is a ``SpecError`` now, not after exploring."""
+    rows = np.array(flats, np.int64).reshape(len(flats), layout.size)
+    try:
+        value = np.asarray(predicate.holds(layout.columns(rows)))
+    except KeyError as e:
+        raise SpecError(f"the predicate '{predicate.description}' reads field {e}, which the spec does not have "
+                        f"(fields: {', '.join(f.name for f in layout.fields)})") from None
+    except Exception as e:  # noqa: BLE001 - any failure of the spec's own function, said in one line
+        raise SpecError(f"the predicate '{predicate.description}' fails on the initial states: "
+                        f"{type(e).__name__}: {e}") from None
+    if value.shape != (len(flats),):
+        raise SpecError(f"the predicate '{predicate.description}' returned shape {value.shape} for {len(flats)} "
+                        "states; it must return one boolean per state (see Predicate)")
+
+
 def evaluate_one(layout, predicate: Predicate, flat: tuple[int, ...]) -> bool:
     """``predicate`` on one state (flat values), for traces and the networkx reference."""
     value = np.asarray(predicate.holds(layout.columns(np.array([flat], np.int64))))

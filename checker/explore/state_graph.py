@@ -55,12 +55,13 @@ class CompiledGraph:
         reverse = 0 if self._reversed is not None else 4 * self.transitions + 8 * (self.size + 1)
         return reverse + 16 * self.size + (1 << 18) * 4 * self.model.layout.size
 
-    def check_budget(self, max_memory: Optional[int]) -> None:
-        """Refuse (UsageError, saying what to do) when analysing would go over ``max_memory``."""
+    def check_budget(self, max_memory: Optional[int], extra_per_state: int = 0) -> None:
+        """Refuse (UsageError, saying what to do) when analysing would go over ``max_memory``;
+        ``extra_per_state``: bytes a state an analysis needs beyond ``analysis_bytes``."""
         from kraftcheck.checker.explore.result import memory_in_use
         if max_memory is None:
             return
-        used, need = memory_in_use(), self.analysis_bytes()
+        used, need = memory_in_use(), self.analysis_bytes() + extra_per_state * self.size
         if used + need > max_memory:
             raise UsageError(f"analysing the state graph ({self.size:,} states, {self.transitions:,} transitions) "
                              f"needs about {need / 2**30:.1f} GiB more than the {used / 2**30:.1f} GiB in use, over "

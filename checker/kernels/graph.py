@@ -309,6 +309,40 @@ def component_fairness_reference(offsets, targets, labels, label_bit, members: f
 
 
 @njit(cache=True)
+def enabled_bits(offsets, targets, labels, label_bit):
+    """Per state, the fair actions enabled there (bit k = fair action k): those with a transition
+    to a different state. Strong fairness needs it state by state (``checker.analyses.liveness``)."""
+    n = offsets.shape[0] - 1
+    out = np.zeros(n, np.uint64)
+    for v in range(n):
+        enabled = np.uint64(0)
+        for e in range(offsets[v], offsets[v + 1]):
+            if targets[e] != v:
+                enabled |= label_bit[labels[e]]
+        out[v] = enabled
+    return out
+
+
+def enabled_bits_reference(offsets, targets, labels, label_bit) -> list[int]:
+    return [int(np.bitwise_or.reduce([label_bit[labels[e]] for e in range(offsets[v], offsets[v + 1])
+                                      if targets[e] != v] or [np.uint64(0)]))
+            for v in range(len(offsets) - 1)]
+
+
+@njit(cache=True)
+def renumber(comp, number):
+    """In place: each state's component ``c`` becomes ``number[c]`` (states outside any, -1, stay
+    -1). The liveness analysis keeps only the fair components this way, without a second array."""
+    for v in range(comp.shape[0]):
+        if comp[v] >= 0:
+            comp[v] = number[comp[v]]
+
+
+def renumber_reference(comp, number) -> np.ndarray:
+    return np.array([number[c] if c >= 0 else -1 for c in comp], np.int64)
+
+
+@njit(cache=True)
 def quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out):
     """Mark in ``out`` the states of component ``c`` where no action of ``mask`` can change the
     state (all of them disabled there). Returns how many."""

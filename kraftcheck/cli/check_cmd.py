@@ -99,6 +99,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                   deadlock=deadlock)
     if symmetry:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
+    if liveness:
+        from kraftcheck.traces.liveness import liveness_properties
+        liveness_properties(model)  # no property, or a fairness name that does not exist: refused now
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     if simulation is not None:
         result, run_options = run_simulation(terminal, model, simulation, keep_going, time_limit, max_memory, compile)

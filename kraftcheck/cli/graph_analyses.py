@@ -19,6 +19,7 @@ from rich.text import Text
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.model import Model
+from kraftcheck.traces.lasso import fairness_phrase
 
 EXIT_VIOLATED, EXIT_USAGE = 1, 2
 
@@ -28,7 +29,7 @@ OPTIONS = [
                       "elected), per recovery strategy, with a shortest path into one as a trace file. Explores "
                       "every state (as --continue). Reports only: the exit code stays the check's."),
     click.Option(["--liveness"], is_flag=True,
-                 help="Also check the spec's liveness properties under their weak fairness (for kafka: the "
+                 help="Also check the spec's liveness properties under their fairness, weak or strong (for kafka: the "
                       "partition regains a leader; an acknowledged write becomes readable). Explores every state "
                       "(as --continue); a violation is a lasso trace file and makes the exit code 1."),
     click.Option(["--dump-graph"], metavar="FILE.graphml",
@@ -124,7 +125,7 @@ def print_liveness(terminal: Terminal, report: dict) -> None:
         style = "red" if p["verdict"] == "violated" else "green"
         out.print(Text(f"  {p['property']}: {p['verdict']}  {p['formula']}", style=style))
         if p["fair"]:
-            out.print(Text(f"    weak fairness of: {', '.join(p['fair'])}", style="dim"))
+            out.print(Text(f"    {fairness_phrase(p['fair'])}: {', '.join(p['fair'])}", style="dim"))
         else:
             out.print(Text("    no fairness: any step may never happen", style="dim"))
         lasso = p.get("lasso")
