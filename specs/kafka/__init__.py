@@ -176,6 +176,9 @@ class KafkaReplication(Spec):
             acts.append(electing("Reassign", controller.reassign, controller.reassign_electing, (target,)))
             acts.append(electing("CancelReassignment", controller.cancel_reassignment,
                                  controller.cancel_reassignment_electing, ()))
+        if p.controller_failovers:
+            acts.append(electing("HandleAlterPartitionThenFailOver", controller.handle_alter_partition_then_fail_over,
+                                 controller.handle_alter_partition_then_fail_over_electing, ()))
         if p.replay_known_changes:
             acts.append(Action("LagTimeout", broker.lag_timeout, (b, f), broker.lag_timeout.__doc__))
         if p.accept_stale_fetch_responses:

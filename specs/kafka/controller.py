@@ -405,6 +405,24 @@ def alter_partition_error(s):
 
 
 @njit(cache=True)
+def commit_alter_partition(s, t, leader):
+    """The controller's partition change for the accepted request in flight: the proposed ISR
+    with the ELR rule, RECOVERED if the request says so, the election (``leader``: see
+    ``elect``), the partition record. False (``t`` untouched) if ``leader`` is not the election's
+    choice."""
+    isr, elr = isr_elr_after(s, s.ap_isr, 0)
+    if not may_elect(s, isr, elr, s.c_fenced, leader):
+        return False
+    update_isr(t, s.ap_isr, 0)
+    if request_recovered(s):
+        t.c_recovering = 0
+    t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
+    elect(t, leader)
+    finish_partition_change(s, t)
+    return True
+
+
+@njit(cache=True)
 def handle_alter_partition_electing(s, t, leader):
     """``handle_alter_partition``, electing ``leader`` (--election any; a rejection keeps the
     leader, so only ``leader`` = the current one is enabled then)."""
@@ -418,15 +436,8 @@ def handle_alter_partition_electing(s, t, leader):
         t.ap_epoch = 0  # a response carries no epoch the sender checks (ap_live decides)
         normalize_epochs(t)
         return True
-    isr, elr = isr_elr_after(s, s.ap_isr, 0)
-    if not may_elect(s, isr, elr, s.c_fenced, leader):
+    if not commit_alter_partition(s, t, leader):
         return False
-    update_isr(t, s.ap_isr, 0)
-    if request_recovered(s):
-        t.c_recovering = 0
-    t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
-    elect(t, leader)
-    finish_partition_change(s, t)
     t.ap_state = AP_ACCEPTED
     if s.k_pending_until_metadata and t.c_epoch != s.c_epoch:
         # the response carries a leader epoch newer than the sender's (an ISR shrink bumped it,
@@ -442,6 +453,37 @@ def handle_alter_partition_electing(s, t, leader):
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
     if s.k_fix_min_isr_in_partition:
         t.ap_min_isr = s.c_min_isr
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def handle_alter_partition_then_fail_over(s, t):
+    """The controller commits the AlterPartition in flight and fails over before its response
+    reaches the leader (or the connection drops): the leader's channel retries the same request,
+    with the leader, partition and broker epochs it was built with, against the new controller
+    (``NodeToControllerRequestThread.handleResponse``: a disconnect puts the item back first in
+    the queue; ``AlterPartitionManager`` sends with ``retryTimeoutMs = Long.MaxValue``). The new
+    controller has replayed the committed change (a KRaft leader's listener fires only once it has
+    read up to the epoch start offset), so the retry meets a partition epoch that moved past it
+    and ``validateAlterPartitionData`` answers INVALID_UPDATE_VERSION (or FENCED_LEADER_EPOCH if
+    the leader epoch moved too): ``handle_alter_partition`` handles the retry. Only a request the
+    controller accepts; a rejected one retried is the same request handled again. Fault, bounded
+    by --controller-failovers."""
+    return handle_alter_partition_then_fail_over_electing(s, t, -1)
+
+
+@njit(cache=True)
+def handle_alter_partition_then_fail_over_electing(s, t, leader):
+    """``handle_alter_partition_then_fail_over``, electing ``leader`` (--election any)."""
+    if s.controller_failovers_used >= s.k_max_controller_failovers or s.ap_state != AP_REQUEST:
+        return False
+    if alter_partition_error(s) != ACCEPTED or not commit_alter_partition(s, t, leader):
+        return False
+    t.controller_failovers_used = s.controller_failovers_used + 1
+    # the retry is the request as sent (ap_* unchanged): its leader epoch, its ISR with the broker
+    # epochs of its members, and its partition epoch, which the committed change made stale if it
+    # wrote a record (write_partition_record cleared ap_pe_ok)
     normalize_epochs(t)
     return True
 

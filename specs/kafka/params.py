@@ -70,6 +70,9 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    controller_failovers: int = param(
+        0, "controller failovers that lose the response of an AlterPartition the controller committed; "
+        "the leader retries it against the new controller with the epochs it sent (bound)", minimum=0, maximum=2)
     replication_factor: Optional[int] = param(
         None, "replicas of the partition, brokers b1..bR at start (default: every broker)", minimum=1, maximum=5)
     reassignments: int = param(0, "partition reassignments an operator starts, each to any other replica set of "
@@ -202,6 +205,8 @@ def switches(p: KafkaParams) -> dict[str, int]:
     # be completed if the ISR size is larger or equal to min ISR" (also when cancelled), and "upon
     # completion, the ELR only contains replicas in the final replica set"; Kafka's code has
     # neither (PartitionReassignmentReplicas.maybeCompleteReassignment, PartitionReassignmentRevert)
+    # a lost AlterPartition response (docs/model.md section 2c); a state counter only when > 0
+    out["k_max_controller_failovers"] = p.controller_failovers
     out["k_rf"] = replication_factor(p)
     out["k_max_reassignments"] = p.reassignments
     out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)

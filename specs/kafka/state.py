@@ -254,6 +254,14 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
                    Const("c_adding", 0, doc="no reassignment: every broker is a replica"),
                    Const("c_removing", 0, doc="no reassignment: every broker is a replica"),
                    Const("reassignments_used", 0, doc="no reassignment: every broker is a replica")]
+    # --controller-failovers: a state counter only when the fault exists, so the spaces without it
+    # are the ones before it existed
+    if consts.get("k_max_controller_failovers"):
+        fields.append(Int("controller_failovers_used", consts["k_max_controller_failovers"],
+                          doc="controller failovers that lost an AlterPartition response (bounded by "
+                              "--controller-failovers)"))
+    else:
+        fields.append(Const("controller_failovers_used", 0, doc="no controller failover without --controller-failovers"))
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
