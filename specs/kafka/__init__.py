@@ -165,6 +165,11 @@ class KafkaReplication(Spec):
             acts.append(Action("LosslessShutdown", faults.lossless_shutdown, (b,), faults.lossless_shutdown.__doc__))
         if p.clean_shutdowns:
             acts.append(electing("CleanShutdown", faults.clean_shutdown, faults.clean_shutdown_electing, (b,)))
+        if p.controlled_shutdown_in_two_steps:
+            acts.append(electing("BeginControlledShutdown", faults.begin_controlled_shutdown,
+                                 faults.begin_controlled_shutdown_electing, (b,)))
+            acts.append(electing("CompleteControlledShutdown", faults.complete_controlled_shutdown,
+                                 faults.complete_controlled_shutdown_electing, (b,)))
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
@@ -214,6 +219,8 @@ class KafkaReplication(Spec):
             # the replica set is state, permuted like the ISR: a permutation maps the initial
             # replica set b1..bR to another, and reassignment targets are any R brokers
             subsets += ("c_replicas", "c_adding", "c_removing")
+        if self.params.controlled_shutdown_in_two_steps:
+            subsets += ("c_shutting_down",)
         return Symmetry(self.broker_names(), (
             *(Permuted(name, axes=(0,)) for name in per_broker),
             *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age", "f_caught")),

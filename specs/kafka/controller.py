@@ -99,6 +99,12 @@ def unfenced(t, b):
 
 
 @njit(cache=True)
+def active(t, b):
+    """Neither fenced nor in controlled shutdown (``ClusterControlManager.isActive``)."""
+    return not ((t.c_fenced | t.c_shutting_down) >> b & 1)
+
+
+@njit(cache=True)
 def clear_recovery(t):
     t.rec_replied = 0
     for b in range(len(t.log)):
@@ -148,7 +154,9 @@ def election_among(p, isr, elr, fenced, replicas):
     KIP-966's unclean recovery is not a fallback here: it runs as its own actions (recovery.py).
     """
     n = len(p.log)
-    up = ~fenced & ((1 << n) - 1)
+    # an acceptable leader is active: neither fenced nor in controlled shutdown
+    # (ClusterControlManager.isActive)
+    up = ~(fenced | p.c_shutting_down) & ((1 << n) - 1)
     # the ISR holds replicas only; the ELR may not (Kafka's cancellation), and Kafka looks for a
     # leader among the replicas ``replicas`` (targetReplicas.stream().filter(isValidNewLeader))
     cur = p.c_leader
@@ -339,6 +347,8 @@ def unfence_electing(s, t, b, leader):
     """``unfence``, electing ``leader`` (--election any)."""
     if s.b_state[b] != RUNNING or unfenced(s, b):
         return False
+    if s.c_shutting_down >> b & 1:
+        return False  # a fenced broker that wants to shut down is let go, never unfenced (calculateNextBrokerState)
     fenced = s.c_fenced & ~(1 << b)
     if not may_elect(s, s.c_isr, s.c_elr, fenced, leader):
         return False
@@ -397,8 +407,8 @@ def alter_partition_error(s):
         return stays  # INVALID_REQUEST: the ISR must include the leader
     if s.c_recovering and not request_recovered(s) and popcount(s.ap_isr) > 1:
         return stays  # INVALID_REQUEST: RECOVERING with more than one ISR member
-    if s.ap_isr & s.c_fenced:
-        return REVERTS  # INELIGIBLE_REPLICA
+    if s.ap_isr & (s.c_fenced | s.c_shutting_down):
+        return REVERTS  # INELIGIBLE_REPLICA: "fenced", "shutting down" (ineligibleReplicasForIsr)
     if s.k_epoch_check and s.ap_isr & s.ap_stale:
         return REVERTS  # INELIGIBLE_REPLICA (KIP-903)
     return ACCEPTED
@@ -541,7 +551,7 @@ def preferred_election(s, t):
     pref = 0
     while not first >> pref & 1:
         pref += 1
-    if s.c_leader == pref or not (s.c_isr >> pref & 1) or not unfenced(s, pref):
+    if s.c_leader == pref or not (s.c_isr >> pref & 1) or not active(s, pref):
         return False
     t.preferred_elections_used = s.preferred_elections_used + 1
     set_leader(t, pref)

@@ -70,6 +70,9 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    controlled_shutdown_in_two_steps: bool = param(
+        False, "a controlled shutdown of the leader takes Kafka's two steps: in controlled shutdown (out of the ISR, "
+        "leadership moved, not electable, still running), then fenced and stopped (needs --clean-shutdowns)")
     controller_failovers: int = param(
         0, "controller failovers that lose the response of an AlterPartition the controller committed; "
         "the leader retries it against the new controller with the epochs it sent (bound)", minimum=0, maximum=2)
@@ -129,6 +132,9 @@ def check(p: KafkaParams) -> None:
                          f"(drop the switch, or use --protocol kip-966)")
     if p.no_reassignment_min_isr and not p.reassignments:
         raise UsageError("--no-reassignment-min-isr changes how a reassignment completes; add --reassignments 1")
+    if p.controlled_shutdown_in_two_steps and not p.clean_shutdowns:
+        raise UsageError("--controlled-shutdown-in-two-steps changes how a controlled shutdown runs; "
+                         "add --clean-shutdowns 1")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 
@@ -207,6 +213,8 @@ def switches(p: KafkaParams) -> dict[str, int]:
     # neither (PartitionReassignmentReplicas.maybeCompleteReassignment, PartitionReassignmentRevert)
     # a lost AlterPartition response (docs/model.md section 2c); a state counter only when > 0
     out["k_max_controller_failovers"] = p.controller_failovers
+    # controlled shutdown in two steps (docs/model.md section 2d)
+    out["k_cs_two_steps"] = int(p.controlled_shutdown_in_two_steps)
     out["k_rf"] = replication_factor(p)
     out["k_max_reassignments"] = p.reassignments
     out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)

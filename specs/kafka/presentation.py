@@ -44,6 +44,7 @@ def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
     if action in ("Produce", "AdvanceHighWatermark", "LossyShutdown", "LosslessShutdown", "LagTimeout"):
         return LaneTouch(b)
     if action in ("ProposeIsrExpand", "ProposeIsrShrink", "ProposeRecovered", "Restart", "CleanShutdown",
+                  "BeginControlledShutdown", "CompleteControlledShutdown",
                   "RecoveryReply"):
         return LaneTouch(b, sends_to=(CONTROLLER,))                # AlterPartition, registration, ...
     if action == "Unfence":

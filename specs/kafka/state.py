@@ -254,6 +254,13 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
                    Const("c_adding", 0, doc="no reassignment: every broker is a replica"),
                    Const("c_removing", 0, doc="no reassignment: every broker is a replica"),
                    Const("reassignments_used", 0, doc="no reassignment: every broker is a replica")]
+    # --controlled-shutdown-in-two-steps: the brokers the controller has in controlled shutdown
+    if consts.get("k_cs_two_steps"):
+        fields.append(Set("c_shutting_down", bs, doc="brokers in controlled shutdown (registered, unfenced or "
+                                                      "fenced, not electable, not eligible for the ISR)"))
+    else:
+        fields.append(Const("c_shutting_down", 0, doc="controlled shutdown is one step without "
+                                                      "--controlled-shutdown-in-two-steps"))
     # --controller-failovers: a state counter only when the fault exists, so the spaces without it
     # are the ones before it existed
     if consts.get("k_max_controller_failovers"):
