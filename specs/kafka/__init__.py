@@ -118,6 +118,8 @@ class KafkaReplication(Spec):
             "fewest_min_isr": min_isr,
             **({"c_replicas": replicas} if has_replica_sets(p) else {}),
             **({"c_part_min_isr": min_isr} if p.fix_min_isr_in_partition_state else {}),
+            # every replica but the leader b1 keeps its log config's min ISR
+            **({"f_cfg_min_isr": [0] + [min_isr] * (rf - 1) + [0] * (n - rf)} if p.new_leader_publish_window else {}),
             # Replica.resetReplicaState at b1's election: its ISR followers caught up just now
             **({"f_caught": [[0] + [1] * (rf - 1) + [0] * (n - rf)] + [[0] * n] * (n - 1)}
                if p.replay_known_changes else {}),
@@ -213,7 +215,7 @@ class KafkaReplication(Spec):
             raise UsageError("--symmetry needs --election any: Kafka elects the first acceptable replica in "
                              "assignment order, so permuting brokers is not a symmetry of the ordered model")
         per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
-                      "v_recovering", "eso", "v_cfg_next", "v_ahead")
+                      "v_recovering", "eso", "v_cfg_next", "v_ahead", "f_cfg_min_isr")
         subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
         if has_replica_sets(self.params):
             # the replica set is state, permuted like the ISR: a permutation maps the initial

@@ -26,6 +26,8 @@ def stop_broker(s, t, b, keep, state):
     t.v_epoch[b] = 0
     clear_leader_state(t, b)
     drop_pending(s, t, b)
+    if s.k_new_leader_window:
+        t.f_cfg_min_isr[b] = 0  # a restart loads the config anew
 
 
 @njit(cache=True)

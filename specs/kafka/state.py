@@ -214,6 +214,14 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         # one value, no bits (a Const cannot have a shape)
         fields.append(Int("v_cfg_next", 0, (n,), index_labels=bs,
                           doc="no config delta is ever pending: min ISR never changes, or no window"))
+    # --new-leader-publish-window: the min ISR of every non-leader's log config (a leader's is v_min_isr)
+    if consts.get("k_new_leader_window"):
+        fields.append(Int("f_cfg_min_isr", n, (n,), index_labels=bs,
+                          doc="non-leader: min ISR of its log config, from the last config delta it applied (0 offline)"))
+    else:
+        # one value, no bits (a Const cannot have a shape)
+        fields.append(Int("f_cfg_min_isr", 0, (n,), index_labels=bs,
+                          doc="followers' config not kept without --new-leader-publish-window"))
     # --fix-min-isr-in-partition-state: the min ISR carried by the partition record and by the
     # AlterPartition response
     if consts.get("k_fix_min_isr_in_partition"):
