@@ -112,3 +112,13 @@ def test_the_switch_needs_a_controlled_shutdown():
     with pytest.raises(UsageError) as err:
         KafkaReplication(KafkaParams(controlled_shutdown_in_two_steps=True)).check_params()
     assert "--clean-shutdowns 1" in str(err.value)
+
+
+def test_symmetry_permutes_the_brokers_in_controlled_shutdown():
+    """--symmetry (under --election any) permutes c_shutting_down with the brokers: the same
+    verdict over fewer states than the unreduced space."""
+    params = dict(ONE_CLEAN, controlled_shutdown_in_two_steps=True, election="any", protocol="kafka-4.x")
+    full = kraftcheck.check("kafka", **params)
+    reduced = kraftcheck.check("kafka", symmetry=True, **params)
+    assert full.status == reduced.status == "holds"
+    assert reduced.distinct_states < full.distinct_states
