@@ -82,9 +82,6 @@ OUT_OF_SCOPE = {
     (QCT, "testUnregisterBroker"): "broker unregistration",
     (QCT, "testUpgradeFromPreProductionVersion"): "metadata version upgrades",
     (RCMT, "testAlterPartitionHandleUnknownTopicIdOrName"): "unknown topics: the model has one partition",
-    (RCMT, "testAlterPartitionShouldRejectShuttingDownBrokers"): "a broker in controlled shutdown but still registered: "
-                                                                "the model's controlled shutdown is one step (issue 30 "
-                                                                "item 3)",
     (RCMT, "testBalancePartitionLeaders"): "leader balance over many partitions",
     (RCMT, "testCancelReassignPartitions"):
         "reassignment over several partitions and the admin API's errors (not expressed yet)",
@@ -112,8 +109,6 @@ OUT_OF_SCOPE = {
     (RCMT, "testInvalidCreateTopicsWithValidateOnlyFlag"): "topic creation",
     (RCMT, "testKRaftClusterDescriber"): "cluster description",
     (RCMT, "testManualPartitionAssignmentOnAllFencedBrokers"): "partition assignment",
-    (RCMT, "testProcessBrokerHeartbeatInControlledShutdown"): "controlled shutdown in Kafka's two steps (issue 30 "
-                                                              "item 3)",
     (RCMT, "testProcessExpiredBrokerHeartbeat"): "heartbeat timing and broker registration state (the model's "
                                                  "Fence is its outcome)",
     (RCMT, "testReassignPartitions"):
@@ -745,6 +740,45 @@ def test_unclean_shutdown_broker():
     s = p.step(s, "Unfence", to_be_leader)
     change = p.outcome(s, s)
     assert (change.isr, change.elr, change.last_known_elr, change.leader) == ([to_be_leader], [], [], to_be_leader)
+
+
+# -- controlled shutdown in two steps (issue 30 item 3; docs/model.md section 2d) ----------------
+
+def shutting_down(p, flat, kafka_ids):
+    """``flat`` with brokers ``kafka_ids`` in controlled shutdown (their registration says so)."""
+    values = p.model.layout.values(flat)
+    values["c_shutting_down"] = p.mask(kafka_ids)
+    return p.model.layout.flat_from_values(values)
+
+
+@pytest.mark.parametrize("version_reverts", ["INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"])
+def test_alter_partition_should_reject_shutting_down_brokers(version_reverts):
+    """ReplicationControlManagerTest.testAlterPartitionShouldRejectShuttingDownBrokers (replicas
+    [1,2,3,4], ISR [1,2,3,4], leader 1): broker 3 is in controlled shutdown (its registration
+    only: ``inControlledShutdownBrokers`` writes no partition change); leader 1's request for
+    [1,2,3,4] at the current epochs is rejected (INELIGIBLE_REPLICA from version 2,
+    OPERATION_NOT_ATTEMPTED before: both make the leader revert) and nothing is written."""
+    p = Partition("kafka-4.0", (1, 2, 3, 4), 2, clean_shutdowns=1, controlled_shutdown_in_two_steps=True)
+    request = shutting_down(p, p.state(isr=(1, 2, 3, 4), leader=1, request=dict(sender=1, isr=(1, 2, 3, 4))), (3,))
+    answer = p.outcome(request, p.step(request, "HandleAlterPartition"))
+    assert answer.alter_partition == "rejected"
+    assert (answer.isr, answer.leader, answer.record_written) == ([1, 2, 3, 4], 1, False)
+
+
+def test_process_broker_heartbeat_in_controlled_shutdown():
+    """ReplicationControlManagerTest.testProcessBrokerHeartbeatInControlledShutdown (3.3-IV3, the
+    first version with the in-controlled-shutdown registration state; 3.3-IV2, before it, is
+    below every preset): broker 0 leads [0,1,2] and heartbeats with wantShutDown; the controller
+    writes the registration change (in controlled shutdown) and a partition change with ISR [1,2]
+    and leader 1. Broker 0 keeps running, is not unfenced nor electable, and is not fenced yet."""
+    p = Partition("kafka-4.0", (0, 1, 2), 2, clean_shutdowns=1, controlled_shutdown_in_two_steps=True)
+    s = p.state(isr=(0, 1, 2), leader=0)
+    after = p.step(s, "BeginControlledShutdown", 0)
+    change = p.outcome(s, after)
+    assert (change.isr, change.leader, change.record_written) == ([1, 2], 1, True)
+    values = p.model.layout.values(after)
+    assert values["c_shutting_down"] == p.mask((0,)) and values["c_fenced"] == 0
+    assert values["b_state"][p.index(0)] == 0  # running
 
 
 # the three Kafka test classes at KAFKA_COMMIT hold 30, 49 and 25 test methods

@@ -55,6 +55,13 @@ class KafkaReplication(Spec):
         # replica's deletion): 466 states
         {"brokers": 2, "replication_factor": 1, "min_isr": 1, "reassignments": 1, "protocol": "kafka-4.x",
          "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
+        # issue 30 item 3: a lost AlterPartition response (240 states, the kip-966 revert), a
+        # controlled shutdown in two steps (1,173), a new leader's publish window (99)
+        {"brokers": 2, "min_isr": 1, "controller_failovers": 1, "lossy_shutdowns": 0, "fences": 0,
+         "min_isr_changes": 0},
+        {"brokers": 2, "clean_shutdowns": 1, "controlled_shutdown_in_two_steps": True, "lossy_shutdowns": 0,
+         "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
+        {"brokers": 2, "min_isr": 1, "new_leader_publish_window": True, "lossy_shutdowns": 0, "isr_shrinks": 0},
     )
 
     # --symmetry conformance: a min ISR change, the delayed fetch response's broker fields, and the
@@ -118,6 +125,8 @@ class KafkaReplication(Spec):
             "fewest_min_isr": min_isr,
             **({"c_replicas": replicas} if has_replica_sets(p) else {}),
             **({"c_part_min_isr": min_isr} if p.fix_min_isr_in_partition_state else {}),
+            # every replica but the leader b1 keeps its log config's min ISR
+            **({"f_cfg_min_isr": [0] + [min_isr] * (rf - 1) + [0] * (n - rf)} if p.new_leader_publish_window else {}),
             # Replica.resetReplicaState at b1's election: its ISR followers caught up just now
             **({"f_caught": [[0] + [1] * (rf - 1) + [0] * (n - rf)] + [[0] * n] * (n - 1)}
                if p.replay_known_changes else {}),
@@ -165,6 +174,11 @@ class KafkaReplication(Spec):
             acts.append(Action("LosslessShutdown", faults.lossless_shutdown, (b,), faults.lossless_shutdown.__doc__))
         if p.clean_shutdowns:
             acts.append(electing("CleanShutdown", faults.clean_shutdown, faults.clean_shutdown_electing, (b,)))
+        if p.controlled_shutdown_in_two_steps:
+            acts.append(electing("BeginControlledShutdown", faults.begin_controlled_shutdown,
+                                 faults.begin_controlled_shutdown_electing, (b,)))
+            acts.append(electing("CompleteControlledShutdown", faults.complete_controlled_shutdown,
+                                 faults.complete_controlled_shutdown_electing, (b,)))
         if p.min_isr_changes:
             value = Param("value", self.n, tuple(str(v + 1) for v in range(self.n)))
             acts.append(Action("ChangeMinIsr", controller.change_min_isr, (value,), controller.change_min_isr.__doc__))
@@ -176,6 +190,9 @@ class KafkaReplication(Spec):
             acts.append(electing("Reassign", controller.reassign, controller.reassign_electing, (target,)))
             acts.append(electing("CancelReassignment", controller.cancel_reassignment,
                                  controller.cancel_reassignment_electing, ()))
+        if p.controller_failovers:
+            acts.append(electing("HandleAlterPartitionThenFailOver", controller.handle_alter_partition_then_fail_over,
+                                 controller.handle_alter_partition_then_fail_over_electing, ()))
         if p.replay_known_changes:
             acts.append(Action("LagTimeout", broker.lag_timeout, (b, f), broker.lag_timeout.__doc__))
         if p.accept_stale_fetch_responses:
@@ -205,12 +222,14 @@ class KafkaReplication(Spec):
             raise UsageError("--symmetry needs --election any: Kafka elects the first acceptable replica in "
                              "assignment order, so permuting brokers is not a symmetry of the ordered model")
         per_broker = ("rep_epoch", "rep_leo", "b_state", "log", "hwm", "v_epoch", "v_min_isr", "v_pe_ok",
-                      "v_recovering", "eso", "v_cfg_next", "v_ahead")
+                      "v_recovering", "eso", "v_cfg_next", "v_ahead", "f_cfg_min_isr")
         subsets = ("c_isr", "c_elr", "c_lkelr", "c_fenced", "rec_replied", "ap_isr", "ap_stale", "isr_stale")
         if has_replica_sets(self.params):
             # the replica set is state, permuted like the ISR: a permutation maps the initial
             # replica set b1..bR to another, and reassignment targets are any R brokers
             subsets += ("c_replicas", "c_adding", "c_removing")
+        if self.params.controlled_shutdown_in_two_steps:
+            subsets += ("c_shutting_down",)
         return Symmetry(self.broker_names(), (
             *(Permuted(name, axes=(0,)) for name in per_broker),
             *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age", "f_caught")),

@@ -149,14 +149,18 @@ def load_view(s, t, b):
         drop_pending(s, t, b)
         return True
     if not lead:
-        if s.v_leader[b] == s.c_leader and same_epoch and not was_leading:
+        if s.v_leader[b] == s.c_leader and same_epoch and not was_leading and (
+                not s.k_new_leader_window or s.f_cfg_min_isr[b] == min_isr):
             return False
         t.v_leader[b] = s.c_leader
         t.v_epoch[b] = s.c_epoch
         clear_leader_state(t, b)
         drop_pending(s, t, b)
+        if s.k_new_leader_window:
+            t.f_cfg_min_isr[b] = min_isr  # a follower's window changes nothing it does: the publish is one step
         return True
     window = False
+    old_min_isr = 0
     makes_leader = True  # Partition.makeLeader runs: a new leadership, or a topic delta for it
     if was_leading and same_epoch:
         topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != recovering_in_view(s)
@@ -171,8 +175,15 @@ def load_view(s, t, b):
         if not s.v_pe_ok[b] or replays:
             drop_pending(s, t, b)
         window = topic_changed and s.v_min_isr[b] != min_isr and has_publish_window(s)
+        old_min_isr = s.v_min_isr[b]
         makes_leader = topic_changed  # a config or broker-epoch change alone does not reach makeLeader
     else:
+        if s.k_new_leader_window and has_publish_window(s):
+            # makeLeader runs in the topic delta, with the min ISR of the log config from before this
+            # publish: a follower's config, or the leader's own from its older leader epoch
+            old_min_isr = s.v_min_isr[b] if was_leading else s.f_cfg_min_isr[b]
+            window = old_min_isr != min_isr and old_min_isr != 0
+            t.f_cfg_min_isr[b] = 0
         clear_leader_state(t, b)
         if was_leading and s.k_keep_follower_state:
             # b stays leader across a leader-epoch bump: Replica.resetReplicaState with
@@ -194,7 +205,7 @@ def load_view(s, t, b):
     t.v_epoch[b] = s.c_epoch
     t.v_isr[b] = s.c_isr
     if window:
-        t.v_min_isr[b] = s.v_min_isr[b]
+        t.v_min_isr[b] = old_min_isr
         t.v_cfg_next[b] = min_isr
     else:
         t.v_min_isr[b] = min_isr

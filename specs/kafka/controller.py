@@ -99,6 +99,12 @@ def unfenced(t, b):
 
 
 @njit(cache=True)
+def active(t, b):
+    """Neither fenced nor in controlled shutdown (``ClusterControlManager.isActive``)."""
+    return not ((t.c_fenced | t.c_shutting_down) >> b & 1)
+
+
+@njit(cache=True)
 def clear_recovery(t):
     t.rec_replied = 0
     for b in range(len(t.log)):
@@ -148,7 +154,9 @@ def election_among(p, isr, elr, fenced, replicas):
     KIP-966's unclean recovery is not a fallback here: it runs as its own actions (recovery.py).
     """
     n = len(p.log)
-    up = ~fenced & ((1 << n) - 1)
+    # an acceptable leader is active: neither fenced nor in controlled shutdown
+    # (ClusterControlManager.isActive)
+    up = ~(fenced | p.c_shutting_down) & ((1 << n) - 1)
     # the ISR holds replicas only; the ELR may not (Kafka's cancellation), and Kafka looks for a
     # leader among the replicas ``replicas`` (targetReplicas.stream().filter(isValidNewLeader))
     cur = p.c_leader
@@ -339,6 +347,8 @@ def unfence_electing(s, t, b, leader):
     """``unfence``, electing ``leader`` (--election any)."""
     if s.b_state[b] != RUNNING or unfenced(s, b):
         return False
+    if s.c_shutting_down >> b & 1:
+        return False  # a fenced broker that wants to shut down is let go, never unfenced (calculateNextBrokerState)
     fenced = s.c_fenced & ~(1 << b)
     if not may_elect(s, s.c_isr, s.c_elr, fenced, leader):
         return False
@@ -397,11 +407,29 @@ def alter_partition_error(s):
         return stays  # INVALID_REQUEST: the ISR must include the leader
     if s.c_recovering and not request_recovered(s) and popcount(s.ap_isr) > 1:
         return stays  # INVALID_REQUEST: RECOVERING with more than one ISR member
-    if s.ap_isr & s.c_fenced:
-        return REVERTS  # INELIGIBLE_REPLICA
+    if s.ap_isr & (s.c_fenced | s.c_shutting_down):
+        return REVERTS  # INELIGIBLE_REPLICA: "fenced", "shutting down" (ineligibleReplicasForIsr)
     if s.k_epoch_check and s.ap_isr & s.ap_stale:
         return REVERTS  # INELIGIBLE_REPLICA (KIP-903)
     return ACCEPTED
+
+
+@njit(cache=True)
+def commit_alter_partition(s, t, leader):
+    """The controller's partition change for the accepted request in flight: the proposed ISR
+    with the ELR rule, RECOVERED if the request says so, the election (``leader``: see
+    ``elect``), the partition record. False (``t`` untouched) if ``leader`` is not the election's
+    choice."""
+    isr, elr = isr_elr_after(s, s.ap_isr, 0)
+    if not may_elect(s, isr, elr, s.c_fenced, leader):
+        return False
+    update_isr(t, s.ap_isr, 0)
+    if request_recovered(s):
+        t.c_recovering = 0
+    t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
+    elect(t, leader)
+    finish_partition_change(s, t)
+    return True
 
 
 @njit(cache=True)
@@ -418,15 +446,8 @@ def handle_alter_partition_electing(s, t, leader):
         t.ap_epoch = 0  # a response carries no epoch the sender checks (ap_live decides)
         normalize_epochs(t)
         return True
-    isr, elr = isr_elr_after(s, s.ap_isr, 0)
-    if not may_elect(s, isr, elr, s.c_fenced, leader):
+    if not commit_alter_partition(s, t, leader):
         return False
-    update_isr(t, s.ap_isr, 0)
-    if request_recovered(s):
-        t.c_recovering = 0
-    t.isr_stale = (s.isr_stale | (s.ap_isr & s.ap_stale)) & t.c_isr
-    elect(t, leader)
-    finish_partition_change(s, t)
     t.ap_state = AP_ACCEPTED
     if s.k_pending_until_metadata and t.c_epoch != s.c_epoch:
         # the response carries a leader epoch newer than the sender's (an ISR shrink bumped it,
@@ -442,6 +463,37 @@ def handle_alter_partition_electing(s, t, leader):
     t.ap_pe_ok = 1  # the response carries the partition epoch just written
     if s.k_fix_min_isr_in_partition:
         t.ap_min_isr = s.c_min_isr
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def handle_alter_partition_then_fail_over(s, t):
+    """The controller commits the AlterPartition in flight and fails over before its response
+    reaches the leader (or the connection drops): the leader's channel retries the same request,
+    with the leader, partition and broker epochs it was built with, against the new controller
+    (``NodeToControllerRequestThread.handleResponse``: a disconnect puts the item back first in
+    the queue; ``AlterPartitionManager`` sends with ``retryTimeoutMs = Long.MaxValue``). The new
+    controller has replayed the committed change (a KRaft leader's listener fires only once it has
+    read up to the epoch start offset), so the retry meets a partition epoch that moved past it
+    and ``validateAlterPartitionData`` answers INVALID_UPDATE_VERSION (or FENCED_LEADER_EPOCH if
+    the leader epoch moved too): ``handle_alter_partition`` handles the retry. Only a request the
+    controller accepts; a rejected one retried is the same request handled again. Fault, bounded
+    by --controller-failovers."""
+    return handle_alter_partition_then_fail_over_electing(s, t, -1)
+
+
+@njit(cache=True)
+def handle_alter_partition_then_fail_over_electing(s, t, leader):
+    """``handle_alter_partition_then_fail_over``, electing ``leader`` (--election any)."""
+    if s.controller_failovers_used >= s.k_max_controller_failovers or s.ap_state != AP_REQUEST:
+        return False
+    if alter_partition_error(s) != ACCEPTED or not commit_alter_partition(s, t, leader):
+        return False
+    t.controller_failovers_used = s.controller_failovers_used + 1
+    # the retry is the request as sent (ap_* unchanged): its leader epoch, its ISR with the broker
+    # epochs of its members, and its partition epoch, which the committed change made stale if it
+    # wrote a record (write_partition_record cleared ap_pe_ok)
     normalize_epochs(t)
     return True
 
@@ -499,7 +551,7 @@ def preferred_election(s, t):
     pref = 0
     while not first >> pref & 1:
         pref += 1
-    if s.c_leader == pref or not (s.c_isr >> pref & 1) or not unfenced(s, pref):
+    if s.c_leader == pref or not (s.c_isr >> pref & 1) or not active(s, pref):
         return False
     t.preferred_elections_used = s.preferred_elections_used + 1
     set_leader(t, pref)

@@ -26,6 +26,8 @@ def stop_broker(s, t, b, keep, state):
     t.v_epoch[b] = 0
     clear_leader_state(t, b)
     drop_pending(s, t, b)
+    if s.k_new_leader_window:
+        t.f_cfg_min_isr[b] = 0  # a restart loads the config anew
 
 
 @njit(cache=True)
@@ -70,10 +72,74 @@ def clean_shutdown_electing(s, t, b, leader):
         return False
     if s.c_fenced >> b & 1:
         return False
+    if s.k_cs_two_steps and (s.c_leader == b or s.c_shutting_down >> b & 1):
+        # Kafka lets an unfenced broker go at once only when it leads nothing
+        # (BrokerHeartbeatManager.calculateNextBrokerState: SHUTDOWN_NOW); a leader takes the two
+        # steps below, and one in controlled shutdown finishes with complete_controlled_shutdown
+        return False
     if not may_elect_after_removal(s, b, 0, s.c_fenced | (1 << b), leader):
         return False
     t.clean_shutdowns_used = s.clean_shutdowns_used + 1
     t.c_fenced = s.c_fenced | (1 << b)
+    remove_from_isr(t, b, 0, leader)
+    finish_partition_change(s, t)
+    stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_CLEAN)
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def begin_controlled_shutdown(s, t, b):
+    """(--controlled-shutdown-in-two-steps) Leader ``b`` heartbeats with wantShutDown; since it
+    leads a partition the controller moves it to CONTROLLED_SHUTDOWN
+    (``BrokerHeartbeatManager.calculateNextBrokerState``) and ``ReplicationControlManager.
+    handleBrokerInControlledShutdown`` writes the registration change (in controlled shutdown) and
+    a partition change without ``b`` in the ISR (a clean replica may join the ELR) with a new
+    leader that is not ``b`` (``generateLeaderAndIsrUpdates``). ``b`` keeps running; it is not
+    active (``ClusterControlManager.isActive``): not electable, and an AlterPartition naming it is
+    INELIGIBLE_REPLICA. Bounded by --clean-shutdowns (which counts controlled shutdowns begun)."""
+    return begin_controlled_shutdown_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def begin_controlled_shutdown_electing(s, t, b, leader):
+    """``begin_controlled_shutdown``, electing ``leader`` (--election any)."""
+    bit = 1 << b
+    if not s.k_cs_two_steps or s.clean_shutdowns_used >= s.k_max_clean_shutdowns or s.b_state[b] != RUNNING:
+        return False
+    if s.c_leader != b or (s.c_fenced | s.c_shutting_down) & bit:
+        return False
+    if not may_elect_after_removal(s, b, 0, s.c_fenced | bit, leader):
+        return False
+    t.clean_shutdowns_used = s.clean_shutdowns_used + 1
+    t.c_shutting_down = s.c_shutting_down | bit
+    remove_from_isr(t, b, 0, leader)
+    finish_partition_change(s, t)
+    normalize_epochs(t)
+    return True
+
+
+@njit(cache=True)
+def complete_controlled_shutdown(s, t, b):
+    """(--controlled-shutdown-in-two-steps) ``b``, in controlled shutdown and leading nothing, is
+    let go (SHUTDOWN_NOW): the controller fences it (``handleBrokerFenced``, unless a session
+    timeout fenced it already, after which a heartbeat asking to shut down gets SHUTDOWN_NOW at
+    once), and ``b`` flushes its log, writes the clean-shutdown file and stops. Kafka also waits
+    until every active broker's metadata has reached the controlled-shutdown record
+    (``lowestActiveOffset``); the model does not wait (docs/model.md section 2d)."""
+    return complete_controlled_shutdown_electing(s, t, b, -1)
+
+
+@njit(cache=True)
+def complete_controlled_shutdown_electing(s, t, b, leader):
+    """``complete_controlled_shutdown``, electing ``leader`` (--election any)."""
+    bit = 1 << b
+    if s.b_state[b] != RUNNING or not s.c_shutting_down & bit:
+        return False
+    if not may_elect_after_removal(s, b, 0, s.c_fenced | bit, leader):
+        return False
+    t.c_shutting_down = s.c_shutting_down & ~bit
+    t.c_fenced = s.c_fenced | bit
     remove_from_isr(t, b, 0, leader)
     finish_partition_change(s, t)
     stop_broker(s, t, b, popcount(s.log[b]), OFFLINE_CLEAN)
@@ -113,6 +179,7 @@ def restart_electing(s, t, b, leader):
     if s.ap_state == AP_REQUEST and s.ap_isr & bit:
         t.ap_stale = s.ap_stale | bit
     t.c_fenced = s.c_fenced | bit
+    t.c_shutting_down = s.c_shutting_down & ~bit  # a new registration is not in controlled shutdown
     t.rec_replied = s.rec_replied & ~bit
     t.rep_epoch[b] = 0
     t.rep_leo[b] = 0

@@ -70,6 +70,16 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    new_leader_publish_window: bool = param(
+        False, "a broker made leader by a metadata publish that also changes min ISR runs makeLeader (and advances "
+        "the HWM) with the min ISR its log config had before, until the publish's config delta (every broker "
+        "keeps its config's min ISR; needs --min-isr-changes)")
+    controlled_shutdown_in_two_steps: bool = param(
+        False, "a controlled shutdown of the leader takes Kafka's two steps: in controlled shutdown (out of the ISR, "
+        "leadership moved, not electable, still running), then fenced and stopped (needs --clean-shutdowns)")
+    controller_failovers: int = param(
+        0, "controller failovers that lose the response of an AlterPartition the controller committed; "
+        "the leader retries it against the new controller with the epochs it sent (bound)", minimum=0, maximum=2)
     replication_factor: Optional[int] = param(
         None, "replicas of the partition, brokers b1..bR at start (default: every broker)", minimum=1, maximum=5)
     reassignments: int = param(0, "partition reassignments an operator starts, each to any other replica set of "
@@ -126,6 +136,16 @@ def check(p: KafkaParams) -> None:
                          f"(drop the switch, or use --protocol kip-966)")
     if p.no_reassignment_min_isr and not p.reassignments:
         raise UsageError("--no-reassignment-min-isr changes how a reassignment completes; add --reassignments 1")
+    if p.new_leader_publish_window:
+        if not p.min_isr_changes:
+            raise UsageError("--new-leader-publish-window needs min ISR to change; add --min-isr-changes 1")
+        if p.fix_config_before_topic or p.fix_min_isr_in_partition_state:
+            raise UsageError("--new-leader-publish-window is the window between a publish's topic and config "
+                             "deltas, which --fix-config-before-topic and --fix-min-isr-in-partition-state remove; "
+                             "drop one of them")
+    if p.controlled_shutdown_in_two_steps and not p.clean_shutdowns:
+        raise UsageError("--controlled-shutdown-in-two-steps changes how a controlled shutdown runs; "
+                         "add --clean-shutdowns 1")
     if p.no_strict_min_isr and p.hwm_from_maximal_isr:
         raise UsageError("--no-strict-min-isr and --hwm-from-maximal-isr are two different HWM rules; pick one")
 
@@ -202,6 +222,12 @@ def switches(p: KafkaParams) -> dict[str, int]:
     # be completed if the ISR size is larger or equal to min ISR" (also when cancelled), and "upon
     # completion, the ELR only contains replicas in the final replica set"; Kafka's code has
     # neither (PartitionReassignmentReplicas.maybeCompleteReassignment, PartitionReassignmentRevert)
+    # a lost AlterPartition response (docs/model.md section 2c); a state counter only when > 0
+    out["k_max_controller_failovers"] = p.controller_failovers
+    # the publish window of a broker made leader (docs/model.md section 2e)
+    out["k_new_leader_window"] = int(p.new_leader_publish_window)
+    # controlled shutdown in two steps (docs/model.md section 2d)
+    out["k_cs_two_steps"] = int(p.controlled_shutdown_in_two_steps)
     out["k_rf"] = replication_factor(p)
     out["k_max_reassignments"] = p.reassignments
     out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)

@@ -44,11 +44,12 @@ def action_lanes(action: str, params: dict[str, Any]) -> Optional[LaneTouch]:
     if action in ("Produce", "AdvanceHighWatermark", "LossyShutdown", "LosslessShutdown", "LagTimeout"):
         return LaneTouch(b)
     if action in ("ProposeIsrExpand", "ProposeIsrShrink", "ProposeRecovered", "Restart", "CleanShutdown",
+                  "BeginControlledShutdown", "CompleteControlledShutdown",
                   "RecoveryReply"):
         return LaneTouch(b, sends_to=(CONTROLLER,))                # AlterPartition, registration, ...
     if action == "Unfence":
         return LaneTouch(CONTROLLER, receives_from=(b,))           # b's heartbeat
-    if action in ("Fence", "SessionTimeout", "HandleAlterPartition", "ChangeMinIsr", "RecoveryElect",
+    if action in ("Fence", "SessionTimeout", "HandleAlterPartition", "HandleAlterPartitionThenFailOver", "ChangeMinIsr", "RecoveryElect",
                   "PreferredElection", "Reassign", "CancelReassignment"):
         return LaneTouch(CONTROLLER)
     # Fetch, DelayFetchResponse, ReceiveFetchResponse, ReceiveAlterPartitionResponse: the peer is

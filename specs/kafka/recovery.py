@@ -69,7 +69,7 @@ def recovery_elect_electing(s, t, leader):
     """``recovery_elect``, electing ``leader`` among equally good repliers (--election any)."""
     if not recovery_in_progress(s):
         return False
-    candidates = s.rec_replied & ~s.c_fenced & s.c_replicas
+    candidates = s.rec_replied & ~(s.c_fenced | s.c_shutting_down) & s.c_replicas
     if candidates == 0:
         return False
     if s.k_recovery != RECOVERY_AGGRESSIVE:

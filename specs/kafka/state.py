@@ -214,6 +214,14 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         # one value, no bits (a Const cannot have a shape)
         fields.append(Int("v_cfg_next", 0, (n,), index_labels=bs,
                           doc="no config delta is ever pending: min ISR never changes, or no window"))
+    # --new-leader-publish-window: the min ISR of every non-leader's log config (a leader's is v_min_isr)
+    if consts.get("k_new_leader_window"):
+        fields.append(Int("f_cfg_min_isr", n, (n,), index_labels=bs,
+                          doc="non-leader: min ISR of its log config, from the last config delta it applied (0 offline)"))
+    else:
+        # one value, no bits (a Const cannot have a shape)
+        fields.append(Int("f_cfg_min_isr", 0, (n,), index_labels=bs,
+                          doc="followers' config not kept without --new-leader-publish-window"))
     # --fix-min-isr-in-partition-state: the min ISR carried by the partition record and by the
     # AlterPartition response
     if consts.get("k_fix_min_isr_in_partition"):
@@ -254,6 +262,21 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
                    Const("c_adding", 0, doc="no reassignment: every broker is a replica"),
                    Const("c_removing", 0, doc="no reassignment: every broker is a replica"),
                    Const("reassignments_used", 0, doc="no reassignment: every broker is a replica")]
+    # --controlled-shutdown-in-two-steps: the brokers the controller has in controlled shutdown
+    if consts.get("k_cs_two_steps"):
+        fields.append(Set("c_shutting_down", bs, doc="brokers in controlled shutdown (registered, unfenced or "
+                                                      "fenced, not electable, not eligible for the ISR)"))
+    else:
+        fields.append(Const("c_shutting_down", 0, doc="controlled shutdown is one step without "
+                                                      "--controlled-shutdown-in-two-steps"))
+    # --controller-failovers: a state counter only when the fault exists, so the spaces without it
+    # are the ones before it existed
+    if consts.get("k_max_controller_failovers"):
+        fields.append(Int("controller_failovers_used", consts["k_max_controller_failovers"],
+                          doc="controller failovers that lost an AlterPartition response (bounded by "
+                              "--controller-failovers)"))
+    else:
+        fields.append(Const("controller_failovers_used", 0, doc="no controller failover without --controller-failovers"))
     for name, bound in bounds.items():
         fields.append(Int(f"{name}_used", bound, doc=f"{name} so far (bounded by --{name.replace('_', '-')})"))
     return fields
