@@ -32,6 +32,7 @@ from kraftcheck.checker import __version__
 _API = {
     # run a check
     "check": "kraftcheck.api:check",
+    "simulate": "kraftcheck.api:simulate",
     "Result": "kraftcheck.checker.explore.result:Result",
     "Violation": "kraftcheck.checker.explore.result:Violation",
     "spec_class": "kraftcheck.specs:spec_class",

@@ -84,6 +84,7 @@ class SimulationFigures:
     length_max: int = 0
     length_sum: int = 0
     taken: Any = None  # per action (an int64 array): steps of the behaviours that took it
+    found_after_s: dict[str, float] = field(default_factory=dict)  # check -> seconds to its first violation
 
     def as_dict(self, model: Model) -> dict[str, Any]:
         mean = self.length_sum / self.behaviours if self.behaviours else 0.0
@@ -91,7 +92,8 @@ class SimulationFigures:
                 "behaviours": self.behaviours, "states": self.states,
                 "behaviour_length": {"min": self.length_min, "mean": round(mean, 2), "max": self.length_max},
                 "ends": dict(self.ends),
-                "actions_taken": {a.name: int(n) for a, n in zip(model.actions, self.taken)}}
+                "actions_taken": {a.name: int(n) for a, n in zip(model.actions, self.taken)},
+                "found_after_s": {k: round(v, 4) for k, v in self.found_after_s.items()}}
 
 
 def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
@@ -287,6 +289,7 @@ class _SimulationRun:
 
     def _record(self, name: str, kind: str, i: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
         b = int(self.behaviour[i])
+        self.figures.found_after_s.setdefault(name, self.clock.elapsed)
         old = self.found.get(name)
         if old is not None and old[0] <= b:
             return
