@@ -8,7 +8,7 @@ check's first violation was found; the depth probe before it is not counted, it 
 under a second compiled). A check not found within T counts as "> T" and the median is taken
 over the seeds with ">" where more than half are missing. Seeds and modes alternate.
 
-    .venv/bin/python bench/simulation.py [--seeds 3] [--time-limit 30] [--brokers 3 4 5]
+    .venv/bin/python bench/simulation.py [--seeds 3] [--time-limit 30] [--brokers 3 4 5] [--extra '--election any']
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--brokers", type=int, nargs="+", default=[3, 4, 5])
+    ap.add_argument("--extra", default="", help="more options for every check, e.g. '--election any'")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as cwd:
         for brokers in a.brokers:
-            base = ["--brokers", str(brokers), "--min-isr", str(SETTINGS[brokers])]
+            base = ["--brokers", str(brokers), "--min-isr", str(SETTINGS[brokers]), *a.extra.split()]
             run(base + ["--compile", "now", "--max-states", "1"], cwd)  # compiled before timing
             times: dict[str, dict[str, list]] = {"uniform": {}, "swarm": {}}
             stats: dict[str, list] = {"uniform": [], "swarm": []}
@@ -66,7 +67,7 @@ def main() -> None:
                     stats[mode].append((sim["behaviours"], sim["states"], r["states_generated"], r["elapsed_s"]))
                     for check in checks:
                         times[mode].setdefault(check, []).append(sim["found_after_s"].get(check))
-            print(f"\n## {brokers} brokers, min ISR {SETTINGS[brokers]}, default bounds "
+            print(f"\n## {brokers} brokers, min ISR {SETTINGS[brokers]}, default bounds {a.extra} "
                   f"({a.seeds} seeds, --time-limit {a.time_limit:g})\n")
             for mode in ("uniform", "swarm"):
                 b, s, g, e = (sum(x[k] for x in stats[mode]) for k in range(4))
