@@ -249,8 +249,8 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "whatever the thread count.  [default: a random seed, printed and in the report]")
 @click.option("--depth", type=int, callback=_positive, metavar="N",
               help="--simulate: states per behaviour at most (the initial state counted).  [default: twice the "
-                   "diameter if a 50,000-state breadth-first probe exhausts the model, else 4 x the levels it "
-                   "reached]")
+                   "number of levels if a 50,000-state breadth-first probe exhausts the model, else 4 x the levels "
+                   "it reached; at least 10]")
 @click.option("--max-behaviours", type=int, callback=_positive, metavar="N",
               help="--simulate: stop after N behaviours.")
 @click.option("--swarm", is_flag=True,
