@@ -127,6 +127,8 @@ class Layout:
         for f in self.fields:
             if len(f.shape) > 1:
                 setattr(state, f.name, AxesList.nested(getattr(state, f.name)))
+            elif f.shape:
+                setattr(state, f.name, Vector(getattr(state, f.name)))
         return state
 
     def from_object(self, obj: types.SimpleNamespace) -> tuple[int, ...]:
@@ -203,6 +205,18 @@ def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
     return True
 
 
+class Vector(list):
+    """A one-axis array field as a plain list that also has numpy's ``shape``, so that an action
+    reading ``s.c.shape[0]`` runs interpreted as it does compiled. Indexing stays list's own
+    (no Python-level ``__getitem__``, which would slow the interpreted tier)."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (len(self),)
+
+
 class AxesList(list):
     """Nested lists of an array field of several axes that also take numpy's ``a[i, j]``, read and
     written, beside ``a[i][j]``: the interpreted tier runs the same action code as the compiled
@@ -260,7 +274,7 @@ def state_copier(layout: Layout) -> Callable[[Any], Any]:
         for name in scalars:
             d[name] = src[name]
         for name in vectors:
-            d[name] = src[name][:]
+            d[name] = Vector(src[name])
         for name in deeper:
             d[name] = deep(src[name])
         return out

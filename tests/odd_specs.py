@@ -124,7 +124,8 @@ def heat(s, t, i):
 
 @njit(cache=True)
 def lowest_is_a_bound(s):
-    for i in range(len(s.temp)):
+    # numpy's shape of a one-axis field: the interpreted tier's lists had none (issue 31 item 6)
+    for i in range(s.temp.shape[0]):
         if s.temp[i] < s.lowest:
             return False
     return s.lowest <= 0
