@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, uint64
 
 from kraftcheck.checker.kernels.hashing import mix64
+from kraftcheck.checker.kernels.rows import same_row
 
 # what a random number is for (the "purpose" hashed with the seed, behaviour and step)
 PICK_SUCCESSOR = 1
@@ -51,47 +52,43 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
     walker (``action_on[i, label_action[label]]``: swarm runs switch some off). The pick is
     ``random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR)``.
     """
-    nw = words.shape[1]
     with_props = props.shape[0] > 1
     for i in range(nwalkers):
         count = 0
         moved[i] = 0
         for r in range(i * stride, i * stride + stride):
-            lab = labels[r]
-            if lab == no_label:
-                continue
-            same = True
-            for w in range(nw):
-                if words[r, w] != sources[i, w]:
-                    same = False
-                    break
-            if same:
-                continue
-            moved[i] = 1
-            if with_props and props[r] & blocked:
-                continue
-            if action_on[i, label_action[lab]] == 0:
-                continue
-            count += 1
+            kind = row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r)
+            if kind != NOT_A_MOVE:
+                moved[i] = 1
+            if kind == CANDIDATE:
+                count += 1
         if count == 0:
             chosen[i] = -1
             continue
         k = below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), count)
         for r in range(i * stride, i * stride + stride):
-            lab = labels[r]
-            if lab == no_label:
-                continue
-            same = True
-            for w in range(nw):
-                if words[r, w] != sources[i, w]:
-                    same = False
+            if row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i,
+                        r) == CANDIDATE:
+                if k == 0:
+                    chosen[i] = r
                     break
-            if same or (with_props and props[r] & blocked) or action_on[i, label_action[lab]] == 0:
-                continue
-            if k == 0:
-                chosen[i] = r
-                break
-            k -= 1
+                k -= 1
+
+
+# what row_kind says of a candidate row
+NOT_A_MOVE, NOT_TAKEN, CANDIDATE = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r):
+    """Row r of walker i: NOT_A_MOVE (no successor, or the walker's own state), NOT_TAKEN (a move
+    outside the action constraints or the walker's actions), or CANDIDATE."""
+    lab = labels[r]
+    if lab == no_label or same_row(words, r, sources, i):
+        return NOT_A_MOVE
+    if (with_props and props[r] & blocked) or action_on[i, label_action[lab]] == 0:
+        return NOT_TAKEN
+    return CANDIDATE
 
 
 @njit(cache=True)
