@@ -32,7 +32,7 @@ REGISTRY: dict[str, str] = {
     "two_phase_eager_commit": "kraftcheck.specs.two_phase_eager_commit:TwoPhaseEagerCommit",
     "die_hard": "kraftcheck.specs.die_hard:DieHard",
     "mutex": "kraftcheck.specs.mutex:Mutex",
-    "kafka": "kraftcheck.specs.kafka:KafkaReplication",
+    "kafka": "kraftcheck.specs.kafka.spec:KafkaReplication",
 }
 
 DEFAULT_SPEC = "kafka"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from kraftcheck import traces
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 F4A_PATH = ["Produce(b=b1, acks=1)", "ProposeIsrShrink(b=b1, out=b2+b3)", "HandleAlterPartition",
             "LossyShutdown(b=b1, keep=0)", "ChangeMinIsr(value=1)", "SessionTimeout(b=b1)"]

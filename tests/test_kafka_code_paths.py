@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 QUIET = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
 OUT_B3 = 0b100 - 1  # the shrink parameter naming {b3}

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 import pytest
 
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication, controller
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
+from kraftcheck.specs.kafka import controller
 
 KAFKA_COMMIT = "1eb7644349cb07139d6a3c1ad1986979647cac99"
 PCBT = "PartitionChangeBuilderTest"

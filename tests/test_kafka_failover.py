@@ -13,7 +13,8 @@ import pytest
 
 import kraftcheck
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 from kraftcheck.specs.kafka.state import AP_AWAITING_METADATA, AP_NONE, AP_REJECTED, AP_REQUEST, AP_UNSETTLED
 
 ONE_SHRINK = dict(lossy_shutdowns=0, fences=0, isr_shrinks=1, min_isr_changes=0)

@@ -8,7 +8,8 @@ import pytest
 from counterexample_support import assert_counterexample_replays
 
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 OUT_B3 = 0b100 - 1  # ProposeIsrShrink's ``out`` parameter: the set {b3}, bitmask 0b100, index mask - 1
 

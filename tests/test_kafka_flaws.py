@@ -16,7 +16,8 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Invariant
 from kraftcheck.invariants.durability import acked_writes_held
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 pytestmark = pytest.mark.slow
 

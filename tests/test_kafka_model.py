@@ -10,7 +10,8 @@ from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 QUIET = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
 

@@ -17,7 +17,8 @@ import pytest
 import kraftcheck
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 NO_FAULTS = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
 

@@ -10,7 +10,8 @@ import pytest
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Invariant
 from kraftcheck.invariants.logs import leader_epochs_increase_along_logs
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 from test_kafka_model import run_steps_from
 
 BOUNDS = dict(records=3, fences=2, lossy_shutdowns=1, isr_shrinks=0, min_isr_changes=0)

@@ -15,7 +15,7 @@ from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Bool, Const, Enum, Int
-from kraftcheck.specs.kafka import KafkaReplication as KafkaSpec
+from kraftcheck.specs.kafka.spec import KafkaReplication as KafkaSpec
 
 
 def _odd_layout() -> Layout:

@@ -235,6 +235,19 @@ def test_layers_import_bottom_up_and_only_the_new_names():
     assert not problems, "\n".join(problems)
 
 
+def test_the_kafka_spec_and_the_invariants_do_not_import_each_other():
+    """The invariants read the Kafka state (``specs/kafka/state``, ``broker``) and the spec class
+    (``specs/kafka/spec``) lists them; neither package's ``__init__`` pulls in the other, so
+    importing either loads no cycle."""
+    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kraftcheck.'))))")
+    def loaded(module):
+        out = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
+        return set(out.stdout.split())
+    assert not {m for m in loaded("kraftcheck.invariants") if _within(m, "kraftcheck.specs")}
+    assert not {m for m in loaded("kraftcheck.specs.kafka") if _within(m, "kraftcheck.invariants")}
+
+
 @pytest.mark.parametrize("path,source,expected", [
     ("checker/model.py", "from kraftcheck.specs import spec_class", "must not import kraftcheck.specs"),
     ("checker/explore/engine.py", "from ...traces import files", "must not import kraftcheck.traces"),

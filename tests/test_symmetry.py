@@ -31,7 +31,8 @@ from kraftcheck.checker.explore.state_graph import build_graph
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Permuted, Symmetry
 from kraftcheck.checker.symmetry import Canonicaliser, PermutationTables, canonicaliser_for
-from kraftcheck.specs.kafka import KafkaParams, KafkaReplication
+from kraftcheck.specs.kafka.params import KafkaParams
+from kraftcheck.specs.kafka.spec import KafkaReplication
 
 # small enough to run in seconds, interpreted
 NO_FAULTS = dict(brokers=3, min_isr=2, lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=1,
