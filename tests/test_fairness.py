@@ -24,7 +24,7 @@ from kraftcheck.checker.analyses.liveness import (Requirement, check_liveness, d
                                                   fair_components, fair_lasso,
                                                   fairness_requirements)
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, kernels_for
+from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, model_kernels
 from kraftcheck.checker.kernels.graph import (enabled_bits, enabled_bits_reference, renumber, renumber_reference,
                                               reverse)
 from kraftcheck.checker.model import Model
@@ -440,7 +440,7 @@ def _prop(model, which):
 
 
 def _compiled(model):
-    kernels = kernels_for(model)
+    kernels = model_kernels(model)
     return build_graph(model, kernels), kernels
 
 

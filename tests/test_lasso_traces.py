@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from kraftcheck import traces
 from kraftcheck.checker.analyses.liveness import check_liveness
-from kraftcheck.checker.explore.state_graph import build_graph, kernels_for
+from kraftcheck.checker.explore.state_graph import build_graph, model_kernels
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.trace_cmd import trace
 from kraftcheck.specs.mutex import Mutex, MutexParams
@@ -23,7 +23,7 @@ from kraftcheck.traces.view import TraceView
 
 def _lasso(algorithm: str, fair: bool):
     model = Model(Mutex(MutexParams(algorithm=algorithm, fair=fair)))
-    kernels = kernels_for(model)
+    kernels = model_kernels(model)
     graph = build_graph(model, kernels)
     prop = model.spec.liveness()[0]
     return trace_of_lasso(graph, check_liveness(graph, kernels, prop), prop, {"engine": "engine"})

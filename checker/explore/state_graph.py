@@ -119,7 +119,7 @@ class CompiledGraph:
         return out
 
 
-def kernels_for(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
+def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
     """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``)."""
     from kraftcheck.checker.explore.engine import Engine
     from kraftcheck.checker.explore.compiled import kernel_shapes
@@ -222,7 +222,7 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     """
     from kraftcheck.checker.explore.result import memory_in_use
     t0 = time.perf_counter()
-    kernels = kernels if kernels is not None else kernels_for(model)
+    kernels = kernels if kernels is not None else model_kernels(model)
     nlabels = len(model.labels)
     chunk_states = max(1, chunk_candidates // max(1, nlabels))
     buf = kernels.buffers(chunk_states)
@@ -268,7 +268,7 @@ def graph_to_analyse(model: Model, graph: Optional[CompiledGraph] = None, max_st
                      ) -> tuple[CompiledGraph, Any]:
     """``(graph, kernels)`` for an analysis of ``model``: the graph given (recorded by the check)
     or one recorded now, after checking the analysis fits ``max_memory``."""
-    kernels = kernels_for(model)
+    kernels = model_kernels(model)
     if graph is None:
         graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)
     graph.check_budget(max_memory)
