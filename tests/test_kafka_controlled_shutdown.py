@@ -29,13 +29,16 @@ def run(**params):
 # -- pinned counts ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("protocol, one_step, two_steps", [
-    ("kip-966", ("holds", 4964, 15393, 19), ("holds", 8433, 27383, 22)),
-    ("kafka-4.x", ("holds", 4964, 15393, 19), ("holds", 8433, 27383, 22)),
-    ("kafka-3.5", ("holds", 4906, 13484, 19), ("holds", 8375, 25474, 22)),
+    ("kip-966", ("holds", 4964, 15393, 19), ("holds", 7296, 23456, 22)),
+    ("kafka-4.x", ("holds", 4964, 15393, 19), ("holds", 7296, 23456, 22)),
+    ("kafka-3.5", ("holds", 4906, 13484, 19), ("holds", 7238, 21547, 22)),
 ])
 def test_one_controlled_shutdown(protocol, one_step, two_steps):
     """3 brokers, min ISR 2, one controlled shutdown and no other fault: the one-step model (the
-    switch off: the space as before the switch existed) and Kafka's two steps."""
+    switch off: the space as before the switch existed) and Kafka's two steps. The second step
+    waits for the active brokers' metadata (lowestActiveOffset): 8,433 / 8,375 states before that
+    wait was modelled, 7,296 / 7,238 with it (the interleavings where the leader was let go before
+    a follower replayed the controlled-shutdown record are gone)."""
     assert run(protocol=protocol, **ONE_CLEAN) == one_step
     assert run(protocol=protocol, controlled_shutdown_in_two_steps=True, **ONE_CLEAN) == two_steps
 
@@ -71,7 +74,7 @@ def test_a_leader_takes_two_steps_and_a_follower_one():
 def test_in_controlled_shutdown_the_leader_runs_out_of_the_isr_and_is_not_active():
     """handleBrokerInControlledShutdown: ISR b2+b3, leader b2, b1 running and unfenced but in
     controlled shutdown; it cannot be unfenced into service, re-elected, or added to the ISR
-    (INELIGIBLE_REPLICA "shutting down"); CompleteControlledShutdown fences and stops it."""
+    (INELIGIBLE_REPLICA "shutting down")."""
     c = Cluster()
     begun = c.step(c.initial, "BeginControlledShutdown", 0)
     assert begun["c_isr"] == 0b110 and begun["c_leader"] == 1 and begun["c_shutting_down"] == 0b001
@@ -82,8 +85,27 @@ def test_in_controlled_shutdown_the_leader_runs_out_of_the_isr_and_is_not_active
                  v_leader=[1, 1, 1], v_epoch=[begun["c_epoch"]] * 3)
     answered = c.step(c.flat(begun), "HandleAlterPartition")
     assert answered["ap_state"] == AP_REJECTED and answered["c_isr"] == 0b110
-    done = c.step(c.flat(begun), "CompleteControlledShutdown", 0)
+
+
+def test_the_leader_is_let_go_once_every_active_broker_replayed_the_record():
+    """calculateNextBrokerState (CONTROLLED_SHUTDOWN, no leaderships): SHUTDOWN_NOW only when
+    ``controlledShutdownOffset <= lowestActiveOffset``, the lowest metadata offset of the brokers
+    still active (unfenced, not shutting down); then handleBrokerFenced and a clean stop."""
+    c = Cluster()
+    begun = c.step(c.initial, "BeginControlledShutdown", 0)
+    assert begun["c_cs_waiting"][0] == 0b110  # b2 and b3 were active and have not replayed it
+    assert c.step(c.flat(begun), "CompleteControlledShutdown", 0) is None
+    b2_caught_up = c.step(c.flat(begun), "SyncMetadata", 1)
+    assert b2_caught_up["c_cs_waiting"][0] == 0b100
+    assert c.step(c.flat(b2_caught_up), "CompleteControlledShutdown", 0) is None
+    both = c.step(c.flat(b2_caught_up), "SyncMetadata", 2)
+    assert both["c_cs_waiting"][0] == 0
+    done = c.step(c.flat(both), "CompleteControlledShutdown", 0)
     assert done["c_shutting_down"] == 0 and done["c_fenced"] == 0b001 and done["b_state"][0] == OFFLINE_CLEAN
+    assert done["c_cs_waiting"][0] == 0
+    # a broker no longer active is not waited for: fenced, b3 leaves the active set
+    b3_fenced = c.step(c.flat(b2_caught_up), "Fence", 2)
+    assert c.step(c.flat(b3_fenced), "CompleteControlledShutdown", 0)["b_state"][0] == OFFLINE_CLEAN
 
 
 def test_a_broker_in_controlled_shutdown_is_never_elected():
@@ -99,9 +121,11 @@ def test_a_broker_in_controlled_shutdown_is_never_elected():
 
 
 def test_a_fenced_broker_in_controlled_shutdown_is_let_go_not_unfenced():
-    """calculateNextBrokerState: FENCED with wantShutDown is SHUTDOWN_NOW, never UNFENCED."""
+    """calculateNextBrokerState: FENCED with wantShutDown is SHUTDOWN_NOW at once (no wait for the
+    others' metadata: a fenced broker's controlledShutdownOffset is reset), never UNFENCED."""
     c = Cluster()
     begun = c.step(c.initial, "BeginControlledShutdown", 0)
+    assert begun["c_cs_waiting"][0] == 0b110
     fenced = c.step(c.flat(begun), "Fence", 0)
     assert fenced["c_fenced"] == 0b001 and fenced["c_shutting_down"] == 0b001
     assert c.step(c.flat(fenced), "Unfence", 0) is None

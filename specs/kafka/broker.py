@@ -220,11 +220,21 @@ def load_view(s, t, b):
 
 
 @njit(cache=True)
+def replayed_controlled_shutdowns(s, t, b):
+    """``b`` has replayed the metadata log to its end, every controlled-shutdown record included:
+    no broker in controlled shutdown waits for it any more (``lowestActiveOffset``)."""
+    if s.k_cs_two_steps:
+        for x in range(len(s.log)):
+            t.c_cs_waiting[x] = s.c_cs_waiting[x] & ~(1 << b)
+
+
+@njit(cache=True)
 def sync_metadata(s, t, b):
     """Running broker ``b`` catches up with the metadata log (it may lag by any number of records),
     once it has finished its previous publish."""
     if s.b_state[b] != RUNNING or s.v_cfg_next[b] != 0 or not load_view(s, t, b):
         return False
+    replayed_controlled_shutdowns(s, t, b)
     normalize_epochs(t)
     return True
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.broker import clear_fetch_response, clear_leader_state, drop_pending, load_view
+from kraftcheck.specs.kafka.broker import (clear_fetch_response, clear_leader_state, drop_pending, load_view,
+                                          replayed_controlled_shutdowns)
 from kraftcheck.specs.kafka.controller import finish_partition_change, may_elect_after_removal, remove_from_isr
 from kraftcheck.specs.kafka.state import AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
@@ -115,6 +116,10 @@ def begin_controlled_shutdown_electing(s, t, b, leader):
     t.c_shutting_down = s.c_shutting_down | bit
     remove_from_isr(t, b, 0, leader)
     finish_partition_change(s, t)
+    # the record just written is b's controlledShutdownOffset: every broker active now (unfenced,
+    # not shutting down) must replay it before b is let go; a broker that hosts no replica has no
+    # view in the model to catch up, and is not waited for (an earlier let-go: a superset)
+    t.c_cs_waiting[b] = ~(t.c_fenced | t.c_shutting_down) & t.c_replicas
     normalize_epochs(t)
     return True
 
@@ -124,9 +129,11 @@ def complete_controlled_shutdown(s, t, b):
     """(--controlled-shutdown-in-two-steps) ``b``, in controlled shutdown and leading nothing, is
     let go (SHUTDOWN_NOW): the controller fences it (``handleBrokerFenced``, unless a session
     timeout fenced it already, after which a heartbeat asking to shut down gets SHUTDOWN_NOW at
-    once), and ``b`` flushes its log, writes the clean-shutdown file and stops. Kafka also waits
-    until every active broker's metadata has reached the controlled-shutdown record
-    (``lowestActiveOffset``); the model does not wait (docs/model.md section 2d)."""
+    once), and ``b`` flushes its log, writes the clean-shutdown file and stops. An unfenced ``b``
+    waits until every broker still active of those active when it began has replayed the
+    controlled-shutdown record (``BrokerHeartbeatManager.calculateNextBrokerState``:
+    ``controlledShutdownOffset <= lowestActiveOffset``; docs/model.md section 2d); a fenced one
+    does not (its ``controlledShutdownOffset`` is reset)."""
     return complete_controlled_shutdown_electing(s, t, b, -1)
 
 
@@ -136,9 +143,12 @@ def complete_controlled_shutdown_electing(s, t, b, leader):
     bit = 1 << b
     if s.b_state[b] != RUNNING or not s.c_shutting_down & bit:
         return False
+    if not s.c_fenced & bit and s.c_cs_waiting[b] & ~(s.c_fenced | s.c_shutting_down):
+        return False  # an active broker has not replayed the controlled-shutdown record yet
     if not may_elect_after_removal(s, b, 0, s.c_fenced | bit, leader):
         return False
     t.c_shutting_down = s.c_shutting_down & ~bit
+    t.c_cs_waiting[b] = 0
     t.c_fenced = s.c_fenced | bit
     remove_from_isr(t, b, 0, leader)
     finish_partition_change(s, t)
@@ -180,6 +190,7 @@ def restart_electing(s, t, b, leader):
         t.ap_stale = s.ap_stale | bit
     t.c_fenced = s.c_fenced | bit
     t.c_shutting_down = s.c_shutting_down & ~bit  # a new registration is not in controlled shutdown
+    t.c_cs_waiting[b] = 0
     t.rec_replied = s.rec_replied & ~bit
     t.rep_epoch[b] = 0
     t.rep_leo[b] = 0
@@ -196,5 +207,6 @@ def restart_electing(s, t, b, leader):
     finish_partition_change(s, t)
     t.b_state[b] = RUNNING
     load_view(t, t, b)
+    replayed_controlled_shutdowns(t, t, b)
     normalize_epochs(t)
     return True

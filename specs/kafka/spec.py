@@ -43,7 +43,7 @@ class KafkaReplication(Spec):
         {"brokers": 2, "replication_factor": 1, "min_isr": 1, "reassignments": 1, "protocol": "kafka-4.x",
          "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
         # issue 30 item 3: a lost AlterPartition response (240 states, the kip-966 revert), a
-        # controlled shutdown in two steps (1,173), a new leader's publish window (99)
+        # controlled shutdown in two steps (1,146), a new leader's publish window (99)
         {"brokers": 2, "min_isr": 1, "controller_failovers": 1, "lossy_shutdowns": 0, "fences": 0,
          "min_isr_changes": 0},
         {"brokers": 2, "clean_shutdowns": 1, "controlled_shutdown_in_two_steps": True, "lossy_shutdowns": 0,
@@ -215,13 +215,17 @@ class KafkaReplication(Spec):
             # the replica set is state, permuted like the ISR: a permutation maps the initial
             # replica set b1..bR to another, and reassignment targets are any R brokers
             subsets += ("c_replicas", "c_adding", "c_removing")
+        per_broker_subsets = ("v_isr",)
         if self.params.controlled_shutdown_in_two_steps:
             subsets += ("c_shutting_down",)
+            per_broker_subsets += ("c_cs_waiting",)
+        else:
+            per_broker += ("c_cs_waiting",)  # one value (no bits), still indexed by broker
         return Symmetry(self.broker_names(), (
             *(Permuted(name, axes=(0,)) for name in per_broker),
             *(Permuted(name, axes=(0, 1)) for name in ("v_gen_age", "f_leo", "f_gen_age", "f_caught")),
             Permuted("v_leader", axes=(0,), holds="member"),
-            Permuted("v_isr", axes=(0,), holds="subset"),
+            *(Permuted(name, axes=(0,), holds="subset") for name in per_broker_subsets),
             *(Permuted(name, holds="subset") for name in subsets),
             Permuted("c_leader", holds="member"),
             Permuted("c_last_leader", holds="member"),

@@ -266,9 +266,15 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
     if consts.get("k_cs_two_steps"):
         fields.append(Set("c_shutting_down", bs, doc="brokers in controlled shutdown (registered, unfenced or "
                                                       "fenced, not electable, not eligible for the ISR)"))
+        fields.append(Set("c_cs_waiting", bs, (n,), index_labels=bs,
+                          doc="per broker in controlled shutdown: the brokers active when it began whose "
+                              "metadata has not reached its controlled-shutdown record (lowestActiveOffset)"))
     else:
         fields.append(Const("c_shutting_down", 0, doc="controlled shutdown is one step without "
                                                       "--controlled-shutdown-in-two-steps"))
+        # one value, no bits (a Const cannot have a shape)
+        fields.append(Int("c_cs_waiting", 0, (n,), index_labels=bs,
+                          doc="controlled shutdown is one step without --controlled-shutdown-in-two-steps"))
     # --controller-failovers: a state counter only when the fault exists, so the spaces without it
     # are the ones before it existed
     if consts.get("k_max_controller_failovers"):
