@@ -92,6 +92,9 @@ class SimulationFigures:
     length_sum: int = 0
     taken: Any = None  # per action (an int64 array): steps of the behaviours that took it
     found_after_s: dict[str, float] = field(default_factory=dict)  # check -> seconds to its first violation
+    # check -> the number of the lowest-numbered behaviour seen violating it: what a seed determines,
+    # so strategies compare on a loaded machine by behaviours as well as by seconds
+    found_in_behaviour: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self, model: Model) -> dict[str, Any]:
         mean = self.length_sum / self.behaviours if self.behaviours else 0.0
@@ -101,7 +104,8 @@ class SimulationFigures:
                 "behaviour_length": {"min": self.length_min, "mean": round(mean, 2), "max": self.length_max},
                 "ends": dict(self.ends),
                 "actions_taken": {a.name: int(n) for a, n in zip(model.actions, self.taken)},
-                "found_after_s": {k: round(v, 4) for k, v in self.found_after_s.items()}}
+                "found_after_s": {k: round(v, 4) for k, v in self.found_after_s.items()},
+                "found_in_behaviour": dict(self.found_in_behaviour)}
 
 
 def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
@@ -402,6 +406,7 @@ class _SimulationRun:
         r.depth = f.length_max
         r.elapsed_s = self.clock.elapsed
         r.fired = [int(x) for x in f.taken]
+        f.found_in_behaviour = {name: b for name, (b, _) in self.found.items()}
         r.simulation = f.as_dict(self.model)
         found = list(self.found.values())
         if not self.options.keep_going and found:  # the lowest-numbered violating behaviour's, whatever the batch
