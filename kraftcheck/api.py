@@ -84,27 +84,32 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
 
 def simulate(spec: Union[str, type, Spec], *, seed: int = 0, depth: Optional[int] = None,
              max_behaviours: Optional[int] = None, time_limit: Optional[float] = None, keep_going: bool = False,
-             swarm: bool = False, invariants: Optional[Sequence[str]] = None,
+             strategy: str = "uniform", swarm: bool = False, invariants: Optional[Sequence[str]] = None,
              constraints: Optional[Sequence[str]] = None, deadlock: Optional[bool] = None,
              trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
              **params: Any) -> Result:
     """Random behaviours of ``spec`` (``kraftcheck check --simulate``): the Result, whose
     ``simulation`` holds the figures and whose ``status`` is ``violated`` or ``incomplete`` (a
     simulation is never exhaustive). Without ``max_behaviours`` or ``time_limit`` it runs until
-    the first violation (with ``keep_going``: until interrupted)."""
+    the first violation (with ``keep_going``: until interrupted). ``strategy``: "uniform",
+    "by-action" or "swarm" (``swarm=True`` is short for the last), as ``--strategy``."""
     from kraftcheck.checker.explore.simulate import SimulationOptions
     from kraftcheck.checker.explore.simulate import simulate as run_simulation
+
+    if swarm and strategy not in ("uniform", "swarm"):
+        raise UsageError(f"swarm=True is short for strategy='swarm'; it cannot go with strategy={strategy!r}")
+    strategy = "swarm" if swarm else strategy
 
     model = Model(make_spec(spec, params), check=list(invariants) if invariants else None,
                   constraints=list(constraints) if constraints is not None else None, deadlock=deadlock)
     options = SimulationOptions(seed=seed, depth=depth, max_behaviours=max_behaviours, time_limit=time_limit,
-                                keep_going=keep_going, swarm=swarm)
+                                keep_going=keep_going, strategy=strategy)
     result = run_simulation(model, options, progress)
     check_in_stricter_variant(model, result.violations)
     if trace_dir is not None and result.violations:
         from kraftcheck.traces import write_counterexample
         run_options = {"simulate": True, "seed": seed, "depth": depth, "max_behaviours": max_behaviours,
-                       "swarm": swarm, "continue": keep_going, "time_limit": time_limit,
+                       "strategy": strategy, "continue": keep_going, "time_limit": time_limit,
                        "invariants": list(invariants or ()), "engine": "engine",
                        "constraints": [c.name for c in model.constraints + model.action_constraints],
                        "deadlock": model.check_deadlock}

@@ -4,7 +4,7 @@ Python integers; ``tests/test_simulate.py`` compares the two."""
 from __future__ import annotations
 
 from kraftcheck.checker.kernels.hashing import M64, mix64_reference
-from kraftcheck.checker.kernels.simulation import PICK_INITIAL, PICK_SUCCESSOR, PICK_SWARM
+from kraftcheck.checker.kernels.simulation import PICK_ACTION, PICK_INITIAL, PICK_SUCCESSOR, PICK_SWARM
 
 
 def random_word(seed: int, behaviour: int, step: int, purpose: int) -> int:
@@ -19,8 +19,9 @@ def below(word: int, n: int) -> int:
 
 
 def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, nwalkers, no_label,
-                      seed, behaviours, steps):
-    """(chosen, moved) per walker, as the kernel computes them."""
+                      seed, behaviours, steps, by_action=False):
+    """(chosen, moved) per walker, as the kernel computes them: uniform among the candidates, or
+    (``by_action``) uniform among the candidates' actions, then among that action's candidates."""
     chosen, moved = [], []
     for i in range(nwalkers):
         source = [int(x) for x in sources[i]]
@@ -32,9 +33,14 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
         moved.append(1 if successors else 0)
         if not candidates:
             chosen.append(-1)
-        else:
-            word = random_word(int(seed), int(behaviours[i]), int(steps[i]), PICK_SUCCESSOR)
-            chosen.append(candidates[below(word, len(candidates))])
+            continue
+        if by_action:
+            actions = sorted({label_action[int(labels[r])] for r in candidates})
+            word = random_word(int(seed), int(behaviours[i]), int(steps[i]), PICK_ACTION)
+            action = actions[below(word, len(actions))]
+            candidates = [r for r in candidates if label_action[int(labels[r])] == action]
+        word = random_word(int(seed), int(behaviours[i]), int(steps[i]), PICK_SUCCESSOR)
+        chosen.append(candidates[below(word, len(candidates))])
     return chosen, moved
 
 

@@ -25,8 +25,9 @@ from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_succe
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), nwalkers=st.integers(1, 5), stride=st.integers(1, 6), nwords=st.integers(1, 2),
-       nactions=st.integers(1, 3), with_props=st.booleans(), seed=st.integers(0, 2**63 - 1))
-def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords, nactions, with_props, seed):
+       nactions=st.integers(1, 3), with_props=st.booleans(), seed=st.integers(0, 2**63 - 1), by_action=st.booleans())
+def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords, nactions, with_props, seed,
+                                                 by_action):
     rows = nwalkers * stride
     labels = np.array(data.draw(st.lists(st.sampled_from([NO_LABEL] + list(range(stride))), min_size=rows,
                                          max_size=rows)), np.uint16)
@@ -46,10 +47,10 @@ def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords,
     steps = np.array(data.draw(st.lists(st.integers(0, 100), min_size=nwalkers, max_size=nwalkers)), np.int64)
     chosen, moved = np.zeros(nwalkers, np.int64), np.zeros(nwalkers, np.uint8)
     choose_successors(labels, words, sources, props, np.uint64(blocked), label_action, action_on, stride, nwalkers,
-                      NO_LABEL, np.uint64(seed), behaviours, steps, chosen, moved)
+                      NO_LABEL, np.uint64(seed), behaviours, steps, by_action, chosen, moved)
     assert (chosen.tolist(), moved.tolist()) == choose_successors_reference(
         labels, words, sources, props, blocked, label_action, action_on.tolist(), stride, nwalkers, NO_LABEL, seed,
-        behaviours, steps)
+        behaviours, steps, by_action)
 
 
 @settings(max_examples=100, deadline=None)
@@ -72,7 +73,7 @@ def test_loops_are_cut_out_of_a_path():
 
 
 # -- against the exhaustive search, on every conformance example
-BEHAVIOURS = 3000
+BEHAVIOURS = 1500  # per strategy, uniform and by-action
 
 
 def _figures(result):
@@ -86,32 +87,36 @@ def test_simulation_finds_what_the_exhaustive_search_finds(name, example):
     """Every violation a simulation reports is a behaviour of the model that ends in it (replayed
     step by step), of a check the exhaustive search finds violated, no shorter than the shortest
     counterexample; and on these small models, every check the exhaustive search finds violated
-    is found within BEHAVIOURS behaviours."""
+    is found within BEHAVIOURS behaviours; under the uniform strategy and under by-action."""
     model = _model(name, example)
     expected = {v.check: v.depth for v in _reference(name, example, keep_going=True).violations}
-    got = simulate(model, SimulationOptions(seed=11, max_behaviours=BEHAVIOURS, keep_going=True))
-    assert got.status == ("violated" if expected else "incomplete") and not got.exhaustive
-    assert sorted(v.check for v in got.violations) == sorted(expected)
-    for v in got.violations:
-        assert_counterexample_replays(model, v)
-        assert v.depth >= expected[v.check]
-    assert got.simulation["behaviours"] == BEHAVIOURS
-    assert got.simulation["states"] >= BEHAVIOURS and got.states_generated >= got.simulation["states"]
+    for strategy in ("uniform", "by-action"):
+        got = simulate(model, SimulationOptions(seed=11, max_behaviours=BEHAVIOURS, keep_going=True,
+                                                strategy=strategy))
+        assert got.status == ("violated" if expected else "incomplete") and not got.exhaustive
+        assert sorted(v.check for v in got.violations) == sorted(expected), strategy
+        for v in got.violations:
+            assert_counterexample_replays(model, v)
+            assert v.depth >= expected[v.check]
+        assert got.simulation["behaviours"] == BEHAVIOURS and got.simulation["strategy"] == strategy
+        assert got.simulation["states"] >= BEHAVIOURS and got.states_generated >= got.simulation["states"]
 
 
-def test_the_same_seed_gives_the_same_behaviours_whatever_the_threads_batch_and_tier(monkeypatch):
+@pytest.mark.parametrize("strategy", ["uniform", "by-action"])
+def test_the_same_seed_gives_the_same_behaviours_whatever_the_threads_batch_and_tier(monkeypatch, strategy):
     """A behaviour depends only on the seed and its number: one thread or two, batches of 16 or
     the default, interpreted or compiled, the figures (lengths, ends, actions taken) and the
     violations (every step) are identical; another seed gives other behaviours."""
     model = _model("two_phase_eager_commit", {"rm": 3})
-    options = SimulationOptions(seed=5, max_behaviours=300, keep_going=True)
+    options = SimulationOptions(seed=5, max_behaviours=120, keep_going=True, strategy=strategy)
     runs = []
     for threads, batch, tier in ((2, None, "now"), (1, 16, "now"), (2, 16, "never")):
         monkeypatch.setenv("KRAFTCHECK_THREADS", str(threads))
         monkeypatch.setattr(simulate_module, "BATCH", batch or simulate_module.BATCH)
         runs.append(_figures(simulate(model, options, compile=tier)))
     assert runs[0][1] and runs[0] == runs[1] == runs[2]
-    other = _figures(simulate(model, SimulationOptions(seed=6, max_behaviours=300, keep_going=True)))
+    other = _figures(simulate(model, SimulationOptions(seed=6, max_behaviours=120, keep_going=True,
+                                                       strategy=strategy)))
     assert other[0]["actions_taken"] != runs[0][0]["actions_taken"]
 
 
@@ -139,10 +144,25 @@ def test_the_default_depth_is_twice_the_levels_of_a_model_the_probe_exhausts():
 def test_swarm_behaviours_take_fewer_kinds_of_action():
     model = _model("two_phase", {"rm": 3})
     uniform = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True))
-    swarm = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, swarm=True))
-    assert swarm.simulation["swarm"] and swarm.simulation["actions_taken"] != uniform.simulation["actions_taken"]
+    swarm = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, strategy="swarm"))
+    assert swarm.simulation["swarm"] and swarm.simulation["strategy"] == "swarm"
+    assert swarm.simulation["actions_taken"] != uniform.simulation["actions_taken"]
     # a behaviour whose actions cannot go on ends with "no successor" (only under swarm, in this model)
     assert swarm.simulation["ends"]["no successor"] > 0 == uniform.simulation["ends"]["no successor"]
+
+
+def test_by_action_takes_an_action_with_few_instances_more_often():
+    """two_phase at rm=3 has one TMCommit and one TMAbort against three instances of each RM
+    action: by-action, which picks the action first, takes the TM's decisions more often than
+    uniform, which picks among instances."""
+    model = _model("two_phase", {"rm": 3})
+    taken = {}
+    for strategy in ("uniform", "by-action"):
+        sim = simulate(model, SimulationOptions(seed=2, max_behaviours=300, keep_going=True,
+                                                strategy=strategy)).simulation
+        assert sim["strategy"] == strategy and not sim["swarm"]
+        taken[strategy] = (sim["actions_taken"]["TMAbort"] + sim["actions_taken"]["TMCommit"]) / sim["states"]
+    assert taken["by-action"] > taken["uniform"]
 
 
 # -- the command
@@ -154,11 +174,12 @@ def _kraftcheck(*args, cwd):
 
 def test_simulate_command_reports_a_violation_that_replays(tmp_path):
     run = _kraftcheck("check", "--spec", "two_phase_eager_commit", "--param", "rm=3", "--simulate", "--seed", "4",
-                      "--json", "report.json", "--no-color", cwd=tmp_path)
+                      "--strategy", "by-action", "--json", "report.json", "--no-color", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["result"] == "violated" and report["exhaustive"] is False
     assert report["simulation"]["seed"] == 4 and report["options"]["simulate"] is True
+    assert report["simulation"]["strategy"] == report["options"]["strategy"] == "by-action"
     trace = report["violations"][0]["trace_file"]
     assert "counterexample (a random behaviour, loops cut out)" in run.stdout
     replay = _kraftcheck("trace", "replay", trace, cwd=tmp_path)
@@ -176,6 +197,7 @@ def test_simulate_command_without_violation_exits_3(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--seed", "1"], "--seed is an option of --simulate"),
+    (["--simulate", "--swarm", "--strategy", "by-action"], "--swarm is short for --strategy swarm"),
     (["--simulate", "--symmetry"], "--symmetry is an option of the exhaustive search"),
     (["--simulate", "--max-depth", "3"], "with --simulate use --depth"),
     (["--simulate", "--engine", "reference"], "--simulate runs on the compiled engine"),

@@ -8,7 +8,7 @@ their transition masks give the properties and action constraints, and ``choose_
 checked, not only the states the behaviours pass through.
 
 Behaviour b of seed s is a fixed sequence of states: its initial state, each choice and (in swarm
-runs) the actions it may take are hashes of (s, b, step), so it does not depend on the thread
+runs) the actions it may take are hashes of (s, b, step, purpose), so it does not depend on the thread
 count, the batch, or the tier that computed it. The violation reported for a check is that of
 the lowest-numbered behaviour that violates it, cut at its first violating state, with its
 cycles removed (a state that repeats closes a loop the trace does not need); once one is found,
@@ -18,9 +18,15 @@ the model checks for deadlocks), at a state outside the state constraints (check
 as TLC does), or where no successor is left to take (only self-loops, or every successor outside
 the action constraints or switched off by swarm).
 
-``swarm``: each behaviour may take only a random half of the actions (at least one), a different
-half per behaviour (swarm testing, Groce et al. 2012): rare interleavings of few actions come up
-far more often than under a uniform choice over all of them.
+The strategy (``SimulationOptions.strategy``) is how a behaviour picks its next state:
+
+- ``uniform``: uniformly among its candidate successors (TLC's way). An action with many
+  instances enabled (an ISR shrink per subset of followers) is taken that much more often.
+- ``by-action``: uniformly among the actions that have a candidate, then uniformly among that
+  action's candidates: every enabled action is equally likely, however many instances it has.
+- ``swarm``: uniform, but each behaviour may take only a random half of the actions (at least
+  one), a different half per behaviour (swarm testing, Groce et al. 2012): rare interleavings of
+  few actions come up far more often than under a uniform choice over all of them.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ PROBE_STATES = 50_000
 PROBE_STATES_INTERPRETED = 2_000
 PROBE_CHUNK = 2048
 MIN_DEFAULT_DEPTH = 10
+STRATEGIES = ("uniform", "by-action", "swarm")
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ class SimulationOptions:
     time_limit: Optional[float] = None    # seconds
     max_memory: Optional[int] = None      # bytes of the process
     keep_going: bool = False              # after a violation, go on: the first violation of each check
-    swarm: bool = False                   # each behaviour takes a random half of the actions
+    strategy: str = "uniform"             # how a behaviour picks its next state: one of STRATEGIES
 
 
 @dataclass
@@ -74,7 +81,7 @@ class SimulationFigures:
     seed: int
     depth: int
     depth_source: str
-    swarm: bool
+    strategy: str
     behaviours: int = 0            # behaviours that ended
     states: int = 0                # states the behaviours passed through, initial states counted
     ends: dict[str, int] = field(default_factory=lambda: {"depth": 0, "deadlock": 0, "constraint": 0,
@@ -85,15 +92,20 @@ class SimulationFigures:
     length_sum: int = 0
     taken: Any = None  # per action (an int64 array): steps of the behaviours that took it
     found_after_s: dict[str, float] = field(default_factory=dict)  # check -> seconds to its first violation
+    # check -> the number of the lowest-numbered behaviour seen violating it: what a seed determines,
+    # so strategies compare on a loaded machine by behaviours as well as by seconds
+    found_in_behaviour: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self, model: Model) -> dict[str, Any]:
         mean = self.length_sum / self.behaviours if self.behaviours else 0.0
-        return {"seed": self.seed, "depth": self.depth, "depth_source": self.depth_source, "swarm": self.swarm,
+        return {"seed": self.seed, "depth": self.depth, "depth_source": self.depth_source,
+                "strategy": self.strategy, "swarm": self.strategy == "swarm",
                 "behaviours": self.behaviours, "states": self.states,
                 "behaviour_length": {"min": self.length_min, "mean": round(mean, 2), "max": self.length_max},
                 "ends": dict(self.ends),
                 "actions_taken": {a.name: int(n) for a, n in zip(model.actions, self.taken)},
-                "found_after_s": {k: round(v, 4) for k, v in self.found_after_s.items()}}
+                "found_after_s": {k: round(v, 4) for k, v in self.found_after_s.items()},
+                "found_in_behaviour": dict(self.found_in_behaviour)}
 
 
 def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
@@ -162,6 +174,8 @@ class Simulator:
             raise UsageError("--depth must be at least 1 (states per behaviour, the initial state counted)")
         if options.max_behaviours is not None and options.max_behaviours < 1:
             raise UsageError("--max-behaviours must be at least 1")
+        if options.strategy not in STRATEGIES:
+            raise UsageError(f"unknown simulation strategy {options.strategy!r}: use one of {', '.join(STRATEGIES)}")
         if options.depth is None:
             depth, source = estimate_depth(model, kernels)
         else:
@@ -206,7 +220,8 @@ class _SimulationRun:
         self.next_behaviour = 0
         self.stop_starting_at: Optional[int] = None  # no behaviour numbered this or more starts
         self.found: dict[str, tuple[int, Violation]] = {}  # check -> (behaviour, violation)
-        self.figures = SimulationFigures(options.seed, depth, depth_source, options.swarm,
+        self.by_action = options.strategy == "by-action"
+        self.figures = SimulationFigures(options.seed, depth, depth_source, options.strategy,
                                          taken=np.zeros(len(model.actions), np.int64))
         self.generated = 0
         self.clock = Clock(options.time_limit)
@@ -235,7 +250,8 @@ class _SimulationRun:
             ids = np.array(numbers, np.int64)
             initial = np.zeros(len(ids), np.int64)
             on = np.ones((len(ids), len(self.model.actions)), np.uint8)
-            behaviour_starts(np.uint64(self.options.seed), ids, len(self.model.initial), self.options.swarm, on,
+            behaviour_starts(np.uint64(self.options.seed), ids, len(self.model.initial),
+                             self.options.strategy == "swarm", on,
                              initial)
             for j, b in enumerate(numbers):
                 i = self.running
@@ -326,7 +342,7 @@ class _SimulationRun:
                             self._record(prop.name, "property", r // nl, (r % nl, out.words[r]))
             choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
                               self.action_on, nl, n, NO_LABEL, np.uint64(self.options.seed), self.behaviour,
-                              self.step, self.chosen, self.moved)
+                              self.step, self.by_action, self.chosen, self.moved)
             self._advance(n, out, rows, masks)
             if self._limit_hit():
                 break
@@ -390,6 +406,7 @@ class _SimulationRun:
         r.depth = f.length_max
         r.elapsed_s = self.clock.elapsed
         r.fired = [int(x) for x in f.taken]
+        f.found_in_behaviour = {name: b for name, (b, _) in self.found.items()}
         r.simulation = f.as_dict(self.model)
         found = list(self.found.values())
         if not self.options.keep_going and found:  # the lowest-numbered violating behaviour's, whatever the batch

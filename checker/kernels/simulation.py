@@ -20,6 +20,7 @@ from kraftcheck.checker.kernels.rows import same_row
 PICK_SUCCESSOR = 1
 PICK_INITIAL = 2
 PICK_SWARM = 3
+PICK_ACTION = 4
 
 
 @njit(cache=True, inline="always")
@@ -40,35 +41,60 @@ def below(word, n):
 
 @njit(cache=True, nogil=True)
 def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, nwalkers,
-                      no_label, seed, behaviours, steps, chosen, moved):
+                      no_label, seed, behaviours, steps, by_action, chosen, moved):
     """For each walker i < ``nwalkers`` (its state ``sources[i]``, its candidate rows ``i * stride
-    .. i * stride + stride - 1``): ``chosen[i]``, the row it takes, uniformly among its candidates,
-    or -1 if it has none; ``moved[i]``, 1 if some successor differs from the state (else the state
-    deadlocks, TLC's definition).
+    .. i * stride + stride - 1``): ``chosen[i]``, the row it takes, or -1 if it has none;
+    ``moved[i]``, 1 if some successor differs from the state (else the state deadlocks, TLC's
+    definition).
 
     A candidate is a row whose label is not ``no_label``, whose successor differs from the state
     (a self-loop leads nowhere new), whose transition mask has no bit of ``blocked`` (an action
     constraint it breaks; ``props`` of length 1 means no masks) and whose action is on for the
-    walker (``action_on[i, label_action[label]]``: swarm runs switch some off). The pick is
-    ``random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR)``.
+    walker (``action_on[i, label_action[label]]``: swarm runs switch some off).
+
+    Without ``by_action`` the pick is uniform among the candidates, by ``random_word(seed,
+    behaviours[i], steps[i], PICK_SUCCESSOR)``. With it, first an action uniformly among those
+    with a candidate (by the word of purpose PICK_ACTION), then uniformly among that action's
+    candidates (PICK_SUCCESSOR): an action with many instances (an ISR shrink per subset of
+    followers) no longer crowds out one with few (a produce, a fetch).
     """
     with_props = props.shape[0] > 1
+    nactions = action_on.shape[1]
+    per_action = np.zeros(nactions, np.int64)
     for i in range(nwalkers):
         count = 0
         moved[i] = 0
+        if by_action:
+            per_action[:] = 0
         for r in range(i * stride, i * stride + stride):
             kind = row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r)
             if kind != NOT_A_MOVE:
                 moved[i] = 1
             if kind == CANDIDATE:
                 count += 1
+                if by_action:
+                    per_action[label_action[labels[r]]] += 1
         if count == 0:
             chosen[i] = -1
             continue
+        action = -1
+        if by_action:
+            kinds = 0
+            for a in range(nactions):
+                if per_action[a]:
+                    kinds += 1
+            k = below(random_word(seed, behaviours[i], steps[i], PICK_ACTION), kinds)
+            for a in range(nactions):
+                if per_action[a]:
+                    if k == 0:
+                        action = a
+                        break
+                    k -= 1
+            count = per_action[action]
         k = below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), count)
         for r in range(i * stride, i * stride + stride):
             if row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i,
-                        r) == CANDIDATE:
+                        r) == CANDIDATE and (action < 0 or label_action[labels[r]] == action):
                 if k == 0:
                     chosen[i] = r
                     break
@@ -122,5 +148,5 @@ def warm_up() -> None:
     moved = np.zeros(1, np.uint8)
     choose_successors(labels, words, np.zeros((1, 1), np.uint64), np.zeros(1, np.uint64), 0,
                       np.zeros(1, np.int64), np.ones((1, 1), np.uint8), 2, 1, 65535, 0,
-                      np.zeros(1, np.int64), np.zeros(1, np.int64), chosen, moved)
+                      np.zeros(1, np.int64), np.zeros(1, np.int64), True, chosen, moved)
     behaviour_starts(0, np.zeros(1, np.int64), 1, True, np.ones((1, 1), np.uint8), np.zeros(1, np.int64))

@@ -21,7 +21,7 @@ from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import canonicaliser_for
 from kraftcheck.cli.paths import check_output_dir, check_output_file
 from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, refuse_without_simulate,
-                                       run_simulation)
+                                       run_simulation, simulation_strategy)
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -253,9 +253,12 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "it reached; at least 10]")
 @click.option("--max-behaviours", type=int, callback=_positive, metavar="N",
               help="--simulate: stop after N behaviours.")
-@click.option("--swarm", is_flag=True,
-              help="--simulate: each behaviour takes only a random half of the actions (swarm testing), "
-                   "which reaches rare combinations of few actions sooner.")
+@click.option("--strategy", type=click.Choice(["uniform", "by-action", "swarm"]),
+              help="--simulate: how a behaviour picks its next state: uniformly among its successors "
+                   "(uniform); uniformly among the enabled actions, then among that action's successors, so "
+                   "an action with many instances does not crowd out one with few (by-action); or uniformly, "
+                   "each behaviour with only a random half of the actions (swarm testing).  [default: uniform]")
+@click.option("--swarm", is_flag=True, help="--simulate: short for --strategy swarm.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
 @click.option("--engine", type=click.Choice(["engine", "reference", "spark"]), default="engine",
@@ -284,7 +287,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
           liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
           work_dir: Optional[str] = None, simulate: bool = False, seed: Optional[int] = None,
           depth: Optional[int] = None, max_behaviours: Optional[int] = None, swarm: bool = False,
-          **derived: Any) -> None:
+          strategy: Optional[str] = None, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
@@ -299,8 +302,9 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         if not simulate:
-            refuse_without_simulate(seed, depth, max_behaviours, swarm)
-        simulation = SimulationRequest(seed, depth, max_behaviours, swarm) if simulate else None
+            refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
+        simulation = SimulationRequest(seed, depth, max_behaviours, simulation_strategy(swarm, strategy)) \
+            if simulate else None
         code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,

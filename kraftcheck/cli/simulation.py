@@ -21,16 +21,23 @@ class SimulationRequest:
     seed: Optional[int] = None
     depth: Optional[int] = None
     max_behaviours: Optional[int] = None
-    swarm: bool = False
+    strategy: str = "uniform"  # one of checker/explore/simulate.py's STRATEGIES
 
 
 def refuse_without_simulate(seed: Optional[int], depth: Optional[int], max_behaviours: Optional[int],
-                            swarm: bool) -> None:
+                            swarm: bool, strategy: Optional[str]) -> None:
     given = [flag for flag, value in (("--seed", seed), ("--depth", depth), ("--max-behaviours", max_behaviours),
-                                      ("--swarm", swarm or None)) if value is not None]
+                                      ("--swarm", swarm or None), ("--strategy", strategy)) if value is not None]
     if given:
         raise UsageError(f"{given[0]} is an option of --simulate; add --simulate, or for the exhaustive search "
                          f"use --max-depth and --max-states")
+
+
+def simulation_strategy(swarm: bool, strategy: Optional[str]) -> str:
+    """The strategy --strategy and --swarm (its short form) ask for, refused if they disagree."""
+    if swarm and strategy not in (None, "swarm"):
+        raise UsageError(f"--swarm is short for --strategy swarm; it cannot go with --strategy {strategy}")
+    return "swarm" if swarm else strategy or "uniform"
 
 
 def refuse_with_simulate(engine: str, fingerprints: bool, symmetry: bool, checkpoint: Optional[str],
@@ -61,16 +68,16 @@ def run_simulation(terminal: Terminal, model: Model, request: SimulationRequest,
     seed = request.seed if request.seed is not None else int.from_bytes(os.urandom(4), "little")
     options = SimulationOptions(seed=seed, depth=request.depth, max_behaviours=request.max_behaviours,
                                 time_limit=time_limit, max_memory=max_memory, keep_going=keep_going,
-                                swarm=request.swarm)
-    terminal.note(f"simulating {model.spec.title()}: random behaviours, seed {seed}"
-                  + (", swarm" if request.swarm else "") + f" ({len(model.labels)} action instances)")
+                                strategy=request.strategy)
+    terminal.note(f"simulating {model.spec.title()}: random behaviours, seed {seed}, strategy {request.strategy}"
+                  f" ({len(model.labels)} action instances)")
     terminal.start_progress()
     try:
         result = simulate(model, options, terminal.progress, compile="never" if compile == "never" else "now")
     finally:
         terminal.stop_progress()
     run_options = {"simulate": True, "seed": seed, "depth": request.depth, "max_behaviours": request.max_behaviours,
-                   "swarm": request.swarm, "continue": keep_going, "time_limit": time_limit,
+                   "strategy": request.strategy, "continue": keep_going, "time_limit": time_limit,
                    "max_memory_bytes": max_memory, "engine": "engine", "compile": compile,
                    "constraints": [c.name for c in model.constraints + model.action_constraints],
                    "deadlock": model.check_deadlock}

@@ -245,7 +245,7 @@ class Terminal:
         stats = Table(show_header=False, box=None, pad_edge=False)
         stats.add_column(style="bold")
         stats.add_column(justify="right")
-        stats.add_row("seed", f"{sim['seed']}" + (" (swarm)" if sim["swarm"] else ""))
+        stats.add_row("seed", f"{sim['seed']}, strategy {sim['strategy']}")
         stats.add_row("behaviours", f"{sim['behaviours']:,} ({_rate(sim['behaviours'], result.elapsed_s)})")
         stats.add_row("states", f"{sim['states']:,} in behaviours ({_rate(sim['states'], result.elapsed_s)}), "
                                 f"{result.states_generated:,} generated and checked")
