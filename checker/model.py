@@ -139,8 +139,6 @@ class Model:
         names, default all). The kernels compile in every one and evaluate the selected ones as
         extra bits after the selected invariants (``kernel_invariants``) and transition
         properties (``kernel_properties``)."""
-        import numba
-
         self.spec_constraints: list[Constraint] = list(spec.constraints())
         self.spec_action_constraints: list[ActionConstraint] = list(spec.action_constraints())
         names = [c.name for c in self.spec_constraints + self.spec_action_constraints]
@@ -152,10 +150,6 @@ class Model:
             if not isinstance(c, (Constraint, ActionConstraint)):
                 raise SpecError(f"spec {spec.name}: constraints() and action_constraints() must return "
                                 f"kraftcheck.Constraint and kraftcheck.ActionConstraint objects, not {c!r}")
-            if not numba.config.DISABLE_JIT and not hasattr(c.fn, "py_func"):
-                raise SpecError(f"spec {spec.name}: {what} {c.name}: its function {getattr(c.fn, '__name__', c.fn)} "
-                                "is not compiled; decorate it with @njit(cache=True) at module level, as actions "
-                                "and invariants are")
             require_njit(f"{what} {c.name} of spec {spec.name}", c.fn)  # and the helpers it calls
         if len(self.spec_invariants) + len(self.spec_constraints) > 64 or \
                 len(self.spec_properties) + len(self.spec_action_constraints) > 64:

@@ -41,7 +41,7 @@ def require_njit(what: str, fn: Callable[..., Any]) -> None:
     if not isinstance(fn, Dispatcher):
         raise SpecError(f"{what} ({where(fn)}) is a plain Python function: decorate it with "
                         "@njit(cache=True) (from numba import njit); kraftcheck compiles every action, "
-                        "invariant and transition property")
+                        "invariant, transition property and constraint")
     registered = {id(f) for f, _ in builtin_registry.globals}  # @register_jitable and @overload
     for helper, caller in _plain_helpers(fn.py_func, registered, set()):
         raise SpecError(f"{what} calls {helper.__name__} ({where(helper)}) from {caller.__name__}, a plain "

@@ -7,6 +7,7 @@ explorer with the reference explorer; these tests pin TLC's own figures and the 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,7 @@ def test_an_unknown_constraint_is_refused_before_exploring():
 
 def test_a_constraint_that_is_not_compiled_is_refused(monkeypatch):
     """Constraints are compiled into the kernels as invariants are: a plain Python function is
-    refused when the model is built, with what to do."""
+    refused when the model is built, with its file and line and what to do."""
     from kraftcheck.checker.spec import Constraint
     cls = spec_class(INNER_FIFO)
 
@@ -101,7 +102,8 @@ def test_a_constraint_that_is_not_compiled_is_refused(monkeypatch):
         def constraints(self):
             return [Constraint("short", lambda s: s.q_len <= 1)]
 
-    with pytest.raises(SpecError, match=r"constraint short: .*not compiled; decorate it with @njit\(cache=True\)"):
+    with pytest.raises(SpecError, match=rf"constraint short of spec inner_fifo_plain \({re.escape(__file__)}:\d+\) "
+                                        r"is a plain Python function: decorate it with @njit\(cache=True\)"):
         Model(Plain(Plain.Params()))
 
 
