@@ -86,8 +86,9 @@ class InterpretedKernels:
                 succ = layout.from_object(after)
                 try:
                     packed = layout.pack(succ)
-                except SpecError as e:
-                    raise SpecError(f"action {self.model.labels[label]}: {e}") from None
+                except SpecError:  # say it again naming the step, as the other tiers do
+                    layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+                    raise
                 out.words[row] = packed
                 out.hashes[row] = fingerprint_reference(packed)
                 out.labels[row] = label
