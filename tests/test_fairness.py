@@ -326,12 +326,20 @@ def test_a_partly_bound_instance_covers_every_instance_whose_bound_params_match(
 
 @pytest.mark.parametrize("entry,message", [
     ("FillHuge", "'FillHuge', which is neither an action.*FillSmall, FillBig"),
-    ("FillBig(x=1)", "'FillBig\\(x=1\\)'"),
+    ("FillBig(x=1)", "'FillBig\\(x=1\\)', but action FillBig takes no parameters; write FillBig$"),
     (WF("FillBig", "Nope(a=1)"), "'Nope\\(a=1\\)'"),
 ])
 def test_names_that_cover_nothing_are_refused(entry, message):
     with pytest.raises(SpecError, match=message):
         fairness_requirements(_model("die_hard"), (entry,))
+
+
+@pytest.mark.parametrize("entry", ["Mark(k=1)", "Mark(i=2)", WF("ClearRow", "Mark(i=0, j=3)")])
+def test_a_name_that_binds_a_missing_parameter_or_value_says_what_the_action_takes(entry):
+    with pytest.raises(SpecError, match=r"which covers no instance of action Mark: its parameters are i in 0, 1; "
+                                        r"j in 0, 1, 2; write Mark, Mark\(\*\) or Mark\(i=0, \.\.\.\) as traces "
+                                        r"show it$"):
+        fairness_requirements(_grid(), (entry,))
 
 
 def test_malformed_declarations_are_refused_when_declared():
