@@ -126,3 +126,25 @@ def test_from_tla_excerpts_are_the_files_they_name():
         first, rest = block.split("\n", 1)
         assert re.fullmatch(r"# bench/specs/\w+\.py", first), first
         assert rest in (ROOT / first[2:]).read_text(), f"not in {first[2:]}:\n{rest}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_section_names_a_heading_there():
+    """A link such as ``writing-a-spec.md#constraints-and-deadlock`` lands on its section (that
+    heading was once lost in a merge, and README's link with it)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    anchors = {}
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        anchors[page.resolve()] = {_slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+    broken = []
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([\w./-]*)#([\w-]+)\)", page.read_text()):
+            linked = (page.parent / target).resolve() if target else page.resolve()
+            if linked in anchors and anchor not in anchors[linked]:
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert not broken, broken
