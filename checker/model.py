@@ -22,6 +22,17 @@ DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 _interpreted: dict[int, Callable[..., Any]] = {}
 
 
+def spec_code_failed(what: str, error: Exception) -> SpecError:
+    """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``:
+    one line naming it, the line of the spec's code that raised, and what to do. The compiled tier
+    refuses such code too, as numba's compile error."""
+    import traceback
+    frames = traceback.extract_tb(error.__traceback__)
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return SpecError(f"{what} raised {type(error).__name__}: {error}{at}; the spec's functions must run as numba "
+                     "compiles them (integers, fields, loops, @njit helpers): fix that line")
+
+
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The interpreted body of a numba function (itself when JIT is disabled).
 

@@ -12,7 +12,7 @@ from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 
-from odd_specs import Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
+from odd_specs import AddsAString, Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
 
 EXPLORERS = {"compiled": lambda: Engine(compile="now"), "interpreted": lambda: Engine(compile="never"),
              "reference": lambda: ReferenceExplorer()}
@@ -41,6 +41,20 @@ def test_a_write_outside_a_fields_domain_is_refused_by_every_tier(name):
     with pytest.raises(SpecError, match=r"^after Overflow: field marked = 4 is outside its domain 0\.\.3: widen the "
                                         r"field's range in fields\(\), or make the action's guard keep it inside$"):
         EXPLORERS[name]().explore(Model(Overflowing(GridParams(1))), Options(keep_going=True))
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name):
+    """``s.marked + "1"``: the interpreted tiers meet Python's TypeError, the compiled one numba's
+    typing error; each is one message naming the spec's line (not a traceback, not a line of a
+    generated kernel module), so no tier accepts what another refuses."""
+    import odd_specs
+    line = next(i for i, text in enumerate(open(odd_specs.__file__), 1) if 's.marked + "1"' in text)
+    said = {"compiled": r"the kernels of spec adds_a_string failed to compile at \S*odd_specs\.py:%d: No implementation",
+            "interpreted": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
+            "reference": r"a function of the spec raised TypeError: .* at \S*odd_specs\.py:%d; "}[name] % line
+    with pytest.raises(SpecError, match=said):
+        EXPLORERS[name]().explore(Model(AddsAString(GridParams(1))), Options())
 
 
 def test_a_slice_of_two_axes_is_refused_by_the_interpreted_tier_with_what_to_write():
