@@ -34,9 +34,10 @@ def _counts(result):
 @pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, TableLayoutEngine],
                          ids=["reference", "engine", "engine-table-layouts"])
 def test_inner_fifo_gives_tlcs_counts(explorer):
-    """MCInnerFIFO of the TLA+ Examples (specifications/SpecifyingSystems/FIFO: InnerFIFOInstanced
-    with Message = {m1, m2, m3}, qLen = 3, CONSTRAINT qConstraint, INVARIANT TypeInvariant), as
-    TLC 2 (tla2tools.jar, -workers 1) reports it:
+    """MCInnerFIFO of the TLA+ Examples (specifications/SpecifyingSystems/FIFO at commit
+    32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9: InnerFIFOInstanced with Message = {m1, m2, m3},
+    qLen = 3, CONSTRAINT qConstraint, INVARIANT TypeInvariant; MCInnerFIFO.cfg unchanged), as
+    TLC 2.20 (tla2tools.jar rev 96056d9, -workers 1) reports it:
 
         Finished computing initial states: 36 distinct states generated at 2026-11-27 03:58:53.
         Model checking completed. No error has been found.
@@ -122,6 +123,20 @@ def test_deadlock_follows_the_spec_and_the_option():
     die_hard = spec_class("die_hard")
     assert Model(die_hard(die_hard.Params())).check_deadlock
     assert not Model(die_hard(die_hard.Params()), deadlock=False).check_deadlock
+
+
+def test_every_shipped_spec_declares_whether_it_checks_deadlocks_and_says_why():
+    """Issue 31: each spec states TLC's CHECK_DEADLOCK for itself (not by inheriting the default
+    silently) and its module docstring gives the reason."""
+    import sys
+    from kraftcheck.specs import spec_names
+    bench = [f"{ROOT}/bench/specs/{f}" for f in ("voting.py:Voting", "inner_fifo.py:InnerFifo",
+                                                  "simple_allocator.py:SimpleAllocator", "ewd840.py:EWD840")]
+    for name in spec_names() + bench:
+        cls = spec_class(name)
+        doc = sys.modules[cls.__module__].__doc__ or ""
+        assert "deadlock" in doc.lower() or "CHECK_DEADLOCK" in doc, f"{name}: its docstring says nothing of deadlocks"
+        assert "check_deadlock" in vars(cls), f"{name} does not declare check_deadlock"
 
 
 @pytest.mark.parametrize("keep_going", [True, False], ids=["continue", "first"])
