@@ -113,9 +113,11 @@ class Model:
         if check:
             unknown = [n for n in check if n not in known]
             if unknown:
+                constraint = unknown[0] in [c.name for c in list(spec.constraints()) + list(spec.action_constraints())]
                 raise UsageError(
                     f"unknown invariant {unknown[0]!r} for spec {spec.name}; "
-                    f"choose from: {', '.join(known) or '(none)'}")
+                    f"choose from: {', '.join(known) or '(none)'}"
+                    + (f" ({unknown[0]} is a constraint: --constraint selects constraints)" if constraint else ""))
             all_invariants = [x for x in all_invariants if x.name in check]
             all_properties = [x for x in all_properties if x.name in check]
         # a missing @njit named now, not as numba's error in a generated file after exploring
@@ -170,7 +172,9 @@ class Model:
             unknown = [n for n in selected if n not in names]
             if unknown:
                 raise UsageError(f"unknown constraint {unknown[0]!r} for spec {spec.name}; "
-                                 f"choose from: {', '.join(names) or '(the spec declares none)'}")
+                                 f"choose from: {', '.join(names) or '(the spec declares none)'}"
+                                 + (f" ({unknown[0]} is an invariant or property: --invariant selects those)"
+                                    if unknown[0] in checks else ""))
         chosen = set(names if selected is None else selected)
         self.constraints: list[Constraint] = [c for c in self.spec_constraints if c.name in chosen]
         self.action_constraints: list[ActionConstraint] = [c for c in self.spec_action_constraints

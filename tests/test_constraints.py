@@ -87,8 +87,13 @@ def test_inner_fifo_without_its_constraint_keeps_the_longer_queues():
 
 def test_an_unknown_constraint_is_refused_before_exploring():
     cls = spec_class(INNER_FIFO)
-    with pytest.raises(UsageError, match="unknown constraint 'qLength'.*choose from: qConstraint"):
+    with pytest.raises(UsageError, match="unknown constraint 'qLength'.*choose from: qConstraint$"):
         Model(cls(cls.Params()), constraints=["qLength"])
+    # a name of the other kind: say which option selects it
+    with pytest.raises(UsageError, match=r"qConstraint is a constraint: --constraint selects constraints\)$"):
+        Model(cls(cls.Params()), check=["qConstraint"])
+    with pytest.raises(UsageError, match=r"TypeInvariant is an invariant or property: --invariant selects those\)$"):
+        Model(cls(cls.Params()), constraints=["TypeInvariant"])
 
 
 def test_a_constraint_that_is_not_compiled_is_refused(monkeypatch):
