@@ -459,8 +459,9 @@ def compile_error(model_name: str, error: BaseException) -> SpecError:
               if m and not Path(m.group(1)).name.startswith("kc_")]
     at = f" at {places[0][0]}:{places[0][1]}" if places else ""
     text = " ".join(" ".join(reason).split())[:400] or str(error).strip()[:400]
-    return SpecError(f"the kernels of spec {model_name} failed to compile{at}: {text}; the spec's functions must "
-                     "be what numba compiles (integers, fields, loops, tuples, @njit helpers): fix that line")
+    return SpecError(f"the kernels of spec {model_name} failed to compile{at}: {text}; a spec's functions keep to "
+                     "what both tiers run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
+                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ def spec_code_failed(what: str, error: Exception) -> SpecError:
     import traceback
     frames = traceback.extract_tb(error.__traceback__)
     at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return SpecError(f"{what} raised {type(error).__name__}: {error}{at}; the spec's functions must run as numba "
-                     "compiles them (integers, fields, loops, @njit helpers): fix that line")
+    return SpecError(f"{what} raised {type(error).__name__}: {error}{at}; a spec's functions keep to what both tiers "
+                     "run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
+                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
 
 
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
