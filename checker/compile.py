@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -441,9 +442,26 @@ def _worker() -> int:
 
 
 def compile_error(model_name: str, error: BaseException) -> SpecError:
-    """A compile failure as one message (numba's own text says which line of the spec)."""
-    text = str(error).strip()
-    return SpecError(f"the kernels of spec {model_name} failed to compile: {text}")
+    """A compile failure as one line: the line of the spec numba names (not the generated kernel
+    module's) and numba's reason, without its pipeline and source excerpts."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    reason: list[str] = []
+    for line in lines:
+        if reason and (not line or line.startswith("File ")):
+            if not reason[-1].endswith(":"):
+                break
+            if line:
+                break
+            continue
+        if line and not line.startswith(("Failed in ", "During: ")):
+            reason.append(line)
+    places = [m.groups() for m in (re.match(r'File "(.+)", line (\d+)', line) for line in lines)
+              if m and not Path(m.group(1)).name.startswith("kc_")]
+    at = f" at {places[0][0]}:{places[0][1]}" if places else ""
+    text = " ".join(" ".join(reason).split())[:400] or str(error).strip()[:400]
+    return SpecError(f"the kernels of spec {model_name} failed to compile{at}: {text}; a spec's functions keep to "
+                     "what both tiers run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
+                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
 
 
 if __name__ == "__main__":

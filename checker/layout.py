@@ -156,9 +156,12 @@ class Layout:
             f = e.field
             if f.const is not None:
                 if v != f.const:
-                    raise SpecError(f"{where}constant field {f.name} changed to {v} (fixed at {f.const})")
+                    raise SpecError(f"{where}constant field {f.name} changed to {v} (fixed at {f.const}): a Const "
+                                    "is a per-run setting, which actions read and never write")
             elif not f.lo <= v <= f.hi:
-                raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain {f.lo}..{f.hi}")
+                what = "make the action's guard keep it inside" if where else "keep the value inside it"
+                raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain {f.lo}..{f.hi}: "
+                                f"widen the field's range in fields(), or {what}")
 
     def element_name(self, e: Element) -> str:
         f = e.field

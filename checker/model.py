@@ -22,6 +22,18 @@ DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 _interpreted: dict[int, Callable[..., Any]] = {}
 
 
+def spec_code_failed(what: str, error: Exception) -> SpecError:
+    """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``:
+    one line naming it, the line of the spec's code that raised, and what to do. The compiled tier
+    refuses such code too, as numba's compile error."""
+    import traceback
+    frames = traceback.extract_tb(error.__traceback__)
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return SpecError(f"{what} raised {type(error).__name__}: {error}{at}; a spec's functions keep to what both tiers "
+                     "run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
+                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
+
+
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The interpreted body of a numba function (itself when JIT is disabled).
 
@@ -102,9 +114,11 @@ class Model:
         if check:
             unknown = [n for n in check if n not in known]
             if unknown:
+                constraint = unknown[0] in [c.name for c in list(spec.constraints()) + list(spec.action_constraints())]
                 raise UsageError(
                     f"unknown invariant {unknown[0]!r} for spec {spec.name}; "
-                    f"choose from: {', '.join(known) or '(none)'}")
+                    f"choose from: {', '.join(known) or '(none)'}"
+                    + (f" ({unknown[0]} is a constraint: --constraint selects constraints)" if constraint else ""))
             all_invariants = [x for x in all_invariants if x.name in check]
             all_properties = [x for x in all_properties if x.name in check]
         # a missing @njit named now, not as numba's error in a generated file after exploring
@@ -139,8 +153,6 @@ class Model:
         names, default all). The kernels compile in every one and evaluate the selected ones as
         extra bits after the selected invariants (``kernel_invariants``) and transition
         properties (``kernel_properties``)."""
-        import numba
-
         self.spec_constraints: list[Constraint] = list(spec.constraints())
         self.spec_action_constraints: list[ActionConstraint] = list(spec.action_constraints())
         names = [c.name for c in self.spec_constraints + self.spec_action_constraints]
@@ -152,10 +164,6 @@ class Model:
             if not isinstance(c, (Constraint, ActionConstraint)):
                 raise SpecError(f"spec {spec.name}: constraints() and action_constraints() must return "
                                 f"kraftcheck.Constraint and kraftcheck.ActionConstraint objects, not {c!r}")
-            if not numba.config.DISABLE_JIT and not hasattr(c.fn, "py_func"):
-                raise SpecError(f"spec {spec.name}: {what} {c.name}: its function {getattr(c.fn, '__name__', c.fn)} "
-                                "is not compiled; decorate it with @njit(cache=True) at module level, as actions "
-                                "and invariants are")
             require_njit(f"{what} {c.name} of spec {spec.name}", c.fn)  # and the helpers it calls
         if len(self.spec_invariants) + len(self.spec_constraints) > 64 or \
                 len(self.spec_properties) + len(self.spec_action_constraints) > 64:
@@ -165,7 +173,9 @@ class Model:
             unknown = [n for n in selected if n not in names]
             if unknown:
                 raise UsageError(f"unknown constraint {unknown[0]!r} for spec {spec.name}; "
-                                 f"choose from: {', '.join(names) or '(the spec declares none)'}")
+                                 f"choose from: {', '.join(names) or '(the spec declares none)'}"
+                                 + (f" ({unknown[0]} is an invariant or property: --invariant selects those)"
+                                    if unknown[0] in checks else ""))
         chosen = set(names if selected is None else selected)
         self.constraints: list[Constraint] = [c for c in self.spec_constraints if c.name in chosen]
         self.action_constraints: list[ActionConstraint] = [c for c in self.spec_action_constraints

@@ -41,24 +41,33 @@ def require_njit(what: str, fn: Callable[..., Any]) -> None:
     if not isinstance(fn, Dispatcher):
         raise SpecError(f"{what} ({where(fn)}) is a plain Python function: decorate it with "
                         "@njit(cache=True) (from numba import njit); kraftcheck compiles every action, "
-                        "invariant and transition property")
+                        "invariant, transition property and constraint")
     registered = {id(f) for f, _ in builtin_registry.globals}  # @register_jitable and @overload
     for helper, caller in _plain_helpers(fn.py_func, registered, set()):
+        if not isinstance(helper, types.FunctionType):  # a module-level list, dict or set it reads
+            name, value = helper
+            raise SpecError(f"{what} reads the module-level {type(value).__name__} {name} in {caller.__name__} "
+                            f"({where(caller)}): numba freezes module-level values into the compiled code and "
+                            f"cannot freeze a {type(value).__name__}; make {name} a tuple (or an integer constant)")
         raise SpecError(f"{what} calls {helper.__name__} ({where(helper)}) from {caller.__name__}, a plain "
                         f"Python function: decorate {helper.__name__} with @njit(cache=True) too (numba "
                         "compiles only what is compiled)")
 
 
 def _plain_helpers(py: types.FunctionType, registered: set[int],
-                   seen: set[int]) -> Iterator[tuple[types.FunctionType, types.FunctionType]]:
+                   seen: set[int]) -> Iterator[tuple[Any, types.FunctionType]]:
     """(helper, caller) for every plain Python function of the spec's own that ``py`` reaches
-    through the globals it loads, following ``@njit`` helpers."""
+    through the globals it loads, following ``@njit`` helpers; and ((name, value), caller) for
+    every module-level list, dict or set one of them reads, which numba cannot compile (the
+    interpreted tier would run it, the compiled one refuse it)."""
     if id(py) in seen:
         return
     seen.add(id(py))
     for name in _global_names(py.__code__):
         value = py.__globals__.get(name)
-        if isinstance(value, Dispatcher):
+        if isinstance(value, (list, dict, set)):
+            yield (name, value), py
+        elif isinstance(value, Dispatcher):
             yield from _plain_helpers(value.py_func, registered, seen)
         elif (isinstance(value, types.FunctionType) and id(value) not in registered
               and not (value.__module__ or "").split(".")[0] in _LIBRARIES):

@@ -158,6 +158,9 @@ def Int(name: str, lo_or_maximum: int, hi: int | tuple[int, ...] | None = None, 
     lo, top = (0, lo_or_maximum) if hi is None else (lo_or_maximum, hi)
     if isinstance(lo, bool) or isinstance(top, bool) or not isinstance(lo, int) or not isinstance(top, int):
         raise SpecError(f"field {name}: Int bounds must be integers, got {lo_or_maximum!r} and {hi!r}")
+    if hi is None and top < 0:  # Int(name, -1) read as a maximum: say how to write a range from -1
+        raise SpecError(f"field {name}: Int({name!r}, {top}) holds 0..{top}, which is empty; for values from "
+                        f"{top} up write Int({name!r}, {top}, hi)")
     if top < lo:
         raise SpecError(f"field {name}: Int({name!r}, {lo}, {top}) is empty; the upper bound must be >= the lower")
     return Field(name, top - lo + 1, tuple(shape), "int", lo=lo, **kw)

@@ -100,7 +100,8 @@ def check_one_set(layout: Layout, sym: Symmetry) -> dict[str, Permuted]:
     for d in sym.fields:
         f = fields.get(d.field)
         if f is None:
-            raise SpecError(f"symmetry names field {d.field!r}, which the spec does not have")
+            raise SpecError(f"symmetry names field {d.field!r}, which the spec does not have "
+                            f"(fields: {', '.join(fields)})")
         if d.field in declared:
             raise SpecError(f"symmetry declares field {d.field} twice")
         for a in d.axes:

@@ -53,6 +53,7 @@ _API = {
     "ActionConstraint": "kraftcheck.checker.spec:ActionConstraint",
     "Symmetry": "kraftcheck.checker.spec:Symmetry",
     "Permuted": "kraftcheck.checker.spec:Permuted",
+    "LaneTouch": "kraftcheck.checker.spec:LaneTouch",
     "Predicate": "kraftcheck.checker.spec:Predicate",
     "Liveness": "kraftcheck.checker.spec:Liveness",
     "Fairness": "kraftcheck.checker.spec:Fairness",

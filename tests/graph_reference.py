@@ -197,3 +197,11 @@ def liveness_reference(model: Model, prop: Liveness, max_states: int = 200_000) 
     return {"verdict": "violated" if violating else "holds", "trigger_states": len(triggers),
             "doomed_states": len(runs["doomed"]), "fair_components": runs["fair_components"],
             "first_trigger_depth": len(sg.path_to(violating[0])) - 1 if violating else None}
+
+
+def liveness_found(found) -> dict:
+    """What the compiled analysis found (``check_liveness``'s result), in ``liveness_reference``'s
+    terms, for the tests to compare."""
+    return {"verdict": found.verdict, "trigger_states": found.trigger_states, "doomed_states": found.doomed_states,
+            "fair_components": found.fair_components,
+            "first_trigger_depth": found.lasso.trigger if found.lasso else None}

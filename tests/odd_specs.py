@@ -179,3 +179,27 @@ class Underflowing(Levels):
 
     def invariants(self):
         return []
+
+
+# ----------------------------------------------------------------------------------------------
+# Code numba does not compile, which Python runs (or fails on) all the same
+
+
+@njit(cache=True)
+def mark_with_a_string(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = s.marked + "1"  # a str: Python's TypeError interpreted, numba's typing error compiled
+    return True
+
+
+class AddsAString(Grid):
+    """An action whose code only Python's typing reaches (and refuses) when interpreted."""
+
+    name = "adds_a_string"
+
+    def actions(self):
+        return [Action("MarkWithAString", mark_with_a_string)]
+
+    def invariants(self):
+        return []

@@ -7,6 +7,7 @@ explorer with the reference explorer; these tests pin TLC's own figures and the 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,9 +34,10 @@ def _counts(result):
 @pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, TableLayoutEngine],
                          ids=["reference", "engine", "engine-table-layouts"])
 def test_inner_fifo_gives_tlcs_counts(explorer):
-    """MCInnerFIFO of the TLA+ Examples (specifications/SpecifyingSystems/FIFO: InnerFIFOInstanced
-    with Message = {m1, m2, m3}, qLen = 3, CONSTRAINT qConstraint, INVARIANT TypeInvariant), as
-    TLC 2 (tla2tools.jar, -workers 1) reports it:
+    """MCInnerFIFO of the TLA+ Examples (specifications/SpecifyingSystems/FIFO at commit
+    32a32c7b0b97562da2dd4b2e55b7f81cd6fea2b9: InnerFIFOInstanced with Message = {m1, m2, m3},
+    qLen = 3, CONSTRAINT qConstraint, INVARIANT TypeInvariant; MCInnerFIFO.cfg unchanged), as
+    TLC 2.20 (tla2tools.jar rev 96056d9, -workers 1) reports it:
 
         Finished computing initial states: 36 distinct states generated at 2026-11-27 03:58:53.
         Model checking completed. No error has been found.
@@ -85,13 +87,18 @@ def test_inner_fifo_without_its_constraint_keeps_the_longer_queues():
 
 def test_an_unknown_constraint_is_refused_before_exploring():
     cls = spec_class(INNER_FIFO)
-    with pytest.raises(UsageError, match="unknown constraint 'qLength'.*choose from: qConstraint"):
+    with pytest.raises(UsageError, match="unknown constraint 'qLength'.*choose from: qConstraint$"):
         Model(cls(cls.Params()), constraints=["qLength"])
+    # a name of the other kind: say which option selects it
+    with pytest.raises(UsageError, match=r"qConstraint is a constraint: --constraint selects constraints\)$"):
+        Model(cls(cls.Params()), check=["qConstraint"])
+    with pytest.raises(UsageError, match=r"TypeInvariant is an invariant or property: --invariant selects those\)$"):
+        Model(cls(cls.Params()), constraints=["TypeInvariant"])
 
 
 def test_a_constraint_that_is_not_compiled_is_refused(monkeypatch):
     """Constraints are compiled into the kernels as invariants are: a plain Python function is
-    refused when the model is built, with what to do."""
+    refused when the model is built, with its file and line and what to do."""
     from kraftcheck.checker.spec import Constraint
     cls = spec_class(INNER_FIFO)
 
@@ -101,7 +108,8 @@ def test_a_constraint_that_is_not_compiled_is_refused(monkeypatch):
         def constraints(self):
             return [Constraint("short", lambda s: s.q_len <= 1)]
 
-    with pytest.raises(SpecError, match=r"constraint short: .*not compiled; decorate it with @njit\(cache=True\)"):
+    with pytest.raises(SpecError, match=rf"constraint short of spec inner_fifo_plain \({re.escape(__file__)}:\d+\) "
+                                        r"is a plain Python function: decorate it with @njit\(cache=True\)"):
         Model(Plain(Plain.Params()))
 
 
@@ -120,6 +128,20 @@ def test_deadlock_follows_the_spec_and_the_option():
     die_hard = spec_class("die_hard")
     assert Model(die_hard(die_hard.Params())).check_deadlock
     assert not Model(die_hard(die_hard.Params()), deadlock=False).check_deadlock
+
+
+def test_every_shipped_spec_declares_whether_it_checks_deadlocks_and_says_why():
+    """Issue 31: each spec states TLC's CHECK_DEADLOCK for itself (not by inheriting the default
+    silently) and its module docstring gives the reason."""
+    import sys
+    from kraftcheck.specs import spec_names
+    bench = [f"{ROOT}/bench/specs/{f}" for f in ("voting.py:Voting", "inner_fifo.py:InnerFifo",
+                                                  "simple_allocator.py:SimpleAllocator", "ewd840.py:EWD840")]
+    for name in spec_names() + bench:
+        cls = spec_class(name)
+        doc = sys.modules[cls.__module__].__doc__ or ""
+        assert "deadlock" in doc.lower() or "CHECK_DEADLOCK" in doc, f"{name}: its docstring says nothing of deadlocks"
+        assert "check_deadlock" in vars(cls), f"{name} does not declare check_deadlock"
 
 
 @pytest.mark.parametrize("keep_going", [True, False], ids=["continue", "first"])

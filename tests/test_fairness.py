@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from graph_reference import fair_runs_reference, fair_walk, liveness_reference
+from graph_reference import fair_runs_reference, fair_walk, liveness_found, liveness_reference
 from kraftcheck import SF, WF, traces
 from kraftcheck.checker.analyses.liveness import (Requirement, check_liveness, doomed_states, explain_fairness,
                                                   fair_components, fair_lasso,
@@ -326,12 +326,20 @@ def test_a_partly_bound_instance_covers_every_instance_whose_bound_params_match(
 
 @pytest.mark.parametrize("entry,message", [
     ("FillHuge", "'FillHuge', which is neither an action.*FillSmall, FillBig"),
-    ("FillBig(x=1)", "'FillBig\\(x=1\\)'"),
+    ("FillBig(x=1)", "'FillBig\\(x=1\\)', but action FillBig takes no parameters; write FillBig$"),
     (WF("FillBig", "Nope(a=1)"), "'Nope\\(a=1\\)'"),
 ])
 def test_names_that_cover_nothing_are_refused(entry, message):
     with pytest.raises(SpecError, match=message):
         fairness_requirements(_model("die_hard"), (entry,))
+
+
+@pytest.mark.parametrize("entry", ["Mark(k=1)", "Mark(i=2)", WF("ClearRow", "Mark(i=0, j=3)")])
+def test_a_name_that_binds_a_missing_parameter_or_value_says_what_the_action_takes(entry):
+    with pytest.raises(SpecError, match=r"which covers no instance of action Mark: its parameters are i in 0, 1; "
+                                        r"j in 0, 1, 2; write Mark, Mark\(\*\) or Mark\(i=0, \.\.\.\) as traces "
+                                        r"show it$"):
+        fairness_requirements(_grid(), (entry,))
 
 
 def test_malformed_declarations_are_refused_when_declared():
@@ -451,11 +459,7 @@ def test_fairness_forms_on_specs_agree_with_the_brute_force(case):
     prop = _prop(model, which)
     graph, kernels = _compiled(model)
     found = check_liveness(graph, kernels, prop)
-    expected = liveness_reference(model, prop)
-    got = {"verdict": found.verdict, "trigger_states": found.trigger_states, "doomed_states": found.doomed_states,
-           "fair_components": found.fair_components,
-           "first_trigger_depth": found.lasso.trigger if found.lasso else None}
-    assert got == expected
+    assert liveness_found(found) == liveness_reference(model, prop)
     if found.lasso is not None:  # every lasso found replays: fair to every requirement, the goal never reached
         trace = from_text(to_json(trace_of_lasso(graph, found, prop, {"engine": "engine"})))
         assert traces.replay(trace, spec=_declaring(type(model.spec), prop)).ok

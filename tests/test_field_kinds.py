@@ -27,6 +27,8 @@ def test_int_with_bounds_holds_negative_values_in_as_few_bits():
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Int("x", 3, 1), r"Int\('x', 3, 1\) is empty"),
+    (lambda: Int("x", -1, (2,)), r"Int\('x', -1\) holds 0\.\.-1, which is empty; for values from -1 up write "
+                                 r"Int\('x', -1, hi\)"),
     (lambda: Int("x", 1.5), "bounds must be integers"),
     (lambda: Int("x", 0, True), "bounds must be integers"),
     (lambda: Int("x", 3, (2,), shape=(2,)), "given a second shape"),

@@ -100,3 +100,15 @@ def test_the_command_line_says_it_in_one_line_with_exit_2_before_exploring(tmp_p
     assert out.returncode == 2, out.stdout + out.stderr
     assert "decorate bump with @njit(cache=True) too" in out.stderr
     assert "Traceback" not in out.stderr and "distinct" not in out.stdout
+
+
+def test_a_module_level_list_an_action_reads_is_named_before_anything_runs(tmp_path):
+    """Python reads a module-level list, numba cannot freeze one: without this check the
+    interpreted tier would explore a small model to its end and the compiled tier refuse it."""
+    path = tmp_path / "counter_spec.py"
+    path.write_text(SPEC.format(action_decorator="@njit(cache=True)", helper_decorator="@njit(cache=True)")
+                    .replace("    t.n = bump(s.n)", "    t.n = bump(s.n) + STEP[0] - 1")
+                    .replace("@dataclass(frozen=True)", "STEP = [1]\n\n\n@dataclass(frozen=True)"))
+    with pytest.raises(SpecError, match=rf"action Step of spec counter reads the module-level list STEP in step "
+                                        rf"\({path}:\d+\): numba freezes .* make STEP a tuple"):
+        Model(_load(path)())

@@ -12,7 +12,7 @@ from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 
-from odd_specs import Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
+from odd_specs import AddsAString, Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
 
 EXPLORERS = {"compiled": lambda: Engine(compile="now"), "interpreted": lambda: Engine(compile="never"),
              "reference": lambda: ReferenceExplorer()}
@@ -37,8 +37,24 @@ def test_two_axis_writes_and_reads_give_the_same_states_on_every_tier(n):
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_a_write_outside_a_fields_domain_is_refused_by_every_tier(name):
-    with pytest.raises(SpecError, match=r"Overflow"):
+    """In the same words on every tier: the step, the element, its domain and what to do."""
+    with pytest.raises(SpecError, match=r"^after Overflow: field marked = 4 is outside its domain 0\.\.3: widen the "
+                                        r"field's range in fields\(\), or make the action's guard keep it inside$"):
         EXPLORERS[name]().explore(Model(Overflowing(GridParams(1))), Options(keep_going=True))
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name):
+    """``s.marked + "1"``: the interpreted tiers meet Python's TypeError, the compiled one numba's
+    typing error; each is one message naming the spec's line (not a traceback, not a line of a
+    generated kernel module), so no tier accepts what another refuses."""
+    import odd_specs
+    line = next(i for i, text in enumerate(open(odd_specs.__file__), 1) if 's.marked + "1"' in text)
+    said = {"compiled": r"the kernels of spec adds_a_string failed to compile at \S*odd_specs\.py:%d: No implementation",
+            "interpreted": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
+            "reference": r"a function of the spec raised TypeError: .* at \S*odd_specs\.py:%d; "}[name] % line
+    with pytest.raises(SpecError, match=said):
+        EXPLORERS[name]().explore(Model(AddsAString(GridParams(1))), Options())
 
 
 def test_a_slice_of_two_axes_is_refused_by_the_interpreted_tier_with_what_to_write():
@@ -77,5 +93,6 @@ def test_negative_values_are_read_written_and_counted_alike_on_every_tier(n, pad
 @pytest.mark.parametrize("padded", [False, True], ids=["unrolled", "table"])
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_a_write_below_a_negative_range_is_refused_by_every_tier(name, padded):
-    with pytest.raises(SpecError, match=r"CoolPastTheFloor|temp\[r1\] = -3 is outside its domain -2\.\.2"):
+    with pytest.raises(SpecError, match=r"^after CoolPastTheFloor\(i=0\): field temp\[r1\] = -3 is outside its domain "
+                                        r"-2\.\.2: widen"):
         EXPLORERS[name]().explore(Model(Underflowing(LevelsParams(1, padded))), Options(keep_going=True))

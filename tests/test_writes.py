@@ -232,8 +232,7 @@ def test_a_written_element_outside_its_domain_is_reported_by_the_compiled_kernel
     spec.write_text(OVERFLOWING_SPEC)
     result = CliRunner().invoke(cli, ["check", "--spec", f"{spec}:Overflow", "--compile", "now"])
     assert result.exit_code == 2, result.output
-    # "after ...": the compiled kernels' report, re-run in Python for the message (the interpreted
-    # tier's says "action ...")
+    # the compiled kernels' report, re-run in Python for the message, in the words of every tier
     assert re.search(r"error: after Inc\(counter=[01]\): field c\[[01]\] = 3 is outside its domain 0\.\.2",
                      result.output), result.output
 

@@ -105,6 +105,7 @@ class InnerFifo(Spec):
     summary = "the FIFO buffer of Specifying Systems with the state constraint Len(q) <= qLen (TLA+ Examples)"
     Params = InnerFifoParams
     examples = ({"messages": 2, "q_len": 2},)
+    check_deadlock = True  # TLC's default, left on in MCInnerFIFO.cfg: every state has a successor
 
     def fields(self):
         p = self.params

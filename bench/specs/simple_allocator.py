@@ -84,6 +84,7 @@ class SimpleAllocator(Spec):
     Params = SimpleAllocatorParams
     examples = ({}, {"clients": 2, "resources": 3})
     symmetric_examples = examples
+    check_deadlock = True  # TLC's default: every state has a successor (the docstring says why)
 
     def client_names(self) -> tuple[str, ...]:
         return tuple(f"c{i + 1}" for i in range(self.params.clients))

@@ -132,9 +132,7 @@ def fairness_requirements(model: Model, fair) -> list[Requirement]:
         for name, text in zip(names, texts):
             found = _instances(model, text)
             if found is None:
-                raise SpecError(f"fairness names {name!r}, which is neither an action of spec {model.spec.name} in "
-                                f"these settings ({', '.join(actions)}) nor instances of one (e.g. "
-                                f"{model.labels[0]}); write Name, Name(*) or Name(param=value, ...)")
+                raise SpecError(_covers_nothing(model, name, text, actions))
             covered += found
         labels = tuple(sorted(set(covered)))
         if isinstance(entry, Fairness) and (strong or len(names) > 1):
@@ -146,6 +144,26 @@ def fairness_requirements(model: Model, fair) -> list[Requirement]:
     if len(out) > MAX_FAIR_ACTIONS:
         raise SpecError(f"{len(out)} fairness requirements; at most {MAX_FAIR_ACTIONS} are supported")
     return out
+
+
+def _covers_nothing(model: Model, name: str, text: str, actions: list[str]) -> str:
+    """What is wrong with a fairness name that covers no instance, and what to write instead."""
+    action = text.partition("(")[0]
+    if action not in actions:
+        return (f"fairness names {name!r}, which is neither an action of spec {model.spec.name} in these settings "
+                f"({', '.join(actions)}) nor instances of one (e.g. {model.labels[0]}); write Name, Name(*) or "
+                "Name(param=value, ...)")
+    params = next(a for a in model.actions if a.name == action).params
+    if not params:
+        return f"fairness names {name!r}, but action {action} takes no parameters; write {action}"
+
+    def values(p) -> str:
+        shown = [str(p.show(v)).replace(" ", "") for v in range(min(p.count, 8))]
+        return ", ".join(shown) + (", ..." if p.count > 8 else "")
+
+    return (f"fairness names {name!r}, which covers no instance of action {action}: its parameters are "
+            f"{'; '.join(f'{p.name} in {values(p)}' for p in params)}; write {action}, {action}(*) or "
+            f"{action}({params[0].name}={params[0].show(0)}{', ...' if len(params) > 1 else ''}) as traces show it")
 
 
 def fairness_bits(model: Model, requirements: list[Requirement]) -> np.ndarray:

@@ -16,10 +16,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import KraftcheckError, SpecError
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.layout import state_copier
-from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.model import Model, python_function, spec_code_failed
 
 
 class InterpretedKernels:
@@ -37,6 +37,10 @@ class InterpretedKernels:
         self.invariants = [python_function(inv.fn) for inv in model.invariants + model.constraints]
         self.properties = [python_function(p.fn) for p in model.properties + model.action_constraints]
         self.copy = state_copier(model.layout)
+        self._invariant_names = [f"invariant {x.name}" for x in model.invariants] + \
+            [f"constraint {x.name}" for x in model.constraints]
+        self._property_names = [f"transition property {x.name}" for x in model.properties] + \
+            [f"action constraint {x.name}" for x in model.action_constraints]
 
     def _check_batch(self, words: np.ndarray) -> None:
         if words.ndim != 2 or words.shape[1] != self.nwords or words.dtype != np.uint64:
@@ -72,32 +76,43 @@ class InterpretedKernels:
         if out.states < hi - lo:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {hi - lo}")
         layout, copy, nlabels = self.layout, self.copy, self.nlabels
-        for i in range(hi - lo):
-            source = layout.unpack(words[lo + i].tolist())
-            before = layout.to_object(source)
-            after = copy(before)  # reused while actions are disabled: they must not touch it
-            for label, (fn, values) in enumerate(self.actions):
-                row = i * nlabels + label
-                if not fn(before, after, *values):
-                    if after.__dict__ != before.__dict__:
-                        raise SpecError(f"action {self.model.labels[label]} changed the successor but returned False")
-                    out.labels[row] = NO_LABEL
-                    continue
-                succ = layout.from_object(after)
-                try:
-                    packed = layout.pack(succ)
-                except SpecError as e:
-                    raise SpecError(f"action {self.model.labels[label]}: {e}") from None
-                out.words[row] = packed
-                out.hashes[row] = fingerprint_reference(packed)
-                out.labels[row] = label
-                if self.properties:
-                    mask = 0
-                    for k, prop in enumerate(self.properties):
-                        if not prop(before, after):
-                            mask |= 1 << k
-                    out.props[row] = mask
-                after = copy(before)
+        label = k = -1  # what runs: action ``label``, then transition property ``k`` on its step
+        try:
+            for i in range(hi - lo):
+                source = layout.unpack(words[lo + i].tolist())
+                before = layout.to_object(source)
+                after = copy(before)  # reused while actions are disabled: they must not touch it
+                for label, (fn, values) in enumerate(self.actions):
+                    k = -1
+                    row = i * nlabels + label
+                    if not fn(before, after, *values):
+                        if after.__dict__ != before.__dict__:
+                            raise SpecError(f"action {self.model.labels[label]} changed the successor but returned "
+                                            "False")
+                        out.labels[row] = NO_LABEL
+                        continue
+                    succ = layout.from_object(after)
+                    try:
+                        packed = layout.pack(succ)
+                    except SpecError:  # say it again naming the step, as the other tiers do
+                        layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+                        raise
+                    out.words[row] = packed
+                    out.hashes[row] = fingerprint_reference(packed)
+                    out.labels[row] = label
+                    if self.properties:
+                        mask = 0
+                        for k, prop in enumerate(self.properties):
+                            if not prop(before, after):
+                                mask |= 1 << k
+                        out.props[row] = mask
+                    after = copy(before)
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
+            what = f"action {self.model.labels[label]}" if k < 0 else \
+                f"{self._property_names[k]} on a step of {self.model.labels[label]}"
+            raise spec_code_failed(what, e) from None
         if after_part is not None and hi > lo:
             after_part(0, 0, hi - lo)
         return out
@@ -120,11 +135,17 @@ class InterpretedKernels:
         out = np.zeros(hi - lo, np.uint64)
         if not self.invariants:
             return out
-        for j in range(hi - lo):
-            state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
-            mask = 0
-            for k, inv in enumerate(self.invariants):
-                if not inv(state):
-                    mask |= 1 << k
-            out[j] = mask
+        k = 0
+        try:
+            for j in range(hi - lo):
+                state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
+                mask = 0
+                for k, inv in enumerate(self.invariants):
+                    if not inv(state):
+                        mask |= 1 << k
+                out[j] = mask
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
+            raise spec_code_failed(self._invariant_names[k], e) from None
         return out

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import KraftcheckError, SpecError
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.model import DEADLOCK, Model, python_function
+from kraftcheck.checker.model import DEADLOCK, Model, python_function, spec_code_failed
 from kraftcheck.checker.explore.concrete import concrete_trace
 
 
@@ -203,6 +203,10 @@ class ReferenceExplorer:
         except KeyboardInterrupt:
             result.interrupted = True
             result.incomplete_reason = "interrupted"
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the spec's own code failed: one line, as the engine says it
+            raise spec_code_failed("a function of the spec", e) from None
         result.distinct_states = len(states)
         result.fingerprints = options.fingerprints
         result.symmetry = options.symmetry
