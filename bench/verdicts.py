@@ -1,9 +1,9 @@
 """Generate the README's verdict table with ``kraftcheck sweep bench/verdicts.toml``.
 
-The matrix file lists every preset and safeguard switch at 3 brokers, min ISR 2, each run at the
-default bounds and with ``--min-isr-changes 0`` (the min ISR findings, docs/findings.md F1 and
-F3, show at the default bounds under every setting and would otherwise hide what each switch
-does). The sweep runs them in parallel (locally, or on Spark with ``--master``); this script
+The matrix file lists every preset and safeguard switch (and the controller failover fault) at 3
+brokers, min ISR 2, each run at the default bounds and with ``--min-isr-changes 0`` (the min ISR
+findings, docs/findings.md F1 and F3, show at the default bounds under every setting and would
+otherwise hide what each switch does). The sweep runs them in parallel (locally, or on Spark with ``--master``); this script
 turns its JSON into the two-column table between the README's verdict markers.
 
     .venv/bin/python bench/verdicts.py                     # rewrite the table in README.md

@@ -182,10 +182,11 @@ def test_f3_publish_window_story_loses_the_write_unless_a_fix_closes_the_window(
 def test_f5_replay_story_loses_the_write_only_where_the_replay_drops_the_expansion():
     """traces/scenarios/f5_replay_drops_expansion.yaml (docs/findings.md F5), every variant as expected."""
     runs = shipped_runs_as_expected("f5_replay_drops_expansion.yaml")
-    flawed = runs["flawed"]
-    assert flawed.blocked_at is None
-    assert flawed.first_failure == {"leader_maximal_isr_covers_electable": 10, "isr_members_hold_committed_log": 10,
-                                    "leader_holds_committed_log": 11, "acked_writes_survive": 11}
+    for variant in ("flawed", "kafka-4.x", "kafka-4.0"):  # kip-966, and Kafka's code with and without ELR
+        assert runs[variant].blocked_at is None
+        assert runs[variant].first_failure == {
+            "leader_maximal_isr_covers_electable": 10, "isr_members_hold_committed_log": 10,
+            "leader_holds_committed_log": 11, "acked_writes_survive": 11}, variant
     assert {v: runs[v].blocked_at for v in ("atomic", "await-metadata", "ignore-replayed-change")} == {
         "atomic": 9, "await-metadata": 6, "ignore-replayed-change": None}
     assert all(runs[v].first_failure == {} for v in ("atomic", "await-metadata", "ignore-replayed-change"))
