@@ -1,6 +1,7 @@
-"""Levels that outgrow their share of memory spill to a temporary directory (engine.py,
-``DiskLevels.spill``): the same counts, verdicts and traces as in memory, and the directory gone
-however the run ends. The threshold is forced (``Engine(spill_levels_at=...)``) on small models."""
+"""Levels on disk give the in-memory results: in a checkpoint, and spilled to a temporary
+directory once they outgrow their share of memory (engine.py, ``DiskLevels.spill``), whose
+directory goes however the run ends. The threshold is forced (``Engine(spill_levels_at=...)``)
+on small models."""
 
 from __future__ import annotations
 
@@ -30,25 +31,29 @@ def _summary(r):
 @pytest.fixture
 def spill_root(tmp_path, monkeypatch):
     """Where this test's spills go (tempfile's $TMPDIR): nothing else writes there."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
 
 
-# a holding spec, a violating one, state constraints (an invariant violated outside them), and a
-# symmetric one; first violation and --continue; exact and --fingerprints
+# a violating spec (first violation; --continue with --fingerprints), the Kafka model, and a
+# symmetric one (--symmetry); the last flag: also with --checkpoint (levels on disk from the start)
+KAFKA = {"brokers": 2, "min_isr": 1, "protocol": "kafka-3.5", "lossy_shutdowns": 1, "fences": 0, "isr_shrinks": 0,
+         "min_isr_changes": 0}
 CASES = [
-    ("two_phase", {"rm": 4}, {"keep_going": True}),
-    ("two_phase_eager_commit", {"rm": 4}, {}),
-    ("two_phase_eager_commit", {"rm": 4}, {"keep_going": True, "fingerprints": True}),
-    ("constraint_specs:Counters", {"n": 3, "top": 4, "limit": 9, "cap": 3}, {"keep_going": True}),
-    ("symmetry_specs:Voting", {"revote": True}, {"keep_going": True, "symmetry": True}),
+    ("two_phase_eager_commit", {"rm": 4}, {}, True),
+    ("two_phase_eager_commit", {"rm": 4}, {"keep_going": True, "fingerprints": True}, True),
+    ("kafka", KAFKA, {"keep_going": True}, True),
+    ("symmetry_specs:Voting", {"revote": True}, {"keep_going": True, "symmetry": True}, False),
 ]
 
 
-@pytest.mark.parametrize("name,params,options", CASES, ids=[f"{n}-{o}" for n, _, o in CASES])
-def test_a_spilled_run_gives_the_in_memory_results(spill_root, name, params, options):
-    """Spilled from the first level on, and in the middle of the run (small chunks, a threshold
-    passed after a few levels): every count, verdict and trace the same as in memory."""
+@pytest.mark.parametrize("name,params,options,checkpoint", CASES, ids=[f"{n}-{o}" for n, _, o, _ in CASES])
+def test_levels_on_disk_give_the_in_memory_results(spill_root, tmp_path, name, params, options, checkpoint):
+    """Spilled from the first level on, spilled in the middle of the run (small chunks, a
+    threshold passed after a few levels), and in a checkpoint: every count, verdict and trace the
+    same as in memory."""
     memory = Engine().explore(_model(name, **params), Options(**options))
     assert memory.levels_spilled is None and not list(spill_root.iterdir()), "nothing on disk below the threshold"
     first = Engine(spill_levels_at=0).explore(_model(name, **params), Options(**options))
@@ -60,6 +65,12 @@ def test_a_spilled_run_gives_the_in_memory_results(spill_root, name, params, opt
     assert _summary(first) == _summary(memory)
     assert _summary(middle) == _summary(memory)
     assert not list(spill_root.iterdir())
+    if checkpoint:
+        directory = tmp_path / "checkpoint"
+        disk = Engine().explore(_model(name, **params), Options(**options, checkpoint_dir=str(directory)))
+        assert disk.levels_spilled is None
+        assert _summary(disk) == _summary(memory)
+        assert sorted(p.name for p in directory.iterdir())[0] == "checkpoint.json"
 
 
 def _spilling_run(spill_root, name, options, on_progress=None):

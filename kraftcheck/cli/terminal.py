@@ -198,9 +198,9 @@ class Terminal:
                           "from the start: the checkpoint's run stopped before its first level was on disk")
         if result.levels_spilled is not None:
             spill = result.levels_spilled
-            stats.add_row("levels", f"spilled to disk at level {spill['at_level']:,} ({spill['at_distinct']:,} states, "
-                                    f"{byte_size(spill['levels_bytes'])} in memory, more than "
-                                    f"{byte_size(spill['threshold_bytes'])}) into {spill['directory']}, removed at the end")
+            stats.add_row("levels", f"spilled to disk at level {spill['at_level']:,}, {spill['at_distinct']:,} states "
+                                    f"({byte_size(spill['levels_bytes'])} > {byte_size(spill['threshold_bytes'])})")
+            stats.add_row("spilled to", f"{spill['directory']}, removed at the end")
         if result.collision_probability is not None:
             p = result.collision_probability
             stats.add_row("collision probability",
