@@ -63,11 +63,12 @@ class MemoryLevels:
         return sum(p.shape[0] for p in self.pending_parents)
 
     def held_bytes(self, frontier: np.ndarray) -> int:
-        """Bytes of memory the levels hold: every finished level's parents and labels, the level
-        being built, and ``frontier`` (the engine holds the words of the level it expands)."""
-        return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes
-                + sum(w.nbytes + p.nbytes + lab.nbytes
-                      for w, p, lab in zip(self.pending_words, self.pending_parents, self.pending_labels)))
+        """Bytes of memory the levels will hold at most: every finished level's parents and
+        labels, ``frontier`` (the engine holds the words of the level it expands), and the level
+        being built twice over (``finish_level`` concatenates its chunks)."""
+        pending = sum(w.nbytes + p.nbytes + lab.nbytes
+                      for w, p, lab in zip(self.pending_words, self.pending_parents, self.pending_labels))
+        return sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes + 2 * pending
 
     def finish_level(self) -> np.ndarray:
         """Close the level being built (if it has states) and return its words (the new frontier)."""
@@ -169,7 +170,7 @@ class DiskLevels(MemoryLevels):
             words = frontier if level == last else np.empty((0, memory.nwords), np.uint64)
             for kind, array in (("words", words), ("parents", parents), ("labels", labels)):
                 with open(disk.path(level, kind), "wb") as f:
-                    f.write(np.ascontiguousarray(array).tobytes())
+                    f.write(memoryview(np.ascontiguousarray(array)))  # no copy of a level in memory
             disk._map_level(level)
         for words, parents, labels in zip(memory.pending_words, memory.pending_parents, memory.pending_labels):
             disk.add(words, parents, labels)
@@ -183,7 +184,7 @@ class DiskLevels(MemoryLevels):
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
         files = self._open()
         for f, a, dtype in zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16)):
-            f.write(np.ascontiguousarray(a, dtype).tobytes())
+            f.write(memoryview(np.ascontiguousarray(a, dtype)))
         self._last_chunk = int(np.shape(parents)[0])
         self._pending += self._last_chunk
 
