@@ -45,6 +45,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "checkpoint_dir": result.checkpoint_dir,
         "resumed_from_level": result.resumed_from_level,
         "resumed": result.resumed,
+        "levels_spilled": result.levels_spilled,
         "spark": result.spark,
         "simulation": result.simulation,
         "states_per_s": round(result.states_per_s, 1),

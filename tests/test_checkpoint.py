@@ -33,18 +33,7 @@ def _summary(r):
             [(v.check, v.depth, [s.label for s in v.steps]) for v in r.violations])
 
 
-@pytest.mark.parametrize("name,params,keep_going", [
-    ("two_phase", {"rm": 5}, True),
-    ("two_phase_eager_commit", {"rm": 4}, False),
-    ("two_phase_eager_commit", {"rm": 4}, True),
-    ("kafka", {"brokers": 2, "min_isr": 1, "protocol": "kafka-3.5", "lossy_shutdowns": 1, "fences": 0,
-               "isr_shrinks": 0, "min_isr_changes": 0}, True),
-])
-def test_levels_on_disk_give_the_in_memory_results(tmp_path, name, params, keep_going):
-    memory = Engine().explore(_model(name, **params), Options(keep_going=keep_going))
-    disk = Engine().explore(_model(name, **params), Options(keep_going=keep_going, checkpoint_dir=str(tmp_path / "c")))
-    assert _summary(disk) == _summary(memory)
-    assert sorted(p.name for p in (tmp_path / "c").iterdir())[0] == "checkpoint.json"
+# tests/test_spill.py: levels on disk (a checkpoint, or spilled) give the in-memory results
 
 
 def test_a_run_stopped_by_a_limit_resumes_to_the_same_end(tmp_path):

@@ -11,6 +11,8 @@ uint16 label are kept: a counterexample is rebuilt by replaying labels from an i
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -25,7 +27,8 @@ from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTab
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
-                                               describe_limit, memory_exceeded, no_progress, replay_path)
+                                               describe_limit, memory_exceeded, memory_total, no_progress,
+                                               replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
@@ -72,6 +75,13 @@ RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint 
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
 MAX_NUMBERED_STATES = INITIAL_PARENT - 1
+# Without --checkpoint the levels start in memory and move to a temporary directory (they
+# "spill") once they hold more than this share of --max-memory (of the machine's memory without
+# one). The share is small because the levels are cheap on disk (written in order, read once, in
+# order) and the visited set, which cannot leave memory, is what a large run needs memory for:
+# --records 2 --fingerprints peaked at 10.2 GB with its levels in memory, 5.1 GB with them on disk.
+LEVELS_MEMORY_SHARE = 1 / 16
+SPILL_PREFIX = "kraftcheck-levels-"  # the temporary directory's name starts so, under $TMPDIR
 
 
 COMPILE_MODES = ("now", "background", "never")
@@ -88,17 +98,24 @@ class Engine:
     for them. A small layout's compile builds its table form first (``codegen.write_kernel_module``:
     quick to compile, about half as fast to run), which the run takes while the unrolled form
     compiles, then the unrolled form. ``never`` interprets throughout (tests of the first tier).
+
+    ``spill_levels_at``: bytes the levels may hold in memory before they spill to a temporary
+    directory (0: from the first level on); None: LEVELS_MEMORY_SHARE of ``Options.max_memory``.
+    A checkpoint's levels are on disk from the start.
     """
 
     name = "engine"
 
     def __init__(self, chunk_candidates: Optional[int] = None, shard_bits: int = 6,
-                 compile: str = "now") -> None:
+                 compile: str = "now", spill_levels_at: Optional[int] = None) -> None:
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {', '.join(COMPILE_MODES)}")
+        if spill_levels_at is not None and spill_levels_at < 0:
+            raise ValueError("spill_levels_at must be a number of bytes of at least 0")
         self.chunk_candidates = chunk_candidates
         self.shard_bits = shard_bits
         self.compile = compile
+        self.spill_levels_at = spill_levels_at
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
         t0 = time.perf_counter()
@@ -127,21 +144,33 @@ class Engine:
         # an interpreted start leaves the compiled kernels' own path to the background compile,
         # which puts it in numba's cache for the switch
         warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
-        run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder)
+        run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder,
+                   self._spill_at(options))
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else None
         result.compiled_in_background = builder is not None
         try:
-            run.explore(init_words)
-        except KeyboardInterrupt:
-            result.interrupted = True
-            result.incomplete_reason = "interrupted"
+            try:
+                run.explore(init_words)
+            except KeyboardInterrupt:
+                result.interrupted = True
+                result.incomplete_reason = "interrupted"
+            finally:
+                if builder is not None:
+                    builder.stop()
+                    result.compile_continues = builder.left_running
+            run.finish()
         finally:
-            if builder is not None:
-                builder.stop()
-                result.compile_continues = builder.left_running
-        run.finish()
+            run.remove_spilled_levels()  # whatever ends the run: an error, a second Ctrl-C
         return result
+
+    def _spill_at(self, options: Options) -> Optional[int]:
+        """Bytes of levels in memory past which they spill to disk; None when they start there."""
+        if options.checkpoint_dir:
+            return None
+        if self.spill_levels_at is not None:
+            return self.spill_levels_at
+        return int(LEVELS_MEMORY_SHARE * (options.max_memory or memory_total()))
 
     def _chunk_states(self, model: Model, options: Options) -> int:
         """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
@@ -235,7 +264,8 @@ class _Run:
     """State of one exploration: the levels, the visited set, counters, violations found."""
 
     def __init__(self, model: Model, kernels: Any, options: Options, progress: ProgressFn,
-                 shard_bits: int, chunk_states: int, builder: Optional[BackgroundCompile] = None) -> None:
+                 shard_bits: int, chunk_states: int, builder: Optional[BackgroundCompile] = None,
+                 spill_at: Optional[int] = None) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.builder = builder  # compiling the kernels in the background while we interpret
         self.interpret_budget = interpret_budget() if builder is not None else 0.0
@@ -252,6 +282,9 @@ class _Run:
         self.checkpoint_dir = Path(options.checkpoint_dir) if options.checkpoint_dir else None
         self.levels: MemoryLevels = DiskLevels(kernels.nwords, self.checkpoint_dir) if self.checkpoint_dir \
             else MemoryLevels(kernels.nwords)
+        self.spill_at = spill_at  # bytes of levels in memory past which they move to disk (None: never)
+        self.spill_dir: Optional[Path] = None  # the temporary directory they moved to
+        self.frontier = np.empty((0, kernels.nwords), np.uint64)  # the level being expanded
         self.identity = run_identity(model, options.fingerprints, options.symmetry)
         # --symmetry: successors are canonicalised before they meet the visited set
         self.canon = canonicaliser_for(model) if options.symmetry else None
@@ -301,11 +334,14 @@ class _Run:
                 # the manifest before any level, so that a run stopped at any moment resumes
                 self._commit()
             level = self._initial_level(init_words)
-        while level is not None and level.shape[0]:
+        # the level being expanded is an attribute, not passed along, so that a spill (which
+        # replaces it by the same states mapped from disk) leaves no reference to it in memory
+        self.frontier = level
+        while self.frontier is not None and self.frontier.shape[0]:
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
-            level = self._expand_level(level)
+            self.frontier = self._expand_level()
 
     def _canonicalize(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int) -> None:
         """Replace the given rows by their canonical forms (--symmetry), in the current tier."""
@@ -350,12 +386,15 @@ class _Run:
         self._commit()
         return level
 
-    def _expand_level(self, level: np.ndarray) -> Optional[np.ndarray]:
+    def _expand_level(self) -> Optional[np.ndarray]:
+        """Expand ``self.frontier``, chunk by chunk; returns the next level (None: the run stops)."""
         first = self.levels.level_start[-1]
         new_so_far = 0
         stride = len(self.model.labels)
         lo = 0
-        while lo < level.shape[0]:
+        while lo < self.frontier.shape[0]:
+            self._spill_if_due()
+            level = self.frontier
             self._switch_when_compiled()
             buf = self.buffers  # read after the switch: the compiled kernels bring buffers of their own
             hi = min(level.shape[0], lo + (self._compiled_chunk_states() if self.kernels.compiled
@@ -399,6 +438,29 @@ class _Run:
         self._commit()
         self._report(force=True)
         return nxt
+
+    def _spill_if_due(self) -> None:
+        """Between two chunks: once the levels in memory pass ``spill_at`` bytes, move them to a
+        new temporary directory and go on with them there (``DiskLevels.spill``)."""
+        if self.spill_at is None or self.spill_dir is not None:
+            return
+        if self.levels.held_bytes(self.frontier) <= self.spill_at:
+            return
+        self.spill_dir = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX))
+        self.result.levels_spilled = {"directory": str(self.spill_dir), "at_level": self.depth,
+                                      "at_distinct": self.distinct + self.levels.pending_count,
+                                      "levels_bytes": self.levels.held_bytes(self.frontier),
+                                      "threshold_bytes": self.spill_at}
+        self.levels = DiskLevels.spill(self.levels, self.spill_dir, self.frontier)
+        self.frontier = self.levels.words_of_level[-1] if self.depth else self.frontier
+        self._report(force=True)
+
+    def remove_spilled_levels(self) -> None:
+        """The run is over: its spilled levels' directory goes (open mappings keep their pages
+        until dropped, so the traces already built, and ``_trace``, still work)."""
+        if self.spill_dir is not None:
+            self.levels.close()
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
 
     def _successors(self, level: np.ndarray, lo: int, hi: int, first_index: int,
                     found_here: Optional[dict[str, int]] = None) -> list[tuple[int, int]]:
@@ -822,7 +884,8 @@ class _Run:
             compiling = f"{self.builder.status}, {self.builder.elapsed:.0f} s" if self.builder else None
             meanwhile = "table form" if self.kernels.compiled else "waiting" if self._waiting else "interpreting"
             self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
-                                   self.elapsed_before + now, compiling=compiling, meanwhile=meanwhile))
+                                   self.elapsed_before + now, compiling=compiling, meanwhile=meanwhile,
+                                   levels_spilled_to=str(self.spill_dir) if self.spill_dir else None))
 
     def finish(self) -> None:
         r = self.result

@@ -8,9 +8,12 @@ level being built, then finishes the level.
 ``MemoryLevels`` keeps the parents and labels of every level and the words of the newest one.
 ``DiskLevels`` streams every level's words, parents and labels into three files
 (``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
-resident memory holds the visited set and one chunk's buffers, whatever the width of a level;
-the files of every finished level are also what a checkpoint needs (``checkpoint.py``): the
-visited set is the union of all levels' words.
+resident memory holds the visited set and one chunk's buffers, whatever the width of a level.
+Durable (``--checkpoint``), it fsyncs every finished level and keeps every level's words: the
+files of every finished level are what a checkpoint needs (``checkpoint.py``), the visited set
+being the union of all levels' words. Not durable (``DiskLevels.spill``: a run's levels moved
+to a temporary directory once they outgrow their share of memory), it fsyncs nothing and deletes
+a level's words once the level has been expanded: only the parents and labels are needed later.
 """
 
 from __future__ import annotations
@@ -58,6 +61,14 @@ class MemoryLevels:
     @property
     def pending_count(self) -> int:
         return sum(p.shape[0] for p in self.pending_parents)
+
+    def held_bytes(self, frontier: np.ndarray) -> int:
+        """Bytes of memory the levels will hold at most: every finished level's parents and
+        labels, ``frontier`` (the engine holds the words of the level it expands), and the level
+        being built twice over (``finish_level`` concatenates its chunks)."""
+        pending = sum(w.nbytes + p.nbytes + lab.nbytes
+                      for w, p, lab in zip(self.pending_words, self.pending_parents, self.pending_labels))
+        return sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes + 2 * pending
 
     def finish_level(self) -> np.ndarray:
         """Close the level being built (if it has states) and return its words (the new frontier)."""
@@ -121,10 +132,13 @@ class DiskLevels(MemoryLevels):
     """Every level's words, parents and labels in files under ``directory``; finished levels are
     mapped from disk. The level being built goes straight to its files too: the parent and label
     of one of its states (a trace asked for before the level is finished) are read back from them,
-    so memory holds nothing per state of any level."""
+    so memory holds nothing per state of any level. ``durable``: fsync every finished level and
+    keep every level's words (a checkpoint); else fsync nothing and delete each level's words once
+    the next level is finished (it has been expanded by then)."""
 
-    def __init__(self, nwords: int, directory: Path) -> None:
+    def __init__(self, nwords: int, directory: Path, durable: bool = True) -> None:
         super().__init__(nwords)
+        self.durable = durable
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._files: Optional[tuple] = None
@@ -143,10 +157,34 @@ class DiskLevels(MemoryLevels):
             self._files = tuple(open(self.path(level, kind), "w+b") for kind in ("words", "parents", "labels"))
         return self._files
 
+    @classmethod
+    def spill(cls, memory: MemoryLevels, directory: Path, frontier: np.ndarray) -> "DiskLevels":
+        """Levels not durable under ``directory`` holding what ``memory`` holds: every finished
+        level's parents and labels, the words of the last one (``frontier``, the level being
+        expanded) and the level being built, which goes on in files. Returns them; the caller
+        drops ``memory`` and expands the returned ``words_of_level[-1]`` instead of ``frontier``
+        (the same states, mapped), so that both leave memory."""
+        disk = cls(memory.nwords, directory, durable=False)
+        last = memory.depth - 1
+        for level, (parents, labels) in enumerate(zip(memory.parents, memory.labels)):
+            words = frontier if level == last else np.empty((0, memory.nwords), np.uint64)
+            for kind, array in (("words", words), ("parents", parents), ("labels", labels)):
+                with open(disk.path(level, kind), "wb") as f:
+                    f.write(memoryview(np.ascontiguousarray(array)))  # no copy of a level in memory
+            disk._map_level(level)
+        for words, parents, labels in zip(memory.pending_words, memory.pending_parents, memory.pending_labels):
+            disk.add(words, parents, labels)
+        return disk
+
+    def held_bytes(self, frontier: np.ndarray) -> int:
+        """Nothing per state: the levels are files, mapped (what of them is resident is in the
+        process's resident memory, which --max-memory counts)."""
+        return 0
+
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
         files = self._open()
         for f, a, dtype in zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16)):
-            f.write(np.ascontiguousarray(a, dtype).tobytes())
+            f.write(memoryview(np.ascontiguousarray(a, dtype)))
         self._last_chunk = int(np.shape(parents)[0])
         self._pending += self._last_chunk
 
@@ -179,20 +217,33 @@ class DiskLevels(MemoryLevels):
         return out[0], out[1]
 
     def finish_level(self) -> np.ndarray:
-        """Make the level's files durable (flushed and fsynced), map them, return its words."""
+        """Close the level's files (durable: flushed and fsynced), map them, return its words.
+        Not durable: the words of the levels before it, expanded now, are deleted."""
         count = self._pending
         self._pending = self._last_chunk = 0
         if self._files is not None:
             for f in self._files:
                 f.flush()
-                os.fsync(f.fileno())
+                if self.durable:
+                    os.fsync(f.fileno())
                 f.close()
             self._files = None
+        if not self.durable:
+            self._delete_expanded_words()
         if count == 0:
             for kind in ("words", "parents", "labels"):
                 self.path(self.depth, kind).unlink(missing_ok=True)
             return np.empty((0, self.nwords), np.uint64)
         return self._map_level(self.depth)
+
+    def _delete_expanded_words(self) -> None:
+        """Every finished level has been expanded once a new level is finished: their words files
+        go (a mapping still open keeps its pages until the engine drops the array)."""
+        for level, words in enumerate(self.words_of_level):
+            if words.shape[0]:
+                self.words_of_level[level] = np.empty((0, self.nwords), np.uint64)
+                self._word_maps[level] = None
+            self.path(level, "words").unlink(missing_ok=True)
 
     def _map_level(self, level: int) -> np.ndarray:
         parents = _map(self.path(level, "parents"), np.uint32)

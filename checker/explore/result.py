@@ -46,6 +46,7 @@ class Progress:
     # simulation: behaviours ended so far (then distinct = states the behaviours passed through,
     # frontier = behaviours running, depth = the longest running one's states)
     behaviours: Optional[int] = None
+    levels_spilled_to: Optional[str] = None  # the engine's levels outgrew memory: the directory they are in
 
 
 ProgressFn = Callable[[Progress], None]
@@ -132,6 +133,9 @@ class Result:
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
     symmetry: bool = False  # states were canonicalised: distinct states count orbits
     simulation: Optional[dict[str, Any]] = None  # a simulation's figures (explore/simulate.py), else None
+    # the engine's levels outgrew their share of memory and went on in a temporary directory,
+    # removed at the end: {directory, at_level, at_distinct, levels_bytes, threshold_bytes}; else None
+    levels_spilled: Optional[dict[str, Any]] = None
 
     @property
     def states_per_s(self) -> float:
@@ -183,9 +187,16 @@ def describe_limit(options: Options, what: str) -> str:
 
 
 def memory_in_use() -> int:
-    """Resident memory of this process, in bytes."""
+    """Resident memory of this process, in bytes: its own pages and the pages of the files it
+    maps (levels on disk) that are resident, not the file cache beyond them."""
     import psutil
     return psutil.Process().memory_info().rss
+
+
+def memory_total() -> int:
+    """This machine's memory, in bytes."""
+    import psutil
+    return psutil.virtual_memory().total
 
 
 def memory_exceeded(options: Options) -> bool:

@@ -226,7 +226,10 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Do not expand states at depth N (initial states are depth 1); unexpanded states make the run incomplete.")
 @click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
 @click.option("--max-memory", "max_memory_gib", type=float, callback=_positive, metavar="GIB",
-              help="Stop (incomplete, exit 3) once the process uses more than GIB GiB.  [default: 85% of this machine's memory]")
+              help="Stop (incomplete, exit 3) once the process's resident memory (pages of mapped level files "
+                   "included) exceeds GIB GiB. Without --checkpoint the levels move to a temporary directory "
+                   "(under $TMPDIR, removed at the end) once they hold 1/16 of GIB.  [default: 85% of this "
+                   "machine's memory]")
 @click.option("--fingerprints", is_flag=True,
               help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
                    "state): exhaustive up to hash collisions, whose probability the report estimates.")
@@ -236,7 +239,8 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "concrete.")
 @click.option("--checkpoint", metavar="DIR",
               help="Keep the levels on disk in DIR (a new or empty directory) and make the run resumable: "
-                   "every finished level is durable, whatever stops the run.")
+                   "every finished level is durable, whatever stops the run. (Without it, levels that outgrow "
+                   "their share of --max-memory go to a temporary directory.)")
 @click.option("--resume", metavar="DIR",
               help="Continue the run checkpointed in DIR from its last finished level (same spec, "
                    "parameters and checks).")

@@ -85,6 +85,8 @@ def progress_line(p: Progress) -> str:
         return simulation_progress_line(p)
     counts = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
               f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  {p.elapsed_s:,.1f}s")
+    if p.levels_spilled_to is not None:
+        counts += f"\nlevels spilled to disk: {p.levels_spilled_to}"
     if p.compiling is None:
         return counts
     if p.distinct == 0:
@@ -194,6 +196,11 @@ class Terminal:
         if result.resumed:
             stats.add_row("resumed", f"from level {result.resumed_from_level:,}" if result.resumed_from_level else
                           "from the start: the checkpoint's run stopped before its first level was on disk")
+        if result.levels_spilled is not None:
+            spill = result.levels_spilled
+            stats.add_row("levels", f"spilled to disk at level {spill['at_level']:,}, {spill['at_distinct']:,} states "
+                                    f"({byte_size(spill['levels_bytes'])} > {byte_size(spill['threshold_bytes'])})")
+            stats.add_row("spilled to", f"{spill['directory']}, removed at the end")
         if result.collision_probability is not None:
             p = result.collision_probability
             stats.add_row("collision probability",
