@@ -7,6 +7,8 @@ is sampled with psutil while the run goes.
 
     .venv/bin/python bench/spark.py                       # the recorded configurations
     .venv/bin/python bench/spark.py -- --min-isr-changes 0   # one configuration, every engine
+    .venv/bin/python bench/spark.py --engines local,local[2] --rounds 2 --   # the default space,
+        # the local engine and Spark local[2] alternating (A B A B), with their ratio per round
 """
 
 from __future__ import annotations
@@ -57,16 +59,32 @@ def run(args: list[str]) -> dict:
     return report
 
 
+def _option(name: str, default: str) -> str:
+    """``--name VALUE`` among the arguments before ``--``."""
+    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    return own[own.index(name) + 1] if name in own else default
+
+
 def main() -> None:
     configs = [sys.argv[sys.argv.index("--") + 1:]] if "--" in sys.argv else CONFIGS
+    chosen = _option("--engines", "")  # e.g. "local,local[2]": the local engine and spark local[2]
+    engines = [e for e in ENGINES if not chosen or e[0].split()[-1].replace("engine", "local") in chosen.split(",")]
+    rounds = int(_option("--rounds", "1"))
     print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for config in configs:
-        for name, engine in ENGINES:
-            r = run(config + engine)
-            print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
-                  f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
-                  f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |", flush=True)
+        for _ in range(rounds):  # the engines one after the other, round after round (A B A B)
+            walls = []
+            for name, engine in engines:
+                r = run(config + engine)
+                walls.append(r["wall_s"])
+                print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
+                      f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
+                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |",
+                      flush=True)
+            if len(walls) > 1:
+                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} | | |",
+                      flush=True)
 
 
 if __name__ == "__main__":
