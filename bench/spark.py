@@ -7,11 +7,16 @@ is sampled with psutil while the run goes.
 
     .venv/bin/python bench/spark.py                       # the recorded configurations
     .venv/bin/python bench/spark.py -- --min-isr-changes 0   # one configuration, every engine
+    .venv/bin/python bench/spark.py --engines local,local[2] --rounds 2 --   # the default space,
+        # the local engine and Spark local[2] alternating (A B A B), with their ratio per round
+    .venv/bin/python bench/spark.py --engines local,local[2] --before /tmp/old/lib --   # and Spark
+        # with an older version (its packages laid out as installed) after each Spark run
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -36,13 +41,14 @@ def _children_peak(process: psutil.Process, stop: threading.Event, peak: dict) -
         time.sleep(0.5)
 
 
-def run(args: list[str]) -> dict:
+def run(args: list[str], pythonpath: str = "") -> dict:
     cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--quiet", "--trace-dir",
            "/tmp/kraftcheck-bench-traces"]
-    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True)  # warm-up
+    env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None  # another version's code
+    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True, env=env)  # warm-up
     start = time.perf_counter()
     child = subprocess.Popen(cmd + ["--continue", "--json", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, env=env)
     peak, stop = {"children": 0}, threading.Event()
     sampler = threading.Thread(target=_children_peak, args=(psutil.Process(child.pid), stop, peak))
     sampler.start()
@@ -57,16 +63,39 @@ def run(args: list[str]) -> dict:
     return report
 
 
+def _option(name: str, default: str) -> str:
+    """``--name VALUE`` among the arguments before ``--``."""
+    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    return own[own.index(name) + 1] if name in own else default
+
+
 def main() -> None:
     configs = [sys.argv[sys.argv.index("--") + 1:]] if "--" in sys.argv else CONFIGS
+    chosen = _option("--engines", "")  # e.g. "local,local[2]": the local engine and spark local[2]
+    engines = [e for e in ENGINES if not chosen or e[0].split()[-1].replace("engine", "local") in chosen.split(",")]
+    rounds = int(_option("--rounds", "1"))
+    # --before DIR: each Spark engine also runs the kraftcheck installed (as site-packages lays it
+    # out) in DIR, right after this version's, for a before/after comparison in one run
+    before = _option("--before", "")
+    engines = [(name, engine, "") for name, engine in engines]
+    if before:
+        engines = [e for name, engine, _ in engines
+                   for e in [(name, engine, "")] + ([(f"{name} (before)", engine, before)] if engine else [])]
     print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for config in configs:
-        for name, engine in ENGINES:
-            r = run(config + engine)
-            print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
-                  f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
-                  f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |", flush=True)
+        for _ in range(rounds):  # the engines one after the other, round after round (A B A B)
+            walls = []
+            for name, engine, pythonpath in engines:
+                r = run(config + engine, pythonpath)
+                walls.append(r["wall_s"])
+                print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
+                      f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
+                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |",
+                      flush=True)
+            if len(walls) > 1:
+                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} | | |",
+                      flush=True)
 
 
 if __name__ == "__main__":

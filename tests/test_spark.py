@@ -71,6 +71,9 @@ def test_levels_are_the_local_engines_state_for_state(spark_context, tmp_path):
 
 
 def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerprint(spark_context, tmp_path):
+    """Each bucket's runs hold its states once, sorted by (fingerprint, words), with their
+    fingerprints beside them; merged as the levels come, so a bucket keeps only the few runs
+    that cover its levels (the driver removes the runs a merge replaced)."""
     model = _model("die_hard", small=4, big=9)
     partitions = 3
     result = SparkExplorer(spark_context, partitions=partitions, work_dir=str(tmp_path)).explore(
@@ -80,18 +83,20 @@ def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerpri
                                   for level in range(result.depth)])
     seen = []
     for bucket in range(partitions):
-        runs = [workdir.load(p, np.uint64, nwords) for p in workdir.visited_runs(str(tmp_path), bucket, 10**6)]
-        assert runs, f"bucket {bucket} has no runs"
-        run_files = workdir.visited_runs(str(tmp_path), bucket, 10**6)
-        for run, path in zip(runs, run_files):
-            fps = workdir.load(workdir.run_path_of(path, "fps"), np.uint64)
-            assert np.array_equal(fps, fingerprints(run)), "a run's .fps file does not match its states"
-            rows = [tuple(r) for r in run]
+        runs = workdir.visited_runs(str(tmp_path), bucket, result.depth - 1)
+        assert runs and runs[0][0] == 0, f"bucket {bucket} has no runs"
+        assert workdir.runs_present(str(tmp_path), bucket) == runs, "a replaced run was left behind"
+        assert len(runs) < result.depth, "the runs were not merged"
+        for run in runs:
+            fps = workdir.load(workdir.run_path(str(tmp_path), bucket, *run, "fps"), np.uint64)
+            states = workdir.load(workdir.run_path(str(tmp_path), bucket, *run, "words"), np.uint64, nwords)
+            assert np.array_equal(fps, fingerprints(states)), "a run's .fps file does not match its states"
+            rows = [tuple(r) for r in states]
             assert len(set(rows)) == len(rows), "a run holds a state twice"
             keyed = [(int(f),) + r for f, r in zip(fps, rows)]
             assert keyed == sorted(keyed), "a run is not sorted by (fingerprint, words)"
-            if run.shape[0]:
-                buckets = (fingerprints(run) >> np.uint64(40)) % np.uint64(partitions)
+            if states.shape[0]:
+                buckets = (fps >> np.uint64(40)) % np.uint64(partitions)
                 assert set(buckets.tolist()) == {bucket}
             seen += rows
     assert len(seen) == len(set(seen)) == result.distinct_states == every_level.shape[0]
@@ -127,8 +132,23 @@ def test_fingerprints_give_the_local_fingerprint_engines_counts_and_estimates(sp
         (local.distinct_states, local.states_generated, local.depth, local.status)
     assert [(v.check, v.depth) for v in spark.violations] == [(v.check, v.depth) for v in local.violations]
     assert spark.fingerprints and spark.collision_probability == local.collision_probability
-    runs = list((tmp_path / "w" / "visited").rglob("level-*.words"))
-    assert runs and sum(np.fromfile(r, np.uint64).size for r in runs) == local.distinct_states  # 8 bytes a state
+    runs = list((tmp_path / "w" / "visited").rglob("runs-*"))
+    assert runs and all(r.suffix == ".fps" for r in runs)  # no states stored, only their fingerprints
+    assert sum(np.fromfile(r, np.uint64).size for r in runs) == local.distinct_states  # 8 bytes a state
+
+
+@pytest.mark.parametrize("name,params", [("two_phase_eager_commit", {"rm": 3})])
+def test_fingerprint_estimates_of_a_run_stopped_in_a_level_count_only_what_it_counts(spark_context, name, params):
+    """--fingerprints without --continue: the run stops at its first violation, inside a level; the
+    estimates are over the states it counts (the reference explorer's set), not over the whole
+    level it stopped in (which gave an optimistic estimate of 2.94e-15 instead of 2.72e-15)."""
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    options = Options(fingerprints=True)
+    reference = ReferenceExplorer().explore(_model(name, **params), options)
+    spark = SparkExplorer(spark_context, partitions=3).explore(_model(name, **params), options)
+    assert reference.status == spark.status == "violated"
+    assert (spark.distinct_states, spark.states_generated) == (reference.distinct_states, reference.states_generated)
+    assert spark.collision_probability == reference.collision_probability
 
 
 def test_limits_make_the_run_incomplete(spark_context):
@@ -208,12 +228,12 @@ def test_no_java_exits_2(monkeypatch):
     assert "Spark needs Java" in _one_error_line(result)
 
 
-def _cli_report(tmp_path: Path, name: str, *args: str, env=None) -> tuple[int, dict]:
+def _cli_report(tmp_path: Path, name: str, *args: str, env=None, cwd=None) -> tuple[int, dict]:
     """``kraftcheck check`` in a process of its own (a Spark driver needs one) and its JSON report."""
     report = tmp_path / f"{name}.json"
     out = subprocess.run([str(KRAFTCHECK), "check", "--json", str(report), "--trace-dir", str(tmp_path / name),
                           "--no-color", *args], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, **(env or {})})
+                         env={**os.environ, **(env or {})}, cwd=cwd)
     assert report.exists(), out.stderr[-3000:]
     return out.returncode, json.loads(report.read_text())
 
@@ -321,22 +341,32 @@ def _stop(process: subprocess.Popen, first: int = signal.SIGTERM) -> None:
 
 
 @pytest.mark.slow
-def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
-    """A master and two workers on 127.0.0.1 (spark-class from the PySpark distribution); a check
-    submitted to them equals the local engine's; every process is stopped, also on failure."""
+def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
+    """A master and two workers on 127.0.0.1 (spark-class from the PySpark distribution), each
+    worker with a work dir of its own, so its executors run in directories of their own. The
+    driver, in a third directory, checks a spec given as a file (shipped to the executors) with a
+    relative --work-dir: resolved on the driver, every executor writes the levels and the visited
+    runs into that one directory, none into its own. The answer equals the local engine's; every
+    process is stopped, also on failure."""
     port = _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parent.parent),
            "SPARK_NO_DAEMONIZE": "1"}
+    spec_file = tmp_path / "specs" / "eager_commit_file.py"
+    spec_file.parent.mkdir()
+    text = (Path(__file__).parents[1] / "specs" / "two_phase_eager_commit.py").read_text()
+    spec_file.write_text(text.replace('name = "two_phase_eager_commit"', 'name = "eager_commit_file"'))
+    driver_dir = tmp_path / "driver"
+    driver_dir.mkdir()
     processes: list[subprocess.Popen] = []
     logs: list[Path] = []
 
-    def start(name: str, *args: str) -> None:
+    def start(name: str, *args: str, **extra_env: str) -> None:
         log = tmp_path / f"{name}.log"
         logs.append(log)
         with open(log, "wb") as f:
             processes.append(subprocess.Popen([str(_spark_class()), *args], stdout=f, stderr=subprocess.STDOUT,
-                                              env=env, start_new_session=True))
+                                              env={**env, **extra_env}, start_new_session=True))
 
     try:
         start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
@@ -345,12 +375,12 @@ def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
                   "I have been elected leader" in logs[0].read_text(), 120, logs)
         for i in range(2):
             start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
-                  "--memory", "1g", "--webui-port", str(_free_port()), "--work-dir", str(tmp_path / f"w{i}"),
-                  master_url)
+                  "--memory", "1g", "--webui-port", str(_free_port()), master_url,
+                  SPARK_WORKER_DIR=str(tmp_path / f"worker{i}"))
         _wait_for("two workers", lambda: logs[0].read_text().count("Registering worker") >= 2, 120, logs)
-        check = ["--spec", "two_phase_eager_commit", "--param", "rm=2", "--continue"]
+        check = ["--spec", f"{spec_file}:TwoPhaseEagerCommit", "--param", "rm=2", "--continue"]
         code, spark = _cli_report(tmp_path, "cluster", *check, "--engine", "spark", "--master", master_url,
-                                  "--work-dir", str(tmp_path / "work"), env={"SPARK_LOCAL_IP": "127.0.0.1"})
+                                  "--work-dir", "work", env={"SPARK_LOCAL_IP": "127.0.0.1"}, cwd=driver_dir)
         local_code, local = _cli_report(tmp_path, "local", *check)
         assert (code, local_code) == (1, 1)
         _same_answer(spark, local)
@@ -358,9 +388,25 @@ def test_standalone_cluster_gives_the_local_engines_answer(tmp_path):
         assert figures["available"] and figures["shuffle_read_bytes"] == figures["shuffle_write_bytes"] > 0
         workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
         assert workers_used == [True, True], "the check did not run on both workers"
+        # the executors ran in their workers' directories, and wrote every level's parts (one a
+        # task) and the visited runs into the driver's work dir, nowhere else
+        work = driver_dir / "work"
+        partitions = figures["partitions"]
+        for level in range(1, spark["depth"]):
+            assert len(list(workdir.level_dir(str(work), level).glob("part-*.words"))) == partitions, level
+        assert sum(len(workdir.runs_present(str(work), b)) for b in range(partitions)) >= partitions
+        for i in range(2):
+            executor_dirs = [p for p in (tmp_path / f"worker{i}").glob("app-*/*") if p.is_dir()]
+            assert executor_dirs, f"worker {i} ran no executor in its own directory"
+            assert not list((tmp_path / f"worker{i}").rglob("levels")), "an executor wrote into its own directory"
+            assert not list((tmp_path / f"worker{i}").rglob("visited"))
+            # the spec file reached the executor beside it, under the driver's module name
+            assert list((tmp_path / f"worker{i}").rglob("kraftcheck_spec_eager_commit_file_*.py"))
     finally:
         for process in reversed(processes):
             _stop(process)
+    assert not list(Path(tempfile.gettempdir()).glob("kraftcheck-ship-*-kraftcheck_spec_eager_commit_file_*")), \
+        "the copy of the spec file served to the executors was left behind"
 
 
 # -- Spark's figures in the report -------------------------------------------------------------

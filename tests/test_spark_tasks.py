@@ -1,7 +1,8 @@
 """The Spark engine's deduplication (``kraftcheck.spark.tasks``) on its own, without Spark: the
 visited runs are searched by fingerprint and confirmed by comparing the states, so states whose
-fingerprints collide are still told apart exactly. Fingerprints are forced to collide here (a
-few values for many states), which real 64-bit fingerprints almost never do."""
+fingerprints collide are still told apart exactly, and merged into a few runs sorted by
+(fingerprint, words). Fingerprints are forced to collide here (a few values for many states),
+which real 64-bit fingerprints almost never do."""
 
 from __future__ import annotations
 
@@ -39,11 +40,12 @@ def _check_new_exact(root, old_levels, candidates):
     for level, level_rows in enumerate(old_levels):
         fresh = sorted({r for r in level_rows} - visited)
         visited |= set(fresh)
-        words = np.array(fresh, np.uint64).reshape(-1, 2)
-        tasks.save_exact_run(root, 0, level, *tasks.exact_run(words))
+        words, fps = tasks.exact_run(np.array(fresh, np.uint64).reshape(-1, 2))
+        tasks.add_run(root, 0, level, fps, words)
+        _check_runs(root, level, visited)
     words = np.array(candidates, np.uint64).reshape(-1, 2)
     keys = np.arange(words.shape[0], dtype=np.int64)[::-1].copy()  # later rows have smaller keys
-    new_words, new_keys, new_fps = tasks._new_exact(_plan(root, len(old_levels)), 0, words, keys)
+    new_words, new_keys, new_fps = tasks._new_exact(_plan(root, len(old_levels) - 1), 0, words, keys)
     got = [tuple(int(x) for x in r) for r in new_words]
     assert sorted(got) == sorted(set(candidates) - visited) and len(got) == len(set(got))
     for r, k in zip(got, new_keys):  # the smallest key among a state's candidates is kept
@@ -53,12 +55,47 @@ def _check_new_exact(root, old_levels, candidates):
     assert order == sorted(order)  # the next run is sorted by (fingerprint, words)
 
 
+def _check_runs(root: str, through: int, visited: set) -> None:
+    """The runs covering levels 0..through hold every visited state once, each run sorted by
+    (fingerprint, words) with its fingerprints beside it."""
+    held = []
+    for run in workdir.visited_runs(root, 0, through):
+        fps, words = tasks.open_run(root, 0, run, 2)
+        rows = [tuple(int(x) for x in r) for r in words]
+        assert np.array_equal(fps, _colliding(np.asarray(words))), "a run's .fps file does not match its states"
+        keyed = [(int(f),) + r for f, r in zip(fps, rows)]
+        assert keyed == sorted(keyed), "a run is not sorted by (fingerprint, words)"
+        held += rows
+    assert sorted(held) == sorted(visited)
+
+
+def test_runs_are_merged_so_a_bucket_keeps_few_of_them_whatever_the_depth(tmp_path):
+    """Forty levels of one state each, then a level of many: one run a level would be 41 runs to
+    search; merged, a bucket keeps a few of decreasing size. The runs a merge replaced stay until
+    removed (``stale_runs``): a task run again reads them."""
+    root = str(tmp_path)
+    for level in range(40):
+        words, fps = tasks.exact_run(np.array([[level, 0]], np.uint64))
+        tasks.add_run(root, 0, level, fps, words)
+        for run in workdir.stale_runs(root, 0, level):
+            workdir.remove_run(root, 0, run)
+    runs = workdir.visited_runs(root, 0, 39)
+    sizes = [workdir.run_size(root, 0, run) for run in runs]
+    assert sum(sizes) == 40 and len(runs) <= 6 and sizes == sorted(sizes, reverse=True), sizes
+    words, fps = tasks.exact_run(np.array([[1000 + i, 1] for i in range(100)], np.uint64))
+    tasks.add_run(root, 0, 40, fps, words)
+    assert workdir.visited_runs(root, 0, 40) == [(0, 40)]  # the large level took every run in
+    assert workdir.stale_runs(root, 0, 40) == runs
+    assert workdir.visited_runs(root, 0, 39) == runs  # what a re-run task of level 40 reads
+
+
 def test_a_run_and_its_fingerprints_are_written_side_by_side(tmp_path):
     words = np.array([[5, 1], [2, 0], [9, 9]], np.uint64)
-    tasks.save_exact_run(str(tmp_path), 2, 7, *tasks.exact_run(words))
-    (path,) = workdir.visited_runs(str(tmp_path), 2, 8)
-    run = workdir.load(path, np.uint64, 2)
-    fps = workdir.load(workdir.run_path_of(path, "fps"), np.uint64)
+    run_words, run_fps = tasks.exact_run(words)
+    tasks.add_run(str(tmp_path), 2, 0, run_fps, run_words)
+    (run,) = workdir.visited_runs(str(tmp_path), 2, 0)
+    assert run == (0, 0)
+    fps, run = tasks.open_run(str(tmp_path), 2, run, 2)
     assert sorted(map(tuple, run.tolist())) == sorted(map(tuple, words.tolist()))
-    assert np.array_equal(fps, np.sort(fps)) and np.array_equal(fps, tasks.fingerprints(run))
-    assert workdir.visited_runs(str(tmp_path), 2, 7) == []  # a level's own run is not "before" it
+    assert np.array_equal(fps, np.sort(fps)) and np.array_equal(fps, tasks.fingerprints(np.asarray(run)))
+    assert workdir.visited_runs(str(tmp_path), 2, -1) == []  # a level's own run is not "before" it

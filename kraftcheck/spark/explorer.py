@@ -12,6 +12,7 @@ verdicts, the point where a run stops at its first violation, and counterexample
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import dataclasses
 import os
@@ -85,8 +86,9 @@ class SparkExplorer:
                 stop_context(sc)
             shutil.rmtree(root, ignore_errors=True)
             raise UsageError(_NO_SHARED_DIR.format(master=sc.master))
+        shipped = None
         try:
-            ship_spec_files(sc, type(model.spec))
+            shipped = ship_spec_files(sc, type(model.spec))
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
             run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
@@ -102,6 +104,8 @@ class SparkExplorer:
         finally:
             if owned:
                 stop_context(sc)
+                if shipped is not None:  # served to the executors until the context stops
+                    shutil.rmtree(shipped, ignore_errors=True)
             if temporary:
                 shutil.rmtree(root, ignore_errors=True)
 
@@ -128,24 +132,29 @@ class SparkExplorer:
         return root, False
 
 
-def ship_spec_files(sc: Any, spec_class: type) -> None:
+def ship_spec_files(sc: Any, spec_class: type) -> Optional[Path]:
     """Send a spec loaded from a file (``--spec my_spec.py:MySpec``) to the executors, under the
     module name the driver gave it, with the ``.py`` files beside it (which it may import, as a
     script would): executors build the model by importing the spec class's module by name, and
-    the file is not on their path."""
+    the file is not on their path. Returns the directory the renamed copy is served from (Spark
+    serves it until the context stops; the caller removes it then), None if nothing was shipped."""
     module = sys.modules.get(spec_class.__module__)
     path = getattr(module, "__file__", None)
     if module is None or path is None or not spec_class.__module__.startswith(SPEC_FILE_MODULE_PREFIX):
-        return  # an installed or importable module: executors import it as the driver did
-    # one place per module name: Spark refuses a second file of one name from another path
-    shipped = Path(tempfile.gettempdir()) / f"kraftcheck-ship-{spec_class.__module__}"
-    shipped.mkdir(exist_ok=True)
+        return None  # an installed or importable module: executors import it as the driver did
+    # one place per module name and process: Spark refuses a second file of one name from another
+    # path in one context, and another driver's copy may go away while this one runs
+    shipped = Path(tempfile.gettempdir()) / f"kraftcheck-ship-{os.getpid()}-{spec_class.__module__}"
+    if not shipped.exists():
+        shipped.mkdir()
+        atexit.register(shutil.rmtree, shipped, True)  # a context given by the caller outlives explore
     copy = shipped / f"{spec_class.__module__}.py"
     shutil.copyfile(path, copy)
     sc.addPyFile(str(copy))
     for beside in sorted(Path(path).parent.glob("*.py")):
         if beside.resolve() != Path(path).resolve():
             sc.addPyFile(str(beside))
+    return shipped
 
 
 _NO_SHARED_DIR = ("--engine spark with master {master}: the levels and the visited set need a directory that the "
@@ -163,7 +172,7 @@ def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = Fa
     (fingerprints or not included), the engine, and the partition count (the visited runs are cut
     by it)."""
     return {**run_identity(model, fingerprints=fingerprints), "engine": "spark", "partitions": partitions,
-            "visited_runs": "by fingerprint"}  # runs sorted by words (before session 5) are not resumed
+            "visited_runs": "merged by fingerprint"}  # one run a level (before issue 32) is not resumed
 
 
 def _driver_kernels(model: Model) -> Any:
@@ -196,6 +205,7 @@ class _SparkRun:
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
+        self.cut: Optional[tuple[int, int]] = None  # (level, key) where a run stopped inside a level
         self.result = Result(model=model, engine=SparkExplorer.name)
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
@@ -272,9 +282,10 @@ class _SparkRun:
         buckets = tasks.bucket_of(hashes, self.partitions, self.options.fingerprints)
         for b in range(self.partitions):
             if self.options.fingerprints:
-                workdir.save(workdir.run_path(self.root, b, 0), np.sort(tasks.clipped(hashes[buckets == b])))
+                tasks.add_run(self.root, b, 0, np.sort(tasks.clipped(hashes[buckets == b])))
             else:
-                tasks.save_exact_run(self.root, b, 0, *tasks.exact_run(words[buckets == b]))
+                run_words, run_fps = tasks.exact_run(words[buckets == b])
+                tasks.add_run(self.root, b, 0, run_fps, run_words)
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
@@ -309,6 +320,7 @@ class _SparkRun:
             cut = min(key for _, key in hits.values())
             hits = {name: at for name, at in hits.items() if at[1] == cut}
             parts = self._cut_at(plan, parts, cut)
+            self.cut = (plan.level + 1, cut)
         for s in parts:
             self.generated += s["generated"]
             self.fired += s["fired"]
@@ -393,8 +405,15 @@ class _SparkRun:
                 "finished": finished, "status": self.result.status if finished else None}
 
     def _commit(self) -> None:
-        """After a finished level (its files are in place): say so in the manifest, atomically."""
+        """After a finished level (its files are in place): say so in the manifest, atomically;
+        then remove the visited runs that the level's merges replaced (no task reads them now)."""
         write_manifest(Path(self.root), self.identity, self._record(finished=False))
+        self._remove_stale_runs()
+
+    def _remove_stale_runs(self) -> None:
+        for b in range(self.partitions):
+            for run in workdir.stale_runs(self.root, b, self.depth - 1):
+                workdir.remove_run(self.root, b, run)
 
     def _resume(self) -> bool:
         """Continue from the manifest's last finished level: drop what a killed run wrote after it,
@@ -406,9 +425,7 @@ class _SparkRun:
         for path in (Path(self.root) / "levels").glob("level-*"):
             if int(path.name.split("-")[1]) >= finished:
                 shutil.rmtree(path)
-        for path in (Path(self.root) / "visited").glob("bucket-*/level-*.*"):
-            if int(path.name.split("-")[1].split(".")[0]) >= finished:
-                path.unlink()
+        self._remove_stale_runs()  # runs of the level being built, and runs a merge replaced
         self.result.initial_states = manifest["initial_states"]
         self.generated = manifest["generated"]
         self.fired[:] = manifest["fired"]
@@ -426,9 +443,11 @@ class _SparkRun:
         """TLC's two estimates, as the local ``FingerprintSet.collision_probability`` gives them:
         the buckets hold consecutive ranges of fingerprints, so the smallest gap is the smallest
         within a bucket or between one bucket's largest and the next non-empty one's smallest."""
-        root, levels = self.root, self.depth
-        summaries = sorted(self._run_job(lambda: self.sc.parallelize(range(self.partitions), self.partitions).map(
-            lambda b: tasks.fingerprint_summary(root, b, levels)).collect()), key=lambda x: x["bucket"])
+        root, through, p = self.root, self.depth - 1, self.partitions
+        # a run that stopped inside its last level counts that level up to the violation only
+        cut = (*self.cut, self.nlabels) if self.cut is not None and self.cut[0] == through else None
+        summaries = sorted(self._run_job(lambda: self.sc.parallelize(range(p), p).map(
+            lambda b: tasks.fingerprint_summary(root, b, through, p, cut)).collect()), key=lambda x: x["bucket"])
         filled = [x for x in summaries if x["count"]]
         distinct = sum(x["count"] for x in filled)
         optimistic = distinct * max(0, self.generated - distinct) / 2.0**64

@@ -8,8 +8,10 @@ A level goes through three steps, one Spark stage each (``explorer.py`` wires th
    sent to the hash bucket of its fingerprint. Coverage and transition-property violations of
    the task's transitions go, as one small record, to step 3's task t.
 2. ``deduplicate`` (bucket b): among equal candidates keep the smallest key (the local engine's
-   first occurrence), drop those in the bucket's visited runs, write the rest as the bucket's run
-   of the new level, and send each new state to the task whose range holds its parent.
+   first occurrence), drop those in the bucket's visited runs (a few sorted runs, searched with
+   the candidates sorted the same way), add the rest to the bucket's runs (``add_run``: a run of
+   their own, merged with the smaller runs before it), and send each new state to the task whose
+   range holds its parent.
 3. ``order`` (task t): sort the new states by key, which is exactly the local engine's order;
    write them as part t of the new level; check invariants; return counters only.
 """
@@ -27,6 +29,11 @@ from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
 
 CANDIDATES_PER_CHUNK = 1 << 20  # successor rows computed at a time inside a task
+# a level's run is merged with the run before it while that one holds at most MERGE_RATIO times
+# as many states: a bucket then has a few runs of decreasing size (about log2 of its states at
+# most, in practice two to four), so a level searches a few runs however deep the search is, and
+# each state is rewritten a few times over the whole run
+MERGE_RATIO = 2
 NO_HIT = -1  # "not violated" in a per-check array of minimal keys
 
 
@@ -236,14 +243,12 @@ def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]
     nw = plan.nwords
     words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
-    if keys.size and plan.fingerprints:
+    if plan.fingerprints:
         words, keys, fps = _new_by_fingerprint(plan, bucket, words, keys)
-        workdir.save(workdir.run_path(plan.root, bucket, plan.level + 1), fps)  # sorted: a run
-    elif keys.size:
-        words, keys, fps = _new_exact(plan, bucket, words, keys)
-        save_exact_run(plan.root, bucket, plan.level + 1, words, fps)
+        add_run(plan.root, bucket, plan.level + 1, fps)  # sorted: a run
     else:
-        save_exact_run(plan.root, bucket, plan.level + 1, np.empty((0, nw), np.uint64), np.empty(0, np.uint64))
+        words, keys, fps = _new_exact(plan, bucket, words, keys)
+        add_run(plan.root, bucket, plan.level + 1, fps, words)
     if keys.size:
         targets = np.searchsorted(np.array(plan.splits, np.int64), keys // plan.nlabels, side="right") - 1
         yield from _grouped(targets, words, keys, plan.partitions)
@@ -257,10 +262,71 @@ def exact_run(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return words[order], fps[order]
 
 
-def save_exact_run(root: str, bucket: int, level: int, words: np.ndarray, fps: np.ndarray) -> None:
-    # the fingerprints first: a run counts once its words file exists (visited_runs lists those)
-    workdir.save(workdir.run_path(root, bucket, level, "fps"), fps)
-    workdir.save(workdir.run_path(root, bucket, level), words)
+def open_run(root: str, bucket: int, run: tuple[int, int], nwords: int,
+             with_words: bool = True) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """A run's fingerprints and (exact mode) states, mapped from its files: a search reads only the
+    pages it touches."""
+    fps = _mapped(workdir.run_path(root, bucket, *run, "fps"), np.uint64)
+    words = _mapped(workdir.run_path(root, bucket, *run, "words"), np.uint64, nwords) if with_words else None
+    return fps, words
+
+
+def _mapped(path, dtype, nwords: int = 0) -> np.ndarray:
+    if path.stat().st_size == 0:  # numpy cannot map an empty file
+        return np.empty((0, nwords) if nwords else 0, dtype)
+    data = np.memmap(path, dtype=dtype, mode="r")
+    return data.reshape(-1, nwords) if nwords else data
+
+
+def _rows_before(a_fps: np.ndarray, a_words: Optional[np.ndarray], b_fps: np.ndarray,
+                 b_words: Optional[np.ndarray]) -> np.ndarray:
+    """For each row of sorted run b: how many rows of sorted run a come before it in (fingerprint,
+    words) order. One search of b's sorted fingerprints (numpy narrows each search by the one
+    before), then, where a fingerprint of b is also in a (only when two different states share a
+    64-bit fingerprint), the rows of a with that fingerprint compared one by one."""
+    at = np.searchsorted(a_fps, b_fps, side="left")
+    if b_words is None or not a_fps.size:
+        return at
+    shared = np.flatnonzero(a_fps[np.minimum(at, a_fps.size - 1)] == b_fps)
+    for i in shared:
+        j = int(at[i])
+        while j < a_fps.size and a_fps[j] == b_fps[i] and tuple(a_words[j]) < tuple(b_words[i]):
+            j += 1
+        at[i] = j
+    return at
+
+
+def merge_runs(a_fps: np.ndarray, a_words: Optional[np.ndarray], b_fps: np.ndarray,
+               b_words: Optional[np.ndarray]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Two disjoint runs sorted by (fingerprint, words) as one, in one pass over each."""
+    into = _rows_before(a_fps, a_words, b_fps, b_words) + np.arange(b_fps.size)
+    from_b = np.zeros(a_fps.size + b_fps.size, bool)
+    from_b[into] = True
+    fps = np.empty(from_b.size, np.uint64)
+    fps[from_b], fps[~from_b] = b_fps, a_fps
+    if b_words is None:
+        return fps, None
+    words = np.empty((from_b.size, b_words.shape[1]), np.uint64)
+    words[from_b], words[~from_b] = b_words, a_words
+    return fps, words
+
+
+def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional[np.ndarray] = None) -> None:
+    """Add level ``level``'s new states of ``bucket`` (sorted by (fingerprint, words); no words
+    with --fingerprints) to its visited runs: a run of their own, merged with the run before it
+    while that one is at most ``MERGE_RATIO`` times larger. The runs read are left in place (the
+    driver removes them once the level is committed), so a task run again reads what its first
+    attempt read and writes the same file."""
+    runs = workdir.visited_runs(root, bucket, level - 1)
+    first = level
+    while runs and workdir.run_size(root, bucket, runs[-1]) <= MERGE_RATIO * fps.size:
+        run = runs.pop()
+        old_fps, old_words = open_run(root, bucket, run, 0 if words is None else words.shape[1], words is not None)
+        fps, words = merge_runs(old_fps, old_words, fps, words)
+        first = run[0]
+    if words is not None:
+        workdir.save(workdir.run_path(root, bucket, first, level, "words"), words)
+    workdir.save(workdir.run_path(root, bucket, first, level, "fps"), fps)  # last: now the run counts
 
 
 def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
@@ -276,16 +342,15 @@ def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
     first[1:] = np.any(words[1:] != words[:-1], axis=1)
     words, keys, fps = words[first], keys[first], fps[first]
     seen = np.zeros(keys.shape[0], bool)
-    for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
-        run_fps = workdir.load(workdir.run_path_of(run_file, "fps"), np.uint64)
-        if not run_fps.size:
+    for run in workdir.visited_runs(plan.root, bucket, plan.level):
+        run_fps, run_words = open_run(plan.root, bucket, run, nw)
+        if not run_fps.size or not fps.size:
             continue
+        # the candidates are sorted by fingerprint as the run is, so numpy narrows each search by
+        # the one before: about one pass over the run's pages that hold candidates
         at = np.searchsorted(run_fps, fps)
         hit = np.flatnonzero((at < run_fps.size) & ~seen)
         hit = hit[run_fps[at[hit]] == fps[hit]]
-        if not hit.size:
-            continue
-        run_words = np.memmap(run_file, dtype=np.uint64, mode="r").reshape(-1, nw)
         same = np.all(run_words[at[hit]] == words[hit], axis=1)
         seen[hit[same]] = True
         for c in hit[~same]:  # a fingerprint shared by different states: look at the rest of them
@@ -295,7 +360,7 @@ def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
                     seen[c] = True
                     break
                 j += 1
-        del run_words
+        del run_fps, run_words
     return words[~seen], keys[~seen], fps[~seen]
 
 
@@ -304,30 +369,50 @@ def _new_by_fingerprint(plan: LevelPlan, bucket: int, words: np.ndarray,
     """--fingerprints: candidates with equal fingerprints are one state (the smallest key kept, as
     the local ``FingerprintSet`` keeps the first), and those whose fingerprint is in the bucket's
     visited runs are not new. Returns the new states, their keys and their sorted fingerprints."""
-    fps = clipped(fingerprints(words))
+    fps = clipped(fingerprints(words)) if words.shape[0] else np.empty(0, np.uint64)
     order = np.lexsort((keys, fps))
     words, keys, fps = words[order], keys[order], fps[order]
     first = np.ones(fps.shape[0], bool)
     first[1:] = fps[1:] != fps[:-1]
     words, keys, fps = words[first], keys[first], fps[first]
     seen = np.zeros(fps.shape[0], bool)
-    for run_file in workdir.visited_runs(plan.root, bucket, plan.level + 1):
-        run = workdir.load(run_file, np.uint64)
-        if run.size:
-            at = np.minimum(np.searchsorted(run, fps), run.size - 1)
-            seen |= run[at] == fps
+    for run in workdir.visited_runs(plan.root, bucket, plan.level):
+        run_fps, _ = open_run(plan.root, bucket, run, 0, with_words=False)
+        if run_fps.size and fps.size:
+            at = np.minimum(np.searchsorted(run_fps, fps), run_fps.size - 1)
+            seen |= run_fps[at] == fps
+        del run_fps
     return words[~seen], keys[~seen], fps[~seen]
 
 
-def fingerprint_summary(root: str, bucket: int, levels: int) -> dict:
-    """--fingerprints, at the end of a run: bucket ``bucket``'s fingerprints (all its runs) as their
-    count, smallest, largest and the smallest gap between two of them (None if fewer than two)."""
-    runs = [workdir.load(path, np.uint64) for path in workdir.visited_runs(root, bucket, levels)]
+def fingerprint_summary(root: str, bucket: int, through: int, partitions: int,
+                        cut: Optional[tuple[int, int, int]] = None) -> dict:
+    """--fingerprints, at the end of a run: bucket ``bucket``'s fingerprints of levels 0..``through``
+    as their count, smallest, largest and the smallest gap between two of them (None if fewer
+    than two). ``cut`` = (level, key, nlabels) for a run that stopped at its first violation in
+    that level: its states with a larger key are not counted, so their fingerprints are left out."""
+    runs = [open_run(root, bucket, run, 0, with_words=False)[0] for run in workdir.visited_runs(root, bucket, through)]
     fps = np.sort(np.concatenate(runs)) if runs else np.empty(0, np.uint64)
+    if cut is not None and fps.size:
+        fps = fps[~np.isin(fps, _past_the_cut(root, bucket, partitions, *cut))]
     if not fps.size:
         return {"bucket": bucket, "count": 0}
     gap = int(np.diff(fps).min()) if fps.size > 1 else None
     return {"bucket": bucket, "count": int(fps.size), "min": int(fps[0]), "max": int(fps[-1]), "gap": gap}
+
+
+def _past_the_cut(root: str, bucket: int, partitions: int, level: int, cut: int, nlabels: int) -> np.ndarray:
+    """The fingerprints, in ``bucket``, of level ``level``'s states whose key is above ``cut``."""
+    pieces = []
+    for words_file in sorted(workdir.level_dir(root, level).glob("part-*.words")):
+        parents = workdir.load(words_file.with_suffix(".parents"), np.uint64).astype(np.int64)
+        labels = workdir.load(words_file.with_suffix(".labels"), np.uint16).astype(np.int64)
+        past = np.flatnonzero(parents * nlabels + labels > cut)
+        if past.size:
+            words = workdir.load(words_file, np.uint64, 0).reshape(parents.size, -1)
+            fps = clipped(fingerprints(np.ascontiguousarray(words[past])))
+            pieces.append(fps[bucket_of(fps, partitions, True) == bucket])
+    return np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
 
 
 def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:

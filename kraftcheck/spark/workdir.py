@@ -7,15 +7,20 @@ file system (NFS, a mounted volume); on one machine any directory works. Layout:
     the states first reached at BFS level L, in the local engine's order, cut in P parts of
     consecutive global indices: packed words (``nwords`` uint64 each), the global index of each
     state's parent (uint64; ``INITIAL_PARENT`` for an initial state) and its label (uint16).
-``visited/bucket-BBBBB/level-LLLL.words`` (and ``.fps``)
-    the states of level L whose fingerprint falls in hash bucket B, sorted by (fingerprint,
-    words), one sorted run per level, with their fingerprints beside them: the visited set,
-    partitioned by hash exactly as each level's candidates are. A lookup searches the 64-bit
-    fingerprints and compares one row. With ``--fingerprints`` the words file holds the sorted
-    fingerprints themselves and there is no ``.fps``.
+``visited/bucket-BBBBB/runs-FFFF-LLLL.fps`` (and ``.words``)
+    the states of levels F..L whose fingerprint falls in hash bucket B, sorted by (fingerprint,
+    words): the 64-bit fingerprints in ``.fps``, the packed states beside them in ``.words`` (none
+    with ``--fingerprints``, where the fingerprints are the visited set). The visited set,
+    partitioned by hash exactly as each level's candidates are. A bucket's runs cover levels 0..L
+    without gaps; each level adds a run of its new states, merged with the runs before it while
+    they are not much larger (``MERGE_RATIO``), so a bucket has a few runs of decreasing size
+    whatever the depth, and each state is rewritten a few times in all.
 
 Every file is written under a temporary name and renamed, with a name that depends only on what
 it holds, so a task that Spark runs twice writes the same file twice and a reader never sees half.
+A run counts once its ``.fps`` file exists (written last). Runs a merge replaced are removed by
+the driver once the level that merged them is committed (``stale_runs``), never by a task: a task
+Spark runs again must find the runs its first attempt read.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 INITIAL_PARENT = np.uint64(0xFFFFFFFFFFFFFFFF)  # the parent index of an initial state
-_RUN = re.compile(r"level-(\d{4,})\.words$")
+_RUN = re.compile(r"runs-(\d{4,})-(\d{4,})\.fps$")
 
 
 def level_dir(root: str, level: int) -> Path:
@@ -42,13 +47,9 @@ def bucket_dir(root: str, bucket: int) -> Path:
     return Path(root) / "visited" / f"bucket-{bucket:05d}"
 
 
-def run_path(root: str, bucket: int, level: int, kind: str = "words") -> Path:
-    return bucket_dir(root, bucket) / f"level-{level:04d}.{kind}"
-
-
-def run_path_of(words_path: Path, kind: str) -> Path:
-    """The ``kind`` file beside a run's words file (exact mode keeps its fingerprints there)."""
-    return words_path.with_suffix(f".{kind}")
+def run_path(root: str, bucket: int, first: int, last: int, kind: str = "fps") -> Path:
+    """The ``kind`` file (``fps`` or ``words``) of bucket ``bucket``'s run of levels first..last."""
+    return bucket_dir(root, bucket) / f"runs-{first:04d}-{last:04d}.{kind}"
 
 
 def save(path: Path, array: np.ndarray) -> None:
@@ -56,7 +57,7 @@ def save(path: Path, array: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        f.write(np.ascontiguousarray(array).tobytes())
+        np.ascontiguousarray(array).tofile(f)  # no copy of the bytes in memory
     os.replace(tmp, path)
 
 
@@ -76,15 +77,47 @@ def load_slice(path: Path, dtype, lo: int, hi: int, nwords: int = 0) -> np.ndarr
     return data.reshape(-1, nwords) if nwords else data
 
 
-def visited_runs(root: str, bucket: int, before_level: int) -> list[Path]:
-    """The sorted runs of ``bucket`` of levels before ``before_level`` (a re-run task must not see
-    the run it wrote itself the first time)."""
+def runs_present(root: str, bucket: int) -> list[tuple[int, int]]:
+    """(first, last) level of every complete run of ``bucket``, in order."""
     directory = bucket_dir(root, bucket)
     if not directory.is_dir():
         return []
-    runs = []
-    for path in sorted(directory.iterdir()):
-        m = _RUN.match(path.name)
-        if m and int(m.group(1)) < before_level:
-            runs.append(path)
-    return runs
+    return sorted((int(m.group(1)), int(m.group(2))) for m in map(_RUN.match, os.listdir(directory)) if m)
+
+
+def run_cover(runs: list[tuple[int, int]], through: int) -> list[tuple[int, int]]:
+    """The runs that hold levels 0..``through`` once each: from level 0 on, the run reaching
+    furthest (a merged run over the runs it replaced, if those are still there), ignoring runs
+    past ``through`` (a task run again must not read what its first attempt wrote)."""
+    cover, start = [], 0
+    while start <= through:
+        reach = [last for first, last in runs if first == start and last <= through]
+        if not reach:
+            raise FileNotFoundError(f"no visited run starts at level {start} (runs present: {runs})")
+        cover.append((start, max(reach)))
+        start = max(reach) + 1
+    return cover
+
+
+def visited_runs(root: str, bucket: int, through: int) -> list[tuple[int, int]]:
+    """The runs of ``bucket`` that hold its states of levels 0..``through``, oldest first."""
+    return run_cover(runs_present(root, bucket), through) if through >= 0 else []
+
+
+def run_size(root: str, bucket: int, run: tuple[int, int]) -> int:
+    """States in a run (from its file's size: 8 bytes a fingerprint)."""
+    return run_path(root, bucket, *run).stat().st_size // 8
+
+
+def stale_runs(root: str, bucket: int, through: int) -> list[tuple[int, int]]:
+    """Runs of ``bucket`` not in the cover of levels 0..``through``: replaced by a merge, or (after
+    a killed driver) written for a level that was never committed."""
+    present = runs_present(root, bucket)
+    keep = set(run_cover(present, through)) if through >= 0 else set()
+    return [run for run in present if run not in keep]
+
+
+def remove_run(root: str, bucket: int, run: tuple[int, int]) -> None:
+    """Remove a run, its ``.fps`` first (then it no longer counts), then its ``.words``."""
+    for kind in ("fps", "words"):
+        run_path(root, bucket, *run, kind).unlink(missing_ok=True)
