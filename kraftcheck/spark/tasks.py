@@ -91,7 +91,7 @@ _kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (S
 KERNELS_KEPT = 8
 
 
-def kernels_for(plan: LevelPlan, model_holder: Any) -> Any:
+def worker_kernels(plan: LevelPlan, model_holder: Any) -> Any:
     """The compiled kernels of the run's model in this worker: loaded once (from numba's cache on
     disk), with one thread, since Spark runs one task per core."""
     kernels = _kernels.get(plan.run)
@@ -185,7 +185,7 @@ def _first_hits(masks: np.ndarray, keys: np.ndarray, nchecks: int, into: np.ndar
 
 def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tuple]]:
     """Step 1 for task ``task``: (bucket, candidates) pairs and (task, coverage record)."""
-    kernels = kernels_for(plan, model_holder)
+    kernels = worker_kernels(plan, model_holder)
     model = kernels.model
     label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
@@ -418,7 +418,7 @@ def _past_the_cut(root: str, bucket: int, partitions: int, level: int, cut: int,
 def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
     """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
     of the new level; return its counters and the first violating key of each check."""
-    kernels = kernels_for(plan, model_holder)
+    kernels = worker_kernels(plan, model_holder)
     model = kernels.model
     coverage = None
     words_parts, key_parts = [], []
@@ -455,7 +455,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
 def count_until(plan: LevelPlan, model_holder: Any, task: int, cut: int) -> dict:
     """For a run that stops at the transition with key ``cut`` (in task ``task``'s range): what task
     ``task`` generated and found up to and including it, as the local engine counts a stop."""
-    kernels = kernels_for(plan, model_holder)
+    kernels = worker_kernels(plan, model_holder)
     model = kernels.model
     label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
