@@ -105,6 +105,12 @@ def active(t, b):
 
 
 @njit(cache=True)
+def active_brokers(t):
+    """The set of brokers ``active`` holds for (``ClusterControlManager.isActive``)."""
+    return ~(t.c_fenced | t.c_shutting_down) & ((1 << len(t.log)) - 1)
+
+
+@njit(cache=True)
 def clear_recovery(t):
     t.rec_replied = 0
     for b in range(len(t.log)):

@@ -9,7 +9,8 @@ from numba import njit
 
 from kraftcheck.specs.kafka.broker import (clear_fetch_response, clear_leader_state, drop_pending, load_view,
                                           replayed_controlled_shutdowns)
-from kraftcheck.specs.kafka.controller import finish_partition_change, may_elect_after_removal, remove_from_isr
+from kraftcheck.specs.kafka.controller import (active_brokers, finish_partition_change, may_elect_after_removal,
+                                              remove_from_isr)
 from kraftcheck.specs.kafka.state import AP_REQUEST, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, normalize_epochs, popcount, records_below
 
 
@@ -119,7 +120,7 @@ def begin_controlled_shutdown_electing(s, t, b, leader):
     # the record just written is b's controlledShutdownOffset: every broker active now (unfenced,
     # not shutting down) must replay it before b is let go; a broker that hosts no replica has no
     # view in the model to catch up, and is not waited for (an earlier let-go: a superset)
-    t.c_cs_waiting[b] = ~(t.c_fenced | t.c_shutting_down) & t.c_replicas
+    t.c_cs_waiting[b] = active_brokers(t) & t.c_replicas
     normalize_epochs(t)
     return True
 
@@ -143,7 +144,7 @@ def complete_controlled_shutdown_electing(s, t, b, leader):
     bit = 1 << b
     if s.b_state[b] != RUNNING or not s.c_shutting_down & bit:
         return False
-    if not s.c_fenced & bit and s.c_cs_waiting[b] & ~(s.c_fenced | s.c_shutting_down):
+    if not s.c_fenced & bit and s.c_cs_waiting[b] & active_brokers(s):
         return False  # an active broker has not replayed the controlled-shutdown record yet
     if not may_elect_after_removal(s, b, 0, s.c_fenced | bit, leader):
         return False
