@@ -62,3 +62,44 @@ def test_f4b_needs_kafka_4x_clearing_rule():
     report = traces.liveness_report(_model(protocol="kafka-4.x", min_isr_policy="kip"),
                                     ["acked_write_becomes_readable"])
     assert report["violated"] == []
+
+
+def _run(m, steps, state=None):
+    state = m.initial[0] if state is None else state
+    for name, values in steps:
+        nxt = m.step(state, m.label_for(name, values))
+        assert nxt is not None, f"{name}{values} is not enabled"
+        state = nxt
+    return state
+
+
+# F4b without the AlterPartition race (docs/reports/F4b): r1 is acknowledged with every replica
+# holding it; the followers then lag on r2, the ISR shrinks to the leader b1 and the ELR {b2,b3}
+# holds r1. A min ISR update (the value in force: Kafka's cluster-level update, which always
+# writes a ClearElrRecord; or an increase to 3) clears the ELR; b1 crashes losing its unflushed
+# log, its session expires, it registers again and is elected as the last known leader.
+F4B_LAGGING = [("Produce", (0, 1)), ("Fetch", (1,)), ("Fetch", (2,)), ("Fetch", (1,)), ("Fetch", (2,)),
+               ("AdvanceHighWatermark", (0,)), ("Produce", (0, 0)), ("ProposeIsrShrink", (0, 0b110 - 1)),
+               ("HandleAlterPartition", ())]
+F4B_AFTER = [("LossyShutdown", (0, 0)), ("SessionTimeout", (0,)), ("Restart", (0,)), ("Unfence", (0,))]
+
+
+def test_f4b_needs_no_race_and_any_min_isr_update_clears_the_elr_under_kafka_4x():
+    for value in (2, 3):
+        m = _model(protocol="kafka-4.x", records=2)
+        state = _run(m, F4B_LAGGING)
+        v = m.layout.show(state)
+        assert (v["c_isr"], v["c_elr"], v["acked"]) == (["b1"], ["b2", "b3"], ["r1"])
+        state = _run(m, [("ChangeMinIsr", (value - 1,))] + F4B_AFTER, state)
+        v = m.layout.show(state)
+        assert (v["c_leader"], v["c_recovering"], v["acked"]) == ("b1", True, ["r1"])
+        assert v["log"][0] == [] and v["log"][1] == v["log"][2] == ["r1"]  # b2, b3 will truncate r1
+
+
+def test_f4b_the_kip_rule_keeps_the_elr_on_an_increase():
+    m = _model(protocol="kafka-4.x", records=2, min_isr_policy="kip")
+    state = _run(m, F4B_LAGGING)
+    assert m.step(state, m.label_for("ChangeMinIsr", (1,))) is None  # the KIP's rule: a change only
+    state = _run(m, [("ChangeMinIsr", (2,))] + F4B_AFTER[:2], state)
+    v = m.layout.show(state)
+    assert (v["c_leader"], v["c_isr"], v["log"][1]) == ("b2", ["b2"], ["r1"])
