@@ -86,3 +86,33 @@ def test_the_engine_stops_before_it_numbers_a_parent_past_32_bits(monkeypatch):
     assert result.status == INCOMPLETE
     assert "32 bits" in result.incomplete_reason
     assert 500 < result.distinct_states < 1568
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one
+def test_a_stop_request_swallowed_by_a_finalizer_still_stops_the_run(explorer):
+    """A Ctrl-C whose KeyboardInterrupt is raised inside a finalizer is printed and swallowed by
+    Python (numba's compiler frees LLVM objects in ``__del__``, so this happened to real runs,
+    which then went on to their end); the stop request the handler also leaves stops the
+    explorer at its next chunk or level, reported as interrupted."""
+    import signal
+    from kraftcheck.checker.explore import stop
+
+    class Finalizer:
+        def __del__(self):
+            stop._on_signal(signal.SIGINT, None)
+
+    calls = []
+
+    def progress(p):
+        if not calls:
+            Finalizer()  # collected at once: its KeyboardInterrupt is "ignored"
+        calls.append(p)
+
+    try:
+        result = explorer.explore(_model(5), Options(), progress)
+    finally:
+        requested = stop.stop_requested()
+        stop.stop_honoured()
+    assert calls and result.interrupted and result.status == INCOMPLETE
+    assert result.distinct_states < 8832
+    assert not requested  # the explorer cleared the request it honoured

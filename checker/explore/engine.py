@@ -39,6 +39,7 @@ from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, che
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.state_graph import GraphRecorder
+from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.kernels.deadlock import first_stuck
 from kraftcheck.checker.model import DEADLOCK, Model
@@ -153,6 +154,7 @@ class Engine:
             try:
                 run.explore(init_words)
             except KeyboardInterrupt:
+                stop_honoured()
                 result.interrupted = True
                 result.incomplete_reason = "interrupted"
             finally:
@@ -393,6 +395,7 @@ class _Run:
         stride = len(self.model.labels)
         lo = 0
         while lo < self.frontier.shape[0]:
+            raise_if_stop_requested()
             self._spill_if_due()
             level = self.frontier
             self._switch_when_compiled()
@@ -846,6 +849,7 @@ class _Run:
         try:
             while builder.ready_form() is None and not builder.failed() and not self.clock.expired():
                 time.sleep(0.05)
+                raise_if_stop_requested()
                 self._report(force=False)
         finally:
             self._waiting = False

@@ -15,6 +15,7 @@ from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.model import DEADLOCK, Model, python_function, spec_code_failed
 from kraftcheck.checker.explore.concrete import concrete_trace
+from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 
 
 class ReferenceExplorer:
@@ -135,6 +136,7 @@ class ReferenceExplorer:
                     break
                 next_frontier: list[int] = []
                 for position, i in enumerate(frontier):
+                    raise_if_stop_requested()
                     source = states[i]
                     before = layout.to_object(source)
                     pristine = copy_state(before)  # what an action that does not fire leaves
@@ -201,6 +203,7 @@ class ReferenceExplorer:
                 progress(Progress(depth, len(states), result.states_generated, len(frontier), clock.elapsed))
 
         except KeyboardInterrupt:
+            stop_honoured()
             result.interrupted = True
             result.incomplete_reason = "interrupted"
         except KraftcheckError:

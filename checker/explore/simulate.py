@@ -43,6 +43,7 @@ from kraftcheck.checker.explore.compiled import kernel_shapes
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Clock, Progress, ProgressFn, Result, Step,
                                                Violation, memory_exceeded, no_progress)
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
 from kraftcheck.checker.model import DEADLOCK, Model
 
@@ -184,6 +185,7 @@ class Simulator:
         try:
             run.simulate()
         except KeyboardInterrupt:
+            stop_honoured()
             run.result.interrupted = True
         return run.finish()
 
@@ -323,6 +325,7 @@ class _SimulationRun:
         model, kernels, nl = self.model, self.kernels, self.nl
         self._fill()
         while self.running:
+            raise_if_stop_requested()
             n = self.running
             out = kernels.successors(self.cur, 0, n, self.buffers)
             rows = np.flatnonzero(out.labels[: n * nl] != NO_LABEL)

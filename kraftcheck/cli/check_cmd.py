@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -15,6 +14,7 @@ from kraftcheck.cli.params import derived_options, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.concrete import check_in_stricter_variant
+from kraftcheck.checker.explore.stop import install_stop_handlers
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
 from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
@@ -303,7 +303,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
     if threads:
         os.environ["KRAFTCHECK_THREADS"] = str(threads)
-    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    install_stop_handlers()
     try:
         if not simulate:
             refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
@@ -322,13 +322,6 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
         terminal.error("interrupted")
         code = EXIT_INTERRUPTED
     sys.exit(code)
-
-
-def _stop_like_ctrl_c(signum, frame) -> None:
-    """SIGTERM stops a run as Ctrl-C does (statistics so far, a resumable checkpoint, exit 130):
-    batch schedulers and `timeout` stop jobs with SIGTERM, and a job a non-interactive shell
-    started in the background has SIGINT ignored."""
-    raise KeyboardInterrupt
 
 
 # -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)

@@ -31,6 +31,7 @@ from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, rea
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.spark import tasks, workdir
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
@@ -96,6 +97,7 @@ class SparkExplorer:
             try:
                 run.explore()
             except KeyboardInterrupt:
+                stop_honoured()
                 run.result.interrupted = True
                 run.result.incomplete_reason = "interrupted"
             result = run.finish()
@@ -230,6 +232,7 @@ class _SparkRun:
                 self._commit()
         frontier = sum(self.part_counts[-1])
         while not stop and frontier:
+            raise_if_stop_requested()
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
