@@ -203,3 +203,89 @@ class AddsAString(Grid):
 
     def invariants(self):
         return []
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy on array fields: methods, slices across axes, operators (numba compiles them; the
+# interpreted tier hands the spec numpy arrays)
+
+
+@dataclass(frozen=True)
+class TallyParams:
+    pass
+
+
+@njit(cache=True)
+def bump(s, t, i):
+    """Counter i up by one; ``total`` kept as the counters' sum, with numpy's sum."""
+    if s.c[i] == 2:
+        return False
+    t.c[i] = s.c[i] + 1
+    t.total = t.c.sum()
+    return True
+
+
+@njit(cache=True)
+def raise_column(s, t, j):
+    """Sets column j of the grid, written as a slice across axes, once the column left of it is up."""
+    if s.g[:, j].any():
+        return False
+    if j > 0 and not s.g[:, j - 1].all():
+        return False
+    t.g[:, j] = 1
+    return True
+
+
+@njit(cache=True)
+def reset(s, t):
+    """Every counter back to 0 once all are at 2 (numpy's ==, .all(), .copy(), a slice write)."""
+    if not (s.c == 2).all():
+        return False
+    zeros = s.c.copy()
+    zeros[:] = 0
+    t.c[:] = zeros
+    t.total = 0
+    t.g[:, :] = s.g * 0
+    return True
+
+
+@njit(cache=True)
+def total_is_the_sum(s):
+    return s.total == s.c.sum() and s.c.max() <= 2 and s.c.min() >= 0
+
+
+@njit(cache=True)
+def grid_fills_left_to_right(s):
+    cols = s.g.sum(axis=0)
+    for j in range(1, 3):
+        if cols[j] > 0 and cols[j - 1] == 0:
+            return False
+    return s.g.argmax() == 0 or not s.g.any()
+
+
+@njit(cache=True)
+def grid_never_full(s):
+    return not s.g.all()
+
+
+class Tally(Spec):
+    """Counters and a 2 x 3 grid read and written with numpy's array methods, slices and operators."""
+
+    name = "tally"
+    Params = TallyParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("c", 2, (3,)), Int("total", 6), Bool("g", (2, 3))]
+
+    def initial_states(self):
+        yield {}
+
+    def actions(self):
+        return [Action("Bump", bump, (Param("i", 3),)), Action("RaiseColumn", raise_column, (Param("j", 3),)),
+                Action("Reset", reset)]
+
+    def invariants(self):
+        return [Invariant("total_is_the_sum", total_is_the_sum),
+                Invariant("grid_fills_left_to_right", grid_fills_left_to_right),
+                Invariant("grid_never_full", grid_never_full)]

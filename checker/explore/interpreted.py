@@ -86,7 +86,7 @@ class InterpretedKernels:
                     k = -1
                     row = i * nlabels + label
                     if not fn(before, after, *values):
-                        if after.__dict__ != before.__dict__:
+                        if not layout.unchanged(after, before):
                             raise SpecError(f"action {self.model.labels[label]} changed the successor but returned "
                                             "False")
                         out.labels[row] = NO_LABEL
