@@ -289,3 +289,99 @@ class Tally(Spec):
         return [Invariant("total_is_the_sum", total_is_the_sum),
                 Invariant("grid_fills_left_to_right", grid_fills_left_to_right),
                 Invariant("grid_never_full", grid_never_full)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Code that Python runs and numba refuses, or the reverse, and functions numba is never handed
+
+
+@njit(cache=True)
+def mark_by_bit_length(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = (s.marked + 1).bit_length()  # a Python int's method: numba's int32 has none
+    return True
+
+
+class PythonOnlyMethod(Grid):
+    """An action whose code Python runs (int.bit_length) and numba refuses."""
+
+    name = "python_only_method"
+
+    def actions(self):
+        return [Action("MarkByBitLength", mark_by_bit_length)]
+
+    def invariants(self):
+        return []
+
+
+@njit(cache=True)
+def marked_formats_as_one_digit(s):
+    return len("%d" % s.marked) == 1  # string formatting: Python runs it, numba refuses it
+
+
+class FormatsAString(Grid):
+    """An invariant that formats a string: Python runs it, numba refuses it."""
+
+    name = "formats_a_string"
+
+    def invariants(self):
+        return [Invariant("marked_formats_as_one_digit", marked_formats_as_one_digit)]
+
+
+@njit(cache=True)
+def marked_by_name(s):
+    return s["marked"] <= 3 * s.grid.shape[0]  # a record's field by name: numba compiles it
+
+
+class FieldByName(Grid):
+    """An invariant reading a field as ``s["marked"]``, which numba compiles and the interpreted
+    tier's states do not take: the engine redoes that work compiled."""
+
+    name = "field_by_name"
+
+    def invariants(self):
+        return [Invariant("marked_by_name", marked_by_name), Invariant("never_a_full_grid", never_a_full_grid)]
+
+
+def plain_mark(s, t):  # no @njit
+    if s.marked == 3:
+        return False
+    t.marked = s.marked + 1
+    return True
+
+
+class MissingNjit(Grid):
+    """An action that is a plain Python function."""
+
+    name = "missing_njit"
+
+    def actions(self):
+        return [Action("PlainMark", plain_mark)]
+
+    def invariants(self):
+        return []
+
+
+def plus_one(x):  # a helper without @njit
+    return x + 1
+
+
+@njit(cache=True)
+def mark_with_a_plain_helper(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = plus_one(s.marked)
+    return True
+
+
+class PlainHelper(Grid):
+    """An @njit action calling a helper that is a plain Python function."""
+
+    name = "plain_helper"
+
+    def actions(self):
+        return [Action("MarkWithAPlainHelper", mark_with_a_plain_helper)]
+
+    def invariants(self):
+        return []
