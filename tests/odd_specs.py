@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from kraftcheck.checker.spec import Action, Bool, Const, Int, Invariant, Param, Spec, param
+from kraftcheck.checker.spec import Action, Bool, Const, Constraint, Int, Invariant, Param, Spec, param
 
 
 @dataclass(frozen=True)
@@ -342,6 +342,39 @@ class FieldByName(Grid):
 
     def invariants(self):
         return [Invariant("marked_by_name", marked_by_name), Invariant("never_a_full_grid", never_a_full_grid)]
+
+
+@njit(cache=True)
+def mark_by_name(s, t, i, j):
+    """``mark``, but past the second cell it counts with ``s["marked"]`` (numba compiles it)."""
+    if s.grid[i, j] or (j > 0 and not s.grid[i][j - 1]):
+        return False
+    t.grid[i, j] = True
+    if s.marked <= 1:
+        t.marked = s.marked + 1
+    else:
+        t["marked"] = s["marked"] + 1
+    return True
+
+
+@njit(cache=True)
+def at_most_three_marked(s):
+    return s.marked <= 1 or s["marked"] <= 3  # by name once two cells are marked
+
+
+class FieldByNameLater(Grid):
+    """An action and a state constraint that read a field by name only past the initial state:
+    the interpreted tier explores the first levels, then the engine redoes a chunk compiled."""
+
+    name = "field_by_name_later"
+
+    def actions(self):
+        n = self.params.n
+        return [Action("MarkByName", mark_by_name, (Param("i", n), Param("j", 3))),
+                Action("ClearRow", clear_row, (Param("i", n),))]
+
+    def constraints(self):
+        return [Constraint("at_most_three_marked", at_most_three_marked)]
 
 
 def plain_mark(s, t):  # no @njit

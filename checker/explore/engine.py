@@ -419,11 +419,13 @@ class _Run:
             if distinct_only:
                 nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
             else:
+                found_before = dict(self.found), dict(self.found_at)
                 try:
                     spans = self._successors(level, lo, hi, first + lo, found_here)
-                except SpecCodeError:  # raised before the chunk changed anything: redo it compiled
+                except SpecCodeError:  # raised before the visited set met the chunk: redo it compiled
                     if not self._fall_back_to_compiled():
                         raise
+                    self.found, self.found_at = found_before  # a deadlock it found is found again
                     self.interpreted_states -= hi - lo
                     continue
                 nrows = sum(nv for _, nv in spans)
@@ -565,7 +567,8 @@ class _Run:
         buf, model, stride = self.buffers, self.model, self.stride
         masks = np.zeros(rows.shape[0], np.uint64)
         if model.constraints or model.invariants:
-            masks = self._violations(np.ascontiguousarray(buf.words[rows]))
+            # (the interpreted tier's SpecCodeError goes to _expand_level, which redoes the chunk)
+            masks = self.kernels.violations(np.ascontiguousarray(buf.words[rows]))
         bad = (masks & np.uint64(model.constraint_bits)) != 0
         if model.action_constraints:
             bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
@@ -830,7 +833,8 @@ class _Run:
     # -- the two tiers
     def _violations(self, words: np.ndarray) -> np.ndarray:
         """``kernels.violations(words)``; if the interpreted tier's Python fails on code numba
-        compiles, the compiled kernels' (it only reads ``words``, so it can be redone)."""
+        compiles, the compiled kernels' (it only reads ``words``, so it can be redone; the
+        chunk that asks goes on with the buffers it holds, the next takes the compiled ones)."""
         try:
             return self.kernels.violations(words)
         except SpecCodeError:
