@@ -181,7 +181,7 @@ class CompileWhenWaitedFor:
 
 
 @pytest.mark.parametrize("case", list(SHIPPED) + list(ODD))
-def test_one_answer_whatever_tier_runs(case, monkeypatch):
+def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
     """The default run ending while it still interprets (its kernels not compiled yet), and a run
     compiled first, give one answer: the same counts, coverage, violations and traces; or the
     same error in the same words (code numba refuses: numba's compile error naming the spec's
@@ -189,6 +189,8 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch):
     from kraftcheck.checker.explore import engine
     compiled, _ = _outcome(case, "compiled")
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
+    # typed every time, not taken from an earlier run's acceptance (test below)
+    monkeypatch.setattr(engine, "typed_marker_path", lambda module_path: tmp_path / "typed")
     monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
     monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
     wait = engine._Run._wait_for_compile
@@ -208,3 +210,21 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch):
             assert 0 < run.interpreted_states < run.distinct_states and run.compile_s is not None
         else:
             assert run.interpreted_states > 0 and run.compile_s is None, "the run should have ended interpreting"
+
+
+def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, tmp_path):
+    """The type inference's acceptance is kept beside the kernel module (whose name is a digest
+    of the spec's sources): the next run of the same spec version and fields that ends while
+    interpreting answers without typing again; a refusal is never kept."""
+    from kraftcheck.checker.explore import engine
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
+    monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
+    typed = []
+    check = engine.check_spec_types
+    monkeypatch.setattr(engine, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])
+    for _ in range(2):
+        assert Engine(compile="background").explore(Model(Grid(GridParams(1))), Options()).interpreted_states > 0
+        with pytest.raises(SpecError, match="failed to compile"):
+            Engine(compile="background").explore(Model(odd_specs.PythonOnlyMethod(GridParams(1))), Options())
+    assert typed == ["grid", "python_only_method", "python_only_method"]

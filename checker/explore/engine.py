@@ -22,9 +22,10 @@ import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL, uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
-                                        warm_up_engine_kernels)
+                                        typed_marker_path, warm_up_engine_kernels)
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
+from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
@@ -868,6 +869,10 @@ class _Run:
             return
         if builder.failed():
             self._switch_when_compiled()  # raises the compile's error
+        marker = typed_marker_path(builder.shapes.module_path)
+        if marker.exists():  # an earlier run of this spec version and fields typed it
+            self.spec_checked = True
+            return
         self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
                                self.elapsed_before + (self.clock.elapsed if self.clock else 0.0),
                                compiling=f"{builder.status}, {builder.elapsed:.0f} s",
@@ -875,9 +880,12 @@ class _Run:
         try:
             check_spec_types(self.model)
         except numba.core.errors.NumbaError as e:
+            self.spec_checked = True  # the verdict: refused
             raise compile_error(self.model.spec.name, e) from None
         except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
             self._switch_when_compiled(wait=True)
+        else:
+            atomic_write(marker, f"numba {numba.__version__}\n")
         self.spec_checked = True
 
     def _switch_when_compiled(self, wait: bool = False) -> None:
