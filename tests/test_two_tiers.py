@@ -191,6 +191,7 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
     # typed every time, not taken from an earlier run's acceptance (test below)
     monkeypatch.setattr(engine, "typed_marker_path", lambda module_path: tmp_path / "typed")
+    monkeypatch.setattr(engine, "_TYPED_MODULES", set())
     monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
     monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
     wait = engine._Run._wait_for_compile
@@ -220,6 +221,7 @@ def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, t
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
     monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
+    monkeypatch.setattr(engine, "_TYPED_MODULES", set())  # only the file tells, as to a new process
     typed = []
     check = engine.check_spec_types
     monkeypatch.setattr(engine, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])

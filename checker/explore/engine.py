@@ -87,6 +87,9 @@ SPILL_PREFIX = "kraftcheck-levels-"  # the temporary directory's name starts so,
 
 
 COMPILE_MODES = ("now", "background", "never")
+# kernel modules (by name: a digest of the spec's sources and the versions) whose spec functions
+# numba's type inference accepted in this process, whatever kernel cache they were written to
+_TYPED_MODULES: set[str] = set()
 
 
 class Engine:
@@ -870,7 +873,7 @@ class _Run:
         if builder.failed():
             self._switch_when_compiled()  # raises the compile's error
         marker = typed_marker_path(builder.shapes.module_path)
-        if marker.exists():  # an earlier run of this spec version and fields typed it
+        if marker.exists() or builder.shapes.module_name in _TYPED_MODULES:  # an earlier run typed it
             self.spec_checked = True
             return
         self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
@@ -886,6 +889,7 @@ class _Run:
             self._switch_when_compiled(wait=True)
         else:
             atomic_write(marker, f"numba {numba.__version__}\n")
+            _TYPED_MODULES.add(builder.shapes.module_name)
         self.spec_checked = True
 
     def _switch_when_compiled(self, wait: bool = False) -> None:
