@@ -75,6 +75,14 @@ def marker_path(module_path: str | Path) -> Path:
     return Path(str(module_path) + ".compiled")
 
 
+def typed_marker_path(module_path: str | Path) -> Path:
+    """The file that says numba's type inference accepted every spec function a kernel module
+    calls (``typing_check``): written beside the module, whose name is a digest of the spec's
+    sources and of the kraftcheck and numba versions, so a later run of the same spec version and
+    fields need not type them again."""
+    return Path(str(module_path) + ".typed")
+
+
 def is_compiled(shapes: KernelShapes) -> bool:
     """Every kernel of this module is in numba's cache: a finished compile said so, and numba's
     index files are still there (``NUMBA_CACHE_DIR`` may have been changed or emptied since)."""

@@ -11,3 +11,8 @@ class UsageError(KraftcheckError):
 
 class SpecError(KraftcheckError):
     """A spec broke its contract: a value outside its field's domain, a malformed layout."""
+
+
+class SpecCodeError(SpecError):
+    """A spec's function raised when run as Python (the interpreted tier, the reference explorer):
+    code numba may compile all the same (the engine then redoes that work compiled)."""

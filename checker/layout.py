@@ -15,6 +15,7 @@ of ``-1..2`` takes two bits.
 
 from __future__ import annotations
 
+import operator
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
@@ -68,6 +69,13 @@ class Layout:
         if self.dtype.itemsize != 4 * self.size:
             raise SpecError("internal: record layout is not a dense int32 array")
         self.consts = tuple((e.flat, e.field.const) for e in self.elements if e.field.const is not None)
+        # for the Python states of to_object: scalar fields (name, flat position); array fields
+        # (name, start, stop, shape or None for one axis) in the buffer
+        self._scalars = [(f.name, self.field_slices[f.name].start) for f in self.fields if not f.shape]
+        self._arrays = [(f.name, self.field_slices[f.name].start, self.field_slices[f.name].stop,
+                         f.shape if len(f.shape) > 1 else None) for f in self.fields if f.shape]
+        self._scalar_getter = _getter([name for name, _ in self._scalars])
+        self._array_getter = _getter([name for name, *_ in self._arrays])
 
     # -- flat <-> dict / object
     def flat_from_values(self, values: Mapping[str, Any]) -> tuple[int, ...]:
@@ -119,27 +127,51 @@ class Layout:
         arr[:] = items
         return arr.reshape(f.shape).tolist()
 
-    def to_object(self, flat: tuple[int, ...]) -> types.SimpleNamespace:
-        """A mutable plain-Python state (lists for arrays; ``AxesList`` for arrays of more than one
-        axis, so that ``t.g[i, j]`` works as on a compiled record) for the interpreted tier and
-        the reference explorer."""
-        state = types.SimpleNamespace(**self.values(flat))
-        for f in self.fields:
-            if len(f.shape) > 1:
-                setattr(state, f.name, AxesList.nested(getattr(state, f.name)))
-            elif f.shape:
-                setattr(state, f.name, Vector(getattr(state, f.name)))
+    def to_object(self, flat: tuple[int, ...]) -> "State":
+        """A mutable Python state for the interpreted tier, the reference explorer and trace
+        stepping: scalar fields as ints, array fields as numpy int64 arrays of their shape (views
+        of one buffer), so that a spec's function reads and writes them as it does a compiled
+        record's: ``s.g[i, j]``, ``s.g[i][j]``, slices, ``.shape``, numpy's array methods
+        (``s.c.sum()``, ``.any()``, ``.copy()``) and operators."""
+        buf = np.array(flat, np.int64)
+        state = State()
+        d = state.__dict__
+        for name, pos in self._scalars:
+            d[name] = flat[pos]
+        views = tuple(buf[a:b] if shape is None else buf[a:b].reshape(shape) for _, a, b, shape in self._arrays)
+        for (name, *_), view in zip(self._arrays, views):
+            d[name] = view
+        state._flat, state._views = buf, views
         return state
 
-    def from_object(self, obj: types.SimpleNamespace) -> tuple[int, ...]:
+    def from_object(self, obj: Any) -> tuple[int, ...]:
+        """The flat state of a Python state (``to_object``'s, or any object with the fields as
+        attributes: ints, nested lists or arrays)."""
+        views = getattr(obj, "_views", None)
+        d = obj.__dict__
+        if views is not None and all(map(operator.is_, self._array_getter(d), views)):
+            out = obj._flat.tolist()  # every array field written in place, into the buffer
+            for name, pos in self._scalars:
+                out[pos] = int(d[name])
+            return tuple(out)
         out: list[int] = []
         for f in self.fields:
             v = getattr(obj, f.name)
             if not f.shape:
                 out.append(int(v))
-            elif not _extend_nested(out, v, f.shape):  # nested lists of the field's shape, the usual case
+            elif not _extend_nested(out, v, f.shape):  # nested lists of the field's shape
                 out.extend(int(x) for x in np.asarray(v, dtype=np.int64).reshape(-1))
         return tuple(out)
+
+    def unchanged(self, after: "State", before: "State") -> bool:
+        """Whether ``after``, a copy of ``before`` (``state_copier``) that an action was handed,
+        still holds ``before``'s values."""
+        a, b = after.__dict__, before.__dict__
+        if self._scalar_getter(a) != self._scalar_getter(b):
+            return False
+        if not all(map(operator.is_, self._array_getter(a), after._views)):
+            return self.from_object(after) == self.from_object(before)
+        return self._arrays == [] or bool(np.array_equal(after._flat, before._flat))
 
     # -- flat <-> record
     def new_records(self, n: int) -> np.recarray:
@@ -208,78 +240,39 @@ def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
     return True
 
 
-class Vector(list):
-    """A one-axis array field as a plain list that also has numpy's ``shape``, so that an action
-    reading ``s.c.shape[0]`` runs interpreted as it does compiled. Indexing stays list's own
-    (no Python-level ``__getitem__``, which would slow the interpreted tier)."""
-
-    __slots__ = ()
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (len(self),)
+def _getter(names: list[str]) -> Callable[[dict], tuple]:
+    """A function from a state's ``__dict__`` to the tuple of these fields' values."""
+    if not names:
+        return lambda d: ()
+    if len(names) == 1:
+        name = names[0]
+        return lambda d: (d[name],)
+    return operator.itemgetter(*names)
 
 
-class AxesList(list):
-    """Nested lists of an array field of several axes that also take numpy's ``a[i, j]``, read and
-    written, beside ``a[i][j]``: the interpreted tier runs the same action code as the compiled
-    one, where a field is a numpy array."""
+class State(types.SimpleNamespace):
+    """A state as the interpreted tier hands it to a spec's function (``Layout.to_object``): its
+    fields as attributes; the array fields are views of one int64 buffer, ``_flat`` (kept out of
+    the attributes, as ``_views``, the views as made)."""
 
-    __slots__ = ()
-
-    @classmethod
-    def nested(cls, rows: list) -> "AxesList":
-        return cls(cls.nested(r) if isinstance(r, list) and r and isinstance(r[0], list) else r for r in rows)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """As a numpy array's: the length of each axis."""
-        inner = list.__getitem__(self, 0)
-        return (len(self),) + (inner.shape if isinstance(inner, AxesList) else (len(inner),))
-
-    def _row(self, key: tuple) -> Any:
-        if any(isinstance(k, slice) for k in key):
-            raise SpecError(f"indexing a field with {key!r}: the interpreted tier takes a[i, j] and a[i][j], "
-                            "not slices of several axes; write a loop")
-        row: Any = self
-        for k in key[:-1]:
-            row = list.__getitem__(row, k)
-        return row
-
-    def __getitem__(self, key):
-        if type(key) is tuple:
-            return list.__getitem__(self._row(key), key[-1]) if key else self
-        return list.__getitem__(self, key)
-
-    def __setitem__(self, key, value) -> None:
-        if type(key) is tuple:
-            list.__setitem__(self._row(key), key[-1], value)
-        else:
-            list.__setitem__(self, key, value)
+    __slots__ = ("_flat", "_views")
 
 
-def state_copier(layout: Layout) -> Callable[[Any], Any]:
-    """A function that copies a plain-Python state (ints, nested lists) much faster than deepcopy,
-    which the interpreted tier and trace stepping call once per action instance per state."""
-    scalars = [f.name for f in layout.fields if not f.shape]
-    vectors = [f.name for f in layout.fields if len(f.shape) == 1]
-    deeper = [f.name for f in layout.fields if len(f.shape) > 1]
+def state_copier(layout: Layout) -> Callable[[State], State]:
+    """A function that copies a state of ``to_object`` (one buffer copy, new views; much faster
+    than deepcopy), which the interpreted tier and trace stepping call once per action instance
+    per state."""
+    arrays = layout._arrays
 
-    def deep(v: Any) -> Any:
-        if type(v) is AxesList:
-            return AxesList(deep(x) for x in v)
-        return [deep(x) for x in v] if isinstance(v, list) else v
-
-    def copy(state: Any) -> Any:
-        src = state.__dict__
-        out = types.SimpleNamespace()
+    def copy(state: State) -> State:
+        buf = state._flat.copy()
+        out = State()
         d = out.__dict__
-        for name in scalars:
-            d[name] = src[name]
-        for name in vectors:
-            d[name] = Vector(src[name])
-        for name in deeper:
-            d[name] = deep(src[name])
+        d.update(state.__dict__)
+        views = tuple(buf[a:b] if shape is None else buf[a:b].reshape(shape) for _, a, b, shape in arrays)
+        for (name, *_), view in zip(arrays, views):
+            d[name] = view
+        out._flat, out._views = buf, views
         return out
 
     return copy

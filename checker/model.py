@@ -10,7 +10,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
@@ -22,14 +22,14 @@ DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 _interpreted: dict[int, Callable[..., Any]] = {}
 
 
-def spec_code_failed(what: str, error: Exception) -> SpecError:
+def spec_code_failed(what: str, error: Exception) -> SpecCodeError:
     """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``:
-    one line naming it, the line of the spec's code that raised, and what to do. The compiled tier
-    refuses such code too, as numba's compile error."""
+    one line naming it, the line of the spec's code that raised, and what to do. (The engine says
+    it only when numba refuses the spec too; otherwise it redoes the work compiled.)"""
     import traceback
     frames = traceback.extract_tb(error.__traceback__)
     at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return SpecError(f"{what} raised {type(error).__name__}: {error}{at}; a spec's functions keep to what both tiers "
+    return SpecCodeError(f"{what} raised {type(error).__name__}: {error}{at}; a spec's functions keep to what both tiers "
                      "run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
                      "docs/writing-a-spec.md, 'Action functions'): fix that line")
 

@@ -11,9 +11,10 @@ in plain Python:
 Action, invariant and property functions receive states as records: ``s.rm_state[r]``,
 ``t.tm_state = COMMITTED``. An action returns False *before touching* ``t`` when it is disabled;
 when enabled it writes the successor into ``t`` (which starts as a copy of ``s``) and returns True.
-The same functions run compiled in the engine and interpreted, on plain Python objects, in the
-reference explorer, so they must use only what both support: integers, ``len()``, indexing
-(``s.log[b][i]``, not ``s.log[b, i]``), loops and calls to other such functions.
+The same functions run compiled in the engine and as Python (the engine's interpreted tier, the
+reference explorer), on states whose array fields are numpy arrays, so they keep to what numba
+compiles: integers, indexing (``s.log[b][i]``, ``s.log[b, i]``, slices), numpy's array methods,
+loops and calls to other such functions (docs/writing-a-spec.md, "Action functions").
 
 Per-run configuration (protocol switches, bounds) belongs in ``Const`` fields: they cost no bits in
 the packed state and are read like any other field.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from numba import njit
 
-from kraftcheck.checker.spec import Action, Bool, Const, Int, Invariant, Param, Spec, param
+from kraftcheck.checker.spec import Action, Bool, Const, Constraint, Int, Invariant, Param, Spec, param
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,221 @@ class AddsAString(Grid):
 
     def actions(self):
         return [Action("MarkWithAString", mark_with_a_string)]
+
+    def invariants(self):
+        return []
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy on array fields: methods, slices across axes, operators (numba compiles them; the
+# interpreted tier hands the spec numpy arrays)
+
+
+@dataclass(frozen=True)
+class TallyParams:
+    pass
+
+
+@njit(cache=True)
+def bump(s, t, i):
+    """Counter i up by one; ``total`` kept as the counters' sum, with numpy's sum."""
+    if s.c[i] == 2:
+        return False
+    t.c[i] = s.c[i] + 1
+    t.total = t.c.sum()
+    return True
+
+
+@njit(cache=True)
+def raise_column(s, t, j):
+    """Sets column j of the grid, written as a slice across axes, once the column left of it is up."""
+    if s.g[:, j].any():
+        return False
+    if j > 0 and not s.g[:, j - 1].all():
+        return False
+    t.g[:, j] = 1
+    return True
+
+
+@njit(cache=True)
+def reset(s, t):
+    """Every counter back to 0 once all are at 2 (numpy's ==, .all(), .copy(), a slice write)."""
+    if not (s.c == 2).all():
+        return False
+    zeros = s.c.copy()
+    zeros[:] = 0
+    t.c[:] = zeros
+    t.total = 0
+    t.g[:, :] = s.g * 0
+    return True
+
+
+@njit(cache=True)
+def total_is_the_sum(s):
+    return s.total == s.c.sum() and s.c.max() <= 2 and s.c.min() >= 0
+
+
+@njit(cache=True)
+def grid_fills_left_to_right(s):
+    cols = s.g.sum(axis=0)
+    for j in range(1, 3):
+        if cols[j] > 0 and cols[j - 1] == 0:
+            return False
+    return s.g.argmax() == 0 or not s.g.any()
+
+
+@njit(cache=True)
+def grid_never_full(s):
+    return not s.g.all()
+
+
+class Tally(Spec):
+    """Counters and a 2 x 3 grid read and written with numpy's array methods, slices and operators."""
+
+    name = "tally"
+    Params = TallyParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("c", 2, (3,)), Int("total", 6), Bool("g", (2, 3))]
+
+    def initial_states(self):
+        yield {}
+
+    def actions(self):
+        return [Action("Bump", bump, (Param("i", 3),)), Action("RaiseColumn", raise_column, (Param("j", 3),)),
+                Action("Reset", reset)]
+
+    def invariants(self):
+        return [Invariant("total_is_the_sum", total_is_the_sum),
+                Invariant("grid_fills_left_to_right", grid_fills_left_to_right),
+                Invariant("grid_never_full", grid_never_full)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Code that Python runs and numba refuses, or the reverse, and functions numba is never handed
+
+
+@njit(cache=True)
+def mark_by_bit_length(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = (s.marked + 1).bit_length()  # a Python int's method: numba's int32 has none
+    return True
+
+
+class PythonOnlyMethod(Grid):
+    """An action whose code Python runs (int.bit_length) and numba refuses."""
+
+    name = "python_only_method"
+
+    def actions(self):
+        return [Action("MarkByBitLength", mark_by_bit_length)]
+
+    def invariants(self):
+        return []
+
+
+@njit(cache=True)
+def marked_formats_as_one_digit(s):
+    return len("%d" % s.marked) == 1  # string formatting: Python runs it, numba refuses it
+
+
+class FormatsAString(Grid):
+    """An invariant that formats a string: Python runs it, numba refuses it."""
+
+    name = "formats_a_string"
+
+    def invariants(self):
+        return [Invariant("marked_formats_as_one_digit", marked_formats_as_one_digit)]
+
+
+@njit(cache=True)
+def marked_by_name(s):
+    return s["marked"] <= 3 * s.grid.shape[0]  # a record's field by name: numba compiles it
+
+
+class FieldByName(Grid):
+    """An invariant reading a field as ``s["marked"]``, which numba compiles and the interpreted
+    tier's states do not take: the engine redoes that work compiled."""
+
+    name = "field_by_name"
+
+    def invariants(self):
+        return [Invariant("marked_by_name", marked_by_name), Invariant("never_a_full_grid", never_a_full_grid)]
+
+
+@njit(cache=True)
+def mark_by_name(s, t, i, j):
+    """``mark``, but past the second cell it counts with ``s["marked"]`` (numba compiles it)."""
+    if s.grid[i, j] or (j > 0 and not s.grid[i][j - 1]):
+        return False
+    t.grid[i, j] = True
+    if s.marked <= 1:
+        t.marked = s.marked + 1
+    else:
+        t["marked"] = s["marked"] + 1
+    return True
+
+
+@njit(cache=True)
+def at_most_three_marked(s):
+    return s.marked <= 1 or s["marked"] <= 3  # by name once two cells are marked
+
+
+class FieldByNameLater(Grid):
+    """An action and a state constraint that read a field by name only past the initial state:
+    the interpreted tier explores the first levels, then the engine redoes a chunk compiled."""
+
+    name = "field_by_name_later"
+
+    def actions(self):
+        n = self.params.n
+        return [Action("MarkByName", mark_by_name, (Param("i", n), Param("j", 3))),
+                Action("ClearRow", clear_row, (Param("i", n),))]
+
+    def constraints(self):
+        return [Constraint("at_most_three_marked", at_most_three_marked)]
+
+
+def plain_mark(s, t):  # no @njit
+    if s.marked == 3:
+        return False
+    t.marked = s.marked + 1
+    return True
+
+
+class MissingNjit(Grid):
+    """An action that is a plain Python function."""
+
+    name = "missing_njit"
+
+    def actions(self):
+        return [Action("PlainMark", plain_mark)]
+
+    def invariants(self):
+        return []
+
+
+def plus_one(x):  # a helper without @njit
+    return x + 1
+
+
+@njit(cache=True)
+def mark_with_a_plain_helper(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = plus_one(s.marked)
+    return True
+
+
+class PlainHelper(Grid):
+    """An @njit action calling a helper that is a plain Python function."""
+
+    name = "plain_helper"
+
+    def actions(self):
+        return [Action("MarkWithAPlainHelper", mark_with_a_plain_helper)]
 
     def invariants(self):
         return []

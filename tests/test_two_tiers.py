@@ -1,18 +1,20 @@
 """The interpreted tier and the compiled tier accept and reject the same specs and compute the
-same states (issue 31 item 6): specs written the ways an author may write them
-(tests/odd_specs.py), run on both tiers and the reference explorer."""
+same states (issue 31 item 6): every shipped spec and specs written the ways an author may write
+them (tests/odd_specs.py), run on both tiers (and some on the reference explorer)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 
-from odd_specs import AddsAString, Grid, GridParams, Levels, LevelsParams, Overflowing, Underflowing
+import odd_specs
+from odd_specs import (AddsAString, Grid, GridParams, Levels, LevelsParams, Overflowing, Tally, TallyParams,
+                       Underflowing)
 
 EXPLORERS = {"compiled": lambda: Engine(compile="now"), "interpreted": lambda: Engine(compile="never"),
              "reference": lambda: ReferenceExplorer()}
@@ -57,14 +59,19 @@ def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name
         EXPLORERS[name]().explore(Model(AddsAString(GridParams(1))), Options())
 
 
-def test_a_slice_of_two_axes_is_refused_by_the_interpreted_tier_with_what_to_write():
-    from kraftcheck.checker.layout import AxesList
-    grid = AxesList.nested([[1, 2, 3], [4, 5, 6]])
-    assert grid[1, 2] == grid[1][2] == 6
-    grid[0, 1] = 9
-    assert grid == [[1, 9, 3], [4, 5, 6]]
-    with pytest.raises(SpecError, match="not slices of several axes; write a loop"):
-        grid[:, 0]
+def test_numpy_array_methods_slices_and_operators_give_the_same_states_on_every_tier():
+    """``s.c.sum()``, ``s.g[:, j].any()``, ``(s.c == 2).all()``, ``s.c.copy()``, ``t.g[:, j] = 1``:
+    numba compiles them; the interpreted tier and the reference explorer refused them when a
+    field was a list (an array method, a slice across axes), and a run that ended before its
+    compile was refused where ``--compile now`` answered."""
+    runs = {name: make().explore(Model(Tally(TallyParams())), Options(keep_going=True))
+            for name, make in EXPLORERS.items()}
+    summaries = {name: _summary(r) for name, r in runs.items()}
+    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    # 27 counter vectors (total their sum) times 4 grids (columns raised left to right); the
+    # full grid is the violation
+    assert runs["compiled"].distinct_states == 27 * 4
+    assert [v.check for v in runs["compiled"].violations] == ["grid_never_full"]
 
 
 def _levels_count(n: int) -> int:
@@ -96,3 +103,130 @@ def test_a_write_below_a_negative_range_is_refused_by_every_tier(name, padded):
     with pytest.raises(SpecError, match=r"^after CoolPastTheFloor\(i=0\): field temp\[r1\] = -3 is outside its domain "
                                         r"-2\.\.2: widen"):
         EXPLORERS[name]().explore(Model(Underflowing(LevelsParams(1, padded))), Options(keep_going=True))
+
+
+# ----------------------------------------------------------------------------------------------
+# One answer whatever tier runs: the default run (``--compile background``) that ends while it
+# still interprets, against a run compiled first (``--compile now``)
+
+# (spec, parameters, whether the run goes on after a violation): every shipped spec at the
+# parameters of its first conformance example, and the odd ones
+SHIPPED = {"two_phase": ({"rm": 2}, True), "two_phase_eager_commit": ({"rm": 2}, False), "die_hard": ({}, True),
+           "mutex": ({}, True), "kafka": ({}, False)}
+ODD = {
+    "multi-axis writes": (lambda: Grid(GridParams(2)), True),
+    "out-of-domain write": (lambda: Overflowing(GridParams(1)), True),
+    "out-of-domain write below a negative range": (lambda: Underflowing(LevelsParams(1, False)), True),
+    "numpy array methods, slices and operators": (lambda: Tally(TallyParams()), True),
+    "a str added to a field": (lambda: AddsAString(GridParams(1)), False),
+    "a Python-only method": (lambda: odd_specs.PythonOnlyMethod(GridParams(1)), False),
+    "string formatting in an invariant": (lambda: odd_specs.FormatsAString(GridParams(1)), False),
+    "a record field by name": (lambda: odd_specs.FieldByName(GridParams(1)), True),
+    "a record field by name in an action and a constraint": (lambda: odd_specs.FieldByNameLater(GridParams(2)), True),
+    "missing @njit on an action": (lambda: odd_specs.MissingNjit(GridParams(1)), False),
+    "a helper without @njit": (lambda: odd_specs.PlainHelper(GridParams(1)), False),
+}
+
+
+def test_every_shipped_spec_is_run_on_both_tiers():
+    from kraftcheck.specs import REGISTRY
+    assert sorted(SHIPPED) == sorted(REGISTRY), "a shipped spec is missing from test_two_tiers.SHIPPED"
+
+
+def _spec(case):
+    if case in SHIPPED:
+        from kraftcheck.specs import spec_class
+        cls = spec_class(case)
+        params = dict(cls.examples[0], **SHIPPED[case][0]) if case != "kafka" else dict(cls.examples[0])
+        return cls(cls.Params(**params)), SHIPPED[case][1]
+    make, keep_going = ODD[case]
+    return make(), keep_going
+
+
+def _outcome(case, tier):
+    """What a run of ``case`` on ``tier`` answers: its counts, or the class and words of its error."""
+    try:
+        spec, keep_going = _spec(case)
+        model = Model(spec)
+        engine = Engine(compile="now" if tier == "compiled" else "background")
+        result = engine.explore(model, Options(keep_going=keep_going))
+    except (SpecError, UsageError) as e:
+        return ("refused", type(e).__name__, str(e)), None
+    return ("answered",) + _summary(result), result
+
+
+class CompileWhenWaitedFor:
+    """Stands in for ``BackgroundCompile`` (whose process would cost each case a second or two
+    of starting): its kernels are never ready unless the run waits for them, then they are
+    compiled here (loaded: the compiled run has put them in the cache). tests/test_compile_tiers.py
+    runs the real one."""
+
+    def __init__(self, forms):
+        self.forms = [forms] if not isinstance(forms, list) else forms
+        self.shapes, self.ready, self.status, self.elapsed = self.forms[-1], {}, "scripted", 0.0
+        self.finished_s, self.left_running, self.waited = None, False, False
+
+    def ready_form(self):
+        from kraftcheck.checker.compile import compile_in_process
+        if self.waited and not self.ready:
+            compile_in_process(self.shapes, processes=1)
+            self.ready[self.shapes.module_name] = 0.0
+        return self.shapes if self.ready else None
+
+    def failed(self):
+        return False
+
+    def stop(self, keep=None):
+        pass
+
+
+@pytest.mark.parametrize("case", list(SHIPPED) + list(ODD))
+def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
+    """The default run ending while it still interprets (its kernels not compiled yet), and a run
+    compiled first, give one answer: the same counts, coverage, violations and traces; or the
+    same error in the same words (code numba refuses: numba's compile error naming the spec's
+    line, whichever tier ran it)."""
+    from kraftcheck.checker.explore import engine
+    compiled, _ = _outcome(case, "compiled")
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
+    # typed every time, not taken from an earlier run's acceptance (test below)
+    monkeypatch.setattr(engine, "typed_marker_path", lambda module_path: tmp_path / "typed")
+    monkeypatch.setattr(engine, "_TYPED_MODULES", set())
+    monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
+    monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
+    wait = engine._Run._wait_for_compile
+
+    def waits(self, past_time_limit=False):
+        self.builder.waited = True
+        return wait(self, past_time_limit)
+
+    monkeypatch.setattr(engine._Run, "_wait_for_compile", waits)
+    interpreted, run = _outcome(case, "interpreted")
+    assert interpreted == compiled
+    if run is not None:
+        assert run.compiled_in_background
+        if case == "a record field by name":  # the interpreted tier's states take no s["name"]:
+            assert run.interpreted_states == 0 and run.compile_s is not None  # the first check went compiled
+        elif case.startswith("a record field by name"):  # the first levels interpreted, then compiled
+            assert 0 < run.interpreted_states < run.distinct_states and run.compile_s is not None
+        else:
+            assert run.interpreted_states > 0 and run.compile_s is None, "the run should have ended interpreting"
+
+
+def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, tmp_path):
+    """The type inference's acceptance is kept beside the kernel module (whose name is a digest
+    of the spec's sources): the next run of the same spec version and fields that ends while
+    interpreting answers without typing again; a refusal is never kept."""
+    from kraftcheck.checker.explore import engine
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
+    monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
+    monkeypatch.setattr(engine, "_TYPED_MODULES", set())  # only the file tells, as to a new process
+    typed = []
+    check = engine.check_spec_types
+    monkeypatch.setattr(engine, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])
+    for _ in range(2):
+        assert Engine(compile="background").explore(Model(Grid(GridParams(1))), Options()).interpreted_states > 0
+        with pytest.raises(SpecError, match="failed to compile"):
+            Engine(compile="background").explore(Model(odd_specs.PythonOnlyMethod(GridParams(1))), Options())
+    assert typed == ["grid", "python_only_method", "python_only_method"]

@@ -61,7 +61,7 @@ class Stepper:
                 layout.check_domains(succ, where=f"after {self.model.labels[lab]}: ")
                 out.append((lab, succ))
                 after = self._copy(before)
-            elif after.__dict__ != before.__dict__:
+            elif not layout.unchanged(after, before):
                 raise SpecError(f"action {self.model.labels[lab]} changed the successor but returned False")
         return out
 

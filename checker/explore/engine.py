@@ -22,10 +22,12 @@ import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL, uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
-                                        warm_up_engine_kernels)
+                                        typed_marker_path, warm_up_engine_kernels)
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
-from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
+from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
+from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, memory_total, no_progress,
                                                replay_path)
@@ -86,6 +88,9 @@ SPILL_PREFIX = "kraftcheck-levels-"  # the temporary directory's name starts so,
 
 
 COMPILE_MODES = ("now", "background", "never")
+# kernel modules (by name: a digest of the spec's sources and the versions) whose spec functions
+# numba's type inference accepted in this process, whatever kernel cache they were written to
+_TYPED_MODULES: set[str] = set()
 
 
 class Engine:
@@ -96,9 +101,12 @@ class Engine:
     one explores with the interpreted tier (``InterpretedKernels``, identical results, much
     slower) for at most ``interpret_budget()`` seconds, then waits for them, switching to the
     compiled kernels between two chunks once they are ready; a run that ends first never waits
-    for them. A small layout's compile builds its table form first (``codegen.write_kernel_module``:
-    quick to compile, about half as fast to run), which the run takes while the unrolled form
-    compiles, then the unrolled form. ``never`` interprets throughout (tests of the first tier).
+    for them, but gives its answer only once numba is known to accept the spec's functions (a
+    compiled form, or numba's type inference of them: ``typing_check``), and redoes with the
+    compiled kernels any chunk whose Python the interpreted tier could not run. A small layout's
+    compile builds its table form first (``codegen.write_kernel_module``: quick to compile, about
+    half as fast to run), which the run takes while the unrolled form compiles, then the unrolled
+    form. ``never`` interprets throughout (tests of the first tier).
 
     ``spill_levels_at``: bytes the levels may hold in memory before they spill to a temporary
     directory (0: from the first level on); None: LEVELS_MEMORY_SHARE of ``Options.max_memory``.
@@ -153,10 +161,14 @@ class Engine:
         try:
             try:
                 run.explore(init_words)
+                run.confirm_spec_compiles()  # the answer is given only for a spec numba accepts
             except KeyboardInterrupt:
                 stop_honoured()
                 result.interrupted = True
                 result.incomplete_reason = "interrupted"
+            except SpecError:
+                run.confirm_spec_compiles()  # numba's refusal, as --compile now gives it, comes first
+                raise
             finally:
                 if builder is not None:
                     builder.stop()
@@ -270,6 +282,11 @@ class _Run:
                  spill_at: Optional[int] = None) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.builder = builder  # compiling the kernels in the background while we interpret
+        # whether numba's verdict on the spec's functions is known (its refusal raised): the
+        # kernels were compiled before the run (or it interprets throughout: compile "never");
+        # else a compiled form, the background compile's failure or the typing check
+        # (typing_check) tells
+        self.spec_checked = builder is None or kernels.compiled
         self.interpret_budget = interpret_budget() if builder is not None else 0.0
         self._waiting = False  # the interpreted tier's time is up: waiting for the compile
         self.interpreted_states = 0  # states expanded by the interpreted tier
@@ -361,7 +378,7 @@ class _Run:
         found: dict[str, int] = {}
         inside = np.arange(init_words.shape[0], dtype=np.int64)
         if self.model.constraints:  # TLC: an initial state outside is counted and checked, not kept
-            masks = self.kernels.violations(init_words)
+            masks = self._violations(init_words)
             outside = (masks & np.uint64(self.model.constraint_bits)) != 0
             inside = np.flatnonzero(~outside)
             found.update(self._check_outside(masks[outside], np.flatnonzero(outside), lambda p: (-1 - p, -1)))
@@ -409,7 +426,15 @@ class _Run:
             if distinct_only:
                 nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
             else:
-                spans = self._successors(level, lo, hi, first + lo, found_here)
+                found_before = dict(self.found), dict(self.found_at)
+                try:
+                    spans = self._successors(level, lo, hi, first + lo, found_here)
+                except SpecCodeError:  # raised before the visited set met the chunk: redo it compiled
+                    if not self._fall_back_to_compiled():
+                        raise
+                    self.found, self.found_at = found_before  # a deadlock it found is found again
+                    self.interpreted_states -= hi - lo
+                    continue
                 nrows = sum(nv for _, nv in spans)
                 if self.model.properties:
                     found_here.update(self._check_properties(buf.props, buf.valid[:nrows], buf.labels, first + lo,
@@ -549,6 +574,7 @@ class _Run:
         buf, model, stride = self.buffers, self.model, self.stride
         masks = np.zeros(rows.shape[0], np.uint64)
         if model.constraints or model.invariants:
+            # (the interpreted tier's SpecCodeError goes to _expand_level, which redoes the chunk)
             masks = self.kernels.violations(np.ascontiguousarray(buf.words[rows]))
         bad = (masks & np.uint64(model.constraint_bits)) != 0
         if model.action_constraints:
@@ -699,7 +725,7 @@ class _Run:
         the i-th new state) where each was violated first."""
         if not self.model.invariants or not words.shape[0]:
             return {}
-        masks = self.kernels.violations(words)
+        masks = self._violations(words)
         bad = np.flatnonzero(masks)
         found: dict[str, int] = {}
         if not bad.size:
@@ -812,15 +838,72 @@ class _Run:
         return level
 
     # -- the two tiers
-    def _switch_when_compiled(self) -> None:
+    def _violations(self, words: np.ndarray) -> np.ndarray:
+        """``kernels.violations(words)``; if the interpreted tier's Python fails on code numba
+        compiles, the compiled kernels' (it only reads ``words``, so it can be redone; the
+        chunk that asks goes on with the buffers it holds, the next takes the compiled ones)."""
+        try:
+            return self.kernels.violations(words)
+        except SpecCodeError:
+            if not self._fall_back_to_compiled():
+                raise
+            return self.kernels.violations(words)
+
+    def _fall_back_to_compiled(self) -> bool:
+        """The spec's code raised when run as Python (an error of the interpreted tier's, or of
+        the spec's: numba refuses it too). Raise numba's error if numba refuses the spec;
+        otherwise wait for the compiled kernels (past the run's time limit: the answer must not
+        depend on the tier), take them and say True: the caller redoes its work with them. False
+        when there are none to wait for (compiled already, or compile "never")."""
+        if self.kernels.compiled or self.builder is None:
+            return False
+        self.confirm_spec_compiles()
+        self._switch_when_compiled(wait=True)
+        return True
+
+    def confirm_spec_compiles(self) -> None:
+        """Before a run that interpreted gives its answer: raise the compile error that
+        ``--compile now`` would raise (``compile_error``) if numba refuses the spec's functions.
+        Known once a compiled form is ready; else numba's type inference of the spec's
+        functions, without compiling them (``typing_check``), or the background compile's
+        failure."""
+        if self.spec_checked:
+            return
+        builder = self.builder
+        if builder.ready_form() is not None:
+            self.spec_checked = True
+            return
+        if builder.failed():
+            self._switch_when_compiled()  # raises the compile's error
+        marker = typed_marker_path(builder.shapes.module_path)
+        if marker.exists() or builder.shapes.module_name in _TYPED_MODULES:  # an earlier run typed it
+            self.spec_checked = True
+            return
+        self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
+                               self.elapsed_before + (self.clock.elapsed if self.clock else 0.0),
+                               compiling=f"{builder.status}, {builder.elapsed:.0f} s",
+                               meanwhile="explored; numba types the spec's functions before the answer"))
+        try:
+            check_spec_types(self.model)
+        except numba.core.errors.NumbaError as e:
+            self.spec_checked = True  # the verdict: refused
+            raise compile_error(self.model.spec.name, e) from None
+        except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
+            self._switch_when_compiled(wait=True)
+        else:
+            atomic_write(marker, f"numba {numba.__version__}\n")
+            _TYPED_MODULES.add(builder.shapes.module_name)
+        self.spec_checked = True
+
+    def _switch_when_compiled(self, wait: bool = False) -> None:
         """Take each form of the compiled kernels once the background compile has it (between
         chunks, so nothing a chunk computed depends on which tier computed it); once the
-        interpreted tier's time is up, wait for the first form."""
+        interpreted tier's time is up, or with ``wait``, wait for the first form."""
         builder = self.builder
         if builder is None:
             return
-        if not self.kernels.compiled and self.clock.elapsed >= self.interpret_budget:
-            self._wait_for_compile()
+        if not self.kernels.compiled and (wait or self.clock.elapsed >= self.interpret_budget):
+            self._wait_for_compile(past_time_limit=wait)
         ready = builder.ready_form()
         using = getattr(self.kernels.module, "__name__", None) if self.kernels.compiled else None
         if ready is not None and ready.module_name != using:
@@ -831,9 +914,11 @@ class _Run:
             # a region of them (Kernels.dense_start) that the interpreted tier's do not have
             self.buffers = self.kernels.buffers(self.chunk_states)
             self.result.compile_s = builder.ready.get(ready.module_name, builder.finished_s)
+            self.spec_checked = True  # a compiled form compiles every function of the spec
             if ready is builder.shapes:
                 self.builder = None
         elif builder.failed():
+            self.spec_checked = True  # the error raised here is numba's verdict
             # compile here, so the error is numba's own (it names the spec's line)
             try:
                 compile_in_process(builder.shapes, processes=1)
@@ -841,13 +926,14 @@ class _Run:
                 raise compile_error(self.model.spec.name, e) from None
             raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
 
-    def _wait_for_compile(self) -> None:
+    def _wait_for_compile(self, past_time_limit: bool = False) -> None:
         """Leave the cores to the background compile until it has a form ready, fails, or the
-        run's time limit passes."""
+        run's time limit passes (unless ``past_time_limit``)."""
         builder = self.builder
         self._waiting = True
         try:
-            while builder.ready_form() is None and not builder.failed() and not self.clock.expired():
+            while builder.ready_form() is None and not builder.failed() and \
+                    (past_time_limit or not self.clock.expired()):
                 time.sleep(0.05)
                 raise_if_stop_requested()
                 self._report(force=False)

@@ -3,10 +3,11 @@
 Compiling a large spec's kernels takes tens of seconds; a check that ends after a few thousand
 states (the first violation of a small model) should not wait for that. ``InterpretedKernels``
 computes exactly what ``Kernels`` computes (the same successor rows, packed words, fingerprints,
-labels, transition-property and invariant masks) by running the spec's functions interpreted on
-plain Python states and packing them with the reference packer, so the engine can explore with it
-while the compiled kernels are built in the background, and switch between chunks without any
-difference in counts, state numbering or counterexamples.
+labels, transition-property and invariant masks) by running the spec's functions as Python on
+Python states (ints, numpy arrays: ``Layout.to_object``) and packing them with the reference
+packer, so the engine can explore with it while the compiled kernels are built in the
+background, and switch between chunks without any difference in counts, state numbering or
+counterexamples.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class InterpretedKernels:
                     k = -1
                     row = i * nlabels + label
                     if not fn(before, after, *values):
-                        if after.__dict__ != before.__dict__:
+                        if not layout.unchanged(after, before):
                             raise SpecError(f"action {self.model.labels[label]} changed the successor but returned "
                                             "False")
                         out.labels[row] = NO_LABEL

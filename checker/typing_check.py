@@ -1,0 +1,140 @@
+"""Whether numba accepts a spec's functions, without compiling them: numba's type inference of
+every function the kernels call, with the argument types the kernels pass.
+
+A run that ends while the engine still interprets (``--compile background``) has run the spec's
+functions as Python, which accepts code numba refuses (a list built in an action, a str, a
+Python-only builtin). Its answer may be given only once the spec is known to compile, as
+``--compile now`` would find: this check types every action, invariant, transition property and
+constraint of the spec (every one the kernels compile in, selected or not) on the state record
+the kernels hand them, and the ``@njit`` helpers they call, and raises numba's own typing error
+for the first it refuses. It lowers and optimises nothing: for the Kafka model it takes a few
+seconds, against about half a minute for compiling the same functions.
+
+Calls to the spec's own ``@njit`` helpers are typed the same way (their return type inferred, no
+code generated); numba's own library functions (``@overload`` implementations of numpy and
+builtins) are resolved as numba always does, which may compile them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Iterator
+
+import numba
+import numpy as np
+from numba.core import compiler, typed_passes, typing
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.dispatcher import Dispatcher
+from numba.core.registry import cpu_target
+
+from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import Model
+
+# dispatchers of these packages are numba's own (overloads it implements in Python): resolved as
+# numba resolves them
+_LIBRARIES = ("numba", "numpy")
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _StopAfterTyping(FunctionPass):
+    """The last pass: hand back the inferred return type instead of lowering anything."""
+
+    _name = "kraftcheck_stop_after_typing"
+
+    def __init__(self) -> None:
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state) -> bool:
+        raise compiler._EarlyPipelineCompletion(state.return_type)
+
+
+class _TypingPipeline(compiler.CompilerBase):
+    """numba's nopython front end (bytecode to IR, its rewrites) and type inference, nothing after."""
+
+    def define_pipelines(self):
+        pm = compiler.DefaultPassBuilder.define_untyped_pipeline(self.state)
+        pm.add_pass(typed_passes.NopythonTypeInference, "nopython frontend")
+        pm.add_pass(_StopAfterTyping, "stop after typing")
+        pm.finalize()
+        return [pm]
+
+
+class _Typer:
+    """Infers return types of the spec's dispatchers, each (function, argument types) once."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[int, tuple], Any] = {}
+        self.typing: set[tuple[int, tuple]] = set()  # being typed: a recursive helper is left to numba
+        self.flags = compiler.Flags()
+        self.flags.nrt = True
+
+    def return_type(self, dispatcher: Dispatcher, args: tuple) -> Any:
+        key = (id(dispatcher), args)
+        if key not in self.known:
+            ctx = cpu_target
+            self.typing.add(key)
+            try:
+                self.known[key] = compiler.compile_extra(ctx.typing_context, ctx.target_context, dispatcher.py_func,
+                                                         args, None, self.flags, {}, library=None,
+                                                         pipeline_class=_TypingPipeline)
+            finally:
+                self.typing.discard(key)
+        return self.known[key]
+
+
+_patch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _typing_only(typer: _Typer) -> Iterator[None]:
+    """While inside, a call from typed code to a dispatcher of the spec's is typed by ``typer``
+    (no compile) rather than compiled, as numba's ``Dispatcher.get_call_template`` would."""
+    original = Dispatcher.get_call_template
+
+    def get_call_template(self, args, kws):
+        module = getattr(self.py_func, "__module__", "") or ""
+        pysig, folded = self._compiler.fold_argument_types(args, kws)
+        if module.split(".")[0] in _LIBRARIES or (id(self), tuple(folded)) in typer.typing:
+            return original(self, args, kws)
+        args = folded
+        sig = typing.signature(typer.return_type(self, tuple(args)), *args)
+        template = typing.make_concrete_template(f"CallTemplate({self.py_func.__name__})",
+                                                 key=self.py_func.__name__, signatures=[sig])
+        return template, pysig, args, {}
+
+    with _patch_lock, global_compiler_lock:
+        Dispatcher.get_call_template = get_call_template
+        try:
+            yield
+        finally:
+            Dispatcher.get_call_template = original
+
+
+def record_type(layout: Layout):
+    """numba's type of the state record the kernels hand the spec's functions (codegen's RECORD)."""
+    return numba.from_dtype(np.dtype([(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4")
+                                      for f in layout.fields]))
+
+
+def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
+    """(what, function, argument types) of every call of a spec function the kernels compile in:
+    each action on (state, successor, its parameters as int64 loop variables), every invariant
+    and state constraint on a state, every transition property and action constraint on a step."""
+    rec = record_type(model.layout)
+    calls = [(f"action {a.name}", a.fn, (rec, rec) + (numba.types.int64,) * len(a.params)) for a in model.actions]
+    calls += [(f"invariant {x.name}", x.fn, (rec,)) for x in model.kernel_invariants]
+    calls += [(f"transition property {x.name}", x.fn, (rec, rec)) for x in model.kernel_properties]
+    return calls
+
+
+def check_spec_types(model: Model) -> None:
+    """Type every function of ``model``'s spec that its kernels call; raise numba's error
+    (``numba.core.errors.NumbaError``) for the first that numba refuses. Nothing is compiled."""
+    if numba.config.DISABLE_JIT:  # everything runs as Python then
+        return
+    typer = _Typer()
+    with _typing_only(typer):
+        for _what, fn, args in kernel_calls(model):
+            typer.return_type(fn, args)
