@@ -237,6 +237,7 @@ def orbit_representative(model: Model):
     permutation of the spec's symmetric values (with several symmetry sets, every combination of
     one permutation per set): each field's values are rearranged along its declared axes and
     mapped through the permutation as members or subsets."""
+    import functools
     import itertools
 
     import numpy as np
@@ -272,6 +273,7 @@ def orbit_representative(model: Model):
             out.extend(items)
         return tuple(out)
 
+    @functools.lru_cache(maxsize=1 << 16)  # a successor is met again and again; the images are slow
     def representative(flat: tuple[int, ...]) -> tuple[int, ...]:
         values = layout.values(flat)
         return min(image(values, perms) for perms in group)
