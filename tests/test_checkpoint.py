@@ -47,6 +47,17 @@ def test_a_run_stopped_by_a_limit_resumes_to_the_same_end(tmp_path):
     assert _summary(resumed) == _summary(full)
 
 
+def test_a_run_stopped_by_a_limit_says_how_to_resume_as_a_hint_not_an_error(tmp_path):
+    """Stopping at a limit is what was asked for: the resume command is said even under --quiet,
+    and not as an error."""
+    said = CliRunner().invoke(cli, ["check", "--spec", "two_phase", "--param", "rm=3", "--max-depth", "3",
+                                    "--checkpoint", str(tmp_path / "run"), "--quiet", "--no-color"])
+    assert said.exit_code == 3, said.output
+    assert (f"kraftcheck: the last finished level is saved in {tmp_path / 'run'}: continue with the same "
+            f"command and --resume {tmp_path / 'run'} instead of --checkpoint") in " ".join(said.stderr.split())
+    assert "error" not in said.stderr
+
+
 def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path, monkeypatch):
     """The manifest is written before the first level, so a run stopped at any moment has one;
     resumed, it starts again from the initial states and says so."""

@@ -161,7 +161,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     if result.interrupted:
         terminal.error("interrupted; the statistics above cover what was explored so far")
     if result.checkpoint_dir and (result.interrupted or result.incomplete_reason):
-        terminal.error(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
+        terminal.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
                        f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
     return code
 

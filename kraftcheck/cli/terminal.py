@@ -136,6 +136,10 @@ class Terminal:
     def error(self, message: str) -> None:
         self.err.print(Text(f"kraftcheck: error: {message}", style="bold red"), soft_wrap=True)
 
+    def hint(self, message: str) -> None:
+        """What to do next, not an error: said even under --quiet."""
+        self.err.print(Text(f"kraftcheck: {message}", style="bold"), soft_wrap=True)
+
     def note(self, message: str) -> None:
         if not self.quiet:
             self.err.print(Text(message, style="dim"), soft_wrap=True)
