@@ -151,6 +151,7 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_report(tmp_path):
     assert resumed.wait(timeout=600) == 0
     a = json.loads((tmp_path / "whole.json").read_text())
     b = json.loads((tmp_path / "resumed.json").read_text())
+    assert (a["resumed"], a["resumed_from_level"]) == (False, None)  # a fresh run resumed nothing
     assert {k: a[k] for k in SAME} == {k: b[k] for k in SAME}
     assert (b["distinct_states"], b["states_generated"], b["depth"]) == (1745408, 18507778, 26)
     assert b["resumed_from_level"] == killed_at
