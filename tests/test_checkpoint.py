@@ -58,6 +58,38 @@ def test_a_run_stopped_by_a_limit_says_how_to_resume_as_a_hint_not_an_error(tmp_
     assert "error" not in said.stderr
 
 
+def test_a_disk_that_fills_up_stops_the_run_with_one_line_and_the_checkpoint_resumes(tmp_path, monkeypatch):
+    """ENOSPC while a level is written: one line saying where and what to do, exit 3, no
+    traceback; the checkpoint keeps the last finished level, and --resume (space freed) ends with
+    the whole run's counts."""
+    import errno
+    from kraftcheck.checker.explore import levels
+    run_dir = tmp_path / "run"
+    add, calls = levels.DiskLevels.add, []
+
+    def fills_up(self, *args):
+        calls.append(1)
+        if len(calls) == 6:  # the sixth level of Two-Phase rm=5
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path(self.depth, "words")))
+        return add(self, *args)
+
+    monkeypatch.setattr(levels.DiskLevels, "add", fills_up)
+    args = ["check", "--spec", "two_phase", "--param", "rm=5", "--no-color", "--compile", "now"]
+    said = CliRunner().invoke(cli, args + ["--checkpoint", str(run_dir)])
+    assert said.exit_code == 3, said.output
+    message = " ".join(said.stderr.split())
+    assert "Traceback" not in said.stderr
+    assert (f"kraftcheck: error: the disk is full writing {run_dir}" in message
+            and f"continue with --resume {run_dir}" in message), message
+    monkeypatch.setattr(levels.DiskLevels, "add", add)
+    resumed = CliRunner().invoke(cli, args + ["--resume", str(run_dir), "--json", str(tmp_path / "r.json")])
+    assert resumed.exit_code == 0, resumed.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    whole = Engine().explore(_model("two_phase", rm=5), Options())
+    assert (report["distinct_states"], report["states_generated"]) == (whole.distinct_states, whole.states_generated)
+    assert report["resumed"] and report["resumed_from_level"] > 0
+
+
 def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path, monkeypatch):
     """The manifest is written before the first level, so a run stopped at any moment has one;
     resumed, it starts again from the initial states and says so."""

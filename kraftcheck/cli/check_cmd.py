@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import sys
 from pathlib import Path
@@ -297,8 +298,8 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
     liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
     state deadlocks (unless the spec declares terminal states intended, or --no-deadlock); 2
-    usage or input error; 3 exploration incomplete (a limit was hit, or --simulate found no
-    violation: it is never exhaustive); 130 interrupted.
+    usage or input error; 3 exploration incomplete (a limit was hit, the disk filled up, or --simulate
+    found no violation: it is never exhaustive); 130 interrupted.
     """
     terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
     if threads:
@@ -321,7 +322,23 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     except KeyboardInterrupt:
         terminal.error("interrupted")
         code = EXIT_INTERRUPTED
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        terminal.error(disk_full_message(e, checkpoint or resume))
+        code = EXIT_INCOMPLETE
     sys.exit(code)
+
+
+def disk_full_message(e: OSError, checkpoint: Optional[str]) -> str:
+    """One line for a run the disk stopped: where, and what to do."""
+    where = f" writing {e.filename}" if e.filename else ""
+    if checkpoint:
+        then = (f"{checkpoint} keeps the last finished level: free space (or move the directory to a larger disk), "
+                f"then continue with --resume {checkpoint}")
+    else:
+        then = "free space, or give the levels a larger disk: --checkpoint DIR there, or TMPDIR for the levels a run spills"
+    return f"the disk is full{where}: the run stopped before its end; {then}"
 
 
 # -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)
