@@ -123,8 +123,9 @@ def test_compiled_successors_carry_the_fingerprints_of_their_words():
 @given(st.data())
 @settings(max_examples=40, deadline=None)
 def test_a_state_object_flattens_as_numpy_flattens_it(data):
-    """Layout.from_object takes nested lists of a field's shape apart itself, and anything else
-    (numpy arrays, tuples, lists of another shape) through numpy, as it always did."""
+    """Layout.from_object takes to_object's states (numpy arrays in one buffer), nested lists of
+    a field's shape, and anything else (numpy arrays of their own, tuples, lists of another shape)
+    through numpy, as it always did."""
     import types
     layout = Layout([Int("a", 9, (2, 3)), Int("v", 9, (4,)), Bool("b"), Int("d", 9, (2, 2, 2))])
     flat = tuple(data.draw(st.integers(0, 8)) for _ in range(layout.size))
@@ -135,7 +136,8 @@ def test_a_state_object_flattens_as_numpy_flattens_it(data):
     setattr(as_numpy, name, np.array(getattr(obj, name)))
     assert layout.from_object(as_numpy) == flat
     grown = types.SimpleNamespace(**vars(obj))
-    setattr(grown, name, getattr(obj, name) + getattr(obj, name)[:1])  # one row too many: not the shape
+    as_lists = np.asarray(getattr(obj, name)).tolist()
+    setattr(grown, name, as_lists + as_lists[:1])  # nested lists, one row too many: not the shape
     assert len(layout.from_object(grown)) > len(flat)
 
 

@@ -291,7 +291,8 @@ def test_killed_driver_resumes_to_identical_counts(tmp_path):
     local_code, local = _cli_report(tmp_path, "local", *check)
     assert (code, local_code) == (1, 1)
     _same_answer(resumed, local)
-    assert resumed["resumed_from_level"] == killed_at >= 3
+    assert resumed["resumed"] and resumed["resumed_from_level"] == killed_at >= 3
+    assert not local["resumed"] and local["resumed_from_level"] is None
     # the killed driver's figures were saved with its levels: the resumed report has every level
     assert [f["level"] for f in resumed["spark"]["levels"]] == list(range(resumed["depth"]))
     again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
