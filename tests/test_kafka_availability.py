@@ -16,6 +16,7 @@ from kraftcheck import traces
 from kraftcheck.checker.model import Model
 from kraftcheck.specs.kafka.params import KafkaParams
 from kraftcheck.specs.kafka.spec import KafkaReplication
+from test_kafka_model import run_steps_from
 
 F4A_PATH = ["Produce(b=b1, acks=1)", "ProposeIsrShrink(b=b1, out=b2+b3)", "HandleAlterPartition",
             "LossyShutdown(b=b1, keep=0)", "ChangeMinIsr(value=1)", "SessionTimeout(b=b1)"]
@@ -64,15 +65,6 @@ def test_f4b_needs_kafka_4x_clearing_rule():
     assert report["violated"] == []
 
 
-def _run(m, steps, state=None):
-    state = m.initial[0] if state is None else state
-    for name, values in steps:
-        nxt = m.step(state, m.label_for(name, values))
-        assert nxt is not None, f"{name}{values} is not enabled"
-        state = nxt
-    return state
-
-
 # F4b without the AlterPartition race (docs/reports/F4b): r1 is acknowledged with every replica
 # holding it; the followers then lag on r2, the ISR shrinks to the leader b1 and the ELR {b2,b3}
 # holds r1. A min ISR update (the value in force: Kafka's cluster-level update, which always
@@ -87,10 +79,10 @@ F4B_AFTER = [("LossyShutdown", (0, 0)), ("SessionTimeout", (0,)), ("Restart", (0
 def test_f4b_needs_no_race_and_any_min_isr_update_clears_the_elr_under_kafka_4x():
     for value in (2, 3):
         m = _model(protocol="kafka-4.x", records=2)
-        state = _run(m, F4B_LAGGING)
+        state = run_steps_from(m, m.initial[0], F4B_LAGGING)
         v = m.layout.show(state)
         assert (v["c_isr"], v["c_elr"], v["acked"]) == (["b1"], ["b2", "b3"], ["r1"])
-        state = _run(m, [("ChangeMinIsr", (value - 1,))] + F4B_AFTER, state)
+        state = run_steps_from(m, state, [("ChangeMinIsr", (value - 1,))] + F4B_AFTER)
         v = m.layout.show(state)
         assert (v["c_leader"], v["c_recovering"], v["acked"]) == ("b1", True, ["r1"])
         assert v["log"][0] == [] and v["log"][1] == v["log"][2] == ["r1"]  # b2, b3 will truncate r1
@@ -98,8 +90,8 @@ def test_f4b_needs_no_race_and_any_min_isr_update_clears_the_elr_under_kafka_4x(
 
 def test_f4b_the_kip_rule_keeps_the_elr_on_an_increase():
     m = _model(protocol="kafka-4.x", records=2, min_isr_policy="kip")
-    state = _run(m, F4B_LAGGING)
+    state = run_steps_from(m, m.initial[0], F4B_LAGGING)
     assert m.step(state, m.label_for("ChangeMinIsr", (1,))) is None  # the KIP's rule: a change only
-    state = _run(m, [("ChangeMinIsr", (2,))] + F4B_AFTER[:2], state)
+    state = run_steps_from(m, state, [("ChangeMinIsr", (2,))] + F4B_AFTER[:2])
     v = m.layout.show(state)
     assert (v["c_leader"], v["c_isr"], v["log"][1]) == ("b2", ["b2"], ["r1"])
