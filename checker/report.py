@@ -43,7 +43,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "collision_probability": result.collision_probability,
         "symmetry": result.symmetry,
         "checkpoint_dir": result.checkpoint_dir,
-        "resumed_from_level": result.resumed_from_level if result.resumed else None,
+        "resumed_from_level": result.resumed_from_level,
         "resumed": result.resumed,
         "levels_spilled": result.levels_spilled,
         "spark": result.spark,

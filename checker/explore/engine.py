@@ -813,7 +813,7 @@ class _Run:
         """Continue the run recorded in the checkpoint: map its levels, rebuild the visited set
         from their words, restore the counters; the frontier is its last finished level."""
         manifest = check_resumable(self.checkpoint_dir, self.identity)
-        self.result.resumed = True
+        self.result.resumed_from_level = 0
         if manifest["levels"] == 0:  # stopped before its first level was durable: from the start
             self.levels.reopen(0, [])
             return None

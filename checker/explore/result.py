@@ -128,14 +128,19 @@ class Result:
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
     graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
-    resumed_from_level: int = 0  # the levels a resumed run found finished in its checkpoint
-    resumed: bool = False  # a --resume run (resumed_from_level 0: its checkpoint had no finished level)
+    # a --resume run: the levels it found finished in its checkpoint (0: none); None: not resumed
+    resumed_from_level: Optional[int] = None
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)
     symmetry: bool = False  # states were canonicalised: distinct states count orbits
     simulation: Optional[dict[str, Any]] = None  # a simulation's figures (explore/simulate.py), else None
     # the engine's levels outgrew their share of memory and went on in a temporary directory,
     # removed at the end: {directory, at_level, at_distinct, levels_bytes, threshold_bytes}; else None
     levels_spilled: Optional[dict[str, Any]] = None
+
+    @property
+    def resumed(self) -> bool:
+        """A --resume run (``resumed_from_level`` 0: its checkpoint had no finished level)."""
+        return self.resumed_from_level is not None
 
     @property
     def states_per_s(self) -> float:

@@ -439,7 +439,6 @@ class _SparkRun:
         self.meter.figures.unavailable = manifest.get("spark_figures_unavailable")
         for name, (kind, where, value) in manifest["found"].items():
             self._record_violation(name, kind, where, value)
-        self.result.resumed = True
         self.result.resumed_from_level = finished
         return False
 
