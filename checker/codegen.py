@@ -33,7 +33,7 @@ from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
-from kraftcheck.checker.writes import Write, action_writes
+from kraftcheck.checker.writes import Write, action_writes, may_decline_after_touching
 
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 # Layouts of at most this many elements get pack and unpack as unrolled code, inlined into every
@@ -229,6 +229,36 @@ def _written_restore_lines(layout: Layout, writes: tuple[Write, ...]) -> list[st
     return lines or ["pass"]
 
 
+# Past this many elements an action may write, a kernel compares the whole record after an
+# instance that does not fire (one vectorised loop) rather than element by element.
+DECLINED_COMPARE_MAX_ELEMENTS = 32
+
+
+def declined_dirty_expr(model: Model, ai: int, succ: str, source: str) -> str | None:
+    """An expression that is true when an instance of action ``ai`` that returned False left its
+    successor (the int32 row ``succ``) other than its source (``source``): a spec's bug
+    (``errors.wrote_and_declined``), which the interpreted tiers refuse; left unchecked, the next
+    instance would start from the written record. None when the action's source shows it cannot
+    decline after touching ``t`` (``writes.may_decline_after_touching``: most actions, the
+    Kafka model's included, test their guards first), so that most kernels pay nothing. Only
+    the elements the action may write are compared when ``writes.action_writes`` can tell and
+    they are few, else the whole record."""
+    action = model.actions[ai]
+    if not may_decline_after_touching(action.fn):
+        return None
+    writes = action_writes(action.fn, model.layout.fields, [p.count for p in action.params])
+    if writes is None:
+        return f"not same_values({source}, {succ})"
+    if not writes:
+        return None
+    static, indexed = _element_writes(model.layout, writes)
+    if len(static) + len(indexed) > DECLINED_COMPARE_MAX_ELEMENTS:
+        return f"not same_values({source}, {succ})"
+    terms = [f"({succ}[{e.flat}] != {source}[{e.flat}])" for e in static]
+    terms += [f"({succ}[{e.flat} + p{j}] != {source}[{e.flat} + p{j}])" for e, j in indexed]
+    return " | ".join(terms)
+
+
 def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ...] | None:
     """What action ``ai``'s kernel may treat as all it writes (``writes.action_writes``), or None
     to pack and restore the whole state: also when a transition property could write ``t``."""
@@ -337,8 +367,13 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         lines.append(f"{body}restore(sf, tf)")
     else:
         lines += [body + line for line in _written_restore_lines(model.layout, writes)]
-    lines.append(f"{indent}elif not dense:")
-    lines.append(f"{indent}    out_label[row] = NO_LABEL")
+    dirty = declined_dirty_expr(model, ai, "tf", "sf")
+    lines.append(f"{indent}elif not dense:" if dirty is None else f"{indent}else:")
+    lines.append(f"{indent}    out_label[row] = NO_LABEL" if dirty is None else f"{indent}    if not dense:")
+    if dirty is not None:
+        # an instance that wrote t and declined: the engine re-runs it to say so (_raise_domain_error)
+        lines += [f"{indent}        out_label[row] = NO_LABEL", f"{indent}    if {dirty}:", f"{indent}        err[0] = i",
+                  f"{indent}        err[1] = label", f"{indent}        restore(sf, tf)"]
     return lines + _ring_end_lines()
 
 
@@ -483,6 +518,10 @@ def table_expand_source() -> str:
         "                    out_label[r] = NO_LABEL",
         "        n = fire(flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at, sources_at,",
         "                 props_at, base, select)",
+        "        if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
+        "            err[0] = i + succ_sources[0]",
+        "            err[1] = succ_labels[0]",
+        "            break",
         "        fired += n",
         "        for k in range(n):",
         "            label = succ_labels[k]",
@@ -556,6 +595,10 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         lines.append(f"{body}props[n] = m")
     lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
               f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, RECORD)[0]"]
+    dirty = declined_dirty_expr(model, ai, "succ[n]", "sf")
+    if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
+        lines.append(f"{indent}elif {dirty}:")
+        lines += [f"{body}labels[0] = base + {flat_expr}", f"{body}sources[0] = j", f"{body}return -1"]
     lines.append("    return n")
     return lines
 
@@ -712,6 +755,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from numba import carray, uint64",
             "",
             "from kraftcheck.checker.kernels.addresses import as_voidptr",
+            "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
             *_uses_layout(layout_module, ("RECORD", "restore")),
             "SIZE = RECORD.itemsize // 4",
@@ -726,6 +770,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
         "from numba import int64, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.prefetch import prefetch_row",
+        "from kraftcheck.checker.kernels.rows import same_values",
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
         *(["from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step"]

@@ -10,7 +10,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
+from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError, wrote_and_declined
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
@@ -242,7 +242,7 @@ class Model:
         ints[self.layout.size:] = flat
         if not lab.action.fn(rec[0], rec[1], *lab.values):
             if tuple(ints[self.layout.size:].tolist()) != tuple(flat):
-                raise SpecError(f"action {lab} changed the successor record but returned False")
+                raise wrote_and_declined(str(lab))
             return None
         succ = tuple(ints[self.layout.size:].tolist())
         self.layout.check_domains(succ, where=f"after {lab}: ")

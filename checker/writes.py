@@ -131,3 +131,92 @@ def _integer_index(index: ast.expr, integers: set[str]) -> bool:
     if isinstance(index, ast.BinOp):
         return _integer_index(index.left, integers) and _integer_index(index.right, integers)
     return False
+
+
+def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: int = 0) -> bool:
+    """Whether the action function ``fn(s, t, ...)`` could return something other than True after
+    it has touched its successor ``t`` (its parameter number ``successor_index``). False only when
+    its source shows that no path does: then an instance that declines has written nothing, and
+    the kernels need not compare its successor with its source (``codegen.declined_dirty_expr``).
+    The guide asks for exactly this shape (test the guard, then write), and most actions have it.
+
+    The reading follows the body's paths statement by statement, remembering whether ``t`` has
+    been mentioned (any mention counts as a touch). A ``return`` of anything but the constant
+    True after a mention, or running off the end of the body after one, may decline after
+    touching. Two uses of a module-level helper ``h`` of which the same holds (read the same
+    way, a few calls deep) do not count as touching where it cannot have written: ``return h(...,
+    t, ...)``, and a guard ``if [a or] not h(..., t, ...): return ...`` (h returned False, so it
+    wrote nothing; past the guard it may have). Conservative: a loop, ``with`` or ``try`` that
+    mentions ``t`` and holds a ``return``, a source that cannot be read, a nested function: it
+    may."""
+    py = getattr(fn, "py_func", fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    func = tree.body[0] if tree.body else None
+    if not isinstance(func, ast.FunctionDef) or len(func.args.args) <= successor_index or func.args.vararg:
+        return True
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    if any(isinstance(n, nested) for n in ast.walk(func) if n is not func):
+        return True
+    successor = func.args.args[successor_index].arg
+
+    def mentions(node: ast.AST) -> int:
+        return sum(isinstance(n, ast.Name) and n.id == successor for n in ast.walk(node))
+
+    def safe_call(node: ast.AST) -> bool:
+        """``h(..., t, ...)``: t once, bare, positional; ``h`` cannot decline after touching it."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
+            return False
+        at = [k for k, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == successor]
+        if len(at) != 1 or mentions(node) != 1 or _depth >= 4:
+            return False
+        helper = getattr(py, "__globals__", {}).get(node.func.id)
+        return helper is not None and not may_decline_after_touching(helper, at[0], _depth + 1)
+
+    def guard_of_a_safe_call(test: ast.AST) -> bool:
+        """``not h(...t...)`` or ``a or ... or not h(...t...)``, t nowhere else: the branch runs
+        only where h was not called or returned False, so where it wrote nothing."""
+        last = test.values[-1] if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else test
+        if not (isinstance(last, ast.UnaryOp) and isinstance(last.op, ast.Not) and safe_call(last.operand)):
+            return False
+        return mentions(test) == 1
+
+    class MayDecline(Exception):
+        pass
+
+    def run(body: list, touched: bool) -> tuple[bool, bool]:
+        """Follow ``body`` from a state where ``t`` is (``touched``) or is not mentioned yet:
+        (touched after it, whether every path through it returns)."""
+        for stmt in body:
+            if isinstance(stmt, ast.Return):
+                value = stmt.value
+                declines = not (isinstance(value, ast.Constant) and value.value is True)
+                if declines and (touched or (value is not None and mentions(value) and not safe_call(value))):
+                    raise MayDecline
+                return True, True
+            if isinstance(stmt, ast.If):
+                if guard_of_a_safe_call(stmt.test):
+                    into_body, into_else = touched, True
+                else:
+                    into_body = into_else = touched or bool(mentions(stmt.test))
+                after_body, body_returns = run(stmt.body, into_body)
+                after_else, else_returns = run(stmt.orelse, into_else)
+                if body_returns and else_returns:
+                    return True, True
+                touched = (after_body and not body_returns) or (after_else and not else_returns)
+                continue
+            returns_inside = any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+            if returns_inside and (touched or mentions(stmt)):
+                raise MayDecline  # a loop's next turn, a with or try: not followed, so it may
+            if returns_inside:  # t not mentioned on any path through it: it returns untouched
+                continue
+            touched = touched or bool(mentions(stmt))
+        return touched, False
+
+    try:
+        touched, returns = run(func.body, False)
+    except MayDecline:
+        return True
+    return touched and not returns  # run off the end (None) after touching t

@@ -418,3 +418,54 @@ class PlainHelper(Grid):
 
     def invariants(self):
         return []
+
+
+# ----------------------------------------------------------------------------------------------
+# An action that writes its successor and then says it did not fire: a bug every tier refuses
+
+
+@njit(cache=True)
+def drop_unless_warm(s, t, i):
+    t.temp[i] = -2  # written before the guard, which then declines where room i is warm
+    if s.temp[i] == 2:
+        return False
+    return True
+
+
+@njit(cache=True)
+def chill(t, i):
+    t.temp[i] = -2
+
+
+@njit(cache=True)
+def drop_unless_warm_in_a_helper(s, t, i):
+    chill(t, i)  # t handed to a helper: what the action writes cannot be read from its source
+    if s.temp[i] == 2:
+        return False
+    return True
+
+
+class DeclinesAfterWriting(Levels):
+    """Heat a room; drop it to the floor, unless it is warm: then the action has written the drop
+    and declines. The compiled kernels once started the next instance from the written record."""
+
+    name = "declines_after_writing"
+
+    def actions(self):
+        n = self.params.n
+        return [Action("Heat", heat, (Param("i", n),)), Action("Drop", drop_unless_warm, (Param("i", n),))]
+
+    def invariants(self):
+        return []
+
+
+class DeclinesAfterWritingInAHelper(DeclinesAfterWriting):
+    """The same, the write in a helper (the kernels then compare the whole record)."""
+
+    name = "declines_after_writing_in_a_helper"
+
+    def actions(self):
+        n = self.params.n
+        return [Action("Heat", heat, (Param("i", n),)),
+                Action("Drop", drop_unless_warm_in_a_helper, (Param("i", n),))]
+

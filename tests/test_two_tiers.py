@@ -105,6 +105,20 @@ def test_a_write_below_a_negative_range_is_refused_by_every_tier(name, padded):
         EXPLORERS[name]().explore(Model(Underflowing(LevelsParams(1, padded))), Options(keep_going=True))
 
 
+@pytest.mark.parametrize("padded", [False, True], ids=["unrolled", "table"])
+@pytest.mark.parametrize("helper", [False, True], ids=["writes-read", "writes-unknown"])
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
+def test_an_action_that_writes_and_declines_is_refused_by_every_tier(name, helper, padded):
+    """``t.temp[i] = -2`` before a guard that returns False: the compiled kernels had started the
+    next instance from the written record and answered (a wrong answer) where the interpreted
+    tiers refused. Whether the kernel compares the elements the action writes (read from its
+    source) or the whole record (written in a helper), and with either packing."""
+    cls = odd_specs.DeclinesAfterWritingInAHelper if helper else odd_specs.DeclinesAfterWriting
+    with pytest.raises(SpecError, match=r"^action Drop\(i=0\) changed the successor but returned False: an action "
+                                        r"that does not fire must leave t as it found it"):
+        EXPLORERS[name]().explore(Model(cls(LevelsParams(1, padded))), Options(keep_going=True))
+
+
 # ----------------------------------------------------------------------------------------------
 # One answer whatever tier runs: the default run (``--compile background``) that ends while it
 # still interprets, against a run compiled first (``--compile now``)
@@ -125,6 +139,7 @@ ODD = {
     "a record field by name in an action and a constraint": (lambda: odd_specs.FieldByNameLater(GridParams(2)), True),
     "missing @njit on an action": (lambda: odd_specs.MissingNjit(GridParams(1)), False),
     "a helper without @njit": (lambda: odd_specs.PlainHelper(GridParams(1)), False),
+    "an action that writes and declines": (lambda: odd_specs.DeclinesAfterWriting(LevelsParams(1, False)), True),
 }
 
 

@@ -21,7 +21,7 @@ from kraftcheck.checker.explore.compiled import Kernels
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Bool, Enum, Int
-from kraftcheck.checker.writes import Write, action_writes
+from kraftcheck.checker.writes import Write, action_writes, may_decline_after_touching
 from kraftcheck.cli.main import cli
 
 FIELDS = [Int("n", 7), Enum("e", ("x", "y", "z"), (3,)), Int("grid", 3, (2, 2)), Bool("flag")]
@@ -126,6 +126,100 @@ def test_any_other_use_of_the_successor_is_unknown(fn):
 def test_wrong_arity_and_compiled_functions_are_read_from_their_python_source():
     assert action_writes(element_write, FIELDS, []) is None
     assert writes_of(njit(element_write)) == (Write("n"), Write("e", 0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Whether an action can decline after touching its successor (may_decline_after_touching): where
+# it cannot, the kernels skip the comparison after an instance that does not fire
+
+
+def fires_or_writes_nothing(s, t):
+    if s.flag:
+        return False
+    t.n = 2
+    return True
+
+
+def writes_then_declines(s, t):
+    t.n = 1
+    if s.flag:
+        return False
+    return True
+
+
+def returns_early_from_a_branch_that_wrote(s, t):
+    if s.n == 0:
+        t.n = 1
+        return True
+    if s.flag:
+        return False  # no path here has touched t
+    t.flag = True
+    return True
+
+
+def guarded_by_a_careful_helper(s, t):
+    if s.n == 1 or not fires_or_writes_nothing(s, t):
+        return False
+    t.flag = True
+    return True
+
+
+def guarded_by_a_careless_helper(s, t):
+    if not writes_then_declines(s, t):
+        return False
+    return True
+
+
+def checks_after_a_helper_that_wrote(s, t):
+    if not fires_or_writes_nothing(s, t) or s.n == 3:
+        return False  # reached also where the helper fired and wrote
+    return True
+
+
+def hands_over_to_a_careful_helper(s, t):
+    if s.n == 7:
+        return False
+    return fires_or_writes_nothing(s, t)
+
+
+def hands_over_to_a_careless_helper(s, t):
+    return writes_then_declines(s, t)
+
+
+def declines_in_a_later_turn(s, t):
+    for i in range(3):
+        if s.e[i] == 1:
+            return False
+        t.e[i] = 1
+    return True
+
+
+def runs_off_its_end(s, t):
+    t.n = 1
+
+
+def returns_a_value_after_writing(s, t):
+    t.n = 1
+    return s.flag
+
+
+@pytest.mark.parametrize("fn,may", [
+    (fires_or_writes_nothing, False), (element_write, False),
+    (returns_early_from_a_branch_that_wrote, False), (guarded_by_a_careful_helper, False),
+    (hands_over_to_a_careful_helper, False), (njit(hands_over_to_a_careful_helper), False),
+    (writes_then_declines, True), (guarded_by_a_careless_helper, True), (checks_after_a_helper_that_wrote, True),
+    (hands_over_to_a_careless_helper, True), (declines_in_a_later_turn, True), (runs_off_its_end, True),
+    (returns_a_value_after_writing, True), (len, True),
+    (writes_nothing, True)])  # reading t counts as touching it: conservative
+def test_an_action_declines_only_before_touching_its_successor_where_its_source_shows_it(fn, may):
+    assert may_decline_after_touching(fn) is may
+
+
+def test_every_shipped_action_tests_its_guard_before_touching_the_successor():
+    """So no kernel of theirs compares after a decline (what the Kafka model's speed needs)."""
+    for spec, params in CASES:
+        model = Model(make_spec(spec, params))
+        assert [a.name for a in model.actions if may_decline_after_touching(a.fn)] == []
 
 
 CASES = [("two_phase", {"rm": 3}), ("two_phase", {"rm": 20}), ("mutex", {}),

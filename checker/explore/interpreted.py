@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.errors import KraftcheckError, SpecError
+from kraftcheck.checker.errors import KraftcheckError, SpecError, wrote_and_declined
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.model import Model, python_function, spec_code_failed
@@ -88,8 +88,7 @@ class InterpretedKernels:
                     row = i * nlabels + label
                     if not fn(before, after, *values):
                         if not layout.unchanged(after, before):
-                            raise SpecError(f"action {self.model.labels[label]} changed the successor but returned "
-                                            "False")
+                            raise wrote_and_declined(str(self.model.labels[label]))
                         out.labels[row] = NO_LABEL
                         continue
                     succ = layout.from_object(after)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
-from kraftcheck.checker.errors import KraftcheckError, SpecError
+from kraftcheck.checker.errors import KraftcheckError, SpecError, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.model import DEADLOCK, Model, python_function, spec_code_failed
@@ -145,7 +145,7 @@ class ReferenceExplorer:
                         after = copy_state(before)
                         if not fn(before, after, *values):
                             if not layout.unchanged(after, pristine):
-                                raise SpecError(f"action {model.labels[lab]} changed the successor but returned False")
+                                raise wrote_and_declined(str(model.labels[lab]))
                             continue
                         succ = layout.from_object(after)
                         layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
