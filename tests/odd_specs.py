@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from numba import njit
 
 from kraftcheck.checker.spec import Action, Bool, Const, Constraint, Int, Invariant, Param, Spec, param
@@ -469,3 +470,70 @@ class DeclinesAfterWritingInAHelper(DeclinesAfterWriting):
         return [Action("Heat", heat, (Param("i", n),)),
                 Action("Drop", drop_unless_warm_in_a_helper, (Param("i", n),))]
 
+
+# ----------------------------------------------------------------------------------------------
+# Integer arithmetic: Python's floor division and modulo, intermediates past int32, shifts
+
+
+@dataclass(frozen=True)
+class ArithmeticParams:
+    pass
+
+
+def _python_results(x: int) -> tuple[int, ...]:
+    """What Python's integers give for ``step``'s expressions (fields q, r, v[0], v[1], b, m)."""
+    return (x // 3, x % 3, -(x // -2), (x * 1000000000) // 1000000000 - x, (x >> 1) & 3, max(min(x * 3, 7), -7))
+
+
+# a table the invariant reads (numba freezes a global array into the code): one row per x
+PYTHON_RESULTS = np.array([_python_results(x) for x in range(-7, 8)], np.int64)
+
+
+@njit(cache=True)
+def step(s, t, up):
+    """x one up or down; the other fields computed from it, each by an expression where C's
+    integers (truncating division, a product wrapping at 32 bits) would differ from Python's."""
+    if up == 1:
+        if s.x == 7:
+            return False
+        t.x = s.x + 1
+    else:
+        if s.x == -7:
+            return False
+        t.x = s.x - 1
+    x = t.x
+    t.q = x // 3
+    t.r = x % 3
+    t.v[0] = -(x // -2)
+    t.v[1] = (x * 1000000000) // 1000000000 - x
+    t.b = (x >> 1) & 3
+    t.m = max(min(x * 3, 7), -7)
+    return True
+
+
+@njit(cache=True)
+def computes_as_python_does(s):
+    e = PYTHON_RESULTS[s.x + 7]
+    return s.q == e[0] and s.r == e[1] and s.v[0] == e[2] and s.v[1] == e[3] and s.b == e[4] and s.m == e[5]
+
+
+class Arithmetic(Spec):
+    """One integer x in -7..7 and fields computed from it by integer arithmetic; every reachable
+    state must hold Python's results (15 states), on every tier."""
+
+    name = "arithmetic"
+    Params = ArithmeticParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", -7, 7), Int("q", -3, 2), Int("r", 0, 2), Int("v", -4, 4, (2,)), Int("b", 0, 3),
+                Int("m", -7, 7)]
+
+    def initial_states(self):
+        yield {"x": 0, "q": 0, "r": 0, "v": [0, 0], "b": 0, "m": 0}
+
+    def actions(self):
+        return [Action("Step", step, (Param("up", 2),))]
+
+    def invariants(self):
+        return [Invariant("computes_as_python_does", computes_as_python_does)]

@@ -105,6 +105,18 @@ def test_a_write_below_a_negative_range_is_refused_by_every_tier(name, padded):
         EXPLORERS[name]().explore(Model(Underflowing(LevelsParams(1, padded))), Options(keep_going=True))
 
 
+def test_integer_arithmetic_gives_pythons_results_on_every_tier():
+    """Floor division and modulo of negatives, a negative divisor, a product past 32 bits, an
+    arithmetic shift: the compiled tier's int32 fields and numba's integers, the interpreted
+    tiers' Python ints and int64 arrays, and Python's own results (the spec's invariant holds a
+    table of them) agree on every reachable state."""
+    runs = {name: make().explore(Model(odd_specs.Arithmetic(odd_specs.ArithmeticParams())), Options(keep_going=True))
+            for name, make in EXPLORERS.items()}
+    summaries = {name: _summary(r) for name, r in runs.items()}
+    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert runs["compiled"].status == "holds" and runs["compiled"].distinct_states == 15
+
+
 @pytest.mark.parametrize("padded", [False, True], ids=["unrolled", "table"])
 @pytest.mark.parametrize("helper", [False, True], ids=["writes-read", "writes-unknown"])
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
@@ -139,6 +151,7 @@ ODD = {
     "a record field by name in an action and a constraint": (lambda: odd_specs.FieldByNameLater(GridParams(2)), True),
     "missing @njit on an action": (lambda: odd_specs.MissingNjit(GridParams(1)), False),
     "a helper without @njit": (lambda: odd_specs.PlainHelper(GridParams(1)), False),
+    "integer arithmetic": (lambda: odd_specs.Arithmetic(odd_specs.ArithmeticParams()), True),
     "an action that writes and declines": (lambda: odd_specs.DeclinesAfterWriting(LevelsParams(1, False)), True),
 }
 
