@@ -3,11 +3,13 @@
 The matrix file lists every preset and safeguard switch (and the controller failover fault) at 3
 brokers, min ISR 2, each run at the default bounds and with ``--min-isr-changes 0`` (the min ISR
 findings, docs/findings.md F1 and F3, show at the default bounds under every setting and would
-otherwise hide what each switch does). The sweep runs them in parallel (locally, or on Spark with ``--master``); this script
+otherwise hide what each switch does). The sweep runs them in parallel (locally, two at a time unless
+``--jobs``; or on Spark with ``--master``); this script
 turns its JSON into the two-column table between the README's verdict markers.
 
     .venv/bin/python bench/verdicts.py                     # rewrite the table in README.md
     .venv/bin/python bench/verdicts.py --print             # only print it
+    .venv/bin/python bench/verdicts.py --jobs 1            # one run at a time (a small or shared machine)
     .venv/bin/python bench/verdicts.py --master 'local[2]' # the runs as Spark tasks
 """
 
@@ -27,12 +29,14 @@ MATRIX = ROOT / "bench" / "verdicts.toml"
 BEGIN, END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
 
 
-def sweep(master: str | None) -> list[dict]:
+def sweep(master: str | None, jobs: int | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "kraftcheck", "sweep", str(MATRIX), "--format", "json",
                "--output", f"{tmp}/table.json", "--out", f"{tmp}/runs"]
         if master:
             cmd += ["--master", master]
+        if jobs:
+            cmd += ["--jobs", str(jobs)]
         done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
         # 1: some configurations are violated, as expected; 2 with a table: one was refused (shown)
         if done.returncode not in (0, 1, 2) or not Path(f"{tmp}/table.json").exists():
@@ -73,8 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--print", action="store_true", help="print the table instead of rewriting README.md")
     parser.add_argument("--master", help="run the sweep on Spark (e.g. local[2])")
+    parser.add_argument("--jobs", type=int, help="configurations run at once, locally (kraftcheck sweep --jobs; default 2)")
     args = parser.parse_args()
-    text = table(sweep(args.master))
+    text = table(sweep(args.master, args.jobs))
     if args.print:
         print(text)
         return

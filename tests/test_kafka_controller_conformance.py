@@ -8,8 +8,9 @@ own controller code: the builder-level cases through ``update_isr``, ``elect`` a
 through the model's actions (``Fence``, ``Unfence``, ``Restart``, ``HandleAlterPartition``,
 ``PreferredElection``). Every case asserts what Kafka's test asserts, translated:
 
-* Kafka's broker ids map to the model's brokers in assignment order (``Partition.ids``); the
-  model's replicas are always every broker, so a case needs all its replicas to be brokers.
+* Kafka's broker ids map to the model's brokers in assignment order (``Partition.ids``); every
+  broker is a replica except in the reassignment cases (replication factor 3 of 4 brokers, one
+  reassignment: ``bar``), so a case needs all its brokers to be replicas or the replica set as state.
 * ``isAcceptableLeader`` false = fenced in the model.
 * A record is written = the partition epoch is bumped (every copy of it stops being current);
   "no record" = the state is unchanged.
