@@ -63,6 +63,12 @@ def run(args: list[str], pythonpath: str = "") -> dict:
     return report
 
 
+def _shuffled(report: dict) -> str:
+    """The bytes a Spark run's shuffles wrote (its JSON report's figures), or "-"."""
+    written = (report.get("spark") or {}).get("shuffle_write_bytes")
+    return "-" if written is None else f"{written / 2**30:.2f} GiB"
+
+
 def _option(name: str, default: str) -> str:
     """``--name VALUE`` among the arguments before ``--``."""
     own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
@@ -81,8 +87,9 @@ def main() -> None:
     if before:
         engines = [e for name, engine, _ in engines
                    for e in [(name, engine, "")] + ([(f"{name} (before)", engine, before)] if engine else [])]
-    print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS "
+          "| shuffled |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for config in configs:
         for _ in range(rounds):  # the engines one after the other, round after round (A B A B)
             walls = []
@@ -91,11 +98,11 @@ def main() -> None:
                 walls.append(r["wall_s"])
                 print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
                       f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
-                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |",
-                      flush=True)
+                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB "
+                      f"| {_shuffled(r)} |", flush=True)
             if len(walls) > 1:
-                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} | | |",
-                      flush=True)
+                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} "
+                      "| | | |", flush=True)
 
 
 if __name__ == "__main__":
