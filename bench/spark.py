@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -41,14 +42,21 @@ def _children_peak(process: psutil.Process, stop: threading.Event, peak: dict) -
         time.sleep(0.5)
 
 
+# The runs start in a directory of their own: ``python -m`` puts the current directory first on
+# sys.path, so started in a checkout (whose kraftcheck/ is a package) every run, drivers and
+# Spark's Python workers alike, would import the checkout's code, not the --before version's.
+RUN_DIR = tempfile.gettempdir()
+
+
 def run(args: list[str], pythonpath: str = "") -> dict:
     cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--quiet", "--trace-dir",
            "/tmp/kraftcheck-bench-traces"]
     env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None  # another version's code
-    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True, env=env)  # warm-up
+    # warm-up
+    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True, env=env, cwd=RUN_DIR)
     start = time.perf_counter()
     child = subprocess.Popen(cmd + ["--continue", "--json", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+                             text=True, env=env, cwd=RUN_DIR)
     peak, stop = {"children": 0}, threading.Event()
     sampler = threading.Thread(target=_children_peak, args=(psutil.Process(child.pid), stop, peak))
     sampler.start()
