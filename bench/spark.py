@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -41,14 +42,21 @@ def _children_peak(process: psutil.Process, stop: threading.Event, peak: dict) -
         time.sleep(0.5)
 
 
+# The runs start in a directory of their own: ``python -m`` puts the current directory first on
+# sys.path, so started in a checkout (whose kraftcheck/ is a package) every run, drivers and
+# Spark's Python workers alike, would import the checkout's code, not the --before version's.
+RUN_DIR = tempfile.gettempdir()
+
+
 def run(args: list[str], pythonpath: str = "") -> dict:
     cmd = [sys.executable, "-m", "kraftcheck", "check", *BASE, *args, "--quiet", "--trace-dir",
            "/tmp/kraftcheck-bench-traces"]
     env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None  # another version's code
-    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True, env=env)  # warm-up
+    # warm-up
+    subprocess.run(cmd + ["--max-depth", "2", "--compile", "now"], capture_output=True, env=env, cwd=RUN_DIR)
     start = time.perf_counter()
     child = subprocess.Popen(cmd + ["--continue", "--json", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+                             text=True, env=env, cwd=RUN_DIR)
     peak, stop = {"children": 0}, threading.Event()
     sampler = threading.Thread(target=_children_peak, args=(psutil.Process(child.pid), stop, peak))
     sampler.start()
@@ -61,6 +69,12 @@ def run(args: list[str], pythonpath: str = "") -> dict:
     report["wall_s"] = time.perf_counter() - start
     report["children_peak_bytes"] = peak["children"]
     return report
+
+
+def _shuffled(report: dict) -> str:
+    """The bytes a Spark run's shuffles wrote (its JSON report's figures), or "-"."""
+    written = (report.get("spark") or {}).get("shuffle_write_bytes")
+    return "-" if written is None else f"{written / 2**30:.2f} GiB"
 
 
 def _option(name: str, default: str) -> str:
@@ -81,8 +95,9 @@ def main() -> None:
     if before:
         engines = [e for name, engine, _ in engines
                    for e in [(name, engine, "")] + ([(f"{name} (before)", engine, before)] if engine else [])]
-    print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS "
+          "| shuffled |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for config in configs:
         for _ in range(rounds):  # the engines one after the other, round after round (A B A B)
             walls = []
@@ -91,11 +106,11 @@ def main() -> None:
                 walls.append(r["wall_s"])
                 print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
                       f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
-                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB |",
-                      flush=True)
+                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB "
+                      f"| {_shuffled(r)} |", flush=True)
             if len(walls) > 1:
-                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} | | |",
-                      flush=True)
+                print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} "
+                      "| | | |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""The Spark engine's deduplication (``kraftcheck.spark.tasks``) on its own, without Spark: the
-visited runs are searched by fingerprint and confirmed by comparing the states, so states whose
-fingerprints collide are still told apart exactly, and merged into a few runs sorted by
-(fingerprint, words). Fingerprints are forced to collide here (a few values for many states),
-which real 64-bit fingerprints almost never do."""
+"""The Spark engine's expand and deduplication steps (``kraftcheck.spark.tasks``, ``transitions``) on
+their own, without Spark. Deduplication: the visited runs are searched by fingerprint and
+confirmed by comparing the states, so states whose fingerprints collide are still told apart
+exactly, and merged into a few runs sorted by (fingerprint, words). Fingerprints are forced to
+collide here (a few values for many states), which real 64-bit fingerprints almost never do.
+Expansion: the distinct-successor path leaves deduplication what the every-row path does."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftcheck.spark import tasks, workdir
+from kraftcheck.spark import tasks, transitions, workdir
 
 
 def _colliding(words: np.ndarray) -> np.ndarray:
@@ -99,3 +100,86 @@ def test_a_run_and_its_fingerprints_are_written_side_by_side(tmp_path):
     assert sorted(map(tuple, run.tolist())) == sorted(map(tuple, words.tolist()))
     assert np.array_equal(fps, np.sort(fps)) and np.array_equal(fps, tasks.fingerprints(np.asarray(run)))
     assert workdir.visited_runs(str(tmp_path), 2, -1) == []  # a level's own run is not "before" it
+
+
+def _kernels(model):
+    from kraftcheck.checker.compile import compile_in_process
+    from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+    return Kernels(model, compile_in_process(kernel_shapes(model)))
+
+
+def _first_keys(chunks, frontier, lo, nlabels):
+    """State (as a tuple) -> the smallest key among the chunks' candidates, self-loops left out;
+    and the candidates' count."""
+    first, count = {}, 0
+    for chunk in chunks:
+        count += chunk.keys.size
+        for row, key in zip(chunk.words, chunk.keys):
+            state = tuple(int(x) for x in row)
+            if state != tuple(int(x) for x in frontier[int(key) // nlabels - lo]):
+                first[state] = min(first.get(state, key), key)
+    return first, count
+
+
+# an unconstrained model with a deadlock (Counters at top can only Stay: a self-loop), die_hard
+# (checked for deadlocks, has none), a Kafka model whose transition properties are violated:
+# what the first violations found on the every-row path must include
+DISTINCT_CASES = [("constraint_specs:Counters", {}, {"deadlock"}), ("die_hard", {}, set()),
+                  ("kafka", {"brokers": 2, "min_isr": 1, "new_leader_publish_window": True, "lossy_shutdowns": 0,
+                             "isr_shrinks": 0}, {"property"})]
+
+
+@pytest.mark.parametrize("name,params,found", DISTINCT_CASES, ids=[n for n, _, _ in DISTINCT_CASES])
+def test_distinct_candidates_keep_each_states_smallest_key_whatever_the_chunks(tmp_path, name, params, found):
+    """The expand task's distinct-successor path (no self-loop, each state once a chunk) leaves
+    ``deduplicate`` the same smallest key for every state as the path with every transition a
+    candidate, and counts the same transitions, first property violations and first deadlock,
+    on every level of a model and for chunks of any size; whole-level chunks send fewer
+    candidates."""
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    cls = spec_class(name)
+    model = Model(cls(cls.Params(**params)), constraints=[])
+    assert not model.constrained
+    result = Engine(compile="now").explore(model, Options(keep_going=True, checkpoint_dir=str(tmp_path / "local")))
+    kernels, nw, nl = _kernels(model), model.layout.nwords, len(model.labels)
+    start, hits, fewer = 0, set(), False
+    for level in range(result.depth):
+        frontier = np.fromfile(tmp_path / "local" / f"level-{level:04d}.words", np.uint64).reshape(-1, nw)
+        n = frontier.shape[0]
+        root = str(tmp_path / f"spark-{level}")
+        workdir.save(workdir.part_path(root, level, 0, "words"), frontier)
+        plan = tasks.LevelPlan(root=root, run=f"test-{name}", level=level, part_counts=(n,), level_start=start,
+                               splits=(start, start + n), nwords=nw, nlabels=nl, cache_dir=None)
+        every = list(transitions.every_row_chunks(plan, kernels, start, start + n))
+        want, every_count = _first_keys(every, frontier, start, nl)
+        for chunk_states in (1, 3, n):
+            distinct = list(transitions.distinct_chunks(plan, kernels, start, start + n, chunk_states))
+            got, count = _first_keys(distinct, frontier, start, nl)
+            assert got == want, (level, chunk_states)
+            assert not any(np.all(c.words == frontier[c.keys // nl - start], axis=1).any() for c in distinct)
+            assert np.array_equal(sum(c.fired for c in distinct), sum(c.fired for c in every)), level
+            assert np.array_equal(_earliest_of(distinct, "prop_first"), _earliest_of(every, "prop_first")), level
+            assert _first_stuck(distinct) == _first_stuck(every), level
+            fewer |= count < every_count
+        if (_earliest_of(every, "prop_first") != tasks.NO_HIT).any():
+            hits.add("property")
+        if _first_stuck(every) != tasks.NO_HIT:
+            hits.add("deadlock")
+        start += n
+    assert fewer  # the point: self-loops and repeats stay in the expand task
+    assert hits == found
+
+
+def _earliest_of(chunks, field):
+    """Per check, the smallest key of ``field`` over the chunks (NO_HIT: none)."""
+    out = np.full(len(getattr(chunks[0], field)), tasks.NO_HIT, np.int64)
+    for chunk in chunks:
+        transitions.earliest(out, getattr(chunk, field))
+    return out
+
+
+def _first_stuck(chunks):
+    return next((c.stuck for c in chunks if c.stuck != tasks.NO_HIT), tasks.NO_HIT)

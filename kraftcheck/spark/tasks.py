@@ -3,10 +3,13 @@
 A level goes through three steps, one Spark stage each (``explorer.py`` wires them together):
 
 1. ``expand`` (task t): the frontier states with global indices ``splits[t] .. splits[t+1]``
-   through the compiled kernels; every successor becomes a candidate (packed words, and its key
-   ``parent * nlabels + label``: the position of that transition in the local engine's order),
-   sent to the hash bucket of its fingerprint. Coverage and transition-property violations of
-   the task's transitions go, as one small record, to step 3's task t.
+   through the compiled kernels, chunk by chunk, keeping each chunk's distinct successors
+   (``Kernels.distinct_successors``, as the local engine does: no self-loop, each state once with
+   its smallest key) unless a state or action constraint needs every row; each becomes a
+   candidate (packed words, and its key ``parent * nlabels + label``: the position of that
+   transition in the local engine's order), sent to the hash bucket of its fingerprint. Coverage
+   and transition-property violations of all the task's transitions go, as one small record, to
+   step 3's task t.
 2. ``deduplicate`` (bucket b): among equal candidates keep the smallest key (the local engine's
    first occurrence), drop those in the bucket's visited runs (a few sorted runs, searched with
    the candidates sorted the same way), add the rest to the bucket's runs (``add_run``: a run of
@@ -27,14 +30,14 @@ import numpy as np
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
+from kraftcheck.spark.transitions import (NO_HIT, distinct_chunks, earliest, every_row_chunks, first_hits,
+                                           transitions)
 
-CANDIDATES_PER_CHUNK = 1 << 20  # successor rows computed at a time inside a task
 # a level's run is merged with the run before it while that one holds at most MERGE_RATIO times
 # as many states: a bucket then has a few runs of decreasing size (about log2 of its states at
 # most, in practice two to four), so a level searches a few runs however deep the search is, and
 # each state is rewritten a few times over the whole run
 MERGE_RATIO = 2
-NO_HIT = -1  # "not violated" in a per-check array of minimal keys
 
 
 @dataclass(frozen=True)
@@ -109,54 +112,6 @@ def worker_kernels(plan: LevelPlan, model_holder: Any) -> Any:
     return kernels
 
 
-def read_frontier(plan: LevelPlan, lo: int, hi: int) -> np.ndarray:
-    """Packed states with global indices lo..hi of the level being expanded, from its part files."""
-    pieces = []
-    start = plan.level_start
-    for part, count in enumerate(plan.part_counts):
-        a, b = max(lo, start), min(hi, start + count)
-        if a < b:
-            path = workdir.part_path(plan.root, plan.level, part, "words")
-            pieces.append(workdir.load_slice(path, np.uint64, a - start, b - start, plan.nwords))
-        start += count
-    if not pieces:
-        return np.empty((0, plan.nwords), np.uint64)
-    return np.concatenate(pieces)
-
-
-def _transitions(plan: LevelPlan, kernels: Any, lo: int, hi: int) -> Iterator[tuple[Any, ...]]:
-    """Per chunk of states lo..hi: the successors' words, hashes, keys and property masks; which
-    of them lie outside the state or action constraints, with their invariant masks (TLC checks
-    the invariants on them too); and the key ``state * nlabels + nlabels - 1`` of the chunk's
-    first deadlocked state (no successor but itself; NO_HIT if none or not checked)."""
-    from kraftcheck.checker.codegen import NO_LABEL
-    from kraftcheck.checker.kernels.deadlock import first_stuck
-    model = kernels.model
-    words = read_frontier(plan, lo, hi)
-    nl = plan.nlabels
-    chunk = max(1, CANDIDATES_PER_CHUNK // nl)
-    buf = kernels.buffers(min(chunk, max(1, words.shape[0])))
-    for a in range(0, words.shape[0], chunk):
-        b = min(words.shape[0], a + chunk)
-        kernels.successors(words, a, b, buf)
-        valid = np.flatnonzero(buf.labels[: (b - a) * nl] != NO_LABEL)
-        keys = (lo + a) * nl + valid.astype(np.int64)  # row i * nl + label of state lo + a + i
-        props = buf.props[valid] if model.properties else None
-        stuck = NO_HIT
-        if model.check_deadlock:
-            i = first_stuck(buf.words, buf.labels, words, a, 0, b - a, nl, NO_LABEL)
-            stuck = NO_HIT if i < 0 else (lo + a + i) * nl + nl - 1
-        outside = np.zeros(valid.shape[0], bool)
-        masks = np.zeros(valid.shape[0], np.uint64)
-        if model.constrained:
-            if model.constraints or model.invariants:
-                masks = kernels.violations(np.ascontiguousarray(buf.words[valid]))
-            outside = (masks & np.uint64(model.constraint_bits)) != 0
-            if model.action_constraints:
-                outside |= (buf.props[valid] & np.uint64(model.action_constraint_bits)) != 0
-        yield buf.words[valid], buf.hashes[valid], keys, props, outside, masks, stuck
-
-
 def clipped(hashes: np.ndarray) -> np.ndarray:
     """The fingerprints the local engine's ``FingerprintSet`` stores (all ones is its empty mark)."""
     return np.minimum(hashes, MAX_FINGERPRINT)
@@ -172,45 +127,28 @@ def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray
     return (hashes >> np.uint64(40)) % np.uint64(partitions)
 
 
-def _first_hits(masks: np.ndarray, keys: np.ndarray, nchecks: int, into: np.ndarray) -> None:
-    """For each check k not hit yet in ``into``, the first key whose mask has bit k."""
-    bad = np.flatnonzero(masks)
-    for k in range(nchecks):
-        if into[k] != NO_HIT or not bad.size:
-            continue
-        hits = bad[(masks[bad] >> np.uint64(k)) & np.uint64(1) == 1]
-        if hits.size:
-            into[k] = keys[hits[0]]
-
-
 def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tuple]]:
     """Step 1 for task ``task``: (bucket, candidates) pairs and (task, coverage record)."""
     kernels = worker_kernels(plan, model_holder)
     model = kernels.model
-    label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
     prop_min = np.full(len(model.properties), NO_HIT, np.int64)
     outside_min = np.full(len(model.invariants), NO_HIT, np.int64)  # invariants broken outside the constraints
     deadlock = NO_HIT
-    generated = 0
     words_parts, hash_parts, key_parts = [], [], []
-    for words, hashes, keys, props, outside, masks, stuck in _transitions(plan, kernels, plan.splits[task],
-                                                                          plan.splits[task + 1]):
-        generated += keys.shape[0]
-        fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
-        if props is not None:
-            _first_hits(props, keys, len(model.properties), prop_min)
+    chunks = every_row_chunks if model.constrained else distinct_chunks
+    for chunk in chunks(plan, kernels, plan.splits[task], plan.splits[task + 1]):
+        fired += chunk.fired
+        earliest(prop_min, chunk.prop_first)
+        earliest(outside_min, chunk.outside_first)
         if deadlock == NO_HIT:
-            deadlock = stuck
-        if outside.any():  # counted and checked, but not candidates: they are not kept
-            _first_hits(masks[outside], keys[outside], len(model.invariants), outside_min)
-            words, hashes, keys = words[~outside], hashes[~outside], keys[~outside]
-        words_parts.append(words)
-        hash_parts.append(hashes)
-        key_parts.append(keys)
-    generated_kept = sum(k.shape[0] for k in key_parts)
+            deadlock = chunk.stuck
+        words_parts.append(chunk.words)
+        hash_parts.append(chunk.hashes)
+        key_parts.append(chunk.keys)
+    generated = int(fired.sum())
     out: list[tuple[int, tuple]] = [(task, ("coverage", generated, fired, prop_min, outside_min, deadlock))]
-    if generated_kept:
+    if sum(k.shape[0] for k in key_parts):
         words = np.concatenate(words_parts)
         keys = np.concatenate(key_parts)
         buckets = bucket_of(np.concatenate(hash_parts), plan.partitions, plan.fingerprints)
@@ -441,7 +379,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     workdir.save(workdir.part_path(plan.root, new_level, task, "labels"), labels)
     inv_min = np.full(len(model.invariants), NO_HIT, np.int64)
     if model.invariants and keys.size:
-        _first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
+        first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
     label_action = np.array(model.label_action, np.int64)
     _, generated, fired, prop_min, outside_min, deadlock = coverage
     inv_min = np.where((outside_min != NO_HIT) & ((inv_min == NO_HIT) | (outside_min < inv_min)), outside_min, inv_min)
@@ -461,7 +399,7 @@ def count_until(plan: LevelPlan, model_holder: Any, task: int, cut: int) -> dict
     fired = np.zeros(len(model.actions), np.int64)
     generated = 0
     hi = min(plan.splits[task + 1], cut // plan.nlabels + 1)
-    for _, _, keys, *_ in _transitions(plan, kernels, plan.splits[task], hi):
+    for _, _, keys, *_ in transitions(plan, kernels, plan.splits[task], hi):
         keys = keys[keys <= cut]
         generated += keys.size
         fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])
