@@ -221,12 +221,16 @@ def _written_pack_lines(layout: Layout, writes: tuple[Write, ...], at: str, sour
     return lines
 
 
+def _written_indices(layout: Layout, writes: tuple[Write, ...]) -> list[str]:
+    """The indices, into an unpacked state, of the elements ``_element_writes`` says an action
+    that writes only ``writes`` may write: literals, or a field's first element plus ``p{j}``."""
+    static, indexed = _element_writes(layout, writes)
+    return [f"{e.flat}" for e in static] + [f"{e.flat} + p{j}" for e, j in indexed]
+
+
 def _written_restore_lines(layout: Layout, writes: tuple[Write, ...]) -> list[str]:
     """Lines that make ``tf`` a copy of ``sf`` again after an action that writes only ``writes``."""
-    static, indexed = _element_writes(layout, writes)
-    lines = [f"tf[{e.flat}] = sf[{e.flat}]" for e in static]
-    lines += [f"tf[{e.flat} + p{j}] = sf[{e.flat} + p{j}]" for e, j in indexed]
-    return lines or ["pass"]
+    return [f"tf[{k}] = sf[{k}]" for k in _written_indices(layout, writes)] or ["pass"]
 
 
 # Past this many elements an action may write, a kernel compares the whole record after an
@@ -249,14 +253,12 @@ def declined_dirty_expr(model: Model, ai: int, succ: str, source: str) -> str | 
     writes = action_writes(action.fn, model.layout.fields, [p.count for p in action.params])
     if writes is None:
         return f"not same_values({source}, {succ})"
-    if not writes:
+    indices = _written_indices(model.layout, writes)
+    if not indices:
         return None
-    static, indexed = _element_writes(model.layout, writes)
-    if len(static) + len(indexed) > DECLINED_COMPARE_MAX_ELEMENTS:
+    if len(indices) > DECLINED_COMPARE_MAX_ELEMENTS:
         return f"not same_values({source}, {succ})"
-    terms = [f"({succ}[{e.flat}] != {source}[{e.flat}])" for e in static]
-    terms += [f"({succ}[{e.flat} + p{j}] != {source}[{e.flat} + p{j}])" for e, j in indexed]
-    return " | ".join(terms)
+    return " | ".join(f"({succ}[{k}] != {source}[{k}])" for k in indices)
 
 
 def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ...] | None:
@@ -368,12 +370,16 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
     else:
         lines += [body + line for line in _written_restore_lines(model.layout, writes)]
     dirty = declined_dirty_expr(model, ai, "tf", "sf")
-    lines.append(f"{indent}elif not dense:" if dirty is None else f"{indent}else:")
-    lines.append(f"{indent}    out_label[row] = NO_LABEL" if dirty is None else f"{indent}    if not dense:")
-    if dirty is not None:
-        # an instance that wrote t and declined: the engine re-runs it to say so (_raise_domain_error)
-        lines += [f"{indent}        out_label[row] = NO_LABEL", f"{indent}    if {dirty}:", f"{indent}        err[0] = i",
-                  f"{indent}        err[1] = label", f"{indent}        restore(sf, tf)"]
+    if dirty is None:
+        lines += [f"{indent}elif not dense:", f"{indent}    out_label[row] = NO_LABEL"]
+    else:  # an instance that wrote t and declined: the engine re-runs it to say so (_raise_domain_error)
+        lines += [f"{indent}else:",
+                  f"{indent}    if not dense:",
+                  f"{indent}        out_label[row] = NO_LABEL",
+                  f"{indent}    if {dirty}:",
+                  f"{indent}        err[0] = i",
+                  f"{indent}        err[1] = label",
+                  f"{indent}        restore(sf, tf)"]
     return lines + _ring_end_lines()
 
 

@@ -50,13 +50,8 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
     the order of ``fields``; None if its source does not say (see the module docstring).
     ``param_counts``: how many values each parameter takes (an element write needs them all to
     index the field)."""
-    py = getattr(fn, "py_func", fn)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    func = tree.body[0] if tree.body else None
-    if not isinstance(func, ast.FunctionDef):
+    func = _flat_function(fn)
+    if func is None:
         return None
     args = func.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or len(args.args) != 2 + len(param_counts):
@@ -64,9 +59,6 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
     successor = args.args[1].arg
     params = {a.arg: j for j, a in enumerate(args.args[2:])}
     by_name = {f.name: f for f in fields}
-    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-    if any(isinstance(n, nested) for n in ast.walk(func) if n is not func):
-        return None  # its parameters could shadow the action's, and it could be handed t
     assigned = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     assigned |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
     if successor in assigned:
@@ -106,6 +98,24 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
         else:
             out += [Write(f.name, j) for name, j in sorted(elements) if name == f.name]
     return tuple(out)
+
+
+def _flat_function(fn: Callable) -> Optional[ast.FunctionDef]:
+    """The syntax tree of ``fn`` (a numba dispatcher is read through its ``py_func``), or None if
+    its source cannot be read, is not one ``def``, or defines a function, lambda or class inside:
+    their parameters could shadow the outer ones, and they could be handed ``t``."""
+    py = getattr(fn, "py_func", fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    func = tree.body[0] if tree.body else None
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    if any(isinstance(n, nested) for n in ast.walk(func) if n is not func):
+        return None
+    return func
 
 
 def _range_loop_variables(func: ast.FunctionDef) -> set[str]:
@@ -149,17 +159,10 @@ def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: i
     wrote nothing; past the guard it may have). Conservative: a loop, ``with`` or ``try`` that
     mentions ``t`` and holds a ``return``, a source that cannot be read, a nested function: it
     may."""
-    py = getattr(fn, "py_func", fn)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
-    except (OSError, TypeError, SyntaxError):
+    func = _flat_function(fn)
+    if func is None or len(func.args.args) <= successor_index or func.args.vararg:
         return True
-    func = tree.body[0] if tree.body else None
-    if not isinstance(func, ast.FunctionDef) or len(func.args.args) <= successor_index or func.args.vararg:
-        return True
-    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-    if any(isinstance(n, nested) for n in ast.walk(func) if n is not func):
-        return True
+    py = getattr(fn, "py_func", fn)  # its module's globals name the helpers it calls
     successor = func.args.args[successor_index].arg
 
     def mentions(node: ast.AST) -> int:
