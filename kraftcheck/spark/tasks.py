@@ -382,7 +382,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
         first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
     label_action = np.array(model.label_action, np.int64)
     _, generated, fired, prop_min, outside_min, deadlock = coverage
-    inv_min = np.where((outside_min != NO_HIT) & ((inv_min == NO_HIT) | (outside_min < inv_min)), outside_min, inv_min)
+    earliest(inv_min, outside_min)
     return [{
         "task": task, "count": int(keys.size), "generated": int(generated), "fired": fired.tolist(),
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),

@@ -128,19 +128,21 @@ def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None
     candidate rows, at most UNPACKED_BYTES_PER_CHUNK of unpacked states), allocated once per
     worker and model (their pages are touched only as far as a chunk uses them)."""
     from kraftcheck.checker.explore.compiled import RepeatTables
-    room = _rooms.get(plan.run) if states is None else None
-    if room is None:
-        chosen = states
-        if states is None:
-            from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_BYTES_PER_CHUNK
-            states = max(1, min(DISTINCT_CANDIDATES_PER_CHUNK // plan.nlabels,
-                                UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size)))
+
+    def new_room(states: int) -> tuple[Any, Any]:
         buf = kernels.buffers(states)
-        room = buf, RepeatTables(kernels.threads, buf.valid.shape[0], kernels.nwords, kernels.tally_width)
-        if chosen is None:
-            if len(_rooms) >= ROOMS_KEPT:
-                _rooms.pop(next(iter(_rooms)))
-            _rooms[plan.run] = room
+        return buf, RepeatTables(kernels.threads, buf.valid.shape[0], kernels.nwords, kernels.tally_width)
+
+    if states is not None:  # a size of the caller's (tests): not kept
+        return new_room(states)
+    room = _rooms.get(plan.run)
+    if room is None:
+        from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_BYTES_PER_CHUNK
+        room = new_room(max(1, min(DISTINCT_CANDIDATES_PER_CHUNK // plan.nlabels,
+                                   UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size))))
+        if len(_rooms) >= ROOMS_KEPT:
+            _rooms.pop(next(iter(_rooms)))
+        _rooms[plan.run] = room
     return room
 
 
