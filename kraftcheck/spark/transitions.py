@@ -153,12 +153,13 @@ def _no_op(*_: Any) -> None:
 
 def distinct_chunks(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int,
                     chunk_states: Optional[int] = None) -> Iterator[Chunk]:
-    """The chunks of the states ``words`` (numbered from ``lo`` on) with only their distinct successors as candidates: the
-    kernels drop self-loops (never new) and keep each successor once per part of a chunk, with
-    its smallest candidate row (``Kernels.distinct_successors``, the local engine's path), so
-    the smallest key of each state is among the candidates and ``deduplicate`` keeps the same
-    one; the kernels still count every transition and find each property's first violating
-    row, and mark the states with a successor other than themselves (the deadlock check).
+    """The chunks of the states ``words`` (numbered from ``lo`` on) with only their distinct
+    successors as candidates: the kernels drop self-loops (never new) and keep each successor
+    once per part of a chunk, with its smallest candidate row (``Kernels.distinct_successors``,
+    the local engine's path), so the smallest key of each state is among the candidates and
+    ``deduplicate`` keeps the same one; the kernels still count every transition and find each
+    property's first violating row, and mark the states with a successor other than themselves
+    (the deadlock check).
     ``chunk_states``: states per chunk (at most; default ``_distinct_room``'s)."""
     from kraftcheck.checker.codegen import NO_LABEL
     from kraftcheck.checker.kernels.successor_rows import NO_ROW, TALLY_FIRED
