@@ -101,6 +101,7 @@ def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerpri
             seen += rows
     assert len(seen) == len(set(seen)) == result.distinct_states == every_level.shape[0]
     assert set(seen) == {tuple(r) for r in every_level}
+    assert not (tmp_path / "candidates").exists(), "a level's candidate files were left behind"
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 5])
@@ -113,9 +114,10 @@ def test_first_violation_counts_do_not_depend_on_partitions(spark_context, parti
     assert local.status == "violated"
     spark = SparkExplorer(spark_context, partitions=partitions).explore(model, Options())
     assert _summary(spark) == _summary(local)
-    # the figures count the small job that recounts up to the violation in its level
+    # two stages a level (the driver expands the initial states); the figures count the small job
+    # that recounts up to the violation in its level
     stages_and_tasks = [(f["stages"], f["tasks"]) for f in spark.spark["levels"]]
-    assert stages_and_tasks == [(3, 3 * partitions)] * (len(stages_and_tasks) - 1) + [(4, 3 * partitions + 1)]
+    assert stages_and_tasks == [(2, 2 * partitions)] * (len(stages_and_tasks) - 1) + [(3, 2 * partitions + 1)]
 
 
 @pytest.mark.parametrize("name,params", [("two_phase", {"rm": 5}), ("die_hard", {}),
@@ -151,13 +153,24 @@ def test_fingerprint_estimates_of_a_run_stopped_in_a_level_count_only_what_it_co
     assert spark.collision_probability == reference.collision_probability
 
 
-def test_limits_make_the_run_incomplete(spark_context):
+def test_limits_make_the_run_incomplete(spark_context, tmp_path):
+    """Exact at --max-depth; --max-states stops after the level that passes it, whose expansion
+    (done before the driver knew) is left out of the counts and its candidates removed."""
     model = _model("two_phase", rm=3)
-    deep = SparkExplorer(spark_context, partitions=2).explore(model, Options(max_depth=3))
+    deep = SparkExplorer(spark_context, partitions=2, work_dir=str(tmp_path / "deep")).explore(
+        model, Options(max_depth=3))
     local = Engine(compile="now").explore(model, Options(max_depth=3))
     assert (deep.status, deep.depth, deep.distinct_states, deep.states_generated) == \
         ("incomplete", local.depth, local.distinct_states, local.states_generated)
     assert "--max-depth 3" in deep.incomplete_reason
+    wide = SparkExplorer(spark_context, partitions=2, work_dir=str(tmp_path / "wide")).explore(
+        model, Options(max_states=50))
+    full = Engine(compile="now").explore(model, Options(keep_going=True, max_depth=wide.depth))
+    assert wide.status == "incomplete" and "--max-states 50" in wide.incomplete_reason
+    assert (wide.distinct_states, wide.states_generated) == (full.distinct_states, full.states_generated)
+    assert wide.distinct_states > 50
+    for run in ("deep", "wide"):
+        assert not (tmp_path / run / "candidates").exists(), f"the {run} run left candidate files"
 
 
 def test_work_dir_must_be_new_or_empty(spark_context, tmp_path):
@@ -293,8 +306,12 @@ def test_killed_driver_resumes_to_identical_counts(tmp_path):
     _same_answer(resumed, local)
     assert resumed["resumed"] and resumed["resumed_from_level"] == killed_at >= 3
     assert not local["resumed"] and local["resumed_from_level"] is None
-    # the killed driver's figures were saved with its levels: the resumed report has every level
-    assert [f["level"] for f in resumed["spark"]["levels"]] == list(range(resumed["depth"]))
+    # the killed driver's figures were saved with its levels: the resumed report has every level;
+    # two stages each, but the level the run resumed at, whose expansion is a job of its own
+    levels = resumed["spark"]["levels"]
+    assert [f["level"] for f in levels] == list(range(resumed["depth"]))
+    assert [f["stages"] for f in levels] == [2] * (killed_at - 1) + [3] + [2] * (resumed["depth"] - killed_at)
+    assert not (work / "candidates").exists()
     again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
     assert again.exit_code == 2 and "already finished" in _one_error_line(again)
 
@@ -425,7 +442,7 @@ def measured_run(spark_context, tmp_path_factory):
 
 
 def test_json_report_has_spark_figures_for_every_level(measured_run, spark_context):
-    """One entry per level expanded, its new states the next level's size on disk, three stages
+    """One entry per level expanded, its new states the next level's size on disk, two stages
     of 3 tasks each, shuffle bytes that are real (every byte written is read, in local mode), and
     totals that are the sums of the levels."""
     from kraftcheck.checker.report import build_report
@@ -438,7 +455,7 @@ def test_json_report_has_spark_figures_for_every_level(measured_run, spark_conte
     sizes = [_spark_level(work, level, "labels", np.uint16).size for level in range(result.depth)]
     assert [f["new_states"] for f in levels] == sizes[1:] + [0]
     for f in levels:
-        assert (f["stages"], f["tasks"]) == (3, 9), f
+        assert (f["stages"], f["tasks"]) == (2, 6), f
         assert f["shuffle_write_bytes"] == f["shuffle_read_bytes"], f
         assert f["seconds"] > 0, f
         if f["new_states"]:

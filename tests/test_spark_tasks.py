@@ -149,14 +149,13 @@ def test_distinct_candidates_keep_each_states_smallest_key_whatever_the_chunks(t
     for level in range(result.depth):
         frontier = np.fromfile(tmp_path / "local" / f"level-{level:04d}.words", np.uint64).reshape(-1, nw)
         n = frontier.shape[0]
-        root = str(tmp_path / f"spark-{level}")
-        workdir.save(workdir.part_path(root, level, 0, "words"), frontier)
-        plan = tasks.LevelPlan(root=root, run=f"test-{name}", level=level, part_counts=(n,), level_start=start,
-                               splits=(start, start + n), nwords=nw, nlabels=nl, cache_dir=None)
-        every = list(transitions.every_row_chunks(plan, kernels, start, start + n))
+        plan = tasks.LevelPlan(root=str(tmp_path / f"spark-{level}"), run=f"test-{name}", level=level,
+                               part_counts=(n,), level_start=start, splits=(start, start + n), nwords=nw, nlabels=nl,
+                               cache_dir=None)
+        every = list(transitions.every_row_chunks(plan, kernels, frontier, start))
         want, every_count = _first_keys(every, frontier, start, nl)
         for chunk_states in (1, 3, n):
-            distinct = list(transitions.distinct_chunks(plan, kernels, start, start + n, chunk_states))
+            distinct = list(transitions.distinct_chunks(plan, kernels, frontier, start, chunk_states))
             got, count = _first_keys(distinct, frontier, start, nl)
             assert got == want, (level, chunk_states)
             assert not any(np.all(c.words == frontier[c.keys // nl - start], axis=1).any() for c in distinct)

@@ -1,9 +1,12 @@
-"""The Spark explorer: the local engine's level-synchronous BFS, one Spark job per level.
+"""The Spark explorer: the local engine's level-synchronous BFS, one Spark job of two stages per level.
 
 The driver keeps only counters and, per level, how many states each part file holds; the
-executors do all the per-state work on numpy batches (``tasks.py``) and the levels and the
-visited set live in files under the work dir (``workdir.py``). Every level's RDD is built afresh
-from those files, so lineage never grows: level 40 costs what level 4 does for the same width.
+executors do all the per-state work on numpy batches (``tasks.py``) and the levels, their
+candidates and the visited set live in files under the work dir (``workdir.py``). A level's job
+deduplicates the candidates its states' expansion wrote, then orders the new states and, in the
+same tasks, expands them: the candidates of the next level are written before the driver knows
+whether the run goes on, and are discarded if it stops. Every level's RDD is built afresh from
+those files, so lineage never grows: level 40 costs what level 4 does for the same width.
 
 States get exactly the local engine's global numbering (a candidate's key is
 ``parent * nlabels + label``, the order the local engine generates them in), so counts, coverage,
@@ -188,6 +191,19 @@ def _driver_kernels(model: Model) -> Any:
         raise compile_error(model.spec.name, e) from None
 
 
+# the driver expands the initial states in chunks of at most this many (any size gives the same answer)
+DRIVER_CHUNK_STATES = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class _Expansion:
+    """A level's expansion, its candidates written: range t holds the states firsts[t] ..
+    firsts[t + 1]; one record per non-empty range (``tasks.expand_states``), keys global."""
+
+    firsts: tuple[int, ...]
+    records: list[dict]
+
+
 class _SparkRun:
     """One exploration: the driver's counters and the per-level bookkeeping of part files."""
 
@@ -208,6 +224,7 @@ class _SparkRun:
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
         self.cut: Optional[tuple[int, int]] = None  # (level, key) where a run stopped inside a level
+        self.expansion: Optional[_Expansion] = None  # the last level's expansion, once its candidates are written
         self.result = Result(model=model, engine=SparkExplorer.name)
         self.clock = Clock(options.time_limit)
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
@@ -239,6 +256,8 @@ class _SparkRun:
             level = self.depth - 1
             self.meter.start(level)
             try:
+                if self.expansion is None:  # the initial level, or the last level of a resumed run
+                    self.expansion = self._expand_frontier()
                 stop, frontier = self._expand_level()
             finally:
                 self.meter.stop(level)
@@ -296,68 +315,120 @@ class _SparkRun:
         self.progress(Progress(1, n, n, n, self.clock.elapsed, engine=SparkExplorer.name))
         return stop
 
-    def _plan(self) -> tasks.LevelPlan:
+    def _plan(self, firsts: tuple[int, ...] = (), expand_next: bool = False) -> tasks.LevelPlan:
         level = self.depth - 1
         start, size = self.level_start[level], sum(self.part_counts[level])
         p = self.partitions
         return tasks.LevelPlan(root=self.root, run=self.run_id, level=level, part_counts=self.part_counts[level],
                                level_start=start, splits=tuple(start + size * t // p for t in range(p + 1)),
                                nwords=self.kernels.nwords, nlabels=self.nlabels, cache_dir=self.cache_dir,
-                               fingerprints=self.options.fingerprints)
+                               fingerprints=self.options.fingerprints, firsts=firsts, expand_next=expand_next)
+
+    def _expand_frontier(self) -> "_Expansion":
+        """Expand the last level on its own: the initial states on the driver, which holds them
+        already (one range); a resumed run's last level as a one-stage Spark job (P even ranges)."""
+        plan = self._plan()
+        if plan.level == 0:
+            size = plan.splits[-1]
+            words = tasks.read_frontier(plan, 0, size)
+            record = tasks.expand_states(plan, self.kernels, 0, 0, words,
+                                         chunk_states=max(1, min(size, DRIVER_CHUNK_STATES)))
+            return self._expansion((0,) + (size,) * self.partitions, [record])
+        holder, p = self.model_holder, self.partitions
+        records = self._run_job(lambda: self.sc.parallelize(range(p), p).map(
+            lambda t: tasks.expand(plan, holder, t)).collect())
+        return self._expansion(plan.splits, sorted(records, key=lambda r: r["task"]))
+
+    def _expansion(self, firsts: tuple[int, ...], records: list[dict]) -> "_Expansion":
+        """The expansion records of ranges starting at ``firsts``, with their keys made global."""
+        nl = self.nlabels
+
+        def globalised(key: int, first: int) -> int:
+            return key if key == tasks.NO_HIT else key + first * nl
+
+        out = []
+        for r in records:
+            first = firsts[r["task"]]
+            out.append({**r, "properties": [globalised(k, first) for k in r["properties"]],
+                        "outside": [globalised(k, first) for k in r["outside"]],
+                        "deadlock": globalised(r["deadlock"], first)})
+        return _Expansion(tuple(firsts), out)
 
     def _expand_level(self) -> tuple[bool, int]:
-        """One level as three stages (expand, deduplicate by hash bucket, order by parent range);
-        the driver gets one small record per task. Returns whether the run stops at a violation,
-        and how many new states the level has."""
-        plan, holder, p = self._plan(), self.model_holder, self.partitions
-        candidates = self.sc.parallelize(range(p), p).mapPartitionsWithIndex(
-            lambda t, _: tasks.expand(plan, holder, t))
-        new_states = candidates.partitionBy(p, lambda k: k).mapPartitionsWithIndex(
-            lambda b, items: tasks.deduplicate(plan, b, items))
+        """One level as one job of two stages: deduplicate its candidates by hash bucket, then
+        order the new states by parent range, write them and expand them (the next level's
+        candidates, unless ``--max-depth`` ends the run first); the driver gets one small record
+        per task. Returns whether the run stops at a violation, and how many new states the
+        level has."""
+        expansion = self.expansion
+        max_depth = self.options.max_depth
+        plan = self._plan(expansion.firsts, expand_next=max_depth is None or self.depth + 1 < max_depth)
+        holder, p = self.model_holder, self.partitions
+        new_states = self.sc.parallelize(range(p), p).mapPartitionsWithIndex(
+            lambda b, _: tasks.deduplicate(plan, b))
         stats = new_states.partitionBy(p, lambda k: k).mapPartitionsWithIndex(
             lambda t, items: tasks.order(plan, holder, t, items))
         parts = sorted(self._run_job(stats.collect), key=lambda s: s["task"])
-        hits = self._first_violations(parts)
+        workdir.remove_candidates(self.root, plan.level)  # read by this job only
+        self.expansion = None
+        ranges = expansion.records
+        hits = self._first_violations(ranges, parts)
         stop = bool(hits) and not self.options.keep_going
         if stop:
             cut = min(key for _, key in hits.values())
             hits = {name: at for name, at in hits.items() if at[1] == cut}
-            parts = self._cut_at(plan, parts, cut)
+            ranges, parts = self._cut_at(plan, expansion, parts, cut)
             self.cut = (plan.level + 1, cut)
+        for r in ranges:
+            self.generated += r["generated"]
+            self.fired += r["fired"]
         for s in parts:
-            self.generated += s["generated"]
-            self.fired += s["fired"]
             self.new_per_action += s["new"]
         new = sum(s["count"] for s in parts)
         if new:  # a level without new states is not a level (the search is over)
             self.level_start.append(plan.splits[-1])
             self.part_counts.append(tuple(s["count"] for s in parts))
+            if plan.expand_next and not stop:
+                firsts = tuple(np.cumsum([plan.splits[-1]] + list(self.part_counts[-1])).tolist())
+                self.expansion = self._expansion(firsts, [s["next"] for s in parts])
+        if self.expansion is None:  # expanded for nothing: the run stops here
+            workdir.remove_candidates(self.root, plan.level + 1)
         for name, (kind, key) in hits.items():
             self._record_violation(name, kind, "key", key)
         return stop, new
 
-    def _first_violations(self, parts: list[dict]) -> dict[str, tuple[str, int]]:
-        """Checks not violated before and violated in this level -> (kind, smallest violating key)."""
+    def _first_violations(self, ranges: list[dict], parts: list[dict]) -> dict[str, tuple[str, int]]:
+        """Checks not violated before and violated in this level -> (kind, smallest violating key):
+        invariants on the new states (``parts``) and on the successors outside the constraints,
+        transition properties and deadlocks (the expansion's ``ranges``)."""
         hits: dict[str, tuple[str, int]] = {}
-        for kind, checks, field in (("invariant", self.model.invariants, "invariants"),
-                                    ("property", self.model.properties, "properties")):
+        for kind, checks, found_in in (("invariant", self.model.invariants, ((parts, "invariants"),
+                                                                              (ranges, "outside"))),
+                                       ("property", self.model.properties, ((ranges, "properties"),))):
             for k, check in enumerate(checks):
-                keys = [s[field][k] for s in parts if s[field][k] != tasks.NO_HIT]
+                keys = [s[field][k] for records, field in found_in for s in records if s[field][k] != tasks.NO_HIT]
                 if keys and check.name not in self.found:
                     hits[check.name] = (kind, min(keys))
-        keys = [s["deadlock"] for s in parts if s["deadlock"] != tasks.NO_HIT]
+        keys = [s["deadlock"] for s in ranges if s["deadlock"] != tasks.NO_HIT]
         if keys and DEADLOCK not in self.found:  # key: the stuck state's last candidate row
             hits[DEADLOCK] = (DEADLOCK, min(keys))
         return hits
 
-    def _cut_at(self, plan: tasks.LevelPlan, parts: list[dict], cut: int) -> list[dict]:
+    def _cut_at(self, plan: tasks.LevelPlan, expansion: "_Expansion", parts: list[dict],
+                cut: int) -> tuple[list[dict], list[dict]]:
         """The level's records counting only what the local engine counts when it stops at the
-        transition with key ``cut``: every task before the one holding it, that one up to it."""
+        transition with key ``cut``: every expansion range and order part before the ones holding
+        its parent in full, those up to it."""
         holder = self.model_holder
-        t = bisect.bisect_right(plan.splits, cut // self.nlabels) - 1
+        parent = cut // self.nlabels
+        r = bisect.bisect_right(expansion.firsts, parent) - 1
+        t = bisect.bisect_right(plan.splits, parent) - 1
+        lo = expansion.firsts[r]
         partial = self._run_job(lambda: self.sc.parallelize([t], 1).map(
-            lambda task: tasks.count_until(plan, holder, task, cut)).collect())[0]
-        return parts[:t] + [{**parts[t], **partial}]
+            lambda task: tasks.count_until(plan, holder, lo, task, cut)).collect())[0]
+        ranges = [x for x in expansion.records if x["task"] < r]
+        ranges.append({"generated": partial["generated"], "fired": partial["fired"]})
+        return ranges, parts[:t] + [{**parts[t], "count": partial["count"], "new": partial["new"]}]
 
     def _run_job(self, job):
         try:
@@ -428,6 +499,7 @@ class _SparkRun:
         for path in (Path(self.root) / "levels").glob("level-*"):
             if int(path.name.split("-")[1]) >= finished:
                 shutil.rmtree(path)
+        workdir.remove_candidates(self.root)  # the last level is expanded again
         self._remove_stale_runs()  # runs of the level being built, and runs a merge replaced
         self.result.initial_states = manifest["initial_states"]
         self.generated = manifest["generated"]
@@ -488,6 +560,7 @@ class _SparkRun:
         if self.options.fingerprints:
             r.collision_probability = self._collision_probability()
         r.spark = self.meter.figures.report()
+        workdir.remove_candidates(self.root)  # a stopped run's expansion of its last level
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
             write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r

@@ -1,22 +1,29 @@
 """What the executors run for one BFS level: plain functions over numpy batches (no pyspark here).
 
-A level goes through three steps, one Spark stage each (``explorer.py`` wires them together):
+A level is expanded, deduplicated and ordered; ``explorer.py`` runs the last two as one Spark job
+of two stages, and the expansion of the level's new states inside the ordering task that writes
+them, so a level costs two stages, not three. The candidates of an expansion cross from one job
+to the next through files in the work dir (``workdir.candidate_path``), not through Spark:
 
-1. ``expand`` (task t): the frontier states with global indices ``splits[t] .. splits[t+1]``
-   through the compiled kernels, chunk by chunk, keeping each chunk's distinct successors
-   (``Kernels.distinct_successors``, as the local engine does: no self-loop, each state once with
-   its smallest key) unless a state or action constraint needs every row; each becomes a
-   candidate (packed words, and its key ``parent * nlabels + label``: the position of that
-   transition in the local engine's order), sent to the hash bucket of its fingerprint. Coverage
-   and transition-property violations of all the task's transitions go, as one small record, to
-   step 3's task t.
-2. ``deduplicate`` (bucket b): among equal candidates keep the smallest key (the local engine's
-   first occurrence), drop those in the bucket's visited runs (a few sorted runs, searched with
-   the candidates sorted the same way), add the rest to the bucket's runs (``add_run``: a run of
-   their own, merged with the smaller runs before it), and send each new state to the task whose
-   range holds its parent.
+1. expansion (``expand_states``): a range of a level's states through the compiled kernels, chunk
+   by chunk, keeping each chunk's distinct successors (``Kernels.distinct_successors``, as the
+   local engine does: no self-loop, each state once with its smallest key) unless a state or
+   action constraint needs every row; each becomes a candidate (packed words, and its key
+   ``index * nlabels + label`` with ``index`` counted from the range's first state: the position
+   of that transition in the local engine's order, once the driver knows where the range
+   starts). The candidates are written grouped by the hash bucket of their fingerprint; coverage
+   and the first violations among the range's transitions go to the driver as one small record.
+   It runs inside ``order`` (task t expands the part it has just written), in ``expand`` (a
+   whole level split evenly into P ranges: after a resume) or on the driver (the initial states).
+2. ``deduplicate`` (bucket b): reads its slice of every range's candidate file and makes the keys
+   global; among equal candidates keeps the smallest key (the local engine's first occurrence),
+   drops those in the bucket's visited runs (a few sorted runs, searched with the candidates
+   sorted the same way), adds the rest to the bucket's runs (``add_run``: a run of their own,
+   merged with the smaller runs before it), and sends each new state to the task whose range of
+   parents holds its parent.
 3. ``order`` (task t): sort the new states by key, which is exactly the local engine's order;
-   write them as part t of the new level; check invariants; return counters only.
+   write them as part t of the new level; check invariants; expand them (step 1) unless the run
+   will not need it; return counters only.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
 from kraftcheck.spark.transitions import (NO_HIT, distinct_chunks, earliest, every_row_chunks, first_hits,
-                                           transitions)
+                                           read_frontier, transitions)
 
 # a level's run is merged with the run before it while that one holds at most MERGE_RATIO times
 # as many states: a bucket then has a few runs of decreasing size (about log2 of its states at
@@ -49,11 +56,16 @@ class LevelPlan:
     level: int                     # the level being expanded (its successors form level + 1)
     part_counts: tuple[int, ...]   # states in each file of the level being expanded
     level_start: int               # global index of that level's first state
-    splits: tuple[int, ...]        # P + 1 global indices: task t expands splits[t] .. splits[t+1]
+    splits: tuple[int, ...]        # P + 1 global indices: order task t takes the new states whose
+                                   # parent is in splits[t] .. splits[t+1] (and ``expand`` task t
+                                   # expands that range)
     nwords: int
     nlabels: int
     cache_dir: Optional[str]       # KRAFTCHECK_CACHE_DIR for the executors, if the driver has one
     fingerprints: bool = False     # --fingerprints: the visited runs hold fingerprints, not states
+    firsts: tuple[int, ...] = ()   # P + 1 global indices: the level's candidate file t holds the
+                                   # transitions of states firsts[t] .. firsts[t+1] (none if empty)
+    expand_next: bool = False      # order tasks expand the new level's states (the run goes on)
 
     @property
     def partitions(self) -> int:
@@ -127,17 +139,33 @@ def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray
     return (hashes >> np.uint64(40)) % np.uint64(partitions)
 
 
-def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tuple]]:
-    """Step 1 for task ``task``: (bucket, candidates) pairs and (task, coverage record)."""
+def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
+    """Step 1 as a task of its own (after a resume): the level's states ``splits[task] ..
+    splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
     kernels = worker_kernels(plan, model_holder)
+    lo, hi = plan.splits[task], plan.splits[task + 1]
+    return expand_states(plan, kernels, plan.level, task, read_frontier(plan, lo, hi))
+
+
+def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: np.ndarray,
+                  chunk_states: Optional[int] = None) -> dict:
+    """Step 1: the transitions of the states ``words`` of level ``level`` (the range ``task`` of
+    that level), keys counted from the range's first state. Writes the candidates as that
+    level's candidate file ``task``, grouped by hash bucket (none if ``words`` is empty); returns
+    the range's coverage and, as keys counted the same way, the first transition violating each
+    property, the first successor outside the constraints violating each invariant, and its
+    first deadlocked state (the key of its last label; NO_HIT: none)."""
     model = kernels.model
     fired = np.zeros(len(model.actions), np.int64)
     prop_min = np.full(len(model.properties), NO_HIT, np.int64)
     outside_min = np.full(len(model.invariants), NO_HIT, np.int64)  # invariants broken outside the constraints
     deadlock = NO_HIT
     words_parts, hash_parts, key_parts = [], [], []
-    chunks = every_row_chunks if model.constrained else distinct_chunks
-    for chunk in chunks(plan, kernels, plan.splits[task], plan.splits[task + 1]):
+    if model.constrained:
+        chunks = every_row_chunks(plan, kernels, words, 0)
+    else:
+        chunks = distinct_chunks(plan, kernels, words, 0, chunk_states)
+    for chunk in chunks:
         fired += chunk.fired
         earliest(prop_min, chunk.prop_first)
         earliest(outside_min, chunk.outside_first)
@@ -146,14 +174,40 @@ def expand(plan: LevelPlan, model_holder: Any, task: int) -> list[tuple[int, tup
         words_parts.append(chunk.words)
         hash_parts.append(chunk.hashes)
         key_parts.append(chunk.keys)
-    generated = int(fired.sum())
-    out: list[tuple[int, tuple]] = [(task, ("coverage", generated, fired, prop_min, outside_min, deadlock))]
-    if sum(k.shape[0] for k in key_parts):
-        words = np.concatenate(words_parts)
-        keys = np.concatenate(key_parts)
-        buckets = bucket_of(np.concatenate(hash_parts), plan.partitions, plan.fingerprints)
-        out.extend(_grouped(buckets.astype(np.int64), words, keys, plan.partitions))
-    return out
+    if words.shape[0]:
+        nw = plan.nwords
+        cand_words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
+        keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
+        hashes = np.concatenate(hash_parts) if hash_parts else np.empty(0, np.uint64)
+        buckets = bucket_of(hashes, plan.partitions, plan.fingerprints).astype(np.int64)
+        by_bucket = np.argsort(buckets, kind="stable")
+        bounds = np.searchsorted(buckets[by_bucket], np.arange(plan.partitions + 1)).astype(np.int64)
+        workdir.save(workdir.candidate_path(plan.root, level, task, "words"), cand_words[by_bucket])
+        workdir.save(workdir.candidate_path(plan.root, level, task, "keys"), keys[by_bucket])
+        workdir.save(workdir.candidate_path(plan.root, level, task, "bounds"), bounds)
+    return {"task": task, "generated": int(fired.sum()), "fired": fired.tolist(), "properties": prop_min.tolist(),
+            "outside": outside_min.tolist(), "deadlock": int(deadlock)}
+
+
+def read_candidates(plan: LevelPlan, bucket: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket ``bucket``'s candidates of the level being expanded, from every range's candidate
+    file (only its slice of each), with global keys."""
+    nw, nl = plan.nwords, plan.nlabels
+    words_parts, key_parts = [], []
+    for t in range(len(plan.firsts) - 1):
+        if plan.firsts[t] == plan.firsts[t + 1]:
+            continue  # an empty range writes no file
+        bounds = workdir.load(workdir.candidate_path(plan.root, plan.level, t, "bounds"), np.int64)
+        lo, hi = int(bounds[bucket]), int(bounds[bucket + 1])
+        if lo == hi:
+            continue
+        words_parts.append(workdir.load_slice(workdir.candidate_path(plan.root, plan.level, t, "words"), np.uint64,
+                                              lo, hi, nw))
+        keys = workdir.load_slice(workdir.candidate_path(plan.root, plan.level, t, "keys"), np.int64, lo, hi)
+        key_parts.append(keys + np.int64(plan.firsts[t] * nl))
+    if not key_parts:
+        return np.empty((0, nw), np.uint64), np.empty(0, np.int64)
+    return np.concatenate(words_parts), np.concatenate(key_parts)
 
 
 def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partitions: int) -> list[tuple[int, tuple]]:
@@ -168,19 +222,10 @@ def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partition
     return out
 
 
-def deduplicate(plan: LevelPlan, bucket: int, items: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+def deduplicate(plan: LevelPlan, bucket: int) -> Iterator[tuple[int, tuple]]:
     """Step 2 for hash bucket ``bucket``: the new states of the bucket, each sent to the step-3 task
-    whose range holds its parent; coverage records passed on to the step-3 task of the same number."""
-    words_parts, key_parts = [], []
-    for key, item in items:
-        if item[0] == "coverage":
-            yield key, item
-        else:
-            words_parts.append(item[1])
-            key_parts.append(item[2])
-    nw = plan.nwords
-    words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
-    keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
+    whose range of parents holds its parent."""
+    words, keys = read_candidates(plan, bucket)
     if plan.fingerprints:
         words, keys, fps = _new_by_fingerprint(plan, bucket, words, keys)
         add_run(plan.root, bucket, plan.level + 1, fps)  # sorted: a run
@@ -355,19 +400,15 @@ def _past_the_cut(root: str, bucket: int, partitions: int, level: int, cut: int,
 
 def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
     """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
-    of the new level; return its counters and the first violating key of each check."""
+    of the new level; check their invariants; expand them (``plan.expand_next``: step 1 of the
+    next level, as its range ``task``). Returns its counters, the first violating key of each
+    invariant, and the expansion's record (``next``; None if not expanded)."""
     kernels = worker_kernels(plan, model_holder)
     model = kernels.model
-    coverage = None
     words_parts, key_parts = [], []
     for _, item in items:
-        if item[0] == "coverage":
-            coverage = item
-        else:
-            words_parts.append(item[1])
-            key_parts.append(item[2])
-    if coverage is None:
-        raise RuntimeError(f"level {plan.level + 1}, part {task}: the coverage record of its expand task is missing")
+        words_parts.append(item[1])
+        key_parts.append(item[2])
     words = np.concatenate(words_parts) if words_parts else np.empty((0, plan.nwords), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
     by_key = np.argsort(keys, kind="stable")
@@ -381,25 +422,25 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     if model.invariants and keys.size:
         first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
     label_action = np.array(model.label_action, np.int64)
-    _, generated, fired, prop_min, outside_min, deadlock = coverage
-    earliest(inv_min, outside_min)
+    expansion = expand_states(plan, kernels, new_level, task, words) if plan.expand_next else None
     return [{
-        "task": task, "count": int(keys.size), "generated": int(generated), "fired": fired.tolist(),
+        "task": task, "count": int(keys.size),
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),
-        "invariants": inv_min.tolist(), "properties": prop_min.tolist(), "deadlock": int(deadlock),
+        "invariants": inv_min.tolist(), "next": expansion,
     }]
 
 
-def count_until(plan: LevelPlan, model_holder: Any, task: int, cut: int) -> dict:
-    """For a run that stops at the transition with key ``cut`` (in task ``task``'s range): what task
-    ``task`` generated and found up to and including it, as the local engine counts a stop."""
+def count_until(plan: LevelPlan, model_holder: Any, lo: int, task: int, cut: int) -> dict:
+    """For a run that stops at the transition with key ``cut``: what the level's expansion range
+    starting at state ``lo`` generated up to and including it, and the new states up to it in
+    order task ``task``'s part (the one whose range of parents holds the cut's), as the local
+    engine counts a stop."""
     kernels = worker_kernels(plan, model_holder)
     model = kernels.model
     label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
     generated = 0
-    hi = min(plan.splits[task + 1], cut // plan.nlabels + 1)
-    for _, _, keys, *_ in transitions(plan, kernels, plan.splits[task], hi):
+    for _, _, keys, *_ in transitions(plan, kernels, read_frontier(plan, lo, cut // plan.nlabels + 1), lo):
         keys = keys[keys <= cut]
         generated += keys.size
         fired += np.bincount(label_action[keys % plan.nlabels], minlength=fired.shape[0])

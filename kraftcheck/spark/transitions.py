@@ -1,6 +1,7 @@
-"""A Spark expand task's transitions, chunk by chunk: the level's states of its range through the
+"""A Spark expansion's transitions, chunk by chunk: a range of a level's states through the
 compiled kernels, as candidates for deduplication (packed words, fingerprints, keys
-``parent * nlabels + label``) with what the task counts and checks of them (``tasks.expand``).
+``parent * nlabels + label``, the parent counted from a number the caller gives) with what the
+expansion counts and checks of them (``tasks.expand_states``).
 
 Two paths, as the local engine's: every transition a candidate (``every_row_chunks``), which a
 model with state or action constraints needs since each successor is checked against them; or
@@ -40,15 +41,15 @@ def read_frontier(plan: "LevelPlan", lo: int, hi: int) -> np.ndarray:
     return np.concatenate(pieces)
 
 
-def transitions(plan: "LevelPlan", kernels: Any, lo: int, hi: int) -> Iterator[tuple[Any, ...]]:
-    """Per chunk of states lo..hi: the successors' words, hashes, keys and property masks; which
-    of them lie outside the state or action constraints, with their invariant masks (TLC checks
-    the invariants on them too); and the key ``state * nlabels + nlabels - 1`` of the chunk's
-    first deadlocked state (no successor but itself; NO_HIT if none or not checked)."""
+def transitions(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int) -> Iterator[tuple[Any, ...]]:
+    """Per chunk of the states ``words``, numbered from ``lo`` on: the successors' words, hashes,
+    keys and property masks; which of them lie outside the state or action constraints, with
+    their invariant masks (TLC checks the invariants on them too); and the key
+    ``state * nlabels + nlabels - 1`` of the chunk's first deadlocked state (no successor but
+    itself; NO_HIT if none or not checked)."""
     from kraftcheck.checker.codegen import NO_LABEL
     from kraftcheck.checker.kernels.deadlock import first_stuck
     model = kernels.model
-    words = read_frontier(plan, lo, hi)
     nl = plan.nlabels
     chunk = max(1, CANDIDATES_PER_CHUNK // nl)
     buf = kernels.buffers(min(chunk, max(1, words.shape[0])))
@@ -101,13 +102,13 @@ class Chunk:
     stuck: int
 
 
-def every_row_chunks(plan: "LevelPlan", kernels: Any, lo: int, hi: int) -> Iterator[Chunk]:
-    """The chunks of states lo..hi with every transition a candidate, except those leaving the
-    constraints: what a constrained model needs (checked one by one, as the local engine's
-    candidate-row path does)."""
+def every_row_chunks(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int) -> Iterator[Chunk]:
+    """The chunks of the states ``words`` (numbered from ``lo`` on) with every transition a
+    candidate, except those leaving the constraints: what a constrained model needs (checked one
+    by one, as the local engine's candidate-row path does)."""
     model = kernels.model
     label_action = np.array(model.label_action, np.int64)
-    for words, hashes, keys, props, outside, masks, stuck in transitions(plan, kernels, lo, hi):
+    for words, hashes, keys, props, outside, masks, stuck in transitions(plan, kernels, words, lo):
         fired = np.bincount(label_action[keys % plan.nlabels], minlength=len(model.actions))
         prop_first = np.full(len(model.properties), NO_HIT, np.int64)
         if props is not None:
@@ -150,20 +151,20 @@ def _no_op(*_: Any) -> None:
     pass
 
 
-def distinct_chunks(plan: "LevelPlan", kernels: Any, lo: int, hi: int,
-                     chunk_states: Optional[int] = None) -> Iterator[Chunk]:
-    """The chunks of states lo..hi with only their distinct successors as candidates: the
-    kernels drop self-loops (never new) and keep each successor once per part of a chunk, with
-    its smallest candidate row (``Kernels.distinct_successors``, the local engine's path), so
-    the smallest key of each state is among the candidates and ``deduplicate`` keeps the same
-    one; the kernels still count every transition and find each property's first violating
-    row, and mark the states with a successor other than themselves (the deadlock check).
+def distinct_chunks(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int,
+                    chunk_states: Optional[int] = None) -> Iterator[Chunk]:
+    """The chunks of the states ``words`` (numbered from ``lo`` on) with only their distinct
+    successors as candidates: the kernels drop self-loops (never new) and keep each successor
+    once per part of a chunk, with its smallest candidate row (``Kernels.distinct_successors``,
+    the local engine's path), so the smallest key of each state is among the candidates and
+    ``deduplicate`` keeps the same one; the kernels still count every transition and find each
+    property's first violating row, and mark the states with a successor other than themselves
+    (the deadlock check).
     ``chunk_states``: states per chunk (at most; default ``_distinct_room``'s)."""
     from kraftcheck.checker.codegen import NO_LABEL
     from kraftcheck.checker.kernels.successor_rows import NO_ROW, TALLY_FIRED
     model = kernels.model
     nl, nactions = plan.nlabels, len(model.actions)
-    words = read_frontier(plan, lo, hi)
     buf, tables = _distinct_room(plan, kernels, chunk_states)
     step = chunk_states or buf.states
     for a in range(0, words.shape[0], step):

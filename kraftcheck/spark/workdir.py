@@ -15,6 +15,13 @@ file system (NFS, a mounted volume); on one machine any directory works. Layout:
     without gaps; each level adds a run of its new states, merged with the runs before it while
     they are not much larger (``MERGE_RATIO``), so a bucket has a few runs of decreasing size
     whatever the depth, and each state is rewritten a few times in all.
+``candidates/level-LLLL/from-TTTTT.{words,keys,bounds}``
+    the candidate successors of level L's states in range T (the states an ordering task wrote
+    as part T, or the T-th of P even slices after a resume): packed words, keys (int64,
+    ``index * nlabels + label`` with the index counted from the range's first state) and, since
+    they are grouped by hash bucket, the P + 1 offsets where each bucket's candidates start. The
+    next job's deduplication reads them; the driver removes them once that job is done, and a
+    resumed run removes them all and expands its last level again.
 
 Every file is written under a temporary name and renamed, with a name that depends only on what
 it holds, so a task that Spark runs twice writes the same file twice and a reader never sees half.
@@ -27,7 +34,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -41,6 +50,20 @@ def level_dir(root: str, level: int) -> Path:
 
 def part_path(root: str, level: int, part: int, kind: str) -> Path:
     return level_dir(root, level) / f"part-{part:05d}.{kind}"
+
+
+def candidates_dir(root: str, level: int) -> Path:
+    return Path(root) / "candidates" / f"level-{level:04d}"
+
+
+def candidate_path(root: str, level: int, task: int, kind: str) -> Path:
+    """The ``kind`` file (``words``, ``keys`` or ``bounds``) of level ``level``'s candidates from range ``task``."""
+    return candidates_dir(root, level) / f"from-{task:05d}.{kind}"
+
+
+def remove_candidates(root: str, level: Optional[int] = None) -> None:
+    """Remove level ``level``'s candidate files (every level's if None)."""
+    shutil.rmtree(Path(root) / "candidates" if level is None else candidates_dir(root, level), ignore_errors=True)
 
 
 def bucket_dir(root: str, bucket: int) -> Path:
