@@ -91,10 +91,10 @@ def _unpack_lines(layout: Layout) -> list[str]:
         if e.bits == 0:
             lines.append(f"    f[{e.flat}] = {lo}")
         elif lo:  # the word holds the distance from the field's smallest value
-            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1})) "
-                         f"+ int32({lo})")
+            lines.append(f"    f[{e.flat}] = int64((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1})) "
+                         f"+ int64({lo})")
         else:
-            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
+            lines.append(f"    f[{e.flat}] = int64((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
     return lines
 
 
@@ -151,7 +151,8 @@ def _pack_lines(layout: Layout) -> list[str]:
 def _record_descr(layout: Layout) -> list:
     """The state record's numpy description (``layout.dtype``), as literals the generated module
     can hold."""
-    return [(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4") for f in layout.fields]
+    kinds = [layout.dtype[name] for name in layout.dtype.names]
+    return [(name, k.base.str, k.shape) if k.shape else (name, k.str) for name, k in zip(layout.dtype.names, kinds)]
 
 
 def _element_writes(layout: Layout, writes: tuple[Write, ...]) -> tuple[list, list]:
@@ -240,7 +241,7 @@ DECLINED_COMPARE_MAX_ELEMENTS = 32
 
 def declined_dirty_expr(model: Model, ai: int, succ: str, source: str) -> str | None:
     """An expression that is true when an instance of action ``ai`` that returned False left its
-    successor (the int32 row ``succ``) other than its source (``source``): a spec's bug
+    successor (the int64 row ``succ``) other than its source (``source``): a spec's bug
     (``errors.wrote_and_declined``), which the interpreted tiers refuse; left unchecked, the next
     instance would start from the written record. None when the action's source shows it cannot
     decline after touching ``t`` (``writes.may_decline_after_touching``: most actions, the
@@ -494,13 +495,13 @@ def table_expand_source() -> str:
         "           select):",
         '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]."""',
         "    batch = max(1, BATCH_ROWS // max(instances, 1))",
-        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int32)",
+        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int64)",
         "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_sources = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_props = np.zeros(max(batch * instances, 1), np.uint64)",
         # fire and pack reach these through addresses (no reference counting: kernels.addresses)
         "    succ_at = uint64(succ_owner.ctypes.data)",
-        "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int32)",
+        "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int64)",
         "    labels_at = uint64(succ_labels.ctypes.data)",
         "    sources_at = uint64(succ_sources.ctypes.data)",
         "    props_at = uint64(succ_props.ctypes.data)",
@@ -571,16 +572,16 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
-        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int32)",
+        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int64)",
         "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
         "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
-        "    row_bytes = uint64(4 * SIZE)",
+        "    row_bytes = uint64(8 * SIZE)",
         "    n = 0",
         "    t = carray(as_voidptr(succ_at), 1, RECORD)[0]",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
-        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int64)",
         "        s = carray(as_voidptr(sf_at), 1, RECORD)[0]",
         "        restore(sf, succ[n])",
     ]
@@ -639,7 +640,7 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
 
 
 def _as_records_lines() -> list[str]:
-    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD)."""
+    """``as_records``: the int64 rows of the chunk's states seen as records (RECORD)."""
     return [
         "if config.DISABLE_JIT:",
         "    def as_records(flat):",
@@ -647,7 +648,7 @@ def _as_records_lines() -> list[str]:
         "else:",
         '    @njit(cache=True, inline="always")',
         "    def as_records(flat):",
-        '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
+        '        """The int64 rows ``flat`` (one state a row) as records with the fields\' names."""',
         "        return flat.view(RECORD)[:, 0]",
     ]
 
@@ -687,15 +688,15 @@ def _layout_source(model: Model, table: bool) -> str:
     pack_inline = ', inline="always"' if len(layout.elements) <= INLINE_PACK_MAX_ELEMENTS else ""
     out = _header(f"Layout kernels of spec {model.spec.name}") + [
         "import numpy as np",
-        "from numba import config, int32, njit, uint64",
+        "from numba import config, int64, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
         "",
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
-        # Kernels take the unpacked states as int32 rows and see them as records here: a record
+        # Kernels take the unpacked states as int64 rows and see them as records here: a record
         # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
-        # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
+        # for the Kafka model's, times 18 kernels a chunk), an int64 array next to nothing.
         f"RECORD = np.dtype({_record_descr(layout)!r})",
         "",
         "",
@@ -741,7 +742,7 @@ def _layout_source(model: Model, table: bool) -> str:
         "",
         "@njit(cache=True, nogil=True)",
         "def unpack_range(words, lo, hi, offset, flat, cv):",
-        '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s records."""',
+        '    """Unpack words[lo:hi] into the int64 rows flat[offset:] of the chunk\'s records."""',
         "    for j in range(hi - lo):",
         "        unpack(words, lo + j, flat[offset + j], cv)",
         "",
@@ -764,7 +765,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
             *_uses_layout(layout_module, ("RECORD", "restore")),
-            "SIZE = RECORD.itemsize // 4",
+            "SIZE = RECORD.itemsize // 8",
             "",
             "",
             *_fire_kernel(model, ai, name, props),

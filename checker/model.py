@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError, wrote_and_declined
-from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.layout import ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
 
@@ -213,7 +213,7 @@ class Model:
                 return False
         if before is not None and self.action_constraints:
             rec = self.layout.new_records(2)
-            ints = rec.view("int32")
+            ints = rec.view(ELEMENT)
             ints[: self.layout.size] = before
             ints[self.layout.size:] = after
             return all(c.fn(rec[0], rec[1]) for c in self.action_constraints)
@@ -237,7 +237,7 @@ class Model:
         """The successor of ``flat`` under ``label``, or None if the action is disabled there."""
         lab = self.labels[label]
         rec = self.layout.new_records(2)
-        ints = rec.view("int32")
+        ints = rec.view(ELEMENT)
         ints[: self.layout.size] = flat
         ints[self.layout.size:] = flat
         if not lab.action.fn(rec[0], rec[1], *lab.values):
@@ -254,7 +254,7 @@ class Model:
 
     def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
         rec = self.layout.new_records(2)
-        ints = rec.view("int32")
+        ints = rec.view(ELEMENT)
         ints[: self.layout.size] = before
         ints[self.layout.size:] = after
         return [p.name for p in self.properties if not p.fn(rec[0], rec[1])]

@@ -22,7 +22,6 @@ import threading
 from typing import Any, Callable, Iterator
 
 import numba
-import numpy as np
 from numba.core import compiler, typed_passes, typing
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.compiler_machinery import FunctionPass, register_pass
@@ -114,8 +113,7 @@ def _typing_only(typer: _Typer) -> Iterator[None]:
 
 def record_type(layout: Layout):
     """numba's type of the state record the kernels hand the spec's functions (codegen's RECORD)."""
-    return numba.from_dtype(np.dtype([(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4")
-                                      for f in layout.fields]))
+    return numba.from_dtype(layout.dtype)
 
 
 def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:

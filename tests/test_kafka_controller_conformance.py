@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from kraftcheck.checker.layout import ELEMENT
 from kraftcheck.checker.model import Model
 from kraftcheck.specs.kafka.params import KafkaParams
 from kraftcheck.specs.kafka.spec import KafkaReplication
@@ -211,7 +212,7 @@ class Partition:
         layout = self.model.layout
         before = self.marked(before)
         rec = layout.new_records(2)
-        ints = rec.view("int32")
+        ints = rec.view(ELEMENT)
         ints[:layout.size] = before
         ints[layout.size:] = before
         s, t = rec[0], rec[1]
@@ -227,7 +228,7 @@ class Partition:
         election on) on ISR ``target_isr``: (leader, unclean)."""
         layout = self.model.layout
         rec = layout.new_records(1)
-        rec.view("int32")[:layout.size] = before
+        rec.view(ELEMENT)[:layout.size] = before
         s = rec[0]
         isr = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
         how, choices = controller.election(s, isr, int(s.c_elr), int(s.c_fenced))
@@ -839,7 +840,7 @@ def test_isr_enlargement_completes_reassignment(protocol):
     layout = p.model.layout
     before = p.marked(s)
     rec = layout.new_records(2)
-    ints = rec.view("int32")
+    ints = rec.view(ELEMENT)
     ints[:layout.size] = before
     ints[layout.size:] = before
     controller.update_isr(rec[1], p.mask((1, 2, 3, 4)), 0)

@@ -10,6 +10,7 @@ import numpy as np
 from kraftcheck.checker.codegen import layout_values, load_kernels, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import ELEMENT
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
                                                       gather_part, reseat, seen_table_size, tally_width)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
@@ -23,9 +24,9 @@ class ChunkBuffers:
     def __init__(self, states: int, nlabels: int, layout, with_props: bool) -> None:
         rows = max(1, states * nlabels)
         self.states = states
-        # the chunk's states unpacked once (int32 rows, seen as records by the kernels), read by
-        # every action kernel
-        self.flat = np.zeros((max(1, states), layout.size), np.int32)
+        # the chunk's states unpacked once (rows of the record's elements, seen as records by the
+        # kernels), read by every action kernel
+        self.flat = np.zeros((max(1, states), layout.size), ELEMENT)
         for index, value in layout.consts:
             self.flat[:, index] = value
         self.words = np.empty((rows, layout.nwords), np.uint64)
@@ -124,10 +125,10 @@ class Kernels:
         # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
         self.const_values = layout_values(model.layout, self.module.LAYOUT_TABLE)
         self.threads = thread_count()
-        # Two scratch states (source, successor) per thread as int32 rows, far enough apart that
+        # Two scratch states (source, successor) per thread as rows, far enough apart that
         # threads never write to the same cache line (false sharing halved throughput).
         stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
-        flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
+        flat = np.zeros((stride * self.threads, model.layout.size), ELEMENT)
         self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
         self.nactions = len(model.actions)
         self.tally_width = tally_width(self.nactions, model.kernel_property_count)
@@ -144,7 +145,7 @@ class Kernels:
             raise TypeError(f"packed states must be a 2-D uint64 array with {self.nwords} words per row")
 
     def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
-        rows = np.array(flats, dtype=np.int32).reshape(len(flats), self.model.layout.size)
+        rows = np.array(flats, dtype=ELEMENT).reshape(len(flats), self.model.layout.size)
         words = np.zeros((len(flats), self.nwords), np.uint64)
         bad = self.module.pack_rows(rows, words, self.const_values)
         if bad >= 0:
@@ -157,7 +158,7 @@ class Kernels:
 
     def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
         self._check_batch(words)
-        rows = np.zeros((words.shape[0], self.model.layout.size), np.int32)
+        rows = np.zeros((words.shape[0], self.model.layout.size), ELEMENT)
         self.module.unpack_rows(words, rows, self.const_values)
         return [tuple(int(x) for x in r) for r in rows]
 
