@@ -91,10 +91,10 @@ def _unpack_lines(layout: Layout) -> list[str]:
         if e.bits == 0:
             lines.append(f"    f[{e.flat}] = {lo}")
         elif lo:  # the word holds the distance from the field's smallest value
-            lines.append(f"    f[{e.flat}] = int64((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1})) "
-                         f"+ int64({lo})")
+            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1})) "
+                         f"+ int32({lo})")
         else:
-            lines.append(f"    f[{e.flat}] = int64((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
+            lines.append(f"    f[{e.flat}] = int32((w{e.word} >> uint64({e.shift})) & uint64({(1 << e.bits) - 1}))")
     return lines
 
 
@@ -148,11 +148,11 @@ def _pack_lines(layout: Layout) -> list[str]:
     return lines
 
 
-def _record_descr(layout: Layout) -> list:
-    """The state record's numpy description (``layout.dtype``), as literals the generated module
-    can hold."""
-    kinds = [layout.dtype[name] for name in layout.dtype.names]
-    return [(name, k.base.str, k.shape) if k.shape else (name, k.str) for name, k in zip(layout.dtype.names, kinds)]
+def _record_descr(dtype: np.dtype) -> list:
+    """A record's numpy description (``layout.dtype`` or ``layout.successor_dtype``), as literals
+    the generated module can hold."""
+    kinds = [dtype[name] for name in dtype.names]
+    return [(name, k.base.str, k.shape) if k.shape else (name, k.str) for name, k in zip(dtype.names, kinds)]
 
 
 def _element_writes(layout: Layout, writes: tuple[Write, ...]) -> tuple[list, list]:
@@ -326,7 +326,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         *_selected_bits_lines("select", "pb", len(props)),
         "    recs = as_records(flat)",
-        "    t = as_records(scratch)[1]",
+        "    t = as_successor_records(scratch)[1]",
         "    tf = scratch[1]",
         *_ring_lines(str(instances)),
         "        s = recs[i]",
@@ -578,10 +578,10 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
         "    row_bytes = uint64(8 * SIZE)",
         "    n = 0",
-        "    t = carray(as_voidptr(succ_at), 1, RECORD)[0]",
+        "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_RECORD)[0]",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
-        "        sf = carray(as_voidptr(sf_at), SIZE, np.int64)",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
         "        s = carray(as_voidptr(sf_at), 1, RECORD)[0]",
         "        restore(sf, succ[n])",
     ]
@@ -601,7 +601,7 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
         lines.append(f"{body}props[n] = m")
     lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
-              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, RECORD)[0]"]
+              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, SUCCESSOR_RECORD)[0]"]
     dirty = declined_dirty_expr(model, ai, "succ[n]", "sf")
     if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
         lines.append(f"{indent}elif {dirty}:")
@@ -640,16 +640,25 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
 
 
 def _as_records_lines() -> list[str]:
-    """``as_records``: the int64 rows of the chunk's states seen as records (RECORD)."""
+    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD);
+    ``as_successor_records``: the int64 rows actions write successors into (SUCCESSOR_RECORD)."""
     return [
         "if config.DISABLE_JIT:",
         "    def as_records(flat):",
         "        return flat.view(RECORD)[:, 0].view(np.recarray)",
+        "",
+        "    def as_successor_records(rows):",
+        "        return rows.view(SUCCESSOR_RECORD)[:, 0].view(np.recarray)",
         "else:",
         '    @njit(cache=True, inline="always")',
         "    def as_records(flat):",
-        '        """The int64 rows ``flat`` (one state a row) as records with the fields\' names."""',
+        '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
         "        return flat.view(RECORD)[:, 0]",
+        "",
+        '    @njit(cache=True, inline="always")',
+        "    def as_successor_records(rows):",
+        '        """The int64 rows ``rows`` (one successor a row) as records with the fields\' names."""',
+        "        return rows.view(SUCCESSOR_RECORD)[:, 0]",
     ]
 
 
@@ -666,7 +675,8 @@ def _record_source(model: Model) -> str:
         "from kraftcheck.checker.kernels.layout_table import (pack, pack_rows, restore, set_consts, unpack,",
         "                                                    unpack_range, unpack_rows)",
         "",
-        f"RECORD = np.dtype({_record_descr(layout)!r})",
+        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
+        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
         "",
         "",
         *_as_records_lines(),
@@ -688,16 +698,17 @@ def _layout_source(model: Model, table: bool) -> str:
     pack_inline = ', inline="always"' if len(layout.elements) <= INLINE_PACK_MAX_ELEMENTS else ""
     out = _header(f"Layout kernels of spec {model.spec.name}") + [
         "import numpy as np",
-        "from numba import config, int64, njit, uint64",
+        "from numba import config, int32, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
         "",
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
-        # Kernels take the unpacked states as int64 rows and see them as records here: a record
+        # Kernels take the unpacked states as int32 rows and see them as records here: a record
         # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
-        # for the Kafka model's, times 18 kernels a chunk), an int64 array next to nothing.
-        f"RECORD = np.dtype({_record_descr(layout)!r})",
+        # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
+        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
+        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
         "",
         "",
         *_as_records_lines(),
@@ -742,7 +753,7 @@ def _layout_source(model: Model, table: bool) -> str:
         "",
         "@njit(cache=True, nogil=True)",
         "def unpack_range(words, lo, hi, offset, flat, cv):",
-        '    """Unpack words[lo:hi] into the int64 rows flat[offset:] of the chunk\'s records."""',
+        '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s records."""',
         "    for j in range(hi - lo):",
         "        unpack(words, lo + j, flat[offset + j], cv)",
         "",
@@ -764,8 +775,8 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from kraftcheck.checker.kernels.addresses import as_voidptr",
             "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
-            *_uses_layout(layout_module, ("RECORD", "restore")),
-            "SIZE = RECORD.itemsize // 8",
+            *_uses_layout(layout_module, ("RECORD", "SUCCESSOR_RECORD", "restore")),
+            "SIZE = RECORD.itemsize // 4",
             "",
             "",
             *_fire_kernel(model, ai, name, props),
@@ -783,7 +794,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
         *(["from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step"]
           if writes is not None else []),
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_records", "pack", "restore")),
+        *_uses_layout(layout_module, ("as_records", "as_successor_records", "pack", "restore")),
         "",
         f"NO_LABEL = {NO_LABEL}",
         "",

@@ -108,12 +108,12 @@ def test_generated_packing_of_a_field_from_zero_is_what_it_always_was():
     from kraftcheck.checker import codegen
 
     from_zero = Layout([Int("x", 3, (2,)), Const("c", 5)])
-    assert codegen._unpack_lines(from_zero)[1:] == ["    f[0] = int64((w0 >> uint64(0)) & uint64(3))",
-                                                    "    f[1] = int64((w0 >> uint64(2)) & uint64(3))"]
+    assert codegen._unpack_lines(from_zero)[1:] == ["    f[0] = int32((w0 >> uint64(0)) & uint64(3))",
+                                                    "    f[1] = int32((w0 >> uint64(2)) & uint64(3))"]
     assert codegen._pack_lines(from_zero)[0] == "    ok0 = (f[0] >= 0) & (f[0] < 4) & (f[1] >= 0) & (f[1] < 4) & (f[2] == cv[0])"
     assert codegen._pack_lines(from_zero)[3] == "    w0 = (uint64(f[0]) << uint64(0)) | (uint64(f[1]) << uint64(2))"
     from_minus_one = Layout([Int("x", -1, 2, (2,)), Const("c", -5)])
-    assert codegen._unpack_lines(from_minus_one)[1] == "    f[0] = int64((w0 >> uint64(0)) & uint64(3)) + int64(-1)"
+    assert codegen._unpack_lines(from_minus_one)[1] == "    f[0] = int32((w0 >> uint64(0)) & uint64(3)) + int32(-1)"
     assert codegen._pack_lines(from_minus_one)[0] == \
         "    ok0 = (f[0] >= -1) & (f[0] < 3) & (f[1] >= -1) & (f[1] < 3) & (f[2] == cv[0])"
     assert codegen._pack_lines(from_minus_one)[3] == \

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from kraftcheck.checker.layout import ELEMENT
 from kraftcheck.checker.model import Model
 from kraftcheck.specs.kafka.params import KafkaParams
 from kraftcheck.specs.kafka.spec import KafkaReplication
@@ -212,7 +211,7 @@ class Partition:
         layout = self.model.layout
         before = self.marked(before)
         rec = layout.new_records(2)
-        ints = rec.view(ELEMENT)
+        ints = rec.view("int32")
         ints[:layout.size] = before
         ints[layout.size:] = before
         s, t = rec[0], rec[1]
@@ -228,7 +227,7 @@ class Partition:
         election on) on ISR ``target_isr``: (leader, unclean)."""
         layout = self.model.layout
         rec = layout.new_records(1)
-        rec.view(ELEMENT)[:layout.size] = before
+        rec.view("int32")[:layout.size] = before
         s = rec[0]
         isr = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
         how, choices = controller.election(s, isr, int(s.c_elr), int(s.c_fenced))
@@ -843,7 +842,7 @@ def test_isr_enlargement_completes_reassignment(protocol):
     layout = p.model.layout
     before = p.marked(s)
     rec = layout.new_records(2)
-    ints = rec.view(ELEMENT)
+    ints = rec.view("int32")
     ints[:layout.size] = before
     ints[layout.size:] = before
     controller.update_isr(rec[1], p.mask((1, 2, 3, 4)), 0)

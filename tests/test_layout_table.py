@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kraftcheck.checker.codegen import layout_values, uses_layout_table, write_kernel_module
 from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.layout import ELEMENT, Layout
+from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Bool, Const, Enum, Int
 from kraftcheck.specs.kafka.spec import KafkaReplication as KafkaSpec
@@ -56,7 +56,7 @@ def _random_flats(layout: Layout, rng: np.random.Generator, n: int) -> list[tupl
 
 
 def _pack_with_table(layout: Layout, flats: list[tuple[int, ...]]) -> tuple[int, np.ndarray, np.ndarray]:
-    rows = np.array(flats, ELEMENT).reshape(len(flats), layout.size)
+    rows = np.array(flats, SUCCESSOR_ELEMENT).reshape(len(flats), layout.size)
     words = np.zeros((len(flats), layout.nwords), np.uint64)
     bad = layout_table.pack_rows(rows, words, layout_table.table(layout))
     return bad, words, rows
@@ -81,7 +81,7 @@ def test_table_pack_and_unpack_match_the_reference(layout):
 def test_table_pack_fingerprints_as_the_reference():
     layout = _odd_layout()
     flats = _random_flats(layout, np.random.default_rng(3), 50)
-    rows = np.array(flats, ELEMENT)
+    rows = np.array(flats, SUCCESSOR_ELEMENT)
     words = np.zeros((len(flats), layout.nwords), np.uint64)
     hashes = np.zeros(len(flats), np.uint64)
     table = layout_table.table(layout)

@@ -7,7 +7,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.layout import ELEMENT
 from kraftcheck.checker.explore.state_graph import CompiledGraph
 from kraftcheck.checker.spec import Predicate
 
@@ -15,13 +14,13 @@ BATCH = 1 << 18
 
 
 def flat_rows(kernels: Any, words: np.ndarray) -> np.ndarray:
-    """Packed states as flat rows of the record's elements (constants filled in). One thread: writing the rows is
+    """Packed states as flat int32 rows (constants filled in). One thread: writing the rows is
     bound by memory bandwidth, and two threads measured no faster."""
     module = getattr(kernels, "module", None)
     words = np.ascontiguousarray(words)
     if module is None:
-        return np.array(kernels.unpack(words), ELEMENT).reshape(words.shape[0], kernels.model.layout.size)
-    rows = np.empty((words.shape[0], kernels.model.layout.size), ELEMENT)
+        return np.array(kernels.unpack(words), np.int32).reshape(words.shape[0], kernels.model.layout.size)
+    rows = np.empty((words.shape[0], kernels.model.layout.size), np.int32)
     module.unpack_rows(words, rows, kernels.const_values)
     return rows
 

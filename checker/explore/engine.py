@@ -62,11 +62,10 @@ SUCCESSORS_PER_CHUNK = 1 << 16
 # of 2^21 successors against 2^20 and 2^19 (bench/RESULTS.md, session 15).
 DISTINCT_CANDIDATES_PER_CHUNK = 1 << 22
 DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
-# Whatever the path, a chunk's unpacked states (a row of int64 elements each, which every action
-# kernel reads) stay within this many elements: the default Kafka check (147 ints a state, 75
-# labels) ran 1.2-1.4x slower with twice the 2^20 candidate rows, twice as many unpacked states
-# (bench/RESULTS.md, session 14; the elements were int32 then).
-UNPACKED_ELEMENTS_PER_CHUNK = 2 << 20
+# Whatever the path, a chunk's unpacked states (an int32 row each, which every action kernel
+# reads) stay within this: the default Kafka check (147 ints a state, 75 labels) ran 1.2-1.4x
+# slower with twice the 2^20 candidate rows, 16 MB of unpacked states (bench/RESULTS.md, session 14).
+UNPACKED_BYTES_PER_CHUNK = 8 << 20
 # states per chunk while interpreting: small, so the switch to compiled kernels comes soon
 INTERPRETED_CHUNK_STATES = 64
 # The interpreted tier explores for at most this many seconds (``KRAFTCHECK_INTERPRET_S``) while
@@ -191,13 +190,13 @@ class Engine:
         """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
         candidate rows if given, else as many as the path the run will take wants
         (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or recorded, or
-        every chunk is interpreted), and at most UNPACKED_ELEMENTS_PER_CHUNK of unpacked states."""
+        every chunk is interpreted), and at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
         candidates = self.chunk_candidates
         if candidates is None:
             compiled = self.compile != "never" and not numba.config.DISABLE_JIT
             distinct = compiled and not (options.symmetry or options.record_graph or every_row_needed(model))
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
-        unpacked = UNPACKED_ELEMENTS_PER_CHUNK // model.layout.size
+        unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
 
     @staticmethod

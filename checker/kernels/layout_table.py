@@ -33,7 +33,7 @@ LLVM from vectorising) and two loops (bench/RESULTS.md, session 16).
 from __future__ import annotations
 
 import numpy as np
-from numba import int64, njit, uint64
+from numba import int32, njit, uint64
 
 from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step
 
@@ -71,9 +71,9 @@ def _columns(cv):
 
 @njit(cache=True)
 def pack(f, words, hashes, row, cv):
-    """Pack the state ``f`` (an int64 row) into ``words[row]`` and its fingerprint into ``hashes[row]``;
-    False if an element is outside its domain or a constant changed (``words[row]`` may then
-    hold anything, ``hashes[row]`` is not written)."""
+    """Pack the successor ``f`` (an int64 row, as actions write it) into ``words[row]`` and its
+    fingerprint into ``hashes[row]``; False if an element is outside its domain or a constant
+    changed (``words[row]`` may then hold anything, ``hashes[row]`` is not written)."""
     lo, span, shift, mask = _columns(cv)
     bad = 0
     h = uint64(GOLDEN)
@@ -97,13 +97,13 @@ def pack(f, words, hashes, row, cv):
 
 @njit(cache=True, inline="always")
 def unpack(words, row, f, cv):
-    """Unpack ``words[row]`` into the state ``f`` (an int64 row) (constants included)."""
+    """Unpack ``words[row]`` into the state ``f``, an int32 row (constants included)."""
     lo, span, shift, mask = _columns(cv)
     for j in range(cv[1]):
         w = words[row, j]
         k, end = uint64(cv[HEADER + j]), uint64(cv[HEADER + j + 1])
         while k < end:
-            f[k] = cv[lo + k] + int64((w >> uint64(cv[shift + k])) & uint64(cv[mask + k]))
+            f[k] = cv[lo + k] + int32((w >> uint64(cv[shift + k])) & uint64(cv[mask + k]))
             k += uint64(1)
 
 
@@ -142,6 +142,6 @@ def unpack_rows(words, flat_rows, cv):
 
 @njit(cache=True, nogil=True)
 def unpack_range(words, lo, hi, offset, flat, cv):
-    """Unpack words[lo:hi] into the int64 rows flat[offset:] of the chunk's records."""
+    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk's records."""
     for j in range(hi - lo):
         unpack(words, lo + j, flat[offset + j], cv)

@@ -21,7 +21,7 @@ from numba import cfunc, typeof, types
 from numba.core.caching import FunctionCache
 
 # What every ``fire`` kernel takes and returns: the address of the first of a batch of source
-# states (rows of int64 elements), the bytes from one to the next, how many; the addresses (``kernels.addresses``:
+# states (int32 rows), the bytes from one to the next, how many; the addresses (``kernels.addresses``:
 # no reference counting) of the successor rows (one per instance and state, and one more), of their
 # labels, of their states' places in the batch and of their transition-property masks; the
 # action's first label; the selected properties' mask. Returns the instances that fired.

@@ -125,7 +125,7 @@ _rooms: dict[str, tuple[Any, Any]] = {}  # model identity -> (buffers, repeat ta
 def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None) -> tuple[Any, Any]:
     """The chunk buffers and repeat tables of the distinct-successor path for chunks of
     ``states`` states; by default the local engine's chunks (DISTINCT_CANDIDATES_PER_CHUNK
-    candidate rows, at most UNPACKED_ELEMENTS_PER_CHUNK of unpacked states), allocated once per
+    candidate rows, at most UNPACKED_BYTES_PER_CHUNK of unpacked states), allocated once per
     worker and model (their pages are touched only as far as a chunk uses them)."""
     from kraftcheck.checker.explore.compiled import RepeatTables
 
@@ -137,9 +137,9 @@ def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None
         return new_room(states)
     room = _rooms.get(plan.run)
     if room is None:
-        from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_ELEMENTS_PER_CHUNK
+        from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_BYTES_PER_CHUNK
         room = new_room(max(1, min(DISTINCT_CANDIDATES_PER_CHUNK // plan.nlabels,
-                                   UNPACKED_ELEMENTS_PER_CHUNK // kernels.model.layout.size)))
+                                   UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size))))
         if len(_rooms) >= ROOMS_KEPT:
             _rooms.pop(next(iter(_rooms)))
         _rooms[plan.run] = room
