@@ -148,10 +148,11 @@ def _pack_lines(layout: Layout) -> list[str]:
     return lines
 
 
-def _record_descr(layout: Layout) -> list:
-    """The state record's numpy description (``layout.dtype``), as literals the generated module
-    can hold."""
-    return [(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4") for f in layout.fields]
+def _record_descr(dtype: np.dtype) -> list:
+    """A record's numpy description (``layout.dtype`` or ``layout.successor_dtype``), as literals
+    the generated module can hold."""
+    kinds = [dtype[name] for name in dtype.names]
+    return [(name, k.base.str, k.shape) if k.shape else (name, k.str) for name, k in zip(dtype.names, kinds)]
 
 
 def _element_writes(layout: Layout, writes: tuple[Write, ...]) -> tuple[list, list]:
@@ -240,7 +241,7 @@ DECLINED_COMPARE_MAX_ELEMENTS = 32
 
 def declined_dirty_expr(model: Model, ai: int, succ: str, source: str) -> str | None:
     """An expression that is true when an instance of action ``ai`` that returned False left its
-    successor (the int32 row ``succ``) other than its source (``source``): a spec's bug
+    successor (the int64 row ``succ``) other than its source (``source``): a spec's bug
     (``errors.wrote_and_declined``), which the interpreted tiers refuse; left unchecked, the next
     instance would start from the written record. None when the action's source shows it cannot
     decline after touching ``t`` (``writes.may_decline_after_touching``: most actions, the
@@ -325,7 +326,7 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         *_selected_bits_lines("select", "pb", len(props)),
         "    recs = as_records(flat)",
-        "    t = as_records(scratch)[1]",
+        "    t = as_successor_records(scratch)[1]",
         "    tf = scratch[1]",
         *_ring_lines(str(instances)),
         "        s = recs[i]",
@@ -494,13 +495,13 @@ def table_expand_source() -> str:
         "           select):",
         '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]."""',
         "    batch = max(1, BATCH_ROWS // max(instances, 1))",
-        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int32)",
+        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int64)",
         "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_sources = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_props = np.zeros(max(batch * instances, 1), np.uint64)",
         # fire and pack reach these through addresses (no reference counting: kernels.addresses)
         "    succ_at = uint64(succ_owner.ctypes.data)",
-        "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int32)",
+        "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int64)",
         "    labels_at = uint64(succ_labels.ctypes.data)",
         "    sources_at = uint64(succ_sources.ctypes.data)",
         "    props_at = uint64(succ_props.ctypes.data)",
@@ -571,13 +572,13 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
-        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int32)",
+        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int64)",
         "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
         "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
-        "    row_bytes = uint64(4 * SIZE)",
+        "    row_bytes = uint64(8 * SIZE)",
         "    n = 0",
-        "    t = carray(as_voidptr(succ_at), 1, RECORD)[0]",
+        "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_RECORD)[0]",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
         "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
@@ -600,7 +601,7 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
         lines.append(f"{body}props[n] = m")
     lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
-              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, RECORD)[0]"]
+              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, SUCCESSOR_RECORD)[0]"]
     dirty = declined_dirty_expr(model, ai, "succ[n]", "sf")
     if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
         lines.append(f"{indent}elif {dirty}:")
@@ -639,16 +640,25 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
 
 
 def _as_records_lines() -> list[str]:
-    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD)."""
+    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD);
+    ``as_successor_records``: the int64 rows actions write successors into (SUCCESSOR_RECORD)."""
     return [
         "if config.DISABLE_JIT:",
         "    def as_records(flat):",
         "        return flat.view(RECORD)[:, 0].view(np.recarray)",
+        "",
+        "    def as_successor_records(rows):",
+        "        return rows.view(SUCCESSOR_RECORD)[:, 0].view(np.recarray)",
         "else:",
         '    @njit(cache=True, inline="always")',
         "    def as_records(flat):",
         '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
         "        return flat.view(RECORD)[:, 0]",
+        "",
+        '    @njit(cache=True, inline="always")',
+        "    def as_successor_records(rows):",
+        '        """The int64 rows ``rows`` (one successor a row) as records with the fields\' names."""',
+        "        return rows.view(SUCCESSOR_RECORD)[:, 0]",
     ]
 
 
@@ -665,7 +675,8 @@ def _record_source(model: Model) -> str:
         "from kraftcheck.checker.kernels.layout_table import (pack, pack_rows, restore, set_consts, unpack,",
         "                                                    unpack_range, unpack_rows)",
         "",
-        f"RECORD = np.dtype({_record_descr(layout)!r})",
+        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
+        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
         "",
         "",
         *_as_records_lines(),
@@ -696,7 +707,8 @@ def _layout_source(model: Model, table: bool) -> str:
         # Kernels take the unpacked states as int32 rows and see them as records here: a record
         # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
         # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
-        f"RECORD = np.dtype({_record_descr(layout)!r})",
+        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
+        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
         "",
         "",
         *_as_records_lines(),
@@ -763,7 +775,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from kraftcheck.checker.kernels.addresses import as_voidptr",
             "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
-            *_uses_layout(layout_module, ("RECORD", "restore")),
+            *_uses_layout(layout_module, ("RECORD", "SUCCESSOR_RECORD", "restore")),
             "SIZE = RECORD.itemsize // 4",
             "",
             "",
@@ -782,7 +794,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
         *(["from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step"]
           if writes is not None else []),
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_records", "pack", "restore")),
+        *_uses_layout(layout_module, ("as_records", "as_successor_records", "pack", "restore")),
         "",
         f"NO_LABEL = {NO_LABEL}",
         "",

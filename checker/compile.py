@@ -34,6 +34,7 @@ import numpy as np
 
 from kraftcheck.checker.codegen import import_kernel_module, imported_modules
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
@@ -53,7 +54,7 @@ class KernelShapes:
     module_name: str
     module_path: str
     dtype_descr: list            # numpy's description of the state record
-    size: int                    # int32 elements in a state record
+    size: int                    # elements in a state record
     nwords: int                  # uint64 words in a packed state
     nlabels: int
     nconsts: int
@@ -143,25 +144,27 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     """Call every kernel of ``module`` once on empty arrays of the engine's argument types, which
     compiles it (or loads it from numba's cache); ``on_kernel(i, n, what)`` before each. With
     ``claim``, only the kernels ``i`` it grants (processes compiling one module together)."""
-    # built as the engine builds them (C-contiguous int32 rows, scratch a slice of a larger
-    # array), so the types match
-    scratch = np.zeros((4, shapes.size), np.int32)[0:2]
-    flat = np.zeros((1, shapes.size), np.int32)
+    # built as the engine builds them (C-contiguous rows: states of int32, successors of int64;
+    # scratch a slice of a larger array), so the types match
+    scratch = np.zeros((4, shapes.size), SUCCESSOR_ELEMENT)[0:2]
+    state_scratch = np.zeros((4, shapes.size), ELEMENT)[0:2]
+    flat = np.zeros((1, shapes.size), ELEMENT)
     words = np.zeros((1, shapes.nwords), np.uint64)
     hashes = np.zeros(1, np.uint64)
     labels = np.zeros(1, np.uint16)
     props = np.zeros(1, np.uint64)
     err = np.full(2, -1, np.int64)
     cv = np.zeros(max(1, shapes.nconsts), np.int32)
-    rows = np.zeros((1, shapes.size), np.int32)
+    rows = np.zeros((1, shapes.size), ELEMENT)
+    successor_rows = np.zeros((1, shapes.size), SUCCESSOR_ELEMENT)
     # the longest first, so that processes compiling together end at about the same time
     steps: list[tuple[str, Callable[[], object]]] = [
         # the engine's own kernels (compiled once per installation) in two steps, so that two
         # processes share them
         ("engine kernels: distinct path", lambda: warm_up_distinct_path(shapes.nwords)),
-        ("invariants", lambda: module.check(words, 0, 0, 0, scratch, hashes, cv, module.INVARIANT_SELECT)),
+        ("invariants", lambda: module.check(words, 0, 0, 0, state_scratch, hashes, cv, module.INVARIANT_SELECT)),
         ("engine kernels: row passes", lambda: warm_up_row_passes(shapes.nwords)),
-        ("pack", lambda: module.pack_rows(rows[:0], words[:0], cv)),
+        ("pack", lambda: module.pack_rows(successor_rows[:0], words[:0], cv)),
         ("unpack", lambda: module.unpack_rows(words[:0], rows[:0], cv)),
         ("unpack_range", lambda: module.unpack_range(words, 0, 0, 0, flat, cv)),
     ]

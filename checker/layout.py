@@ -4,7 +4,8 @@ Three forms of one state:
 
 * *flat*: a tuple of Python ints, one per field element in declaration order (constants included);
   hashable, used by the reference explorer and by traces;
-* *record*: a numpy record (int32 per element) that compiled actions read and write by field name;
+* *record*: a numpy record that compiled actions read and write by field name: a state's (``s``)
+  of int32 elements (``ELEMENT``), a successor's (``t``) of int64 elements (``SUCCESSOR_ELEMENT``);
 * *packed*: ``nwords`` uint64 words, each element in ``bits`` bits, at most 63 bits per word so a
   word of all ones never occurs (the visited set uses it to mark an empty slot).
 
@@ -27,16 +28,29 @@ from kraftcheck.checker.spec import Field
 
 WORD_BITS = 63
 
+# A state's element: every domain fits it (``spec.Field``), and states are read far more than
+# written (each action's kernel passes over a chunk's unpacked states), so it stays narrow.
+ELEMENT = np.int32
+# A successor's element, which actions write: wider than any domain, so that a value an action
+# computes past the int32 range reaches the domain check as computed rather than wrapped into the
+# domain (the interpreted tier, which writes Python ints, refuses it, and so must this). Records
+# of int64 for states too cost the Kafka model 1.36x (bench/RESULTS.md, session 23).
+SUCCESSOR_ELEMENT = np.int64
+
 
 @dataclass(frozen=True)
 class Element:
     """One integer of the state: where it lives in the record and in the packed words."""
 
     field: Field
-    flat: int  # position in the flat tuple and in the record's int32 view
+    flat: int  # position in the flat tuple and in a record's view as an array
     bits: int
     word: int
     shift: int
+
+
+def _record_dtype(fields: list[Field], element: type) -> np.dtype:
+    return np.dtype([(f.name, element, f.shape) if f.shape else (f.name, element) for f in fields])
 
 
 class Layout:
@@ -50,7 +64,8 @@ class Layout:
             raise SpecError(f"duplicate field names: {', '.join(sorted(dupes))}")
         if not self.fields:
             raise SpecError("a spec needs at least one field")
-        self.dtype = np.dtype([(f.name, np.int32, f.shape) if f.shape else (f.name, np.int32) for f in self.fields])
+        self.dtype = _record_dtype(self.fields, ELEMENT)
+        self.successor_dtype = _record_dtype(self.fields, SUCCESSOR_ELEMENT)
         self.elements: list[Element] = []
         self.field_slices: dict[str, slice] = {}
         word, used, flat = 0, 0, 0
@@ -66,8 +81,8 @@ class Layout:
         self.size = flat
         self.nwords = word + 1
         self.state_bits = sum(e.bits for e in self.elements)
-        if self.dtype.itemsize != 4 * self.size:
-            raise SpecError("internal: record layout is not a dense int32 array")
+        if self.successor_dtype.itemsize != np.dtype(SUCCESSOR_ELEMENT).itemsize * self.size:
+            raise SpecError("internal: record layout is not a dense array of its elements")
         self.consts = tuple((e.flat, e.field.const) for e in self.elements if e.field.const is not None)
         # for the Python states of to_object: scalar fields (name, flat position); array fields
         # (name, start, stop, shape or None for one axis) in the buffer
@@ -179,7 +194,13 @@ class Layout:
 
     def record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
         rec = self.new_records(1)
-        rec.view(np.int32)[:] = flat
+        rec.view(ELEMENT)[:] = flat
+        return rec
+
+    def successor_record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
+        """``flat`` as the record an action writes (``t``), of SUCCESSOR_ELEMENT."""
+        rec = np.zeros(1, self.successor_dtype).view(np.recarray)
+        rec.view(SUCCESSOR_ELEMENT)[:] = flat
         return rec
 
     # -- flat <-> packed

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError, wrote_and_declined
-from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
 
@@ -212,11 +212,8 @@ class Model:
             if not all(c.fn(rec[0]) for c in self.constraints):
                 return False
         if before is not None and self.action_constraints:
-            rec = self.layout.new_records(2)
-            ints = rec.view("int32")
-            ints[: self.layout.size] = before
-            ints[self.layout.size:] = after
-            return all(c.fn(rec[0], rec[1]) for c in self.action_constraints)
+            s, t = self.layout.record_from_flat(before)[0], self.layout.successor_record_from_flat(after)[0]
+            return all(c.fn(s, t) for c in self.action_constraints)
         return True
 
     @property
@@ -236,15 +233,16 @@ class Model:
     def step(self, flat: tuple[int, ...], label: int) -> tuple[int, ...] | None:
         """The successor of ``flat`` under ``label``, or None if the action is disabled there."""
         lab = self.labels[label]
-        rec = self.layout.new_records(2)
-        ints = rec.view("int32")
-        ints[: self.layout.size] = flat
-        ints[self.layout.size:] = flat
-        if not lab.action.fn(rec[0], rec[1], *lab.values):
-            if tuple(ints[self.layout.size:].tolist()) != tuple(flat):
+        # the records the kernels hand an action: the state's, and the successor's (wider: the
+        # value an action writes is checked against its domain as computed)
+        s = self.layout.record_from_flat(flat)
+        t = self.layout.successor_record_from_flat(flat)
+        written = t.view(SUCCESSOR_ELEMENT)
+        if not lab.action.fn(s[0], t[0], *lab.values):
+            if tuple(written.tolist()) != tuple(flat):
                 raise wrote_and_declined(str(lab))
             return None
-        succ = tuple(ints[self.layout.size:].tolist())
+        succ = tuple(written.tolist())
         self.layout.check_domains(succ, where=f"after {lab}: ")
         return succ
 
@@ -253,11 +251,8 @@ class Model:
         return [inv.name for inv in self.invariants if not inv.fn(rec[0])]
 
     def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
-        rec = self.layout.new_records(2)
-        ints = rec.view("int32")
-        ints[: self.layout.size] = before
-        ints[self.layout.size:] = after
-        return [p.name for p in self.properties if not p.fn(rec[0], rec[1])]
+        s, t = self.layout.record_from_flat(before)[0], self.layout.successor_record_from_flat(after)[0]
+        return [p.name for p in self.properties if not p.fn(s, t)]
 
     def enabled_labels(self, flat: tuple[int, ...]) -> list[int]:
         return [lab for lab in range(len(self.labels)) if self.step(flat, lab) is not None]

@@ -22,7 +22,6 @@ import threading
 from typing import Any, Callable, Iterator
 
 import numba
-import numpy as np
 from numba.core import compiler, typed_passes, typing
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.compiler_machinery import FunctionPass, register_pass
@@ -114,18 +113,22 @@ def _typing_only(typer: _Typer) -> Iterator[None]:
 
 def record_type(layout: Layout):
     """numba's type of the state record the kernels hand the spec's functions (codegen's RECORD)."""
-    return numba.from_dtype(np.dtype([(f.name, "<i4", tuple(f.shape)) if f.shape else (f.name, "<i4")
-                                      for f in layout.fields]))
+    return numba.from_dtype(layout.dtype)
+
+
+def successor_record_type(layout: Layout):
+    """numba's type of the successor record an action writes (codegen's SUCCESSOR_RECORD)."""
+    return numba.from_dtype(layout.successor_dtype)
 
 
 def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
     """(what, function, argument types) of every call of a spec function the kernels compile in:
     each action on (state, successor, its parameters as int64 loop variables), every invariant
     and state constraint on a state, every transition property and action constraint on a step."""
-    rec = record_type(model.layout)
-    calls = [(f"action {a.name}", a.fn, (rec, rec) + (numba.types.int64,) * len(a.params)) for a in model.actions]
+    rec, succ = record_type(model.layout), successor_record_type(model.layout)
+    calls = [(f"action {a.name}", a.fn, (rec, succ) + (numba.types.int64,) * len(a.params)) for a in model.actions]
     calls += [(f"invariant {x.name}", x.fn, (rec,)) for x in model.kernel_invariants]
-    calls += [(f"transition property {x.name}", x.fn, (rec, rec)) for x in model.kernel_properties]
+    calls += [(f"transition property {x.name}", x.fn, (rec, succ)) for x in model.kernel_properties]
     return calls
 
 

@@ -94,6 +94,39 @@ class Overflowing(Grid):
         return []
 
 
+@njit(cache=True)
+def overflow_past_32_bits(s, t):
+    t.marked = s.marked + 1 + (1 << 32)  # 4294967297 from 0: 1 once wrapped to 32 bits, inside 0..3
+    return True
+
+
+@njit(cache=True)
+def overflow_to_the_sign_bit(s, t):
+    t.marked = s.marked + (1 << 31)  # 2147483648 from 0: -2147483648 once wrapped to 32 bits
+    return True
+
+
+class OverflowingPast32Bits(Overflowing):
+    """A value past the int32 range written to a field: a record of 32-bit elements wrapped it
+    into the field's domain (4294967297 became 1) and the compiled tier accepted what Python's
+    integers refuse."""
+
+    name = "overflowing_past_32_bits"
+
+    def actions(self):
+        return [Action("Overflow", overflow_past_32_bits)]
+
+
+class OverflowingToTheSignBit(Overflowing):
+    """2^31 written to a field: wrapped to 32 bits it is -2^31, which a tier refused in other
+    words than Python's integers give."""
+
+    name = "overflowing_to_the_sign_bit"
+
+    def actions(self):
+        return [Action("Overflow", overflow_to_the_sign_bit)]
+
+
 # ----------------------------------------------------------------------------------------------
 # Integers below zero: Int(name, lo, hi)
 

@@ -163,7 +163,7 @@ def test_both_forms_of_a_small_layout_pack_a_state_into_the_same_words(fresh_ker
                 seen.add(nxt)
                 states.append(nxt)
     assert len(states) == 288
-    rows = np.array(states, np.int32)
+    rows = np.array(states, np.int64)
     words = {}
     for table in (False, True):
         module = load_kernels(model, table)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kraftcheck.checker.codegen import layout_values, uses_layout_table, write_kernel_module
 from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Bool, Const, Enum, Int
 from kraftcheck.specs.kafka.spec import KafkaReplication as KafkaSpec
@@ -56,7 +56,7 @@ def _random_flats(layout: Layout, rng: np.random.Generator, n: int) -> list[tupl
 
 
 def _pack_with_table(layout: Layout, flats: list[tuple[int, ...]]) -> tuple[int, np.ndarray, np.ndarray]:
-    rows = np.array(flats, np.int32).reshape(len(flats), layout.size)
+    rows = np.array(flats, SUCCESSOR_ELEMENT).reshape(len(flats), layout.size)
     words = np.zeros((len(flats), layout.nwords), np.uint64)
     bad = layout_table.pack_rows(rows, words, layout_table.table(layout))
     return bad, words, rows
@@ -70,10 +70,10 @@ def test_table_pack_and_unpack_match_the_reference(layout):
     bad, words, _ = _pack_with_table(layout, flats)
     assert bad == -1
     assert [tuple(int(w) for w in row) for row in words] == [layout.pack(f) for f in flats]
-    back = np.zeros((len(flats), layout.size), np.int32)
+    back = np.zeros((len(flats), layout.size), ELEMENT)
     layout_table.unpack_rows(words, back, layout_table.table(layout))
     assert [tuple(int(x) for x in r) for r in back] == flats
-    out = np.zeros((len(flats) + 3, layout.size), np.int32)
+    out = np.zeros((len(flats) + 3, layout.size), ELEMENT)
     layout_table.unpack_range(words, 5, 25, 3, out, layout_table.table(layout))
     assert [tuple(int(x) for x in r) for r in out[3:23]] == flats[5:25]
 
@@ -81,7 +81,7 @@ def test_table_pack_and_unpack_match_the_reference(layout):
 def test_table_pack_fingerprints_as_the_reference():
     layout = _odd_layout()
     flats = _random_flats(layout, np.random.default_rng(3), 50)
-    rows = np.array(flats, np.int32)
+    rows = np.array(flats, SUCCESSOR_ELEMENT)
     words = np.zeros((len(flats), layout.nwords), np.uint64)
     hashes = np.zeros(len(flats), np.uint64)
     table = layout_table.table(layout)
@@ -98,8 +98,11 @@ def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
     flats = _random_flats(layout, np.random.default_rng(data.draw(st.integers(0, 1000))), 5)
     row = data.draw(st.integers(0, 4))
     element = data.draw(st.sampled_from(layout.elements))
-    value = data.draw(st.integers(element.field.lo - 3, element.field.hi + 3) if element.field.const is None
-                      else st.integers(element.field.const - 2, element.field.const + 2))
+    near = (st.integers(element.field.lo - 3, element.field.hi + 3) if element.field.const is None
+            else st.integers(element.field.const - 2, element.field.const + 2))
+    # and values a 32-bit element would have wrapped into the domain (2^32 + lo is lo in 32 bits)
+    wide = st.sampled_from([2**32 + element.field.lo, 2**31, -2**31 - 1, 2**40 + 1, -2**40])
+    value = data.draw(st.one_of(near, wide))
     changed = list(flats[row])
     changed[element.flat] = value
     flats[row] = tuple(changed)
@@ -114,7 +117,7 @@ def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
 
 @pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout()], ids=["odd", "negative"])
 def test_set_consts_writes_constants_and_one_value_elements(layout):
-    f = np.full(layout.size, 99, np.int32)
+    f = np.full(layout.size, 99, ELEMENT)
     layout_table.set_consts(f, layout_table.table(layout))
     for e in layout.elements:
         if e.field.const is not None:

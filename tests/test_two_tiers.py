@@ -46,6 +46,17 @@ def test_a_write_outside_a_fields_domain_is_refused_by_every_tier(name):
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
+@pytest.mark.parametrize("spec, value", [(odd_specs.OverflowingPast32Bits, 4294967297),
+                                         (odd_specs.OverflowingToTheSignBit, 2147483648)])
+def test_a_write_past_the_int32_range_is_refused_as_written_by_every_tier(name, spec, value):
+    """The compiled records hold 64-bit elements, so a value computed past 32 bits reaches the
+    domain check as the action computed it: refused, with the same number, on every tier (with
+    32-bit elements 4294967297 wrapped to 1 and was accepted compiled)."""
+    with pytest.raises(SpecError, match=rf"^after Overflow: field marked = {value} is outside its domain 0\.\.3: "):
+        EXPLORERS[name]().explore(Model(spec(GridParams(1))), Options(keep_going=True))
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name):
     """``s.marked + "1"``: the interpreted tiers meet Python's TypeError, the compiled one numba's
     typing error; each is one message naming the spec's line (not a traceback, not a line of a
@@ -142,6 +153,7 @@ SHIPPED = {"two_phase": ({"rm": 2}, True), "two_phase_eager_commit": ({"rm": 2},
 ODD = {
     "multi-axis writes": (lambda: Grid(GridParams(2)), True),
     "out-of-domain write": (lambda: Overflowing(GridParams(1)), True),
+    "out-of-domain write past 32 bits": (lambda: odd_specs.OverflowingPast32Bits(GridParams(1)), True),
     "out-of-domain write below a negative range": (lambda: Underflowing(LevelsParams(1, False)), True),
     "numpy array methods, slices and operators": (lambda: Tally(TallyParams()), True),
     "a str added to a field": (lambda: AddsAString(GridParams(1)), False),

@@ -10,6 +10,7 @@ import numpy as np
 from kraftcheck.checker.codegen import layout_values, load_kernels, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
                                                       gather_part, reseat, seen_table_size, tally_width)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
@@ -25,7 +26,7 @@ class ChunkBuffers:
         self.states = states
         # the chunk's states unpacked once (int32 rows, seen as records by the kernels), read by
         # every action kernel
-        self.flat = np.zeros((max(1, states), layout.size), np.int32)
+        self.flat = np.zeros((max(1, states), layout.size), ELEMENT)
         for index, value in layout.consts:
             self.flat[:, index] = value
         self.words = np.empty((rows, layout.nwords), np.uint64)
@@ -49,6 +50,13 @@ class ChunkBuffers:
         self.new_rows = np.empty(rows, np.int64)
         self.new_parent = np.empty(rows, np.uint32)
         self.new_label = np.empty(rows, np.uint16)
+
+
+def _thread_rows(threads: int, size: int, element: type) -> list[np.ndarray]:
+    """Two rows of ``size`` elements per thread, slices of one array spaced SCRATCH_BYTES apart."""
+    stride = 2 + -(-SCRATCH_BYTES // (size * np.dtype(element).itemsize))
+    rows = np.zeros((stride * threads, size), element)
+    return [rows[stride * j: stride * j + 2] for j in range(threads)]
 
 
 # A part's repeat table is sized for this load at the expected number of states, and grows when
@@ -124,11 +132,11 @@ class Kernels:
         # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
         self.const_values = layout_values(model.layout, self.module.LAYOUT_TABLE)
         self.threads = thread_count()
-        # Two scratch states (source, successor) per thread as int32 rows, far enough apart that
-        # threads never write to the same cache line (false sharing halved throughput).
-        stride = 2 + -(-SCRATCH_BYTES // model.layout.dtype.itemsize)
-        flat = np.zeros((stride * self.threads, model.layout.size), np.int32)
-        self._scratch = [flat[stride * j: stride * j + 2] for j in range(self.threads)]
+        # Per thread two scratch rows for the action kernels (row 1 the successor, of int64) and
+        # one for the invariants (a state, of int32), far enough apart that threads never write
+        # to the same cache line (false sharing halved throughput).
+        self._scratch = _thread_rows(self.threads, model.layout.size, SUCCESSOR_ELEMENT)
+        self._state_scratch = _thread_rows(self.threads, model.layout.size, ELEMENT)
         self.nactions = len(model.actions)
         self.tally_width = tally_width(self.nactions, model.kernel_property_count)
 
@@ -144,7 +152,8 @@ class Kernels:
             raise TypeError(f"packed states must be a 2-D uint64 array with {self.nwords} words per row")
 
     def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
-        rows = np.array(flats, dtype=np.int32).reshape(len(flats), self.model.layout.size)
+        # rows as actions write them: a value outside its domain is refused as it is, not wrapped
+        rows = np.array(flats, dtype=SUCCESSOR_ELEMENT).reshape(len(flats), self.model.layout.size)
         words = np.zeros((len(flats), self.nwords), np.uint64)
         bad = self.module.pack_rows(rows, words, self.const_values)
         if bad >= 0:
@@ -157,7 +166,7 @@ class Kernels:
 
     def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
         self._check_batch(words)
-        rows = np.zeros((words.shape[0], self.model.layout.size), np.int32)
+        rows = np.zeros((words.shape[0], self.model.layout.size), ELEMENT)
         self.module.unpack_rows(words, rows, self.const_values)
         return [tuple(int(x) for x in r) for r in rows]
 
@@ -294,7 +303,7 @@ class Kernels:
 
             def check_part(j: int) -> None:
                 a, b = parts[j]
-                self.module.check(words, a, b, a - lo, self._scratch[j], out, self.const_values,
+                self.module.check(words, a, b, a - lo, self._state_scratch[j], out, self.const_values,
                                   self.module.INVARIANT_SELECT)
 
             run_parts(check_part, len(parts))

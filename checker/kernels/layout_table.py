@@ -12,7 +12,7 @@ functions themselves are compiled once per installation. The reference they must
 The table, an int32 array (``table``):
 
 ====================  ============================================================
-``[0]``               SIZE, the int32 elements of a state
+``[0]``               SIZE, the elements of a state
 ``[1]``               NWORDS, its packed words
 ``[2 : 3 + NWORDS]``  where each word's elements start (and, last, SIZE): the
                       elements of word j are ``start[j] .. start[j + 1] - 1``
@@ -33,7 +33,7 @@ LLVM from vectorising) and two loops (bench/RESULTS.md, session 16).
 from __future__ import annotations
 
 import numpy as np
-from numba import int32, njit, uint32, uint64
+from numba import int32, njit, uint64
 
 from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step
 
@@ -71,9 +71,9 @@ def _columns(cv):
 
 @njit(cache=True)
 def pack(f, words, hashes, row, cv):
-    """Pack the int32 state ``f`` into ``words[row]`` and its fingerprint into ``hashes[row]``;
-    False if an element is outside its domain or a constant changed (``words[row]`` may then
-    hold anything, ``hashes[row]`` is not written)."""
+    """Pack the successor ``f`` (an int64 row, as actions write it) into ``words[row]`` and its
+    fingerprint into ``hashes[row]``; False if an element is outside its domain or a constant
+    changed (``words[row]`` may then hold anything, ``hashes[row]`` is not written)."""
     lo, span, shift, mask = _columns(cv)
     bad = 0
     h = uint64(GOLDEN)
@@ -82,10 +82,10 @@ def pack(f, words, hashes, row, cv):
         k, end = uint64(cv[HEADER + j]), uint64(cv[HEADER + j + 1])
         while k < end:  # no branch in the loop: LLVM vectorises it
             # the distance from the smallest value, which the word holds; below it, it wraps to a
-            # large uint32 that the domain test refuses
-            d = uint32(f[k] - cv[lo + k])
-            bad |= d >= uint32(cv[span + k])
-            w |= uint64(d & uint32(cv[mask + k])) << uint64(cv[shift + k])
+            # large uint64 that the domain test refuses
+            d = uint64(f[k] - cv[lo + k])
+            bad |= d >= uint64(cv[span + k])
+            w |= (d & uint64(cv[mask + k])) << uint64(cv[shift + k])
             k += uint64(1)
         words[row, j] = w
         h = fingerprint_step(h, w)
@@ -97,7 +97,7 @@ def pack(f, words, hashes, row, cv):
 
 @njit(cache=True, inline="always")
 def unpack(words, row, f, cv):
-    """Unpack ``words[row]`` into the int32 state ``f`` (constants included)."""
+    """Unpack ``words[row]`` into the state ``f``, an int32 row (constants included)."""
     lo, span, shift, mask = _columns(cv)
     for j in range(cv[1]):
         w = words[row, j]

@@ -23,10 +23,10 @@ def same_row(a, i, b, j):
 
 @njit(cache=True, inline="always")
 def same_values(a, b):
-    """Whether the unpacked records ``a`` and ``b`` (int32 rows, ``b`` at least as long) hold the
-    same values. It ORs every difference rather than stopping at the first, so LLVM vectorises it:
-    the kernels call it after every instance that does not fire, where a difference is a spec's
-    bug (``errors.wrote_and_declined``) and almost never met."""
+    """Whether the records ``a`` and ``b`` (a state's int32 row and a successor's int64 row, ``b``
+    at least as long) hold the same values. It ORs every difference rather than stopping at the
+    first, so LLVM vectorises it: the kernels call it after every instance that does not fire,
+    where a difference is a spec's bug (``errors.wrote_and_declined``) and almost never met."""
     d = 0
     for k in range(a.shape[0]):
         d |= a[k] ^ b[k]
