@@ -53,6 +53,13 @@ def _record_dtype(fields: list[Field], element: type) -> np.dtype:
     return np.dtype([(f.name, element, f.shape) if f.shape else (f.name, element) for f in fields])
 
 
+def _filled(dtype: np.dtype, element: type, flat: tuple[int, ...]) -> np.recarray:
+    """One record of ``dtype`` holding ``flat``."""
+    rec = np.zeros(1, dtype).view(np.recarray)
+    rec.view(element)[:] = flat
+    return rec
+
+
 class Layout:
     """Everything the engine needs to move a state between its flat, record and packed forms."""
 
@@ -81,8 +88,9 @@ class Layout:
         self.size = flat
         self.nwords = word + 1
         self.state_bits = sum(e.bits for e in self.elements)
-        if self.successor_dtype.itemsize != np.dtype(SUCCESSOR_ELEMENT).itemsize * self.size:
-            raise SpecError("internal: record layout is not a dense array of its elements")
+        for dtype, element in ((self.dtype, ELEMENT), (self.successor_dtype, SUCCESSOR_ELEMENT)):
+            if dtype.itemsize != np.dtype(element).itemsize * self.size:  # the views below rely on it
+                raise SpecError("internal: record layout is not a dense array of its elements")
         self.consts = tuple((e.flat, e.field.const) for e in self.elements if e.field.const is not None)
         # for the Python states of to_object: scalar fields (name, flat position); array fields
         # (name, start, stop, shape or None for one axis) in the buffer
@@ -193,15 +201,11 @@ class Layout:
         return np.zeros(n, self.dtype).view(np.recarray)
 
     def record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
-        rec = self.new_records(1)
-        rec.view(ELEMENT)[:] = flat
-        return rec
+        return _filled(self.dtype, ELEMENT, flat)
 
     def successor_record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
         """``flat`` as the record an action writes (``t``), of SUCCESSOR_ELEMENT."""
-        rec = np.zeros(1, self.successor_dtype).view(np.recarray)
-        rec.view(SUCCESSOR_ELEMENT)[:] = flat
-        return rec
+        return _filled(self.successor_dtype, SUCCESSOR_ELEMENT, flat)
 
     # -- flat <-> packed
     def check_domains(self, flat: Iterable[int], where: str = "") -> None:
