@@ -298,6 +298,9 @@ class _Run:
         self.recorder = GraphRecorder(model, kernels.nwords) if options.record_graph else None
         self.visited: Any = None if options.record_graph else FingerprintSet(shard_bits) if options.fingerprints \
             else VisitedSet(kernels.nwords, shard_bits)
+        # the new states a run that stopped at a violation had inserted past it: the fingerprint
+        # set holds them, the counts do not (collision_probability leaves them out)
+        self.past_cut: list[np.ndarray] = []
         self.checkpoint_dir = Path(options.checkpoint_dir) if options.checkpoint_dir else None
         self.levels: MemoryLevels = DiskLevels(kernels.nwords, self.checkpoint_dir) if self.checkpoint_dir \
             else MemoryLevels(kernels.nwords)
@@ -397,7 +400,9 @@ class _Run:
         if stop:  # stop at the first violating initial state
             cut = min(found.values())
             self._forget_found_after(found, cut)
-            self.levels.truncate_pending(int(np.searchsorted(kept, cut, side="right")))
+            keep = int(np.searchsorted(kept, cut, side="right"))
+            self.past_cut.append(level[keep:])
+            self.levels.truncate_pending(keep)
             self.generated = cut + 1
         level = self.levels.finish_level()
         if stop:
@@ -454,6 +459,7 @@ class _Run:
                     if nrows != valid_rows_part(buf.labels, 0, (hi - lo) * stride, NO_LABEL, buf.valid):
                         raise RuntimeError("internal: a chunk expanded twice gave different successors")
                 n = self._stop_at_first_violation(found_here, buf, nrows, n)
+                self.past_cut.append(new_words[n:].copy())
                 self.levels.truncate_pending(n)
             new_so_far += n
             if self._limits_hit(new_so_far, more_work=hi < level.shape[0] or new_so_far > 0):
@@ -989,7 +995,9 @@ class _Run:
         r.fingerprints = self.options.fingerprints
         r.symmetry = self.options.symmetry
         if self.options.fingerprints:
-            r.collision_probability = self.visited.collision_probability(self.generated)
+            past_cut = [fingerprints(np.ascontiguousarray(w)) for w in self.past_cut if w.shape[0]]
+            r.collision_probability = self.visited.collision_probability(
+                self.generated, np.concatenate(past_cut) if past_cut else None)
         r.conclude(list(self.found.values()), self.options.keep_going)
         if self.recorder is not None and not r.incomplete_reason and not r.interrupted:
             r.graph = self.recorder.finish(self.depth)

@@ -326,12 +326,15 @@ class FingerprintSet:
         parts = list(self._sorted_shards())
         return np.concatenate(parts) if parts else np.empty(0, np.uint64)
 
-    def smallest_gap(self) -> int | None:
+    def smallest_gap(self, leaving_out: np.ndarray | None = None) -> int | None:
         """The smallest difference between two stored fingerprints (None with fewer than two),
-        without holding a sorted copy of the whole set."""
+        without holding a sorted copy of the whole set; the fingerprints ``leaving_out`` (clamped
+        as stored) taken out first."""
         best: int | None = None
         previous: int | None = None
         for part in self._sorted_shards():
+            if leaving_out is not None and leaving_out.size:
+                part = part[~np.isin(part, leaving_out)]
             if not part.shape[0]:
                 continue
             gaps = [int(smallest_gap_sorted(part))] if part.shape[0] > 1 else []
@@ -342,17 +345,21 @@ class FingerprintSet:
             previous = int(part[-1])
         return best
 
-    def collision_probability(self, generated: int) -> dict[str, float]:
+    def collision_probability(self, generated: int, leaving_out: np.ndarray | None = None) -> dict[str, float]:
         """TLC's two estimates of the probability that a collision hid a state:
 
         * ``optimistic``: distinct x (generated - distinct) / 2^64, as if fingerprints were
           uniformly random and each duplicate successor were one more chance to collide;
         * ``from_fingerprints``: 1 / (the smallest gap between two sorted fingerprints), the
           estimate TLC prints "based on the actual fingerprints".
+
+        ``leaving_out``: fingerprints in the set of states the run does not count (a run that
+        stopped at a violation inside a chunk inserted the chunk's later new states already).
         """
-        distinct = len(self)
+        leaving_out = None if leaving_out is None else np.unique(np.minimum(leaving_out, MAX_FINGERPRINT))
+        distinct = len(self) - (0 if leaving_out is None else leaving_out.size)
         optimistic = distinct * max(0, generated - distinct) / 2.0**64
-        gap = self.smallest_gap()
+        gap = self.smallest_gap(leaving_out)
         if gap is None:
             return {"optimistic": optimistic, "from_fingerprints": 0.0}
         if gap == 0:
