@@ -62,10 +62,11 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
     nactions = action_on.shape[1]
     per_action = np.zeros(nactions, np.int64)
     for i in range(nwalkers):
-        count = 0
+        count = np.int64(0)  # not the literal 0: numba would compile below() for it as well
         moved[i] = 0
         if by_action:
-            per_action[:] = 0
+            for a in range(nactions):  # a loop, not a slice assignment: that takes numba seconds to compile
+                per_action[a] = 0
         for r in range(i * stride, i * stride + stride):
             kind = row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r)
             if kind != NOT_A_MOVE:
@@ -79,7 +80,7 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
             continue
         action = -1
         if by_action:
-            kinds = 0
+            kinds = np.int64(0)
             for a in range(nactions):
                 if per_action[a]:
                     kinds += 1

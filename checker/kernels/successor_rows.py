@@ -337,7 +337,8 @@ def sort_by_high_half(keys, scratch, lo, n, bits):
     passes = 0
     for shift in range(32, 32 + bits, RADIX_BITS):
         src, dst = (keys, scratch) if passes % 2 == 0 else (scratch, keys)
-        counts[:] = 0
+        for d in range(1 << RADIX_BITS):  # loops, not slice assignments: those take numba seconds to compile
+            counts[d] = 0
         for i in range(lo, lo + n):
             counts[(src[i] >> shift) & digit_mask] += 1
         total = lo
@@ -351,7 +352,8 @@ def sort_by_high_half(keys, scratch, lo, n, bits):
             counts[d] += 1
         passes += 1
     if passes % 2:
-        keys[lo: lo + n] = scratch[lo: lo + n]
+        for i in range(lo, lo + n):
+            keys[i] = scratch[i]
 
 
 @njit(cache=True, nogil=True)
@@ -363,7 +365,7 @@ def collect_dense_part(rows, plo, phi, first_row, row_bits, new_mark, stride, la
     index (``first_index + row // stride``), label (``row % stride``) and position (``out_pos``);
     count each one's action in ``new_per_action``. ``keys`` and ``scratch`` are room over the
     same positions. Returns how many are new."""
-    n = 0
+    n = np.int64(0)  # not the literal 0, for which numba would compile the sort a second time
     for p in range(plo, phi):
         if new_mark[p]:
             keys[plo + n] = ((rows[p] - first_row) << 32) | (p - plo)
