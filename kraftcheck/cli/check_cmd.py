@@ -277,7 +277,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
               "visited set, on a file system every executor sees.  [default: a temporary directory]")
 @click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore interpreted (at most KRAFTCHECK_INTERPRET_S, "
-                   "default 2 s, then wait) while other processes compile them, a small model's quick table "
+                   "default 1 s, then wait) while other processes compile them, a small model's quick table "
                    "form first (background); or compile them first (now).")
 @click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
