@@ -5,8 +5,8 @@ LLVM optimise and generate code for it with every helper it calls), then links t
 kernel, where LLVM optimises it again. An action is called from one kernel only, its ``fire``
 kernel, so its own compile is work thrown away: inlined at numba's level (``inline="always"``)
 the action is typed and lowered once, inside the kernel. Its helpers stay calls, compiled once
-and shared by every action that calls them. On the Kafka model this takes about 6% off the CPU of
-compiling the kernels (bench/RESULTS.md, session 24).
+and shared by every action that calls them. On the Kafka model this takes about 3.5% off the CPU
+of a cold compile, 5-9% of the generated kernels' own (bench/RESULTS.md, session 24).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
         count = np.int64(0)  # not the literal 0: numba would compile below() for it as well
         moved[i] = 0
         if by_action:
-            for a in range(nactions):  # a loop, not a slice assignment: that takes numba seconds to compile
+            for a in range(nactions):
                 per_action[a] = 0
         for r in range(i * stride, i * stride + stride):
             kind = row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r)
