@@ -312,6 +312,30 @@ def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional
     workdir.save(workdir.run_path(root, bucket, first, level, "fps"), fps)  # last: now the run counts
 
 
+def _first_of_each_state(words: np.ndarray, keys: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A bucket's candidates, each distinct state once in (fingerprint, words) order: the rows that
+    hold them and the smallest key of each. Sorted by fingerprint alone, which is that order as
+    long as equal fingerprints mean equal states: checked, and then any row of a group of equal
+    fingerprints holds its state and the group's smallest key is the state's (one sort of 64-bit
+    integers instead of one on every word and the key: 0.05 s against 0.26 s for 0.8 M candidates
+    of the Kafka model). Only if two different states share a fingerprint, which 64-bit
+    fingerprints almost never do, are the words sorted too."""
+    order = np.argsort(fps)
+    sorted_fps = fps[order]
+    tied = np.flatnonzero(sorted_fps[1:] == sorted_fps[:-1])  # row tied + 1 repeats row tied's fingerprint
+    if tied.size and np.any(words[order[tied]] != words[order[tied + 1]]):  # different states, one fingerprint
+        order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(words.shape[1]))) + (fps,))
+        ordered = words[order]
+        first = np.ones(order.size, bool)
+        first[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+        return order[first], keys[order[first]]
+    first = np.ones(order.size, bool)
+    first[tied + 1] = False
+    starts = np.flatnonzero(first)
+    smallest = np.minimum.reduceat(keys[order], starts) if starts.size else keys[:0]
+    return order[starts], smallest
+
+
 def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
                keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact mode: among equal candidates the smallest key is kept (the local engine's first
@@ -319,11 +343,8 @@ def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
     states, their keys and fingerprints, sorted by (fingerprint, words): the bucket's next run."""
     nw = plan.nwords
     fps = fingerprints(words)
-    order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))) + (fps,))
-    words, keys, fps = words[order], keys[order], fps[order]
-    first = np.ones(keys.shape[0], bool)
-    first[1:] = np.any(words[1:] != words[:-1], axis=1)
-    words, keys, fps = words[first], keys[first], fps[first]
+    kept, keys = _first_of_each_state(words, keys, fps)
+    words, fps = words[kept], fps[kept]
     seen = np.zeros(keys.shape[0], bool)
     for run in workdir.visited_runs(plan.root, bucket, plan.level):
         run_fps, run_words = open_run(plan.root, bucket, run, nw)
