@@ -451,6 +451,29 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     }]
 
 
+def stage_groups(partitions: int, tasks: int) -> tuple[tuple[int, ...], ...]:
+    """The ``partitions`` buckets (or parts) of a level cut into ``tasks`` groups of consecutive
+    ones, as even as can be: what each task of a stage handles when a small level runs fewer
+    tasks than partitions (the files stay those of ``partitions`` tasks)."""
+    return tuple(tuple(range(i * partitions // tasks, (i + 1) * partitions // tasks)) for i in range(tasks))
+
+
+def deduplicate_buckets(plan: LevelPlan, buckets: Iterable[int]) -> Iterator[tuple[int, tuple]]:
+    """Step 2 for each of ``buckets`` in one task."""
+    for bucket in buckets:
+        yield from deduplicate(plan, bucket)
+
+
+def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
+                items: Iterable[tuple[int, tuple]]) -> list[dict]:
+    """Step 3 for each of ``parts`` in one task (every part is written, with no states if it got
+    none), its new states told apart by the part they were sent to."""
+    by_part: dict[int, list[tuple[int, tuple]]] = {t: [] for t in parts}
+    for item in items:
+        by_part[item[0]].append(item)
+    return [record for t in parts for record in order(plan, model_holder, t, by_part[t])]
+
+
 def count_until(plan: LevelPlan, model_holder: Any, lo: int, task: int, cut: int) -> dict:
     """For a run that stops at the transition with key ``cut``: what the level's expansion range
     starting at state ``lo`` generated up to and including it, and the new states up to it in
