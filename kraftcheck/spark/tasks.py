@@ -139,6 +139,12 @@ def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray
     return (hashes >> np.uint64(40)) % np.uint64(partitions)
 
 
+def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (all below ``bound``) as 16-bit integers if they fit: numpy sorts those by radix,
+    stable, in linear time (0.008 s against 0.13 s for 0.8 M bucket numbers as int64)."""
+    return values.astype(np.uint16 if bound <= 1 << 16 else np.int64)
+
+
 def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
     """Step 1 as a task of its own (after a resume): the level's states ``splits[task] ..
     splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
@@ -179,7 +185,7 @@ def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: n
         cand_words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
         keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
         hashes = np.concatenate(hash_parts) if hash_parts else np.empty(0, np.uint64)
-        buckets = bucket_of(hashes, plan.partitions, plan.fingerprints).astype(np.int64)
+        buckets = small_ints(bucket_of(hashes, plan.partitions, plan.fingerprints), plan.partitions)
         by_bucket = np.argsort(buckets, kind="stable")
         bounds = np.searchsorted(buckets[by_bucket], np.arange(plan.partitions + 1)).astype(np.int64)
         workdir.save(workdir.candidate_path(plan.root, level, task, "words"), cand_words[by_bucket])
@@ -212,7 +218,7 @@ def read_candidates(plan: LevelPlan, bucket: int) -> tuple[np.ndarray, np.ndarra
 
 def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partitions: int) -> list[tuple[int, tuple]]:
     """(target, ("states", words, keys)) for every target that gets any, order kept within each."""
-    order = np.argsort(targets, kind="stable")
+    order = np.argsort(small_ints(targets, partitions), kind="stable")
     bounds = np.searchsorted(targets[order], np.arange(partitions + 1))
     out = []
     for p in range(partitions):
@@ -432,7 +438,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
         key_parts.append(item[2])
     words = np.concatenate(words_parts) if words_parts else np.empty((0, plan.nwords), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
-    by_key = np.argsort(keys, kind="stable")
+    by_key = np.argsort(keys)  # keys are unique (a transition's): any sort gives the one order
     words, keys = words[by_key], keys[by_key]
     labels = (keys % plan.nlabels).astype(np.uint16)
     new_level = plan.level + 1
