@@ -3,7 +3,9 @@
 Each run is its own ``kraftcheck check ... --continue --json -`` process (after a warm-up that
 compiles or loads the kernels), so wall times include Spark's start-up and the peak RSS of the
 driver process is measured by the OS; Spark's Python workers are separate processes, whose peak
-is sampled with psutil while the run goes.
+is sampled with psutil while the run goes, as is the CPU time of the run and all its processes.
+Each row ends with the load average (1, 5, 15 minutes) when the run ended, its own processes
+included: on a shared machine, only runs at a similar load compare.
 
     .venv/bin/python bench/spark.py                       # the recorded configurations
     .venv/bin/python bench/spark.py -- --min-isr-changes 0   # one configuration, every engine
@@ -32,13 +34,21 @@ ENGINES = [("local engine", []), ("spark local[1]", ["--engine", "spark", "--mas
 
 
 def _children_peak(process: psutil.Process, stop: threading.Event, peak: dict) -> None:
-    """The largest summed RSS of the run's descendants (the JVM and Spark's Python workers)."""
+    """The largest summed RSS of the run's descendants (the JVM and Spark's Python workers), and
+    the CPU time of the run and its descendants as last seen (up to 0.5 s of each process's last
+    moments missed): on a loaded machine, CPU seconds compare versions more steadily than wall."""
+    cpu: dict[int, float] = {}
     while not stop.is_set():
         try:
-            total = sum(c.memory_info().rss for c in process.children(recursive=True))
+            children = process.children(recursive=True)
+            total = sum(c.memory_info().rss for c in children)
             peak["children"] = max(peak["children"], total)
+            for p in [process, *children]:
+                times = p.cpu_times()
+                cpu[p.pid] = times.user + times.system
         except psutil.Error:
             pass
+        peak["cpu_s"] = sum(cpu.values())
         time.sleep(0.5)
 
 
@@ -57,7 +67,7 @@ def run(args: list[str], pythonpath: str = "") -> dict:
     start = time.perf_counter()
     child = subprocess.Popen(cmd + ["--continue", "--json", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env, cwd=RUN_DIR)
-    peak, stop = {"children": 0}, threading.Event()
+    peak, stop = {"children": 0, "cpu_s": 0.0}, threading.Event()
     sampler = threading.Thread(target=_children_peak, args=(psutil.Process(child.pid), stop, peak))
     sampler.start()
     out, err = child.communicate()
@@ -68,6 +78,7 @@ def run(args: list[str], pythonpath: str = "") -> dict:
     report = json.loads(out)
     report["wall_s"] = time.perf_counter() - start
     report["children_peak_bytes"] = peak["children"]
+    report["cpu_s"] = peak["cpu_s"]
     return report
 
 
@@ -95,9 +106,9 @@ def main() -> None:
     if before:
         engines = [e for name, engine, _ in engines
                    for e in [(name, engine, "")] + ([(f"{name} (before)", engine, before)] if engine else [])]
-    print("| command | engine | result | distinct | generated | depth | wall s | driver peak RSS | workers+JVM peak RSS "
-          "| shuffled |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| command | engine | result | distinct | generated | depth | wall s | CPU s | driver peak RSS "
+          "| workers+JVM peak RSS | shuffled | load average |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for config in configs:
         for _ in range(rounds):  # the engines one after the other, round after round (A B A B)
             walls = []
@@ -106,11 +117,12 @@ def main() -> None:
                 walls.append(r["wall_s"])
                 print(f"| `kraftcheck check {' '.join(BASE + config)} --continue` | {name} | {r['result']} "
                       f"| {r['distinct_states']:,} | {r['states_generated']:,} | {r['depth']} | {r['wall_s']:.1f} "
-                      f"| {r['peak_rss_bytes'] / 2**30:.2f} GB | {r['children_peak_bytes'] / 2**30:.2f} GB "
-                      f"| {_shuffled(r)} |", flush=True)
+                      f"| {r['cpu_s']:.1f} | {r['peak_rss_bytes'] / 2**30:.2f} GB "
+                      f"| {r['children_peak_bytes'] / 2**30:.2f} GB | {_shuffled(r)} "
+                      f"| {' '.join(f'{x:.1f}' for x in os.getloadavg())} |", flush=True)
             if len(walls) > 1:
                 print(f"|  | ratio to the first | | | | | {' / '.join(f'{w / walls[0]:.2f}' for w in walls[1:])} "
-                      "| | | |", flush=True)
+                      "| | | | | |", flush=True)
 
 
 if __name__ == "__main__":

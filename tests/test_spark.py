@@ -106,18 +106,24 @@ def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerpri
 
 @pytest.mark.parametrize("partitions", [1, 3, 5])
 @pytest.mark.parametrize("name,params", [("two_phase_eager_commit", {"rm": 3}), ("die_hard", {})])
-def test_first_violation_counts_do_not_depend_on_partitions(spark_context, partitions, name, params):
+def test_first_violation_counts_do_not_depend_on_partitions(spark_context, monkeypatch, partitions, name,
+                                                             params):
     """A run that stops at its first violation counts up to the violating transition, wherever it
-    falls among the tasks of its level."""
+    falls among the tasks of its level. Small levels run a task a core, each for a few buckets and
+    parts; with 5 partitions, levels run as large ones do, a task a partition."""
+    from kraftcheck.spark import explorer
+    if partitions == 5:
+        monkeypatch.setattr(explorer, "SMALL_LEVEL_TRANSITIONS", 0)
     model = _model(name, **params)
     local = Engine(compile="now").explore(model, Options())
     assert local.status == "violated"
     spark = SparkExplorer(spark_context, partitions=partitions).explore(model, Options())
     assert _summary(spark) == _summary(local)
     # two stages a level (the driver expands the initial states); the figures count the small job
-    # that recounts up to the violation in its level
+    # that recounts up to the violation
     stages_and_tasks = [(f["stages"], f["tasks"]) for f in spark.spark["levels"]]
-    assert stages_and_tasks == [(2, 2 * partitions)] * (len(stages_and_tasks) - 1) + [(3, 2 * partitions + 1)]
+    per_stage = 5 if partitions == 5 else min(partitions, spark_context.defaultParallelism)
+    assert stages_and_tasks == [(2, 2 * per_stage)] * (len(stages_and_tasks) - 1) + [(3, 2 * per_stage + 1)]
 
 
 @pytest.mark.parametrize("name,params", [("two_phase", {"rm": 5}), ("die_hard", {}),
@@ -443,8 +449,8 @@ def measured_run(spark_context, tmp_path_factory):
 
 def test_json_report_has_spark_figures_for_every_level(measured_run, spark_context):
     """One entry per level expanded, its new states the next level's size on disk, two stages
-    of 3 tasks each, shuffle bytes that are real (every byte written is read, in local mode), and
-    totals that are the sums of the levels."""
+    of a task a core each (3 partitions, small levels), shuffle bytes that are real (every byte
+    written is read, in local mode), and totals that are the sums of the levels."""
     from kraftcheck.checker.report import build_report
     result, work = measured_run
     figures = json.loads(json.dumps(build_report(result, {}, {})))["spark"]
@@ -455,7 +461,7 @@ def test_json_report_has_spark_figures_for_every_level(measured_run, spark_conte
     sizes = [_spark_level(work, level, "labels", np.uint16).size for level in range(result.depth)]
     assert [f["new_states"] for f in levels] == sizes[1:] + [0]
     for f in levels:
-        assert (f["stages"], f["tasks"]) == (2, 6), f
+        assert (f["stages"], f["tasks"]) == (2, 2 * min(3, spark_context.defaultParallelism)), f
         assert f["shuffle_write_bytes"] == f["shuffle_read_bytes"], f
         assert f["seconds"] > 0, f
         if f["new_states"]:

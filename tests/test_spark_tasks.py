@@ -28,15 +28,20 @@ rows = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3)), max_size=40)
 
 
 @settings(max_examples=60, deadline=None)
-@given(old_levels=st.lists(rows, min_size=0, max_size=3), candidates=rows)
+@given(old_levels=st.lists(rows, min_size=0, max_size=3), candidates=rows, collide=st.booleans(),
+       keys_in_order=st.booleans())
 def test_new_states_are_exactly_those_in_no_run_even_when_fingerprints_collide(tmp_path_factory, old_levels,
-                                                                                candidates):
+                                                                                candidates, collide, keys_in_order):
+    """With forced collisions (deduplication then sorts the words too) and with real fingerprints
+    (by fingerprint alone, the smallest key of each group of equal ones kept); keys rising or
+    falling along the candidates."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tasks, "fingerprints", _colliding)
-        _check_new_exact(str(tmp_path_factory.mktemp("work")), old_levels, candidates)
+        if collide:
+            patch.setattr(tasks, "fingerprints", _colliding)
+        _check_new_exact(str(tmp_path_factory.mktemp("work")), old_levels, candidates, keys_in_order)
 
 
-def _check_new_exact(root, old_levels, candidates):
+def _check_new_exact(root, old_levels, candidates, keys_in_order=False):
     visited: set[tuple[int, int]] = set()
     for level, level_rows in enumerate(old_levels):
         fresh = sorted({r for r in level_rows} - visited)
@@ -45,13 +50,15 @@ def _check_new_exact(root, old_levels, candidates):
         tasks.add_run(root, 0, level, fps, words)
         _check_runs(root, level, visited)
     words = np.array(candidates, np.uint64).reshape(-1, 2)
-    keys = np.arange(words.shape[0], dtype=np.int64)[::-1].copy()  # later rows have smaller keys
+    keys = np.arange(words.shape[0], dtype=np.int64)
+    if not keys_in_order:
+        keys = keys[::-1].copy()  # later rows have smaller keys
     new_words, new_keys, new_fps = tasks._new_exact(_plan(root, len(old_levels) - 1), 0, words, keys)
     got = [tuple(int(x) for x in r) for r in new_words]
     assert sorted(got) == sorted(set(candidates) - visited) and len(got) == len(set(got))
     for r, k in zip(got, new_keys):  # the smallest key among a state's candidates is kept
         assert k == min(keys[i] for i, c in enumerate(candidates) if c == r)
-    assert np.array_equal(new_fps, _colliding(new_words))
+    assert np.array_equal(new_fps, tasks.fingerprints(new_words))
     order = [(int(f),) + r for f, r in zip(new_fps, got)]
     assert order == sorted(order)  # the next run is sorted by (fingerprint, words)
 
@@ -63,7 +70,7 @@ def _check_runs(root: str, through: int, visited: set) -> None:
     for run in workdir.visited_runs(root, 0, through):
         fps, words = tasks.open_run(root, 0, run, 2)
         rows = [tuple(int(x) for x in r) for r in words]
-        assert np.array_equal(fps, _colliding(np.asarray(words))), "a run's .fps file does not match its states"
+        assert np.array_equal(fps, tasks.fingerprints(np.asarray(words))), "a run's .fps file does not match its states"
         keyed = [(int(f),) + r for f, r in zip(fps, rows)]
         assert keyed == sorted(keyed), "a run is not sorted by (fingerprint, words)"
         held += rows

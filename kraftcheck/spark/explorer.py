@@ -50,7 +50,7 @@ class SparkExplorer:
     and stops it, Java process included. ``work_dir`` (new or
     empty; on a cluster, a file system every executor sees) holds the levels and the visited set;
     without one, a temporary directory is used and removed. ``partitions``: hash buckets and
-    tasks per level (default: twice Spark's default parallelism).
+    tasks a stage (default: twice Spark's default parallelism; a small level runs a task a core).
     """
 
     name = "spark"
@@ -190,6 +190,10 @@ def _driver_kernels(model: Model) -> Any:
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
 
+
+# a level whose expansion generated fewer transitions runs a task per core, not per partition
+# (``_SparkRun._stage_tasks``); about a second of one core's work on this machine
+SMALL_LEVEL_TRANSITIONS = 1_000_000
 
 # the driver expands the initial states in chunks of at most this many (any size gives the same answer)
 DRIVER_CHUNK_STATES = 4096
@@ -364,10 +368,12 @@ class _SparkRun:
         max_depth = self.options.max_depth
         plan = self._plan(expansion.firsts, expand_next=max_depth is None or self.depth + 1 < max_depth)
         holder, p = self.model_holder, self.partitions
-        new_states = self.sc.parallelize(range(p), p).mapPartitionsWithIndex(
-            lambda b, _: tasks.deduplicate(plan, b))
-        stats = new_states.partitionBy(p, lambda k: k).mapPartitionsWithIndex(
-            lambda t, items: tasks.order(plan, holder, t, items))
+        groups = tasks.stage_groups(p, self._stage_tasks(expansion))
+        group_of = tuple(g for g, group in enumerate(groups) for _ in group)
+        new_states = self.sc.parallelize(range(len(groups)), len(groups)).mapPartitionsWithIndex(
+            lambda g, _: tasks.deduplicate_buckets(plan, groups[g]))
+        stats = new_states.partitionBy(len(groups), lambda t: group_of[t]).mapPartitionsWithIndex(
+            lambda g, items: tasks.order_parts(plan, holder, groups[g], items))
         parts = sorted(self._run_job(stats.collect), key=lambda s: s["task"])
         workdir.remove_candidates(self.root, plan.level)  # read by this job only
         self.expansion = None
@@ -396,6 +402,17 @@ class _SparkRun:
         for name, (kind, key) in hits.items():
             self._record_violation(name, kind, "key", key)
         return stop, new
+
+    def _stage_tasks(self, expansion: "_Expansion") -> int:
+        """Tasks a stage for the level whose expansion is ``expansion``: one a partition, or, for
+        a level of fewer than SMALL_LEVEL_TRANSITIONS transitions, one a core (Spark's default
+        parallelism), each for a few buckets and parts: a task costs a fixed part of Spark's
+        scheduling and the Python worker's start of a task, which such a level's work does not
+        repay, while the balance that more tasks than cores gives is worth little at its size."""
+        transitions = sum(r["generated"] for r in expansion.records)
+        if transitions >= SMALL_LEVEL_TRANSITIONS:
+            return self.partitions
+        return max(1, min(self.partitions, self.sc.defaultParallelism))
 
     def _first_violations(self, ranges: list[dict], parts: list[dict]) -> dict[str, tuple[str, int]]:
         """Checks not violated before and violated in this level -> (kind, smallest violating key):

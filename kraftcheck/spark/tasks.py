@@ -139,6 +139,12 @@ def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray
     return (hashes >> np.uint64(40)) % np.uint64(partitions)
 
 
+def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (all below ``bound``) as 16-bit integers if they fit: numpy sorts those by radix,
+    stable, in linear time (0.008 s against 0.13 s for 0.8 M bucket numbers as int64)."""
+    return values.astype(np.uint16 if bound <= 1 << 16 else np.int64)
+
+
 def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
     """Step 1 as a task of its own (after a resume): the level's states ``splits[task] ..
     splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
@@ -179,7 +185,7 @@ def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: n
         cand_words = np.concatenate(words_parts) if words_parts else np.empty((0, nw), np.uint64)
         keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
         hashes = np.concatenate(hash_parts) if hash_parts else np.empty(0, np.uint64)
-        buckets = bucket_of(hashes, plan.partitions, plan.fingerprints).astype(np.int64)
+        buckets = small_ints(bucket_of(hashes, plan.partitions, plan.fingerprints), plan.partitions)
         by_bucket = np.argsort(buckets, kind="stable")
         bounds = np.searchsorted(buckets[by_bucket], np.arange(plan.partitions + 1)).astype(np.int64)
         workdir.save(workdir.candidate_path(plan.root, level, task, "words"), cand_words[by_bucket])
@@ -212,7 +218,7 @@ def read_candidates(plan: LevelPlan, bucket: int) -> tuple[np.ndarray, np.ndarra
 
 def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partitions: int) -> list[tuple[int, tuple]]:
     """(target, ("states", words, keys)) for every target that gets any, order kept within each."""
-    order = np.argsort(targets, kind="stable")
+    order = np.argsort(small_ints(targets, partitions), kind="stable")
     bounds = np.searchsorted(targets[order], np.arange(partitions + 1))
     out = []
     for p in range(partitions):
@@ -312,6 +318,30 @@ def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional
     workdir.save(workdir.run_path(root, bucket, first, level, "fps"), fps)  # last: now the run counts
 
 
+def _first_of_each_state(words: np.ndarray, keys: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A bucket's candidates, each distinct state once in (fingerprint, words) order: the rows that
+    hold them and the smallest key of each. Sorted by fingerprint alone, which is that order as
+    long as equal fingerprints mean equal states: checked, and then any row of a group of equal
+    fingerprints holds its state and the group's smallest key is the state's (one sort of 64-bit
+    integers instead of one on every word and the key: 0.05 s against 0.26 s for 0.8 M candidates
+    of the Kafka model). Only if two different states share a fingerprint, which 64-bit
+    fingerprints almost never do, are the words sorted too."""
+    order = np.argsort(fps)
+    sorted_fps = fps[order]
+    tied = np.flatnonzero(sorted_fps[1:] == sorted_fps[:-1])  # row tied + 1 repeats row tied's fingerprint
+    if tied.size and np.any(words[order[tied]] != words[order[tied + 1]]):  # different states, one fingerprint
+        order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(words.shape[1]))) + (fps,))
+        ordered = words[order]
+        first = np.ones(order.size, bool)
+        first[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+        return order[first], keys[order[first]]
+    first = np.ones(order.size, bool)
+    first[tied + 1] = False
+    starts = np.flatnonzero(first)
+    smallest = np.minimum.reduceat(keys[order], starts) if starts.size else keys[:0]
+    return order[starts], smallest
+
+
 def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
                keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact mode: among equal candidates the smallest key is kept (the local engine's first
@@ -319,11 +349,8 @@ def _new_exact(plan: LevelPlan, bucket: int, words: np.ndarray,
     states, their keys and fingerprints, sorted by (fingerprint, words): the bucket's next run."""
     nw = plan.nwords
     fps = fingerprints(words)
-    order = np.lexsort((keys,) + tuple(words[:, w] for w in reversed(range(nw))) + (fps,))
-    words, keys, fps = words[order], keys[order], fps[order]
-    first = np.ones(keys.shape[0], bool)
-    first[1:] = np.any(words[1:] != words[:-1], axis=1)
-    words, keys, fps = words[first], keys[first], fps[first]
+    kept, keys = _first_of_each_state(words, keys, fps)
+    words, fps = words[kept], fps[kept]
     seen = np.zeros(keys.shape[0], bool)
     for run in workdir.visited_runs(plan.root, bucket, plan.level):
         run_fps, run_words = open_run(plan.root, bucket, run, nw)
@@ -411,7 +438,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
         key_parts.append(item[2])
     words = np.concatenate(words_parts) if words_parts else np.empty((0, plan.nwords), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
-    by_key = np.argsort(keys, kind="stable")
+    by_key = np.argsort(keys)  # keys are unique (a transition's): any sort gives the one order
     words, keys = words[by_key], keys[by_key]
     labels = (keys % plan.nlabels).astype(np.uint16)
     new_level = plan.level + 1
@@ -428,6 +455,29 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),
         "invariants": inv_min.tolist(), "next": expansion,
     }]
+
+
+def stage_groups(partitions: int, tasks: int) -> tuple[tuple[int, ...], ...]:
+    """The ``partitions`` buckets (or parts) of a level cut into ``tasks`` groups of consecutive
+    ones, as even as can be: what each task of a stage handles when a small level runs fewer
+    tasks than partitions (the files stay those of ``partitions`` tasks)."""
+    return tuple(tuple(range(i * partitions // tasks, (i + 1) * partitions // tasks)) for i in range(tasks))
+
+
+def deduplicate_buckets(plan: LevelPlan, buckets: Iterable[int]) -> Iterator[tuple[int, tuple]]:
+    """Step 2 for each of ``buckets`` in one task."""
+    for bucket in buckets:
+        yield from deduplicate(plan, bucket)
+
+
+def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
+                items: Iterable[tuple[int, tuple]]) -> list[dict]:
+    """Step 3 for each of ``parts`` in one task (every part is written, with no states if it got
+    none), its new states told apart by the part they were sent to."""
+    by_part: dict[int, list[tuple[int, tuple]]] = {t: [] for t in parts}
+    for item in items:
+        by_part[item[0]].append(item)
+    return [record for t in parts for record in order(plan, model_holder, t, by_part[t])]
 
 
 def count_until(plan: LevelPlan, model_holder: Any, lo: int, task: int, cut: int) -> dict:
