@@ -1,7 +1,7 @@
 """Where the seconds of a cold compile go: per kernel, per numba pass, per function, and LLVM.
 
 Compiles one model's kernels in this process into empty caches (a fresh ``KRAFTCHECK_CACHE_DIR``
-and ``NUMBA_CACHE_DIR`` unless ``--warm-generic`` keeps the engine's generic kernels) and listens
+and ``NUMBA_CACHE_DIR``, removed at the end, unless either is set in the environment) and listens
 to numba's compiler events: every compiler pass it runs (``numba:run_pass``, with the function it
 compiles) and every call into LLVM (``numba:llvm_lock``). Times are *exclusive*: a pass that
 compiles a callee (type inference of a call to another ``@njit`` function compiles it) is not
@@ -17,9 +17,11 @@ LLVM's share; the functions that took longest, and how many times each was compi
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +38,7 @@ def main() -> None:
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="kraftcheck-breakdown-")
+    atexit.register(shutil.rmtree, tmp, True)  # the caches it compiled into are not kept
     os.environ.setdefault("KRAFTCHECK_CACHE_DIR", os.path.join(tmp, "kernels"))
     os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tmp, "numba"))
 
