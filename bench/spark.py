@@ -94,7 +94,24 @@ def _option(name: str, default: str) -> str:
     return own[own.index(name) + 1] if name in own else default
 
 
+OPTIONS = ("--engines", "--rounds", "--before")  # each takes a value; kraftcheck's own options go after --
+
+
+def _check_arguments() -> None:
+    """``-h``/``--help`` prints the usage above; an option it does not know is refused before any
+    run starts (it was taken for a kraftcheck option and ignored)."""
+    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    if "-h" in own or "--help" in own:
+        print(__doc__)
+        sys.exit(0)
+    for i in range(0, len(own), 2):
+        if own[i] not in OPTIONS or i + 1 >= len(own):
+            sys.exit(f"bench/spark.py: {own[i]!r} is not one of {', '.join(OPTIONS)} with a value; "
+                     "kraftcheck's own options go after --")
+
+
 def main() -> None:
+    _check_arguments()
     configs = [sys.argv[sys.argv.index("--") + 1:]] if "--" in sys.argv else CONFIGS
     chosen = _option("--engines", "")  # e.g. "local,local[2]": the local engine and spark local[2]
     engines = [e for e in ENGINES if not chosen or e[0].split()[-1].replace("engine", "local") in chosen.split(",")]
