@@ -169,3 +169,14 @@ class Rising(Spec):
 
     def constraints(self):
         return [Constraint("x_at_most_one", x_at_most_one)]
+
+
+class RisingEverywhere(Rising):
+    """Rising without its constraint: all four initial states are kept, so a run that stops at the
+    first (``forbidden=0``) has put the other three into its visited set already
+    (tests/test_fingerprints.py)."""
+
+    name = "constraint_rising_everywhere"
+
+    def constraints(self):
+        return []

@@ -571,38 +571,3 @@ class Arithmetic(Spec):
     def invariants(self):
         return [Invariant("computes_as_python_does", computes_as_python_does)]
 
-
-@dataclass(frozen=True)
-class NoParams:
-    pass
-
-
-@njit(cache=True)
-def never_moves(s, t):
-    return False
-
-
-@njit(cache=True)
-def x_is_not_one(s):
-    return s.x != 1
-
-
-class ManyStarts(Spec):
-    """Four initial states, the second of which breaks the invariant: a run that stops there has
-    put the later two into its visited set already (tests/test_fingerprints.py)."""
-
-    name = "many_starts"
-    Params = NoParams
-
-    def fields(self):
-        return [Int("x", 4)]
-
-    def initial_states(self):
-        for x in range(4):
-            yield {"x": x}
-
-    def actions(self):
-        return [Action("NeverMoves", never_moves)]
-
-    def invariants(self):
-        return [Invariant("x_is_not_one", x_is_not_one)]

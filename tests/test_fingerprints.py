@@ -83,12 +83,16 @@ def test_estimates_of_a_run_stopped_in_a_level_count_only_what_it_counts(name, p
     assert stopped.collision_probability == ref.collision_probability
 
 
-def test_a_run_stopped_at_an_initial_state_counts_only_the_initial_states_up_to_it():
-    from odd_specs import ManyStarts
-    stopped = Engine().explore(Model(ManyStarts(ManyStarts.Params())), Options(fingerprints=True))
-    ref = ReferenceExplorer().explore(Model(ManyStarts(ManyStarts.Params())), Options(fingerprints=True))
-    assert stopped.status == ref.status == "violated" and stopped.distinct_states == ref.distinct_states == 2
-    assert stopped.collision_probability == ref.collision_probability
+def test_a_run_stopped_at_its_first_initial_state_estimates_over_that_state_alone():
+    """The four initial states are all inserted before the first is found to violate: the estimate
+    from the fingerprints is over the one state counted (none: fewer than two), not a gap among
+    four."""
+    from constraint_specs import RisingEverywhere
+    params = RisingEverywhere.Params(forbidden=0)
+    stopped = Engine().explore(Model(RisingEverywhere(params)), Options(fingerprints=True))
+    ref = ReferenceExplorer().explore(Model(RisingEverywhere(params)), Options(fingerprints=True))
+    assert stopped.status == ref.status == "violated" and stopped.distinct_states == ref.distinct_states == 1
+    assert stopped.collision_probability == ref.collision_probability == {"optimistic": 0.0, "from_fingerprints": 0.0}
 
 
 def test_the_command_line_reports_the_estimates(tmp_path):
