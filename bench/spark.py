@@ -88,9 +88,14 @@ def _shuffled(report: dict) -> str:
     return "-" if written is None else f"{written / 2**30:.2f} GiB"
 
 
+def _own_arguments() -> list[str]:
+    """The arguments before ``--`` (after it: kraftcheck's own options)."""
+    return sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+
+
 def _option(name: str, default: str) -> str:
     """``--name VALUE`` among the arguments before ``--``."""
-    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    own = _own_arguments()
     return own[own.index(name) + 1] if name in own else default
 
 
@@ -100,7 +105,7 @@ OPTIONS = ("--engines", "--rounds", "--before")  # each takes a value; kraftchec
 def _check_arguments() -> None:
     """``-h``/``--help`` prints the usage above; an option it does not know is refused before any
     run starts (it was taken for a kraftcheck option and ignored)."""
-    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    own = _own_arguments()
     if "-h" in own or "--help" in own:
         print(__doc__)
         sys.exit(0)
