@@ -89,7 +89,8 @@ def spark_context():
 EXPLORERS = {
     "engine": lambda: Engine(),
     "engine-small-chunks": lambda: Engine(chunk_candidates=64, shard_bits=1),
-    "engine-interpreted": lambda: Engine(compile="never"),  # the first tier, used while kernels compile
+    "engine-interpreted": lambda: Engine(compile="never"),  # the first tier in Python
+    "engine-bytecode": lambda: Engine(compile="bytecode"),  # the first tier, used while kernels compile
     "engine-fingerprints": lambda: FingerprintEngine(),
     "engine-levels-on-disk": lambda: DiskLevelsEngine(),
     "engine-table-layouts": lambda: TableLayoutEngine(),

@@ -100,8 +100,9 @@ def test_interrupt_exits_130(monkeypatch):
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path, signal_name):
-    """Ctrl-C (SIGINT) or SIGTERM in the middle of a real exploration (Two-Phase rm=9 takes much
-    longer than the wait): the summary with the counts explored so far comes first, then the
+    """Ctrl-C (SIGINT) or SIGTERM in the middle of a real exploration (Two-Phase rm=12 takes
+    much longer than the wait: rm=9 now ends within it, the bytecode tier exploring while the
+    kernels compile): the summary with the counts explored so far comes first, then the
     interrupt is said, and the exit code is 130; the JSON report is written with the same counts.
     The run starts with SIGINT's default action, as from a terminal: a suite started as a
     background job of a non-interactive shell has SIGINT ignored, which its children inherit, and
@@ -109,7 +110,7 @@ def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path
     import signal
     import time
     report_path = tmp_path / "report.json"
-    proc = subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=9",
+    proc = subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=12",
                              "--no-color", "--json", str(report_path), "--trace-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -34,15 +34,16 @@ def fresh_kernel_cache(tmp_path, monkeypatch):
 
 
 def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache, monkeypatch):
-    """rm=7 takes about a minute interpreted and its kernels a few seconds to compile, so the
-    run starts interpreted (for the default 2 s, then it waits) and ends compiled; counts are TLC's, coverage and verdict the same as
-    a run compiled from the start, and so is the path recorded to every state (states are
-    numbered alike by both tiers): its parent links and labels, sampled on every level."""
+    """rm=7 takes about a second in bytecode and its kernels a few seconds to compile, so the
+    run, given 0.3 s of its first tier, starts in bytecode, waits and ends compiled; counts are
+    TLC's, coverage and verdict the same as a run compiled from the start, and so is the path
+    recorded to every state (states are numbered alike by both tiers): its parent links and
+    labels, sampled on every level."""
     from kraftcheck.checker.explore import engine
     runs = []
     finish = engine._Run.finish
     monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
-    monkeypatch.delenv("KRAFTCHECK_INTERPRET_S", raising=False)  # the default time of the interpreted tier
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "0.3")  # less than rm=7 takes in bytecode
     model = _model("two_phase", rm=7)
     shapes = kernel_shapes(model)
     assert not is_compiled(shapes)

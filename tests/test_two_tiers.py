@@ -17,7 +17,7 @@ from odd_specs import (AddsAString, Grid, GridParams, Levels, LevelsParams, Over
                        Underflowing)
 
 EXPLORERS = {"compiled": lambda: Engine(compile="now"), "interpreted": lambda: Engine(compile="never"),
-             "reference": lambda: ReferenceExplorer()}
+             "bytecode": lambda: Engine(compile="bytecode"), "reference": lambda: ReferenceExplorer()}
 
 
 def _summary(r):
@@ -31,7 +31,7 @@ def test_two_axis_writes_and_reads_give_the_same_states_on_every_tier(n):
     interpreted tier crashed on the first (a list takes no tuple index)."""
     runs = {name: make().explore(Model(Grid(GridParams(n))), Options(keep_going=True)) for name, make in EXPLORERS.items()}
     summaries = {name: _summary(r) for name, r in runs.items()}
-    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert summaries["interpreted"] == summaries["bytecode"] == summaries["compiled"] == summaries["reference"]
     assert [v.check for v in runs["compiled"].violations] == ["never_a_full_grid"]
     # rows fill left to right: 4 row states each (0-3 cells set), a full grid the violation
     assert runs["compiled"].distinct_states == 4 ** n
@@ -65,6 +65,7 @@ def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name
     line = next(i for i, text in enumerate(open(odd_specs.__file__), 1) if 's.marked + "1"' in text)
     said = {"compiled": r"the kernels of spec adds_a_string failed to compile at \S*odd_specs\.py:%d: No implementation",
             "interpreted": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
+            "bytecode": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
             "reference": r"a function of the spec raised TypeError: .* at \S*odd_specs\.py:%d; "}[name] % line
     with pytest.raises(SpecError, match=said):
         EXPLORERS[name]().explore(Model(AddsAString(GridParams(1))), Options())
@@ -78,7 +79,7 @@ def test_numpy_array_methods_slices_and_operators_give_the_same_states_on_every_
     runs = {name: make().explore(Model(Tally(TallyParams())), Options(keep_going=True))
             for name, make in EXPLORERS.items()}
     summaries = {name: _summary(r) for name, r in runs.items()}
-    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert summaries["interpreted"] == summaries["bytecode"] == summaries["compiled"] == summaries["reference"]
     # 27 counter vectors (total their sum) times 4 grids (columns raised left to right); the
     # full grid is the violation
     assert runs["compiled"].distinct_states == 27 * 4
@@ -101,7 +102,7 @@ def test_negative_values_are_read_written_and_counted_alike_on_every_tier(n, pad
     spec = Levels(LevelsParams(n, padded))
     runs = {name: make().explore(Model(spec), Options(keep_going=True)) for name, make in EXPLORERS.items()}
     summaries = {name: _summary(r) for name, r in runs.items()}
-    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert summaries["interpreted"] == summaries["bytecode"] == summaries["compiled"] == summaries["reference"]
     assert runs["compiled"].distinct_states == _levels_count(n) == {1: 12, 2: 50}[n]
     assert [v.check for v in runs["compiled"].violations] == ["never_at_the_floor"]
     # the shortest way to the floor: cool one room twice
@@ -124,7 +125,7 @@ def test_integer_arithmetic_gives_pythons_results_on_every_tier():
     runs = {name: make().explore(Model(odd_specs.Arithmetic(odd_specs.ArithmeticParams())), Options(keep_going=True))
             for name, make in EXPLORERS.items()}
     summaries = {name: _summary(r) for name, r in runs.items()}
-    assert summaries["interpreted"] == summaries["compiled"] == summaries["reference"]
+    assert summaries["interpreted"] == summaries["bytecode"] == summaries["compiled"] == summaries["reference"]
     assert runs["compiled"].status == "holds" and runs["compiled"].distinct_states == 15
 
 

@@ -26,6 +26,8 @@ from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.bytecode import Untranslatable
+from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
@@ -66,8 +68,6 @@ DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
 # reads) stay within this: the default Kafka check (147 ints a state, 75 labels) ran 1.2-1.4x
 # slower with twice the 2^20 candidate rows, 16 MB of unpacked states (bench/RESULTS.md, session 14).
 UNPACKED_BYTES_PER_CHUNK = 8 << 20
-# states per chunk while interpreting: small, so the switch to compiled kernels comes soon
-INTERPRETED_CHUNK_STATES = 64
 # The interpreted tier explores for at most this many seconds (``KRAFTCHECK_INTERPRET_S``) while
 # the kernels compile in the background, then the run waits for them: interpreting takes a core
 # the compile would use (on 2 cores, a cold Two-Phase rm=7 ran 22.5 s interpreting throughout
@@ -76,6 +76,7 @@ INTERPRETED_CHUNK_STATES = 64
 # rm=7, EWD840) came 8-10% sooner, the interpreted second taken from the compile (bench/RESULTS.md,
 # session 24).
 INTERPRET_BUDGET_S = 1.0
+BYTECODE_BUDGET_S = float("inf")
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
@@ -89,7 +90,8 @@ LEVELS_MEMORY_SHARE = 1 / 16
 SPILL_PREFIX = "kraftcheck-levels-"  # the temporary directory's name starts so, under $TMPDIR
 
 
-COMPILE_MODES = ("now", "background", "never")
+# "never": the Python tier throughout; "bytecode": the bytecode tier throughout (both for tests)
+COMPILE_MODES = ("now", "background", "never", "bytecode")
 # kernel modules (by name: a digest of the spec's sources and the versions) whose spec functions
 # numba's type inference accepted in this process, whatever kernel cache they were written to
 _TYPED_MODULES: set[str] = set()
@@ -145,6 +147,8 @@ class Engine:
         builder: Optional[BackgroundCompile] = None
         if mode == "never":
             kernels: Any = InterpretedKernels(model)
+        elif mode == "bytecode":
+            kernels = first_tier_kernels(model)
         else:
             shapes = kernel_shapes(model)
             if mode == "now" or is_compiled(shapes):
@@ -195,7 +199,7 @@ class Engine:
         every chunk is interpreted), and at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
         candidates = self.chunk_candidates
         if candidates is None:
-            compiled = self.compile != "never" and not numba.config.DISABLE_JIT
+            compiled = self.compile not in ("never", "bytecode") and not numba.config.DISABLE_JIT
             distinct = compiled and not (options.symmetry or options.record_graph or every_row_needed(model))
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
         unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
@@ -208,11 +212,13 @@ class Engine:
         compile, about half as fast to run) is compiled already, that form. A small layout's
         background compile does its table form first, so that the run can take it meanwhile."""
         if uses_layout_table(model.layout):
-            return InterpretedKernels(model), BackgroundCompile(shapes)
-        quick = kernel_shapes(model, table=True)
-        if is_compiled(quick):
-            return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
-        return InterpretedKernels(model), BackgroundCompile([quick, shapes])
+            builder = BackgroundCompile(shapes)
+        else:
+            quick = kernel_shapes(model, table=True)
+            if is_compiled(quick):
+                return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
+            builder = BackgroundCompile([quick, shapes])
+        return first_tier_kernels(model), builder
 
     @staticmethod
     def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
@@ -226,12 +232,20 @@ class Engine:
         return Kernels(model, module)
 
 
-def interpret_budget() -> float:
-    """``KRAFTCHECK_INTERPRET_S``, else INTERPRET_BUDGET_S: seconds of interpreting before a run
-    waits for its background compile."""
+def first_tier_kernels(model: Model) -> Any:
+    """The bytecode tier, or the Python tier for a spec whose functions do not translate."""
+    try:
+        return BytecodeKernels(model)
+    except Untranslatable:
+        return InterpretedKernels(model)
+
+
+def interpret_budget(bytecode: bool = False) -> float:
+    """``KRAFTCHECK_INTERPRET_S``, else INTERPRET_BUDGET_S (BYTECODE_BUDGET_S for the bytecode
+    tier): seconds of the first tier before a run waits for its background compile."""
     text = os.environ.get("KRAFTCHECK_INTERPRET_S", "").strip()
     try:
-        budget = float(text) if text else INTERPRET_BUDGET_S
+        budget = float(text) if text else (BYTECODE_BUDGET_S if bytecode else INTERPRET_BUDGET_S)
     except ValueError:
         budget = -1.0
     if budget < 0:
@@ -289,7 +303,7 @@ class _Run:
         # else a compiled form, the background compile's failure or the typing check
         # (typing_check) tells
         self.spec_checked = builder is None or kernels.compiled
-        self.interpret_budget = interpret_budget() if builder is not None else 0.0
+        self.interpret_budget = interpret_budget(isinstance(kernels, BytecodeKernels)) if builder is not None else 0.0
         self._waiting = False  # the interpreted tier's time is up: waiting for the compile
         self.interpreted_states = 0  # states expanded by the interpreted tier
         self.chunk_states = chunk_states
@@ -425,7 +439,7 @@ class _Run:
             self._switch_when_compiled()
             buf = self.buffers  # read after the switch: the compiled kernels bring buffers of their own
             hi = min(level.shape[0], lo + (self._compiled_chunk_states() if self.kernels.compiled
-                                           else min(self.chunk_states, INTERPRETED_CHUNK_STATES)))
+                                           else min(self.chunk_states, self.kernels.chunk_states)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated

@@ -27,6 +27,8 @@ class InterpretedKernels:
     """``successors`` and ``violations`` over packed states, in Python; see ``Kernels``."""
 
     compiled = False
+    # states per chunk: few, so that the switch to compiled kernels, between chunks, comes soon
+    chunk_states = 64
 
     def __init__(self, model: Model) -> None:
         self.model = model
