@@ -39,6 +39,8 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "compiled_in_background": result.compiled_in_background,
         "compile_continues": result.compile_continues,
         "interpreted_states": result.interpreted_states,
+        "first_tier": result.first_tier,
+        "first_tier_python_because": result.first_tier_python_because,
         "fingerprints": result.fingerprints,
         "collision_probability": result.collision_probability,
         "symmetry": result.symmetry,

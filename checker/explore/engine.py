@@ -164,6 +164,10 @@ class Engine:
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else None
         result.compiled_in_background = builder is not None
+        if builder is not None or mode in ("never", "bytecode"):
+            result.first_tier = "bytecode" if isinstance(kernels, BytecodeKernels) else \
+                "python" if isinstance(kernels, InterpretedKernels) else None  # None: a table form compiled
+            result.first_tier_python_because = getattr(kernels, "why_python", None)
         try:
             try:
                 run.explore(init_words)
@@ -236,8 +240,10 @@ def first_tier_kernels(model: Model) -> Any:
     """The bytecode tier, or the Python tier for a spec whose functions do not translate."""
     try:
         return BytecodeKernels(model)
-    except Untranslatable:
-        return InterpretedKernels(model)
+    except Untranslatable as e:
+        kernels = InterpretedKernels(model)
+        kernels.why_python = str(e)
+        return kernels
 
 
 def interpret_budget(bytecode: bool = False) -> float:

@@ -27,6 +27,7 @@ class InterpretedKernels:
     """``successors`` and ``violations`` over packed states, in Python; see ``Kernels``."""
 
     compiled = False
+    why_python: Optional[str] = None  # set when the bytecode tier could not take the spec: what it lacks
     # states per chunk: few, so that the switch to compiled kernels, between chunks, comes soon
     chunk_states = 64
 

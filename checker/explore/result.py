@@ -121,7 +121,9 @@ class Result:
     violations: list[Violation] = field(default_factory=list)
     engine: str = ""
     exhaustive: bool = False  # every reachable state was explored (no limit, no early stop)
-    interpreted_states: int = 0  # states expanded by the interpreted tier while kernels compiled
+    interpreted_states: int = 0  # states expanded by the first tier while kernels compiled
+    first_tier: Optional[str] = None  # what explored before compiled kernels: "bytecode" or "python"
+    first_tier_python_because: Optional[str] = None  # what of the spec the bytecode does not translate
     compiled_in_background: bool = False  # compile_s ran beside the exploration
     compile_continues: bool = False  # the run ended first and left the background compile to finish
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions

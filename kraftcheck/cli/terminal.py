@@ -23,7 +23,8 @@ PLAIN_PROGRESS_EVERY_S = 10.0
 def compile_summary(result: Result) -> str:
     if not result.compiled_in_background:
         return f"{result.compile_s:,.2f} s"
-    interpreted = f"{result.interpreted_states:,} states interpreted meanwhile"
+    tier = "in bytecode" if result.first_tier == "bytecode" else "interpreted in Python"
+    interpreted = f"{result.interpreted_states:,} states {tier} meanwhile"
     if result.compile_s is not None:
         later = "; its faster form goes on in the background for the next run" if result.compile_continues else ""
         return f"{result.compile_s:,.2f} s in the background ({interpreted}){later}"
@@ -197,6 +198,9 @@ class Terminal:
         stats.add_row("depth", f"{result.depth:,}")
         stats.add_row("exploration", f"{result.elapsed_s:,.2f} s ({result.states_per_s:,.0f} distinct states/s)")
         stats.add_row("compilation", compile_summary(result))
+        if result.first_tier_python_because and result.interpreted_states:
+            # the user's spec is in the slow tier: say why, so that they can keep it out
+            stats.add_row("first tier", "Python, not bytecode: " + result.first_tier_python_because)
         if result.resumed:
             stats.add_row("resumed", f"from level {result.resumed_from_level:,}" if result.resumed_from_level else
                           "from the start: the checkpoint's run stopped before its first level was on disk")
