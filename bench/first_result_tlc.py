@@ -10,8 +10,8 @@ summary line ``N states generated, M distinct states found`` is parsed), or the 
 kraftcheck "cold": every run gets fresh, empty ``KRAFTCHECK_CACHE_DIR`` and ``NUMBA_CACHE_DIR``
 and the default ``--compile background`` (the interpreted tier explores while the kernels
 compile). "installed" (with ``--installed``): ``NUMBA_CACHE_DIR`` is shared and primed once per
-model (the engine's generic kernels and the spec's functions cached, as after a first use of the
-installation), only ``KRAFTCHECK_CACHE_DIR`` fresh, so the model's own kernels still compile.
+model (the engine's generic kernels, the first tier's interpreter and the spec's functions cached,
+as after a first use of the installation), only ``KRAFTCHECK_CACHE_DIR`` fresh, so the model's own kernels still compile.
 Every kraftcheck run sets ``KRAFTCHECK_KEEP_COMPILING=0`` so that no background compile outlives
 it into the next run: a run that ends before its compile stops the compile (and a user's next
 run would have found more of it cached).
@@ -23,7 +23,8 @@ are written into a temporary copy). TLC runs as ``java -XX:+UseParallelGC -cp JA
 -workers 2``.
 
     .venv/bin/python bench/first_result_tlc.py --tla2tools /path/tla2tools.jar \\
-        --examples /path/tlaplus-Examples [--runs 2] [--installed] [--model rm=9 ...]
+        --examples /path/tlaplus-Examples [--runs 2] [--installed] [--model rm=9 ...] \\
+        [--baseline /other/checkout/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -63,14 +64,15 @@ def kraftcheck_args(kind: str, n: int) -> list[str]:
     return ["--spec", EWD840_SPEC, "--param", f"n={n}"]
 
 
-def run_kraftcheck(args: list[str], numba_cache: str | None, extra: tuple[str, ...] = ()) -> tuple[float, dict]:
+def run_kraftcheck(args: list[str], numba_cache: str | None, extra: tuple[str, ...] = (),
+                   python: str = sys.executable) -> tuple[float, dict]:
     """One whole ``kraftcheck check`` process in a fresh temporary folder, with a fresh kernel
     cache (and a fresh numba cache unless one is given): its wall time and JSON report."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, KRAFTCHECK_CACHE_DIR=os.path.join(tmp, "kc-cache"),
                    NUMBA_CACHE_DIR=numba_cache or os.path.join(tmp, "numba"), KRAFTCHECK_KEEP_COMPILING="0")
         report = os.path.join(tmp, "report.json")
-        cmd = [sys.executable, "-m", "kraftcheck", "check", *args, "--quiet", "--json", report,
+        cmd = [python, "-m", "kraftcheck", "check", *args, "--quiet", "--json", report,
                "--trace-dir", os.path.join(tmp, "traces"), *extra]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
@@ -88,26 +90,39 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="runs of each side per model")
     ap.add_argument("--installed", action="store_true", help="also kraftcheck with a warm NUMBA_CACHE_DIR")
     ap.add_argument("--model", action="append", choices=sorted(MODELS), help="only this model (repeatable)")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="also run another kraftcheck installation (its venv's python), alternated with the rest")
     opts = ap.parse_args()
     rows = []
     for name in opts.model or list(MODELS):
         kind, n = MODELS[name]
         args = kraftcheck_args(kind, n)
-        walls: dict[str, list[float]] = {"cold": [], "TLC": [], "installed": []}
+        walls: dict[str, list[float]] = {"cold": [], "TLC": [], "installed": [], "baseline cold": [],
+                                         "baseline installed": []}
         distinct, interpreted, generated = set(), [], {}
         with tempfile.TemporaryDirectory() as tmp:
             folder, numba = Path(tmp) / "tlc", os.path.join(tmp, "numba")
+            base_numba = os.path.join(tmp, "numba-baseline")
             folder.mkdir()
             config, module = tlc_folder(opts.examples, folder, kind, n)
             if opts.installed:  # prime the shared numba cache, untimed; its kernel cache is thrown away
-                run_kraftcheck(args, numba, ("--compile", "now", "--max-states", "1"))
+                # the second run loads (compiles, the first time) the first tier's interpreter, as
+                # an installation's first run does
+                for python, cache in [(sys.executable, numba)] + ([(opts.baseline, base_numba)] if opts.baseline else []):
+                    run_kraftcheck(args, cache, ("--compile", "now", "--max-states", "1"), python)
+                    run_kraftcheck(args, cache, ("--max-states", "1"), python)
             sides = ["cold", "TLC"] + (["installed"] if opts.installed else [])
+            if opts.baseline:
+                sides += ["baseline cold"] + (["baseline installed"] if opts.installed else [])
             for i in range(opts.runs):
                 for side in sides:
                     if side == "TLC":
                         wall, (d, g, _) = run_tlc_model(opts.tla2tools, folder, config, module)
                     else:
-                        wall, r = run_kraftcheck(args, numba if side == "installed" else None)
+                        python = opts.baseline if side.startswith("baseline") else sys.executable
+                        cache = (base_numba if side.startswith("baseline") else numba) if side.endswith("installed") \
+                            else None
+                        wall, r = run_kraftcheck(args, cache, python=python)
                         d, g = r["distinct_states"], r["states_generated"]
                         interpreted.append(f"{side} {r.get('interpreted_states', '?'):,}")
                     walls[side].append(wall)
@@ -128,6 +143,17 @@ def main() -> None:
         if opts.installed:
             line += f" {cell['installed']} | {med['installed'] / med['TLC']:.2f} |"
         print(line)
+    if opts.baseline:
+        print("\n| model | baseline cold median s (runs) | cold / baseline cold |"
+              + (" baseline installed median s (runs) | installed / baseline installed |" if opts.installed else ""))
+        print("| --- | --- | --- |" + (" --- | --- |" if opts.installed else ""))
+        for name, d, walls, generated, interpreted in rows:
+            med = {k: statistics.median(v) for k, v in walls.items() if v}
+            cell = {k: f"{med[k]:.2f} ({', '.join(f'{w:.2f}' for w in walls[k])})" for k in med}
+            line = f"| {name} | {cell['baseline cold']} | {med['cold'] / med['baseline cold']:.2f} |"
+            if opts.installed:
+                line += f" {cell['baseline installed']} | {med['installed'] / med['baseline installed']:.2f} |"
+            print(line)
     print()
     for name, d, walls, generated, interpreted in rows:
         print(f"{name}: states generated {generated}; interpreted states per kraftcheck run: {', '.join(interpreted)}")

@@ -18,8 +18,8 @@ ENGINES = ("engine", "reference", "spark")
 
 def explorer_for(engine: str, compile: str = "background", spark: Optional[dict[str, Any]] = None) -> Any:
     """A fresh explorer by its command-line name. With ``compile="background"`` the engine explores
-    with its interpreted tier while its kernels compile in another process, when they are not
-    cached yet; with ``"now"`` it compiles them first. ``spark``: the Spark explorer's settings
+    with its first tier (bytecode, or Python) while its kernels compile in another process, when
+    they are not cached yet; with ``"now"`` it compiles them first. ``spark``: the Spark explorer's settings
     (``master``, ``conf``, ``work_dir``); kraftcheck.spark is imported only for that engine."""
     if spark and engine != "spark":
         raise UsageError(f"{', '.join(sorted(spark))}: Spark settings need --engine spark")

@@ -35,6 +35,18 @@ class BytecodeKernels(InterpretedKernels):
         self.programs = programs if programs is not None else translate(model)
         self.table = table(model.layout)
         self.redone_in_python = 0  # states the bytecode left to Python (for the tests)
+        self._load_interpreter()
+
+    def _load_interpreter(self) -> None:
+        """Load the interpreter's kernels from numba's cache (compile them, about 2 s, the first
+        time on an installation) now, on no states, so that a run's first-tier time is spent
+        exploring."""
+        p = self.programs
+        words = np.zeros((1, self.nwords), np.uint64)
+        out = self.buffers(1)
+        vm.successors(words, 0, 0, self.table, p.code, p.tables, p.nregs, p.label_start, p.label_args, p.arg_regs,
+                      p.property_start, out.words[0:], out.hashes[0:], out.labels[0:], out.props[0:], NO_LABEL)
+        vm.violations(words, 0, 0, self.table, p.code, p.tables, p.nregs, p.check_start, np.zeros(1, np.uint64)[0:])
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
                    after_part: Optional[Callable[[int, int, int], None]] = None):

@@ -68,15 +68,17 @@ DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
 # reads) stay within this: the default Kafka check (147 ints a state, 75 labels) ran 1.2-1.4x
 # slower with twice the 2^20 candidate rows, 16 MB of unpacked states (bench/RESULTS.md, session 14).
 UNPACKED_BYTES_PER_CHUNK = 8 << 20
-# The interpreted tier explores for at most this many seconds (``KRAFTCHECK_INTERPRET_S``) while
-# the kernels compile in the background, then the run waits for them: interpreting takes a core
-# the compile would use (on 2 cores, a cold Two-Phase rm=7 ran 22.5 s interpreting throughout
-# against 13.4 s compiling first), and what it finds it finds early (the default Kafka check's
-# shortest violation: 93 states, 0.7 s). 1 s rather than 2: a small model's first result (Two-Phase
-# rm=7, EWD840) came 8-10% sooner, the interpreted second taken from the compile (bench/RESULTS.md,
-# session 24).
+# The first tier explores for at most this many seconds (``KRAFTCHECK_INTERPRET_S`` sets either)
+# while the kernels compile in the background, then the run waits for them: exploring takes a core
+# the compile would use, and what it finds it finds early (the default Kafka check's shortest
+# violation: 93 states). The Python tier: 1 s (a cold Two-Phase rm=7 ran 22.5 s interpreting
+# throughout against 13.4 s compiling first; 1 s rather than 2 brought small models' first result
+# 8-10% sooner, session 24). The bytecode tier, 20-40x faster: 3 s, time for a model of a few
+# hundred thousand states (EWD840 N=7: 1.5 s) to end before its kernels compile. The default Kafka
+# --continue took 25.3-30.4 s with the bytecode exploring until its kernels were ready, 22.2-23.6 s
+# with 3 s of it, 20.8-24.3 s with 1 s and 22.2-22.4 s with 1 s of Python (bench/RESULTS.md, session 25).
 INTERPRET_BUDGET_S = 1.0
-BYTECODE_BUDGET_S = float("inf")
+BYTECODE_BUDGET_S = 3.0
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
@@ -110,7 +112,7 @@ class Engine:
     compiled kernels any chunk whose Python the interpreted tier could not run. A small layout's
     compile builds its table form first (``codegen.write_kernel_module``: quick to compile, about
     half as fast to run), which the run takes while the unrolled form compiles, then the unrolled
-    form. ``never`` interprets throughout (tests of the first tier).
+    form. ``never`` runs the Python tier throughout, ``bytecode`` the bytecode tier (tests).
 
     ``spill_levels_at``: bytes the levels may hold in memory before they spill to a temporary
     directory (0: from the first level on); None: LEVELS_MEMORY_SHARE of ``Options.max_memory``.
@@ -388,8 +390,9 @@ class _Run:
             self.frontier = self._expand_level()
 
     def _canonicalize(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int) -> None:
-        """Replace the given rows by their canonical forms (--symmetry), in the current tier."""
-        if self.kernels.compiled:
+        """Replace the given rows by their canonical forms (--symmetry): compiled (a kernel compiled
+        once per installation) unless the first tier is the Python one."""
+        if self.kernels.compiled or isinstance(self.kernels, BytecodeKernels):
             self.canon.canonicalize(words, hashes, rows, nrows)
         else:
             self.canon.canonicalize_interpreted(words, hashes, rows, nrows)

@@ -276,9 +276,10 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--work-dir", metavar="DIR", help="--engine spark: a new or empty directory for the levels and the "
               "visited set, on a file system every executor sees.  [default: a temporary directory]")
 @click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
-              help="When the kernels are not compiled yet: explore interpreted (at most KRAFTCHECK_INTERPRET_S, "
-                   "default 1 s, then wait) while other processes compile them, a small model's quick table "
-                   "form first (background); or compile them first (now).")
+              help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
+                   "(in Python if they do not translate; at most KRAFTCHECK_INTERPRET_S, default 3 s, 1 s in "
+                   "Python, then wait) while other processes compile them, a small model's quick table form "
+                   "first (background); or compile them first (now).")
 @click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
