@@ -52,12 +52,13 @@ def two_phase_folder(specs: str, folder: Path, rm: int) -> str:
     return f"TwoPhase{rm}.cfg"
 
 
-def run_tlc_model(jar: str, folder: Path, config: str, module: str) -> tuple[float, tuple[int, int, int]]:
-    """One TLC process on ``module`` with ``config`` in ``folder``: its wall time and (distinct,
-    generated, depth) from its summary lines."""
+def run_tlc_model(jar: str, folder: Path, config: str, module: str, workers: int = 2
+                  ) -> tuple[float, tuple[int, int, int]]:
+    """One TLC process (``workers`` worker threads) on ``module`` with ``config`` in ``folder``:
+    its wall time and (distinct, generated, depth) from its summary lines."""
     states = folder / "states"
     shutil.rmtree(states, ignore_errors=True)  # TLC's fingerprint and queue files of the last run
-    cmd = ["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", "2", "-config", config, module]
+    cmd = ["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-workers", str(workers), "-config", config, module]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
     wall = time.perf_counter() - t0

@@ -219,6 +219,10 @@ class _Frame:
         self.end = end
         self.loops: list[tuple[Label, Label]] = []  # (continue, break)
         self.width: Optional[int] = None  # what its returns give: a value (0) or a tuple of width
+        # the local names surely assigned on every path to here (None: no path reaches here); a
+        # read of any other local would raise in Python (UnboundLocalError) and read a register
+        # left by another state here, so it does not translate
+        self.defined: Optional[set] = set(names)
 
 
 class Translator:
@@ -307,6 +311,18 @@ class Translator:
 
     def stmt_Raise(self, node: ast.Raise) -> None:
         self.asm.emit(vm.FAIL)  # Python raises it: the tier redoes the state in Python
+        self.frame.defined = None
+
+    def define(self, name: str) -> None:
+        if self.frame.defined is not None:
+            self.frame.defined.add(name)
+
+    @staticmethod
+    def _meet(a: Optional[set], b: Optional[set]) -> Optional[set]:
+        """The names surely assigned after two paths join."""
+        if a is None:
+            return None if b is None else set(b)
+        return set(a) if b is None else a & b
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         ok = Label()
@@ -314,6 +330,7 @@ class Translator:
         if isinstance(test, Const):
             if not test.value:
                 self.asm.emit(vm.FAIL)
+                self.frame.defined = None
             return
         self.asm.emit(vm.JNZ, self.reg_of(test, node).r, ok)
         self.asm.emit(vm.FAIL)
@@ -326,6 +343,7 @@ class Translator:
             if value is NONE:
                 value = Const(0)
             self.asm.emit(vm.RET, self.reg_of(value, node).r)
+            frame.defined = None
             return
         if value is not NONE:
             items = value.items if isinstance(value, TupleValue) else (value,)
@@ -337,6 +355,7 @@ class Translator:
             for r, item in zip(frame.result, items):
                 self.move(r, item, node)
         self.asm.emit(vm.JMP, frame.end)
+        frame.defined = None
 
     def move(self, r: Reg, value: Value, node: ast.AST) -> None:
         value = self.scalar(value, node)
@@ -380,6 +399,7 @@ class Translator:
 
     def bind(self, name: str, value: Value, node: ast.AST) -> None:
         frame = self.frame
+        self.define(name)
         if isinstance(value, (StateRef, ArrayRef)):
             if frame.func.assigned.get(name, 0) != 1 or name in frame.names:
                 raise self.fail(node, f"{name} names an array or a state and is assigned more than once")
@@ -404,7 +424,7 @@ class Translator:
             raise self.fail(node, f"the operator {type(node.op).__name__}")
         target = node.target
         if isinstance(target, ast.Name):
-            current = self.frame.names.get(target.id)
+            current = self.lookup(target.id, target)
             if not isinstance(current, Reg):
                 raise self.fail(node, f"{target.id} augmented before it holds a number")
             value = self.scalar(self.expr(node.value), node)
@@ -423,13 +443,17 @@ class Translator:
         if isinstance(test, Const):
             self.block(node.body if test.value else node.orelse)
             return
+        frame = self.frame
         other, end = Label(), Label()
         self.asm.emit(vm.JZ, self.reg_of(test, node).r, other)
+        before = None if frame.defined is None else set(frame.defined)
         self.block(node.body)
+        after_body, frame.defined = frame.defined, before
         if node.orelse:
             self.asm.emit(vm.JMP, end)
         self.asm.place(other)
         self.block(node.orelse)
+        frame.defined = self._meet(after_body, frame.defined)
         self.asm.place(end)
 
     def stmt_While(self, node: ast.While) -> None:
@@ -443,9 +467,12 @@ class Translator:
                 return
         else:
             self.asm.emit(vm.JZ, self.reg_of(test, node).r, end)
-        self.frame.loops.append((top, end))
+        frame = self.frame
+        before = None if frame.defined is None else set(frame.defined)
+        frame.loops.append((top, end))
         self.block(node.body)
-        self.frame.loops.pop()
+        frame.loops.pop()
+        frame.defined = before  # the body may not run: what it assigns is not surely assigned after
         self.asm.emit(vm.JMP, top)
         self.asm.place(end)
 
@@ -473,6 +500,8 @@ class Translator:
         self.move(counter, start, node)
         limit = stop if isinstance(stop, Const) else self.copy(stop)  # range() reads its bounds once
         top, advance, end = Label(), Label(), Label()
+        frame = self.frame
+        before = None if frame.defined is None else set(frame.defined)
         self.asm.place(top)
         more = self.asm.reg()
         self.asm.emit(vm.LT if step.value > 0 else vm.GT, more.r, counter.r, self.reg_of(limit, node).r)
@@ -484,9 +513,10 @@ class Translator:
             if not isinstance(item, _Element):
                 raise self.fail(node, "a for loop over an array of more than one axis")
             self.bind_loop(node.target.id, self.read(item), node)
-        self.frame.loops.append((advance, end))
+        frame.loops.append((advance, end))
         self.block(node.body)
-        self.frame.loops.pop()
+        frame.loops.pop()
+        frame.defined = before  # the body may not run: its names, the loop's own included, neither
         self.asm.place(advance)
         self.asm.emit(vm.ADD, counter.r, counter.r, self.reg_of(step, node).r)
         self.asm.emit(vm.JMP, top)
@@ -494,6 +524,7 @@ class Translator:
 
     def bind_loop(self, name: str, value: Value, node: ast.AST) -> None:
         frame = self.frame
+        self.define(name)
         current = frame.names.get(name)
         if current is None:
             current = self.asm.reg()
@@ -511,11 +542,13 @@ class Translator:
         if not self.frame.loops:
             raise self.fail(node, "break outside a loop")
         self.asm.emit(vm.JMP, self.frame.loops[-1][1])
+        self.frame.defined = None
 
     def stmt_Continue(self, node: ast.Continue) -> None:
         if not self.frame.loops:
             raise self.fail(node, "continue outside a loop")
         self.asm.emit(vm.JMP, self.frame.loops[-1][0])
+        self.frame.defined = None
 
     # -- memory
     def element(self, node: ast.expr, store: bool = False) -> tuple[int, Union[Const, Reg]]:
@@ -605,6 +638,8 @@ class Translator:
 
     def lookup(self, name: str, node: ast.AST) -> Any:
         frame = self.frame
+        if frame.func.assigned.get(name) and frame.defined is not None and name not in frame.defined:
+            raise self.fail(node, f"{name} may be read before it is assigned")
         if name in frame.names:
             return frame.names[name]
         if frame.func.assigned.get(name):

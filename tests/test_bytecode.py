@@ -213,3 +213,49 @@ def test_the_interpreter_stops_only_where_python_raises_on_moderate_values(which
 def test_every_operation_runs_in_the_interpreter_on_small_values(which):
     status, value, expected = _run_both(which, 17, 5, [1, -2, 3])
     assert status == vm.DONE and value == expected
+
+
+# -- names Python might find unassigned: they do not translate (a register would hold another
+# state's value where Python raises UnboundLocalError)
+
+@njit
+def _assigned_in_one_branch(s):
+    if s.a > 0:
+        x = 1
+    return x  # noqa: F821 - unbound when s.a <= 0, on purpose
+
+
+@njit
+def _assigned_in_a_loop(s):
+    for i in range(s.a):
+        pass
+    return i  # noqa: F821 - unbound when s.a <= 0, on purpose
+
+
+@njit
+def _assigned_on_every_path(s):
+    if s.a > 0:
+        x = 1
+    elif s.b > 0:
+        return 7
+    else:
+        x = 2
+    y = 0
+    for i in range(3):
+        y += i
+    return x + y
+
+
+@pytest.mark.parametrize("fn", [_assigned_in_one_branch, _assigned_in_a_loop])
+def test_a_name_python_may_find_unassigned_does_not_translate(fn):
+    with pytest.raises(Untranslatable, match=r"may be read before it is assigned"):
+        Translator(LAYOUT, Assembler()).program(fn, (0,))
+
+
+@pytest.mark.parametrize("a,b", [(1, 0), (0, 1), (0, 0)])
+def test_a_name_assigned_on_every_path_translates(a, b):
+    asm = Assembler()
+    start, _ = Translator(LAYOUT, asm).program(_assigned_on_every_path, (0,))
+    src = np.array((a, b, 0, 0, 0), np.int64)
+    status, value = vm.run(asm.array(), start, np.zeros(asm.nregs, np.int64), src, src, np.zeros(1, np.int64))
+    assert status == vm.DONE and value == python_function(_assigned_on_every_path)(LAYOUT.to_object(tuple(src)))
