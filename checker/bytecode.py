@@ -26,7 +26,7 @@ import ast
 import inspect
 import operator
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -43,11 +43,13 @@ class Untranslatable(Exception):
 @dataclass(frozen=True)
 class Const:
     value: int
+    maybe_bool: bool = field(default=False, compare=False)  # see Translator.bool_names
 
 
 @dataclass(frozen=True)
 class Reg:
     r: int
+    maybe_bool: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class _Function:
     tree: ast.FunctionDef
     assigned: dict[str, int]  # how many times each name is bound in the body
     may_return_none: bool
+    bool_names: Optional[set] = None  # the locals that may hold a bool (``_bool_names``)
+    return_bools: Optional[tuple] = None  # per place of what it returns (one, or a tuple's), may it be a bool
 
 
 _parsed: dict[int, _Function] = {}
@@ -198,6 +202,126 @@ def _parse(fn: Callable) -> _Function:
     return parsed
 
 
+# Bools. Python's bool and numpy's (a comparison of array elements, np.int64, gives np.bool_)
+# compute alike with integers, but not with each other: np.True_ + np.True_ is True (a logical
+# or), np.True_ + True too, ~np.True_ is False, -np.True_ raises. The bytecode holds a bool as 0
+# or 1, so an operation whose two operands may both be bools (or a unary minus or ~ of one) does
+# not translate. What may be a bool is read from the source, conservatively: comparisons, not,
+# bool(), True and False, and what passes one on (and/or, if-else, min/max/abs, & | ^ of two, a
+# local assigned one, a helper that may return one).
+_BOOL_PASSING = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_INTEGER_BUILTINS = ("len", "int", "range")
+_bools_pending: set = set()  # helpers whose returns are being read (recursion: assume a bool)
+
+
+def _maybe_bool(node: Optional[ast.AST], names: set, fn: Callable) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, (ast.Compare,)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.Name):
+        if node.id in names:
+            return True
+        return isinstance(fn.__globals__.get(node.id), (bool, np.bool_))
+    if isinstance(node, ast.BoolOp):
+        return any(_maybe_bool(v, names, fn) for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return _maybe_bool(node.body, names, fn) or _maybe_bool(node.orelse, names, fn)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.UAdd) and _maybe_bool(node.operand, names, fn)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _BOOL_PASSING) and _maybe_bool(node.left, names, fn) and \
+            _maybe_bool(node.right, names, fn)
+    if isinstance(node, ast.Tuple):
+        return any(_maybe_bool(e, names, fn) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name in _INTEGER_BUILTINS:
+            return False
+        if name in ("bool",):
+            return True
+        if name in ("min", "max", "abs"):
+            return any(_maybe_bool(a, names, fn) for a in node.args)
+        return any(_call_bools(node, fn, 1))
+    return False
+
+
+def _call_bools(node: ast.Call, fn: Callable, width: int) -> tuple:
+    """Per place of what the helper call ``node`` (in ``fn``) returns, may it be a bool."""
+    helper = fn.__globals__.get(node.func.id) if isinstance(node.func, ast.Name) else None
+    if helper is None or not callable(helper):
+        return (True,) * width
+    try:
+        flags = _return_bools(_parse(helper))
+    except Untranslatable:
+        return (True,) * width
+    return flags if flags is not None and len(flags) >= width else (True,) * max(width, 1)
+
+
+def _bool_names(func: "_Function") -> set:
+    """The locals of ``func`` that may hold a bool: assigned one anywhere (to a fixpoint)."""
+    if func.bool_names is not None:
+        return func.bool_names
+    names: set = set()
+    while True:
+        before = len(names)
+        for node in ast.walk(func.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and _maybe_bool(node.value, names, func.fn):
+                        names.add(target.id)
+                    elif isinstance(target, (ast.Tuple, ast.List)):
+                        width = len(target.elts)
+                        if isinstance(node.value, ast.Tuple) and len(node.value.elts) == width:
+                            flags = [_maybe_bool(v, names, func.fn) for v in node.value.elts]
+                        elif isinstance(node.value, ast.Call):
+                            flags = list(_call_bools(node.value, func.fn, width))
+                        else:
+                            flags = [True] * width
+                        for t, flag in zip(target.elts, flags):
+                            if isinstance(t, ast.Name) and flag:
+                                names.add(t.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
+                    isinstance(node.op, _BOOL_PASSING) and _maybe_bool(node.value, names, func.fn):
+                names.add(node.target.id)
+        if len(names) == before:
+            break
+    func.bool_names = names
+    return names
+
+
+def _return_bools(func: "_Function") -> Optional[tuple]:
+    """Per place of what ``func`` returns (a value: one place; a tuple: its places), may it be a
+    bool; None while it is being read (a recursion: every place may be)."""
+    if func.return_bools is not None:
+        return func.return_bools
+    key = id(func)
+    if key in _bools_pending:
+        return None
+    _bools_pending.add(key)
+    try:
+        names = _bool_names(func)
+        flags: list = []
+        for n in ast.walk(func.tree):
+            if not isinstance(n, ast.Return) or n.value is None:
+                continue
+            if isinstance(n.value, ast.Tuple):
+                these = [_maybe_bool(e, names, func.fn) for e in n.value.elts]
+            elif isinstance(n.value, ast.Call):
+                these = list(_call_bools(n.value, func.fn, 1))
+            else:
+                these = [_maybe_bool(n.value, names, func.fn)]
+            flags += [False] * (len(these) - len(flags))
+            flags = [a or b for a, b in zip(flags, these + [True] * (len(flags) - len(these)))]
+    finally:
+        _bools_pending.discard(key)
+    func.return_bools = tuple(flags)
+    return func.return_bools
+
+
 def _always_returns(body: Sequence[ast.stmt]) -> bool:
     if not body:
         return False
@@ -233,6 +357,8 @@ class Translator:
         self.asm = asm
         self.fields = {f.name: f for f in layout.fields}
         self.writable: tuple[int, ...] = ()
+        self.fold_successor_consts = True
+        self.wrote_a_const = False
         self.stack: list[_Frame] = []
 
     # -- programs
@@ -244,7 +370,20 @@ class Translator:
         args = [a.arg for a in func.tree.args.args]
         if len(args) != len(states) + params:
             raise Untranslatable(f"{_where(func.fn)} takes {len(args)} arguments, not {len(states) + params}")
-        start = self.asm.start_program()
+        for fold_successor_consts in (True, False):
+            start = self.asm.start_program()
+            self.fold_successor_consts = fold_successor_consts
+            self.wrote_a_const = False
+            param_regs = self._program(func, args, states, writable)
+            if not (self.wrote_a_const and fold_successor_consts):
+                return start, param_regs
+            # it writes a Const field of the successor (an error, unless it writes it back): the
+            # successor's Const fields are read as written, not as their value
+            del self.asm.code[start:]
+        raise AssertionError("unreachable: the second pass returns")
+
+    def _program(self, func: _Function, args: list[str], states: Sequence[int], writable: tuple[int, ...]
+                 ) -> list[int]:
         self.writable = writable
         names: dict[str, Value] = {}
         for name, space in zip(args, states):
@@ -262,7 +401,7 @@ class Translator:
         zero = self.asm.reg()
         self.asm.emit(vm.CONST, zero.r, 0)  # falling off the end returns None: false
         self.asm.emit(vm.RET, zero.r)
-        return start, param_regs
+        return param_regs
 
     @property
     def frame(self) -> _Frame:
@@ -278,9 +417,15 @@ class Translator:
             return v
         if isinstance(v, Const):
             r = self.asm.reg()
-            self.asm.emit(vm.CONST, r.r, v.value)
+            self.asm.emit(vm.CONST, r.r, self.int64(v, node))
             return r
         raise self.fail(node, "an array, a state, a tuple or None used as a number")
+
+    def int64(self, v: Const, node: ast.AST) -> int:
+        """A constant's value, which must fit the registers (Python's would not wrap)."""
+        if not INT64_MIN <= v.value <= INT64_MAX:
+            raise self.fail(node, f"the integer {v.value}, past 64 bits")
+        return v.value
 
     def scalar(self, v: Value, node: ast.AST) -> Union[Const, Reg]:
         if isinstance(v, (Const, Reg)):
@@ -360,7 +505,7 @@ class Translator:
     def move(self, r: Reg, value: Value, node: ast.AST) -> None:
         value = self.scalar(value, node)
         if isinstance(value, Const):
-            self.asm.emit(vm.CONST, r.r, value.value)
+            self.asm.emit(vm.CONST, r.r, self.int64(value, node))
         elif value != r:
             self.asm.emit(vm.MOV, r.r, value.r)
 
@@ -486,6 +631,8 @@ class Translator:
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
                 and self.lookup(it.func.id, it) is range and not it.keywords and 1 <= len(it.args) <= 3:
             bounds = [self.scalar(self.expr(a), it) for a in it.args]
+            if any(b.maybe_bool for b in bounds):
+                raise self.fail(node, "a range() bound that may be a bool")
             start, stop, step = (Const(0), bounds[0], Const(1)) if len(bounds) == 1 else \
                 (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else Const(1))
             if not isinstance(step, Const) or step.value == 0:
@@ -558,6 +705,8 @@ class Translator:
             raise self.fail(node, "an assignment to something other than a field's element")
         if store and v.space not in self.writable:
             raise self.fail(node, "a write to a state this function must not change")
+        if store and v.field is not None and v.field.const is not None:
+            self.wrote_a_const = True
         return v.space, v.address
 
     def load(self, space: int, address: Union[Const, Reg]) -> Reg:
@@ -584,6 +733,8 @@ class Translator:
 
     def subscript(self, array: ArrayRef, index: Value, node: ast.AST) -> Value:
         index = self.scalar(index, node)
+        if index.maybe_bool:
+            raise self.fail(node, "an index that may be a bool (numpy takes it as a mask)")
         n = array.shape[0]
         if isinstance(index, Const):
             i = index.value + n if index.value < 0 else index.value
@@ -624,7 +775,9 @@ class Translator:
         return method(node)
 
     def read(self, e: "_Element") -> Union[Const, Reg]:
-        if e.field is not None and e.field.const is not None:
+        # a constant field of the state is its value, and so is the successor's unless the
+        # function writes one (see ``program``)
+        if e.field is not None and e.field.const is not None and (e.space == 0 or self.fold_successor_consts):
             return Const(int(e.field.const))
         return self.load(e.space, e.address)
 
@@ -633,7 +786,7 @@ class Translator:
         if v is None:
             return NONE
         if isinstance(v, bool) or isinstance(v, int):
-            return Const(int(v))
+            return Const(int(v), isinstance(v, bool))
         raise self.fail(node, f"the constant {v!r}")
 
     def lookup(self, name: str, node: ast.AST) -> Any:
@@ -641,7 +794,10 @@ class Translator:
         if frame.func.assigned.get(name) and frame.defined is not None and name not in frame.defined:
             raise self.fail(node, f"{name} may be read before it is assigned")
         if name in frame.names:
-            return frame.names[name]
+            value = frame.names[name]
+            if isinstance(value, Reg) and name in _bool_names(frame.func):
+                return Reg(value.r, True)
+            return value
         if frame.func.assigned.get(name):
             raise self.fail(node, f"{name} read before it is assigned")
         g = frame.func.fn.__globals__
@@ -657,14 +813,13 @@ class Translator:
         v = self.lookup(node.id, node)
         if isinstance(v, (Const, Reg, StateRef, ArrayRef, TupleValue)):
             return v
-        if isinstance(v, (bool, int, np.integer)) and not isinstance(v, np.bool_):
-            return Const(int(v))
-        if isinstance(v, np.bool_):
-            return Const(int(bool(v)))
+        # Python's integers and numpy's int64 compute alike in int64 (where not, the interpreter
+        # stops); numpy's narrower, unsigned and bool types wrap or compute logically: not those
+        if type(v) in (bool, int) or isinstance(v, np.int64):
+            return Const(int(v), type(v) is bool)
         if isinstance(v, tuple) and all(isinstance(x, (bool, int)) for x in v):
             return TupleValue(tuple(Const(int(x)) for x in v))
-        if isinstance(v, np.ndarray) and v.ndim and v.size and (v.dtype.kind in "iu" or v.dtype == np.bool_) \
-                and np.all(v.astype(object) >= INT64_MIN) and np.all(v.astype(object) <= INT64_MAX):
+        if isinstance(v, np.ndarray) and v.ndim and v.size and v.dtype == np.int64:
             # numba freezes a global array into the code: so does the bytecode, in space 2
             shape = tuple(int(n) for n in v.shape)
             strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape)))
@@ -711,6 +866,18 @@ class Translator:
 
     def binary(self, op: tuple, a: Union[Const, Reg], b: Union[Const, Reg], node: ast.AST) -> Union[Const, Reg]:
         code, fold = op
+        comparison = code in (vm.EQ, vm.NE, vm.LT, vm.LE, vm.GT, vm.GE)
+        if comparison:
+            flag = True
+        elif code in (vm.BITAND, vm.BITOR, vm.BITXOR):
+            flag = a.maybe_bool and b.maybe_bool
+        elif code in (vm.MIN, vm.MAX):
+            flag = a.maybe_bool or b.maybe_bool
+        else:
+            if a.maybe_bool and b.maybe_bool:
+                raise self.fail(node, "arithmetic on two values that may be bools (numpy's bool adds as a "
+                                      "logical or): convert one with int()")
+            flag = False
         if isinstance(a, Const) and isinstance(b, Const):
             try:
                 if code == vm.POW and b.value < 0:
@@ -720,10 +887,10 @@ class Translator:
                 v = None
             if isinstance(v, int) and INT64_MIN <= v <= INT64_MAX and \
                     not (code in (vm.LSHIFT, vm.RSHIFT) and not 0 <= b.value < 63):
-                return Const(int(v))
+                return Const(int(v), flag)
         r = self.asm.reg()
         self.asm.emit(code, r.r, self.reg_of(a, node).r, self.reg_of(b, node).r)
-        return r
+        return Reg(r.r, flag)
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         op = _BINARY.get(type(node.op))
@@ -737,14 +904,17 @@ class Translator:
         v = self.scalar(self.expr(node.operand), node)
         if isinstance(node.op, ast.UAdd):
             return v
+        if v.maybe_bool and isinstance(node.op, (ast.USub, ast.Invert)):
+            raise self.fail(node, "- or ~ of a value that may be a bool (numpy's ~ is a logical not)")
         kinds = {ast.Not: (vm.NOT, lambda x: int(not x)), ast.USub: (vm.NEG, operator.neg),
                  ast.Invert: (vm.INVERT, operator.invert)}
         code, fold = kinds[type(node.op)]
+        flag = isinstance(node.op, ast.Not)
         if isinstance(v, Const) and INT64_MIN < v.value <= INT64_MAX:
-            return Const(fold(v.value))
+            return Const(fold(v.value), flag)
         r = self.asm.reg()
         self.asm.emit(code, r.r, self.reg_of(v, node).r)
-        return r
+        return Reg(r.r, flag)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         # Python's value: the first operand that decides (``a or b`` is a if a is true)
@@ -765,7 +935,8 @@ class Translator:
                 self.asm.emit(vm.JZ if is_and else vm.JNZ, result.r, end)
         self.asm.place(end)
         assert result is not None
-        return result
+        return Reg(result.r, any(_maybe_bool(v, _bool_names(self.frame.func), self.frame.func.fn)
+                                 for v in node.values))
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         left = self.scalar(self.expr(node.left), node)
@@ -787,7 +958,7 @@ class Translator:
             left = right
         self.asm.place(end)
         assert result is not None
-        return result
+        return Reg(result.r, True)
 
     def expr_IfExp(self, node: ast.IfExp) -> Value:
         test = self.scalar(self.expr(node.test), node)
@@ -796,12 +967,14 @@ class Translator:
         result = self.asm.reg()
         other, end = Label(), Label()
         self.asm.emit(vm.JZ, test.r, other)
-        self.move(result, self.expr(node.body), node)
+        body = self.scalar(self.expr(node.body), node)
+        self.move(result, body, node)
         self.asm.emit(vm.JMP, end)
         self.asm.place(other)
-        self.move(result, self.expr(node.orelse), node)
+        orelse = self.scalar(self.expr(node.orelse), node)
+        self.move(result, orelse, node)
         self.asm.place(end)
-        return result
+        return Reg(result.r, body.maybe_bool or orelse.maybe_bool)
 
     def expr_Tuple(self, node: ast.Tuple) -> Value:
         return TupleValue(tuple(self.expr(e) for e in node.elts))
@@ -843,12 +1016,13 @@ class Translator:
             raise self.fail(node, f"{fn.__name__}() of {len(args)} values")
         v = self.scalar(args[0], node)
         if fn is int:
-            return v
+            return Const(v.value) if isinstance(v, Const) else Reg(v.r)
+        flag = v.maybe_bool if fn is abs else True
         if isinstance(v, Const):
-            return Const(abs(v.value) if fn is abs else int(bool(v.value)))
+            return Const(abs(v.value) if fn is abs else int(bool(v.value)), flag)
         r = self.asm.reg()
         self.asm.emit(vm.ABS if fn is abs else vm.BOOL, r.r, v.r)
-        return r
+        return Reg(r.r, flag)
 
     def inline(self, fn: Callable, node: ast.Call, discard: bool) -> Value:
         func = _parse(fn)
@@ -901,6 +1075,8 @@ class Translator:
             return NONE
         if frame.width is None:
             raise self.fail(node, f"the value of {func.fn.__name__}(), which returns none")
+        flags = _return_bools(func) or ()
+        result = [Reg(r.r, flags[k] if k < len(flags) else True) for k, r in enumerate(result)]
         return TupleValue(tuple(result)) if frame.width else result[0]
 
     def _default(self, func: _Function, node: ast.expr, call: ast.AST) -> Value:

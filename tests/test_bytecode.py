@@ -23,7 +23,7 @@ from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.kernels import bytecode as vm
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model, python_function
-from kraftcheck.checker.spec import Int
+from kraftcheck.checker.spec import Const, Int
 from kraftcheck.specs import spec_class, spec_names
 
 EWD840 = "bench/specs/ewd840.py:EWD840"
@@ -259,3 +259,107 @@ def test_a_name_assigned_on_every_path_translates(a, b):
     src = np.array((a, b, 0, 0, 0), np.int64)
     status, value = vm.run(asm.array(), start, np.zeros(asm.nregs, np.int64), src, src, np.zeros(1, np.int64))
     assert status == vm.DONE and value == python_function(_assigned_on_every_path)(LAYOUT.to_object(tuple(src)))
+
+
+# -- what a review found the bytecode computing otherwise than Python (session 25): each now
+# either does not translate or computes as Python does
+
+U8 = np.array([0, 200], np.uint8)
+WIDE = 1 << 70
+
+
+@njit
+def _numpy_bools_added(s):
+    return (s.arr[0] > 0) + (s.arr[1] > 0) == 2  # Python: np.True_ + np.True_ is True
+
+
+@njit
+def _numpy_bool_inverted(s):
+    return ~(s.arr[0] > 0)
+
+
+@njit
+def _bools_from_a_helper_added(s):
+    x, y = _flags(s)
+    return x + y
+
+
+@njit
+def _flags(s):
+    return s.arr[0] > 0, s.arr[1] > 0
+
+
+@njit
+def _narrow_global(s):
+    return U8[0] - 1 < 0  # Python: uint8 wraps to 255
+
+
+@njit
+def _bool_index(s):
+    return s.arr[s.a > 0] == 7  # numpy takes a bool index as a mask
+
+
+@njit
+def _wide_constant(s):
+    return s.a < WIDE
+
+
+@pytest.mark.parametrize("fn, says", [(_numpy_bools_added, "may be bools"), (_numpy_bool_inverted, "may be a bool"),
+                                      (_bools_from_a_helper_added, "may be bools"),
+                                      (_narrow_global, "U8 is not a number"), (_bool_index, "may be a bool"),
+                                      (_wide_constant, "past 64 bits")])
+def test_what_python_computes_otherwise_does_not_translate(fn, says):
+    with pytest.raises(Untranslatable, match=says):
+        Translator(LAYOUT, Assembler()).program(fn, (0,))
+
+
+@njit
+def _int_of_bools_added(s):
+    return int(s.arr[0] > 0) + int(s.arr[1] > 0)
+
+
+def test_bools_made_ints_add_as_ints():
+    status, value, expected = _run_program(_int_of_bools_added, (0, 0, 1, 1, 0))
+    assert status == vm.DONE and value == expected == 2
+
+
+CONST_LAYOUT = Layout([Int("a", 0, 1), Const("c", 0)])
+
+
+@njit
+def _writes_a_const_back(s, t):
+    t.c = 1
+    x = t.c
+    t.c = 0
+    t.a = x
+    return True
+
+
+def test_a_const_field_written_then_read_back_reads_what_was_written():
+    asm = Assembler()
+    start, _ = Translator(CONST_LAYOUT, asm).program(_writes_a_const_back, (0, 1), writable=(1,))
+    src = np.array((0, 0), np.int64)
+    dst = src.copy()
+    status, fired = vm.run(asm.array(), start, np.zeros(asm.nregs, np.int64), src, dst, np.zeros(1, np.int64))
+    after = CONST_LAYOUT.to_object((0, 0))
+    python_function(_writes_a_const_back)(CONST_LAYOUT.to_object((0, 0)), after)
+    assert status == vm.DONE and fired and tuple(dst) == CONST_LAYOUT.from_object(after) == (1, 0)
+
+
+@njit
+def _power(s):
+    return s.a ** s.b
+
+
+@pytest.mark.parametrize("base", [0, 1, -1])
+def test_a_power_of_0_1_or_minus_1_is_not_a_loop_of_its_exponent(base):
+    status, value, expected = _run_program(_power, (base, 10 ** 18, 0, 0, 0))
+    assert status == vm.DONE and value == expected
+
+
+def _run_program(fn, flat):
+    asm = Assembler()
+    start, _ = Translator(LAYOUT, asm).program(fn, (0,))
+    src = np.array(flat, np.int64)
+    status, value = vm.run(asm.array(), start, np.zeros(asm.nregs, np.int64), src, src, np.zeros(1, np.int64))
+    return status, value, int(python_function(fn)(LAYOUT.to_object(tuple(flat))))

@@ -194,16 +194,21 @@ def run(code, pc, regs, src, dst, tables):
             regs[a] = abs(regs[b])
         elif op == POW:
             x, k = regs[b], regs[c]
-            if k < 0:
+            if k < 0 or x == SMALLEST:
                 return FAILED, 0
-            if x == SMALLEST:
+            if x == 0 or x == 1:
+                regs[a] = 1 if k == 0 else x
+            elif x == -1:
+                regs[a] = 1 if k % 2 == 0 else -1
+            elif k > 63:  # |x| >= 2: past 64 bits
                 return FAILED, 0
-            z = np.int64(1)
-            for _ in range(k):
-                if x != 0 and abs(z) > LARGEST // abs(x):
-                    return FAILED, 0
-                z *= x
-            regs[a] = z
+            else:
+                z = np.int64(1)
+                for _ in range(k):
+                    if abs(z) > LARGEST // abs(x):
+                        return FAILED, 0
+                    z *= x
+                regs[a] = z
         else:  # FAIL, or an opcode this kernel does not know
             return FAILED, 0
 
