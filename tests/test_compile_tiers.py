@@ -4,6 +4,7 @@ then the compiled kernels; and the compile that makes every later call a cache h
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -383,3 +384,16 @@ def test_a_folder_named_kraftcheck_where_a_run_starts_does_not_stand_in_for_the_
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert report["interpreted_states"] == 0 and report["compile_s"] > 0
+
+
+def test_the_first_tier_is_bytecode_and_says_so_when_it_is_python(fresh_kernel_cache, monkeypatch):
+    """A run whose kernels are not compiled explores in bytecode; a spec the bytecode does not
+    translate (numpy's methods) explores in Python, and the result says why, naming the line."""
+    import odd_specs
+    monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
+    result = Engine(compile="background").explore(_model("two_phase", rm=3), Options(keep_going=True))
+    assert result.first_tier == "bytecode" and result.first_tier_python_because is None
+    assert result.interpreted_states == result.distinct_states == 288
+    result = Engine(compile="background").explore(Model(odd_specs.Tally(odd_specs.TallyParams())), Options())
+    assert result.first_tier == "python"
+    assert re.search(r"odd_specs\.py:\d+ \(bump\): a call of a method", result.first_tier_python_because)
