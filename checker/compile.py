@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -411,6 +412,9 @@ class BackgroundCompile:
 def _worker() -> int:
     """The background process, or a helper of a compile (its job names a claims directory): read
     a job on stdin, compile, report each kernel on stdout."""
+    # stopped (BackgroundCompile.stop sends SIGTERM): exit through the finally clauses, which end
+    # the helpers and remove their claims folder (SIGTERM's default left one in $TMPDIR per stop)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     job = json.loads(sys.stdin.read())
     sys.path[:] = job["sys_path"]
     for name, file in job["modules"].items():

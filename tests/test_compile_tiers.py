@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -397,3 +399,29 @@ def test_the_first_tier_is_bytecode_and_says_so_when_it_is_python(fresh_kernel_c
     result = Engine(compile="background").explore(Model(odd_specs.Tally(odd_specs.TallyParams())), Options())
     assert result.first_tier == "python"
     assert re.search(r"odd_specs\.py:\d+ \(bump\): a call of a method", result.first_tier_python_because)
+
+
+def test_a_stopped_compile_leaves_no_claims_folder(fresh_kernel_cache, monkeypatch, tmp_path):
+    """A run that ends before its background compile, with KRAFTCHECK_KEEP_COMPILING=0, stops it
+    (SIGTERM): the compile ends its helpers and removes the folder where they claim kernels
+    (before, every such stop left a kraftcheck-compile-* folder in $TMPDIR)."""
+    from kraftcheck.checker.compile import BackgroundCompile
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "2")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))  # the worker's: seconds to compile, not loads
+    builder = BackgroundCompile(kernel_shapes(_model("two_phase", rm=6)))
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("kraftcheck-compile-*")) and builder.process.poll() is None:
+            assert time.monotonic() < deadline, "the compile never started its helpers"
+            time.sleep(0.05)
+        assert list(scratch.glob("kraftcheck-compile-*")), "the compile ended before it could be stopped"
+        builder.stop(keep=False)
+        assert list(scratch.glob("kraftcheck-compile-*")) == []
+        assert builder.process.returncode == 128 + signal.SIGTERM  # it exited through its handler
+    finally:
+        if builder.process.poll() is None:
+            builder.process.kill()
+            builder.process.wait()
