@@ -8,6 +8,8 @@ lets Python answer (hypothesis, over the whole int64 range).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -26,7 +28,7 @@ from kraftcheck.checker.model import Model, python_function
 from kraftcheck.checker.spec import Const, Int
 from kraftcheck.specs import spec_class, spec_names
 
-EWD840 = "bench/specs/ewd840.py:EWD840"
+EWD840 = str(Path(__file__).resolve().parents[1] / "bench" / "specs" / "ewd840.py") + ":EWD840"
 TEST_SPECS = ["constraint_specs:Counters", "constraint_specs:Rising", "symmetry_specs:Voting"]
 CASES = [(name, example) for name in spec_names() + TEST_SPECS + [EWD840] for example in spec_class(name).examples]
 
@@ -65,7 +67,7 @@ def _reachable_rows(model, python, bytecode, most=1500):
     return compared
 
 
-@pytest.mark.parametrize("name,example", CASES, ids=[f"{n}-{e}" for n, e in CASES])
+@pytest.mark.parametrize("name,example", CASES, ids=[f"{n.rsplit('/', 1)[-1]}-{e}" for n, e in CASES])
 def test_every_shipped_spec_runs_in_bytecode_as_in_python(name, example):
     model = _model(name, example)
     bytecode = BytecodeKernels(model)  # raises Untranslatable if a function does not translate
