@@ -83,6 +83,12 @@ def run_kraftcheck(args: list[str], numba_cache: str | None, extra: tuple[str, .
             return wall, json.load(f)
 
 
+def medians(walls: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, str]]:
+    """Per side with runs: the median wall time, and a table cell of it with every run's time."""
+    med = {k: statistics.median(v) for k, v in walls.items() if v}
+    return med, {k: f"{med[k]:.2f} ({', '.join(f'{w:.2f}' for w in walls[k])})" for k in med}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tla2tools", required=True, help="path of TLC's tla2tools.jar")
@@ -137,8 +143,7 @@ def main() -> None:
           + (" kraftcheck installed median s (runs) | installed / TLC |" if opts.installed else ""))
     print("| --- | --- | --- | --- | --- |" + (" --- | --- |" if opts.installed else ""))
     for name, d, walls, generated, interpreted in rows:
-        med = {k: statistics.median(v) for k, v in walls.items() if v}
-        cell = {k: f"{med[k]:.2f} ({', '.join(f'{w:.2f}' for w in walls[k])})" for k in med}
+        med, cell = medians(walls)
         line = f"| {name} | {d:,} | {cell['cold']} | {cell['TLC']} | {med['cold'] / med['TLC']:.2f} |"
         if opts.installed:
             line += f" {cell['installed']} | {med['installed'] / med['TLC']:.2f} |"
@@ -148,8 +153,7 @@ def main() -> None:
               + (" baseline installed median s (runs) | installed / baseline installed |" if opts.installed else ""))
         print("| --- | --- | --- |" + (" --- | --- |" if opts.installed else ""))
         for name, d, walls, generated, interpreted in rows:
-            med = {k: statistics.median(v) for k, v in walls.items() if v}
-            cell = {k: f"{med[k]:.2f} ({', '.join(f'{w:.2f}' for w in walls[k])})" for k in med}
+            med, cell = medians(walls)
             line = f"| {name} | {cell['baseline cold']} | {med['cold'] / med['baseline cold']:.2f} |"
             if opts.installed:
                 line += f" {cell['baseline installed']} | {med['installed'] / med['baseline installed']:.2f} |"

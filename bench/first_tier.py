@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from first_result_tlc import EWD840_SPEC, tlc_folder
+from first_result_tlc import EWD840_SPEC, medians, tlc_folder
 from versus_tlc import run_tlc_model
 
 MODELS = {"rm=6": ("two_phase", 6), "rm=7": ("two_phase", 7), "ewd840 N=6": ("ewd840", 6),
@@ -87,8 +86,7 @@ def main() -> None:
           "TLC distinct/s | Python tier distinct/s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, d, walls, python_rate in rows:
-        med = {k: statistics.median(v) for k, v in walls.items() if v}
-        cell = {k: f"{med[k]:.2f} ({', '.join(f'{w:.2f}' for w in walls[k])})" for k in med}
+        med, cell = medians(walls)
         print(f"| {name} | {d:,} | {cell['bytecode']} | {cell['TLC']} | {d / med['bytecode']:,.0f} | "
               f"{d / med['TLC']:,.0f} | {python_rate:,.0f} |")
 

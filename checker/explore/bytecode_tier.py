@@ -50,13 +50,7 @@ class BytecodeKernels(InterpretedKernels):
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
                    after_part: Optional[Callable[[int, int, int], None]] = None):
-        self._check_batch(words)
-        hi = words.shape[0] if hi is None else hi
-        if not 0 <= lo <= hi <= words.shape[0]:
-            raise IndexError(f"successors(): bad range {lo}..{hi} of {words.shape[0]} states")
-        out = self.buffers(hi - lo) if out is None else out
-        if out.states < hi - lo:
-            raise ValueError(f"successors(): buffers hold {out.states} states, asked for {hi - lo}")
+        hi, out = self._successor_batch(words, lo, hi, out)
         p, nlabels = self.programs, self.nlabels
         words = np.ascontiguousarray(words)
         at = lo

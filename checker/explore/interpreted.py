@@ -12,7 +12,7 @@ counterexamples.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -68,10 +68,8 @@ class InterpretedKernels:
         """One part: the interpreted tier runs on one thread."""
         return [(0, n)] if n else []
 
-    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
-                   after_part: Optional[Callable[[int, int, int], None]] = None):
-        """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``
-        (``after_part`` runs once, on the one part, when every row is computed)."""
+    def _successor_batch(self, words: np.ndarray, lo: int, hi: Optional[int], out) -> tuple[int, Any]:
+        """``successors``' arguments checked: the end of the range, and the buffers (made if none)."""
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
         if not 0 <= lo <= hi <= words.shape[0]:
@@ -79,6 +77,13 @@ class InterpretedKernels:
         out = self.buffers(hi - lo) if out is None else out
         if out.states < hi - lo:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {hi - lo}")
+        return hi, out
+
+    def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
+                   after_part: Optional[Callable[[int, int, int], None]] = None):
+        """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``
+        (``after_part`` runs once, on the one part, when every row is computed)."""
+        hi, out = self._successor_batch(words, lo, hi, out)
         layout, copy, nlabels = self.layout, self.copy, self.nlabels
         label = k = -1  # what runs: action ``label``, then transition property ``k`` on its step
         try:

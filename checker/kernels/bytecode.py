@@ -61,8 +61,6 @@ MAX = 33
 POW = 34
 FAIL = 35      # stop: FAILED (a path the translation cannot take)
 
-OPCODES = {name: value for name, value in globals().items() if name.isupper() and isinstance(value, int)}
-
 # what ``run`` returns beside its value
 DONE = 0
 FAILED = 1
@@ -214,6 +212,19 @@ def run(code, pc, regs, src, dst, tables):
 
 
 @njit(cache=True, nogil=True)
+def _false_checks(code, starts, regs, src, dst, tables):
+    """(DONE, bit k set where the program at ``starts[k]`` is false), or (FAILED, 0)."""
+    mask = np.uint64(0)
+    for k in range(starts.shape[0]):
+        status, holds = run(code, starts[k], regs, src, dst, tables)
+        if status != DONE:
+            return FAILED, mask
+        if holds == 0:
+            mask |= np.uint64(1) << np.uint64(k)
+    return DONE, mask
+
+
+@njit(cache=True, nogil=True)
 def _same(src, dst):
     for k in range(src.shape[0]):
         if src[k] != dst[k]:
@@ -259,13 +270,9 @@ def successors(words, lo, hi, cv, code, tables, nregs, label_start, label_args, 
                 return STOPPED, i
             out_labels[row] = label
             if prop_start.shape[0]:
-                mask = np.uint64(0)
-                for k in range(prop_start.shape[0]):
-                    status, holds = run(code, prop_start[k], regs, src, dst, tables)
-                    if status != DONE:
-                        return STOPPED, i
-                    if holds == 0:
-                        mask |= np.uint64(1) << np.uint64(k)
+                status, mask = _false_checks(code, prop_start, regs, src, dst, tables)
+                if status != DONE:
+                    return STOPPED, i
                 out_props[row] = mask
             for k in range(size):
                 dst[k] = src[k]
@@ -281,12 +288,8 @@ def violations(words, lo, hi, cv, code, tables, nregs, check_start, out):
     regs = np.zeros(max(1, nregs), np.int64)
     for i in range(hi - lo):
         unpack(words, lo + i, src, cv)
-        mask = np.uint64(0)
-        for k in range(check_start.shape[0]):
-            status, holds = run(code, check_start[k], regs, src, src, tables)
-            if status != DONE:
-                return STOPPED, i
-            if holds == 0:
-                mask |= np.uint64(1) << np.uint64(k)
+        status, mask = _false_checks(code, check_start, regs, src, src, tables)
+        if status != DONE:
+            return STOPPED, i
         out[i] = mask
     return OK, 0
