@@ -349,6 +349,10 @@ class BackgroundCompile:
         jobs = [_job(shapes) for shapes in self.forms]
         job = dict(jobs[0], then=[j["shapes"] for j in jobs[1:]], time_limit=compile_time_limit())
         job["modules"] = {name: file for j in jobs for name, file in j["modules"].items()}
+        # the worker's scratch (its helpers' claims folder goes in it), removed by the worker when
+        # it ends, or here when the run stops it
+        self.scratch = tempfile.mkdtemp(prefix="kraftcheck-compile-")
+        job["scratch"] = self.scratch
         self.left_running = False
         self.process = subprocess.Popen(worker_command(),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -399,21 +403,24 @@ class BackgroundCompile:
             self._stderr.close()
             return
         if self.process.poll() is None:
-            self.process.terminate()
+            # the worker and its helpers at once (its session is their process group): a SIGTERM
+            # waits for numba to come back from LLVM, which took seconds at times; numba's cache
+            # is written file by file, each renamed into place, so nothing half-written stays
             try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 self.process.kill()
-                self.process.wait()
+            self.process.wait()
         self._reader.join(timeout=5)
         self._stderr.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _worker() -> int:
     """The background process, or a helper of a compile (its job names a claims directory): read
     a job on stdin, compile, report each kernel on stdout."""
-    # stopped (BackgroundCompile.stop sends SIGTERM): exit through the finally clauses, which end
-    # the helpers and remove their claims folder (SIGTERM's default left one in $TMPDIR per stop)
+    # stopped by a SIGTERM (someone's, not the run's: BackgroundCompile.stop kills the process
+    # group): exit through the finally clauses, which end the helpers and remove the claims folder
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     job = json.loads(sys.stdin.read())
     sys.path[:] = job["sys_path"]
@@ -425,6 +432,18 @@ def _worker() -> int:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
+    if "scratch" in job:  # claims folders go there, for the run to remove if it stops this compile
+        tempfile.tempdir = job["scratch"]
+    try:
+        return _compile_job(job)
+    finally:
+        if "scratch" in job:
+            shutil.rmtree(job["scratch"], ignore_errors=True)
+
+
+def _compile_job(job: dict) -> int:
+    """The worker's job, its modules imported: a helper's share of one module's kernels, or
+    every form of the background compile, one after the other."""
     forms = [KernelShapes(**job["shapes"])] + [KernelShapes(**shapes) for shapes in job.get("then", [])]
     shapes = forms[0]
     deadline = time.monotonic() + job.get("time_limit", COMPILE_TIME_LIMIT_S)
