@@ -40,7 +40,7 @@ from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import per_thread_rows
-from kraftcheck.checker.kernels.visited import VisitedSet
+from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, rehash
 
 # Scratch records per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
@@ -120,6 +120,8 @@ def warm_up_row_passes(nwords: int) -> None:
     one = np.zeros((1, nwords), np.uint64)
     visited = VisitedSet(nwords, 1, 4)
     visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
+    # growing a shard: every run past a few thousand states does
+    rehash(visited.shards[0], np.full((8, nwords), EMPTY, np.uint64), visited.rows_are_fingerprints)
     successor_rows.warm_up()
 
 
@@ -328,6 +330,25 @@ def compile_time_limit() -> float:
         raise SpecError(f"KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds, not {text!r}") from None
 
 
+def give_way(pid: int) -> None:
+    """Process ``pid``, a background compile, to the lowest priority, and the helpers it starts
+    with it (they inherit it): the run that started it takes the cores it wants first (its first
+    tier; on an installation's first run, the interpreter's and the engine's own compile), and
+    the compile has the rest, all of them while the run waits for it. Set from here, as soon as
+    the process exists, so that even its imports give way. The compile has a session of its own,
+    which is a scheduling group of its own where Linux groups by session (autogroup): a plain
+    nice would only rank it within that group, so the group is niced as well."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
+    except (AttributeError, OSError):  # not POSIX, or it has ended already
+        pass
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
+            group.write("19")
+    except OSError:  # not Linux, no autogroup, or it has ended already
+        pass
+
+
 class BackgroundCompile:
     """A ``python -m kraftcheck.checker.compile`` process building one model's kernels: one
     module, or several forms of them one after the other (``forms``: the one quickest to compile
@@ -357,6 +378,7 @@ class BackgroundCompile:
         self.process = subprocess.Popen(worker_command(),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                         env=env, text=True, start_new_session=True)
+        give_way(self.process.pid)
         self.process.stdin.write(json.dumps(job))
         self.process.stdin.close()
         self._reader = threading.Thread(target=self._read, daemon=True, name="kraftcheck-compile")

@@ -571,3 +571,60 @@ class Arithmetic(Spec):
     def invariants(self):
         return [Invariant("computes_as_python_does", computes_as_python_does)]
 
+
+
+# ----------------------------------------------------------------------------------------------
+# States the bytecode hands back to Python, in batches the bytecode tier splits among threads
+
+
+@dataclass(frozen=True)
+class HandBackParams:
+    pass
+
+
+HUNDRED = np.arange(100, dtype=np.int64)  # read at x: out of range from x = 100
+
+
+@njit(cache=True)
+def through_a_big_product(s, t):
+    """x + 1 by a product past 64 bits (exact in Python; the bytecode stops and hands it back)."""
+    if s.x >= 599:
+        return False
+    t.x = (s.x + 1) * (1 << 62) // (1 << 62) if s.x >= 1 else s.x + 1
+    return True
+
+
+@njit(cache=True)
+def read_the_table(s, t):
+    """y from a table of 100 entries at x: numpy's IndexError from x = 100, naming x."""
+    t.y = HUNDRED[s.x] % 2
+    return True
+
+
+class HandBack(Spec):
+    """x in 0..599; ``Grow`` hands every state from x = 1 back to Python, which answers."""
+
+    name = "hand_back"
+    Params = HandBackParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 0, 599), Int("y", 0, 1)]
+
+    def initial_states(self):
+        yield {"x": 0, "y": 0}
+
+    def actions(self):
+        return [Action("Grow", through_a_big_product)]
+
+    def invariants(self):
+        return []
+
+
+class HandBackAndFail(HandBack):
+    """HandBack and an action whose table read fails from x = 100 on."""
+
+    name = "hand_back_and_fail"
+
+    def actions(self):
+        return [Action("Grow", through_a_big_product), Action("Read", read_the_table)]

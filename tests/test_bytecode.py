@@ -365,3 +365,38 @@ def _run_program(fn, flat):
     src = np.array(flat, np.int64)
     status, value = vm.run(asm.array(), start, np.zeros(asm.nregs, np.int64), src, src, np.zeros(1, np.int64))
     return status, value, int(python_function(fn)(LAYOUT.to_object(tuple(flat))))
+
+
+def _states(model, xs):
+    return InterpretedKernels(model).pack([model.layout.flat_from_values({"x": x, "y": 0}) for x in xs])
+
+
+def test_threads_split_a_batch_and_hand_states_back_in_each_part(monkeypatch):
+    """600 states are two parts on two threads; every state from x = 1 is handed back to Python
+    (a product past 64 bits), in both parts, and the rows are Python's."""
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "2")
+    model = Model(odd_specs.HandBack(odd_specs.HandBackParams()))
+    bytecode = BytecodeKernels(model)
+    words = _states(model, range(600))
+    assert [b - a for a, b in bytecode.parts(600)] == [300, 300]
+    parts_seen = []
+    got = bytecode.successors(words, after_part=lambda j, a, b: parts_seen.append((j, a, b)))
+    want = InterpretedKernels(model).successors(words)
+    assert sorted(parts_seen) == [(0, 0, 300), (1, 300, 600)]
+    assert np.array_equal(got.labels[:600], want.labels[:600])
+    fired = want.labels[:600] != NO_LABEL
+    assert np.array_equal(got.words[:600][fired], want.words[:600][fired])
+    assert np.array_equal(got.hashes[:600][fired], want.hashes[:600][fired])
+    assert bytecode.redone_in_python == 598  # x = 1 .. 598 (599 is disabled: no product)
+
+
+def test_the_earliest_states_error_is_raised_whatever_thread_fails_first(monkeypatch):
+    """Both parts fail (x = 100 in the first, x = 300 on in the second): the error is the first
+    state's, as one thread would raise it."""
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "2")
+    model = Model(odd_specs.HandBackAndFail(odd_specs.HandBackParams()))
+    words = _states(model, range(600))
+    with pytest.raises(SpecError, match=r"action Read.*index 100 is out of bounds"):
+        BytecodeKernels(model).successors(words)
+    with pytest.raises(SpecError, match=r"action Read.*index 300 is out of bounds"):
+        BytecodeKernels(model).successors(words, 300, 600)

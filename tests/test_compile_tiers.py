@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 import time
 
 import pytest
@@ -443,3 +444,69 @@ def test_a_stopped_compile_leaves_no_claims_folder(fresh_kernel_cache, monkeypat
         if builder.process.poll() is None:
             builder.process.kill()
             builder.process.wait()
+
+
+def test_the_interpreter_helper_compiles_what_the_bytecode_tier_loads(tmp_path):
+    """An installation's first run compiles the interpreter in a helper process
+    (``InterpreterCompile``) into numba's cache, for the argument types the bytecode tier hands
+    it (``kernels.bytecode.warm_up``): in this process, after warm_up, every spec's bytecode
+    kernels (actions with and without parameters, properties, checks) use its one signature, so
+    the run loads what the helper compiled and compiles nothing itself."""
+    from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile
+    from kraftcheck.checker.kernels import bytecode as vm
+    cache = tmp_path / "numba"
+    old = os.environ.get("NUMBA_CACHE_DIR")
+    os.environ["NUMBA_CACHE_DIR"] = str(cache)  # the helper's environment: this process's
+    try:
+        helper = InterpreterCompile()
+    finally:
+        os.environ.pop("NUMBA_CACHE_DIR") if old is None else os.environ.__setitem__("NUMBA_CACHE_DIR", old)
+    helper.wait()
+    assert helper.process.returncode == 0
+    names = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
+    assert "bytecode.evaluate" in names
+    vm.warm_up()
+    for name, params in [("two_phase", {"rm": 3}), ("die_hard", {}), ("kafka", {})]:
+        BytecodeKernels(_model(name, **params))
+    assert len(vm.evaluate.signatures) == 1
+
+
+def test_a_run_takes_over_the_helper_started_before_its_model(monkeypatch):
+    """The command line starts the interpreter's helper before building the model; the run's
+    engine takes that one over rather than starting another, and starts none once cached."""
+    from kraftcheck.checker.explore import bytecode_tier
+
+    started = []
+
+    class Helper:
+        def __init__(self):
+            started.append(self)
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(bytecode_tier, "InterpreterCompile", Helper)
+    monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: False)
+    bytecode_tier.start_interpreter_compile()
+    bytecode_tier.start_interpreter_compile()  # one is enough
+    assert len(started) == 1
+    assert bytecode_tier.interpreter_compile() is started[0]
+    assert bytecode_tier.interpreter_compile() is not started[0] and len(started) == 2  # a later run: its own
+    monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: True)
+    assert bytecode_tier.interpreter_compile() is None
+
+
+def test_a_background_compile_runs_at_the_lowest_priority(fresh_kernel_cache, monkeypatch, tmp_path):
+    """The run that started it (its first tier, the interpreter's compile on a first run) comes
+    first: the compile is at nice 19, and so is its session's scheduling group where Linux has
+    one (autogroup)."""
+    from kraftcheck.checker.compile import BackgroundCompile
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    builder = BackgroundCompile(kernel_shapes(_model("two_phase", rm=4)))
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, builder.process.pid) == 19
+        group = Path(f"/proc/{builder.process.pid}/autogroup")
+        if group.exists():
+            assert group.read_text().split()[-1] == "19"
+    finally:
+        builder.stop(keep=False)

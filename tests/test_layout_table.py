@@ -157,3 +157,41 @@ def test_configurations_with_the_same_fields_share_every_kernel_module():
     layout_of = {m for m in default if "_layout_" in m}
     assert layout_of == {m for m in modules(protocol="kafka-4.x") if "_layout_" in m}
     assert not (modules(brokers=4, min_isr=2) & default)
+
+
+@pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout(), Model(KafkaSpec()).layout],
+                         ids=["odd", "negative", "kafka"])
+def test_packing_many_states_at_once_gives_the_references_words(layout):
+    """``Layout.pack_many`` (by columns, for the initial states) against ``Layout.pack``."""
+    flats = _random_flats(layout, np.random.default_rng(5), 200)
+    assert [tuple(int(w) for w in row) for row in layout.pack_many(flats)] == [layout.pack(f) for f in flats]
+    assert layout.pack_many([]).shape == (0, layout.nwords)
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_packing_many_states_refuses_the_first_bad_state_as_the_reference_does(data):
+    """A state outside its domains (far outside: past int64 too) raises ``pack``'s error of the
+    first such state."""
+    layout = data.draw(st.sampled_from([_ODD, _NEGATIVE]))
+    flats = _random_flats(layout, np.random.default_rng(data.draw(st.integers(0, 1000))), 6)
+    for row in sorted(set(data.draw(st.lists(st.integers(0, 5), min_size=1, max_size=2)))):
+        element = data.draw(st.sampled_from(layout.elements))
+        value = data.draw(st.one_of(st.integers(element.field.lo - 3, element.field.hi + 3),
+                                    st.sampled_from([2**32 + element.field.lo, -2**40, 2**70])))
+        changed = list(flats[row])
+        changed[element.flat] = value
+        flats[row] = tuple(changed)
+    expected = None
+    for flat in flats:
+        try:
+            layout.pack(flat)
+        except Exception as e:  # noqa: BLE001 - whatever the reference raises, pack_many must
+            expected = e
+            break
+    if expected is None:
+        assert [tuple(int(w) for w in row) for row in layout.pack_many(flats)] == [layout.pack(f) for f in flats]
+    else:
+        with pytest.raises(type(expected)) as raised:
+            layout.pack_many(flats)
+        assert str(raised.value) == str(expected)

@@ -27,13 +27,14 @@ from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTab
 from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.bytecode import Untranslatable
-from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels
+from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile, interpreter_compile
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, memory_total, no_progress,
                                                replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels import bytecode as vm
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
                                                       collect_dense_part, collect_part, seen_table_size, tally_width,
@@ -73,12 +74,14 @@ UNPACKED_BYTES_PER_CHUNK = 8 << 20
 # the compile would use, and what it finds it finds early (the default Kafka check's shortest
 # violation: 93 states). The Python tier: 1 s (a cold Two-Phase rm=7 ran 22.5 s interpreting
 # throughout against 13.4 s compiling first; 1 s rather than 2 brought small models' first result
-# 8-10% sooner, session 24). The bytecode tier, 20-40x faster: 3 s, time for a model of a few
-# hundred thousand states (EWD840 N=7: 1.5 s) to end before its kernels compile. The default Kafka
-# --continue took 25.3-30.4 s with the bytecode exploring until its kernels were ready, 22.2-23.6 s
-# with 3 s of it, 20.8-24.3 s with 1 s and 22.2-22.4 s with 1 s of Python (bench/RESULTS.md, session 25).
+# 8-10% sooner, session 24). The bytecode tier, 20-40x faster: 1.5 s on every core (the compile
+# runs at the lowest priority, so it has the cores the run leaves), time for a model of a few
+# hundred thousand states (EWD840 N=7: 0.7-0.9 s) to end before its kernels compile. The default
+# Kafka --continue took 25.3-30.4 s with the bytecode on one core until its kernels were ready,
+# 22.2-23.6 s with 3 s of it, 20.8-24.3 s with 1 s (session 25); on two cores, 3 s of it took it
+# 1.07x the time of 3 s on one core, 1.5 s 0.97x (bench/RESULTS.md, session 26).
 INTERPRET_BUDGET_S = 1.0
-BYTECODE_BUDGET_S = 3.0
+BYTECODE_BUDGET_S = 1.5
 RESUME_CHUNK_STATES = 1 << 20  # states re-inserted at a time when a checkpoint is resumed
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
@@ -147,6 +150,9 @@ class Engine:
         if mode == "background":
             interpret_budget()  # a bad setting refused before anything is compiled
         builder: Optional[BackgroundCompile] = None
+        # an installation's first run: the first tier's interpreter compiles in a helper process
+        # from now on, beside this process's own work (a spec whose tier does not need it stops it)
+        interpreter = interpreter_compile() if mode == "background" else None
         if mode == "never":
             kernels: Any = InterpretedKernels(model)
         elif mode == "bytecode":
@@ -154,9 +160,12 @@ class Engine:
         else:
             shapes = kernel_shapes(model)
             if mode == "now" or is_compiled(shapes):
+                if interpreter is not None:
+                    interpreter.stop()
+                    interpreter = None
                 kernels = self._compile_now(model, shapes, progress, t0)
             else:
-                kernels, builder = self._first_tier(model, shapes)
+                kernels, builder, interpreter = self._first_tier(model, shapes, interpreter)
         init_words = kernels.pack(model.initial)
         # an interpreted start leaves the compiled kernels' own path to the background compile,
         # which puts it in numba's cache for the switch
@@ -172,6 +181,12 @@ class Engine:
             result.first_tier_python_because = getattr(kernels, "why_python", None)
         try:
             try:
+                if interpreter is not None:
+                    # numba's typing of the spec's functions, needed before the answer anyway,
+                    # while the helper compiles the interpreter
+                    run.confirm_spec_compiles()
+                    interpreter.wait()
+                    kernels.load_interpreter()
                 run.explore(init_words)
                 run.confirm_spec_compiles()  # the answer is given only for a spec numba accepts
             except KeyboardInterrupt:
@@ -182,6 +197,8 @@ class Engine:
                 run.confirm_spec_compiles()  # numba's refusal, as --compile now gives it, comes first
                 raise
             finally:
+                if interpreter is not None:
+                    interpreter.stop()
                 if builder is not None:
                     builder.stop()
                     result.compile_continues = builder.left_running
@@ -212,19 +229,30 @@ class Engine:
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
 
     @staticmethod
-    def _first_tier(model: Model, shapes: KernelShapes) -> tuple[Any, BackgroundCompile]:
+    def _first_tier(model: Model, shapes: KernelShapes, interpreter: Optional[InterpreterCompile]) \
+            -> tuple[Any, BackgroundCompile, Optional[InterpreterCompile]]:
         """The kernels to start with while ``shapes``' compile in the background: interpreted,
         or for a small layout whose table form (``codegen.write_kernel_module``: a few seconds to
         compile, about half as fast to run) is compiled already, that form. A small layout's
-        background compile does its table form first, so that the run can take it meanwhile."""
+        background compile does its table form first, so that the run can take it meanwhile.
+
+        ``interpreter``, on an installation's first run, compiles the bytecode tier's
+        interpreter: returned third if the kernels returned are that tier's (they then need
+        ``load_interpreter()`` once it is done), else stopped."""
         if uses_layout_table(model.layout):
             builder = BackgroundCompile(shapes)
         else:
             quick = kernel_shapes(model, table=True)
             if is_compiled(quick):
-                return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
+                if interpreter is not None:
+                    interpreter.stop()
+                return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes), None
             builder = BackgroundCompile([quick, shapes])
-        return first_tier_kernels(model), builder
+        kernels = first_tier_kernels(model, load=interpreter is None)
+        if interpreter is not None and not isinstance(kernels, BytecodeKernels):
+            interpreter.stop()
+            interpreter = None
+        return kernels, builder, interpreter
 
     @staticmethod
     def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
@@ -238,10 +266,11 @@ class Engine:
         return Kernels(model, module)
 
 
-def first_tier_kernels(model: Model) -> Any:
-    """The bytecode tier, or the Python tier for a spec whose functions do not translate."""
+def first_tier_kernels(model: Model, load: bool = True) -> Any:
+    """The bytecode tier (its interpreter loaded unless ``load`` is False), or the Python tier
+    for a spec whose functions do not translate."""
     try:
-        return BytecodeKernels(model)
+        return BytecodeKernels(model, load=load)
     except Untranslatable as e:
         kernels = InterpretedKernels(model)
         kernels.why_python = str(e)

@@ -51,10 +51,7 @@ class InterpretedKernels:
             raise TypeError(f"packed states must be a 2-D uint64 array with {self.nwords} words per row")
 
     def pack(self, flats: list[tuple[int, ...]]) -> np.ndarray:
-        words = np.zeros((len(flats), self.nwords), np.uint64)
-        for r, flat in enumerate(flats):
-            words[r] = self.layout.pack(flat)
-        return words
+        return self.layout.pack_many(flats)
 
     def unpack(self, words: np.ndarray) -> list[tuple[int, ...]]:
         self._check_batch(words)

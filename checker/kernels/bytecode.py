@@ -18,6 +18,8 @@ overflow, and fold a check made after it): the caller then redoes the work in Py
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numba import njit
 
@@ -233,17 +235,21 @@ def _same(src, dst):
 
 
 @njit(cache=True, nogil=True)
-def successors(words, lo, hi, cv, code, tables, nregs, label_start, label_args, arg_regs, prop_start,
-               out_words, out_hashes, out_labels, out_props, no_label):
-    """Every successor of ``words[lo:hi]``, at row ``i * nlabels + label`` of the out arrays as
-    ``Kernels.successors`` writes them. Label L's program starts at ``label_start[L]``, with
-    registers ``arg_regs[L, k]`` set to ``label_args[L, k]`` (its parameters' values; a register
-    of -1 takes none); each transition property's program starts at ``prop_start[k]`` and reads
-    the state (space 0) and the successor (space 1).
+def evaluate(words, lo, hi, cv, code, tables, nregs, label_start, label_args, arg_regs, prop_start, check_start,
+             out_words, out_hashes, out_labels, out_props, out_checks, no_label):
+    """For each state ``words[lo + i]``: with checks (``check_start`` not empty), bit k of
+    ``out_checks[i]`` set where check k's program (starting at ``check_start[k]``, reading space
+    0) is false; with labels (``label_start`` not empty), every successor at row
+    ``i * nlabels + label`` of the out arrays, as ``Kernels.successors`` writes them. Label L's
+    program starts at ``label_start[L]``, with registers ``arg_regs[L, k]`` set to
+    ``label_args[L, k]`` (its parameters' values; a register of -1 takes none); each transition
+    property's program starts at ``prop_start[k]`` and reads the state (space 0) and the successor
+    (space 1). One kernel for both, rather than one each: the interpreter's compile, on an
+    installation's first run, is then 10% shorter (``run`` is compiled into one kernel, not two).
 
     Returns (OK, 0) or (STOPPED, i): state ``lo + i`` needs Python (a program failed, an action
-    that declined wrote, or a successor is outside its domain); rows of the states before it are
-    written."""
+    that declined wrote, or a successor is outside its domain); what the states before it have
+    is written."""
     size = cv[0]
     nlabels = label_start.shape[0]
     src = np.zeros(size, np.int64)
@@ -251,6 +257,11 @@ def successors(words, lo, hi, cv, code, tables, nregs, label_start, label_args, 
     regs = np.zeros(max(1, nregs), np.int64)
     for i in range(hi - lo):
         unpack(words, lo + i, src, cv)
+        if check_start.shape[0]:
+            status, mask = _false_checks(code, check_start, regs, src, src, tables)
+            if status != DONE:
+                return STOPPED, i
+            out_checks[i] = mask
         for k in range(size):
             dst[k] = src[k]
         for label in range(nlabels):
@@ -279,17 +290,24 @@ def successors(words, lo, hi, cv, code, tables, nregs, label_start, label_args, 
     return OK, 0
 
 
-@njit(cache=True, nogil=True)
-def violations(words, lo, hi, cv, code, tables, nregs, check_start, out):
-    """Bit k of ``out[i]`` set where check k's program (starting at ``check_start[k]``, reading
-    space 0) is false on ``words[lo + i]``. Returns (OK, 0) or (STOPPED, i) as ``successors``."""
-    size = cv[0]
-    src = np.zeros(size, np.int64)
-    regs = np.zeros(max(1, nregs), np.int64)
-    for i in range(hi - lo):
-        unpack(words, lo + i, src, cv)
-        status, mask = _false_checks(code, check_start, regs, src, src, tables)
-        if status != DONE:
-            return STOPPED, i
-        out[i] = mask
-    return OK, 0
+def warm_up() -> None:
+    """Compile (or load from numba's cache) ``evaluate`` for the argument types
+    ``explore.bytecode_tier`` hands it, on no states. An installation's first run does this in a
+    helper process (``explore.bytecode_tier.InterpreterCompile``) while it compiles the
+    engine's own kernels."""
+    table = np.array([1, 1, 0, 1, 0, 2, 0, 1], np.int32)  # one element in one word (layout_table)
+    words = np.zeros((1, 1), np.uint64)
+    code = np.array([[CONST, 0, 1, 0], [RET, 0, 0, 0]], np.int64)
+    one = np.zeros(1, np.int64)
+    out_words, out_hashes = np.zeros((1, 1), np.uint64), np.zeros(1, np.uint64)
+    evaluate(words, 0, 0, table, code, one, 1, one, one.reshape(1, 1), one.reshape(1, 1), one, one,
+             out_words[0:], out_hashes[0:], np.zeros(1, np.uint16)[0:], out_hashes[0:], out_hashes[0:], 0)
+
+
+def cached() -> bool:
+    """Whether numba's cache holds ``evaluate`` (an installation's first run compiles it)."""
+    try:
+        return os.path.exists(evaluate._cache._cache_file._index_path)
+    except AttributeError:  # numba keeps its cache otherwise: compile (or load) them in the run
+        return True
+

@@ -14,6 +14,7 @@ import click
 from kraftcheck.cli.params import derived_options, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
 from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.stop import install_stop_handlers
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
@@ -95,6 +96,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     if symmetry and (dump_graph or availability or liveness):
         raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
                          "need every state")
+    if engine == "engine" and compile == "background" and simulation is None:
+        start_interpreter_compile()  # an installation's first run: beside building the model
     cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None, constraints=list(constraints) or None,
                   deadlock=deadlock)
@@ -277,9 +280,9 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
               "visited set, on a file system every executor sees.  [default: a temporary directory]")
 @click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
-                   "(in Python if they do not translate; at most KRAFTCHECK_INTERPRET_S, default 3 s, 1 s in "
-                   "Python, then wait) while other processes compile them, a small model's quick table form "
-                   "first (background); or compile them first (now).")
+                   "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
+                   "default 1.5 s, 1 s in Python, then wait) while other processes compile them at the lowest "
+                   "priority, a small model's quick table form first (background); or compile them first (now).")
 @click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
