@@ -153,25 +153,20 @@ class Engine:
         # an installation's first run: the first tier's interpreter compiles in a helper process
         # from now on, beside this process's own work (a spec whose tier does not need it stops it)
         interpreter = interpreter_compile() if mode == "background" else None
-        if mode == "never":
-            kernels: Any = InterpretedKernels(model)
-        elif mode == "bytecode":
-            kernels = first_tier_kernels(model)
-        else:
-            shapes = kernel_shapes(model)
-            if mode == "now" or is_compiled(shapes):
-                if interpreter is not None:
-                    interpreter.stop()
-                    interpreter = None
-                kernels = self._compile_now(model, shapes, progress, t0)
-            else:
-                kernels, builder, interpreter = self._first_tier(model, shapes, interpreter)
-        init_words = kernels.pack(model.initial)
-        # an interpreted start leaves the compiled kernels' own path to the background compile,
-        # which puts it in numba's cache for the switch
-        warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
-        run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options), builder,
-                   self._spill_at(options))
+        try:
+            kernels, builder, interpreter = self._kernels(model, mode, interpreter, progress, t0)
+            init_words = kernels.pack(model.initial)
+            # an interpreted start leaves the compiled kernels' own path to the background compile,
+            # which puts it in numba's cache for the switch
+            warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
+            run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options),
+                       builder, self._spill_at(options))
+        except BaseException:  # an initial state outside its domain, say: the helper goes, the compile as always
+            if interpreter is not None:
+                interpreter.stop()
+            if builder is not None:
+                builder.stop()
+            raise
         result = run.result
         result.compile_s = time.perf_counter() - t0 if builder is None else None
         result.compiled_in_background = builder is not None
@@ -206,6 +201,23 @@ class Engine:
         finally:
             run.remove_spilled_levels()  # whatever ends the run: an error, a second Ctrl-C
         return result
+
+    def _kernels(self, model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
+                 t0: float) -> tuple[Any, Optional[BackgroundCompile], Optional[InterpreterCompile]]:
+        """The kernels the run starts with, the background compile if any, and ``interpreter``
+        if those kernels need it (else it is stopped)."""
+        if mode == "never":
+            kernels: Any = InterpretedKernels(model)
+        elif mode == "bytecode":
+            kernels = first_tier_kernels(model)
+        else:
+            shapes = kernel_shapes(model)
+            if mode != "now" and not is_compiled(shapes):
+                return self._first_tier(model, shapes, interpreter)
+            kernels = self._compile_now(model, shapes, progress, t0)
+        if interpreter is not None:
+            interpreter.stop()
+        return kernels, None, None
 
     def _spill_at(self, options: Options) -> Optional[int]:
         """Bytes of levels in memory past which they spill to disk; None when they start there."""
