@@ -13,6 +13,7 @@ every kernel it finished in numba's cache even if it is stopped half way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import importlib.util
 import json
@@ -330,23 +331,43 @@ def compile_time_limit() -> float:
         raise SpecError(f"KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds, not {text!r}") from None
 
 
-def give_way(pid: int) -> None:
+def give_way(pid: int) -> bool:
     """Process ``pid``, a background compile, to the lowest priority, and the helpers it starts
-    with it (they inherit it): the run that started it takes the cores it wants first (its first
-    tier; on an installation's first run, the interpreter's and the engine's own compile), and
-    the compile has the rest, all of them while the run waits for it. Set from here, as soon as
-    the process exists, so that even its imports give way. The compile has a session of its own,
-    which is a scheduling group of its own where Linux groups by session (autogroup): a plain
-    nice would only rank it within that group, so the group is niced as well."""
+    with it: the run that started it takes the cores it wants first (its first tier; on an
+    installation's first run, the interpreter's and the engine's own compile), and the compile
+    has the rest. Set from here, as soon as the process exists, so that even its imports give
+    way. The compile has a session of its own, which is a scheduling group of its own where
+    Linux groups by session (autogroup): its processes' nice would only rank them within that
+    group, so the group's nice is set, which ``hurry`` may set back to 0 (a process's own nice
+    cannot be lowered without privileges). Without autogroup, the process's nice is set, for
+    good. Returns whether the group's was."""
+    if _set_group_nice(pid, 19):
+        return True
     try:
         os.setpriority(os.PRIO_PROCESS, pid, 19)
     except (AttributeError, OSError):  # not POSIX, or it has ended already
         pass
+    return False
+
+
+def _set_group_nice(pid: int, nice: int, tries: int = 5) -> bool:
+    """Write ``nice`` to ``pid``'s autogroup; False where there is none. Linux refuses a second
+    such write within 100 ms machine-wide (EAGAIN, as when runs start side by side): then a
+    thread tries again, a few times, 0.11 s apart."""
+    path = f"/proc/{pid}/autogroup"
     try:
-        with open(f"/proc/{pid}/autogroup", "w") as group:
-            group.write("19")
-    except OSError:  # not Linux, no autogroup, or it has ended already
-        pass
+        with open(path, "w") as group:
+            group.write(str(nice))
+        return True
+    except OSError as e:
+        if e.errno != errno.EAGAIN:
+            return False  # not Linux, no autogroup, or the process has ended
+    if tries > 1:
+        def again() -> None:
+            time.sleep(0.11)
+            _set_group_nice(pid, nice, tries - 1)
+        threading.Thread(target=again, daemon=True, name="kraftcheck-nice").start()
+    return True
 
 
 class BackgroundCompile:
@@ -375,12 +396,21 @@ class BackgroundCompile:
         self.scratch = tempfile.mkdtemp(prefix="kraftcheck-compile-")
         job["scratch"] = self.scratch
         self.left_running = False
-        self.process = subprocess.Popen(worker_command(),
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        env=env, text=True, start_new_session=True)
-        give_way(self.process.pid)
-        self.process.stdin.write(json.dumps(job))
-        self.process.stdin.close()
+        self._grouped = False  # whether its scheduling group was niced (give_way)
+        try:
+            self.process = subprocess.Popen(worker_command(),
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                            env=env, text=True, start_new_session=True)
+            self._grouped = give_way(self.process.pid)
+            self.process.stdin.write(json.dumps(job))
+            self.process.stdin.close()
+        except BaseException:
+            if getattr(self, "process", None) is not None and self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self._stderr.close()
+            raise
         self._reader = threading.Thread(target=self._read, daemon=True, name="kraftcheck-compile")
         self._reader.start()
 
@@ -415,6 +445,12 @@ class BackgroundCompile:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace").strip()
 
+    def hurry(self) -> None:
+        """The run waits for this compile: its scheduling group back to the default priority
+        (where it has one; see ``give_way``), so that other work on the machine does not hold it up."""
+        if self._grouped and self.process.poll() is None:
+            _set_group_nice(self.process.pid, 0)
+
     def stop(self, keep: Optional[bool] = None) -> None:
         """The run is over: leave the worker to finish alone if it still runs and ``keep``
         (``keep_compiling()`` if not given; ``left_running`` says so), else end it (what it
@@ -445,18 +481,18 @@ def _worker() -> int:
     # group): exit through the finally clauses, which end the helpers and remove the claims folder
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     job = json.loads(sys.stdin.read())
-    sys.path[:] = job["sys_path"]
-    for name, file in job["modules"].items():
-        if name in sys.modules:
-            continue
-        if importlib.util.find_spec(name) is None and file:  # a spec loaded from a file by path
-            spec = importlib.util.spec_from_file_location(name, file)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
     if "scratch" in job:  # claims folders go there, for the run to remove if it stops this compile
         tempfile.tempdir = job["scratch"]
     try:
+        sys.path[:] = job["sys_path"]
+        for name, file in job["modules"].items():
+            if name in sys.modules:
+                continue
+            if importlib.util.find_spec(name) is None and file:  # a spec loaded from a file by path
+                spec = importlib.util.spec_from_file_location(name, file)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
         return _compile_job(job)
     finally:
         if "scratch" in job:

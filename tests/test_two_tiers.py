@@ -217,6 +217,9 @@ class CompileWhenWaitedFor:
     def failed(self):
         return False
 
+    def hurry(self):
+        pass
+
     def stop(self, keep=None):
         pass
 

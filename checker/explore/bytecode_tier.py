@@ -3,11 +3,14 @@ compiled once per installation (``kernels.bytecode``) on the spec's functions tr
 (``checker.bytecode``).
 
 It computes what ``InterpretedKernels`` computes (rows, words, fingerprints, labels, masks), tens
-of times faster, with no compile of the spec's own, on every core (the interpreter's kernels
-release the GIL; a batch is split among threads as ``Kernels`` splits it). A state the bytecode cannot finish (Python's
-integers would differ, an index is out of range, an action wrote and declined, a successor left
-its domain) is redone in Python by ``InterpretedKernels`` itself, which gives Python's answer or
-the Python tier's error; so the two tiers agree on everything, errors included.
+of times faster, with no compile of the spec's own, on every core (the interpreter's kernel
+releases the GIL; a batch is split among threads as ``Kernels`` splits it). A state the bytecode
+cannot finish (Python's integers would differ, an index is out of range, an action wrote and
+declined, a successor left its domain) is redone in Python by ``InterpretedKernels`` itself, on
+its part's thread, which gives Python's answer or the Python tier's error (the earliest state's,
+as one thread would); so the two tiers agree on everything, errors included. The spec's
+functions then run as Python on several threads at once: they are pure functions of their
+arguments, as numba compiles them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
 from kraftcheck.checker.model import Model
 
 
-NO_CHECKS = np.zeros(0, np.int64)  # no program to run: no label, no check
+NO_PROGRAMS = np.zeros(0, np.int64)  # no program to run: no label, no property, no check
 
 
 class BytecodeKernels(InterpretedKernels):
@@ -51,9 +54,9 @@ class BytecodeKernels(InterpretedKernels):
             self.load_interpreter()
 
     def load_interpreter(self) -> None:
-        """Load the interpreter's kernels from numba's cache (compile them, about 2.5 s, the first
-        time on an installation) now, on no states, so that a run's first-tier time is spent
-        exploring. Made with ``load=False``, the kernels need this before they run."""
+        """Load the interpreter's kernel from numba's cache (compile it, about 2 s, the first time
+        on an installation) now, on no states, so that a run's first-tier time is spent exploring.
+        Made with ``load=False``, the kernels need this before they run."""
         words = np.zeros((1, self.nwords), np.uint64)
         self._successors(words, 0, 0, self.buffers(1), 0)
         self._checks(words, 0, 0, np.zeros(1, np.uint64)[0:])
@@ -62,19 +65,19 @@ class BytecodeKernels(InterpretedKernels):
         """``vm.evaluate`` for the successors of ``words[lo:hi]``, from row ``first_row`` of ``out``."""
         p = self.programs
         return vm.evaluate(words, lo, hi, self.table, p.code, p.tables, p.nregs, p.label_start, p.label_args,
-                           p.arg_regs, p.property_start, NO_CHECKS, out.words[first_row:], out.hashes[first_row:],
+                           p.arg_regs, p.property_start, NO_PROGRAMS, out.words[first_row:], out.hashes[first_row:],
                            out.labels[first_row:], out.props[first_row:] if p.property_start.shape[0] else out.props,
                            self._no_row.hashes, NO_LABEL)
 
     def _checks(self, words: np.ndarray, lo: int, hi: int, out: np.ndarray) -> tuple[int, int]:
         """``vm.evaluate`` for the checks' masks of ``words[lo:hi]``, into ``out``."""
         p, none = self.programs, self._no_row
-        return vm.evaluate(words, lo, hi, self.table, p.code, p.tables, p.nregs, NO_CHECKS, p.label_args, p.arg_regs,
-                           NO_CHECKS, p.check_start, none.words, none.hashes, none.labels, none.props, out, NO_LABEL)
+        return vm.evaluate(words, lo, hi, self.table, p.code, p.tables, p.nregs, NO_PROGRAMS, p.label_args, p.arg_regs,
+                           NO_PROGRAMS, p.check_start, none.words, none.hashes, none.labels, none.props, out, NO_LABEL)
 
     def parts(self, n: int) -> list[tuple[int, int]]:
-        """How ``successors`` splits ``n`` states among the threads (the interpreter's kernels
-        release the GIL), as ``Kernels.parts``."""
+        """How ``successors`` splits ``n`` states among the threads (the interpreter's kernel
+        releases the GIL), as ``Kernels.parts``."""
         return split(0, n, self.threads if n >= 256 else 1)
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
@@ -152,7 +155,7 @@ class BytecodeKernels(InterpretedKernels):
 
 
 class InterpreterCompile:
-    """The interpreter's kernels compiled into numba's cache by a helper process, on an
+    """The interpreter's kernel compiled into numba's cache by a helper process, on an
     installation's first run: meanwhile the run compiles the engine's own kernels (the visited
     set, the row passes: about 1.3 s against the interpreter's 2.5 s), so the two take the two
     cores rather than one after the other. The run then loads the interpreter from the cache
@@ -161,7 +164,7 @@ class InterpreterCompile:
     def __init__(self) -> None:
         # the run's own sys.path, and not the working directory first (-c would put it there,
         # where a folder named kraftcheck would stand in for the package)
-        code = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); " \
+        code = "import sys; del sys.path[0]; import json; sys.path[:] = json.loads(sys.argv[1]); " \
             "from kraftcheck.checker.kernels.bytecode import warm_up; warm_up()"
         # LLVM at -O1: the compile on the run's path 4% shorter (1.83 s against 1.91 s), and the
         # interpreter explores as fast as at -O3 (bench/RESULTS.md, session 26); what it compiles

@@ -34,7 +34,6 @@ from kraftcheck.checker.explore.result import (Clock, Options, Progress, Progres
                                                describe_limit, memory_exceeded, memory_total, no_progress,
                                                replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.kernels import bytecode as vm
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
                                                       collect_dense_part, collect_part, seen_table_size, tally_width,
@@ -177,11 +176,7 @@ class Engine:
         try:
             try:
                 if interpreter is not None:
-                    # numba's typing of the spec's functions, needed before the answer anyway,
-                    # while the helper compiles the interpreter
-                    run.confirm_spec_compiles()
-                    interpreter.wait()
-                    kernels.load_interpreter()
+                    run.load_interpreter(interpreter)
                 run.explore(init_words)
                 run.confirm_spec_compiles()  # the answer is given only for a spec numba accepts
             except KeyboardInterrupt:
@@ -260,7 +255,11 @@ class Engine:
                     interpreter.stop()
                 return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes), None
             builder = BackgroundCompile([quick, shapes])
-        kernels = first_tier_kernels(model, load=interpreter is None)
+        try:
+            kernels = first_tier_kernels(model, load=interpreter is None)
+        except BaseException:  # the caller never gets the builder to stop
+            builder.stop()
+            raise
         if interpreter is not None and not isinstance(kernels, BytecodeKernels):
             interpreter.stop()
             interpreter = None
@@ -413,6 +412,15 @@ class _Run:
         return self.levels.depth
 
     # -- the search
+    def load_interpreter(self, helper: InterpreterCompile) -> None:
+        """An installation's first run, before it explores: numba types the spec's functions
+        (needed before the answer anyway) while ``helper`` compiles the interpreter, which the
+        bytecode tier then loads from numba's cache."""
+        self.clock = Clock(self.options.time_limit)  # for the progress and a failed compile's path; explore() starts its own
+        self.confirm_spec_compiles(meanwhile="numba types the spec's functions while the interpreter compiles")
+        helper.wait()
+        self.kernels.load_interpreter()
+
     def explore(self, init_words: np.ndarray) -> None:
         self.clock = Clock(self.options.time_limit)
         level = self._resume() if self.options.resume else None
@@ -933,7 +941,8 @@ class _Run:
         self._switch_when_compiled(wait=True)
         return True
 
-    def confirm_spec_compiles(self) -> None:
+    def confirm_spec_compiles(self, meanwhile: str = "explored; numba types the spec's functions before the answer") \
+            -> None:
         """Before a run that interpreted gives its answer: raise the compile error that
         ``--compile now`` would raise (``compile_error``) if numba refuses the spec's functions.
         Known once a compiled form is ready; else numba's type inference of the spec's
@@ -954,7 +963,7 @@ class _Run:
         self.progress(Progress(self.depth, self.distinct, self.generated, self.frontier_size,
                                self.elapsed_before + (self.clock.elapsed if self.clock else 0.0),
                                compiling=f"{builder.status}, {builder.elapsed:.0f} s",
-                               meanwhile="explored; numba types the spec's functions before the answer"))
+                               meanwhile=meanwhile))
         try:
             check_spec_types(self.model)
         except numba.core.errors.NumbaError as e:
@@ -1002,6 +1011,7 @@ class _Run:
         """Leave the cores to the background compile until it has a form ready, fails, or the
         run's time limit passes (unless ``past_time_limit``)."""
         builder = self.builder
+        builder.hurry()  # the run needs it now: no longer below everything else on the machine
         self._waiting = True
         try:
             while builder.ready_form() is None and not builder.failed() and \
