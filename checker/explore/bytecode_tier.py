@@ -84,18 +84,27 @@ class BytecodeKernels(InterpretedKernels):
                    after_part: Optional[Callable[[int, int, int], None]] = None):
         hi, out = self._successor_batch(words, lo, hi, out)
         words = np.ascontiguousarray(words)
-        parts = self.parts(hi - lo)
-        redone = [0] * len(parts)
 
-        def expand(j: int) -> None:
-            a, b = parts[j]
-            redone[j] = self._expand(words, lo + a, lo + b, out, a * self.nlabels)
+        def expand(j: int, a: int, b: int) -> int:
+            redone = self._expand(words, lo + a, lo + b, out, a * self.nlabels)
             if after_part is not None:
                 after_part(j, a, b)
+            return redone
 
-        run_parts(expand, len(parts))  # an error of the earliest part is raised: its state comes first
-        self.redone_in_python += sum(redone)
+        self._on_threads(hi - lo, expand)
         return out
+
+    def _on_threads(self, n: int, work: Callable[[int, int, int], int]) -> None:
+        """``work(j, a, b)`` on each part (``parts(n)``) on its thread, each saying how many states
+        it redid in Python. An error of the earliest part is raised: its state comes first."""
+        parts = self.parts(n)
+        redone = [0] * len(parts)
+
+        def one(j: int) -> None:
+            redone[j] = work(j, *parts[j])
+
+        run_parts(one, len(parts))
+        self.redone_in_python += sum(redone)
 
     def _expand(self, words: np.ndarray, lo: int, hi: int, out, first_row: int) -> int:
         """The rows of ``words[lo:hi]`` from row ``first_row`` of ``out``; a state the bytecode
@@ -127,15 +136,7 @@ class BytecodeKernels(InterpretedKernels):
         if not self.programs.check_start.shape[0]:
             return out
         words = np.ascontiguousarray(words)
-        parts = self.parts(hi - lo)
-        redone = [0] * len(parts)
-
-        def check(j: int) -> None:
-            a, b = parts[j]
-            redone[j] = self._check(words, lo + a, lo + b, out[a:b])
-
-        run_parts(check, len(parts))
-        self.redone_in_python += sum(redone)
+        self._on_threads(hi - lo, lambda j, a, b: self._check(words, lo + a, lo + b, out[a:b]))
         return out
 
     def _check(self, words: np.ndarray, lo: int, hi: int, out: np.ndarray) -> int:

@@ -200,7 +200,9 @@ class Engine:
     def _kernels(self, model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
                  t0: float) -> tuple[Any, Optional[BackgroundCompile], Optional[InterpreterCompile]]:
         """The kernels the run starts with, the background compile if any, and ``interpreter``
-        if those kernels need it (else it is stopped)."""
+        if those kernels are the bytecode tier's, which then need ``load_interpreter()`` once it
+        is done (else it is stopped)."""
+        builder: Optional[BackgroundCompile] = None
         if mode == "never":
             kernels: Any = InterpretedKernels(model)
         elif mode == "bytecode":
@@ -208,11 +210,13 @@ class Engine:
         else:
             shapes = kernel_shapes(model)
             if mode != "now" and not is_compiled(shapes):
-                return self._first_tier(model, shapes, interpreter)
-            kernels = self._compile_now(model, shapes, progress, t0)
-        if interpreter is not None:
+                kernels, builder = self._first_tier(model, shapes, load_interpreter=interpreter is None)
+            else:
+                kernels = self._compile_now(model, shapes, progress, t0)
+        if interpreter is not None and not isinstance(kernels, BytecodeKernels):
             interpreter.stop()
-        return kernels, None, None
+            interpreter = None
+        return kernels, builder, interpreter
 
     def _spill_at(self, options: Options) -> Optional[int]:
         """Bytes of levels in memory past which they spill to disk; None when they start there."""
@@ -236,34 +240,25 @@ class Engine:
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
 
     @staticmethod
-    def _first_tier(model: Model, shapes: KernelShapes, interpreter: Optional[InterpreterCompile]) \
-            -> tuple[Any, BackgroundCompile, Optional[InterpreterCompile]]:
+    def _first_tier(model: Model, shapes: KernelShapes, load_interpreter: bool = True) -> tuple[Any, BackgroundCompile]:
         """The kernels to start with while ``shapes``' compile in the background: interpreted,
         or for a small layout whose table form (``codegen.write_kernel_module``: a few seconds to
         compile, about half as fast to run) is compiled already, that form. A small layout's
         background compile does its table form first, so that the run can take it meanwhile.
-
-        ``interpreter``, on an installation's first run, compiles the bytecode tier's
-        interpreter: returned third if the kernels returned are that tier's (they then need
-        ``load_interpreter()`` once it is done), else stopped."""
+        Without ``load_interpreter`` (an installation's first run, whose helper compiles it), the
+        bytecode tier's kernels are returned before their interpreter is loaded."""
         if uses_layout_table(model.layout):
             builder = BackgroundCompile(shapes)
         else:
             quick = kernel_shapes(model, table=True)
             if is_compiled(quick):
-                if interpreter is not None:
-                    interpreter.stop()
-                return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes), None
+                return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
             builder = BackgroundCompile([quick, shapes])
         try:
-            kernels = first_tier_kernels(model, load=interpreter is None)
+            return first_tier_kernels(model, load=load_interpreter), builder
         except BaseException:  # the caller never gets the builder to stop
             builder.stop()
             raise
-        if interpreter is not None and not isinstance(kernels, BytecodeKernels):
-            interpreter.stop()
-            interpreter = None
-        return kernels, builder, interpreter
 
     @staticmethod
     def _compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> "Kernels":
@@ -416,7 +411,8 @@ class _Run:
         """An installation's first run, before it explores: numba types the spec's functions
         (needed before the answer anyway) while ``helper`` compiles the interpreter, which the
         bytecode tier then loads from numba's cache."""
-        self.clock = Clock(self.options.time_limit)  # for the progress and a failed compile's path; explore() starts its own
+        # for the progress and a failed compile's path; explore() starts its own
+        self.clock = Clock(self.options.time_limit)
         self.confirm_spec_compiles(meanwhile="numba types the spec's functions while the interpreter compiles")
         helper.wait()
         self.kernels.load_interpreter()
