@@ -343,17 +343,15 @@ def give_way(pid: int) -> bool:
     good. Returns whether the group's was."""
     if _set_group_nice(pid, 19):
         return True
-    try:
-        os.setpriority(os.PRIO_PROCESS, pid, 19)
-    except (AttributeError, OSError):  # not POSIX, or it has ended already
-        pass
+    _set_process_nice(pid, 19)
     return False
 
 
 def _set_group_nice(pid: int, nice: int, tries: int = 5) -> bool:
     """Write ``nice`` to ``pid``'s autogroup; False where there is none. Linux refuses a second
     such write within 100 ms machine-wide (EAGAIN, as when runs start side by side): then a
-    thread tries again, a few times, 0.11 s apart."""
+    thread tries again, a few times, 0.11 s apart, and if every try is refused, a positive
+    ``nice`` goes to the process itself instead (``give_way``'s fallback)."""
     path = f"/proc/{pid}/autogroup"
     try:
         with open(path, "w") as group:
@@ -367,7 +365,16 @@ def _set_group_nice(pid: int, nice: int, tries: int = 5) -> bool:
             time.sleep(0.11)
             _set_group_nice(pid, nice, tries - 1)
         threading.Thread(target=again, daemon=True, name="kraftcheck-nice").start()
+    elif nice > 0:
+        _set_process_nice(pid, nice)
     return True
+
+
+def _set_process_nice(pid: int, nice: int) -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except (AttributeError, OSError):  # not POSIX, or it has ended already
+        pass
 
 
 class BackgroundCompile:

@@ -527,6 +527,28 @@ def test_a_background_compile_runs_at_the_lowest_priority(fresh_kernel_cache, mo
         builder.stop(keep=False)
 
 
+def test_a_group_priority_refused_every_time_falls_back_to_the_process(monkeypatch):
+    """Linux refuses an autogroup write within 100 ms of another (EAGAIN); a compile whose every
+    retry is refused still gives way, at its own nice 19."""
+    import errno
+    from kraftcheck.checker import compile as compile_module
+
+    def refused(path, mode="r"):
+        raise OSError(errno.EAGAIN, "refused", path)
+
+    monkeypatch.setattr(compile_module, "open", refused, raising=False)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert compile_module.give_way(child.pid)  # the group exists, so it is retried
+        deadline = time.monotonic() + 5
+        while os.getpriority(os.PRIO_PROCESS, child.pid) != 19 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == 19
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_failed_compile_is_said_on_a_first_run_before_exploring(fresh_kernel_cache, monkeypatch):
     """On an installation's first run numba types the spec before the run explores, while the
     interpreter compiles; a background compile that has failed by then is said as such (it
