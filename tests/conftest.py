@@ -114,33 +114,6 @@ def explorer(request):
     return entry()
 
 
-def pytest_sessionstart(session):
-    """Under pytest-xdist the controller compiles, before the workers start, what every process of
-    an installation shares and a first run compiles: the engine's own kernels, the expand kernel
-    of large layouts and the bytecode interpreter (in a helper, as a first run does). On empty
-    caches the two workers, the compiles their runs start and the command lines they run all
-    compiled these at once otherwise, each for itself. Tests of a first run give themselves
-    empty caches of their own (``fresh_kernel_cache``, ``NUMBA_CACHE_DIR``)."""
-    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(session.config.option, "numprocesses", None):
-        return
-    from kraftcheck.checker.compile import (compile_in_process, warm_up_distinct_path,
-                                            warm_up_row_passes)
-    from kraftcheck.checker.explore.bytecode_tier import InterpreterCompile
-    from kraftcheck.checker.explore.compiled import kernel_shapes
-    from kraftcheck.checker.kernels import bytecode
-    from kraftcheck.checker.model import Model
-    from kraftcheck.specs import spec_class
-    helper = None if bytecode.cached() else InterpreterCompile()
-    try:
-        warm_up_distinct_path(1)
-        warm_up_row_passes(1)
-        die_hard = spec_class("die_hard")
-        compile_in_process(kernel_shapes(Model(die_hard(die_hard.Params())), table=True), processes=1)
-    finally:
-        if helper is not None:
-            helper.wait()
-
-
 def pytest_collection_modifyitems(config, items):
     """The tests marked slow (a minute or more each) run first: with ``-n auto`` a long test
     taken last by one worker would keep the suite waiting while the other has nothing left."""
