@@ -347,14 +347,23 @@ def give_way(pid: int) -> bool:
     return False
 
 
-def _set_group_nice(pid: int, nice: int, tries: int = 5) -> bool:
+_group_nice_wanted: dict[int, int] = {}  # pid -> the nice last asked for its group: what a retry writes
+
+
+def _set_group_nice(pid: int, nice: int) -> bool:
     """Write ``nice`` to ``pid``'s autogroup; False where there is none. Linux refuses a second
     such write within 100 ms machine-wide (EAGAIN, as when runs start side by side): then a
-    thread tries again, a few times, 0.11 s apart, and if every try is refused, a positive
-    ``nice`` goes to the process itself instead (``give_way``'s fallback)."""
-    path = f"/proc/{pid}/autogroup"
+    thread tries again, a few times, 0.11 s apart, writing the nice last asked for (a ``hurry``
+    that came meanwhile is not undone by ``give_way``'s retry); if every try is refused, a
+    positive nice goes to the process itself instead (``give_way``'s fallback)."""
+    _group_nice_wanted[pid] = nice
+    return _write_group_nice(pid, tries=5)
+
+
+def _write_group_nice(pid: int, tries: int) -> bool:
+    nice = _group_nice_wanted[pid]
     try:
-        with open(path, "w") as group:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
             group.write(str(nice))
         return True
     except OSError as e:
@@ -363,7 +372,7 @@ def _set_group_nice(pid: int, nice: int, tries: int = 5) -> bool:
     if tries > 1:
         def again() -> None:
             time.sleep(0.11)
-            _set_group_nice(pid, nice, tries - 1)
+            _write_group_nice(pid, tries - 1)
         threading.Thread(target=again, daemon=True, name="kraftcheck-nice").start()
     elif nice > 0:
         _set_process_nice(pid, nice)

@@ -549,6 +549,40 @@ def test_a_group_priority_refused_every_time_falls_back_to_the_process(monkeypat
         child.wait()
 
 
+def test_a_retried_group_priority_does_not_undo_a_later_hurry(monkeypatch):
+    """``give_way``'s write refused (EAGAIN) is retried 0.11 s later; a ``hurry`` that got through
+    meanwhile stays: the retry writes the nice last asked for, 0, not 19."""
+    import errno
+    from kraftcheck.checker import compile as compile_module
+    written = []
+
+    class Group:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            written.append(text)
+
+    def refused_once(path, mode="r"):
+        if not written and not refused_once.done:
+            refused_once.done = True
+            raise OSError(errno.EAGAIN, "refused", path)
+        return Group()
+
+    refused_once.done = False
+    monkeypatch.setattr(compile_module, "open", refused_once, raising=False)
+    pid = 2 ** 22 + 1  # no such process: only the writes are looked at
+    assert compile_module.give_way(pid)  # refused: retried on a thread
+    compile_module._set_group_nice(pid, 0)  # the run waits for it (hurry)
+    deadline = time.monotonic() + 2
+    while len(written) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert written == ["0", "0"]
+
+
 def test_a_failed_compile_is_said_on_a_first_run_before_exploring(fresh_kernel_cache, monkeypatch):
     """On an installation's first run numba types the spec before the run explores, while the
     interpreter compiles; a background compile that has failed by then is said as such (it
