@@ -16,6 +16,7 @@ too. On a network file system without working locks the hold is only as good as 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -36,18 +37,21 @@ class DirectoryBusy(UsageError):
 
     def __init__(self, path: Path, purpose: str, holder: dict[str, Any]) -> None:
         self.path = Path(path)
+        self.purpose = purpose
         self.holder = holder
-        super().__init__(f"{path} is in use: {_describe(holder)}; {purpose} needs it to itself. Wait for that "
-                         "run to end (or stop it), or give another directory")
+        stop = f"or stop it: kill {holder['pid']}" if holder.get("host") == socket.gethostname() and "pid" in holder \
+            else "or stop it"
+        super().__init__(f"{path} is in use by {_describe(holder)}; {purpose} cannot share it: wait for that run "
+                         f"to end ({stop}), or give this one another directory")
 
 
 def _describe(holder: dict[str, Any]) -> str:
     if not holder:
-        return "another process holds it (it has not yet said which)"
+        return "another process (it has not yet said which)"
     since = holder.get("since")
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if isinstance(since, (int, float)) else "?"
-    return (f"{holder.get('purpose', 'a run')} by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
-            f"since {when} ({holder.get('command', '?')})")
+    return (f"{holder.get('purpose', 'another run')}: pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
+            f"since {when}, command: {holder.get('command', '?')}")
 
 
 class DirectoryLock:
@@ -87,16 +91,26 @@ def lock_directory(path: Path, purpose: str) -> DirectoryLock:
     """Hold ``path`` (created if absent) for this process, or raise ``DirectoryBusy`` at once if
     another holds it. ``purpose`` says what for, in the holder's record and in a refusal."""
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
     lock_path = path / LOCK_FILE
     while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise  # a full disk, as anywhere else in a run
+            raise UsageError(f"cannot take {path} for {purpose}: {e.strerror or e} ({lock_path}); choose a "
+                             "directory this user can write") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
             raise DirectoryBusy(path, purpose, holder) from None
+        except OSError as e:  # ENOLCK: a file system without locks
+            os.close(fd)
+            raise UsageError(f"cannot take {path} for {purpose}: its file system refuses a lock ({e.strerror or e}); "
+                             "choose a directory on a local disk") from None
         except BaseException:
             os.close(fd)
             raise
@@ -107,11 +121,7 @@ def lock_directory(path: Path, purpose: str) -> DirectoryLock:
         if not same:  # the holder released (and removed) the file between our open and our lock
             os.close(fd)
             continue
-        try:
-            _write_holder(fd, purpose)
-        except BaseException:
-            os.close(fd)
-            raise
+        _write_holder(fd, purpose)
         return DirectoryLock(path, fd)
 
 
@@ -119,8 +129,11 @@ def _write_holder(fd: int, purpose: str) -> None:
     record = {"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
               "since": time.time(), "purpose": purpose}
     data = (json.dumps(record) + "\n").encode()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    except OSError:
+        pass  # a full disk: the hold stands all the same, a refusal just cannot name it
 
 
 def _read_holder(fd: int) -> dict[str, Any]:
