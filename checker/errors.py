@@ -13,9 +13,72 @@ class SpecError(KraftcheckError):
     """A spec broke its contract: a value outside its field's domain, a malformed layout."""
 
 
-class SpecCodeError(SpecError):
-    """A spec's function raised when run as Python (the interpreted tier, the reference explorer):
-    code numba may compile all the same (the engine then redoes that work compiled)."""
+# What Python raises on code numba compiles and runs (``s["name"]`` on the Python tier's states, a
+# method its objects lack): the first tier's limit, not the spec's error on a state. Everything
+# else a spec's function raises (ZeroDivisionError, IndexError, AssertionError, OverflowError, an
+# exception of its own) is the spec's error on that state: numba's code raises it too, or computes
+# on regardless (an index out of range is not checked), so no tier has an answer to give.
+PYTHON_ONLY_ERRORS = (TypeError, AttributeError)
+
+
+class SpecRaised(SpecError):
+    """A spec's function raised on a state: the spec's error, whatever tier ran it (exit 2, no
+    verdict). ``function`` says which ("action FillBig", "invariant Safe", "fields()"), ``error``
+    what it raised, ``file``/``line`` the spec's line; ``at`` the state's row in the batch the
+    tier was handed, ``state`` its fields as shown and ``path`` the steps (action, fields) from an
+    initial state to it, where the explorer can rebuild them (``place``). ``python_only``: Python
+    raised what numba's compiled code would not meet (``PYTHON_ONLY_ERRORS``): the engine's first
+    tier then leaves the state to the compiled kernels."""
+
+    def __init__(self, function: str, error: str, file: str | None = None, line: int | None = None,
+                 python_only: bool = False, at: int | None = None, state: dict | None = None,
+                 path: list | None = None) -> None:
+        super().__init__(function, error)
+        self.function, self.error, self.file, self.line = function, error, file, line
+        self.python_only, self.at, self.state, self.path = python_only, at, state, path
+
+    def place(self, state: dict | None, path: list | None = None) -> "SpecRaised":
+        """Say which state it raised on (its fields as shown) and the steps to it: a list of
+        (action text or None for an initial state, fields as shown)."""
+        self.state, self.path = state, path
+        return self
+
+    def __str__(self) -> str:
+        at = f" at {self.file}:{self.line}" if self.file else ""
+        if self.python_only:
+            advice = ("a spec's functions keep to what both tiers run, interpreted and compiled (integers, fields, "
+                      "min/max, loops, @njit helpers: docs/writing-a-spec.md, 'Action functions'): fix that line")
+        else:
+            advice = ("a spec's error stops the run, with no verdict: fix that line (docs/writing-a-spec.md, "
+                      "'Errors in a spec')")
+        lines = [f"{self.function} raised {self.error}{at}; {advice}"]
+        if self.path:
+            lines.append("  on the last state of this path from an initial state:")
+            for k, (action, fields) in enumerate(self.path, 1):
+                lines.append(f"    {k}. {action or 'initial state'}: {_fields_text(fields)}")
+        elif self.state is not None:
+            lines.append(f"  on the state: {_fields_text(self.state)}")
+        return "\n".join(lines)
+
+
+SpecCodeError = SpecRaised  # its former name, which code written before it may still catch
+
+
+def spec_raised(function: str, error: BaseException, at: int | None = None) -> SpecRaised:
+    """``function`` of a spec, run as Python, raised ``error``: the spec's line is the innermost
+    frame of its traceback outside numpy and kraftcheck's own checker (which called it)."""
+    import os
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(here) and f"{os.sep}numpy{os.sep}" not in f.filename]
+    file, line = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    return SpecRaised(function, f"{type(error).__name__}: {error}", file, line,
+                      python_only=isinstance(error, PYTHON_ONLY_ERRORS), at=at)
+
+
+def _fields_text(fields: dict) -> str:
+    return ", ".join(f"{name}={value}" for name, value in fields.items())
 
 
 def wrote_and_declined(action: str) -> SpecError:

@@ -10,7 +10,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError, wrote_and_declined
+from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, UsageError, spec_raised,
+                                      wrote_and_declined)
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
@@ -22,16 +23,39 @@ DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 _interpreted: dict[int, Callable[..., Any]] = {}
 
 
-def spec_code_failed(what: str, error: Exception) -> SpecCodeError:
-    """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``:
-    one line naming it, the line of the spec's code that raised, and what to do. (The engine says
-    it only when numba refuses the spec too; otherwise it redoes the work compiled.)"""
-    import traceback
-    frames = traceback.extract_tb(error.__traceback__)
-    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return SpecCodeError(f"{what} raised {type(error).__name__}: {error}{at}; a spec's functions keep to what both tiers "
-                     "run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
-                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
+def spec_code_failed(what: str, error: Exception, at: int | None = None) -> SpecRaised:
+    """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``
+    on the state at row ``at`` of the batch it was handed: ``errors.spec_raised``."""
+    return spec_raised(what, error, at)
+
+
+def raising_function(model: "Model", error: BaseException) -> str:
+    """Which of ``model``'s functions, run as Python, raised ``error`` (the outermost one in its
+    traceback): "action Send", "invariant Safe"..."""
+    named = {}
+    for kind, items in (("action", model.actions), ("invariant", model.spec_invariants),
+                        ("transition property", model.spec_properties), ("constraint", model.spec_constraints),
+                        ("action constraint", model.spec_action_constraints)):
+        for x in items:
+            named.setdefault(python_function(x.fn).__code__, f"{kind} {x.name}")
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in named:
+            return named[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return f"a function of spec {model.spec.name}"
+
+
+def spec_call(spec: Spec, method: str) -> Any:
+    """``spec.<method>()`` (``fields``, ``initial_states`` as a list...): what it raises is the
+    spec's error, named with its line, not a traceback."""
+    try:
+        out = getattr(spec, method)()
+        return list(out) if method == "initial_states" else out
+    except KraftcheckError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the spec's own code failed
+        raise spec_raised(f"{method}() of spec {spec.name}", e) from None
 
 
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,8 +107,8 @@ class Model:
     def __init__(self, spec: Spec, check: Sequence[str] | None = None, constraints: Sequence[str] | None = None,
                  deadlock: bool | None = None) -> None:
         self.spec = spec
-        self.layout = Layout(spec.fields())
-        self.actions: list[Action] = list(spec.actions())
+        self.layout = Layout(spec_call(spec, "fields"))
+        self.actions: list[Action] = list(spec_call(spec, "actions"))
         if not self.actions:
             raise SpecError(f"spec {spec.name} declares no actions")
         names = [a.name for a in self.actions]
@@ -99,8 +123,8 @@ class Model:
             raise SpecError(f"spec {spec.name} has {len(self.labels)} action instances; at most {MAX_LABELS}")
         self.label_action = [lab.action_index for lab in self.labels]
 
-        all_invariants = list(spec.invariants())
-        all_properties = list(spec.properties())
+        all_invariants = list(spec_call(spec, "invariants"))
+        all_properties = list(spec_call(spec, "properties"))
         if len(all_invariants) > 64 or len(all_properties) > 64:
             raise SpecError("at most 64 invariants and 64 transition properties are supported")
         # every check of the spec, selected or not: the kernels compile them all in and evaluate
@@ -140,7 +164,7 @@ class Model:
 
         seen = set()
         self.initial: list[tuple[int, ...]] = []
-        for values in spec.initial_states():
+        for values in spec_call(spec, "initial_states"):
             flat = self.layout.flat_from_values(values)
             if flat not in seen:
                 seen.add(flat)
@@ -153,8 +177,8 @@ class Model:
         names, default all). The kernels compile in every one and evaluate the selected ones as
         extra bits after the selected invariants (``kernel_invariants``) and transition
         properties (``kernel_properties``)."""
-        self.spec_constraints: list[Constraint] = list(spec.constraints())
-        self.spec_action_constraints: list[ActionConstraint] = list(spec.action_constraints())
+        self.spec_constraints: list[Constraint] = list(spec_call(spec, "constraints"))
+        self.spec_action_constraints: list[ActionConstraint] = list(spec_call(spec, "action_constraints"))
         names = [c.name for c in self.spec_constraints + self.spec_action_constraints]
         if len(set(names)) != len(names) or set(names) & set(checks) or DEADLOCK in set(names) | set(checks):
             raise SpecError(f"spec {spec.name}: a constraint's name repeats another constraint's, an invariant's or "

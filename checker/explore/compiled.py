@@ -13,6 +13,7 @@ from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
                                                       gather_part, reseat, seen_table_size, tally_width)
+from kraftcheck.checker.explore.spec_raised import run_guarded
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
 from kraftcheck.checker.model import Model
 
@@ -222,7 +223,7 @@ class Kernels:
             if after_part is not None:
                 after_part(j, a, b)
 
-        run_parts(expand_part, len(parts))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
         self._raise_domain_error(words, lo, err)
         return out
 
@@ -281,7 +282,7 @@ class Kernels:
             ends[j] = first + kept
             after_part(j, a, b, ends[j])
 
-        run_parts(expand_part, len(parts))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
         self._raise_domain_error(words, lo, err)
         return ends
 
@@ -306,7 +307,7 @@ class Kernels:
                 self.module.check(words, a, b, a - lo, self._state_scratch[j], out, self.const_values,
                                   self.module.INVARIANT_SELECT)
 
-            run_parts(check_part, len(parts))
+            run_guarded(self.model, words, lo, hi, True, lambda: run_parts(check_part, len(parts)))
         return out
 
 

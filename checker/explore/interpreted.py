@@ -83,6 +83,7 @@ class InterpretedKernels:
         hi, out = self._successor_batch(words, lo, hi, out)
         layout, copy, nlabels = self.layout, self.copy, self.nlabels
         label = k = -1  # what runs: action ``label``, then transition property ``k`` on its step
+        i = 0
         try:
             for i in range(hi - lo):
                 source = layout.unpack(words[lo + i].tolist())
@@ -117,7 +118,7 @@ class InterpretedKernels:
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
             what = f"action {self.model.labels[label]}" if k < 0 else \
                 f"{self._property_names[k]} on a step of {self.model.labels[label]}"
-            raise spec_code_failed(what, e) from None
+            raise spec_code_failed(what, e, at=lo + i).place(self.layout.show(source)) from None
         if after_part is not None and hi > lo:
             after_part(0, 0, hi - lo)
         return out
@@ -140,7 +141,7 @@ class InterpretedKernels:
         out = np.zeros(hi - lo, np.uint64)
         if not self.invariants:
             return out
-        k = 0
+        k = j = 0
         try:
             for j in range(hi - lo):
                 state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
@@ -152,5 +153,6 @@ class InterpretedKernels:
         except KraftcheckError:
             raise
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
-            raise spec_code_failed(self._invariant_names[k], e) from None
+            shown = self.layout.show(self.layout.unpack(words[lo + j].tolist()))
+            raise spec_code_failed(self._invariant_names[k], e, at=lo + j).place(shown) from None
         return out

@@ -38,7 +38,8 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import SpecRaised, UsageError
+from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.compiled import kernel_shapes
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Clock, Progress, ProgressFn, Result, Step,
                                                Violation, memory_exceeded, no_progress)
@@ -216,8 +217,11 @@ class _SimulationRun:
         self.constraint_bits = model.constraint_bits
         self.prop_bits = (1 << len(model.properties)) - 1
         self.initial_words = kernels.pack(model.initial)
-        self.initial_masks = kernels.violations(self.initial_words) if model.invariants or model.constraints else \
-            np.zeros(len(model.initial), np.uint64)
+        try:
+            self.initial_masks = kernels.violations(self.initial_words) if model.invariants or model.constraints \
+                else np.zeros(len(model.initial), np.uint64)
+        except SpecRaised as e:  # on initial state e.at
+            raise placed(model, e, None if e.at is None else [Step(None, model.initial[e.at])]) from None
         self.running = 0
         self.next_behaviour = 0
         self.stop_starting_at: Optional[int] = None  # no behaviour numbered this or more starts
@@ -327,11 +331,18 @@ class _SimulationRun:
         while self.running:
             raise_if_stop_requested()
             n = self.running
-            out = kernels.successors(self.cur, 0, n, self.buffers)
+            try:
+                out = kernels.successors(self.cur, 0, n, self.buffers)
+            except SpecRaised as e:  # on walker e.at's state
+                raise placed(model, e, None if e.at is None else self._trace(e.at, None)) from None
             rows = np.flatnonzero(out.labels[: n * nl] != NO_LABEL)
             self.generated += rows.size
-            masks = kernels.violations(out.words[rows]) if (model.invariants or model.constraints) and rows.size \
-                else np.zeros(rows.size, np.uint64)
+            try:
+                masks = kernels.violations(out.words[rows]) if (model.invariants or model.constraints) and rows.size \
+                    else np.zeros(rows.size, np.uint64)
+            except SpecRaised as e:  # on the successor of row rows[e.at]
+                r = None if e.at is None else int(rows[e.at])
+                raise placed(model, e, None if r is None else self._trace(r // nl, (r % nl, out.words[r]))) from None
             props = out.props[rows] if model.properties and rows.size else None
             bad = np.flatnonzero(masks & np.uint64(self.inv_bits)) if model.invariants else np.zeros(0, np.int64)
             for p in bad:

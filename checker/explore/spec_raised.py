@@ -1,0 +1,94 @@
+"""A spec's function raised on a state: which state, with its path (``placed``), and what the
+compiled kernels raise made the same error (``run_guarded``).
+
+numba's compiled code raises some of what Python raises (integer division by zero, under its
+default error model; ``assert``; a ``raise`` of the spec's), as a bare exception with no line of
+the spec's; a kernel called through a C callback (the table form's ``fire`` kernels:
+``kernels.table_expand``) cannot raise at all: numba prints "Exception ignored" and the callback
+returns 0, an action that silently never fired. ``run_guarded`` runs a batch of the compiled
+kernels, catches both (the second through ``sys.unraisablehook``) and redoes the batch's states in
+Python one by one to find the state, the function and the line; the run then stops, as it does on
+the Python tier.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable
+
+import numpy as np
+
+from kraftcheck.checker.errors import KraftcheckError, SpecRaised
+
+_lock = threading.Lock()
+
+
+class _CallbackErrors:
+    """While installed: exceptions numba's C callbacks could only print are kept, not printed."""
+
+    def __init__(self) -> None:
+        self.caught: list[BaseException] = []
+        self._previous = None
+
+    def _hook(self, unraisable) -> None:
+        if "numba" in repr(unraisable.object) and unraisable.exc_value is not None:
+            with _lock:
+                self.caught.append(unraisable.exc_value)
+        else:
+            self._previous(unraisable)
+
+    def __enter__(self) -> "_CallbackErrors":
+        self._previous = sys.unraisablehook
+        sys.unraisablehook = self._hook
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.unraisablehook = self._previous
+
+
+def run_guarded(model, words: np.ndarray, lo: int, hi: int, checks: bool, call: Callable[[], object]) -> object:
+    """``call()``, the compiled kernels' successors (``checks`` False) or checks (True) of
+    ``words[lo:hi]``; what the spec's code raised in it becomes ``located``'s ``SpecRaised``."""
+    with _CallbackErrors() as callbacks:
+        try:
+            out = call()
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - numba's code raised: the spec's, or ours (located says)
+            raise located(model, words, lo, hi, checks, e) from None
+    if callbacks.caught:
+        raise located(model, words, lo, hi, checks, callbacks.caught[0])
+    return out
+
+
+def located(model, words: np.ndarray, lo: int, hi: int, checks: bool, error: BaseException) -> SpecRaised:
+    """The first state of ``words[lo:hi]`` on which the spec's functions, run as Python, raise
+    (not what only Python raises: ``errors.PYTHON_ONLY_ERRORS``), as ``SpecRaised`` with ``at``
+    its row; if none does, a ``SpecRaised`` that says what the compiled code raised, on no state."""
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    python = InterpretedKernels(model)
+    for row in range(lo, hi):
+        try:
+            if checks:
+                python.violations(words, row, row + 1)
+            else:
+                python.successors(words, row, row + 1)
+        except SpecRaised as e:
+            if not e.python_only:
+                return e
+    return SpecRaised(f"a function of spec {model.spec.name}, compiled,",
+                      f"{type(error).__name__}: {error} on one of {hi - lo} states, on which none raised run as "
+                      "Python (--engine reference and --compile never run the spec as Python)")
+
+
+def placed(model, e: SpecRaised, steps) -> SpecRaised:
+    """``e`` with the state it raised on and the path to it: ``steps`` (a list of ``Step``, the
+    last one that state), shown as the traces show fields; None leaves ``e`` as it is. ``e.at``
+    is cleared: callers further up do not place it again."""
+    e.at = None
+    if steps is None:
+        return e
+    show, labels = model.layout.show, model.labels
+    return e.place(show(steps[-1].state), [(None if s.label is None else str(labels[s.label]), show(s.state))
+                                           for s in steps])
