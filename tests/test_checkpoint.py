@@ -140,7 +140,8 @@ def test_refusals(tmp_path):
     other = _cli("check", "--spec", "two_phase", "--param", "rm=4", "--resume", str(stopped))
     assert other.exit_code == 2 and "belongs to another run" in other.stderr and "params" in other.stderr
     nothing = _cli("check", "--spec", "two_phase", "--resume", str(tmp_path / "nowhere"))
-    assert nothing.exit_code == 2 and "no checkpoint there" in nothing.stderr
+    assert nothing.exit_code == 2 and "no such checkpoint directory" in nothing.stderr
+    assert not (tmp_path / "nowhere").exists()
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("x")
     busy = _cli("check", "--spec", "two_phase", "--checkpoint", str(tmp_path / "busy"))

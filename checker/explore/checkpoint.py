@@ -4,22 +4,35 @@ finished level, whenever and however it stopped (SIGKILL included).
 Before the first level (no level finished) and after each finished level the engine writes
 ``checkpoint.json`` atomically: which run this is
 (spec, parameters, checks, state layout, labels, kraftcheck version, fingerprint mode), how many
-levels are finished and their sizes, and the counters at that moment (generated, coverage,
-violations found so far as state indices). The level files themselves were fsynced before, so
-the manifest never names data that is not on disk. Resuming maps the finished levels, rebuilds the
-visited set from their words (the visited set is exactly the union of all levels' states), drops
-whatever was written after the manifest, and continues with the next level, so the run ends with
-the counts, verdicts and traces of an uninterrupted one. A run stopped before its first level
-was durable resumes from the initial states, and says so (``Result.resumed``).
+levels are finished and their sizes, per finished level the byte size and SHA-256 of each of its
+files (computed as they were written), the counters at that moment (generated, coverage,
+violations found so far as state indices), and a SHA-256 of its own content. The level files
+themselves were fsynced before, so the manifest never names data that is not on disk.
+
+A run holds its checkpoint directory for its whole life (``hold_checkpoint``: a lock,
+``checker/dirlock.py``), so a second run or a resume while the first goes on is refused at once.
+Resuming first checks, before anything is compiled or created, that the directory exists and
+holds a manifest, that the manifest is intact (its digest), of this format, of this run and not
+finished; ``DiskLevels.reopen`` then checks every finished level's files against their recorded
+sizes and digests before any state is read. A damaged, truncated or edited checkpoint is refused
+(``CheckpointDamaged``, exit 2) naming the file and what differs, never resumed. Resuming maps
+the finished levels, rebuilds the visited set from their words (the visited set is exactly the
+union of all levels' states), drops whatever was written after the manifest, and continues with
+the next level, so the run ends with the counts, verdicts and traces of an uninterrupted one. A
+run stopped before its first level was durable resumes from the initial states, and says so
+(``Result.resumed``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional, Union
 
 from kraftcheck.checker import __version__
+from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
@@ -28,7 +41,16 @@ MANIFEST = "checkpoint.json"
 # identity entries that checkpoints written before them lack, with the value they had then
 IDENTITY_DEFAULTS = {"symmetry": False, "constraints": []}
 FORMAT = "kraftcheck-checkpoint"
-FORMAT_VERSION = 1
+# 2: every file checksummed (format 1, without checksums, cannot be verified and is refused)
+FORMAT_VERSION = 2
+DIGEST = "sha256"  # of the manifest's content and of every level file
+RESTART = "start the run again with --checkpoint and a new directory"
+# what to do about a damaged checkpoint
+RESTORE = f"{RESTART} (or put back a copy of the directory taken while no run was using it)"
+
+
+class CheckpointDamaged(UsageError):
+    """A checkpoint's file is not what its run wrote (damaged, truncated or edited): never resumed."""
 
 
 def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> dict[str, Any]:
@@ -52,22 +74,72 @@ def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> di
 
 
 def write_manifest(directory: Path, identity: dict[str, Any], progress: dict[str, Any]) -> None:
-    atomic_write(Path(directory) / MANIFEST,
-                 json.dumps({"format": FORMAT, "format_version": FORMAT_VERSION, "identity": identity,
-                             **progress}, indent=1) + "\n")
+    content = {"format": FORMAT, "format_version": FORMAT_VERSION, "identity": identity, **progress}
+    content["digest"] = _content_digest(content)
+    atomic_write(Path(directory) / MANIFEST, json.dumps(content, indent=1) + "\n")
+
+
+def _content_digest(content: dict[str, Any]) -> str:
+    """The manifest's digest: of its canonical JSON (sorted keys, no spaces) without the digest."""
+    canonical = json.dumps({k: v for k, v in content.items() if k != "digest"}, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.new(DIGEST, canonical.encode()).hexdigest()
 
 
 def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
+    """The manifest in ``directory`` (None if there is none), refused unless intact and of this format."""
     path = Path(directory) / MANIFEST
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise UsageError(f"{path} is not a readable checkpoint ({e})") from None
-    if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
-        raise UsageError(f"{path} is not a kraftcheck checkpoint of format {FORMAT_VERSION}")
+        raise CheckpointDamaged(f"{path} is not a readable checkpoint ({e}): it is damaged or not kraftcheck's; "
+                                f"{RESTORE}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise UsageError(f"{path} is not a kraftcheck checkpoint")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        made_by = ("an earlier kraftcheck, whose files carry no checksums, so it cannot be verified"
+                   if isinstance(version, int) and version < FORMAT_VERSION else "another kraftcheck")
+        raise UsageError(f"{path} is a checkpoint of format {version} ({made_by}); this kraftcheck resumes "
+                         f"format {FORMAT_VERSION} only: {RESTART}")
+    recorded = data.get("digest")
+    if recorded != _content_digest(data):
+        shown = "none recorded" if recorded is None else f"recorded {str(recorded)[:16]}..."
+        raise CheckpointDamaged(f"{path} was changed after its run wrote it: its content does not match its "
+                                f"{DIGEST} ({shown}); the checkpoint cannot be trusted: {RESTORE}")
     return data
+
+
+def file_record(size: int, digest: str) -> dict[str, Any]:
+    """What the manifest keeps of one level file."""
+    return {"bytes": size, DIGEST: digest}
+
+
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, DIGEST).hexdigest()
+
+
+def check_level_file(path: Path, record: dict[str, Any]) -> None:
+    """``path`` is the file its run wrote: the recorded size, then the recorded digest."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CheckpointDamaged(f"checkpoint file {path} is missing (the checkpoint records {record['bytes']:,} "
+                                f"bytes); {RESTORE}") from None
+    if size != record["bytes"]:
+        raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {record['bytes']:,} "
+                                f"(truncated or changed); {RESTORE}")
+    try:
+        digest = file_digest(path)
+    except OSError as e:
+        raise CheckpointDamaged(f"checkpoint file {path} cannot be read ({e.strerror or e}); {RESTORE}") from None
+    if digest != record[DIGEST]:
+        raise CheckpointDamaged(f"checkpoint file {path} was changed after its run wrote it: its {DIGEST} is "
+                                f"{digest[:16]}..., its run recorded {record[DIGEST][:16]}... (same size, other "
+                                f"content); {RESTORE}")
 
 
 def check_new_checkpoint_dir(directory: Path) -> None:
@@ -78,12 +150,60 @@ def check_new_checkpoint_dir(directory: Path) -> None:
     if (directory / MANIFEST).exists():
         raise UsageError(f"--checkpoint {directory} already holds a checkpoint: continue it with --resume "
                          f"{directory}, or give an empty directory")
-    if directory.exists() and any(directory.iterdir()):
+    if directory.exists() and any(p.name != LOCK_FILE for p in directory.iterdir()):
         raise UsageError(f"--checkpoint {directory} is not empty; give an empty or new directory")
 
 
+def check_resume_dir(directory: Optional[Union[str, Path]]) -> None:
+    """``--resume DIR`` names a directory that holds a checkpoint; checked before any work, and
+    creating nothing (a mistyped path must not become an empty directory)."""
+    if directory is None:
+        return
+    directory = Path(directory)
+    if not directory.exists():
+        raise UsageError(f"--resume {directory}: no such checkpoint directory; give the directory of the run to "
+                         "continue (a new run takes --checkpoint DIR)")
+    if not directory.is_dir():
+        raise UsageError(f"--resume {directory}: not a directory; give the directory of the run to continue")
+    if not (directory / MANIFEST).exists():
+        raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
+
+
+@contextmanager
+def hold_checkpoint(model: Model, options: Any) -> Iterator[None]:
+    """The run's exclusive hold of its checkpoint directory (``options.checkpoint_dir``, if any),
+    checked first: a new run's must be empty (or new: it is created), a resumed run's must hold a
+    manifest this run may resume (``check_resumable``). A directory another run holds is refused
+    at once (``DirectoryBusy``)."""
+    if not options.checkpoint_dir:
+        yield
+        return
+    directory, resume = Path(options.checkpoint_dir), options.resume
+    if resume:
+        check_resume_dir(directory)
+    elif directory.exists() and not directory.is_dir():
+        raise UsageError(f"--checkpoint {directory} exists and is not a directory")
+    created = not directory.exists()
+    hold = lock_directory(directory, "a resumed run" if resume else "a checkpointed run")
+    try:
+        # under the hold: what another run (now ended) may have left is seen
+        if resume:
+            check_resumable(directory, run_identity(model, options.fingerprints, options.symmetry))
+        else:
+            check_new_checkpoint_dir(directory)
+        yield
+    finally:
+        hold.release()
+        if created:  # refused before its first manifest: leave no empty directory behind
+            try:
+                directory.rmdir()  # only if empty
+            except OSError:
+                pass
+
+
 def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]:
-    """The manifest of a checkpoint this run may resume; a clear refusal otherwise."""
+    """The manifest of a checkpoint this run may resume; a clear refusal otherwise. (Its level
+    files are checked against it when they are mapped: ``DiskLevels.reopen``.)"""
     manifest = read_manifest(directory)
     if manifest is None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")

@@ -9,15 +9,19 @@ level being built, then finishes the level.
 ``DiskLevels`` streams every level's words, parents and labels into three files
 (``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
 resident memory holds the visited set and one chunk's buffers, whatever the width of a level.
-Durable (``--checkpoint``), it fsyncs every finished level and keeps every level's words: the
-files of every finished level are what a checkpoint needs (``checkpoint.py``), the visited set
-being the union of all levels' words. Not durable (``DiskLevels.spill``: a run's levels moved
-to a temporary directory once they outgrow their share of memory), it fsyncs nothing and deletes
-a level's words once the level has been expanded: only the parents and labels are needed later.
+Durable (``--checkpoint``), it fsyncs every finished level, keeps every level's words, and
+records each finished file's size and SHA-256 (``checksums``, hashed from the bytes as they are
+written, not read back): the files of every finished level are what a checkpoint needs
+(``checkpoint.py``), the visited set being the union of all levels' words; ``reopen`` checks
+them against the checkpoint's record before mapping any. Not durable (``DiskLevels.spill``: a
+run's levels moved to a temporary directory once they outgrow their share of memory), it fsyncs
+nothing, hashes nothing and deletes a level's words once the level has been expanded: only the
+parents and labels are needed later.
 """
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 from pathlib import Path
@@ -25,7 +29,12 @@ from typing import Optional
 
 import numpy as np
 
+from kraftcheck.checker.disk_full import is_disk_full
+from kraftcheck.checker.explore.checkpoint import (DIGEST, CheckpointDamaged, check_level_file, file_digest,
+                                                  file_record)
+
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
+KINDS = ("words", "parents", "labels")  # a level's files
 
 
 class MemoryLevels:
@@ -147,6 +156,10 @@ class DiskLevels(MemoryLevels):
         self.words_of_level: list[np.ndarray] = []
         # the mapping under each level's words, so expanded pages can be dropped from memory
         self._word_maps: list[Optional[mmap.mmap]] = []
+        # durable: per finished level, kind -> file_record (size and digest) of its file
+        self.checksums: list[dict[str, dict]] = []
+        self._hashes: Optional[tuple] = None  # of the level being built, as its bytes are written
+        self._rehash = False  # a truncation made the running hashes wrong: hash the files once finished
 
     def path(self, level: int, kind: str) -> Path:
         return self.directory / f"level-{level:04d}.{kind}"
@@ -154,7 +167,9 @@ class DiskLevels(MemoryLevels):
     def _open(self) -> tuple:
         if self._files is None:
             level = self.depth
-            self._files = tuple(open(self.path(level, kind), "w+b") for kind in ("words", "parents", "labels"))
+            self._files = tuple(open(self.path(level, kind), "w+b") for kind in KINDS)
+            self._hashes = tuple(hashlib.new(DIGEST) for _ in KINDS) if self.durable else None
+            self._rehash = False
         return self._files
 
     @classmethod
@@ -183,8 +198,11 @@ class DiskLevels(MemoryLevels):
 
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
         files = self._open()
-        for f, a, dtype in zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16)):
-            f.write(memoryview(np.ascontiguousarray(a, dtype)))
+        for k, (f, a, dtype) in enumerate(zip(files, (words, parents, labels), (np.uint64, np.uint32, np.uint16))):
+            data = memoryview(np.ascontiguousarray(a, dtype))
+            f.write(data)
+            if self._hashes is not None:
+                self._hashes[k].update(data)
         self._last_chunk = int(np.shape(parents)[0])
         self._pending += self._last_chunk
 
@@ -197,6 +215,7 @@ class DiskLevels(MemoryLevels):
         self._pending -= drop
         self._last_chunk = keep_last
         files = self._open()
+        self._rehash = True
         for f, size in zip(files, (8 * self.nwords, 4, 2)):
             f.flush()
             f.truncate(f.tell() - drop * size)
@@ -222,12 +241,17 @@ class DiskLevels(MemoryLevels):
         count = self._pending
         self._pending = self._last_chunk = 0
         if self._files is not None:
-            for f in self._files:
+            record = {}
+            for kind, f, digest in zip(KINDS, self._files, self._hashes or (None,) * len(KINDS)):
                 f.flush()
                 if self.durable:
                     os.fsync(f.fileno())
+                    record[kind] = file_record(os.fstat(f.fileno()).st_size, file_digest(self.path(self.depth, kind))
+                                               if self._rehash else digest.hexdigest())
                 f.close()
-            self._files = None
+            self._files = self._hashes = None
+            if self.durable and count:
+                self.checksums.append(record)
         if not self.durable:
             self._delete_expanded_words()
         if count == 0:
@@ -265,16 +289,26 @@ class DiskLevels(MemoryLevels):
                     mapping.madvise(mmap.MADV_DONTNEED, 0, min(end, len(mapping)))
                 return
 
-    def reopen(self, levels: int, sizes: list[int]) -> np.ndarray:
-        """Map the first ``levels`` finished levels (as a checkpoint recorded them, ``sizes``
-        states each) and drop anything written after them; returns the last level's words."""
+    def reopen(self, levels: int, sizes: list[int], checksums: Optional[list[dict[str, dict]]] = None) \
+            -> np.ndarray:
+        """Map the first ``levels`` finished levels (as a checkpoint recorded them: ``sizes``
+        states each, ``checksums`` their files' sizes and digests), once every one of their files
+        is found to be as recorded (else ``CheckpointDamaged`` names the first that is not), and
+        drop anything written after them; returns the last level's words."""
+        checksums = checksums or []
+        if len(checksums) != levels or len(sizes) != levels:
+            raise CheckpointDamaged(f"checkpoint {self.directory}: it records {levels} levels but sizes of "
+                                    f"{len(sizes)} and checksums of {len(checksums)}")
         for level in range(levels):
-            for kind, size in (("words", 8 * self.nwords), ("parents", 4), ("labels", 2)):
-                path = self.path(level, kind)
-                if path.stat().st_size < sizes[level] * size:
-                    raise OSError(f"{path} is shorter than the checkpoint recorded")
-                os.truncate(path, sizes[level] * size)  # a level being written when the run stopped
+            for kind, size in zip(KINDS, (8 * self.nwords, 4, 2)):
+                record = checksums[level].get(kind)
+                if record is None or record["bytes"] != sizes[level] * size:
+                    raise CheckpointDamaged(f"checkpoint {self.directory}: level {level} holds {sizes[level]:,} "
+                                            f"states but its {kind} file is recorded as {record}")
+                check_level_file(self.path(level, kind), record)
+        for level in range(levels):
             self._map_level(level)
+        self.checksums = list(checksums)
         for extra in self.directory.glob("level-*"):
             if int(extra.name.split("-")[1].split(".")[0]) >= levels:
                 extra.unlink()
@@ -283,5 +317,11 @@ class DiskLevels(MemoryLevels):
     def close(self) -> None:
         if self._files is not None:
             for f in self._files:
-                f.close()
+                try:
+                    f.close()
+                except OSError as e:
+                    # what is left to flush belongs to a level the disk stopped, which no one reads
+                    # (a finished level was flushed by finish_level): the run ends incomplete anyway
+                    if not is_disk_full(e):
+                        raise
             self._files = None
