@@ -230,7 +230,17 @@ class Model:
 
     def in_model(self, before: tuple[int, ...] | None, after: tuple[int, ...]) -> bool:
         """Whether ``after`` (reached from ``before``; None for an initial state) satisfies every
-        selected state constraint and, from ``before``, every selected action constraint."""
+        selected state constraint and, from ``before``, every selected action constraint.
+        What a constraint raises is the spec's error (``SpecRaised``), found again in Python for
+        its line."""
+        try:
+            return self._in_model(before, after)
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - numba's exception names no line of the spec's
+            raise self._constraint_raised(before, after, e) from None
+
+    def _in_model(self, before: tuple[int, ...] | None, after: tuple[int, ...]) -> bool:
         if self.constraints:
             rec = self.layout.record_from_flat(after)
             if not all(c.fn(rec[0]) for c in self.constraints):
@@ -239,6 +249,25 @@ class Model:
             s, t = self.layout.record_from_flat(before)[0], self.layout.successor_record_from_flat(after)[0]
             return all(c.fn(s, t) for c in self.action_constraints)
         return True
+
+    def _constraint_raised(self, before: tuple[int, ...] | None, after: tuple[int, ...],
+                           error: Exception) -> SpecRaised:
+        """The constraint that raised ``error`` on ``after`` (from ``before``), run again as
+        Python for its line; the state is ``after`` (an initial one when ``before`` is None)."""
+        found = spec_raised(f"a constraint of spec {self.spec.name}", error)
+        to = self.layout.to_object
+        try:
+            for c in self.constraints:
+                found = spec_raised(f"constraint {c.name}", error)
+                python_function(c.fn)(to(after))
+            for c in self.action_constraints if before is not None else ():
+                found = spec_raised(f"action constraint {c.name}", error)
+                python_function(c.fn)(to(before), to(after))
+            found = spec_raised(f"a constraint of spec {self.spec.name}", error)
+        except Exception as e:  # noqa: BLE001 - the line, from Python
+            found = spec_raised(found.function, e)
+        shown = self.layout.show(after)
+        return found.place(shown, [(None, shown)] if before is None else None)
 
     @property
     def check_names(self) -> list[str]:
