@@ -3,3 +3,9 @@
 The lowest layer: it imports no spec, invariant, trace or command-line code."""
 
 __version__ = "0.2.0"
+
+# before any spec function runs: numba's cache of a spec file's functions may name the module the
+# command line loaded that file as (file_modules)
+from kraftcheck.checker.file_modules import install_finder as _install_finder  # noqa: E402
+
+_install_finder()

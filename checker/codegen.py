@@ -8,7 +8,9 @@ that gathers them. They are
 real files so numba's on-disk cache (``cache=True``) survives between runs; each is named by a
 digest of its own text and of every source file it depends on, so editing a spec gives new
 modules instead of a stale cache hit, and presets that share a layout and an action share its
-compiled kernel.
+compiled kernel. A module found in the cache is used only if its text is the one generated now
+(a changed or truncated file is rewritten, and said so on stderr); a cache that cannot be written
+is used only when it already holds everything the run needs (``kernel_cache_problem``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
@@ -27,7 +31,7 @@ import numba
 import numpy as np
 
 from kraftcheck.checker import __version__
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
@@ -917,11 +921,70 @@ def _generic_module_name(kind: str, source: str) -> str:
     return f"kc_{kind}_{h.hexdigest()[:20]}"
 
 
+class KernelCacheUnusable(UsageError):
+    """The kernel cache cannot be written and does not hold what the run needs (exit 2)."""
+
+    def __init__(self, directory: Path, why: str) -> None:
+        super().__init__(f"the kernel cache {directory} is not writable ({why}): point KRAFTCHECK_CACHE_DIR at a "
+                         "writable directory (a cache that cannot be written is used only when it already holds "
+                         "the compiled kernels of the run)")
+
+
+_cache_problems: dict[Path, str | None] = {}  # directory -> why it cannot be written (None: it can)
+
+
+def kernel_cache_problem(directory: Path | None = None) -> str | None:
+    """Why the kernel cache ``directory`` (default ``cache_dir()``) cannot be written, None if it
+    can (created if absent): probed once per process, as numba probes its own cache folders."""
+    directory = cache_dir() if directory is None else Path(directory)
+    if directory not in _cache_problems:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=directory).close()
+            why = None
+        except OSError as e:
+            why = e.strerror or str(e)
+            if isinstance(e, (FileExistsError, NotADirectoryError)):
+                why = f"{why}: a file stands where a folder of it should be"
+        _cache_problems[directory] = why
+    return _cache_problems[directory]
+
+
 def _write(directory: Path, name: str, source: str) -> Path:
+    """Write the module ``name`` unless the cache holds it with exactly this text: a file that
+    differs (changed, truncated) was damaged, and is written again; its compiled forms are then
+    compiled again (numba keys them by the file's content), and every marker saying a model's
+    kernels are compiled goes, so no run trusts one without checking (``compile.is_compiled``)."""
     path = directory / f"{name}.py"
-    if not path.exists():
-        atomic_write(path, source)
+    expected = source.encode()
+    try:
+        present: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        present = None
+    except OSError:
+        present = b""  # a folder, unreadable: damaged all the same
+    if present == expected:
+        return path
+    problem = kernel_cache_problem(directory)
+    if problem is not None:
+        raise KernelCacheUnusable(directory, f"{problem}; {path.name} is {'missing' if present is None else 'damaged'}")
+    if present is not None:
+        print(f"kernel cache: {path} was damaged; recompiling it", file=sys.stderr, flush=True)
+        _forget_compiled(directory)
+        if path.is_dir():
+            shutil.rmtree(path)
+    atomic_write(path, source)
     return path
+
+
+def _forget_compiled(directory: Path) -> None:
+    """Remove the markers that say a model's kernels are compiled or typed: any of them may
+    gather the module found damaged."""
+    for marker in [*directory.glob("*.py.compiled"), *directory.glob("*.py.typed")]:
+        try:
+            marker.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def write_kernel_module(model: Model, table: bool | None = None) -> tuple[str, Path]:
@@ -941,7 +1004,13 @@ def write_kernel_module(model: Model, table: bool | None = None) -> tuple[str, P
         raise ValueError(f"a layout of {len(model.layout.elements)} elements packs by its table only")
     dependencies = _dependency_digest(model)
     directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    problem = kernel_cache_problem(directory)
+    if problem is not None and not directory.is_dir():
+        raise KernelCacheUnusable(directory, problem)
+    if problem is None:
+        note_cache_in_use(directory)
+    else:  # every module is there (else _write refuses): numba reads their compiled forms where they are
+        read_only_numba_cache(directory)
 
     def write(kind: str, source: str) -> str:
         name = _module_name(model, kind, source, dependencies)
@@ -960,6 +1029,60 @@ def write_kernel_module(model: Model, table: bool | None = None) -> tuple[str, P
     source = _model_source(model, layout_module, invariants_module, action_modules, table_module)
     name = _module_name(model, "model", source, dependencies)
     return name, _write(directory, name, source)
+
+
+_in_use: dict[Path, int] = {}  # kernel cache -> the descriptor of this process's shared lock on it
+
+
+def note_cache_in_use(directory: Path) -> None:
+    """Hold a shared lock on ``directory/.in-use`` for the rest of this process: it may import
+    kernels from the cache at any time, and ``kraftcheck cache clear`` (which needs the lock to
+    itself) refuses while any process holds it."""
+    if directory in _in_use:
+        return
+    for other in list(_in_use):  # a process uses one cache at a time: one descriptor, not one per cache
+        os.close(_in_use.pop(other))
+    try:
+        import fcntl
+        fd = os.open(directory / IN_USE_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):  # not POSIX, or not writable: nothing can clear it under us either
+        return
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _in_use[directory] = fd
+
+
+IN_USE_FILE = ".in-use"
+
+
+def read_only_numba_cache(directory: Path) -> None:
+    """Let numba load the compiled kernels of a kernel cache it cannot write from their folder
+    (``__pycache__`` beside them): its own locators take only a writable one, and would compile
+    every kernel again elsewhere. Nothing is written there: such a run uses only kernels found
+    compiled (``compile.compile_in_process``)."""
+    from numba.core import caching
+    _read_only_caches.add(os.path.abspath(directory))
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    if _ReadOnlyKernelCache not in impl._locator_classes:
+        impl._locator_classes.insert(1, _ReadOnlyKernelCache)  # after NUMBA_CACHE_DIR's own
+
+
+_read_only_caches: set[str] = set()
+
+
+def _in_tree_locator() -> type:
+    from numba.core import caching
+    return getattr(caching, "InTreeCacheLocator", None) or getattr(caching, "_InTreeCacheLocator")
+
+
+class _ReadOnlyKernelCache(_in_tree_locator()):
+    """numba's in-tree cache folder of a generated module in a read-only kernel cache."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.dirname(os.path.abspath(py_file)) not in _read_only_caches:
+            return None
+        self = cls(py_func, py_file)
+        return self if os.path.isdir(self.get_cache_path()) else None
 
 
 def generated_module(name: str, beside: str) -> ModuleType:

@@ -34,7 +34,8 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
-from kraftcheck.checker.codegen import import_kernel_module, imported_modules
+from kraftcheck.checker import detached
+from kraftcheck.checker.codegen import KernelCacheUnusable, import_kernel_module, imported_modules, kernel_cache_problem
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
@@ -236,6 +237,9 @@ def compile_in_process(shapes: KernelShapes,
     of one model's switches share it) take turns: the first compiles, the others then find every
     kernel in numba's cache.
     """
+    problem = kernel_cache_problem(Path(shapes.module_path).parent)
+    if problem is not None:
+        return _load_read_only(shapes, problem, on_kernel)
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
     processes = compile_processes() if processes is None else processes
     reported: set[int] = set()
@@ -251,6 +255,21 @@ def compile_in_process(shapes: KernelShapes,
         compile_kernels(module, shapes, once)  # what helpers compiled loads from the cache
         if not marker_path(shapes.module_path).exists():
             _mark_compiled(shapes.module_path)
+    return module
+
+
+def _load_read_only(shapes: KernelShapes, problem: str,
+                    on_kernel: Callable[[int, int, str], None]) -> ModuleType:
+    """A kernel cache that cannot be written: its kernels are loaded from numba's cache if every
+    one is there, without a lock or a marker (nothing is written); else the run is refused."""
+    directory = Path(shapes.module_path).parent
+    if not is_compiled(shapes):
+        raise KernelCacheUnusable(directory, f"{problem}; the kernels of this run are not compiled in it")
+    module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+    try:
+        compile_kernels(module, shapes, on_kernel)
+    except OSError as e:  # numba found a kernel compiled for another machine or numba, and tried to save its own
+        raise KernelCacheUnusable(directory, f"{problem}; numba could not use a kernel compiled in it ({e})") from None
     return module
 
 
@@ -398,6 +417,10 @@ class BackgroundCompile:
     def __init__(self, forms: KernelShapes | list[KernelShapes]) -> None:
         self.forms = [forms] if isinstance(forms, KernelShapes) else list(forms)
         self.shapes = self.forms[-1]  # the form the compile ends with
+        self.cache = Path(self.shapes.module_path).parent
+        problem = kernel_cache_problem(self.cache)
+        if problem is not None:  # before any work: the compile could keep nothing
+            raise KernelCacheUnusable(self.cache, f"{problem}; the kernels of this run are not compiled in it")
         self.started = time.perf_counter()
         self.finished_s: Optional[float] = None
         self.ready: dict[str, float] = {}  # module name -> seconds from the start until compiled
@@ -411,6 +434,7 @@ class BackgroundCompile:
         # it ends, or here when the run stops it
         self.scratch = tempfile.mkdtemp(prefix="kraftcheck-compile-")
         job["scratch"] = self.scratch
+        job["detached"] = str(self.cache)  # where it removes its entry if it is left to finish (``detached``)
         self.left_running = False
         self._grouped = False  # whether its scheduling group was niced (give_way)
         try:
@@ -473,9 +497,12 @@ class BackgroundCompile:
         compiled so far stays cached)."""
         keep = keep_compiling() if keep is None else keep
         if keep and self.process.poll() is None:
-            self.left_running = True
-            self._stderr.close()
-            return
+            # at most one detached compile per kernel cache, one per kernel key (``detached.leave``)
+            spec = self.shapes.module_name[len("kc_"):].rsplit("_model_", 1)[0]
+            if detached.leave(self.cache, self.process.pid, self.shapes.module_name, f"the kernels of spec {spec}"):
+                self.left_running = True
+                self._stderr.close()
+                return
         if self.process.poll() is None:
             # the worker and its helpers at once (its session is their process group): a SIGTERM
             # waits for numba to come back from LLVM, which took seconds at times; numba's cache
@@ -513,6 +540,8 @@ def _worker() -> int:
     finally:
         if "scratch" in job:
             shutil.rmtree(job["scratch"], ignore_errors=True)
+        if "detached" in job:
+            detached.forget(Path(job["detached"]), os.getpid())
 
 
 def _compile_job(job: dict) -> int:

@@ -15,7 +15,6 @@ line where it failed.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -25,6 +24,8 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from kraftcheck.checker.errors import UsageError
+# SPEC_FILE_MODULE_PREFIX: the start of the module name a spec file is imported under (kraftcheck.spark uses it)
+from kraftcheck.checker.file_modules import SPEC_FILE_MODULE_PREFIX, file_module_name  # noqa: F401
 from kraftcheck.checker.spec import Spec
 
 REGISTRY: dict[str, str] = {
@@ -172,18 +173,13 @@ def _import(module: str) -> object:
         raise UsageError(f"module {module} failed to load: {_where(e)}") from None
 
 
-# the start of the module name a spec file is imported under (``_load_file``)
-SPEC_FILE_MODULE_PREFIX = "kraftcheck_spec_"
-
-
 def _load_file(path: Path) -> object:
-    """Import a spec file under a name derived from its absolute path (stable between runs, so
-    compiled kernels that import its functions are found in numba's cache)."""
+    """Import a spec file under a name derived from its absolute path (``file_modules``: stable
+    between runs, so compiled kernels that import its functions are found in numba's cache, and
+    found again by a process that imports the same file as a module of its own name)."""
     if not path.is_file():
         raise UsageError(f"spec file {path} does not exist")
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
-    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
-    module_name = f"{SPEC_FILE_MODULE_PREFIX}{stem}_{digest}"
+    module_name = file_module_name(path)
     if module_name in sys.modules:
         return sys.modules[module_name]
     # a spec file may import modules beside it, as a script would

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "trace": "kraftcheck.cli.trace_cmd:trace",
     "ci": "kraftcheck.cli.ci_cmd:ci",
     "sweep": "kraftcheck.cli.sweep_cmd:sweep",
+    "cache": "kraftcheck.cli.cache_cmd:cache",
 }
 
 

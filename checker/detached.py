@@ -1,0 +1,157 @@
+"""Background compiles that outlive their run ("detached"): at most one per kernel cache.
+
+A run that ends before its background compile leaves it to finish, so that the next run finds
+the kernels compiled (``compile.BackgroundCompile.stop``). Many short runs of different models
+would leave one such process each (100-500 MB apiece), most of them waiting for a compile lock.
+So each kernel cache keeps a register of its detached compiles, one file per process in
+``<cache>/detached/``, and ``leave`` enforces, under a lock on the register:
+
+* one process per kernel key: a compile of a key already detached is stopped instead (the one
+  that started earlier is further on);
+* at most one detached compile: the newest request wins, older ones of other keys are stopped.
+
+A stopped compile loses only the kernel it was compiling: every one it finished is in numba's
+cache, and the next run of its model compiles the rest. ``kraftcheck cache status`` lists the
+register (``running``), ``kraftcheck cache clear`` stops them (``stop_all``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+REGISTER = "detached"
+
+
+@dataclass(frozen=True)
+class Detached:
+    """One detached compile: its process (pid and start time, so a reused pid is never taken
+    for it), the kernel module it ends with (``key``), what it compiles, since when."""
+
+    pid: int
+    started: float      # the process's start time, as psutil gives it
+    key: str
+    what: str
+    since: float        # when its run left it (time.time())
+
+
+def register_dir(cache: Path) -> Path:
+    return Path(cache) / REGISTER
+
+
+@contextlib.contextmanager
+def _locked(cache: Path) -> Iterator[Path]:
+    directory = register_dir(cache)
+    directory.mkdir(parents=True, exist_ok=True)
+    import fcntl
+    with open(directory / ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        yield directory
+
+
+def process_start(pid: int) -> Optional[float]:
+    """When process ``pid`` started (None if there is none, or it has ended)."""
+    import psutil
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process.create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _entries(directory: Path) -> list[tuple[Path, Detached]]:
+    found = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            found.append((path, Detached(**json.loads(path.read_text()))))
+        except (OSError, ValueError, TypeError):
+            path.unlink(missing_ok=True)  # half-written by a process killed while writing: nothing to stop
+    return found
+
+
+def _alive(entry: Detached) -> bool:
+    return process_start(entry.pid) == entry.started
+
+
+def _stop(entry: Detached) -> None:
+    """End a detached compile and the helpers it started (its session is their process group)."""
+    if not _alive(entry):
+        return
+    try:
+        os.killpg(entry.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(entry.pid, signal.SIGKILL)
+
+
+def leave(cache: Path, pid: int, key: str, what: str) -> bool:
+    """Process ``pid`` (a background compile ending with kernel module ``key``) is to go on
+    after its run: register it unless a detached compile of the same key runs already, in which
+    case ``pid`` is stopped instead; stop every other detached compile of ``cache``. Returns
+    whether ``pid`` goes on."""
+    started = process_start(pid)
+    if started is None:
+        return False
+    with _locked(cache) as directory:
+        entries = [(path, e) for path, e in _entries(directory)]
+        alive = []
+        for path, entry in entries:
+            if _alive(entry) and entry.pid != pid:
+                alive.append((path, entry))
+            else:
+                path.unlink(missing_ok=True)
+        if any(entry.key == key for _, entry in alive):
+            _stop(Detached(pid, started, key, what, time.time()))
+            return False
+        for path, entry in alive:
+            _stop(entry)
+            path.unlink(missing_ok=True)
+        record = Detached(pid, started, key, what, time.time())
+        tmp = directory / f".{pid}.json.tmp"
+        tmp.write_text(json.dumps(asdict(record)))
+        os.replace(tmp, directory / f"{pid}.json")
+    return True
+
+
+def running(cache: Path) -> list[Detached]:
+    """The detached compiles of ``cache`` still running (read only: nothing is removed)."""
+    directory = register_dir(cache)
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            entry = Detached(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if _alive(entry):
+            found.append(entry)
+    return found
+
+
+def stop_all(cache: Path) -> list[Detached]:
+    """Stop every detached compile of ``cache``; return those that were running."""
+    if not register_dir(cache).is_dir():
+        return []
+    with _locked(cache) as directory:
+        stopped = []
+        for path, entry in _entries(directory):
+            if _alive(entry):
+                _stop(entry)
+                stopped.append(entry)
+            path.unlink(missing_ok=True)
+    return stopped
+
+
+def forget(cache: Path, pid: int) -> None:
+    """A detached compile that ends removes its own entry (others are removed once seen dead)."""
+    with contextlib.suppress(OSError):
+        (register_dir(cache) / f"{pid}.json").unlink()

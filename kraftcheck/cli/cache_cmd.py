@@ -1,0 +1,125 @@
+"""``kraftcheck cache``: the kernel cache, seen and cleared.
+
+``status`` says where the cache is (``KRAFTCHECK_CACHE_DIR``), how large it is, the models whose
+kernels it holds (compiled or not yet) and the background compiles left running by runs that
+ended first (``checker.detached``: at most one per cache). ``clear`` stops those compiles and
+removes the cache; it refuses (exit 2) while a process that uses the cache runs (a check, or a
+Python session that ran one: each holds a shared lock on it, ``codegen.note_cache_in_use``),
+since removing kernels under it would break its next import of one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from kraftcheck.checker import detached
+from kraftcheck.checker.codegen import IN_USE_FILE, cache_dir
+from kraftcheck.checker.errors import UsageError
+
+
+def _size(directory: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _models(directory: Path) -> list[tuple[str, bool]]:
+    """(spec of each model module in the cache, whether its kernels were all compiled)."""
+    found = []
+    for module in sorted(directory.glob("kc_*_model_*.py")):
+        spec = module.stem[len("kc_"):].rsplit("_model_", 1)[0]
+        found.append((f"{spec} ({module.stem.rsplit('_', 1)[1][:8]})", Path(f"{module}.compiled").exists()))
+    return found
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+@click.group()
+def cache() -> None:
+    """The kernel cache (KRAFTCHECK_CACHE_DIR): its content and its background compiles."""
+
+
+@cache.command()
+def status() -> None:
+    """Where the cache is, its size, its models, its background compiles."""
+    from kraftcheck.cli.terminal import byte_size
+    directory = cache_dir()
+    click.echo(f"kernel cache   {directory}")
+    if directory.exists() and not directory.is_dir():
+        click.echo("               not a directory: point KRAFTCHECK_CACHE_DIR at a writable directory")
+        return
+    if not directory.is_dir():
+        click.echo("               empty (a first run creates it)")
+        return
+    click.echo(f"size           {byte_size(_size(directory))}")
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        click.echo(f"numba's cache  {os.environ['NUMBA_CACHE_DIR']} (NUMBA_CACHE_DIR; not counted above)")
+    models = _models(directory)
+    click.echo(f"models         {len(models)}")
+    for name, compiled in models:
+        click.echo(f"  {name:<40} {'compiled' if compiled else 'not compiled yet'}")
+    running = detached.running(directory)
+    click.echo(f"background compiles left running: {len(running) or 'none'}")
+    for entry in running:
+        click.echo(f"  pid {entry.pid}: {entry.what} (module {entry.key}), since {_when(entry.since)}")
+
+
+@cache.command()
+def clear() -> None:
+    """Stop the cache's background compiles and remove it (not while in use)."""
+    try:
+        _clear()
+    except UsageError as e:
+        click.echo(f"kraftcheck: error: {e}", err=True)
+        sys.exit(2)
+
+
+def _clear() -> None:
+    directory = cache_dir()
+    if not directory.exists():
+        click.echo(f"kernel cache {directory}: nothing to clear")
+        return
+    if not directory.is_dir():
+        raise UsageError(f"the kernel cache {directory} is not a directory: remove it by hand or point "
+                         "KRAFTCHECK_CACHE_DIR elsewhere")
+    lock = _exclusive(directory)  # before anything is stopped: a refusal changes nothing
+    stopped = detached.stop_all(directory)
+    try:
+        shutil.rmtree(directory)
+    except OSError as e:
+        raise UsageError(f"the kernel cache {directory} could not be removed ({e.strerror or e}): "
+                         "it may be read-only") from None
+    finally:
+        if lock is not None:
+            os.close(lock)
+    stops = f"; stopped {len(stopped)} background compile{'s' if len(stopped) != 1 else ''}" if stopped else ""
+    click.echo(f"kernel cache {directory} removed{stops}")
+
+
+def _exclusive(directory: Path) -> int | None:
+    """The cache's in-use lock to this process alone, or UsageError if a process uses the cache."""
+    try:
+        import fcntl
+        fd = os.open(directory / IN_USE_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):
+        return None  # not POSIX, or read-only (rmtree then says so)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(f"the kernel cache {directory} is in use by a running process (a check, or a Python "
+                         "session that ran one): clear it once that has ended") from None
+    return fd

@@ -1,0 +1,198 @@
+"""Faults in the kernel cache, done on purpose (issue 46): a generated kernel changed or cut short,
+a spec file loaded by path and then imported as a module, a cache that cannot be written or is a
+file, and the background compiles runs leave behind (one per cache, one per kernel key,
+``kraftcheck cache status`` and ``clear``).
+
+One cold compile (die_hard, in ``warm_die_hard``) serves every test that needs compiled kernels.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker import codegen, detached
+from kraftcheck.checker.codegen import KernelCacheUnusable
+from kraftcheck.checker.compile import is_compiled
+from kraftcheck.checker.explore.engine import Engine, kernel_shapes
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.specs import SPEC_FILE_MODULE_PREFIX, spec_class
+
+DIE_HARD = Path(__file__).parents[1] / "specs" / "die_hard.py"
+
+
+def _model(name="die_hard", **params):
+    cls = spec_class(name)
+    return Model(cls(cls.Params(**params)))
+
+
+def _counts(r):
+    return (r.status, r.distinct_states, r.states_generated, r.depth, r.coverage(),
+            [(v.check, [s.label for s in v.steps]) for v in r.violations])
+
+
+def _forget_kernel_modules():
+    """Make the next run import the generated modules from their files again, as a new process would."""
+    for name in [n for n in sys.modules if n.startswith("kc_")]:
+        del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def warm_die_hard(tmp_path_factory):
+    """A kernel cache with die_hard's kernels compiled, and the counts of that run."""
+    cache = tmp_path_factory.mktemp("kernel-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KRAFTCHECK_CACHE_DIR", str(cache))
+        mp.setenv("KRAFTCHECK_COMPILE_PROCESSES", "1")
+        result = Engine(compile="now").explore(_model(), Options(keep_going=True))
+    return cache, _counts(result)
+
+
+@pytest.fixture
+def warm(warm_die_hard, monkeypatch):
+    cache, expected = warm_die_hard
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(cache))
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "1")  # no helper processes for what is cached
+    return cache, expected
+
+
+def _action_module(name: str) -> Path:
+    """The file of the die_hard model's kernel of action ``name``."""
+    model_path = Path(kernel_shapes(_model()).module_path)
+    line = next(x for x in model_path.read_text().splitlines() if x.startswith("GENERATED = "))
+    (module,) = [m for m in ast.literal_eval(line[len("GENERATED = "):]) if f"_action_{name}_" in m]
+    return model_path.parent / f"{module}.py"
+
+
+@pytest.mark.parametrize("damage", ["changed", "truncated"])
+def test_a_damaged_kernel_is_found_and_compiled_again(warm, capsys, damage):
+    """One changed byte made FillBig's kernel fire on no state: "holds" with wrong counts; a file
+    cut short was a SyntaxError on every run. Either is now rewritten, said so, and the counts
+    are those of the undamaged cache."""
+    cache, expected = warm
+    path = _action_module("FillBig")
+    text = path.read_text()
+    damaged = text.replace("range(lo, hi)", "range(lo, lo)") if damage == "changed" else text[: len(text) // 2]
+    assert damaged != text
+    path.write_text(damaged)
+    _forget_kernel_modules()
+    result = Engine(compile="now").explore(_model(), Options(keep_going=True))
+    assert f"kernel cache: {path} was damaged; recompiling it" in capsys.readouterr().err
+    assert path.read_text() == text
+    assert _counts(result) == expected
+
+
+def test_a_warm_cache_that_cannot_be_written_is_used_as_it_is(warm, monkeypatch):
+    """A read-only cache holding the run's kernels (a CI cache, say) is used without a write;
+    one that lacks them is refused before any work. (Read-only is simulated: the tests run as
+    root, whom file modes do not stop.)"""
+    cache, expected = warm
+    directory = cache / "kernels"
+    Engine(compile="now").explore(_model(), Options())  # compiled, marked (a damage test may have unmarked it)
+    monkeypatch.setitem(codegen._cache_problems, directory, "Read-only file system")
+    before = sorted((p, p.stat().st_mtime_ns) for p in directory.rglob("*"))
+    _forget_kernel_modules()
+    result = Engine(compile="background").explore(_model(), Options(keep_going=True))
+    assert not result.compiled_in_background and _counts(result) == expected
+    module = sys.modules[kernel_shapes(_model()).module_name]
+    assert type(module.check._cache._impl.locator).__name__ == "_ReadOnlyKernelCache"
+    assert sorted((p, p.stat().st_mtime_ns) for p in directory.rglob("*")) == before, "nothing is written"
+    with pytest.raises(KernelCacheUnusable, match="is not writable .*point KRAFTCHECK_CACHE_DIR at a writable"):
+        Engine(compile="background").explore(_model(big=6), Options())
+    assert sorted(p for p, _ in before) == sorted(directory.rglob("*")), "nor is anything added"
+
+
+def test_a_kernel_cache_that_is_a_file_is_refused_before_any_work(tmp_path, monkeypatch):
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(blocker))
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--no-color"])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert f"the kernel cache {blocker / 'kernels'} is not writable" in message
+    assert "point KRAFTCHECK_CACHE_DIR at a writable directory" in message
+    assert "states generated" not in message and blocker.read_text() == "not a folder"
+
+
+def test_a_spec_file_loaded_by_path_is_then_imported_as_a_module(tmp_path):
+    """numba's cache of a spec file's functions remembers the module name the command line gave
+    the file; a process that imports the file under its own name then found the cache and failed
+    with ModuleNotFoundError: kraftcheck_spec_my_jugs_..."""
+    text = DIE_HARD.read_text().replace('name = "die_hard"', 'name = "my_jugs"')
+    (tmp_path / "my_jugs.py").write_text(text + "\n\n@njit(cache=True)\ndef doubled(x):\n    return 2 * x\n")
+    cls = spec_class(f"{tmp_path / 'my_jugs.py'}:DieHard")
+    assert cls.__module__.startswith(SPEC_FILE_MODULE_PREFIX)
+    assert sys.modules[cls.__module__].doubled(21) == 42  # compiled and cached under the command line's name
+    assert list((tmp_path / "__pycache__").glob("my_jugs.doubled-*.nbi"))
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import my_jugs; print(my_jugs.doubled(21))"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["42"]
+
+
+def _sleeper() -> subprocess.Popen:
+    """A process in a session of its own, as a background compile is."""
+    return subprocess.Popen(["sleep", "300"], start_new_session=True)
+
+
+def _ended(process: subprocess.Popen) -> bool:
+    return process.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_detached_compiles_one_per_key_and_one_per_cache(tmp_path):
+    first, same_key, other = _sleeper(), _sleeper(), _sleeper()
+    try:
+        assert detached.leave(tmp_path, first.pid, "kc_a_model_1", "the kernels of spec a")
+        assert not detached.leave(tmp_path, same_key.pid, "kc_a_model_1", "the kernels of spec a")
+        assert _ended(same_key), "a second compile of one key is stopped, the first goes on"
+        assert [e.pid for e in detached.running(tmp_path)] == [first.pid]
+        assert detached.leave(tmp_path, other.pid, "kc_b_model_2", "the kernels of spec b")
+        assert _ended(first), "the newest request wins"
+        assert [e.pid for e in detached.running(tmp_path)] == [other.pid]
+    finally:
+        for p in (first, same_key, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_cache_status_and_clear(warm, tmp_path, monkeypatch):
+    cache, _ = warm
+    status = CliRunner().invoke(cli, ["cache", "status"])
+    assert status.exit_code == 0, status.output
+    assert str(cache / "kernels") in status.output
+    assert "die_hard" in status.output and "background compiles left running: none" in status.output
+
+    other = tmp_path / "other"
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(other))
+    (other / "kernels").mkdir(parents=True)
+    (other / "kernels" / "kc_x_model_0123456789abcdef0123.py").write_text("")
+    sleeper = _sleeper()
+    try:
+        assert detached.leave(other / "kernels", sleeper.pid, "kc_x_model_0123456789abcdef0123", "the kernels of x")
+        status = CliRunner().invoke(cli, ["cache", "status"])
+        assert f"pid {sleeper.pid}: the kernels of x" in status.output
+        codegen.note_cache_in_use(other / "kernels")  # as a run using the cache holds it
+        busy = CliRunner().invoke(cli, ["cache", "clear"])
+        assert busy.exit_code == 2 and "is in use" in busy.output and (other / "kernels").is_dir()
+        os.close(codegen._in_use.pop(other / "kernels"))
+        cleared = CliRunner().invoke(cli, ["cache", "clear"])
+        assert cleared.exit_code == 0, cleared.output
+        assert "stopped 1 background compile" in cleared.output
+        assert _ended(sleeper) and not (other / "kernels").exists()
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(cache))
+    assert is_compiled(kernel_shapes(_model())), "the other cache is untouched"
