@@ -1,15 +1,21 @@
-"""Files the engine and every layer above it write: whole or not at all.
+"""Files the engine and every layer above it write: whole or not at all, and never in place of
+something that is not a file.
 
 Writing goes to a temporary file in the target's directory, is flushed to disk, then renamed over
-the target, so a crash leaves either the old file or the new one, never half of one.
+the target, so a crash leaves either the old file or the new one, never half of one
+(``atomic_write``, for the engine's own files). An output the user names (``write_output``) may
+also be standard output, a device, a FIFO or a symlink: those are written through, not replaced.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 PathLike = Union[str, os.PathLike]
 
@@ -47,3 +53,85 @@ def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
             pass
         raise
     return path
+
+
+# -- outputs a user names: reports, traces, tables, graphs -------------------------------------------
+
+STDOUT = "-"
+
+
+def descriptor_of(path: PathLike) -> Optional[int]:
+    """The file descriptor of this process that ``path`` names (``-`` and ``/dev/stdout`` are 1,
+    ``/dev/fd/3`` is 3), found by following its symlinks; None for any other path. Such a path is
+    written through the descriptor: reopening it would truncate a file the shell appends to, and
+    renaming onto it would replace the shell's file, or the system's ``/dev/stdout``."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        return 1
+    pids = {"self", str(os.getpid())}
+    for _ in range(40):  # the kernel's own limit on a chain of symlinks
+        parent, name = os.path.split(os.path.normpath(text))
+        parts = parent.split("/")
+        if name.isdigit() and (parent == "/dev/fd" or (len(parts) == 4 and parts[1] == "proc" and parts[2] in pids
+                                                       and parts[3] == "fd")):
+            return int(name)
+        if not os.path.islink(text):
+            return None
+        target = os.readlink(text)
+        text = os.path.join(os.path.dirname(text), target)
+    return None
+
+
+def output_kind(path: PathLike) -> str:
+    """How ``write_output`` writes ``path``: ``descriptor`` (standard output, ``/dev/fd/N``),
+    ``special`` (a device, FIFO or socket, written into), or ``file`` (a regular file, new or
+    existing, written whole by a rename; a symlink is followed to it and stays a symlink).
+    Raises OSError for a symlink loop, or ``IsADirectoryError``."""
+    if descriptor_of(path) is not None:
+        return "descriptor"
+    try:
+        st = os.stat(path)  # follows symlinks
+    except (FileNotFoundError, NotADirectoryError):  # a new file (its directory is another matter)
+        return "file"
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    return "file" if stat.S_ISREG(st.st_mode) else "special"
+
+
+def write_output(path: PathLike, data: Union[str, bytes]) -> None:
+    """Write an output the user asked for (a report, a trace, a table) to ``path`` without harming
+    what is there: ``-`` or a path to one of this process's descriptors writes through it; a
+    device or FIFO is written into, never replaced; a regular file is replaced whole (temporary
+    file and rename, as ``atomic_write``), through a symlink if ``path`` is one, which is kept.
+    An OSError names ``path``."""
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        kind = output_kind(path)
+        if kind == "descriptor":
+            _write_descriptor(descriptor_of(path), payload)
+        elif kind == "special":
+            with open(path, "wb", buffering=0) as f:  # no O_TRUNC effect on devices and FIFOs
+                f.write(payload)
+        else:
+            atomic_write(os.path.realpath(path), payload)
+    except OSError as e:
+        if not e.filename:
+            e.filename = os.fspath(path)
+        raise
+
+
+def _write_descriptor(fd: int, payload: bytes) -> None:
+    """Write through descriptor ``fd``; 1 and 2 through Python's own streams, so the output
+    keeps its place among what was already printed there."""
+    stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
+    if stream is not None:
+        stream.flush()
+        target = getattr(stream, "buffer", None)
+        if target is not None:
+            target.write(payload)
+            target.flush()
+            return
+        fd = stream.fileno()
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]

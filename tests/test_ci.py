@@ -211,10 +211,10 @@ def test_a_syntax_error_names_its_line(project):
 
 
 def test_a_check_the_engine_refuses_exits_2_with_its_message(project):
-    write_manifest(project, '[checks.a]\nspec = "two_phase"\ninvariants = ["nope"]\nexpect = "holds"\n')
+    write_manifest(project, '[checks.a]\nspec = "die_hard"\nsymmetry = true\nexpect = "holds"\n')
     result = ci()
     assert result.exit_code == 2
-    assert "a: bad input: unknown invariant 'nope'" in result.stdout
+    assert "a: bad input: spec die_hard declares no symmetry" in result.stdout
 
 
 def test_the_baseline_accepts_a_finding_and_reports_one_that_disappeared(project):

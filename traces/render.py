@@ -9,6 +9,7 @@ global state, no display needed) and written atomically.
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import Union
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from kraftcheck.checker.errors import UsageError
-from kraftcheck.checker.files import atomic_write_with
+from kraftcheck.checker.files import write_output
 from kraftcheck.traces.lasso import fairness_phrase
 from kraftcheck.traces.view import TraceView, zero_like
 
@@ -47,8 +48,10 @@ def render(graph: nx.DiGraph, out: Union[str, Path], dpi: int = 150) -> Path:
     if out.suffix.lower() not in FORMATS:
         raise UsageError(f"cannot render to {out.name}: the file name must end in .svg or .png")
     fig = draw(graph)
-    fmt = out.suffix.lower().lstrip(".")
-    return atomic_write_with(out, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi, facecolor="white"))
+    picture = io.BytesIO()
+    fig.savefig(picture, format=out.suffix.lower().lstrip("."), dpi=dpi, facecolor="white")
+    write_output(out, picture.getvalue())  # a symlink followed, a device written into, never replaced
+    return out
 
 
 def draw(graph: nx.DiGraph) -> Figure:

@@ -20,7 +20,7 @@ import networkx as nx
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import STDOUT, write_output
 from kraftcheck.traces.graph import jsonable
 from kraftcheck.traces.states import element_names, fingerprint, format_element, state_fields
 from kraftcheck.traces.stepping import Stepper
@@ -108,11 +108,12 @@ def annotated(sg: StateGraph) -> nx.MultiDiGraph:
 
 
 def dump_state_graph(model: Model, path: Union[str, Path], max_states: int = DEFAULT_MAX_STATES) -> dict:
-    """Write the reachable state graph to ``path`` as GraphML (atomically); returns a summary."""
+    """Write the reachable state graph to ``path`` as GraphML (a file atomically, ``-`` to
+    standard output); returns a summary."""
     path = Path(path)
-    if path.suffix.lower() != ".graphml":
+    if path.suffix.lower() != ".graphml" and str(path) != STDOUT:
         raise UsageError(f"--dump-graph writes GraphML: name the file *.graphml (got {path.name})")
     sg = explore_graph(model, max_states)
     text = "\n".join(nx.generate_graphml(annotated(sg), prettyprint=True)) + "\n"
-    atomic_write(path, text)
+    write_output(path, text)
     return {"file": str(path), "states": len(sg.states), "transitions": sg.graph.number_of_edges()}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import write_output
 from kraftcheck.ci.manifest import ManifestError
 
 FORMAT_VERSION = 1
@@ -60,4 +60,4 @@ def load(path: Path) -> list[Finding]:
 def save(path: Path, findings: Iterable[Finding]) -> None:
     ordered = sorted(findings, key=lambda f: f.key)
     text = json.dumps({"version": FORMAT_VERSION, "findings": [f.to_json() for f in ordered]}, indent=2) + "\n"
-    atomic_write(path, text)
+    write_output(path, text)  # through a symlink, which is kept

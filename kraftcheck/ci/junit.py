@@ -10,7 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import write_output
 from kraftcheck.ci.judge import Judgement
 
 ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped"}
@@ -52,4 +52,5 @@ def _count(j: Judgement, status: str) -> int:
 
 
 def write_junit(path: Path, judgements: list[Judgement]) -> None:
-    atomic_write(path, junit_xml(judgements))
+    """A file whole, or ``-`` standard output (``files.write_output``)."""
+    write_output(path, junit_xml(judgements))

@@ -209,14 +209,16 @@ class _Validator:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise self.fail(table, key, f"must be a non-negative integer, got {value!r}")
                 counts[key] = value
-        self.spec_and_params(table, where, spec, params)
+        self.spec_and_params(table, where, spec, params, list(names), list(violates or []))
         return Check(name=name, spec=spec, params=dict(params), invariants=list(names), keep_going=keep_going,
                      max_states=max_states, max_depth=max_depth, max_memory=max_memory,
                      time_budget=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
                      fingerprints=fingerprints, symmetry=symmetry, violates=list(violates or []), counts=counts)
 
-    def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict) -> None:
-        """The spec loads (file paths relative to the manifest) and knows every parameter."""
+    def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict, invariants: list[str],
+                        violates: list[str]) -> None:
+        """The spec loads (file paths relative to the manifest), knows every parameter, takes
+        their values, and has every invariant the check names (to check, or expected violated)."""
         from kraftcheck.specs import spec_class
         root = str(self.path.parent.resolve())
         sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
@@ -231,6 +233,20 @@ class _Validator:
             if key not in known:
                 raise self.fail(where("params"), "params",
                                 f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(known)}")
+        try:
+            instance = cls(cls.Params(**params))
+            checks = [x.name for x in list(instance.invariants()) + list(instance.properties())]
+        except UsageError as e:
+            raise self.fail(where("params"), "params", str(e)) from None
+        for key, names in (("invariants", invariants), ("violates", violates)):
+            unknown = [n for n in names if n not in checks]
+            if unknown:
+                raise self.fail(where(key), key, f"spec {spec} has no invariant or property {unknown[0]!r}; "
+                                                 f"its checks: {', '.join(checks) or '(none)'}")
+        unchecked = [n for n in violates if invariants and n not in invariants]
+        if unchecked:
+            raise self.fail(table, "violates", f"{unchecked[0]} is expected violated but not among the invariants "
+                                               f"this check checks ({', '.join(invariants)}); add it to invariants")
 
 
 def resolve_spec(spec: str, root: Path) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import write_output
 from kraftcheck.ci.manifest import COUNT_KEYS, Manifest, ManifestError, _header
 
 
@@ -39,7 +39,7 @@ def record_counts(manifest: Manifest, counts: dict[str, dict[str, int]]) -> list
                 lines[at] = new_line
                 changes.append(f"{name}: {key} = {values[key]} (was {old})")
     if changes:
-        atomic_write(manifest.path, "".join(lines))
+        write_output(manifest.path, "".join(lines))  # through a symlink, which is kept
     return changes
 
 

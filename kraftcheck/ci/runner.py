@@ -117,6 +117,7 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     for check in checks:  # refuse before anything runs, not halfway through
         if (out / check.name).exists() and not (out / check.name / MARKER).exists():
             raise FileExistsError(f"{out / check.name} exists and was not made by kraftcheck ci; choose another --out")
+    jobs = max(1, min(jobs, len(checks)))  # each check's threads and memory are its share of those that run
     threads = max(1, (os.cpu_count() or 1) // jobs)
     memory_share = _memory_share(jobs)
     waiting = list(checks)

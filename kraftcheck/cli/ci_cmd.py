@@ -25,6 +25,7 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, PASS, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, run_checks
+from kraftcheck.cli.paths import check_output_dir, check_output_file, check_replaceable, refuse_two_on_stdout, to_stdout
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
 LOG_WIDTH = 140
@@ -47,9 +48,10 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
 @click.option("--only", "only", multiple=True, metavar="NAME", help="Run only this check (repeatable).")
 @click.option("--out", "out_dir", default="kraftcheck-ci", metavar="DIR",
               help="Run directory: each failing check leaves DIR/CHECK/ (traces, report, log, command).")
-@click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report.")
+@click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report ('-': standard output).")
 @click.option("--progress-json", "progress_path", metavar="FILE",
-              help="Write an NDJSON stream: one object per check started, progress line and check finished.")
+              help="Write an NDJSON stream: one object per check started, progress line and check finished "
+                   "('-': standard output).")
 @click.option("--baseline", "baseline_path", metavar="FILE",
               help="Accepted findings.  [default: the manifest's baseline, kraftcheck-baseline.json beside it]")
 @click.option("--update-baseline", is_flag=True,
@@ -71,6 +73,8 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
     if not console.is_terminal:
         console.width = max(console.width, LOG_WIDTH)  # CI logs: a table that does not wrap
     err = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
+    if to_stdout(junit_path) or to_stdout(progress_path):
+        console = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
     try:
         code = run_gate(console, manifest_path, jobs, only, Path(out_dir), junit_path, progress_path,
                         baseline_path, update_baseline, record)
@@ -96,6 +100,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         checks = [c for c in checks if c.name in only]
     baseline_file = Path(baseline_path) if baseline_path else manifest.baseline
     accepted = baselines.load(baseline_file)
+    check_outputs(out, junit_path, progress_path, manifest.path if record else None,
+                  baseline_file if update_baseline else None)
 
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)
@@ -146,6 +152,20 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     if under_github_actions():
         report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
     return code
+
+
+def check_outputs(out: Path, junit_path: Optional[str], progress_path: Optional[str], manifest: Optional[Path],
+                  baseline: Optional[Path]) -> None:
+    """Every file the gate will write can be written: refused now, not after every check ran.
+    ``manifest``/``baseline``: given when --record/--update-baseline will rewrite them."""
+    check_output_dir(out, "--out")
+    check_output_file(junit_path, "--junit")
+    check_output_file(progress_path, "--progress-json")
+    refuse_two_on_stdout({"--junit": junit_path, "--progress-json": progress_path})
+    if manifest is not None:
+        check_replaceable(manifest, "--record")
+    if baseline is not None:
+        check_replaceable(baseline, "--update-baseline")
 
 
 def _update_baseline(console: Console, path: Path, accepted: list[baselines.Finding], judgements: list[Judgement],

@@ -6,6 +6,10 @@ first: a directory must exist or be creatable, must accept new files (probed by 
 removing a temporary file, since permission bits do not tell, e.g. under /proc or on a read-only
 mount), and a path must not be the wrong kind (a file where a directory is needed, or the
 reverse). Nothing is left behind by the check: no directory is created and the probe is removed.
+An output file may also be ``-`` (standard output), a path to a descriptor (``/dev/stdout``), a
+device or a FIFO, or a symlink to any of these or to a file: ``checker.files.write_output`` writes
+through them, so only what it needs is checked here (an open descriptor; a device the user may
+write; a symlink that ends somewhere).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.files import STDOUT, descriptor_of, output_kind
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -38,15 +43,76 @@ def _probe(directory: Path, option: str, shown: str) -> None:
 
 
 def check_output_file(path: Optional[os.PathLike | str], option: str) -> None:
-    """``path`` can be written as a file (``-`` means standard output and always can)."""
-    if path is None or str(path) == "-":
+    """``path`` can be written as an output file (``checker.files.write_output``)."""
+    if path is None:
         return
+    shown = str(path)
     p = Path(path).expanduser()
-    if str(path).endswith(("/", os.sep)) or p.is_dir():
-        raise UsageError(f"{option} {path} is a directory; give a file name")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise UsageError(f"cannot write {option} {path}: the file exists and is not writable")
-    _probe(p.parent if str(p.parent) else Path("."), option, str(path))
+    fd = descriptor_of(p) if shown != STDOUT else 1
+    if fd is not None:
+        try:
+            os.fstat(fd)
+        except OSError:
+            raise UsageError(f"cannot write {option} {shown}: descriptor {fd} is not open") from None
+        return
+    if shown.endswith(("/", os.sep)):
+        raise UsageError(f"{option} {shown} is a directory; give a file name")
+    try:
+        kind = output_kind(p)
+    except IsADirectoryError:
+        raise UsageError(f"{option} {shown} is a directory; give a file name") from None
+    except OSError as e:  # a loop of symlinks
+        raise UsageError(f"cannot write {option} {shown}: {e.strerror}") from None
+    if kind == "special":
+        if not os.access(p, os.W_OK):
+            raise UsageError(f"cannot write {option} {shown}: permission denied")
+        return
+    target = Path(os.path.realpath(p))  # a symlink is followed: its file is the one replaced
+    if target.exists():
+        _probe_file(target, option, shown)
+    _probe(target.parent, option, shown)
+
+
+def check_graph_file(path: Optional[os.PathLike | str], option: str) -> None:
+    """``--dump-graph``: a GraphML file (named ``*.graphml``) that can be written, or ``-``."""
+    if path is None:
+        return
+    if not to_stdout(path) and Path(path).suffix.lower() != ".graphml":
+        raise UsageError(f"{option} writes GraphML: name the file *.graphml (got {Path(path).name}), "
+                         "or give - for standard output")
+    check_output_file(path, option)
+
+
+def check_replaceable(path: os.PathLike | str, option: str) -> None:
+    """``path`` (an existing file, or a new one) can be rewritten whole, as ``--record`` rewrites
+    the manifest and ``--update-baseline`` the baseline: refused now, not after every check ran."""
+    check_output_file(path, option)
+    if descriptor_of(Path(path)) is not None or output_kind(Path(path)) == "special":
+        raise UsageError(f"{option}: {path} is not a regular file, so it cannot be rewritten")
+
+
+def _probe_file(path: Path, option: str, shown: str) -> None:
+    """An existing file may be replaced: its permission bits say so and, since they do not bind
+    root, opening it for writing (appending nothing, so it is left as it was) does not fail, as it
+    does for an immutable file or one on a read-only mount."""
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"cannot write {option} {shown}: the file exists and is not writable")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+    except OSError as e:
+        raise UsageError(f"cannot write {option} {shown}: {e.strerror or e}") from None
+
+
+def refuse_two_on_stdout(outputs: dict[str, Optional[os.PathLike | str]]) -> None:
+    """At most one output goes to standard output (option -> path)."""
+    on_stdout = [option for option, path in outputs.items() if path is not None and to_stdout(path)]
+    if len(on_stdout) > 1:
+        raise UsageError(f"{' and '.join(on_stdout)} both write to standard output; send one to a file")
+
+
+def to_stdout(path: Optional[os.PathLike | str]) -> bool:
+    """``path`` is standard output (``-``, ``/dev/stdout``, ``/proc/self/fd/1``)."""
+    return path is not None and (str(path) == STDOUT or descriptor_of(Path(path).expanduser()) == 1)
 
 
 def check_output_dir(path: Optional[os.PathLike | str], option: str) -> None:

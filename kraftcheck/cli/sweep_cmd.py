@@ -14,9 +14,10 @@ from typing import Any, Optional
 import click
 
 from kraftcheck.checker.errors import KraftcheckError, UsageError
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import write_output
 from kraftcheck.cli.params import parse_param_args, parse_value
-from kraftcheck.cli.paths import check_output_dir, check_output_file
+from kraftcheck.cli.paths import check_output_dir, check_output_file, to_stdout
+from kraftcheck.cli.validate import check_limits, positive_number
 from kraftcheck.sweep import matrix
 from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
 
@@ -30,7 +31,7 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
               help="Run every value of KEY (repeatable: the product of all).")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Each run explores on after its first violation (every invariant's shortest).")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+@click.option("--time-limit", type=float, callback=positive_number("seconds"), default=None, metavar="S",
               help="Seconds of exploration per configuration  [default: the file's, else 600]")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop each run after N distinct states.")
@@ -39,7 +40,7 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
 @click.option("--symmetry", is_flag=True, default=None,
               help="Each run explores one state per orbit of the spec's symmetry (Kafka: with election=any).")
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="markdown", help="Table format.")
-@click.option("--output", "-o", "output", metavar="FILE", help="Write the table here instead of to stdout.")
+@click.option("--output", "-o", "output", metavar="FILE", help="Write the table to FILE ('-': standard output, the default).")
 @click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
               help="Run directories: DIR/NN-CONFIGURATION/ (report, traces, log).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, help="Configurations run at once (locally).")
@@ -59,6 +60,8 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
     try:
         configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states,
                                   fingerprints, symmetry)
+        for c in configs:
+            check_limits(f"configuration {c.name}", c.time_limit, c.max_states)
         check_output_file(output, "--output")
         check_output_dir(out_dir, "--out")
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
@@ -70,8 +73,9 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         sys.exit(130)
     text = FORMATS[fmt](rows)
     if output:
-        atomic_write(output, text)
-        click.echo(f"table written to {output}", err=True)
+        write_output(output, text)
+        if not to_stdout(output):
+            click.echo(f"table written to {output}", err=True)
     else:
         click.echo(text, nl=False)
     sys.exit(exit_code(rows))

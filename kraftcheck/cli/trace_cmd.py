@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.text import Text
 
 from kraftcheck.checker.errors import KraftcheckError
-from kraftcheck.cli.paths import check_output_file
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.cli.paths import check_output_file, to_stdout
+from kraftcheck.checker.files import write_output
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
 from kraftcheck.traces.replay import replay as replay_trace
@@ -44,12 +44,14 @@ def _fail(message: str, code: int = EXIT_INPUT) -> None:
     sys.exit(code)
 
 
-def _check_output(output: Optional[Path]) -> None:
+def _check_output(output: Optional[Path], picture: bool = False) -> None:
     """A bad output location is refused before any work (one line, exit 2)."""
     try:
         check_output_file(output, "--output")
     except KraftcheckError as e:
         _fail(str(e))
+    if picture and Path(output).suffix.lower() not in (".svg", ".png"):
+        _fail(f"--output {output}: the picture's format is its name's ending, which must be .svg or .png")
 
 
 def _open(path: Path, variant: Optional[str]):
@@ -101,7 +103,7 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
 @click.option("--format", "fmt", required=True, type=click.Choice(["graphml", "dot", "json", "mermaid"]),
               help="graphml / dot / json (node-link) / mermaid (sequence diagram).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (atomically); default: standard output.")
+              help="File to write (atomically); '-' or none: standard output.")
 def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path]) -> None:
     """The trace in another graph format."""
     from kraftcheck.traces.export import export
@@ -112,8 +114,9 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     if output is None:
         click.echo(text, nl=False)
     else:
-        atomic_write(output, text)
-        click.echo(f"wrote {output}", err=True)
+        write_output(output, text)
+        if not to_stdout(output):
+            click.echo(f"wrote {output}", err=True)
 
 
 @trace.command("render")
@@ -126,7 +129,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> No
     """A picture: lanes for the controller and each broker, time flowing down."""
     from kraftcheck.traces.render import render
 
-    _check_output(output)
+    _check_output(output, picture=True)
     graph, _ = _open(file, variant)
     try:
         render(graph, output, dpi=dpi)

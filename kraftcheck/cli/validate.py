@@ -1,0 +1,81 @@
+"""Numbers on the command line, checked before any work: what a number option accepts, and why not.
+
+click parses ``nan`` and ``inf`` as floats, and ``nan`` passes every comparison a range check
+makes, so a ``--time-limit nan`` would be accepted and a ``--max-memory nan`` would fail as a
+traceback deep in the run. Each option here says what it wants instead. ``--threads`` beyond the
+CPUs this process may run on is lowered to them, with a note: each worker thread takes its own
+tables (tens of MiB), and threads the CPUs cannot run only wait their turn.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Optional
+
+import click
+
+from kraftcheck.checker.errors import UsageError
+
+
+def positive_number(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback: a finite number greater than 0 (``what``: "seconds", "GiB"), or None."""
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return value
+        if math.isnan(value):
+            raise click.BadParameter(f"nan is not a number of {what}; give a number greater than 0")
+        if math.isinf(value):
+            raise click.BadParameter(f"{value} is not a number of {what}: give a finite number "
+                                     "(leave the option out for no limit)")
+        if value <= 0:
+            raise click.BadParameter("must be greater than 0")
+        return value
+    return callback
+
+
+def positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback for integers: greater than 0, or None."""
+    if value is not None and value <= 0:
+        raise click.BadParameter("must be greater than 0")
+    return value
+
+
+def usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_threads(requested: Optional[int], note: Callable[[str], None]) -> Optional[int]:
+    """The worker threads to run: ``--threads`` (else ``KRAFTCHECK_THREADS``), at most the usable
+    CPUs (``note`` says so when it lowers them); None: the engine's default (every usable CPU)."""
+    source = "--threads"
+    if requested is None:
+        env = os.environ.get("KRAFTCHECK_THREADS")
+        if not env:
+            return None
+        source = "KRAFTCHECK_THREADS"
+        try:
+            requested = int(env)
+        except ValueError:
+            raise UsageError(f"KRAFTCHECK_THREADS={env!r} is not a number of threads; set a positive "
+                             "integer or unset it") from None
+        if requested <= 0:
+            raise UsageError(f"KRAFTCHECK_THREADS={env}: give a positive number of threads, or unset it")
+    cpus = usable_cpus()
+    if requested > cpus:
+        note(f"{source} {requested} is more than the {cpus} CPUs this process may use; running {cpus} threads")
+        return cpus
+    return requested
+
+
+def check_limits(what: str, time_limit: Any = None, max_states: Any = None) -> None:
+    """A run's limits given in a file (a sweep matrix): a finite positive number of seconds and
+    a positive whole number of states, as the command-line options take them."""
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise UsageError(f"{what}: time_limit must be a finite number of seconds greater than 0, got {time_limit!r}")
+    if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states <= 0):
+        raise UsageError(f"{what}: max_states must be a positive integer, got {max_states!r}")
