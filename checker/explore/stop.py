@@ -5,6 +5,8 @@ arrives. If that is a finalizer (numba's compiler frees LLVM objects in ``__del_
 garbage collector runs at any allocation), the exception is printed as "Exception ignored" and
 swallowed, and the run would go on to its end. The handler installed here also sets a flag, which
 the explorers read between chunks and levels; an explorer that honours the request clears it.
+The command line installs it first thing (``kraftcheck.cli.main``), so that an interrupt while
+its modules are still importing is exit 130 too; this module imports nothing else for that reason.
 """
 
 from __future__ import annotations

@@ -1,14 +1,23 @@
-"""Entry point of the ``kraftcheck`` console script: the click group and its commands."""
+"""Entry point of the ``kraftcheck`` console script.
+
+Ctrl-C and SIGTERM end every command with exit 130, from the first line that runs here: the
+handlers are installed before click and the commands are imported (half a second for ``check``,
+in which an interrupt used to end in click's "Aborted!" and exit 1, and SIGTERM in the signal's
+own exit, 143). Only the interpreter's start comes before; a Ctrl-C then still ends the process
+as 130 to the shell, by the signal itself. The click group is ``kraftcheck.cli.group.cli``, also
+reachable here as ``cli``.
+"""
 
 from __future__ import annotations
 
+import errno
 import gc
-import importlib
 import sys
+from typing import Any
 
-import click
+from kraftcheck.checker.explore.stop import install_stop_handlers
 
-from kraftcheck.checker import __version__
+EXIT_INTERRUPTED = 130
 
 # Each command lives in its own module, imported only when that command runs (so `kraftcheck
 # check` does not pay for networkx and the trace code): name -> "module:attribute".
@@ -22,39 +31,61 @@ SUBCOMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
-    """A click group whose commands are imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(SUBCOMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = SUBCOMMANDS.get(name)
-        if target is None:
-            return None
-        module, attribute = target.split(":")
-        return getattr(importlib.import_module(module), attribute)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
-@click.version_option(__version__, prog_name="kraftcheck")
-def cli() -> None:
-    """kraftcheck: exhaustive model checking of Kafka's replication protocol under KRaft.
-
-    Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
-    violated; 2 usage or input error; 3 exploration incomplete (a limit was hit);
-    130 interrupted.
-    """
-
-
 def main() -> None:
+    install_stop_handlers()
     try:
-        cli(prog_name="kraftcheck")
+        code = _run()
+    except KeyboardInterrupt:
+        code = _interrupted()
     finally:
         # what is left is freed at exit without the cyclic collector: its pass over numba's and
         # the run's objects as the interpreter shuts down took 0.1-0.3 s of every short check
         gc.freeze()
+    sys.exit(code)
+
+
+def _run() -> int:
+    """The command line run as click's standalone mode would, except that an interrupt (which
+    click turns into "Aborted!" and exit 1) is exit 130."""
+    import click
+
+    from kraftcheck.cli.group import cli
+    try:
+        returned = cli.main(prog_name="kraftcheck", standalone_mode=False)
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):
+            return _interrupted()
+        click.echo("Aborted!", err=True)  # end of input at a prompt
+        return 1
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        return 1  # the reader of a pipe went away: nothing more to say to it
+    return returned if isinstance(returned, int) else 0
+
+
+def _interrupted() -> int:
+    """Say so once and exit 130; a second signal while saying it changes nothing."""
+    import signal
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    try:
+        sys.stderr.write("kraftcheck: error: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return EXIT_INTERRUPTED
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":  # imported only when asked for: click is not needed before the handlers
+        from kraftcheck.cli.group import cli
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
