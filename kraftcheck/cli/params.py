@@ -52,8 +52,25 @@ def parse_param_args(params_cls: type, spec_name: str, items: tuple[str, ...]) -
         if key not in fields:
             allowed = ", ".join(fields) or "(none)"
             raise UsageError(f"spec {spec_name} has no parameter {key!r}; its parameters: {allowed}")
-        out[key] = parse_value(fields[key], value.strip())
+        parsed = parse_value(fields[key], value.strip())
+        if key in out and out[key] != parsed:
+            raise UsageError(f"--param {key} is given twice ({key}={out[key]} and {key}={parsed}); give it once")
+        out[key] = parsed
     return out
+
+
+def merge_params(from_options: dict[str, Any], from_param: dict[str, Any]) -> dict[str, Any]:
+    """The values of the default spec's own options (``--brokers 3``) and of ``--param`` items
+    together; one parameter set both ways is refused, naming both (whichever won would be a guess)."""
+    for key, value in from_param.items():
+        if key in from_options:
+            raise UsageError(f"{option_name(key)} {_shown(from_options[key])} and --param {key}={_shown(value)} "
+                             f"both set parameter {key}; give one of them")
+    return {**from_options, **from_param}
+
+
+def _shown(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def option_name(field_name: str) -> str:
