@@ -74,6 +74,10 @@ def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any
     for key, values in vary.items():
         if not isinstance(values, list) or not values:
             raise UsageError(f"vary {key}: give a non-empty list of values")
+        fixed = [f"configuration {name}" if name else "--param or params" for name, row in [("", params), *rows]
+                 if key in row]
+        if fixed:  # the varied values would replace the fixed one without a word
+            raise UsageError(f"parameter {key} is both varied and fixed ({fixed[0]}); give it one way")
     rows = rows or [("", {})]
     names = [name for name, _ in rows]
     if len(set(names)) != len(names):
