@@ -16,6 +16,7 @@ write instead (``ManifestError``, exit 2). A manifest looks like::
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -188,8 +189,9 @@ class _Validator:
         positive = lambda v: v > 0  # noqa: E731
         max_states = typed("max_states", (int,), "a positive integer", positive)
         max_depth = typed("max_depth", (int,), "a positive integer", positive)
-        max_memory = typed("max_memory", (int, float), "a positive number of GiB", positive)
-        budget = typed("time_budget", (int, float), "a positive number of seconds", positive)
+        finite = lambda v: math.isfinite(v) and v > 0  # noqa: E731 (TOML has nan and inf)
+        max_memory = typed("max_memory", (int, float), "a finite positive number of GiB", finite)
+        budget = typed("time_budget", (int, float), "a finite positive number of seconds", finite)
         expect, violates = body.get("expect"), body.get("violates")
         if expect is not None and violates is not None:
             raise self.fail(table, "violates", "a check expects either expect = \"holds\" or violates = [...], "
