@@ -9,3 +9,8 @@ __version__ = "0.2.0"
 from kraftcheck.checker.file_modules import install_finder as _install_finder  # noqa: E402
 
 _install_finder()
+
+# KRAFTCHECK_DEBUG_KERNELS=1: bounds-checked compiled code, set before any spec function is decorated
+from kraftcheck.checker import debug_kernels as _debug_kernels  # noqa: E402
+
+_debug_kernels.apply()
