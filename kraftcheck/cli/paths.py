@@ -15,6 +15,7 @@ write; a symlink that ends somewhere).
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -64,6 +65,8 @@ def check_output_file(path: Optional[os.PathLike | str], option: str) -> None:
     except OSError as e:  # a loop of symlinks
         raise UsageError(f"cannot write {option} {shown}: {e.strerror}") from None
     if kind == "special":
+        if stat.S_ISSOCK(os.stat(p).st_mode):
+            raise UsageError(f"cannot write {option} {shown}: it is a socket, which a file cannot be written to")
         if not os.access(p, os.W_OK):
             raise UsageError(f"cannot write {option} {shown}: permission denied")
         return
