@@ -30,8 +30,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from kraftcheck.checker import __version__
-from kraftcheck.checker import debug_kernels
+from kraftcheck.checker import __version__, numba_cache
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import layout_table
@@ -39,6 +38,9 @@ from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_li
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
 from kraftcheck.checker.writes import Write, action_writes, may_decline_after_touching
+
+# numba's cache files cut short are compiled again, not a traceback on every run
+numba_cache.tolerate_damage()
 
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 # Layouts of at most this many elements get pack and unpack as unrolled code, inlined into every
@@ -74,7 +76,7 @@ def cache_dir() -> Path:
     """Where generated kernels and numba's cache of them live (``KRAFTCHECK_CACHE_DIR`` overrides)."""
     root = os.environ.get("KRAFTCHECK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kraftcheck")
-    return Path(root) / debug_kernels.kernels_dir_name()  # KRAFTCHECK_DEBUG_KERNELS: a cache of its own
+    return Path(root) / "kernels"
 
 
 def _import_path(fn: Callable, what: str) -> tuple[str, str]:
@@ -1011,7 +1013,7 @@ def write_kernel_module(model: Model, table: bool | None = None) -> tuple[str, P
     if problem is None:
         note_cache_in_use(directory)
     else:  # every module is there (else _write refuses): numba reads their compiled forms where they are
-        read_only_numba_cache(directory)
+        numba_cache.read_only(directory)
 
     def write(kind: str, source: str) -> str:
         name = _module_name(model, kind, source, dependencies)
@@ -1053,37 +1055,6 @@ def note_cache_in_use(directory: Path) -> None:
 
 
 IN_USE_FILE = ".in-use"
-
-
-def read_only_numba_cache(directory: Path) -> None:
-    """Let numba load the compiled kernels of a kernel cache it cannot write from their folder
-    (``__pycache__`` beside them): its own locators take only a writable one, and would compile
-    every kernel again elsewhere. Nothing is written there: such a run uses only kernels found
-    compiled (``compile.compile_in_process``)."""
-    from numba.core import caching
-    _read_only_caches.add(os.path.abspath(directory))
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-    if _ReadOnlyKernelCache not in impl._locator_classes:
-        impl._locator_classes.insert(1, _ReadOnlyKernelCache)  # after NUMBA_CACHE_DIR's own
-
-
-_read_only_caches: set[str] = set()
-
-
-def _in_tree_locator() -> type:
-    from numba.core import caching
-    return getattr(caching, "InTreeCacheLocator", None) or getattr(caching, "_InTreeCacheLocator")
-
-
-class _ReadOnlyKernelCache(_in_tree_locator()):
-    """numba's in-tree cache folder of a generated module in a read-only kernel cache."""
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if os.path.dirname(os.path.abspath(py_file)) not in _read_only_caches:
-            return None
-        self = cls(py_func, py_file)
-        return self if os.path.isdir(self.get_cache_path()) else None
 
 
 def generated_module(name: str, beside: str) -> ModuleType:

@@ -91,6 +91,17 @@ def test_a_damaged_kernel_is_found_and_compiled_again(warm, capsys, damage):
     assert _counts(result) == expected
 
 
+def test_a_damaged_numba_index_is_compiled_again(warm, capsys):
+    """numba unpickles its index as it finds it: one cut short raised on every run."""
+    cache, expected = warm
+    (index,) = (cache / "kernels" / "__pycache__").glob(f"{_action_module('EmptyBig').stem}.expand-*.nbi")
+    index.write_bytes(index.read_bytes()[:20])
+    _forget_kernel_modules()
+    result = Engine(compile="now").explore(_model(), Options(keep_going=True))
+    assert f"kernel cache: {index} was damaged; recompiling it" in capsys.readouterr().err
+    assert _counts(result) == expected and index.stat().st_size > 20
+
+
 def test_a_warm_cache_that_cannot_be_written_is_used_as_it_is(warm, monkeypatch):
     """A read-only cache holding the run's kernels (a CI cache, say) is used without a write;
     one that lacks them is refused before any work. (Read-only is simulated: the tests run as

@@ -43,6 +43,14 @@ def _models(directory: Path) -> list[tuple[str, bool]]:
     return found
 
 
+def _file_in_the_way(directory: Path) -> Path | None:
+    """The file standing where ``directory`` or a folder above it should be, if any."""
+    for path in (directory, *directory.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
 def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
 
@@ -58,8 +66,9 @@ def status() -> None:
     from kraftcheck.cli.terminal import byte_size
     directory = cache_dir()
     click.echo(f"kernel cache   {directory}")
-    if directory.exists() and not directory.is_dir():
-        click.echo("               not a directory: point KRAFTCHECK_CACHE_DIR at a writable directory")
+    blocker = _file_in_the_way(directory)
+    if blocker is not None:
+        click.echo(f"               unusable: {blocker} is a file; point KRAFTCHECK_CACHE_DIR at a writable directory")
         return
     if not directory.is_dir():
         click.echo("               empty (a first run creates it)")
@@ -89,15 +98,16 @@ def clear() -> None:
 
 def _clear() -> None:
     directory = cache_dir()
+    blocker = _file_in_the_way(directory)
+    if blocker is not None:
+        raise UsageError(f"the kernel cache {directory} cannot be a directory: {blocker} is a file; remove it by "
+                         "hand or point KRAFTCHECK_CACHE_DIR elsewhere")
     if not directory.exists():
         click.echo(f"kernel cache {directory}: nothing to clear")
         return
-    if not directory.is_dir():
-        raise UsageError(f"the kernel cache {directory} is not a directory: remove it by hand or point "
-                         "KRAFTCHECK_CACHE_DIR elsewhere")
     lock = _exclusive(directory)  # before anything is stopped: a refusal changes nothing
-    stopped = detached.stop_all(directory)
     try:
+        stopped = detached.stop_all(directory)
         shutil.rmtree(directory)
     except OSError as e:
         raise UsageError(f"the kernel cache {directory} could not be removed ({e.strerror or e}): "

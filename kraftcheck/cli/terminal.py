@@ -26,10 +26,12 @@ def compile_summary(result: Result) -> str:
     tier = "in bytecode" if result.first_tier == "bytecode" else "interpreted in Python"
     interpreted = f"{result.interpreted_states:,} states {tier} meanwhile"
     if result.compile_s is not None:
-        later = "; its faster form goes on in the background for the next run" if result.compile_continues else ""
+        later = ("; its faster form goes on in the background for the next run (kraftcheck cache status)"
+                 if result.compile_continues else "")
         return f"{result.compile_s:,.2f} s in the background ({interpreted}){later}"
     if result.compile_continues:
-        return f"unfinished; the run ended first ({interpreted}); it goes on in the background for the next run"
+        return (f"unfinished; the run ended first ({interpreted}); it goes on in the background for the next run "
+                "(kraftcheck cache status)")
     return f"unfinished; the run ended first ({interpreted})"
 
 
