@@ -13,6 +13,11 @@ so a component where a strong requirement is enabled somewhere and taken nowhere
 a fair run that avoids the states enabling it: those are removed and the rest decomposed again
 (``fair_components``, the Emerson-Lei recursion). Every state may stutter (TLA+ semantics), so a
 single state is such a component too, fair when every requirement is disabled there.
+Enabled is TLC's ``ENABLED``: a requirement is enabled in a state where one of its actions has a
+successor other than the state, on the spec's actions alone. Under a state or action constraint,
+a step that leaves the constraints is not in the graph (never taken) but still enables its action
+(the graph's leaving steps, ``CompiledGraph.leaving_bits``), as TLC evaluates ``ENABLED`` without
+the constraints.
 ``[]<>eventually`` is the case ``after`` = true; ``<>eventually`` (``once``) the case where the
 triggers are the initial states.
 
@@ -35,8 +40,8 @@ import numpy as np
 from kraftcheck.checker.analyses.predicates import evaluate_many
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.state_graph import CompiledGraph
-from kraftcheck.checker.kernels.graph import (component_fairness, enabled_bits, quiet_states, reach, renumber,
-                                              shortest_path, strongly_connected, transition_inside)
+from kraftcheck.checker.kernels.graph import (NO_LEAVING, component_fairness, enabled_bits, quiet_states, reach,
+                                              renumber, shortest_path, strongly_connected, transition_inside)
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Fairness, Liveness
 
@@ -198,8 +203,8 @@ class FairComponents:
         return int(self.taken.shape[0])
 
 
-def fair_components(offsets, targets, labels, label_bit, allowed, weak: np.uint64, strong: np.uint64
-                    ) -> FairComponents:
+def fair_components(offsets, targets, labels, label_bit, allowed, weak: np.uint64, strong: np.uint64,
+                    leaving: np.ndarray = NO_LEAVING) -> FairComponents:
     """The strongly connected sets of allowed states where a run can stay forever and be fair,
     as components. A run that stays in a set S forever and takes every transition inside it is
     the fairest one there: weakly fair to k when k is taken in S or disabled somewhere in S,
@@ -208,20 +213,22 @@ def fair_components(offsets, targets, labels, label_bit, allowed, weak: np.uint6
     subset of C can do better (k stays enabled everywhere, and is taken nowhere), so C is dropped;
     when only strong requirements fail (enabled somewhere in C, never taken), a fair run within
     C must avoid the states where they are enabled: those are removed and the rest decomposed
-    again (the Emerson-Lei / Streett emptiness recursion; one round under weak fairness only)."""
+    again (the Emerson-Lei / Streett emptiness recursion; one round under weak fairness only).
+    ``leaving``: per state, the requirements its steps outside the constraints enable there
+    (``CompiledGraph.leaving_bits``; empty: none)."""
     n = offsets.shape[0] - 1
     pending = allowed.astype(np.uint8, copy=True)
     final: Optional[np.ndarray] = None  # the first round's component array, renumbered in place
     all_taken: list[np.ndarray] = []
     all_disabled: list[np.ndarray] = []
     found = 0
-    state_enabled = enabled_bits(offsets, targets, labels, label_bit) if strong else None
+    state_enabled = enabled_bits(offsets, targets, labels, label_bit, leaving) if strong else None
     rounds = 0
     while rounds == 0 or pending.any():
         rounds += 1
         comp = np.empty(n, np.int64)
         ncomp = strongly_connected(offsets, targets, pending, comp)
-        taken, disabled = component_fairness(offsets, targets, labels, label_bit, comp, ncomp)
+        taken, disabled = component_fairness(offsets, targets, labels, label_bit, comp, ncomp, leaving)
         weak_ok = ((taken | disabled) & weak) == weak
         unmet = np.zeros(ncomp, np.uint64)
         if strong:
@@ -251,10 +258,10 @@ def fair_components(offsets, targets, labels, label_bit, allowed, weak: np.uint6
 
 
 def doomed_states(offsets, targets, rev_offsets, rev_sources, labels, label_bit, allowed, weak: np.uint64,
-                  strong: np.uint64) -> tuple[np.ndarray, FairComponents]:
+                  strong: np.uint64, leaving: np.ndarray = NO_LEAVING) -> tuple[np.ndarray, FairComponents]:
     """The allowed states from which a fair run can stay among allowed states forever: those that
     reach a fair component (``fair_components``) without leaving them. A uint8 mask."""
-    fair = fair_components(offsets, targets, labels, label_bit, allowed, weak, strong)
+    fair = fair_components(offsets, targets, labels, label_bit, allowed, weak, strong, leaving)
     doomed = np.zeros(offsets.shape[0] - 1, np.uint8)
     reach(rev_offsets, rev_sources, (fair.comp >= 0).astype(np.uint8), allowed, doomed)
     return doomed, fair
@@ -271,7 +278,7 @@ def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair, eventual
     allowed = (eventually == 0).astype(np.uint8)
     rev_offsets, rev_sources = graph.reversed()
     doomed, comps = doomed_states(graph.offsets, graph.targets, rev_offsets, rev_sources, graph.labels, label_bit,
-                                  allowed, weak, strong)
+                                  allowed, weak, strong, graph.leaving_bits(label_bit))
     if once:
         trigger = np.zeros(n, np.uint8)
         trigger[:graph.initial] = allowed[:graph.initial]
@@ -307,7 +314,7 @@ def explain_fairness(graph: CompiledGraph, lasso: Lasso, requirements: list[Requ
 
     def enabled(v: int) -> set[int]:
         lo, hi = graph.offsets[v], graph.offsets[v + 1]
-        return {int(lab) for lab, w in zip(graph.labels[lo:hi], graph.targets[lo:hi]) if w != v}
+        return {int(lab) for lab, w in zip(graph.labels[lo:hi], graph.targets[lo:hi]) if w != v} | graph.leaving_from(v)
 
     out = []
     for req in requirements:
@@ -338,13 +345,14 @@ def fair_lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairCom
     offsets, targets, labels = graph.offsets, graph.targets, graph.labels
     comp, disabled, taken = comps.comp, comps.disabled, comps.taken
     required = weak | strong
+    leaving = graph.leaving_bits(label_bit)
     prefix = graph.labels_to(v)
     edges = list(_path(offsets, targets, v, (comp >= 0).astype(np.uint8), allowed))
     entry = int(targets[edges[-1]]) if edges else v
     c = int(comp[entry])
     in_c = (comp == c).astype(np.uint8)
     quiet = np.zeros(graph.size, np.uint8)
-    if quiet_states(offsets, targets, labels, label_bit, comp, c, required, quiet):
+    if quiet_states(offsets, targets, labels, label_bit, comp, c, required, quiet, leaving):
         edges += _path(offsets, targets, entry, quiet, in_c)
         all_labels = prefix + [int(labels[e]) for e in edges]
         return Lasso(graph.initial_of(v), all_labels, len(all_labels), True, len(prefix))
@@ -360,7 +368,7 @@ def fair_lasso(graph: CompiledGraph, v: int, allowed: np.ndarray, comps: FairCom
         # where it is enabled; one the component does not take is disabled in all its states.
         if disabled[c] & bit and not (strong & bit and taken[c] & bit):
             goal = np.zeros(graph.size, np.uint8)
-            quiet_states(offsets, targets, labels, label_bit, comp, c, bit, goal)
+            quiet_states(offsets, targets, labels, label_bit, comp, c, bit, goal, leaving)
             step = _path(offsets, targets, here, goal, in_c)
         else:                  # take the action inside the component
             e = transition_inside(offsets, targets, labels, label_bit, comp, c, bit)

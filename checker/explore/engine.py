@@ -647,6 +647,7 @@ class _Run:
         (the first violating row of each goes to ``found_here``) and, unless the graph is
         recorded, turned into a self-loop (its source's words), which nothing counts as new and
         the visited set never meets. Returns them."""
+                recorder.add_leaving(buf.words, outside, level, lo, first_index, stride, buf.labels)  # fairness
         buf, model, stride = self.buffers, self.model, self.stride
         masks = np.zeros(rows.shape[0], np.uint64)
         if model.constraints or model.invariants:

@@ -12,12 +12,18 @@ less the initial states. The result is in compressed sparse row form (``Compiled
 So a state costs 8 x nwords + 18 bytes plus about 8 to 16 in the index while building, and a
 transition 6 bytes (the reversed graph, built by the analyses that need it, 4 more). No invariant
 is checked here: the analyses ask their own questions of the states (``predicates.py``).
+
+Under a state or action constraint the graph is the constrained one, as TLC's: a successor outside
+a constraint is neither a state nor a transition of it. It is kept only as a *leaving* step (its
+source and label, 6 bytes), because it still enables its action in its source: TLC decides
+``ENABLED`` on the spec's actions alone, whatever the constraints, so fairness must too
+(``checker.analyses.liveness``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numba
@@ -46,6 +52,9 @@ class CompiledGraph:
     depth: int
     build_s: float = 0.0
     recorded_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph)
+    # steps to a different state outside a constraint, by source (increasing) and label
+    leaving_sources: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    leaving_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
     _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
 
     def analysis_bytes(self) -> int:
@@ -86,8 +95,24 @@ class CompiledGraph:
 
     @property
     def nbytes(self) -> int:
-        arrays = [self.states, self.parent, self.parent_label, self.offsets, self.targets, self.labels]
+        arrays = [self.states, self.parent, self.parent_label, self.offsets, self.targets, self.labels,
+                  self.leaving_sources, self.leaving_labels]
         return sum(a.nbytes for a in arrays + list(self._reversed or ()))
+
+    def leaving_bits(self, label_bit: np.ndarray) -> np.ndarray:
+        """Per state, the OR of ``label_bit`` over the labels of its leaving steps: what they
+        enable there (``kernels.graph``'s ``leaving``); empty when the graph has none."""
+        from kraftcheck.checker.kernels.graph import NO_LEAVING
+        if not self.leaving_sources.size:
+            return NO_LEAVING
+        out = np.zeros(self.size, np.uint64)
+        np.bitwise_or.at(out, self.leaving_sources, label_bit[self.leaving_labels])
+        return out
+
+    def leaving_from(self, v: int) -> set[int]:
+        """The labels of state ``v``'s leaving steps."""
+        lo, hi = np.searchsorted(self.leaving_sources, [v, v + 1])
+        return {int(lab) for lab in self.leaving_labels[lo:hi]}
 
     def labels_to(self, i: int) -> list[int]:
         """The labels of the breadth-first (so shortest) path from an initial state to state ``i``."""
@@ -141,6 +166,8 @@ class GraphRecorder:
         self.degree_parts: list[np.ndarray] = []
         self.target_parts: list[np.ndarray] = []
         self.label_parts: list[np.ndarray] = []
+        self.leaving_source_parts: list[np.ndarray] = []
+        self.leaving_label_parts: list[np.ndarray] = []
         self._ids = np.empty(0, np.int64)
         self.transitions = 0
 
@@ -178,6 +205,18 @@ class GraphRecorder:
         self.label_parts.append(labels[valid].copy())
         self.transitions += nrows
 
+    def add_leaving(self, words: np.ndarray, rows: np.ndarray, level: np.ndarray, lo: int, first: int, stride: int,
+                    labels: np.ndarray) -> None:
+        """Candidate rows ``rows`` (increasing) whose successor lies outside a constraint: row ``r``
+        is the successor of ``level[lo + r // stride]``, state ``first + r // stride``. Those that
+        change the state are kept as leaving steps (a step back to the state itself enables
+        nothing, as inside the graph)."""
+        if not rows.size:
+            return
+        moved = rows[(words[rows] != level[lo + rows // stride]).any(axis=1)]
+        self.leaving_source_parts.append((first + moved // stride).astype(np.uint32))
+        self.leaving_label_parts.append(labels[moved].astype(np.uint16))
+
     def finish(self, depth: int) -> CompiledGraph:
         """The graph, its transitions copied part by part (each part freed once copied, so the
         copy costs one part beyond the graph, not the whole graph again)."""
@@ -197,7 +236,9 @@ class GraphRecorder:
         labels = _joined(self.label_parts, np.uint16)
         return CompiledGraph(model=self.model, states=index.states, parent=index.parent,
                              parent_label=index.parent_label, offsets=offsets, targets=targets, labels=labels,
-                             initial=self.initial, depth=depth)
+                             initial=self.initial, depth=depth,
+                             leaving_sources=_joined(self.leaving_source_parts, np.uint32),
+                             leaving_labels=_joined(self.leaving_label_parts, np.uint16))
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
@@ -212,10 +253,25 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return out
 
 
+def outside_rows(model: Model, kernels: Any, buf: Any, rows: np.ndarray) -> np.ndarray:
+    """The candidate rows (of ``rows``, increasing) whose successor breaks a selected state
+    constraint or whose step breaks a selected action constraint: not in the graph."""
+    if not rows.size:
+        return rows
+    bad = np.zeros(rows.shape[0], bool)
+    if model.constraints:
+        masks = kernels.violations(np.ascontiguousarray(buf.words[rows]))
+        bad |= (masks & np.uint64(model.constraint_bits)) != 0
+    if model.action_constraints:
+        bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
+    return rows[bad]
+
+
 def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
                 max_memory: Optional[int] = None, progress: ProgressFn = no_progress,
                 chunk_candidates: int = CANDIDATES_PER_CHUNK) -> CompiledGraph:
-    """Record every reachable state and transition of ``model``.
+    """Record every reachable state and transition of ``model`` (inside its constraints, with
+    the leaving steps: see the module docstring).
 
     Refuses (UsageError, saying what to do) above ``max_states`` states or once the process uses
     more than ``max_memory`` bytes: a graph analysis needs the whole graph.
@@ -228,6 +284,9 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     buf = kernels.buffers(chunk_states)
     recorder = GraphRecorder(model, kernels.nwords)
     init_words = kernels.pack(model.initial)
+    if model.constraints:  # an initial state outside is not in the graph (the engine's _initial_level)
+        inside = (kernels.violations(init_words) & np.uint64(model.constraint_bits)) == 0
+        init_words = np.ascontiguousarray(init_words[inside])
     recorder.add_initial(init_words, fingerprints(init_words))
     is_new = np.zeros(buf.words.shape[0], np.uint8)  # one mark per row of the buffers
     level_lo, level_hi, depth = 0, recorder.count, 1
@@ -240,6 +299,10 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
             frontier = recorder.index.states[lo:hi].copy()
             kernels.successors(frontier, 0, hi - lo, buf)
             rows = np.flatnonzero(buf.labels[: (hi - lo) * nlabels] != NO_LABEL).astype(np.int64)
+            if model.constrained:
+                leaving = outside_rows(model, kernels, buf, rows)
+                recorder.add_leaving(buf.words, leaving, frontier, 0, lo, nlabels, buf.labels)
+                rows = np.ascontiguousarray(rows[~np.isin(rows, leaving)])
             recorder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
             if max_states is not None and recorder.count > max_states:
                 raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "

@@ -267,19 +267,27 @@ def component_exits(offsets, targets, comp, ncomp, allowed):
     return exits
 
 
+NO_LEAVING = np.zeros(0, np.uint64)  # no state has a successor outside the graph
+
+
 @njit(cache=True)
-def component_fairness(offsets, targets, labels, label_bit, comp, ncomp):
-    """Per component, two bitmasks over the fair actions (bit k = fair action k, from each label's
-    ``label_bit``): ``taken``, those with a transition between two different states of the
-    component; ``disabled``, those with no transition to a different state from some state of
-    it. A transition back to its own state is stuttering: it neither takes nor enables an action."""
+def _leaving_at(leaving, v):
+    """The fair actions enabled in ``v`` by successors the graph leaves out (outside a state or
+    action constraint), or nothing when ``leaving`` is empty (no constraint)."""
+    if leaving.shape[0] == 0:
+        return np.uint64(0)
+    return leaving[v]
+
+
+@njit(cache=True)
+def _component_fairness(offsets, targets, labels, label_bit, comp, ncomp, leaving):
     taken = np.zeros(ncomp, np.uint64)
     disabled = np.zeros(ncomp, np.uint64)
     for v in range(offsets.shape[0] - 1):
         c = comp[v]
         if c < 0:
             continue
-        enabled = np.uint64(0)
+        enabled = _leaving_at(leaving, v)
         for e in range(offsets[v], offsets[v + 1]):
             w = targets[e]
             if w == v:
@@ -292,11 +300,22 @@ def component_fairness(offsets, targets, labels, label_bit, comp, ncomp):
     return taken, disabled
 
 
-def component_fairness_reference(offsets, targets, labels, label_bit, members: frozenset[int]) -> tuple[int, int]:
+def component_fairness(offsets, targets, labels, label_bit, comp, ncomp, leaving=NO_LEAVING):
+    """Per component, two bitmasks over the fair actions (bit k = fair action k, from each label's
+    ``label_bit``): ``taken``, those with a transition between two different states of the
+    component; ``disabled``, those with no transition to a different state from some state of
+    it. A transition back to its own state is stuttering: it neither takes nor enables an action.
+    ``leaving`` (per state, or empty): the fair actions whose successors the graph leaves out,
+    which enable them there all the same (``CompiledGraph.leaving_bits``)."""
+    return _component_fairness(offsets, targets, labels, label_bit, comp, ncomp, leaving)
+
+
+def component_fairness_reference(offsets, targets, labels, label_bit, members: frozenset[int],
+                                 leaving=NO_LEAVING) -> tuple[int, int]:
     """(taken, disabled) of one component given as a set of states."""
     taken, disabled = 0, 0
     for v in members:
-        enabled = 0
+        enabled = int(leaving[v]) if len(leaving) else 0
         for e in range(offsets[v], offsets[v + 1]):
             w = int(targets[e])
             if w == v:
@@ -309,13 +328,11 @@ def component_fairness_reference(offsets, targets, labels, label_bit, members: f
 
 
 @njit(cache=True)
-def enabled_bits(offsets, targets, labels, label_bit):
-    """Per state, the fair actions enabled there (bit k = fair action k): those with a transition
-    to a different state. Strong fairness needs it state by state (``checker.analyses.liveness``)."""
+def _enabled_bits(offsets, targets, labels, label_bit, leaving):
     n = offsets.shape[0] - 1
     out = np.zeros(n, np.uint64)
     for v in range(n):
-        enabled = np.uint64(0)
+        enabled = _leaving_at(leaving, v)
         for e in range(offsets[v], offsets[v + 1]):
             if targets[e] != v:
                 enabled |= label_bit[labels[e]]
@@ -323,9 +340,16 @@ def enabled_bits(offsets, targets, labels, label_bit):
     return out
 
 
-def enabled_bits_reference(offsets, targets, labels, label_bit) -> list[int]:
+def enabled_bits(offsets, targets, labels, label_bit, leaving=NO_LEAVING):
+    """Per state, the fair actions enabled there (bit k = fair action k): those with a transition
+    to a different state, or a successor the graph leaves out (``leaving``). Strong fairness needs
+    it state by state (``checker.analyses.liveness``)."""
+    return _enabled_bits(offsets, targets, labels, label_bit, leaving)
+
+
+def enabled_bits_reference(offsets, targets, labels, label_bit, leaving=NO_LEAVING) -> list[int]:
     return [int(np.bitwise_or.reduce([label_bit[labels[e]] for e in range(offsets[v], offsets[v + 1])
-                                      if targets[e] != v] or [np.uint64(0)]))
+                                      if targets[e] != v] or [np.uint64(0)])) | (int(leaving[v]) if len(leaving) else 0)
             for v in range(len(offsets) - 1)]
 
 
@@ -343,14 +367,12 @@ def renumber_reference(comp, number) -> np.ndarray:
 
 
 @njit(cache=True)
-def quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out):
-    """Mark in ``out`` the states of component ``c`` where no action of ``mask`` can change the
-    state (all of them disabled there). Returns how many."""
+def _quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out, leaving):
     count = 0
     for v in range(offsets.shape[0] - 1):
         if comp[v] != c:
             continue
-        enabled = np.uint64(0)
+        enabled = _leaving_at(leaving, v)
         for e in range(offsets[v], offsets[v + 1]):
             if targets[e] != v:
                 enabled |= label_bit[labels[e]]
@@ -358,6 +380,12 @@ def quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out):
             out[v] = 1
             count += 1
     return count
+
+
+def quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out, leaving=NO_LEAVING):
+    """Mark in ``out`` the states of component ``c`` where no action of ``mask`` can change the
+    state (all of them disabled there, ``leaving`` counted as in ``enabled_bits``). Returns how many."""
+    return _quiet_states(offsets, targets, labels, label_bit, comp, c, mask, out, leaving)
 
 
 @njit(cache=True)
