@@ -21,7 +21,6 @@ import dataclasses
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -34,11 +33,13 @@ from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, rea
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
+from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured, stop_requested
 from kraftcheck.checker.model import DEADLOCK, Model
-from kraftcheck.spark import tasks, workdir
+from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
+from kraftcheck.spark import leftovers, readiness, tasks, workdir
+from kraftcheck.spark.failures import disk_full, driver_jvm_lost, task_error
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
-from kraftcheck.spark.session import SparkRunError, first_line, start_context, stop_context
+from kraftcheck.spark.session import SparkRunError, start_context, stop_context
 from kraftcheck.specs import SPEC_FILE_MODULE_PREFIX
 
 
@@ -51,13 +52,16 @@ class SparkExplorer:
     empty; on a cluster, a file system every executor sees) holds the levels and the visited set;
     without one, a temporary directory is used and removed. ``partitions``: hash buckets and
     tasks a stage (default: twice Spark's default parallelism; a small level runs a task a core).
+    ``wait_s``: how long a context it starts may wait for the master, then for an executor.
     """
 
     name = "spark"
 
     def __init__(self, spark: Any = None, master: Optional[str] = None, conf: Optional[dict[str, str]] = None,
-                 work_dir: Optional[str] = None, partitions: Optional[int] = None) -> None:
+                 work_dir: Optional[str] = None, partitions: Optional[int] = None,
+                 wait_s: float = readiness.DEFAULT_WAIT_S) -> None:
         self.spark = spark
+        self.wait_s = wait_s
         self.master = master
         self.conf = dict(conf or {})
         self.work_dir = work_dir
@@ -68,19 +72,43 @@ class SparkExplorer:
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
-        t0 = time.perf_counter()
-        kernels = _driver_kernels(model)
-        compile_s = time.perf_counter() - t0
+        new = not options.resume and not Path(options.checkpoint_dir or self.work_dir or ".").expanduser().exists()
         root, temporary = self._root(options)
+        lock = None if temporary else self._hold(root, options)
+        try:
+            t0 = time.perf_counter()
+            try:
+                kernels = _driver_kernels(model)
+            except BaseException:
+                if temporary:
+                    shutil.rmtree(root, ignore_errors=True)
+                raise
+            return self._explore_in(model, options, progress, root, temporary, kernels, time.perf_counter() - t0)
+        finally:
+            if lock is not None:
+                lock.release()
+                if new:  # made for a run that never wrote a level (Spark did not start, say)
+                    try:
+                        root.rmdir()
+                    except OSError:
+                        pass
+
+    def _explore_in(self, model: Model, options: Options, progress: ProgressFn, root: Path, temporary: bool,
+                    kernels: Any, compile_s: float) -> Result:
         if temporary and _off_this_machine(self.master):
             shutil.rmtree(root, ignore_errors=True)
             raise UsageError(_NO_SHARED_DIR.format(master=self.master))
         resumed_partitions = None
         if options.resume:  # refused before Spark starts, if it must be
             resumed_partitions = read_manifest(root)["identity"].get("partitions")
-            check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
+            manifest = check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
+            damaged = workdir.damage(str(root), manifest["part_counts"], model.layout.nwords, resumed_partitions,
+                                     options.fingerprints)
+            if damaged:
+                raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
+                                 f"({damaged}); it cannot be resumed: start the run afresh in a new --work-dir")
         try:
-            sc, owned = self._context()
+            sc, owned = self._context(progress)
         except BaseException:
             if temporary:  # Spark did not start: leave no empty work dir behind
                 shutil.rmtree(root, ignore_errors=True)
@@ -103,6 +131,8 @@ class SparkExplorer:
                 stop_honoured()
                 run.result.interrupted = True
                 run.result.incomplete_reason = "interrupted"
+            except Exception as e:
+                run.stopped_by(e)
             result = run.finish()
             result.checkpoint_dir = None if temporary else str(root)  # where --resume continues it
             return result
@@ -114,27 +144,44 @@ class SparkExplorer:
             if temporary:
                 shutil.rmtree(root, ignore_errors=True)
 
-    def _context(self) -> tuple[Any, bool]:
+    def _context(self, progress: ProgressFn) -> tuple[Any, bool]:
         if self.spark is None:
-            return start_context(self.master, self.conf), True
+            return start_context(self.master, self.conf, self.wait_s, progress), True
         return getattr(self.spark, "sparkContext", self.spark), False
 
     def _root(self, options: Options) -> tuple[Path, bool]:
+        """The work dir (made if new) and whether it is a temporary one. A work dir another run
+        holds is refused naming that run, before anything else is said about it."""
         directory = options.checkpoint_dir or self.work_dir
         if directory is not None:
             # executors run in directories of their own: a relative path, or ~, means nothing there
             directory = str(Path(directory).expanduser().absolute())
-        if options.resume:
-            if not directory or not (Path(directory) / MANIFEST).exists():
-                raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
-            return Path(directory), False
         if directory is None:
-            return Path(tempfile.mkdtemp(prefix="kraftcheck-spark-")), True
+            return leftovers.work_dir(), True
         root = Path(directory)
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        if (root / LOCK_FILE).exists():
+            lock_directory(root, _PURPOSE).release()  # DirectoryBusy if a run holds it
+        if options.resume:
+            if not root.is_dir() or not (root / MANIFEST).exists():
+                raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
+            return root, False
+        if root.exists() and (not root.is_dir() or any(p.name != LOCK_FILE for p in root.iterdir())):
             raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
         root.mkdir(parents=True, exist_ok=True)
         return root, False
+
+    @staticmethod
+    def _hold(root: Path, options: Options) -> DirectoryLock:
+        """This run's hold of its work dir, for its whole life (the kernel drops it if the driver
+        dies): a second run, or a --resume while this one runs, is refused at once."""
+        lock = lock_directory(root, _PURPOSE)
+        if not options.resume and any(p.name != LOCK_FILE for p in root.iterdir()):  # taken meanwhile
+            lock.release()
+            raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
+        return lock
+
+
+_PURPOSE = "a Spark run (kraftcheck check --engine spark)"
 
 
 def ship_spec_files(sc: Any, spec_class: type) -> Optional[Path]:
@@ -149,7 +196,7 @@ def ship_spec_files(sc: Any, spec_class: type) -> Optional[Path]:
         return None  # an installed or importable module: executors import it as the driver did
     # one place per module name and process: Spark refuses a second file of one name from another
     # path in one context, and another driver's copy may go away while this one runs
-    shipped = Path(tempfile.gettempdir()) / f"kraftcheck-ship-{os.getpid()}-{spec_class.__module__}"
+    shipped = leftovers.ship_dir(spec_class.__module__)
     if not shipped.exists():
         shipped.mkdir()
         atexit.register(shutil.rmtree, shipped, True)  # a context given by the caller outlives explore
@@ -165,6 +212,15 @@ def ship_spec_files(sc: Any, spec_class: type) -> Optional[Path]:
 _NO_SHARED_DIR = ("--engine spark with master {master}: the levels and the visited set need a directory that the "
                   "driver and every executor see (NFS, a mounted volume), and the default is a temporary "
                   "directory of the driver's; give one with --work-dir DIR")
+
+
+def _identity(root: str) -> Optional[tuple[int, int]]:
+    """The work dir's device and inode (None if it is gone): a directory made anew under its name differs."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _off_this_machine(master: Optional[str]) -> bool:
@@ -234,6 +290,8 @@ class _SparkRun:
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
         self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
         self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
+        self.jvm_lost = False  # the driver's Java process is gone: nothing more is asked of Spark
+        self.root_identity = _identity(root)  # the work dir this run writes (not a new one of that name)
 
     @property
     def depth(self) -> int:
@@ -448,14 +506,72 @@ class _SparkRun:
         return ranges, parts[:t] + [{**parts[t], "count": partial["count"], "new": partial["new"]}]
 
     def _run_job(self, job):
+        """``job()``'s value: the job runs on a thread of its own (with this thread's job tags),
+        so that Ctrl-C or SIGTERM stops the waiting here, between py4j calls, and the jobs are
+        cancelled on a connection that is not in the middle of an answer. A failure says the
+        failed task's error; a full disk is an ``OSError``; a work dir that vanished meanwhile,
+        a ``UsageError``."""
+        from pyspark.util import InheritableThread
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = job()
+            except BaseException as e:  # noqa: BLE001: handed to the waiting thread
+                box["error"] = e
+
+        thread = InheritableThread(target=run, name="kraftcheck-spark-job", daemon=True)
+        thread.start()
         try:
-            return job()
+            while thread.is_alive():
+                thread.join(0.2)
         except KeyboardInterrupt:
+            self._cancel_jobs(thread)
             raise
-        except Exception as e:
-            if type(e).__module__.startswith(("py4j", "pyspark")):
-                raise SparkRunError(f"a Spark job failed: {first_line(e)}") from None
-            raise
+        if "error" not in box:
+            return box["value"]
+        e = box["error"]
+        if not isinstance(e, Exception) or driver_jvm_lost(e, self.sc):
+            raise e
+        self._check_work_dir()
+        full = disk_full(e)
+        if full is not None:
+            raise full from None
+        if type(e).__module__.startswith(("py4j", "pyspark")):
+            raise SparkRunError(f"a Spark job failed: {task_error(e)}") from None
+        raise e
+
+    def _cancel_jobs(self, thread: Any) -> None:
+        try:
+            self.sc.cancelAllJobs()
+            thread.join(30)
+        except Exception:  # noqa: BLE001: a JVM that is gone has no jobs left to cancel
+            self.jvm_lost = True
+
+    def stopped_by(self, error: Exception) -> None:
+        """The run stopped on ``error``: a lost driver JVM ends it as an interrupt would (exit
+        130), a full disk as an incomplete run (exit 3), both with the statistics of the levels
+        finished; any other error is raised."""
+        if driver_jvm_lost(error, self.sc):
+            self.jvm_lost = True
+            stop_honoured()
+            self.result.interrupted = True
+            self.result.incomplete_reason = ("interrupted" if stop_requested() else
+                                             "the Spark driver's Java process ended (killed, or out of memory)")
+            return
+        full = disk_full(error)
+        if full is None:
+            raise error
+        # as the local engine says it: the command line adds what to do (--resume the work dir)
+        self.result.incomplete_reason = f"the disk is full writing {full.filename}" if full.filename else \
+            "the disk is full"
+
+    def _check_work_dir(self) -> None:
+        """Stop (exit 2) if the work dir was removed or replaced while this run went on: its
+        levels are gone, and a manifest written now would claim them."""
+        if _identity(self.root) != self.root_identity:
+            raise UsageError(f"the work dir {self.root} was removed (or replaced) while the run was going on; "
+                             "the levels explored are gone with it: start the run again in a new --work-dir")
 
     def _limits_hit(self, more_work: bool) -> bool:
         if self.options.max_states is not None and self.distinct > self.options.max_states:
@@ -498,6 +614,7 @@ class _SparkRun:
     def _commit(self) -> None:
         """After a finished level (its files are in place): say so in the manifest, atomically;
         then remove the visited runs that the level's merges replaced (no task reads them now)."""
+        self._check_work_dir()
         write_manifest(Path(self.root), self.identity, self._record(finished=False))
         self._remove_stale_runs()
 
@@ -574,10 +691,11 @@ class _SparkRun:
         r.new_states = [int(x) for x in self.new_per_action]
         r.conclude(list(self.found.values()), self.options.keep_going)
         r.fingerprints = self.options.fingerprints
-        if self.options.fingerprints:
+        if self.options.fingerprints and not self.jvm_lost:
             r.collision_probability = self._collision_probability()
         r.spark = self.meter.figures.report()
         workdir.remove_candidates(self.root)  # a stopped run's expansion of its last level
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
+            self._check_work_dir()
             write_manifest(Path(self.root), self.identity, self._record(finished=True))
         return r

@@ -1,15 +1,19 @@
-"""Starting (and failing to start) a SparkContext, with errors a user can act on."""
+"""Starting (and failing to start) a SparkContext, with errors a user can act on, and stopping it."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
-import socket
 import sys
 from typing import Optional
-from urllib.parse import urlparse
 
 from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.explore.result import ProgressFn, no_progress
+from kraftcheck.spark import failures, leftovers, readiness
+
+_LOCAL = re.compile(r"^local(?:\[(\*|\d+)\])?$")
+LOCAL_TASK_ATTEMPTS = 4  # spark.task.maxFailures' default on a cluster
 
 
 class SparkSetupError(KraftcheckError):
@@ -20,43 +24,46 @@ class SparkRunError(KraftcheckError):
     """A Spark job of the exploration failed."""
 
 
-def _check_master_reachable(master: str) -> None:
-    """A ``spark://host:port`` master that does not accept connections fails here, at once; Spark
-    itself would retry for a minute and then leave the jobs waiting."""
-    if not master.startswith("spark://"):
-        return
-    for address in master[len("spark://"):].split(","):
-        url = urlparse(f"spark://{address}")
-        try:
-            with socket.create_connection((url.hostname, url.port or 7077), timeout=5):
-                return
-        except OSError as e:
-            last = e
-    raise SparkSetupError(f"cannot reach the Spark master {master} ({last}); start it or give another --master")
-
-
 def under_spark_submit() -> bool:
     """True in a driver that spark-submit started (it passes its JVM's gateway to Python)."""
     return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
 
 
-def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] = None):
-    """A new SparkContext on ``master`` with ``conf``; executors run this Python (the one that has
-    kraftcheck and numba installed) unless ``spark.pyspark.python`` is given. Without ``master``:
-    spark-submit's master when it started this process, else ``local[*]``."""
+def with_task_retries(master: str) -> str:
+    """``local``, ``local[N]`` and ``local[*]`` with Spark's cluster default of 4 attempts a task
+    (local mode tries a task once: one Python worker killed, by the OOM killer say, would end the
+    run); ``local[N,R]`` and every other master as given."""
+    found = _LOCAL.match(master)
+    if not found:
+        return master
+    return f"local[{found.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
+
+
+def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] = None,
+                  wait_s: float = readiness.DEFAULT_WAIT_S, progress: ProgressFn = no_progress):
+    """A new SparkContext on ``master`` with ``conf``, ready to run a job: an executor has
+    registered (``readiness``; at most ``wait_s`` seconds for the master to take the application,
+    then as long for an executor, saying so to ``progress``). Executors run this Python (the one
+    that has kraftcheck and numba installed) unless ``spark.pyspark.python`` is given. Without
+    ``master``: spark-submit's master when it started this process, else ``local[*]``; local
+    masters with task retries (``with_task_retries``). The driver's scratch files (block
+    managers, shuffle files) go to a directory of this process's own, removed by ``stop_context``
+    and, if this process dies first, by the next run (``leftovers``)."""
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:
         raise SparkSetupError("PySpark is not installed: pip install 'kraftcheck[spark]'") from None
+    leftovers.sweep()
     if not under_spark_submit():
         if shutil.which("java") is None and not _java_home():
             raise SparkSetupError("Spark needs Java 17 or 21: no `java` is on PATH and JAVA_HOME is not set")
-        master = master or "local[*]"
+        master = with_task_retries(master or "local[*]")
     if master:
-        _check_master_reachable(master)
+        readiness.check_master(master)
     conf = dict(conf or {})
     # PySpark starts its workers with PYSPARK_PYTHON (default: whatever python3 is on PATH)
     os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
+    _quiet_py4j()
     spark_conf = SparkConf().setAppName("kraftcheck")  # under spark-submit: its settings
     if master:
         spark_conf.setMaster(master)
@@ -67,34 +74,102 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
             spark_conf.set(key, value)
     for key, value in conf.items():
         spark_conf.set(key, value)
+    scratch = None
+    if not spark_conf.contains("spark.local.dir"):
+        scratch = leftovers.scratch_dir()
+        spark_conf.set("spark.local.dir", str(scratch))
+    where = master or "the submitted master"
     try:
-        sc = SparkContext(conf=spark_conf)
-    except Exception as e:  # Java gateway, bad master URL, a context already running
-        raise SparkSetupError(f"could not start Spark on {master or 'the submitted master'}: {first_line(e)}") \
-            from None
-    sc.setLogLevel("ERROR")
+        try:
+            SparkContext._ensure_initialized(conf=spark_conf)  # the driver's JVM: quick, or an error at once
+        except Exception as e:  # Java gateway
+            raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
+        waiting = f"starting Spark on {where}" + (" (registering with the master)" if not
+                                                  str(master).startswith("local") else "")
+        try:
+            bound = wait_s + readiness.STARTUP_ALLOWANCE_S
+            sc = readiness.bounded(lambda: SparkContext(conf=spark_conf), bound, waiting, progress,
+                                   _kill_driver_jvm,
+                                   f"the master at {where} did not take this application within {bound:g} s: "
+                                   "is it a Spark master, and the right port? (or wait longer with "
+                                   "--spark-wait SECONDS)")
+        except (readiness.SparkWaitError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # bad master URL, a context already running, the master gave up
+            _kill_driver_jvm()
+            raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
+        sc._kraftcheck_scratch = scratch
+        sc.setLogLevel("ERROR")
+        try:
+            readiness.wait_for_executor(sc, wait_s, progress)
+        except BaseException:
+            stop_context(sc)
+            raise
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
     return sc
+
+
+def _quiet_py4j() -> None:
+    """py4j logs its connection errors with tracebacks (a stopped or killed driver JVM, a call
+    Ctrl-C cut): kraftcheck says what happened in one line instead."""
+    import logging
+    log = logging.getLogger("py4j")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+
+
+def _kill_driver_jvm() -> None:
+    """End the Java process PySpark started for this driver (a context that never became ready),
+    so that the next context starts afresh."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is None or under_spark_submit():
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001: a JVM that did not answer is killed below all the same
+        pass
+    if proc is not None:
+        proc.kill()
+        proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
 
 
 def stop_context(sc) -> None:
     """Stop ``sc`` and the Java process PySpark started for it (``sc.stop()`` alone leaves that
-    JVM running until this Python process exits)."""
+    JVM running until this Python process exits), then remove the driver's scratch directory.
+    A JVM that is already gone is not asked anything."""
     from pyspark import SparkContext
     gateway = SparkContext._gateway
-    sc.stop()
-    if gateway is None or under_spark_submit():  # spark-submit's JVM is spark-submit's to stop
-        return
     proc = getattr(gateway, "proc", None)
-    gateway.shutdown()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    if proc is not None:
-        proc.terminate()
+    try:
+        if proc is None or proc.poll() is None:
+            sc.stop()
+    except Exception:  # noqa: BLE001: a JVM that died meanwhile: nothing left to stop there
+        SparkContext._active_spark_context = None
+    if gateway is not None and not under_spark_submit():  # spark-submit's JVM is spark-submit's to stop
         try:
-            proc.wait(timeout=30)
-        except Exception:
-            proc.kill()
-            proc.wait()
+            gateway.shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except Exception:
+                proc.kill()
+                proc.wait()
+    scratch = getattr(sc, "_kraftcheck_scratch", None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _java_home() -> Optional[str]:
@@ -102,11 +177,5 @@ def _java_home() -> Optional[str]:
 
 
 def first_line(error: BaseException) -> str:
-    """The line of a (possibly Java-wrapped) error that says what went wrong."""
-    text = str(error).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):  # a Python error inside a task: its last line names it
-        if line.startswith(("kraftcheck.", "ValueError", "RuntimeError", "TypeError", "IndexError",
-                            "MemoryError", "OSError", "FileNotFoundError")):
-            return line
-    return lines[0] if lines else type(error).__name__
+    """The line of a (possibly Java-wrapped) error that says what went wrong (``failures.task_error``)."""
+    return failures.task_error(error)

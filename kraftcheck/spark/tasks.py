@@ -188,9 +188,9 @@ def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: n
         buckets = small_ints(bucket_of(hashes, plan.partitions, plan.fingerprints), plan.partitions)
         by_bucket = np.argsort(buckets, kind="stable")
         bounds = np.searchsorted(buckets[by_bucket], np.arange(plan.partitions + 1)).astype(np.int64)
-        workdir.save(workdir.candidate_path(plan.root, level, task, "words"), cand_words[by_bucket])
-        workdir.save(workdir.candidate_path(plan.root, level, task, "keys"), keys[by_bucket])
-        workdir.save(workdir.candidate_path(plan.root, level, task, "bounds"), bounds)
+        workdir.save(workdir.candidate_path(plan.root, level, task, "words"), cand_words[by_bucket], durable=False)
+        workdir.save(workdir.candidate_path(plan.root, level, task, "keys"), keys[by_bucket], durable=False)
+        workdir.save(workdir.candidate_path(plan.root, level, task, "bounds"), bounds, durable=False)
     return {"task": task, "generated": int(fired.sum()), "fired": fired.tolist(), "properties": prop_min.tolist(),
             "outside": outside_min.tolist(), "deadlock": int(deadlock)}
 

@@ -32,6 +32,7 @@ Spark runs again must find the runs its first attempt read.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -62,7 +63,7 @@ def candidate_path(root: str, level: int, task: int, kind: str) -> Path:
 
 
 def remove_candidates(root: str, level: Optional[int] = None) -> None:
-    """Remove level ``level``'s candidate files (every level's if None)."""
+    """Remove level ``level``'s candidate files (every level's, and their folder, if None)."""
     shutil.rmtree(Path(root) / "candidates" if level is None else candidates_dir(root, level), ignore_errors=True)
 
 
@@ -75,13 +76,32 @@ def run_path(root: str, bucket: int, first: int, last: int, kind: str = "fps") -
     return bucket_dir(root, bucket) / f"runs-{first:04d}-{last:04d}.{kind}"
 
 
-def save(path: Path, array: np.ndarray) -> None:
-    """Write ``array``'s bytes to ``path`` atomically (temporary file in the same directory, rename)."""
+def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
+    """Write ``array``'s bytes to ``path`` atomically (temporary file in the same directory,
+    rename); ``durable``: on disk (file and rename) before this returns, so that the manifest
+    that names it, written after, never names data a crash can take back. A full disk raises
+    ``OSError`` ENOSPC (numpy's own ``tofile`` says only "N requested and M written")."""
+    root = path.parent.parent.parent  # every file is at ROOT/KIND/FOLDER/FILE
+    if not root.is_dir():  # a work dir removed mid-run stays removed: no task recreates it
+        raise FileNotFoundError(errno.ENOENT, "the work dir is gone", str(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        np.ascontiguousarray(array).tofile(f)  # no copy of the bytes in memory
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # no copy of the bytes
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk keeps no half file
+        raise
+    if durable:
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def load(path: Path, dtype, nwords: int = 0) -> np.ndarray:
@@ -144,3 +164,36 @@ def remove_run(root: str, bucket: int, run: tuple[int, int]) -> None:
     """Remove a run, its ``.fps`` first (then it no longer counts), then its ``.words``."""
     for kind in ("fps", "words"):
         run_path(root, bucket, *run, kind).unlink(missing_ok=True)
+
+
+def damage(root: str, part_counts: list, nwords: int, partitions: int, fingerprints: bool) -> Optional[str]:
+    """What in ``root`` does not hold the finished levels a manifest describes (``part_counts``:
+    states per part file, per level): a part file or visited run missing, or of another size, or
+    a visited set of another size than the levels; None if everything is there. Sizes only: a
+    resumed run must not build on files that are gone or cut short."""
+    for level, counts in enumerate(part_counts):
+        for part, count in enumerate(counts):
+            for kind, width in (("words", 8 * nwords), ("parents", 8), ("labels", 2)):
+                path = part_path(root, level, part, kind)
+                try:
+                    size = path.stat().st_size
+                except OSError:
+                    return f"{path} is missing"
+                if size != count * width:
+                    return f"{path} holds {size:,} bytes where the manifest's {count:,} states take {count * width:,}"
+    states = 0
+    for bucket in range(partitions):
+        try:
+            cover = visited_runs(root, bucket, len(part_counts) - 1)
+            for run in cover:
+                fps = run_path(root, bucket, *run, "fps").stat().st_size
+                words = None if fingerprints else run_path(root, bucket, *run, "words").stat().st_size
+                if fps % 8 or (words is not None and words != fps // 8 * 8 * nwords):
+                    return f"bucket {bucket}'s visited run {run[0]}-{run[1]} is cut short"
+                states += fps // 8
+        except OSError as e:
+            return f"bucket {bucket}'s visited set: {e}"
+    levels = sum(sum(counts) for counts in part_counts)
+    if states != levels:
+        return f"the visited set holds {states:,} states where the levels hold {levels:,}"
+    return None

@@ -1,0 +1,170 @@
+"""Before the first job: a master that speaks Spark, and an executor, each within a bounded wait.
+
+Spark waits in silence: a ``spark://`` URL answered by something else costs 64 s and then a py4j
+error; a master without workers leaves the first job waiting for ever ("Initial job has not
+accepted any resources", a warning below the log level kraftcheck sets). So the driver asks a
+``spark://`` master's port one question of Spark's own RPC protocol (a stream request, which a
+Spark master answers at once with a failure frame), starts the SparkContext (which registers the
+application with the master) with a deadline, and then waits for an executor to register, saying
+on the progress line what it waits for. Past the deadline the run stops with exit 2 saying what
+is missing. Local mode has nothing to wait for: the driver is the executor.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+from urllib.parse import urlparse
+
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.explore.result import Progress
+
+DEFAULT_WAIT_S = 60.0  # --spark-wait: for the master to take the application, then for an executor
+# starting a SparkContext is also the driver JVM's own work (seconds, more on a busy machine): the
+# wait for the master to take the application allows that much more
+STARTUP_ALLOWANCE_S = 30.0
+PROBE_TIMEOUT_S = 5.0  # a Spark master answers the probe in milliseconds
+POLL_S = 0.25
+
+# Spark's transport frame: 8-byte length (itself included), 1-byte message type, the message.
+# Type 6 is a StreamRequest (its stream id a 4-byte length and UTF-8); a master answers an unknown
+# stream with a StreamFailure (type 8). Any of Spark's message types back says it is Spark.
+_STREAM_REQUEST, _LAST_MESSAGE_TYPE = 6, 12
+_PROBE_STREAM = b"/kraftcheck/probe"
+
+
+class SparkWaitError(KraftcheckError):
+    """Spark did not become ready within the bounded wait, or a master URL is not a Spark master."""
+
+
+@dataclass(frozen=True)
+class Waiting(Progress):
+    """The progress of a Spark run that has not started its first level: what it waits for."""
+
+    waiting: str = ""
+
+
+def _probe_frame() -> bytes:
+    body = struct.pack(">bi", _STREAM_REQUEST, len(_PROBE_STREAM)) + _PROBE_STREAM
+    return struct.pack(">q", 8 + len(body)) + body
+
+
+def _spark_answer(data: bytes) -> bool:
+    length, kind = struct.unpack(">qb", data[:9])
+    return 9 <= length <= 1 << 24 and 0 <= kind <= _LAST_MESSAGE_TYPE
+
+
+def _ask(host: str, port: int) -> bytes:
+    """What the server at host:port answers to the probe (up to a frame's header); if it keeps
+    silent a while, what it answers to an empty line too (an HTTP server waits for one)."""
+    data = b""
+    with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S) as s:
+        s.sendall(_probe_frame())
+        for then, wait in ((b"\r\n\r\n", 2.0), (None, PROBE_TIMEOUT_S)):
+            s.settimeout(wait)
+            try:
+                while len(data) < 9:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        return data
+                    data += chunk
+                return data
+            except socket.timeout:
+                if data or then is None:
+                    return data
+                s.sendall(then)
+    return data
+
+
+def check_master(master: str) -> None:
+    """A ``spark://`` master (each address of a list): reachable at once, and, if it answers the
+    probe, answering as Spark does. Refuses a URL none of whose addresses accepts a connection, or
+    one answered by something else (a web UI, the REST port, another server). A peer that says
+    nothing within the probe's time is left to the bounded wait (an authenticating master may)."""
+    if not master.startswith("spark://"):
+        return
+    unreachable: list[str] = []
+    for address in master[len("spark://"):].split(","):
+        url = urlparse(f"spark://{address}")
+        host, port = url.hostname, url.port or 7077
+        try:
+            data = _ask(host, port)
+        except OSError as e:
+            unreachable.append(f"{host}:{port} ({e.strerror or e})")
+            continue
+        if len(data) >= 9 and _spark_answer(data):
+            return
+        if data:
+            shown = data[:40].decode("latin-1").splitlines()[0] if data[:40].strip() else repr(data[:16])
+            raise SparkWaitError(f"--master {master}: {host}:{port} is not a Spark master (it answered "
+                                 f"{shown.strip()!r}); give the master's own port, the one in its log line "
+                                 "\"Starting Spark master at spark://HOST:PORT\" (7077 by default), not its web "
+                                 "UI's or REST server's")
+        return  # closed without a word: left to the bounded wait
+    raise SparkWaitError(f"cannot reach the Spark master {master} ({'; '.join(unreachable)}); start it or give "
+                         "another --master")
+
+
+def bounded(start: Callable[[], Any], wait_s: float, waiting: str, progress: Callable[[Progress], None],
+            on_timeout: Callable[[], None], timeout_message: str) -> Any:
+    """``start()`` on a thread of its own, waited for at most ``wait_s`` seconds with ``waiting``
+    on the progress line; past that (or on Ctrl-C) ``on_timeout()`` ends it, and the run stops
+    with ``timeout_message`` (or the interrupt)."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = start()
+        except BaseException as e:  # noqa: BLE001: handed to the waiting thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, name="kraftcheck-spark-start", daemon=True)
+    t0 = time.monotonic()
+    thread.start()
+    try:
+        while not done.wait(POLL_S):
+            elapsed = time.monotonic() - t0
+            if elapsed > wait_s:
+                on_timeout()
+                raise SparkWaitError(timeout_message)
+            progress(Waiting(0, 0, 0, 0, elapsed, engine="spark", waiting=waiting))
+    except KeyboardInterrupt:
+        on_timeout()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def executors(sc: Any) -> int:
+    """Executors registered with the driver (the driver itself not counted)."""
+    return max(0, len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1)
+
+
+def wait_for_executor(sc: Any, wait_s: float, progress: Callable[[Progress], None]) -> None:
+    """Return once an executor has registered; after ``wait_s`` seconds without one, stop with
+    what is missing. Local mode (the driver runs the tasks) and dynamic allocation (executors
+    come only once a job asks for them) do not wait."""
+    master = str(sc.master)
+    if master.startswith("local") or sc.getConf().get("spark.dynamicAllocation.enabled", "false") == "true":
+        return
+    t0 = time.monotonic()
+    while executors(sc) == 0:
+        elapsed = time.monotonic() - t0
+        if elapsed > wait_s:
+            hint = (f"start a worker (spark-class org.apache.spark.deploy.worker.Worker {master}), "
+                    if master.startswith("spark://") else "add executors, ")
+            raise SparkWaitError(f"the master at {master} has given this application no executor after "
+                                 f"{wait_s:g} s: its workers are missing, busy, or smaller than asked for "
+                                 f"(spark.executor.memory, spark.executor.cores); {hint}or wait longer with "
+                                 "--spark-wait SECONDS")
+        progress(Waiting(0, 0, 0, 0, elapsed, engine="spark",
+                         waiting=f"waiting for an executor from {master} (up to {wait_s:g} s)"))
+        time.sleep(POLL_S)

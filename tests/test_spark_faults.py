@@ -1,0 +1,321 @@
+"""Faults around a Spark run: no executor, a master URL that is not Spark, a busy, removed or
+damaged work dir, a killed Python worker, a full disk, a failing task, leftovers of a killed driver.
+
+Each ends in the local engine's exact answer or a clear error with its documented exit code.
+Spark is expensive to start, so these share the session's SparkContext (local[2], which
+kraftcheck starts with task retries) wherever the fault allows, and the waits and refusals that
+need no Spark are tested on their own parts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.dirlock import lock_directory
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.spark import SparkExplorer, failures, leftovers, readiness, workdir
+from kraftcheck.spark.session import with_task_retries
+from kraftcheck.specs import spec_class
+
+pytestmark = pytest.mark.spark
+
+
+def _die_hard() -> Model:
+    cls = spec_class("die_hard")
+    return Model(cls(cls.Params()))
+
+
+def _counts(result) -> tuple:
+    return (result.initial_states, result.distinct_states, result.states_generated, result.depth, result.coverage(),
+            [(v.check, [s.state for s in v.steps]) for v in result.violations])
+
+
+# -- no silent wait -------------------------------------------------------------------------------
+
+def _server(answer: bytes | None):
+    """A server on 127.0.0.1 that answers every connection with ``answer`` once it has read
+    something (None: accepts and says nothing); returns its port and a stop function."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            with conn:
+                conn.settimeout(10)
+                try:
+                    conn.recv(4096)
+                    if answer is not None:
+                        conn.sendall(answer)
+                    stop.wait(3)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close() -> None:
+        stop.set()
+        thread.join()
+        listener.close()
+
+    return listener.getsockname()[1], close
+
+
+def test_a_master_url_answered_by_something_else_is_refused_at_once():
+    """An HTTP server (a web UI, the REST port) on the master's URL: exit 2 at once, naming what
+    answered; Spark's own answer to the probe (a frame of its transport) is accepted."""
+    port, close = _server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+    try:
+        with pytest.raises(readiness.SparkWaitError, match="is not a Spark master.*HTTP/1.1 400"):
+            readiness.check_master(f"spark://127.0.0.1:{port}")
+    finally:
+        close()
+    # a StreamFailure frame, as a Spark master answers the probe: 8-byte length, type 8, ...
+    port, close = _server(bytes.fromhex("000000000000001a08") + b"\x00" * 17)
+    try:
+        readiness.check_master(f"spark://127.0.0.1:{port}")
+    finally:
+        close()
+
+
+class _ClusterWithoutExecutors:
+    """What the readiness wait asks of a SparkContext, on a master that gives no executor."""
+
+    master = "spark://127.0.0.1:7077"
+
+    class _Conf:
+        def get(self, key, default=None):
+            return default
+
+    def getConf(self):
+        return self._Conf()
+
+    class _jsc:
+        @staticmethod
+        def sc():
+            class Tracker:
+                def getExecutorInfos(self):
+                    return ["the driver"]
+            return type("JavaContext", (), {"statusTracker": lambda self: Tracker()})()
+
+
+def test_no_executor_stops_the_run_after_the_wait_saying_what_is_missing():
+    """A master whose workers are missing: the progress line says what the run waits for, and
+    after the wait the run stops with what to do (the CLI: exit 2, docs/spark.md)."""
+    seen = []
+    with pytest.raises(readiness.SparkWaitError) as refused:
+        readiness.wait_for_executor(_ClusterWithoutExecutors(), 0.3, seen.append)
+    message = str(refused.value)
+    assert "spark://127.0.0.1:7077 has given this application no executor after 0.3 s" in message
+    assert "start a worker" in message and "--spark-wait" in message
+    assert seen and all(p.waiting.startswith("waiting for an executor from spark://127.0.0.1:7077") for p in seen)
+    from kraftcheck.cli.terminal import progress_line
+    assert progress_line(seen[-1]).startswith("waiting for an executor")
+
+
+def test_a_start_that_does_not_end_is_stopped_at_its_bound():
+    ended = threading.Event()
+    with pytest.raises(readiness.SparkWaitError, match="did not take"):
+        readiness.bounded(lambda: ended.wait(30), 0.3, "starting", lambda p: None, ended.set, "did not take")
+    assert ended.is_set()  # the start was ended, not left running
+
+
+def test_local_masters_get_task_retries():
+    assert [with_task_retries(m) for m in ("local", "local[2]", "local[*]", "local[2,3]", "spark://h:7077")] == \
+        ["local[1,4]", "local[2,4]", "local[*,4]", "local[2,3]", "spark://h:7077"]
+
+
+# -- a work dir belongs to one run ------------------------------------------------------------------
+
+def test_a_busy_work_dir_is_refused_naming_its_holder(tmp_path):
+    """A second run, or a --resume, on a work dir another run holds: exit 2 at once (before Spark
+    starts) with the holder's pid and what to do."""
+    work = tmp_path / "work"
+    with lock_directory(work, "a Spark run (kraftcheck check --engine spark)"):
+        result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--engine", "spark", "--work-dir", str(work)])
+        assert result.exit_code == 2, result.output
+        assert "is in use by a Spark run" in result.output and f"pid {os.getpid()} " in result.output
+        (work / "checkpoint.json").write_text("{}")
+        resumed = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--engine", "spark", "--resume", str(work)])
+        assert resumed.exit_code == 2 and f"pid {os.getpid()} " in resumed.output
+    assert not list(Path(work).glob("levels"))
+
+
+@pytest.fixture(scope="module")
+def stopped_run_dir(spark_context, tmp_path_factory):
+    """A run of die_hard stopped by --max-depth 3: a resumable work dir (copied by each test)."""
+    work = tmp_path_factory.mktemp("stopped") / "work"
+    result = SparkExplorer(spark_context, partitions=2, work_dir=str(work)).explore(_die_hard(), Options(max_depth=3))
+    assert result.status == "incomplete" and result.checkpoint_dir == str(work)
+    return work
+
+
+@pytest.fixture
+def stopped_run(stopped_run_dir, tmp_path):
+    import shutil
+    return Path(shutil.copytree(stopped_run_dir, tmp_path / "work"))
+
+
+def _resume(spark_context, work: Path):
+    return SparkExplorer(spark_context).explore(_die_hard(), Options(resume=True, checkpoint_dir=str(work)))
+
+
+@pytest.mark.parametrize("damage", ["truncated part", "missing run", "removed"])
+def test_a_damaged_or_removed_work_dir_is_never_resumed(spark_context, stopped_run, damage):
+    work = stopped_run
+    if damage == "truncated part":
+        part = max(workdir.level_dir(str(work), 1).glob("part-*.words"), key=lambda p: p.stat().st_size)
+        part.write_bytes(part.read_bytes()[:-8])
+        expected = "does not hold the levels its manifest names"
+    elif damage == "missing run":
+        run = next((work / "visited").rglob("runs-*.fps"))
+        run.unlink()
+        expected = "does not hold the levels its manifest names"
+    else:
+        import shutil
+        shutil.rmtree(work)
+        expected = "no Spark run to resume there"
+    with pytest.raises(UsageError, match=expected):
+        _resume(spark_context, work)
+
+
+def test_a_work_dir_removed_mid_run_stops_it_and_stays_removed(spark_context, tmp_path):
+    """rm -rf of the work dir while the run goes on: a clear error (exit 2), and neither the driver
+    nor a task makes the directory again (a manifest there would claim levels that are gone)."""
+    import shutil
+    work = tmp_path / "work"
+
+    def remove_at_level_2(p):
+        if p.depth == 2 and work.exists():
+            shutil.rmtree(work)
+
+    with pytest.raises(UsageError, match="was removed .* while the run was going on"):
+        SparkExplorer(spark_context, partitions=2, work_dir=str(work)).explore(_die_hard(), Options(keep_going=True),
+                                                                              remove_at_level_2)
+    assert not work.exists()
+
+
+# -- every failure its cause and its exit code -----------------------------------------------------
+
+def test_a_failed_task_says_its_error_and_where_and_a_full_disk_is_a_full_disk(spark_context):
+    """Not py4j's "An error occurred while calling ...collectAndServe": the task's Python error,
+    the line that raised it, and how often Spark tried (local mode retries now)."""
+    def _raises_value_error(_):  # defined here: executors get it by value, not by this module's name
+        raise ValueError("a task's own error")
+
+    def _finds_the_disk_full(_):
+        raise OSError(28, "No space left on device", "/work/levels/level-0003/part-00001.words")
+
+    with pytest.raises(Exception) as failed:
+        spark_context.parallelize([0], 1).map(_raises_value_error).collect()
+    said = failures.task_error(failed.value)
+    assert "ValueError: a task's own error (at " in said and "An error occurred while calling" not in said
+    assert f"{__file__}:" in said and "in _raises_value_error" in said
+    assert failures.disk_full(failed.value) is None
+    with pytest.raises(Exception) as full:
+        spark_context.parallelize([0], 1).map(_finds_the_disk_full).collect()
+    found = failures.disk_full(full.value)
+    assert found is not None and found.filename == "/work/levels/level-0003/part-00001.words"
+
+
+def test_a_full_disk_ends_the_run_incomplete_with_its_statistics_and_resumable(spark_context, tmp_path, monkeypatch):
+    """ENOSPC while a level is being made durable: exit 3 (incomplete, "the disk is full ..."),
+    the statistics of the levels explored, and the work dir resumes to the local engine's answer."""
+    from kraftcheck.cli.check_cmd import exit_code
+    from kraftcheck.spark import explorer
+    work = tmp_path / "work"
+    written = []
+
+    def full_after_two(directory, identity, progress):
+        if len(written) == 2:
+            raise OSError(28, "No space left on device", str(Path(directory) / "checkpoint.json"))
+        written.append(json.loads(json.dumps(progress)))
+        real(directory, identity, progress)
+
+    real = explorer.write_manifest
+    monkeypatch.setattr(explorer, "write_manifest", full_after_two)
+    stopped = SparkExplorer(spark_context, partitions=2, work_dir=str(work)).explore(_die_hard(),
+                                                                                   Options(keep_going=True))
+    assert (stopped.status, exit_code(stopped)) == ("incomplete", 3)
+    assert stopped.incomplete_reason == f"the disk is full writing {work / 'checkpoint.json'}"
+    assert stopped.distinct_states > 0 and stopped.checkpoint_dir == str(work)
+    monkeypatch.setattr(explorer, "write_manifest", real)
+    assert json.loads((work / "checkpoint.json").read_text())["level_start"] == written[-1]["level_start"]
+    resumed = SparkExplorer(spark_context).explore(_die_hard(), Options(keep_going=True, resume=True,
+                                                                        checkpoint_dir=str(work)))
+    assert _counts(resumed) == _counts(Engine().explore(_die_hard(), Options(keep_going=True)))
+
+
+KILLED_ONCE = '''
+import os, signal
+from kraftcheck.specs.die_hard import DieHard
+
+MARKER, DRIVER = {marker!r}, {driver}
+
+
+class DieHardKilledOnce(DieHard):
+    """die_hard, but the first Python worker to build the model is killed (SIGKILL)."""
+
+    name = "die_hard_killed_once"
+
+    def fields(self):
+        if os.getpid() != DRIVER:
+            try:
+                os.rename(MARKER, MARKER + ".taken")
+            except FileNotFoundError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().fields()
+'''
+
+
+def test_a_killed_python_worker_is_retried_to_the_local_engines_answer(spark_context, tmp_path):
+    """Local mode with task retries (local[2] is started as local[2,4]): a Python worker killed
+    mid-task is one failed attempt, not the end of the run."""
+    marker = tmp_path / "kill-one-worker"
+    marker.write_text("")
+    (tmp_path / "killed_once.py").write_text(KILLED_ONCE.format(marker=str(marker), driver=os.getpid()))
+    cls = spec_class(f"{tmp_path / 'killed_once.py'}:DieHardKilledOnce")
+    options = Options(keep_going=True)
+    result = SparkExplorer(spark_context, partitions=2).explore(Model(cls(cls.Params())), options)
+    assert not marker.exists() and Path(f"{marker}.taken").exists(), "no Python worker was killed"
+    assert _counts(result) == _counts(Engine().explore(Model(cls(cls.Params())), options))
+
+
+# -- nothing left behind ----------------------------------------------------------------------------
+
+def test_a_dead_drivers_directories_are_swept_and_a_live_ones_kept(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    names = {f"{leftovers.SHIP_PREFIX}{dead_pid}-kraftcheck_spec_x": False,
+             f"{leftovers.SCRATCH_PREFIX}{dead_pid}-abc": False,
+             f"{leftovers.WORK_PREFIX}{dead_pid}-abc": False,
+             f"{leftovers.SCRATCH_PREFIX}{os.getpid()}-abc": True,  # this live driver's
+             f"{leftovers.SHIP_PREFIX}{os.getppid()}-kraftcheck_spec_y": True,  # a live process's
+             "kraftcheck-spark-ab12cd": True}  # not named by a pid
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "blockmgr-1").mkdir()
+    assert sorted(p.name for p in leftovers.sweep(str(tmp_path))) == sorted(n for n, kept in names.items()
+                                                                            if not kept)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
