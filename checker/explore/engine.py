@@ -634,6 +634,7 @@ class _Run:
             inside = buf.valid[:nrows]
             if outside.size:  # the graph is the constrained one: no transition leaves it
                 inside = np.ascontiguousarray(inside[~np.isin(inside, outside)])
+                recorder.add_leaving(buf.words, outside, level, lo, first_index, stride, buf.labels)  # fairness
             recorder.add_chunk(buf.words, buf.hashes, inside, inside.shape[0], buf.is_new, first_index, hi - lo,
                                stride, buf.labels)
             buf.is_new[outside] = 0
@@ -647,7 +648,6 @@ class _Run:
         (the first violating row of each goes to ``found_here``) and, unless the graph is
         recorded, turned into a self-loop (its source's words), which nothing counts as new and
         the visited set never meets. Returns them."""
-                recorder.add_leaving(buf.words, outside, level, lo, first_index, stride, buf.labels)  # fairness
         buf, model, stride = self.buffers, self.model, self.stride
         masks = np.zeros(rows.shape[0], np.uint64)
         if model.constraints or model.invariants:
