@@ -39,8 +39,7 @@ from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, buck
                                                       collect_dense_part, collect_part, seen_table_size, tally_width,
                                                       valid_rows_part)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
-from kraftcheck.checker.explore.checkpoint import (check_new_checkpoint_dir, check_resumable, run_identity,
-                                                  write_manifest)
+from kraftcheck.checker.explore.checkpoint import check_resumable, hold_checkpoint, run_identity, write_manifest
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.state_graph import GraphRecorder
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
@@ -135,6 +134,10 @@ class Engine:
         self.spill_levels_at = spill_levels_at
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+        with hold_checkpoint(model, options):  # a checkpoint directory is this run's alone, checked first
+            return self._explore(model, options, progress)
+
+    def _explore(self, model: Model, options: Options, progress: ProgressFn) -> Result:
         t0 = time.perf_counter()
         if options.record_graph and (not options.keep_going or options.fingerprints or options.checkpoint_dir):
             raise UsageError("recording the state graph needs every state explored and kept in memory: "
@@ -143,8 +146,6 @@ class Engine:
             raise UsageError("--symmetry explores one state per orbit; the graph analyses need every state")
         if options.symmetry:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
-        if options.checkpoint_dir and not options.resume:
-            check_new_checkpoint_dir(Path(options.checkpoint_dir))
         mode = "now" if numba.config.DISABLE_JIT else self.compile
         if mode == "background":
             interpret_budget()  # a bad setting refused before anything is compiled
@@ -870,6 +871,7 @@ class _Run:
         return {
             "levels": self.depth,
             "sizes": [int(p.shape[0]) for p in self.levels.parents],
+            "checksums": self.levels.checksums,
             "initial_states": self.result.initial_states,
             "generated": self.generated,
             "fired": [int(x) for x in self.fired],
@@ -894,7 +896,7 @@ class _Run:
         if manifest["levels"] == 0:  # stopped before its first level was durable: from the start
             self.levels.reopen(0, [])
             return None
-        level = self.levels.reopen(manifest["levels"], manifest["sizes"])
+        level = self.levels.reopen(manifest["levels"], manifest["sizes"], manifest["checksums"])
         for words in self.levels.words_of_level:
             for lo in range(0, words.shape[0], RESUME_CHUNK_STATES):
                 chunk = np.ascontiguousarray(words[lo: lo + RESUME_CHUNK_STATES])

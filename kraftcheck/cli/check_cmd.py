@@ -15,6 +15,7 @@ from kraftcheck.cli.params import derived_options, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
+from kraftcheck.checker.explore.checkpoint import check_resume_dir
 from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.stop import install_stop_handlers
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
@@ -90,6 +91,8 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
         raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
     if engine == "reference" and (checkpoint or resume):
         raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
+    if engine == "engine":
+        check_resume_dir(resume)  # a mistyped path: refused before any work, and nothing created
     check_output_dir(checkpoint or resume, "--checkpoint" if checkpoint else "--resume")
     if symmetry and engine == "spark":
         raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
@@ -247,7 +250,8 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "their share of --max-memory go to a temporary directory.)")
 @click.option("--resume", metavar="DIR",
               help="Continue the run checkpointed in DIR from its last finished level (same spec, "
-                   "parameters and checks).")
+                   "parameters and checks). Every file of the checkpoint is checked against its checksum "
+                   "first; a damaged checkpoint, or one another run holds, is refused.")
 @click.option("--simulate", is_flag=True,
               help="Instead of the exhaustive search, run random behaviours (TLC's -simulate) on the compiled "
                    "kernels, checking every state generated; stops at the first violation (or, with --continue, "
