@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.explore.result import Result
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import write_output
 
 
 def peak_rss_bytes() -> int:
@@ -64,10 +64,6 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
 
 
 def write_report(report: dict, path: str) -> None:
-    """Write to ``path`` atomically (never a half-written file), or to stdout for ``-``."""
-    text = json.dumps(report, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    atomic_write(path, text)
+    """Write to ``path``: a file whole or not at all, ``-`` standard output, a device or FIFO
+    written into (``files.write_output``)."""
+    write_output(path, json.dumps(report, indent=2) + "\n")

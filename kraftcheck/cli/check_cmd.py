@@ -11,8 +11,9 @@ from typing import Any, Optional
 
 import click
 
-from kraftcheck.cli.params import derived_options, option_name, parse_param_args
+from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
+from kraftcheck.cli.validate import positive, positive_number, worker_threads
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
 from kraftcheck.checker.explore.checkpoint import check_resume_dir
@@ -22,7 +23,7 @@ from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Optio
 from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import canonicaliser_for
-from kraftcheck.cli.paths import check_output_dir, check_output_file
+from kraftcheck.cli.paths import check_graph_file, check_output_dir, check_output_file, refuse_two_on_stdout, to_stdout
 from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, refuse_without_simulate,
                                        run_simulation, simulation_strategy)
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
@@ -36,12 +37,6 @@ def exit_code(result: Result) -> int:
     return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATED, INCOMPLETE: EXIT_INCOMPLETE}[result.status]
 
 
-def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    if value is not None and value <= 0:
-        raise click.BadParameter("must be greater than 0")
-    return value
-
-
 DEFAULT_PARAMS = spec_class(DEFAULT_SPEC).Params
 
 
@@ -52,8 +47,7 @@ def gather_params(spec_name: str, param_items: tuple[str, ...], derived: dict[st
     if given and spec_name != DEFAULT_SPEC:
         flag = option_name(next(iter(given)))
         raise UsageError(f"{flag} is an option of spec {DEFAULT_SPEC}; for spec {spec_name} use --param KEY=VALUE")
-    values = dict(given)
-    values.update(parse_param_args(cls.Params, spec_name, param_items))
+    values = merge_params(given, parse_param_args(cls.Params, spec_name, param_items))
     defaults = {f.name for f in dataclasses.fields(cls.Params)}
     unknown = set(values) - defaults
     if unknown:
@@ -86,7 +80,7 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     # every output location is checked before exploring: a bad one must not cost the run
     check_output_file(json_path, "--json")
     check_output_dir(trace_dir, "--trace-dir")
-    check_output_file(dump_graph, "--dump-graph")
+    check_graph_file(dump_graph, "--dump-graph")
     if checkpoint and resume:
         raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
     if engine == "reference" and (checkpoint or resume):
@@ -99,9 +93,9 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
     if symmetry and (dump_graph or availability or liveness):
         raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
                          "need every state")
+    cls, param_values = gather_params(spec, params, derived)
     if engine == "engine" and compile == "background" and simulation is None:
         start_interpreter_compile()  # an installation's first run: beside building the model
-    cls, param_values = gather_params(spec, params, derived)
     model = Model(cls(param_values), check=list(invariants) or None, constraints=list(constraints) or None,
                   deadlock=deadlock)
     if symmetry:
@@ -229,10 +223,10 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "states intended (check_deadlock = False)]")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Keep exploring after a violation; report the shortest violation of each check.")
-@click.option("--max-states", type=int, callback=_positive, metavar="N", help="Stop (incomplete, exit 3) once more than N distinct states are found.")
-@click.option("--max-depth", type=int, callback=_positive, metavar="N", help="Do not expand states at depth N (initial states are depth 1); unexpanded states make the run incomplete.")
-@click.option("--time-limit", type=float, callback=_positive, metavar="SECONDS", help="Stop exploring after this long.")
-@click.option("--max-memory", "max_memory_gib", type=float, callback=_positive, metavar="GIB",
+@click.option("--max-states", type=int, callback=positive, metavar="N", help="Stop (incomplete, exit 3) once more than N distinct states are found.")
+@click.option("--max-depth", type=int, callback=positive, metavar="N", help="Do not expand states at depth N (initial states are depth 1); unexpanded states make the run incomplete.")
+@click.option("--time-limit", type=float, callback=positive_number("seconds"), metavar="SECONDS", help="Stop exploring after this long.")
+@click.option("--max-memory", "max_memory_gib", type=float, callback=positive_number("GiB"), metavar="GIB",
               help="Stop (incomplete, exit 3) once the process's resident memory (pages of mapped level files "
                    "included) exceeds GIB GiB. Without --checkpoint the levels move to a temporary directory "
                    "(under $TMPDIR, removed at the end) once they hold 1/16 of GIB.  [default: 85% of this "
@@ -259,11 +253,11 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), metavar="S",
               help="--simulate: the seed; the same seed gives the same behaviours and the same violation "
                    "whatever the thread count.  [default: a random seed, printed and in the report]")
-@click.option("--depth", type=int, callback=_positive, metavar="N",
+@click.option("--depth", type=int, callback=positive, metavar="N",
               help="--simulate: states per behaviour at most (the initial state counted).  [default: twice the "
                    "number of levels if a 50,000-state breadth-first probe exhausts the model, else 4 x the levels "
                    "it reached; at least 10]")
-@click.option("--max-behaviours", type=int, callback=_positive, metavar="N",
+@click.option("--max-behaviours", type=int, callback=positive, metavar="N",
               help="--simulate: stop after N behaviours.")
 @click.option("--strategy", type=click.Choice(["uniform", "by-action", "swarm"]),
               help="--simulate: how a behaviour picks its next state: uniformly among its successors "
@@ -287,7 +281,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
                    "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
                    "default 1.5 s, 1 s in Python, then wait) while other processes compile them at the lowest "
                    "priority, a small model's quick table form first (background); or compile them first (now).")
-@click.option("--threads", type=int, callback=_positive, metavar="N", help="Worker threads. [default: CPU count]")
+@click.option("--threads", type=int, callback=positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
 def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], constraints: tuple[str, ...],
@@ -309,11 +303,14 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     usage or input error; 3 exploration incomplete (a limit was hit, the disk filled up, or --simulate
     found no violation: it is never exhaustive); 130 interrupted.
     """
-    terminal = Terminal(quiet=quiet, color=False if no_color else None, results_to_stderr=json_path == "-")
-    if threads:
-        os.environ["KRAFTCHECK_THREADS"] = str(threads)
     install_stop_handlers()
+    terminal = Terminal(quiet=quiet, color=False if no_color else None,
+                        results_to_stderr=to_stdout(json_path) or to_stdout(dump_graph))
     try:
+        refuse_two_on_stdout({"--json": json_path, "--dump-graph": dump_graph})
+        threads = worker_threads(threads, terminal.note)
+        if threads:
+            os.environ["KRAFTCHECK_THREADS"] = str(threads)
         if not simulate:
             refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
         simulation = SimulationRequest(seed, depth, max_behaviours, simulation_strategy(swarm, strategy)) \

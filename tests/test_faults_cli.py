@@ -1,0 +1,293 @@
+"""Bad inputs and hostile outputs at the command line: each refused with one clear line and exit 2
+before any check runs, and an output never harms what it writes to (a device, a FIFO, a symlink,
+standard output). Ctrl-C and SIGTERM end a run with 130 from the moment kraftcheck's code runs.
+
+Refusals are asserted to come before any work by what work would leave: the check's header line
+("checking ..."), a ci run directory, a written file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.files import descriptor_of, output_kind, write_output
+from kraftcheck.cli.main import cli
+from kraftcheck.cli.validate import worker_threads
+
+KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
+DIE_HARD = ["check", "--spec", "die_hard", "--no-color"]  # 16 states: violated (exit 1) in a blink
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
+
+
+def refused(result, *words):
+    """Exit 2 with one error line naming ``words``, no traceback, and no check begun."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, result.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+    assert "checking " not in result.output, "the check began before the refusal"
+    return errors[0]
+
+
+# -- outputs: special files, symlinks, standard output -------------------------------------------------
+
+def test_a_report_into_a_fifo_is_written_into_it_and_the_fifo_stays(tmp_path):
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    try:
+        result = run(*DIE_HARD, "--json", str(fifo), "--trace-dir", str(tmp_path / "traces"))
+    finally:
+        if reader.is_alive():  # nothing opened the FIFO for writing: let the reader go
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+    assert result.exit_code == 1, result.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(received[0])["result"] == "violated"
+
+
+def test_a_report_through_a_symlink_writes_its_file_and_keeps_the_link(tmp_path):
+    target = tmp_path / "reports" / "latest.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "report.json"
+    link.symlink_to(target)
+    result = run(*DIE_HARD, "-q", "--json", str(link), "--trace-dir", str(tmp_path / "traces"))
+    assert result.exit_code == 1, result.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["result"] == "violated"
+    assert [p.name for p in target.parent.iterdir()] == ["latest.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("path", ["-", "/dev/stdout", "{tmp}/fd1.json"])
+def test_a_report_to_standard_output_goes_there_and_the_summary_to_stderr(tmp_path, path):
+    link = tmp_path / "fd1.json"
+    link.symlink_to("/proc/self/fd/1")
+    result = run(*DIE_HARD, "--json", path.format(tmp=tmp_path), "--trace-dir", str(tmp_path / "traces"))
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["result"] == "violated"  # stdout holds the report and nothing else
+    assert "violated" in result.stderr
+    assert os.path.islink("/dev/stdout") and link.is_symlink()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_report_to_dev_full_leaves_the_device_a_device(tmp_path):
+    before = os.stat("/dev/full")
+    result = run(*DIE_HARD, "-q", "--json", "/dev/full", "--trace-dir", str(tmp_path / "traces"))
+    after = os.stat("/dev/full")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
+    assert result.exit_code != 0 and "/dev/full" in result.stderr and "Traceback" not in result.output
+
+
+def test_write_output_writes_into_a_device_and_through_descriptors(tmp_path, capfd):
+    write_output("/dev/null", "nothing")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert descriptor_of("-") == 1 and descriptor_of("/dev/stdout") == 1 and descriptor_of("/dev/fd/2") == 2
+    assert descriptor_of(tmp_path / "x.json") is None
+    write_output("/proc/self/fd/1", "through fd 1\n")
+    assert capfd.readouterr().out == "through fd 1\n"
+    with pytest.raises(IsADirectoryError):
+        output_kind(tmp_path)
+
+
+def test_a_symlink_loop_and_two_outputs_on_stdout_are_refused(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    refused(run(*DIE_HARD, "--json", str(tmp_path / "a")), "--json", "symbolic links")
+    refused(run(*DIE_HARD, "--json", "-", "--dump-graph", "/dev/stdout"), "--json and --dump-graph", "standard output")
+
+
+def test_dump_graph_with_another_suffix_is_refused_before_exploring(tmp_path):
+    refused(run(*DIE_HARD, "--dump-graph", str(tmp_path / "out.txt")), "--dump-graph", "*.graphml", "out.txt")
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_dump_graph_to_standard_output(tmp_path):
+    result = run(*DIE_HARD, "--dump-graph", "-", "--trace-dir", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.lstrip().startswith("<graphml") and result.stdout.rstrip().endswith("</graphml>")
+
+
+# -- numbers and contradictions ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option,value,message", [
+    ("--time-limit", "nan", "nan is not a number of seconds"),
+    ("--time-limit", "inf", "finite"),
+    ("--max-memory", "nan", "nan is not a number of GiB"),
+    ("--max-memory", "-inf", "finite"),
+    ("--threads", "0", "greater than 0"),
+])
+def test_check_refuses_numbers_that_are_not(option, value, message):
+    result = run(*DIE_HARD, option, value)
+    assert result.exit_code == 2 and option in result.stderr and message in result.stderr, result.output
+
+
+def test_threads_beyond_the_cpus_are_lowered_with_a_note(monkeypatch, tmp_path):
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "1")  # restored after the test: the CLI sets it for its run
+    notes: list[str] = []
+    cpus = len(os.sched_getaffinity(0))
+    assert worker_threads(cpus + 3000, notes.append) == cpus and f"--threads {cpus + 3000}" in notes[0]
+    assert worker_threads(1, notes.append) == 1 and len(notes) == 1
+    result = run(*DIE_HARD, "--threads", "3000", "--trace-dir", str(tmp_path))
+    assert result.exit_code == 1 and "--threads 3000 is more than" in result.stderr, result.output
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "many")
+    refused(run(*DIE_HARD), "KRAFTCHECK_THREADS='many'")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--brokers", "3", "--param", "brokers=4"], ["--brokers 3", "--param brokers=4"]),
+    (["--min-isr", "3", "--param", "min_isr=2"], ["--min-isr 3", "--param min_isr=2"]),
+    (["--spec", "die_hard", "--param", "big=5", "--param", "big=6"], ["--param big", "twice"]),
+])
+def test_a_parameter_set_twice_is_refused_naming_both(args, words):
+    refused(run("check", "--no-color", *args), *words)
+
+
+# -- kraftcheck ci: every output and every name checked before any check runs -----------------------
+
+CHECK = '[checks.jug]\nspec = "die_hard"\nviolates = ["{name}"]\n'
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "kraftcheck.toml").write_text(CHECK.format(name="big_jug_never_holds_4"))
+    (tmp_path / "a-file").write_text("")
+    return tmp_path
+
+
+def ci_refused(project, args, *words):
+    result = CliRunner().invoke(cli, ["ci", "--no-color", *args], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and all(w in result.stderr for w in words), result.stderr
+    assert "jug" not in result.stdout and not (project / "kraftcheck-ci").exists(), "a check ran"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--junit", "a-file/junit.xml"], ["--junit", "is not a directory"]),
+    (["--junit", "/proc/junit.xml"], ["--junit", "does not accept new files"]),
+    (["--progress-json", "a-file/p.ndjson"], ["--progress-json", "is not a directory"]),
+    (["--out", "a-file"], ["--out a-file", "not a directory"]),
+    (["--junit", "-", "--progress-json", "-"], ["--junit and --progress-json", "standard output"]),
+])
+def test_ci_refuses_an_output_it_cannot_write_before_any_check(project, args, words):
+    ci_refused(project, args, *words)
+
+
+def test_ci_refuses_an_unknown_invariant_before_any_check(project):
+    (project / "kraftcheck.toml").write_text(CHECK.format(name="no_such_invariant"))
+    ci_refused(project, [], "kraftcheck.toml:3", "violates", "no_such_invariant", "big_jug_never_holds_4")
+    (project / "kraftcheck.toml").write_text('[checks.jug]\nspec = "die_hard"\ninvariants = ["nope"]\nexpect = "holds"\n')
+    ci_refused(project, [], "checks.jug.invariants", "'nope'")
+
+
+@pytest.fixture
+def read_only(project):
+    """Make a file read-only even for root (chattr +i; permission bits do not bind root)."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0o444)
+        elif subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("running as root on a file system without chattr +i: no file is read-only here")
+        made.append(path)
+    yield make
+    for path in made:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+
+
+def test_ci_refuses_to_record_into_a_read_only_manifest_before_any_check(project, read_only):
+    read_only(project / "kraftcheck.toml")
+    ci_refused(project, ["--record"], "--record", "kraftcheck.toml", "not writable")
+
+
+def test_ci_refuses_a_read_only_baseline_before_any_check(project, read_only):
+    baseline = project / "kraftcheck-baseline.json"
+    baseline.write_text('{"version": 1, "findings": []}\n')
+    read_only(baseline)
+    ci_refused(project, ["--update-baseline"], "--update-baseline", "kraftcheck-baseline.json", "not writable")
+
+
+# -- sweep and trace ------------------------------------------------------------------------------------
+
+def test_sweep_refuses_bad_limits_and_outputs_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    sweep = ["sweep", "--spec", "die_hard", "--vary", "big=4,5"]
+    for args, words in ((["--time-limit", "nan"], ["--time-limit", "nan is not a number"]),
+                        (["--output", "a-file/t.md"], ["--output", "is not a directory"]),
+                        (["--out", "a-file"], ["--out", "not a directory"]),
+                        (["--param", "big=5"], ["parameter big is both varied and fixed", "--param"])):
+        result = run(*sweep, *args)
+        assert result.exit_code == 2 and all(w in result.stderr for w in words), result.output
+        assert "configurations" not in result.stderr and not (tmp_path / "kraftcheck-sweep").exists()
+    (tmp_path / "m.toml").write_text('spec = "die_hard"\ntime_limit = inf\n[vary]\nbig = [4, 5]\n')
+    result = run("sweep", "m.toml")
+    assert result.exit_code == 2 and "time_limit must be a finite number" in result.stderr, result.output
+
+
+def test_trace_render_refuses_a_name_that_is_no_picture_before_reading(tmp_path):
+    result = run("trace", "render", str(tmp_path / "not-even-there.json"), "-o", "-")
+    assert result.exit_code == 2 and "must be .svg or .png" in result.stderr, result.output
+
+
+def test_trace_export_to_standard_output(tmp_path):
+    traces = tmp_path / "traces"
+    assert run(*DIE_HARD, "-q", "--trace-dir", str(traces)).exit_code == 1
+    trace = next(traces.glob("*.json"))
+    result = run("trace", "export", str(trace), "--format", "mermaid", "-o", "-")
+    assert result.exit_code == 0 and result.stdout.startswith("sequenceDiagram"), result.output
+    assert "wrote" not in result.stderr
+
+
+# -- signals --------------------------------------------------------------------------------------------
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum``."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the signal handlers from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_as_soon_as_kraftcheck_runs_exits_130(signum, tmp_path):
+    """Sent the moment kraftcheck's handlers exist (Python itself catches SIGINT, never SIGTERM,
+    so a caught SIGTERM is the sign): the command is still importing its modules, where click
+    used to print "Aborted!" and exit 1, and SIGTERM ended the process as 143. Before that moment
+    only the interpreter starts, and the signal's own action ends it. SIGINT starts at its default
+    action, as from a terminal (a suite run as a background job may have it ignored, inherited)."""
+    process = subprocess.Popen([KRAFTCHECK, *DIE_HARD, "--trace-dir", str(tmp_path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        while process.poll() is None and not _catches(process.pid, signal.SIGTERM):
+            time.sleep(0.001)  # the handlers appear within the first tens of milliseconds
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err.decode()
+    assert "kraftcheck: error: interrupted" in err.decode() and "Aborted" not in err.decode()
+    assert "Traceback" not in err.decode()
