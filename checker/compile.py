@@ -499,8 +499,9 @@ class BackgroundCompile:
         if keep and self.process.poll() is None:
             # at most one detached compile per kernel cache, one per kernel key (``detached.leave``)
             spec = self.shapes.module_name[len("kc_"):].rsplit("_model_", 1)[0]
-            if detached.leave(self.cache, self.process.pid, self.shapes.module_name, f"the kernels of spec {spec}"):
-                self.left_running = True
+            going = detached.leave(self.cache, self.process.pid, self.shapes.module_name, f"the kernels of spec {spec}")
+            self.left_running = going is not None  # this compile, or one of the same kernels left before
+            if going == self.process.pid:
                 self._stderr.close()
                 return
         if self.process.poll() is None:

@@ -49,7 +49,11 @@ def register_dir(cache: Path) -> Path:
 def _locked(cache: Path) -> Iterator[Path]:
     directory = register_dir(cache)
     directory.mkdir(parents=True, exist_ok=True)
-    import fcntl
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: two runs ending at once may each stop the other's compile
+        yield directory
+        return
     with open(directory / ".lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         yield directory
@@ -92,14 +96,15 @@ def _stop(entry: Detached) -> None:
             os.kill(entry.pid, signal.SIGKILL)
 
 
-def leave(cache: Path, pid: int, key: str, what: str) -> bool:
+def leave(cache: Path, pid: int, key: str, what: str) -> Optional[int]:
     """Process ``pid`` (a background compile ending with kernel module ``key``) is to go on
     after its run: register it unless a detached compile of the same key runs already, in which
-    case ``pid`` is stopped instead; stop every other detached compile of ``cache``. Returns
-    whether ``pid`` goes on."""
+    case ``pid`` is stopped instead; stop every other detached compile of ``cache``. Returns the
+    pid of the compile of ``key`` that goes on (``pid``, or the one detached before), None if
+    none does (``pid`` has ended)."""
     started = process_start(pid)
     if started is None:
-        return False
+        return None
     with _locked(cache) as directory:
         entries = [(path, e) for path, e in _entries(directory)]
         alive = []
@@ -108,9 +113,10 @@ def leave(cache: Path, pid: int, key: str, what: str) -> bool:
                 alive.append((path, entry))
             else:
                 path.unlink(missing_ok=True)
-        if any(entry.key == key for _, entry in alive):
+        same = [entry for _, entry in alive if entry.key == key]
+        if same:
             _stop(Detached(pid, started, key, what, time.time()))
-            return False
+            return same[0].pid
         for path, entry in alive:
             _stop(entry)
             path.unlink(missing_ok=True)
@@ -118,7 +124,7 @@ def leave(cache: Path, pid: int, key: str, what: str) -> bool:
         tmp = directory / f".{pid}.json.tmp"
         tmp.write_text(json.dumps(asdict(record)))
         os.replace(tmp, directory / f"{pid}.json")
-    return True
+    return pid
 
 
 def running(cache: Path) -> list[Detached]:

@@ -163,11 +163,11 @@ def _ended(process: subprocess.Popen) -> bool:
 def test_detached_compiles_one_per_key_and_one_per_cache(tmp_path):
     first, same_key, other = _sleeper(), _sleeper(), _sleeper()
     try:
-        assert detached.leave(tmp_path, first.pid, "kc_a_model_1", "the kernels of spec a")
-        assert not detached.leave(tmp_path, same_key.pid, "kc_a_model_1", "the kernels of spec a")
+        assert detached.leave(tmp_path, first.pid, "kc_a_model_1", "the kernels of spec a") == first.pid
+        assert detached.leave(tmp_path, same_key.pid, "kc_a_model_1", "the kernels of spec a") == first.pid
         assert _ended(same_key), "a second compile of one key is stopped, the first goes on"
         assert [e.pid for e in detached.running(tmp_path)] == [first.pid]
-        assert detached.leave(tmp_path, other.pid, "kc_b_model_2", "the kernels of spec b")
+        assert detached.leave(tmp_path, other.pid, "kc_b_model_2", "the kernels of spec b") == other.pid
         assert _ended(first), "the newest request wins"
         assert [e.pid for e in detached.running(tmp_path)] == [other.pid]
     finally:
@@ -190,7 +190,8 @@ def test_cache_status_and_clear(warm, tmp_path, monkeypatch):
     (other / "kernels" / "kc_x_model_0123456789abcdef0123.py").write_text("")
     sleeper = _sleeper()
     try:
-        assert detached.leave(other / "kernels", sleeper.pid, "kc_x_model_0123456789abcdef0123", "the kernels of x")
+        assert detached.leave(other / "kernels", sleeper.pid, "kc_x_model_0123456789abcdef0123",
+                              "the kernels of x") == sleeper.pid
         status = CliRunner().invoke(cli, ["cache", "status"])
         assert f"pid {sleeper.pid}: the kernels of x" in status.output
         codegen.note_cache_in_use(other / "kernels")  # as a run using the cache holds it
