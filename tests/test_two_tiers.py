@@ -66,7 +66,7 @@ def test_code_numba_cannot_compile_is_refused_by_every_tier_naming_its_line(name
     said = {"compiled": r"the kernels of spec adds_a_string failed to compile at \S*odd_specs\.py:%d: No implementation",
             "interpreted": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
             "bytecode": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; ",
-            "reference": r"a function of the spec raised TypeError: .* at \S*odd_specs\.py:%d; "}[name] % line
+            "reference": r"action MarkWithAString raised TypeError: .* at \S*odd_specs\.py:%d; "}[name] % line
     with pytest.raises(SpecError, match=said):
         EXPLORERS[name]().explore(Model(AddsAString(GridParams(1))), Options())
 

@@ -24,11 +24,12 @@ from kraftcheck.checker.codegen import NO_LABEL, uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
                                         typed_marker_path, warm_up_engine_kernels)
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
-from kraftcheck.checker.errors import SpecCodeError, SpecError, UsageError
+from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile, interpreter_compile
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
+from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, memory_total, no_progress,
@@ -500,14 +501,17 @@ class _Run:
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             distinct_only = self._distinct_successors_only()
             if distinct_only:
-                nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
+                try:
+                    nrows, n, new_words = self._distinct_chunk(level, lo, hi, first + lo, found_here)
+                except SpecRaised as e:  # the spec's error on state first + e.at
+                    raise self._placed(e, None if e.at is None else first + e.at) from None
             else:
                 found_before = dict(self.found), dict(self.found_at)
                 try:
                     spans = self._successors(level, lo, hi, first + lo, found_here)
-                except SpecCodeError:  # raised before the visited set met the chunk: redo it compiled
-                    if not self._fall_back_to_compiled():
-                        raise
+                except SpecRaised as e:  # raised before the visited set met the chunk: maybe redo it compiled
+                    if not (e.python_only and self._fall_back_to_compiled()):
+                        raise self._placed(e, None if e.at is None else first + e.at) from None
                     self.found, self.found_at = found_before  # a deadlock it found is found again
                     self.interpreted_states -= hi - lo
                     continue
@@ -652,8 +656,12 @@ class _Run:
         buf, model, stride = self.buffers, self.model, self.stride
         masks = np.zeros(rows.shape[0], np.uint64)
         if model.constraints or model.invariants:
-            # (the interpreted tier's SpecCodeError goes to _expand_level, which redoes the chunk)
-            masks = self.kernels.violations(np.ascontiguousarray(buf.words[rows]))
+            try:
+                masks = self.kernels.violations(np.ascontiguousarray(buf.words[rows]))
+            except SpecRaised as e:  # on the successor of row rows[e.at]; _expand_level may redo the chunk
+                r = None if e.at is None else int(rows[e.at])
+                raise self._placed(e, None if r is None else first_index + r // stride,
+                                   -1 if r is None else int(buf.labels[r])) from None
         bad = (masks & np.uint64(model.constraint_bits)) != 0
         if model.action_constraints:
             bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
@@ -803,7 +811,7 @@ class _Run:
         the i-th new state) where each was violated first."""
         if not self.model.invariants or not words.shape[0]:
             return {}
-        masks = self._violations(words)
+        masks = self._violations(words, first_index)
         bad = np.flatnonzero(masks)
         found: dict[str, int] = {}
         if not bad.size:
@@ -917,23 +925,43 @@ class _Run:
         return level
 
     # -- the two tiers
-    def _violations(self, words: np.ndarray) -> np.ndarray:
-        """``kernels.violations(words)``; if the interpreted tier's Python fails on code numba
-        compiles, the compiled kernels' (it only reads ``words``, so it can be redone; the
-        chunk that asks goes on with the buffers it holds, the next takes the compiled ones)."""
+    def _violations(self, words: np.ndarray, first_index: Optional[int] = None) -> np.ndarray:
+        """``kernels.violations(words)`` of states ``first_index`` on (None: the initial states,
+        in ``model.initial``'s order); if the interpreted tier's Python fails on code numba
+        compiles (``SpecRaised.python_only``), the compiled kernels' (it only reads ``words``, so it
+        can be redone; the chunk that asks goes on with the buffers it holds, the next takes the
+        compiled ones). Any other error of the spec's stops the run, placed on its state."""
+        while True:
+            try:
+                return self.kernels.violations(words)
+            except SpecRaised as e:
+                if not (e.python_only and self._fall_back_to_compiled()):
+                    at = None if e.at is None else -1 - e.at if first_index is None else first_index + e.at
+                    raise self._placed(e, at) from None
+
+    def _placed(self, e: SpecRaised, index: Optional[int], label: int = -1) -> SpecRaised:
+        """``e``, a spec's function raised, with the path to the state it raised on: state
+        ``index`` (``-1 - i``: initial state i, outside the constraints), then the step by
+        ``label`` if given. The path helps the reader; where it cannot be rebuilt (--symmetry's
+        states are canonical) the error keeps the state alone."""
+        if e.path is not None or e.at is None or index is None or self.canon is not None:
+            e.at = None  # placed: the callers further up leave it as it is
+            return e
         try:
-            return self.kernels.violations(words)
-        except SpecCodeError:
-            if not self._fall_back_to_compiled():
-                raise
-            return self.kernels.violations(words)
+            steps = [Step(None, self.model.initial[-1 - index])] if index < 0 else self._trace(index)
+            if label >= 0:
+                steps.append(Step(label, self.kernels.step(steps[-1].state, label)))
+        except Exception:  # noqa: BLE001 - the path is a help; the error is what the run reports
+            steps = None
+        return placed(self.model, e, steps)
 
     def _fall_back_to_compiled(self) -> bool:
-        """The spec's code raised when run as Python (an error of the interpreted tier's, or of
-        the spec's: numba refuses it too). Raise numba's error if numba refuses the spec;
-        otherwise wait for the compiled kernels (past the run's time limit: the answer must not
-        depend on the tier), take them and say True: the caller redoes its work with them. False
-        when there are none to wait for (compiled already, or compile "never")."""
+        """The spec's code raised what only Python raises (``SpecRaised.python_only``: an error
+        of the interpreted tier's, or of the spec's: numba refuses it too). Raise numba's error if
+        numba refuses the spec; otherwise wait for the compiled kernels (past the run's time
+        limit: the answer must not depend on the tier), take them and say True: the caller redoes
+        its work with them. False when there are none to wait for (compiled already, or compile
+        "never")."""
         if self.kernels.compiled or self.builder is None:
             return False
         self.confirm_spec_compiles()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
-from kraftcheck.checker.errors import KraftcheckError, SpecError, wrote_and_declined
+from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.model import DEADLOCK, Model, python_function, spec_code_failed
+from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_function, spec_code_failed
 from kraftcheck.checker.explore.concrete import concrete_trace
+from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 
 
@@ -97,6 +98,10 @@ class ReferenceExplorer:
                 last_ok = lambda before, after: not prop(layout.to_object(before), layout.to_object(after))  # noqa: E731
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
 
+        # the state the spec's functions run on, for the error if one raises: ("initial", flat),
+        # ("state", i) or ("step", i, label, successor)
+        evaluating: list = [None]
+
         def add(flat: tuple[int, ...], par: int, lab: int) -> bool:
             """Record a new state and check invariants; True when the run must stop."""
             index[key(flat)] = len(states)
@@ -104,28 +109,43 @@ class ReferenceExplorer:
             parent.append(par)
             label_of.append(lab)
             obj = layout.to_object(flat)
+            was, evaluating[0] = evaluating[0], ("state", len(states) - 1)
             for name, fn in invariants:
                 if name not in found and not fn(obj):
                     found[name] = Violation(name, "invariant", path(len(states) - 1))
+            evaluating[0] = was
             return bool(found) and not options.keep_going
+
+        def spec_failed(e: Exception) -> SpecRaised:
+            """The spec's function that raised ``e``, on the state ``evaluating`` says, with its path."""
+            where = evaluating[0] or ("none",)
+            steps = None if where[0] == "none" else [Step(None, where[1])] if where[0] == "initial" else \
+                stored_path(where[1]) + ([Step(where[2], where[3])] if where[0] == "step" else [])
+            return placed(model, spec_code_failed(raising_function(model, e), e), steps)
 
         stop = False
         frontier: list[int] = []
-        for source, flat in enumerate(model.initial):
-            result.states_generated += 1
-            concrete = flat
-            flat = canon(flat)
-            if constraints and not in_model(layout.to_object(flat)):  # TLC: counted, checked, not kept
-                if check_outside(layout.to_object(flat), lambda _name: [Step(None, concrete)]):
-                    stop = True
-                    break
-                continue
-            if key(flat) not in index:
-                initial_source.append(source)
-                frontier.append(len(states))
-                if add(flat, -1, -1):
-                    stop = True
-                    break
+        try:
+            for source, flat in enumerate(model.initial):
+                result.states_generated += 1
+                concrete = flat
+                flat = canon(flat)
+                evaluating[0] = ("initial", flat)
+                if constraints and not in_model(layout.to_object(flat)):  # TLC: counted, checked, not kept
+                    if check_outside(layout.to_object(flat), lambda _name: [Step(None, concrete)]):
+                        stop = True
+                        break
+                    continue
+                if key(flat) not in index:
+                    initial_source.append(source)
+                    frontier.append(len(states))
+                    if add(flat, -1, -1):
+                        stop = True
+                        break
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the spec's own code failed
+            raise spec_failed(e) from None
         result.initial_states = len(model.initial)
         depth = 1 if frontier else 0
 
@@ -142,6 +162,7 @@ class ReferenceExplorer:
                     pristine = copy_state(before)  # what an action that does not fire leaves
                     moved = False  # a successor other than the state itself (else: a deadlock)
                     for lab, (fn, values) in enumerate(actions):
+                        evaluating[0] = ("state", i)
                         after = copy_state(before)
                         if not fn(before, after, *values):
                             if not layout.unchanged(after, pristine):
@@ -158,6 +179,7 @@ class ReferenceExplorer:
                                 stop = stop or not options.keep_going
                         outside = None
                         if constrained:
+                            evaluating[0] = ("step", i, lab, succ)
                             outside = layout.to_object(canon(succ)) if options.symmetry else after
                             if in_model(outside, before, after):
                                 outside = None
@@ -209,7 +231,7 @@ class ReferenceExplorer:
         except KraftcheckError:
             raise
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: one line, as the engine says it
-            raise spec_code_failed("a function of the spec", e) from None
+            raise spec_failed(e) from None
         result.distinct_states = len(states)
         result.fingerprints = options.fingerprints
         result.symmetry = options.symmetry

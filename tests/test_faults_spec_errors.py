@@ -1,0 +1,320 @@
+"""A spec's error is the spec's error on every tier (issue 46 item 2): a function of the spec that
+raises on a state stops the run with ``SpecRaised`` (exit 2 from the command line), naming the
+spec's file and line and the state, with its path where the explorer can rebuild it; never a
+verdict over the states that did not raise.
+
+``Faulty`` counts ``x`` from 0 to 3; its const field ``fault`` says which of its functions
+raises (ZeroDivisionError) once ``x`` is 2: one set of compiled kernels serves every case."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+from numba import njit
+
+from kraftcheck.checker.errors import SpecRaised
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Action, Const, Constraint, Int, Invariant, Spec, TransitionProperty, param
+
+ACTION, INVARIANT, CONSTRAINT, PROPERTY = 1, 2, 3, 4
+
+
+@njit(cache=True)
+def boom(s):
+    """1 // 0 once x is 2 (Python and numba's default error model both raise ZeroDivisionError)."""
+    return 1 // (s.x - 2) if s.x == 2 else 1
+
+
+@njit(cache=True)
+def step(s, t):
+    if s.x >= 3:
+        return False
+    if s.fault == ACTION:
+        boom(s)  # raises on x = 2, for the LINE below
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def bounded(s):
+    if s.fault == INVARIANT:
+        return boom(s) != 0
+    return s.x <= 3
+
+
+@njit(cache=True)
+def forward(s, t):
+    if s.fault == PROPERTY:
+        return boom(s) != 0
+    return t.x > s.x
+
+
+@njit(cache=True)
+def inside(s):
+    if s.fault == CONSTRAINT:
+        return boom(s) != 0
+    return True
+
+
+LINE = next(i for i, text in enumerate(open(__file__), 1) if "return 1 // (s.x - 2)" in text)
+
+
+@dataclass(frozen=True)
+class FaultyParams:
+    fault: int = param(ACTION, "which function raises on x = 2", minimum=1, maximum=4)
+
+
+class Faulty(Spec):
+    name = "faulty"
+    Params = FaultyParams
+
+    def fields(self):
+        return [Int("x", 3), Const("fault", self.params.fault)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Step", step)]
+
+    def invariants(self):
+        return [Invariant("bounded", bounded)]
+
+    def properties(self):
+        return [TransitionProperty("forward", forward)]
+
+    def constraints(self):
+        return [Constraint("inside", inside)]
+
+
+class FieldsRaise(Faulty):
+    name = "fields_raise"
+
+    def fields(self):
+        return [Int("x", 3 // (self.params.fault - 1))]
+
+
+class InitRaises(Faulty):
+    name = "init_raises"
+
+    def initial_states(self):
+        yield {"x": [0][self.params.fault]}
+
+
+class StartsAtTwo(Faulty):
+    name = "starts_at_two"
+
+    def initial_states(self):
+        yield {"x": 2}
+
+
+def _model(fault):
+    """Without the constraint unless it is the one that raises: the engine's compiled kernels then
+    take their distinct-successor path."""
+    return Model(Faulty(FaultyParams(fault)), constraints=None if fault == CONSTRAINT else [])
+
+
+def _assert_stops(run, fault, what, path=({"x": 0}, {"x": 1}, {"x": 2})):
+    """``run()`` raises the spec's error naming ``what``, this file's LINE and the state x = 2,
+    with the path to it (a transition property's: from it)."""
+    with pytest.raises(SpecRaised) as caught:
+        run()
+    e = caught.value
+    text = str(e)
+    assert text.startswith(what) and " raised ZeroDivisionError: " in text and f"{__file__}:{LINE}; " in text, text
+    assert e.state == {"x": 2}, text
+    assert [fields for _, fields in e.path] == list(path), text
+    assert [action for action, _ in e.path] == [None] + ["Step"] * (len(path) - 1), text
+    return e
+
+
+@pytest.mark.parametrize("tier", ["never", "bytecode"])
+@pytest.mark.parametrize("fault, what", [(ACTION, "action Step"), (INVARIANT, "invariant bounded"),
+                                         (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
+def test_the_first_tiers_stop_at_the_spec_error(tier, fault, what):
+    """The Python tier and the bytecode tier (which redoes the state in Python) stop on it."""
+    _assert_stops(lambda: Engine(compile=tier).explore(_model(fault), Options(keep_going=True)), fault, what)
+
+
+@pytest.mark.parametrize("fault, what", [(ACTION, "action Step"), (INVARIANT, "invariant bounded"),
+                                         (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
+def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
+    _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), fault, what)
+
+
+@pytest.mark.parametrize("explorer", ["never", "bytecode", "reference"])
+@pytest.mark.parametrize("fault, what", [(INVARIANT, "invariant bounded"), (CONSTRAINT, "constraint inside")])
+def test_a_check_that_raises_on_an_initial_state_stops_there(explorer, fault, what):
+    model = Model(StartsAtTwo(FaultyParams(fault)), constraints=None if fault == CONSTRAINT else [])
+    make = ReferenceExplorer if explorer == "reference" else lambda: Engine(compile=explorer)
+    _assert_stops(lambda: make().explore(model, Options(keep_going=True)), fault, what, path=({"x": 2},))
+
+
+def test_an_error_in_any_part_on_the_threads_reaches_the_caller():
+    """The bytecode tier and the compiled kernels run parts of a batch on threads: the error of
+    the earliest part that raised is raised once every part is done, whichever thread it was on."""
+    from kraftcheck.checker.kernels.threads import run_parts
+    done = []
+
+    def part(j):
+        done.append(j)
+        if j >= 2:
+            raise (ZeroDivisionError if j == 2 else IndexError)(f"part {j}")
+
+    with pytest.raises(ZeroDivisionError, match="part 2"):
+        run_parts(part, 4)
+    assert sorted(done) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("fault, what", [(ACTION, "action Step"), (CONSTRAINT, "constraint inside"),
+                                         (PROPERTY, "transition property forward")])
+def test_the_compiled_kernels_stop_at_the_spec_error(fault, what):
+    """numba raises ZeroDivisionError with no line of the spec's: the state is found again in
+    Python, on the distinct-successor path (no constraint) and the candidate-row path."""
+    _assert_stops(lambda: Engine(compile="now").explore(_model(fault), Options()), fault, what)
+
+
+@pytest.mark.slow
+def test_the_table_forms_callbacks_do_not_swallow_the_spec_error(capfd):
+    """A large layout's ``fire`` kernels are C callbacks, which cannot raise: numba printed
+    "Exception ignored" and the action counted as never fired, a verdict over the other states."""
+    from conftest import TableLayoutEngine
+    _assert_stops(lambda: TableLayoutEngine(compile="now").explore(_model(ACTION), Options()), ACTION, "action Step")
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_simulation_stops_at_the_spec_error():
+    from kraftcheck.checker.explore.simulate import SimulationOptions, simulate
+    _assert_stops(lambda: simulate(_model(ACTION), SimulationOptions(seed=1, depth=10, max_behaviours=5),
+                                   compile="never"), ACTION, "action Step")
+
+
+def test_python_only_errors_are_the_first_tiers_and_others_the_specs():
+    """What only Python raises on code numba runs (``s["x"]``: TypeError) leaves the state to the
+    compiled kernels; an error of value (ZeroDivisionError, IndexError) is the spec's."""
+    from kraftcheck.checker.errors import spec_raised
+    for error, python_only in [(TypeError("'State' object is not subscriptable"), True),
+                               (AttributeError("no attribute"), True), (ZeroDivisionError("by zero"), False),
+                               (IndexError("out of bounds"), False), (AssertionError(), False)]:
+        assert spec_raised("action A", error).python_only is python_only
+
+
+def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(monkeypatch):
+    """On the Python tier of a ``--compile background`` run, ZeroDivisionError stops the run at
+    once: it is not redone compiled (where the table form's callbacks, or an index out of range
+    without bounds checks, would have answered over the other states)."""
+    from kraftcheck.checker.explore import engine
+
+    class NeverReady:
+        def __init__(self, forms):
+            self.shapes = forms[-1] if isinstance(forms, list) else forms
+            self.status, self.elapsed, self.left_running, self.ready = "scripted", 0.0, False, {}
+
+        def ready_form(self):
+            return None
+
+        def failed(self):
+            return False
+
+        def stop(self, keep=None):
+            pass
+
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
+    monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
+    monkeypatch.setattr(engine, "BackgroundCompile", NeverReady)
+    monkeypatch.setattr(engine, "first_tier_kernels", lambda model, load=True: engine.InterpretedKernels(model))
+    monkeypatch.setattr(engine._Run, "confirm_spec_compiles", lambda self, meanwhile="": None)
+    monkeypatch.setattr(engine._Run, "_fall_back_to_compiled", lambda self: pytest.fail("fell back to compiled"))
+    _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options()), ACTION, "action Step")
+
+
+def test_fields_and_initial_states_that_raise_name_the_specs_line():
+    def line_of(text):
+        return next(i for i, t in enumerate(open(__file__), 1) if text in t)
+
+    with pytest.raises(SpecRaised, match=r"^fields\(\) of spec fields_raise raised ZeroDivisionError: .* at "
+                                         rf"\S*test_faults_spec_errors\.py:{line_of('3 // (self.params')}; "):
+        Model(FieldsRaise(FaultyParams(1)))
+    with pytest.raises(SpecRaised, match=r"^initial_states\(\) of spec init_raises raised IndexError: .* at "
+                                         rf"\S*test_faults_spec_errors\.py:{line_of('[0][self.params')}; "):
+        Model(InitRaises(FaultyParams(1)))
+
+
+SPEC_FILE = '''
+from dataclasses import dataclass
+
+from numba import njit
+from kraftcheck.checker.spec import Action, Int, Spec
+
+
+@dataclass(frozen=True)
+class NoParams:
+    pass
+
+
+@njit(cache=True)
+def step(s, t):
+    if s.x >= 3:
+        return False
+    t.x = s.x + 1 + 0 // (s.x - 2)
+    return True
+
+
+class Divides(Spec):
+    name = "divides_by_zero"
+    Params = NoParams
+
+    def fields(self):
+        return [Int("x", 3)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Step", step)]
+'''
+
+
+def test_the_command_line_exits_2_with_the_error_and_writes_no_report(tmp_path):
+    """``--spec path.py:Class`` whose action divides by zero on x = 2: exit 2, the file and line,
+    the path to the state; no verdict, no count, no JSON report (it would say "holds")."""
+    spec = tmp_path / "divides.py"
+    spec.write_text(SPEC_FILE)
+    report = tmp_path / "report.json"
+    env = dict(os.environ, KRAFTCHECK_CACHE_DIR=str(tmp_path / "cache"), NO_COLOR="1")
+    run = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", f"{spec}:Divides", "--json",
+                          str(report)], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 2, run.stdout + run.stderr
+    line = next(i for i, text in enumerate(SPEC_FILE.splitlines(), 1) if "0 // (s.x - 2)" in text)
+    assert f"action Step raised ZeroDivisionError: integer division or modulo by zero at {spec}:{line}; " in \
+        run.stderr, run.stderr
+    assert "3. Step: x=2" in run.stderr
+    assert "hold" not in run.stdout + run.stderr and "distinct" not in run.stdout + run.stderr
+    assert not report.exists()
+
+
+def test_the_debug_mode_compiles_with_bounds_checks_into_a_cache_of_its_own(monkeypatch, tmp_path):
+    """``KRAFTCHECK_DEBUG_KERNELS=1``: numba's bounds checks on, and both the kernel cache and
+    numba's cache apart from the normal ones, which it must never overwrite nor load."""
+    import numba
+
+    from kraftcheck.checker import codegen, debug_kernels
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.config, "BOUNDSCHECK", numba.config.BOUNDSCHECK)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", numba.config.CACHE_DIR)
+    monkeypatch.delenv(debug_kernels.ENV, raising=False)
+    normal, before = codegen.cache_dir(), numba.config.BOUNDSCHECK
+    debug_kernels.apply()
+    assert numba.config.BOUNDSCHECK == before
+    monkeypatch.setenv(debug_kernels.ENV, "1")
+    debug_kernels.apply()
+    assert numba.config.BOUNDSCHECK == 1
+    assert codegen.cache_dir() != normal and codegen.cache_dir().parent == normal.parent
+    assert numba.config.CACHE_DIR.startswith(str(tmp_path)) and not numba.config.CACHE_DIR.startswith(str(normal))
