@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from kraftcheck.checker import __version__, numba_cache
+from kraftcheck.checker import debug_kernels
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import layout_table
@@ -76,7 +77,7 @@ def cache_dir() -> Path:
     """Where generated kernels and numba's cache of them live (``KRAFTCHECK_CACHE_DIR`` overrides)."""
     root = os.environ.get("KRAFTCHECK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kraftcheck")
-    return Path(root) / "kernels"
+    return Path(root) / debug_kernels.kernels_dir_name()  # KRAFTCHECK_DEBUG_KERNELS: a cache of its own
 
 
 def _import_path(fn: Callable, what: str) -> tuple[str, str]:
