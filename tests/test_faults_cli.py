@@ -91,18 +91,30 @@ def test_a_report_to_standard_output_goes_there_and_the_summary_to_stderr(tmp_pa
     assert link.is_symlink()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
-def test_a_report_to_dev_full_leaves_the_device_a_device(tmp_path):
-    before = os.stat("/dev/full")
-    result = run(*DIE_HARD, "-q", "--json", "/dev/full", "--trace-dir", str(tmp_path / "traces"))
-    after = os.stat("/dev/full")
+def device(tmp_path: Path, name: str, major: int, minor: int) -> Path:
+    """A device node: as root one of the test's own (a regression replacing it then harms no
+    system file), else the system's, which a user cannot replace anyway."""
+    if os.geteuid() != 0:
+        return Path("/dev") / name
+    path = tmp_path / name
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+    return path
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no full device (/dev/full) on this system")
+def test_a_report_to_a_full_device_leaves_the_device_a_device(tmp_path):
+    full = device(tmp_path, "full", 1, 7)
+    before = os.stat(full)
+    result = run(*DIE_HARD, "-q", "--json", str(full), "--trace-dir", str(tmp_path / "traces"))
+    after = os.stat(full)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
-    assert result.exit_code != 0 and "/dev/full" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code != 0 and str(full) in result.stderr and "Traceback" not in result.output
 
 
 def test_write_output_writes_into_a_device_and_through_descriptors(tmp_path, capfd):
-    write_output("/dev/null", "nothing")
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    null = device(tmp_path, "null", 1, 3)
+    write_output(null, "nothing")
+    assert stat.S_ISCHR(os.stat(null).st_mode)
     assert descriptor_of("-") == 1 and descriptor_of("/dev/stdout") == 1 and descriptor_of("/dev/fd/2") == 2
     assert descriptor_of(tmp_path / "x.json") is None
     write_output("/proc/self/fd/1", "through fd 1\n")
