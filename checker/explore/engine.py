@@ -48,6 +48,7 @@ from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.kernels.deadlock import first_stuck
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.symmetry import canonical_step, canonicaliser_for
+from kraftcheck.checker.symmetry_check import check_symmetry
 from kraftcheck.checker.explore.concrete import concrete_trace
 
 CANDIDATES_PER_CHUNK = 1 << 20  # successor rows the chunk buffers hold (the largest chunk)
@@ -179,6 +180,8 @@ class Engine:
             try:
                 if interpreter is not None:
                     run.load_interpreter(interpreter)
+                if options.symmetry:  # a declared symmetry is tried on a sample before it is trusted
+                    check_symmetry(model, kernels)
                 run.explore(init_words)
                 run.confirm_spec_compiles()  # the answer is given only for a spec numba accepts
             except KeyboardInterrupt:

@@ -40,6 +40,9 @@ class ReferenceExplorer:
         # --symmetry: every state is replaced by its orbit's representative, computed here by brute
         # force on field values, sharing no code with the engine's tables and kernel
         canon = orbit_representative(model) if options.symmetry else (lambda flat: flat)
+        if options.symmetry:  # a declared symmetry is tried on a sample before it is trusted
+            from kraftcheck.checker.symmetry_check import check_symmetry_interpreted
+            check_symmetry_interpreted(model)
         # a state's fields are ints and numpy arrays of one buffer (Layout.to_object): copied
         # as such, faster than deepcopy
         copy_state = state_copier(layout)

@@ -1,0 +1,261 @@
+"""Liveness and symmetry answers as TLC gives them (issue 46, item 7): fairness decides ENABLED on
+the spec's actions without its constraints, the graph any explorer analyses is the constrained one
+(never expanded past a constraint), and a declared symmetry that the spec's steps break is refused
+before exploring, naming the field.
+
+The specs are tiny and every run is in-process with the spec's functions as Python: nothing here
+compiles a kernel.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from numba import njit
+
+from kraftcheck import (WF, Action, Const, Constraint, Enum, Int, Invariant, Liveness, Param, Permuted, Predicate, SF,
+                        Spec, Symmetry, param)
+from kraftcheck.checker.analyses.liveness import check_all
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.interpreted import InterpretedKernels
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.explore.state_graph import build_graph
+from kraftcheck.checker.kernels.graph import component_fairness, component_fairness_reference
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+
+# -- a counter under a constraint: the boundary probe
+
+
+@njit(cache=True)
+def count_up(s, t):
+    t.x = s.x + 1  # no guard: from x = 3 (outside the constraint) it would leave x's domain
+    return True
+
+
+@njit(cache=True)
+def at_most_two(s):
+    """x <= 2."""
+    return s.x <= 2
+
+
+@dataclass(frozen=True)
+class CounterParams:
+    strong: bool = param(False, "strong instead of weak fairness of Inc")
+
+
+class BoundedCounter(Spec):
+    """x counts up from 0 under the constraint x <= 2; x's domain (0..3) holds one step past it."""
+
+    name = "bounded_counter"
+    summary = "a counter under x <= 2, <>(x = 3) under fairness of Inc"
+    Params = CounterParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Inc", count_up)]
+
+    def constraints(self):
+        return [Constraint("AtMostTwo", at_most_two, at_most_two.__doc__)]
+
+    def liveness(self):
+        fair = SF("Inc") if self.params.strong else WF("Inc")
+        return [Liveness("reaches_three", Predicate("x = 3", lambda v: v["x"] == 3), once=True, fair=(fair,))]
+
+
+def counter(strong: bool = False) -> Model:
+    return Model(BoundedCounter(BoundedCounter.Params(strong=strong)))
+
+
+def verdicts(graph, model: Model) -> list[str]:
+    return [found.verdict for found in check_all(graph, InterpretedKernels(model), model.spec.liveness())]
+
+
+@pytest.mark.parametrize("strong", [False, True], ids=["WF", "SF"])
+def test_a_step_that_leaves_the_constraint_still_enables_its_action(strong):
+    """TLC's answer, reasoned from its semantics: the search keeps x = 0, 1, 2 (x = 3 breaks the
+    CONSTRAINT: generated, never kept or expanded), so the only behaviour that never reaches x = 3
+    stutters at x = 2 for ever. TLC evaluates ENABLED Inc on the spec's action alone (its
+    LNStateEnabled asks Tool.enabled whether the action has a successor, with no constraint), and
+    at x = 2 Inc has one: Inc stays enabled and is never taken, so that behaviour is not fair
+    (weakly or strongly) and TLC reports no error. The constraint makes the fairness assumption
+    unsatisfiable there (Specifying Systems 14.3.5): the property holds, as TLC says, vacuously."""
+    model = counter(strong)
+    graph = build_graph(model, InterpretedKernels(model))
+    assert (graph.size, graph.transitions) == (3, 2)  # x = 3 is neither a state nor a transition
+    assert graph.leaving_sources.tolist() == [2] and graph.leaving_labels.tolist() == [0]  # 2 -Inc-> 3
+    assert verdicts(graph, model) == ["holds"]
+    # without the leaving step the stutter at x = 2 would be fair: the old, wrong answer
+    graph.leaving_sources, graph.leaving_labels = graph.leaving_sources[:0], graph.leaving_labels[:0]
+    assert verdicts(graph, model) == ["violated"]
+
+
+def test_the_engine_records_the_leaving_steps_the_recording_pass_does():
+    model = counter()
+    recorded = Engine(compile="never").explore(model, Options(keep_going=True, record_graph=True)).graph
+    passed = build_graph(model, InterpretedKernels(model))
+    for name in ("states", "offsets", "targets", "labels", "leaving_sources", "leaving_labels"):
+        assert getattr(recorded, name).tolist() == getattr(passed, name).tolist(), name
+    assert verdicts(recorded, model) == ["holds"]
+
+
+def test_the_reference_explorer_checks_liveness_under_a_constraint_as_the_engine_does():
+    """``--engine reference --liveness`` records its graph in a pass of its own (build_graph),
+    which expanded x = 3, outside the constraint, and stopped on x = 4, outside x's domain."""
+    model = counter()
+    reference = ReferenceExplorer().explore(model, Options(keep_going=True))
+    engine = Engine(compile="never").explore(model, Options(keep_going=True, record_graph=True))
+    graph = build_graph(model, InterpretedKernels(model))
+    assert graph.size == reference.distinct_states == engine.distinct_states == 3
+    assert verdicts(graph, model) == verdicts(engine.graph, model) == ["holds"]
+
+
+def test_component_fairness_counts_leaving_steps_as_enabling():
+    # 0 <-> 1 by label 0; label 1 leaves the graph from state 1 only
+    offsets, targets, labels = np.array([0, 1, 2]), np.array([1, 0], np.uint32), np.array([0, 0], np.uint16)
+    label_bit = np.array([1, 2], np.uint64)
+    comp = np.zeros(2, np.int64)
+    leaving = np.array([0, 2], np.uint64)
+    for given, disabled in ((None, 2), (leaving, 2), (np.array([2, 2], np.uint64), 0)):
+        extra = () if given is None else (given,)
+        taken, off = component_fairness(offsets, targets, labels, label_bit, comp, 1, *extra)
+        assert int(taken[0]) == 1 and int(off[0]) & 3 == disabled
+        reference = component_fairness_reference(offsets, targets, labels, label_bit, frozenset({0, 1}), *extra)
+        assert reference == (int(taken[0]), int(off[0]))
+
+
+# -- a symmetry whose filler is one of the permuted values
+
+
+@njit(cache=True)
+def send(s, t, d):
+    if s.q_len == s.q.shape[0]:
+        return False
+    t.q[s.q_len] = d
+    t.q_len = s.q_len + 1
+    t.sent = d
+    return True
+
+
+@njit(cache=True)
+def receive(s, t):
+    if s.q_len == 0:
+        return False
+    t.rcvd = s.q[0]
+    for i in range(s.q.shape[0] - 1):
+        t.q[i] = s.q[i + 1]
+    t.q[s.q.shape[0] - 1] = s.pad  # Tail(q): the freed slot back to the padding
+    t.q_len = s.q_len - 1
+    return True
+
+
+@njit(cache=True)
+def queue_bounded(s):
+    """The queue holds at most its slots."""
+    return s.q_len <= s.q.shape[0]
+
+
+DATA = ("d1", "d2")
+
+
+@dataclass(frozen=True)
+class QueueParams:
+    pad_inside: bool = param(True, "pad the queue with d1 (value 0, permuted) instead of none (value 2)")
+
+
+class PaddedQueue(Spec):
+    """Alternating Bit's message queue cut down: Send(d) appends a datum, Receive takes the head.
+    Data values are interchangeable; the slots past the queue's length hold a padding value."""
+
+    name = "padded_queue"
+    summary = "a queue of interchangeable data values, padded past its length"
+    Params = QueueParams
+    check_deadlock = False
+
+    def pad(self) -> int:
+        return 0 if self.params.pad_inside else len(DATA)
+
+    def fields(self):
+        return [Enum("sent", DATA), Enum("rcvd", DATA), Int("q_len", 3), Enum("q", DATA + ("none",), (2,)),
+                Const("pad", self.pad())]
+
+    def initial_states(self):
+        for a in range(len(DATA)):
+            for b in range(len(DATA)):
+                yield {"sent": a, "rcvd": b, "q": [self.pad()] * 2}
+
+    def actions(self):
+        return [Action("Send", send, params=(Param("d", len(DATA), DATA),)), Action("Receive", receive)]
+
+    def invariants(self):
+        return [Invariant("queue_bounded", queue_bounded, queue_bounded.__doc__)]
+
+    def symmetry(self):
+        return Symmetry(DATA, (Permuted("sent", holds="member"), Permuted("rcvd", holds="member"),
+                               Permuted("q", holds="member")))
+
+
+def queue(pad_inside: bool) -> Model:
+    return Model(PaddedQueue(PaddedQueue.Params(pad_inside=pad_inside)))
+
+
+@pytest.mark.parametrize("explorer", [ReferenceExplorer(), Engine(compile="never")], ids=["reference", "engine"])
+def test_a_padding_that_is_a_permuted_value_is_refused_naming_the_field(explorer):
+    """Padded with d1, a state's image under d1 <-> d2 is padded with d2, and Receive from it
+    pads with d1 again: its successors are not the images of the state's (the reduced search
+    would explore states of no behaviour of the spec)."""
+    with pytest.raises(SpecError) as refused:
+        explorer.explore(queue(pad_inside=True), Options(symmetry=True))
+    message = str(refused.value)
+    assert "(swapping d1 and d2)" in message and "Receive leads to" in message
+    assert "(differs in field q)" in message
+
+
+def test_a_padding_outside_the_permuted_values_reduces_to_the_orbits():
+    model = queue(pad_inside=False)
+    full = build_graph(model, InterpretedKernels(model))
+    states = [model.layout.values(model.layout.unpack(row.tolist())) for row in full.states]
+
+    def swapped(v: dict) -> tuple:
+        """d1 <-> d2 in every field that holds a datum; none (2) stays."""
+        other = {0: 1, 1: 0, 2: 2}
+        return (other[v["sent"]], other[v["rcvd"]], v["q_len"], tuple(other[x] for x in v["q"]))
+
+    def plain(v: dict) -> tuple:
+        return (v["sent"], v["rcvd"], v["q_len"], tuple(v["q"]))
+
+    orbits = {min(plain(v), swapped(v)) for v in states}
+    assert len(states) == 16 and len(orbits) == 8
+    for explorer in (ReferenceExplorer(), Engine(compile="never")):
+        reduced = explorer.explore(queue(pad_inside=False), Options(symmetry=True))
+        assert reduced.status == "holds" and reduced.distinct_states == len(orbits)
+
+
+def test_the_cli_refuses_the_padded_queue_under_symmetry_with_one_error_line_exit_2(tmp_path):
+    spec = tmp_path / "padded.py"
+    spec.write_text(textwrap.dedent(f'''\
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_faults_liveness_symmetry import PaddedQueue
+        '''))
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["check", "--spec", f"{spec}:PaddedQueue", "--engine", "reference",
+                                      "--symmetry", "--json", str(out)])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "the declared symmetry is not one of spec padded_queue" in errors[0], errors
+    assert "(differs in field q)" in errors[0]
+    assert "states" not in result.stdout and not out.exists()  # refused before exploring: no count
