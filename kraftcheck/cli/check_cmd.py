@@ -300,8 +300,9 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
     liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
     state deadlocks (unless the spec declares terminal states intended, or --no-deadlock); 2
-    usage or input error; 3 exploration incomplete (a limit was hit, the disk filled up, or --simulate
-    found no violation: it is never exhaustive); 130 interrupted.
+    usage or input error, or a function of the spec raised on a state (no verdict); 3 exploration
+    incomplete (a limit was hit, the disk filled up, or --simulate found no violation: it is never
+    exhaustive); 130 interrupted.
     """
     install_stop_handlers()
     terminal = Terminal(quiet=quiet, color=False if no_color else None,
