@@ -23,7 +23,7 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Action, Const, Constraint, Int, Invariant, Spec, TransitionProperty, param
 
-ACTION, INVARIANT, CONSTRAINT, PROPERTY = 1, 2, 3, 4
+ACTION, INVARIANT, CONSTRAINT, PROPERTY, OWN_TYPE_ERROR = 1, 2, 3, 4, 5
 
 
 @njit(cache=True)
@@ -38,6 +38,8 @@ def step(s, t):
         return False
     if s.fault == ACTION:
         boom(s)  # raises on x = 2, for the LINE below
+    if s.fault == OWN_TYPE_ERROR and s.x == 2:
+        raise TypeError("the spec's own")
     t.x = s.x + 1
     return True
 
@@ -68,7 +70,7 @@ LINE = next(i for i, text in enumerate(open(__file__), 1) if "return 1 // (s.x -
 
 @dataclass(frozen=True)
 class FaultyParams:
-    fault: int = param(ACTION, "which function raises on x = 2", minimum=1, maximum=4)
+    fault: int = param(ACTION, "which function raises on x = 2", minimum=1, maximum=5)
 
 
 class Faulty(Spec):
@@ -188,6 +190,15 @@ def test_the_table_forms_callbacks_do_not_swallow_the_spec_error(capfd):
     from conftest import TableLayoutEngine
     _assert_stops(lambda: TableLayoutEngine(compile="now").explore(_model(ACTION), Options()), ACTION, "action Step")
     assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_type_error_the_spec_raises_itself_is_its_error_on_the_compiled_tier_too():
+    """TypeError is what the first tier hands on as Python's alone; raised by numba's code as
+    well, it is the spec's error, found in Python on its state (not "none raised as Python")."""
+    with pytest.raises(SpecRaised, match=r"^action Step raised TypeError: the spec's own at \S*"
+                                         r"test_faults_spec_errors\.py:\d+; a spec's error") as caught:
+        Engine(compile="now").explore(_model(OWN_TYPE_ERROR), Options())
+    assert caught.value.state == {"x": 2} and len(caught.value.path) == 3
 
 
 def test_a_simulation_stops_at_the_spec_error():

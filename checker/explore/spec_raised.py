@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from kraftcheck.checker.errors import KraftcheckError, SpecRaised
+from kraftcheck.checker.errors import PYTHON_ONLY_ERRORS, KraftcheckError, SpecRaised
 
 _lock = threading.Lock()
 
@@ -64,10 +64,12 @@ def run_guarded(model, words: np.ndarray, lo: int, hi: int, checks: bool, call: 
 
 def located(model, words: np.ndarray, lo: int, hi: int, checks: bool, error: BaseException) -> SpecRaised:
     """The first state of ``words[lo:hi]`` on which the spec's functions, run as Python, raise
-    (not what only Python raises: ``errors.PYTHON_ONLY_ERRORS``), as ``SpecRaised`` with ``at``
-    its row; if none does, a ``SpecRaised`` that says what the compiled code raised, on no state."""
+    (not what only Python raises: ``errors.PYTHON_ONLY_ERRORS``, unless numba's code raised that
+    too), as ``SpecRaised`` with ``at`` its row; if none does, a ``SpecRaised`` that says what the
+    compiled code raised, on no state."""
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     python = InterpretedKernels(model)
+    python_only: SpecRaised | None = None
     for row in range(lo, hi):
         try:
             if checks:
@@ -77,6 +79,10 @@ def located(model, words: np.ndarray, lo: int, hi: int, checks: bool, error: Bas
         except SpecRaised as e:
             if not e.python_only:
                 return e
+            python_only = python_only or e
+    if python_only is not None and isinstance(error, PYTHON_ONLY_ERRORS):  # the spec's own raise TypeError(...)
+        python_only.python_only = False  # numba's code raised it too: not the first tier's limit
+        return python_only
     return SpecRaised(f"a function of spec {model.spec.name}, compiled,",
                       f"{type(error).__name__}: {error} on one of {hi - lo} states, on which none raised run as "
                       "Python (--engine reference and --compile never run the spec as Python)")
