@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional, Sequence
 
 from kraftcheck.checker import __version__
+from kraftcheck.checker.disk_full import UnwrittenFile
 from kraftcheck.checker.explore.result import Result
 from kraftcheck.checker.files import write_output
+
+
+ERROR = "error"  # the result of a run that ended in an error after exploring
 
 
 def peak_rss_bytes() -> int:
@@ -18,12 +22,18 @@ def peak_rss_bytes() -> int:
     return rss if sys.platform == "darwin" else rss * 1024
 
 
-def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Mapping[str, str]) -> dict:
+def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Mapping[str, str],
+                 not_checked: Sequence[str] = (), unwritten: Sequence[UnwrittenFile] = (),
+                 error: Optional[str] = None) -> dict:
+    """The report of ``result``; ``not_checked``: the liveness properties the spec declares that the
+    run did not check; ``unwritten``: output files a full disk refused; ``error``: what stopped the
+    run after exploring (an analysis that failed): then its result is ``error``, never a verdict."""
     model = result.model
     return {
-        "result": result.status,
+        "result": ERROR if error is not None else result.status,
+        "error": error,
         "incomplete_reason": result.incomplete_reason,
-        "exhaustive": result.exhaustive,
+        "exhaustive": result.exhaustive and error is None,
         "spec": model.spec.name,
         "params": model.spec.options(),
         "options": dict(run_options),
@@ -57,9 +67,12 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "violations": [
             {"invariant": v.check, "kind": v.kind, "depth": v.depth, "trace_file": trace_files.get(v.check),
              "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None],
-             **({"stricter_variant": v.stricter_variant} if v.stricter_variant is not None else {})}
+             **({"stricter_variant": v.stricter_variant} if v.stricter_variant is not None else {}),
+             **({"cycle_start": v.cycle_start} if v.cycle_start is not None else {})}
             for v in result.violations
         ],
+        "liveness_not_checked": list(not_checked),
+        "unwritten_files": [{"what": u.what, "path": u.path, "reason": u.reason} for u in unwritten],
     }
 
 

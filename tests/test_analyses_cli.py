@@ -27,9 +27,12 @@ def test_a_starving_lock_fails_liveness_with_exit_1_and_a_lasso_file(tmp_path):
     assert "p1_trying_leads_to_p1_critical: violated" in result.output
     assert "then forever: Try(p=p2) -> Enter(p=p2) -> Leave(p=p2)" in result.output
     report = _report(tmp_path)
-    assert report["result"] == "holds"  # the invariants hold; the liveness property does not
+    assert report["result"] == "violated"  # the invariants hold; the liveness property does not
     (prop,) = report["liveness"]["properties"]
     assert report["liveness"]["violated"] == [prop["property"]]
+    (violation,) = report["violations"]
+    assert (violation["invariant"], violation["kind"], violation["trace_file"], violation["cycle_start"]) == \
+        (prop["property"], "liveness", prop["trace_file"], 1)
     fairness = prop["lasso"].pop("fairness")  # how the cycle meets each requirement: tests/test_fairness.py
     assert [f["requirement"] for f in fairness] == ["Enter(p=p1)", "Enter(p=p2)", "Leave(p=p1)", "Leave(p=p2)"]
     assert prop["lasso"] == {"prefix": ["Try(p=p1)"], "cycle": ["Try(p=p2)", "Enter(p=p2)", "Leave(p=p2)"],

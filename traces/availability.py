@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 
 from kraftcheck.checker.analyses.availability import analyse_availability
 from kraftcheck.checker.analyses.predicates import evaluate
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
 from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
@@ -37,11 +38,12 @@ from kraftcheck.traces.states import readable_state
 
 def availability_report(model: Model, max_states: Optional[int] = None, max_memory: Optional[int] = None,
                         trace_dir: Union[str, Path, None] = None, run_options: Optional[dict] = None,
-                        progress: ProgressFn = no_progress, graph: Optional[CompiledGraph] = None) -> dict[str, Any]:
+                        progress: ProgressFn = no_progress, graph: Optional[CompiledGraph] = None,
+                        unwritten: Optional[list[UnwrittenFile]] = None) -> dict[str, Any]:
     """The report of every variant; with ``trace_dir``, each variant that can get stuck also gets
-    a trace file of its shortest path into a stuck state (``trace_file`` in its entry). ``graph``:
-    the state graph of ``model`` already recorded (by the check), used for the variant of the
-    same settings."""
+    a trace file of its shortest path into a stuck state (``trace_file`` in its entry; one the disk
+    refuses is left out and noted in ``unwritten``, if given, else raised). ``graph``: the state
+    graph of ``model`` already recorded (by the check), used for the variant of the same settings."""
     spec = model.spec
     availability = spec.availability()
     if availability is None:
@@ -56,7 +58,7 @@ def availability_report(model: Model, max_states: Optional[int] = None, max_memo
     found = {}
     for name in ([first] if first else []) + [n for n in models if n != first]:
         found[name] = _analyse(models[name], availability, name, max_states, max_memory, trace_dir, run_options,
-                               progress, graph if name == first else None)
+                               progress, graph if name == first else None, unwritten)
         graph = None
     results = [found[name] for name in models]
     return {"spec": spec.name, "available_means": availability.description,
@@ -66,7 +68,8 @@ def availability_report(model: Model, max_states: Optional[int] = None, max_memo
 
 
 def _analyse(model: Model, availability, name: str, max_states: Optional[int], max_memory: Optional[int],
-             trace_dir, run_options, progress: ProgressFn, graph: Optional[CompiledGraph]) -> dict[str, Any]:
+             trace_dir, run_options, progress: ProgressFn, graph: Optional[CompiledGraph],
+             unwritten: Optional[list[UnwrittenFile]]) -> dict[str, Any]:
     graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
     t0 = time.perf_counter()
     available = evaluate(graph, kernels, availability)
@@ -91,8 +94,12 @@ def _analyse(model: Model, availability, name: str, max_states: Optional[int], m
                                 extra={"availability": {"variant": name, "stuck": True,
                                                         "available_means": availability.description}})
             path = Path(trace_dir) / _file_name(model, name, trace.graph["trace_id"])
-            atomic_write(path, to_json(trace))
-            report["trace_file"] = str(path)
+            if unwritten is None:
+                atomic_write(path, to_json(trace))
+                report["trace_file"] = str(path)
+            elif write_kept(f"the stuck path of availability variant {name}", path,
+                            lambda: atomic_write(path, to_json(trace)), unwritten):
+                report["trace_file"] = str(path)
     return report
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from kraftcheck.checker.analyses.liveness import check_all, fairness_requirements
 from kraftcheck.checker.analyses.predicates import check_on
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import SpecError, UsageError
-from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
+from kraftcheck.checker.explore.result import ProgressFn, Violation, memory_in_use, no_progress
 from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
@@ -54,13 +56,46 @@ def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> 
     return props
 
 
+def unchecked_liveness(model: Model, checking: bool) -> list[str]:
+    """Before a run explores: the spec's liveness properties checked as ``liveness_properties``
+    checks them (fairness names, predicates), whether or not the run checks liveness, so that a
+    misspelt fairness name is refused on every run; ``checking`` (--liveness) also refuses a spec
+    that declares none. Returns the names of those the run will not check (none if ``checking``)."""
+    if not checking and not model.spec.liveness():
+        return []
+    props = liveness_properties(model)
+    return [] if checking else [p.name for p in props]
+
+
+@dataclass
+class LivenessFound:
+    """What ``check_liveness_properties`` found: the report (JSON), each violated property as a
+    ``Violation`` of kind ``liveness`` (its lasso's steps), and the trace files a full disk refused."""
+
+    report: dict[str, Any]
+    violations: list[Violation] = field(default_factory=list)
+    unwritten: list[UnwrittenFile] = field(default_factory=list)
+
+
 def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_states: Optional[int] = None,
                     max_memory: Optional[int] = None, trace_dir: Union[str, Path, None] = None,
                     run_options: Optional[dict] = None, progress: ProgressFn = no_progress,
                     graph: Optional[CompiledGraph] = None) -> dict[str, Any]:
     """Check the spec's liveness properties (``names``: only those) over the whole state graph
     (``graph``, if the check recorded it already)."""
+    return check_liveness_properties(model, names, max_states, max_memory, trace_dir, run_options, progress,
+                                     graph).report
+
+
+def check_liveness_properties(model: Model, names: Optional[Sequence[str]] = None,
+                              max_states: Optional[int] = None, max_memory: Optional[int] = None,
+                              trace_dir: Union[str, Path, None] = None, run_options: Optional[dict] = None,
+                              progress: ProgressFn = no_progress,
+                              graph: Optional[CompiledGraph] = None) -> LivenessFound:
+    """``liveness_report``, with the violations and the trace files not written beside it. A trace
+    file the disk refuses leaves its property's ``trace_file`` out and the next one is still written."""
     spec = model.spec
+    found_all = LivenessFound({})
     props = liveness_properties(model, names)
     graph, kernels = graph_to_analyse(model, graph, max_states, max_memory, progress)
     if any(req.strong for prop in props for req in fairness_requirements(model, prop.fair)):
@@ -83,16 +118,21 @@ def liveness_report(model: Model, names: Optional[Sequence[str]] = None, max_sta
             entry["lasso"] = {"prefix": text[:lasso.cycle_from], "cycle": text[lasso.cycle_from:],
                               "stutter": lasso.stutter, "trigger_step": lasso.trigger,
                               "fairness": lasso.fairness}
+            violation = Violation(found.name, "liveness", graph.steps(lasso.start, lasso.labels),
+                                  cycle_start=lasso.cycle_from)
             if trace_dir is not None:
                 trace = trace_of_lasso(graph, found, prop, run_options)
                 safe = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{spec.name}.{found.name}")
                 path = Path(trace_dir) / f"{safe}.{trace.graph['trace_id']}.json"
-                atomic_write(path, to_json(trace))
-                entry["trace_file"] = str(path)
+                if write_kept(f"the lasso of liveness property {found.name}", path,
+                              lambda: atomic_write(path, to_json(trace)), found_all.unwritten, found.name):
+                    entry["trace_file"] = violation.trace_file = str(path)
+            found_all.violations.append(violation)
         results.append(entry)
-    return {"spec": spec.name, "states": graph.size, "transitions": graph.transitions, "depth": graph.depth,
+    found_all.report = {"spec": spec.name, "states": graph.size, "transitions": graph.transitions, "depth": graph.depth,
             "recorded_by": graph.recorded_by,
             "graph_bytes": graph.nbytes, "build_seconds": round(graph.build_s, 3),
             "analysis_seconds": round(analysis_s, 3),
             "memory_in_use_bytes": memory_in_use(), "properties": results,
             "violated": [r["property"] for r in results if r["verdict"] == "violated"]}
+    return found_all

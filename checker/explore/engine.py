@@ -26,6 +26,7 @@ from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full
 from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile, interpreter_compile
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
@@ -191,6 +192,10 @@ class Engine:
             except SpecError:
                 run.confirm_spec_compiles()  # numba's refusal, as --compile now gives it, comes first
                 raise
+            except OSError as e:  # a full disk ends the run incomplete; what it found is kept
+                if not is_disk_full(e):
+                    raise
+                result.incomplete_reason = disk_full_reason(e, run.spill_dir or options.checkpoint_dir)
             finally:
                 if interpreter is not None:
                     interpreter.stop()

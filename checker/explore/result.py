@@ -89,11 +89,16 @@ class Violation:
     """The shortest counterexample found for one invariant or transition property."""
 
     check: str
-    kind: str  # "invariant", "property" or "deadlock" (check "deadlock": the last state has no successor but itself)
+    # "invariant", "property", "deadlock" (check "deadlock": the last state has no successor but itself)
+    # or "liveness" (a lasso: ``steps`` run on forever from ``cycle_start``, traces/liveness.py)
+    kind: str
     steps: list[Step]
     trace_file: Optional[str] = None
     # the counterexample replayed on the spec's stricter variant (checker/explore/concrete.py)
     stricter_variant: Optional[dict[str, Any]] = None
+    # a lasso: the step its cycle starts at (the last step is that state again, unless it stutters
+    # forever, then the cycle is the last state alone); None for every other kind
+    cycle_start: Optional[int] = None
 
     @property
     def depth(self) -> int:
@@ -164,6 +169,13 @@ class Result:
             self.status = INCOMPLETE
         else:
             self.status = HOLDS
+
+    def add_liveness_violations(self, violations: list[Violation]) -> None:
+        """Liveness properties found violated over the whole state graph, after the exploration:
+        they join the violations, and make the run's verdict violated."""
+        self.violations = self.violations + list(violations)
+        if violations:
+            self.status = VIOLATED
 
     def never_fired(self) -> list[str]:
         return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]

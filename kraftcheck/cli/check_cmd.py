@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import click
 
 from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args
 from kraftcheck.cli.terminal import Terminal
+from kraftcheck.cli.graph_analyses import analyse_after_check
+from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
+                                    exit_code)
 from kraftcheck.cli.validate import positive, positive_number, worker_threads
+from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
 from kraftcheck.checker.explore.checkpoint import check_resume_dir
-from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.stop import install_stop_handlers
-from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Options, Result
+from kraftcheck.checker.explore.result import Options, Result
 from kraftcheck.api import explorer_for
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import canonicaliser_for
@@ -28,13 +30,6 @@ from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, 
                                        run_simulation, simulation_strategy)
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-def exit_code(result: Result) -> int:
-    if result.interrupted:
-        return EXIT_INTERRUPTED
-    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATED, INCOMPLETE: EXIT_INCOMPLETE}[result.status]
 
 
 DEFAULT_PARAMS = spec_class(DEFAULT_SPEC).Params
@@ -100,13 +95,12 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                   deadlock=deadlock)
     if symmetry:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
-    if liveness:
-        from kraftcheck.traces.liveness import liveness_properties
-        liveness_properties(model)  # no property, or a fairness name that does not exist: refused now
+    from kraftcheck.traces.liveness import unchecked_liveness
+    not_checked = unchecked_liveness(model, checking=liveness)  # a bad fairness name: refused now, on every run
     max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
     if simulation is not None:
         result, run_options = run_simulation(terminal, model, simulation, keep_going, time_limit, max_memory, compile)
-        return report_outcome(terminal, model, result, run_options, trace_dir, json_path)
+        return report_outcome(terminal, model, result, run_options, trace_dir, json_path, not_checked)
     # the analyses need every state: they imply --continue, and the compiled engine records the
     # graph while it explores (others leave it to a recording pass of its own)
     analyses_wanted = availability or liveness
@@ -130,64 +124,26 @@ def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants
                    "checkpoint": checkpoint, "resume": resume, "symmetry": symmetry,
                    "constraints": [c.name for c in model.constraints + model.action_constraints],
                    "deadlock": model.check_deadlock}
-    # only the analyses hold the recorded graph (a list they take it out of), so it is freed once used
-    recorded = [result.graph] if result.graph is not None else None
-    result.graph = None
-    trace_files: dict[str, str] = {}
-    if result.violations:
-        from kraftcheck import traces
-        check_in_stricter_variant(model, result.violations)
-        for v in result.violations:
-            path = traces.write_counterexample(model, v, run_options, trace_dir)
-            v.trace_file = str(path)
-            trace_files[v.check] = str(path)
-    terminal.summary(result, trace_files)
-    code = exit_code(result)
-    analyses: dict = {}
-    if analyses_wanted and result.incomplete_reason and not result.interrupted:
-        terminal.error(f"--availability and --liveness need every state; the exploration stopped early "
-                       f"({result.incomplete_reason}), so they did not run")
-        availability = liveness = False
-    if (dump_graph or availability or liveness) and not result.interrupted:
-        from kraftcheck.cli.graph_analyses import run_graph_analyses
-        failed, analyses = run_graph_analyses(terminal, Model(cls(param_values), constraints=list(constraints) or None,
-                                                              deadlock=deadlock), dump_graph, availability,
-                                              liveness, graph_limit, max_states, max_memory, trace_dir,
-                                              run_options, recorded=recorded)
-        if failed is not None and not (failed == EXIT_VIOLATED and code == EXIT_INCOMPLETE):
-            code = failed if code == EXIT_HOLDS or failed == EXIT_USAGE else code
-    if json_path:
-        from kraftcheck.checker.report import build_report, write_report
-        write_report({**build_report(result, run_options, trace_files), **analyses}, json_path)
-    if result.interrupted:
-        terminal.error("interrupted; the statistics above cover what was explored so far")
-    if result.checkpoint_dir and (result.interrupted or result.incomplete_reason):
-        terminal.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
-                       f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
-    return code
+    outcome = Outcome(terminal, model, result, run_options, not_checked)
+    outcome.write_traces(trace_dir)  # the traces first: the analyses' lassos, the summary and JSON follow
+    outcome.add_analyses(analyse_after_check(
+        terminal, result, lambda: Model(cls(param_values), constraints=list(constraints) or None, deadlock=deadlock),
+        dump_graph, availability, liveness, graph_limit, max_states, max_memory, trace_dir, run_options))
+    return outcome.report(json_path)
 
 
 def report_outcome(terminal: Terminal, model: Model, result: Result, run_options: dict[str, Any], trace_dir: str,
-                   json_path: Optional[str]) -> int:
+                   json_path: Optional[str], not_checked: Sequence[str] = ()) -> int:
     """A simulation's outcome: its trace files, the summary, the JSON report; the exit code."""
-    trace_files: dict[str, str] = {}
-    if result.violations:
-        from kraftcheck import traces
-        check_in_stricter_variant(model, result.violations)
-        for v in result.violations:
-            trace_files[v.check] = str(traces.write_counterexample(model, v, run_options, trace_dir))
-    terminal.summary(result, trace_files)
-    if json_path:
-        from kraftcheck.checker.report import build_report, write_report
-        write_report(build_report(result, run_options, trace_files), json_path)
-    if result.interrupted:
-        terminal.error("interrupted; the statistics above cover what was simulated so far")
-    return exit_code(result)
+    outcome = Outcome(terminal, model, result, run_options, not_checked)
+    outcome.write_traces(trace_dir)
+    return outcome.report(json_path)
 
 
-def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir: Optional[str]) -> dict[str, Any]:
-    """The Spark explorer's keyword arguments from --master, --spark-conf and --work-dir (only
-    those given: with none, the explorer's defaults)."""
+def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir: Optional[str],
+                   wait: Optional[float] = None) -> dict[str, Any]:
+    """The Spark explorer's keyword arguments from --master, --spark-conf, --work-dir and
+    --spark-wait (only those given: with none, the explorer's defaults)."""
     settings: dict[str, Any] = {}
     if master:
         settings["master"] = master
@@ -201,9 +157,13 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
         settings["conf"] = conf
     if work_dir:
         check_output_dir(work_dir, "--work-dir")
-        if Path(work_dir).expanduser().is_dir() and any(Path(work_dir).expanduser().iterdir()):
+        given = Path(work_dir).expanduser()
+        # a work dir with a run's lock file is the explorer's to judge: it names the run holding it
+        if given.is_dir() and not (given / ".kraftcheck.lock").exists() and any(given.iterdir()):
             raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
         settings["work_dir"] = work_dir
+    if wait is not None:
+        settings["wait_s"] = wait
     return settings
 
 
@@ -276,6 +236,9 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
               help="--engine spark: a Spark setting (repeatable), e.g. spark.executor.memory=8g.")
 @click.option("--work-dir", metavar="DIR", help="--engine spark: a new or empty directory for the levels and the "
               "visited set, on a file system every executor sees.  [default: a temporary directory]")
+@click.option("--spark-wait", "spark_wait", type=float, callback=positive_number("seconds"), metavar="SECONDS",
+              help="--engine spark: how long to wait for the master to take the run, then for an executor to "
+                   "register, before stopping with exit 2 (a master without workers).  [default: 60]")
 @click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
                    "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
@@ -292,17 +255,18 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
           threads: Optional[int], quiet: bool,
           no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
           liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
-          work_dir: Optional[str] = None, simulate: bool = False, seed: Optional[int] = None,
+          work_dir: Optional[str] = None, spark_wait: Optional[float] = None, simulate: bool = False, seed: Optional[int] = None,
           depth: Optional[int] = None, max_behaviours: Optional[int] = None, swarm: bool = False,
           strategy: Optional[str] = None, **derived: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
     liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
-    state deadlocks (unless the spec declares terminal states intended, or --no-deadlock); 2
-    usage or input error, or a function of the spec raised on a state (no verdict); 3 exploration
+    state deadlocks (unless the spec declares terminal states intended, or --no-deadlock), even if
+    the run then stopped early; 2 usage or input error, or a function of the spec raised on a
+    state (no verdict); 3 nothing violated and the exploration
     incomplete (a limit was hit, the disk filled up, or --simulate found no violation: it is never
-    exhaustive); 130 interrupted.
+    exhaustive), or an output not written on a full disk; 130 interrupted.
     """
     install_stop_handlers()
     terminal = Terminal(quiet=quiet, color=False if no_color else None,
@@ -320,7 +284,7 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
                          json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
                          checkpoint, resume,
                          graph=(dump_graph, availability, liveness, graph_limit),
-                         spark=spark_settings(master, spark_conf, work_dir), symmetry=symmetry,
+                         spark=spark_settings(master, spark_conf, work_dir, spark_wait), symmetry=symmetry,
                          constraints=constraints, deadlock=deadlock, simulation=simulation)
     except KraftcheckError as e:
         terminal.error(str(e))
@@ -328,23 +292,12 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     except KeyboardInterrupt:
         terminal.error("interrupted")
         code = EXIT_INTERRUPTED
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+    except OSError as e:  # the disk filled up outside the exploration and its outputs, which keep what they found
+        if not is_disk_full(e):
             raise
-        terminal.error(disk_full_message(e, checkpoint or resume))
+        terminal.error(stopped_by_full_disk(disk_full_reason(e), checkpoint or resume))
         code = EXIT_INCOMPLETE
     sys.exit(code)
-
-
-def disk_full_message(e: OSError, checkpoint: Optional[str]) -> str:
-    """One line for a run the disk stopped: where, and what to do."""
-    where = f" writing {e.filename}" if e.filename else ""
-    if checkpoint:
-        then = (f"{checkpoint} keeps the last finished level: free space (or move the directory to a larger disk), "
-                f"then continue with --resume {checkpoint}")
-    else:
-        then = "free space, or give the levels a larger disk: --checkpoint DIR there, or TMPDIR for the levels a run spills"
-    return f"the disk is full{where}: the run stopped before its end; {then}"
 
 
 # -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)

@@ -11,17 +11,18 @@ their own (other engines, other variants). No state limit: the run's ``--max-sta
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import click
 from rich.text import Text
 
 from kraftcheck.cli.terminal import Terminal
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.explore.result import Result, Violation
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.lasso import fairness_phrase
-
-EXIT_VIOLATED, EXIT_USAGE = 1, 2
 
 OPTIONS = [
     click.Option(["--availability"], is_flag=True,
@@ -39,54 +40,99 @@ OPTIONS = [
 ]
 
 
+@dataclass
+class GraphAnalyses:
+    """What the analyses found: ``found`` for the JSON report (``state_graph``, ``availability``,
+    ``liveness``), the violated liveness properties as violations, the files a full disk refused,
+    and the error that stopped an analysis (then the run's answer is that error, exit 2)."""
+
+    found: dict = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    unwritten: list[UnwrittenFile] = field(default_factory=list)
+    error: Optional[str] = None
+
+
+def analyse_after_check(terminal: Terminal, result: Result, make_model: Callable[[], Model],
+                        dump_graph: Optional[str], availability: bool, liveness: bool, limit: int,
+                        max_states: Optional[int], max_memory: Optional[int], trace_dir: Optional[str],
+                        run_options: dict) -> Optional[GraphAnalyses]:
+    """The analyses asked for, after the check that explored for them (``result``); None if none
+    ran. Skipped after an interrupted check; --availability and --liveness also after one that
+    stopped early (they need every state), with a line saying so. ``make_model``: the model to
+    analyse (the spec without the check's choice of invariants)."""
+    if result.interrupted:
+        return None
+    if (availability or liveness) and result.incomplete_reason:
+        terminal.error(f"--availability and --liveness need every state; the exploration stopped early "
+                       f"({result.incomplete_reason}), so they did not run")
+        availability = liveness = False
+    if not (dump_graph or availability or liveness):
+        return None
+    # only the analyses hold the recorded graph (a list they take it out of), so it is freed once used
+    recorded = [result.graph] if result.graph is not None else None
+    result.graph = None
+    return run_graph_analyses(terminal, make_model(), dump_graph, availability, liveness, limit, max_states,
+                              max_memory, trace_dir, run_options, recorded=recorded)
+
+
 def run_graph_analyses(terminal: Terminal, model: Model, dump_graph: Optional[str], availability: bool,
                        liveness: bool, limit: int, max_states: Optional[int] = None,
                        max_memory: Optional[int] = None, trace_dir: Optional[str] = None,
-                       run_options: Optional[dict] = None, recorded: Optional[list] = None
-                       ) -> tuple[Optional[int], dict]:
-    """Run the requested analyses: an exit code when one failed or found a liveness violation (else
-    None), and what they found, for the JSON report (``state_graph``, ``availability``, ``liveness``).
-    ``recorded``: ``[the state graph the check recorded while exploring]`` if it did (else each
-    analysis records its own); it is taken out of the list once its last user has it, so its
-    memory goes back before another variant's graph is recorded."""
+                       run_options: Optional[dict] = None, recorded: Optional[list] = None) -> GraphAnalyses:
+    """Run the requested analyses (printing nothing but progress: ``print_analyses`` shows what
+    they found). ``recorded``: ``[the state graph the check recorded while exploring]`` if it did
+    (else each analysis records its own); it is taken out of the list once its last user has it,
+    so its memory goes back before another variant's graph is recorded."""
     from kraftcheck import traces
-    found: dict = {}
-    code = None
+    from kraftcheck.traces.availability import availability_report
+    from kraftcheck.traces.liveness import check_liveness_properties
+    done = GraphAnalyses()
     try:
         if dump_graph:
-            summary = traces.dump_state_graph(model, dump_graph, limit)
-            found["state_graph"] = summary
-            terminal.out.print(Text(f"state graph: {summary['states']} states, {summary['transitions']} "
-                                    f"transitions written to {summary['file']}"))
+            write_kept("the state graph", dump_graph,
+                       lambda: done.found.update(state_graph=traces.dump_state_graph(model, dump_graph, limit)),
+                       done.unwritten)
         if liveness:
             terminal.note("liveness: analysing the state graph")
             terminal.start_progress()
             try:
-                report = traces.liveness_report(model, None, max_states, max_memory, trace_dir, run_options,
-                                                progress=terminal.progress,
-                                                graph=recorded[0] if recorded else None)
+                checked = check_liveness_properties(model, None, max_states, max_memory, trace_dir, run_options,
+                                                    progress=terminal.progress,
+                                                    graph=recorded[0] if recorded else None)
             finally:
                 terminal.stop_progress()
-            found["liveness"] = report
-            print_liveness(terminal, report)
-            if report["violated"]:
-                code = EXIT_VIOLATED
+            done.found["liveness"] = checked.report
+            done.violations += checked.violations
+            done.unwritten += checked.unwritten
         if availability:
             terminal.note("availability: analysing the state graph of each variant")
             terminal.start_progress()
             try:
                 graph = recorded.pop() if recorded else None
-                report = traces.availability_report(model, max_states, max_memory, trace_dir, run_options,
-                                                    progress=terminal.progress, graph=graph)
+                done.found["availability"] = availability_report(model, max_states, max_memory, trace_dir,
+                                                                 run_options, progress=terminal.progress,
+                                                                 graph=graph, unwritten=done.unwritten)
                 del graph
             finally:
                 terminal.stop_progress()
-            found["availability"] = report
-            print_availability(terminal, report)
     except KraftcheckError as e:
         terminal.error(str(e))
-        return EXIT_USAGE, found
-    return code, found
+        done.error = str(e)
+    return done
+
+
+def print_analyses(terminal: Terminal, done: GraphAnalyses) -> None:
+    """What the analyses found, after the check's summary."""
+    if terminal.quiet:
+        return
+    summary = done.found.get("state_graph")
+    if summary:
+        terminal.out.print(Text(f"state graph: {summary['states']} states, {summary['transitions']} "
+                                f"transitions written to {summary['file']}"))
+    if "liveness" in done.found:
+        print_liveness(terminal, done.found["liveness"])
+    if "availability" in done.found:
+        print_availability(terminal, done.found["availability"])
 
 
 def _graph_line(r: dict) -> str:

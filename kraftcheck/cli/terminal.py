@@ -8,7 +8,7 @@ nothing at all with ``--quiet``. Results go to stdout, progress and errors to st
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from rich.console import Console
 from rich.live import Live
@@ -82,6 +82,8 @@ def simulation_progress_line(p: Progress) -> str:
 
 def progress_line(p: Progress) -> str:
     """One line of progress: compiling (and what), and/or the exploration's counts and rates."""
+    if p.engine == "spark" and getattr(p, "waiting", None):  # before the first level (kraftcheck.spark.readiness)
+        return f"{p.waiting}  {p.elapsed_s:,.1f}s"
     if p.engine == "spark" and p.compiling is None:
         return spark_progress_line(p)
     if p.behaviours is not None:
@@ -119,6 +121,27 @@ def spark_table(figures: dict) -> Table:
         table.add_row("largest level", f"level {top['level']:,}: {byte_size(top['shuffle_write_bytes'])} "
                                        f"shuffled, {top['new_states']:,} new states")
     return table
+
+
+def violated_what(result: Result) -> str:
+    """The verdict's words for a violated run, by the kinds of its violations."""
+    kinds = {v.kind for v in result.violations}
+    if kinds == {"deadlock"}:
+        return "deadlock reached"
+    if kinds == {"liveness"}:
+        return "liveness property violated"
+    if "liveness" in kinds:
+        return "invariant and liveness property violated"
+    return "invariant violated"
+
+
+def cut_short(result: Result) -> str:
+    """For a run that found violations and then stopped early (a limit, a full disk, --continue
+    cut short): that it did, why, and the depth it reached; else nothing. (An incomplete run
+    without violations says so in its verdict.)"""
+    if result.status != VIOLATED or not result.incomplete_reason:
+        return ""
+    return f"; exploration cut short: {result.incomplete_reason}, at depth {result.depth:,}"
 
 
 class Terminal:
@@ -173,23 +196,26 @@ class Terminal:
             self._live = None
 
     # -- the summary
-    def summary(self, result: Result, trace_files: dict[str, str]) -> None:
+    def summary(self, result: Result, trace_files: dict[str, str], not_checked: Sequence[str] = (),
+                unwritten: Optional[Mapping[str, str]] = None) -> None:
+        """The verdict, the statistics, coverage and the counterexamples. ``not_checked``: liveness
+        properties the spec declares that the run did not check; ``unwritten``: check -> the
+        trace file a full disk refused."""
         if self.quiet:
             return
         if result.simulation is not None:
-            self.simulation_summary(result, trace_files)
+            self.simulation_summary(result, trace_files, not_checked, unwritten)
             return
         verdict = {
             HOLDS: ("[bold green]all invariants hold over the complete state space[/]"),
-            VIOLATED: ("[bold red]invariant violated[/]"),
-            INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}"),
+            VIOLATED: f"[bold red]{violated_what(result)}[/]",
+            INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}, at depth "
+                         f"{result.depth:,}"),
         }[result.status]
         model = result.model
-        if result.status == VIOLATED and all(v.kind == "deadlock" for v in result.violations):
-            verdict = "[bold red]deadlock reached[/]"
         if result.fingerprints and result.status == HOLDS:
             verdict += " [bold green](up to hash collisions)[/]"
-        self.out.print(f"{model.spec.title()}: {verdict}")
+        self.out.print(Text.from_markup(f"{model.spec.title()}: {verdict}") + Text(cut_short(result)))
         stats = Table(show_header=False, box=None, pad_edge=False)
         stats.add_column(style="bold")
         stats.add_column(justify="right")
@@ -219,6 +245,7 @@ class Terminal:
         if result.spark is not None:
             self.out.print(spark_table(result.spark))
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
+        self._not_checked(not_checked, "add --liveness to check them")
 
         cov = Table(title="coverage", title_justify="left", show_edge=False)
         cov.add_column("action")
@@ -232,23 +259,41 @@ class Terminal:
         if never and result.exhaustive:  # after an early stop, unfired actions prove nothing
             self.out.print(f"[yellow]warning[/]: never enabled in this state space (a model bug, or bounds under which these actions cannot happen): {', '.join(never)}")
 
-        self._violations(result, trace_files, "shortest counterexample")
+        self._violations(result, trace_files, "shortest counterexample", unwritten or {})
 
-    def _violations(self, result: Result, trace_files: dict[str, str], what_trace: str) -> None:
+    def _not_checked(self, names: Sequence[str], how: str) -> None:
+        if names:
+            self.out.print(Text(f"not checked: liveness properties {', '.join(names)} (declared by the spec; "
+                                f"{how})", style="yellow"))
+
+    def _violations(self, result: Result, trace_files: dict[str, str], what_trace: str,
+                    unwritten: Mapping[str, str]) -> None:
         model = result.model
         for v in result.violations:
             where = trace_files.get(v.check)
-            what = "[red]deadlock[/]: no successor but itself" if v.kind == "deadlock" else \
-                f"[red]violated[/] {v.kind} [bold]{v.check}[/]"
-            self.out.print(f"{what}: {what_trace} has "
-                           f"{v.depth} states" + (f", written to {where}" if where else ""))
+            written = f", written to {where}" if where else \
+                f", [red]not written[/] to {unwritten[v.check]} (the disk is full)" if v.check in unwritten else ""
+            if v.kind == "liveness":
+                self.out.print(f"[red]violated[/] liveness [bold]{v.check}[/]: lasso of {v.depth} states{written}")
+            else:
+                what = "[red]deadlock[/]: no successor but itself" if v.kind == "deadlock" else \
+                    f"[red]violated[/] {v.kind} [bold]{v.check}[/]"
+                self.out.print(f"{what}: {what_trace} has {v.depth} states{written}")
             for i, step in enumerate(v.steps):
+                if v.cycle_start is not None and i == v.cycle_start + 1:
+                    self.out.print(f"       then forever, from {v.cycle_start + 1}:")
+                if v.cycle_start is not None and i == len(v.steps) - 1 and i != v.cycle_start:
+                    self.out.print(f"  {i + 1:>3}. {model.labels[step.label]} (back to {v.cycle_start + 1})")
+                    continue
                 action = "initial state" if step.label is None else str(model.labels[step.label])
                 self.out.print(f"  {i + 1:>3}. {action}")
+            if v.cycle_start is not None and v.cycle_start == len(v.steps) - 1:
+                self.out.print("       (stutters: no fair action changes this state)")
             if v.stricter_variant is not None:
                 self.out.print(Text(f"  {v.stricter_variant['note']}"))
 
-    def simulation_summary(self, result: Result, trace_files: dict[str, str]) -> None:
+    def simulation_summary(self, result: Result, trace_files: dict[str, str], not_checked: Sequence[str] = (),
+                           unwritten: Optional[Mapping[str, str]] = None) -> None:
         """The summary of a --simulate run: its verdict (never exhaustive), TLC-like statistics,
         the actions taken, and the violations' traces."""
         sim = result.simulation
@@ -277,10 +322,11 @@ class Terminal:
             stats.add_row("stopped", result.incomplete_reason)
         self.out.print(stats)
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
+        self._not_checked(not_checked, "--liveness needs the exhaustive search")
         cov = Table(title="actions taken", title_justify="left", show_edge=False)
         cov.add_column("action")
         cov.add_column("steps", justify="right")
         for name, n in sim["actions_taken"].items():
             cov.add_row(name, f"{n:,}", style="yellow" if n == 0 else None)
         self.out.print(cov)
-        self._violations(result, trace_files, "counterexample (a random behaviour, loops cut out)")
+        self._violations(result, trace_files, "counterexample (a random behaviour, loops cut out)", unwritten or {})

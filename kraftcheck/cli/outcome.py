@@ -1,0 +1,107 @@
+"""What a check or a simulation found, given in full whatever the disk does, and its exit code.
+
+In this order: the trace file of each violation, one by one (one the disk refuses is named, the
+next still written); the whole-graph analyses' findings merged into the verdict (a violated
+liveness property makes the run violated); the text summary; the analyses' sections; the JSON
+report; then one error line per file not written, and what stopped the run if it stopped early.
+
+The exit code is the verdict's: 1 if anything was violated, however the run ended (a full disk,
+a limit), else 3 if the run could not finish or an output could not be written, else 0. An
+analysis that failed makes it 2, and the JSON report then says ``error``, never ``holds``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from kraftcheck.checker.disk_full import DISK_FULL, UnwrittenFile, stopped_by_full_disk, write_kept
+from kraftcheck.checker.explore.concrete import check_in_stricter_variant
+from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Result
+from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.terminal import Terminal
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def exit_code(result: Result) -> int:
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATED, INCOMPLETE: EXIT_INCOMPLETE}[result.status]
+
+
+class Outcome:
+    """One run's result on its way out: ``write_traces``, ``add_analyses`` (if any ran), ``report``.
+    ``not_checked``: the liveness properties the spec declares that this run did not check."""
+
+    def __init__(self, terminal: Terminal, model: Model, result: Result, run_options: dict[str, Any],
+                 not_checked: Sequence[str] = ()) -> None:
+        self.terminal = terminal
+        self.model = model
+        self.result = result
+        self.run_options = run_options
+        self.not_checked = list(not_checked)
+        self.trace_files: dict[str, str] = {}
+        self.unwritten: list[UnwrittenFile] = []
+        self.analyses: Any = None  # graph_analyses.GraphAnalyses
+        self.error: Optional[str] = None
+
+    def write_traces(self, trace_dir: str) -> None:
+        """Each violation's trace file, one by one; the disk refusing one does not stop the others."""
+        if not self.result.violations:
+            return
+        from kraftcheck import traces
+        from kraftcheck.traces.files import to_json
+        check_in_stricter_variant(self.model, self.result.violations)
+        for v in self.result.violations:
+            graph = traces.trace_from_violation(self.model, v, self.run_options)
+            path = Path(trace_dir) / traces.trace_file_name(graph)
+            if write_kept(f"the trace of {v.kind} {v.check}", path, lambda: atomic_write(path, to_json(graph)),
+                          self.unwritten, v.check):
+                v.trace_file = self.trace_files[v.check] = str(path)
+
+    def add_analyses(self, analyses: Any) -> None:
+        """The whole-graph analyses' findings (``graph_analyses.GraphAnalyses``, None if none ran)."""
+        if analyses is None:
+            return
+        self.analyses = analyses
+        self.result.add_liveness_violations(analyses.violations)
+        for v in analyses.violations:
+            if v.trace_file:
+                self.trace_files[v.check] = v.trace_file
+        self.unwritten += analyses.unwritten
+        self.error = analyses.error
+
+    def report(self, json_path: Optional[str]) -> int:
+        """The summary, the analyses' sections, the JSON report, what was not written; the exit code."""
+        t, result = self.terminal, self.result
+        t.summary(result, self.trace_files, not_checked=self.not_checked,
+                  unwritten={u.check: u.path for u in self.unwritten if u.check is not None})
+        if self.analyses is not None:
+            from kraftcheck.cli.graph_analyses import print_analyses
+            print_analyses(t, self.analyses)
+        if json_path:
+            from kraftcheck.checker.report import build_report, write_report
+            report = {**build_report(result, self.run_options, self.trace_files, not_checked=self.not_checked,
+                                     unwritten=self.unwritten, error=self.error),
+                      **(self.analyses.found if self.analyses is not None else {})}
+            write_kept("the JSON report", json_path, lambda: write_report(report, json_path), self.unwritten)
+        for u in self.unwritten:
+            t.error(str(u))
+        if result.incomplete_reason and result.incomplete_reason.startswith(DISK_FULL):
+            t.error(stopped_by_full_disk(result.incomplete_reason, result.checkpoint_dir))
+        if result.interrupted:
+            what = "simulated" if result.simulation is not None else "explored"
+            t.error(f"interrupted; the statistics above cover what was {what} so far")
+        if result.checkpoint_dir and (result.interrupted or result.incomplete_reason) and \
+                not (result.incomplete_reason or "").startswith(DISK_FULL):
+            t.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
+                   f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
+        return self.exit_code()
+
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return EXIT_USAGE
+        code = exit_code(self.result)
+        return EXIT_INCOMPLETE if code == EXIT_HOLDS and self.unwritten else code

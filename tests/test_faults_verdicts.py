@@ -1,0 +1,217 @@
+"""Faults against the verdict (issue 46, "found is kept" and liveness verdicts): a disk that fills up
+while exploring, under the traces or under the JSON report never loses a violation found; a run
+cut short says so with its depth, even with --continue; a violated liveness property is the run's
+verdict; a run that ended in an error leaves no "holds" report; declared liveness properties a run
+does not check are named, and their fairness names are checked on every run.
+
+The full disk is injected: the writer raises OSError(ENOSPC), as a full disk makes it."""
+
+from __future__ import annotations
+
+import errno
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.specs import spec_class
+
+EAGER = ["--spec", "two_phase_eager_commit", "--param", "rm=3"]  # tc_consistent violated at 6 states, depth 11
+
+
+def _check(tmp_path, *args):
+    result = CliRunner().invoke(cli, ["check", "--no-color", "--trace-dir", str(tmp_path / "traces"),
+                                      "--json", str(tmp_path / "r.json"), *args])
+    return result, " ".join(result.output.split())
+
+
+def _report(tmp_path):
+    return json.loads((tmp_path / "r.json").read_text())
+
+
+def _full(*args):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+class _Unflushable:
+    """A level file whose buffered bytes a full disk refuses again when it is closed."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def close(self):
+        self.f.close()
+        _full()
+
+
+def _levels_fill_up_at(monkeypatch, depth):
+    """Level files refuse every write once the run is at ``depth`` (a level after the violation),
+    closing them too."""
+    from kraftcheck.checker.explore import levels
+    add = levels.DiskLevels.add
+
+    def fills_up(self, *args):
+        if self.depth >= depth:
+            self._files = tuple(_Unflushable(f) for f in self._open())
+            _full()
+        return add(self, *args)
+
+    monkeypatch.setattr(levels.DiskLevels, "add", fills_up)
+
+
+def test_a_disk_full_under_the_checkpoint_keeps_the_violation_the_trace_and_the_json(tmp_path, monkeypatch):
+    _levels_fill_up_at(monkeypatch, 8)
+    run = tmp_path / "cp"
+    result, out = _check(tmp_path, *EAGER, "--continue", "--checkpoint", str(run))
+    assert result.exit_code == 1, out  # the verdict's code, not 3: something was violated
+    assert "Traceback" not in out
+    assert (f"invariant violated; exploration cut short: the disk is full writing in {run}, at depth 8" in out), out
+    assert "violated invariant tc_consistent: shortest counterexample has 6 states, written to" in out
+    assert f"kraftcheck: error: the disk is full writing in {run}: the run stopped before its end" in out
+    assert f"continue with --resume {run}" in out
+    report = _report(tmp_path)
+    assert (report["result"], report["exhaustive"], report["depth"]) == ("violated", False, 8)
+    assert report["incomplete_reason"] == f"the disk is full writing in {run}"
+    (v,) = report["violations"]
+    assert v["invariant"] == "tc_consistent" and (tmp_path / "traces").joinpath(v["trace_file"]).exists()
+
+
+def test_levels_spilled_to_a_full_disk_end_the_run_incomplete_with_what_it_found(monkeypatch):
+    _levels_fill_up_at(monkeypatch, 8)
+    cls = spec_class("two_phase_eager_commit")
+    result = Engine(compile="bytecode", spill_levels_at=0).explore(Model(cls(cls.Params(rm=3))),
+                                                                    Options(keep_going=True))
+    assert result.status == "violated" and not result.exhaustive and result.depth == 8
+    assert result.incomplete_reason.startswith("the disk is full writing in ")
+    assert result.levels_spilled["directory"] in result.incomplete_reason
+    (v,) = result.violations
+    assert (v.check, v.depth) == ("tc_consistent", 6)
+
+
+def test_a_disk_full_without_violations_is_incomplete(monkeypatch, tmp_path):
+    _levels_fill_up_at(monkeypatch, 3)
+    result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=3", "--checkpoint", str(tmp_path / "cp"))
+    assert result.exit_code == 3, out
+    assert "exploration incomplete: the disk is full writing in" in out and "at depth 3" in out
+    assert _report(tmp_path)["result"] == "incomplete"
+
+
+def test_a_full_trace_dir_names_the_trace_and_keeps_the_verdict_and_the_json(tmp_path, monkeypatch):
+    monkeypatch.setattr("kraftcheck.cli.outcome.atomic_write", _full)
+    result, out = _check(tmp_path, "--spec", "die_hard")
+    assert result.exit_code == 1, out
+    assert "the run stopped before its end" not in out
+    assert "die_hard (default options): invariant violated" in out
+    assert "shortest counterexample has 7 states, not written to" in out
+    assert "kraftcheck: error: the trace of invariant big_jug_never_holds_4 was not written to" in out
+    assert "the disk is full (No space left on device)" in out
+    report = _report(tmp_path)
+    assert report["result"] == "violated" and report["violations"][0]["trace_file"] is None
+    (unwritten,) = report["unwritten_files"]
+    assert unwritten["what"] == "the trace of invariant big_jug_never_holds_4"
+    assert unwritten["path"] in out
+
+
+@pytest.mark.parametrize("spec,code", [(["--spec", "die_hard"], 1), (["--spec", "two_phase", "--param", "rm=2"], 3)])
+def test_a_full_disk_under_the_json_report_keeps_the_summary_and_the_verdicts_code(tmp_path, monkeypatch, spec, code):
+    """Violated stays 1; a run that holds but could not write its report is 3, never 0."""
+    monkeypatch.setattr("kraftcheck.checker.report.write_report", _full)
+    result, out = _check(tmp_path, *spec)
+    assert result.exit_code == code, out
+    assert ("invariant violated" if code == 1 else "all invariants hold over the complete state space") in out
+    assert f"kraftcheck: error: the JSON report was not written to {tmp_path / 'r.json'}: the disk is full" in out
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_run_cut_short_with_continue_says_so_with_its_depth(tmp_path):
+    result, out = _check(tmp_path, *EAGER, "--continue", "--max-depth", "8")
+    assert result.exit_code == 1, out
+    assert "invariant violated; exploration cut short: stopped at --max-depth 8, at depth 8" in out
+    report = _report(tmp_path)
+    assert (report["result"], report["incomplete_reason"], report["depth"], report["exhaustive"]) == \
+        ("violated", "stopped at --max-depth 8", 8, False)
+
+
+def test_an_incomplete_run_says_its_depth(tmp_path):
+    result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=2", "--max-depth", "3")
+    assert result.exit_code == 3, out
+    assert "exploration incomplete: stopped at --max-depth 3, at depth 3" in out
+
+
+def test_a_violated_liveness_property_is_the_runs_verdict(tmp_path):
+    result, out = _check(tmp_path, "--spec", "mutex", "--param", "fair=false", "--liveness")
+    assert result.exit_code == 1, out
+    verdict = next(line for line in result.output.splitlines() if line.startswith("mutex (fair=False):"))
+    assert verdict == "mutex (fair=False): liveness property violated", result.output
+    assert "all invariants hold" not in out
+    assert "violated liveness p1_trying_leads_to_p1_critical: lasso of 2 states, written to" in out
+    report = _report(tmp_path)
+    assert report["result"] == "violated"
+    (v,) = report["violations"]
+    assert (v["invariant"], v["kind"], v["actions"], v["cycle_start"]) == \
+        ("p1_trying_leads_to_p1_critical", "liveness", ["Try(p=p1)"], 1)
+    assert v["trace_file"] == report["liveness"]["properties"][0]["trace_file"]
+
+
+def test_an_analysis_that_fails_leaves_a_report_that_says_error_not_holds(tmp_path, monkeypatch):
+    from kraftcheck.checker.errors import SpecError
+
+    def fails(*args, **kwargs):
+        raise SpecError("field ack_len = 5 is outside its domain 0..4")
+
+    monkeypatch.setattr("kraftcheck.traces.liveness.check_liveness_properties", fails)
+    result, out = _check(tmp_path, "--spec", "mutex", "--liveness", "--engine", "reference")
+    assert result.exit_code == 2, out
+    assert "kraftcheck: error: field ack_len = 5 is outside its domain 0..4" in out
+    report = _report(tmp_path)
+    assert (report["result"], report["exhaustive"]) == ("error", False)
+    assert report["error"] == "field ack_len = 5 is outside its domain 0..4"
+
+
+def test_declared_liveness_properties_not_checked_are_named(tmp_path):
+    result, out = _check(tmp_path, "--spec", "mutex")
+    assert result.exit_code == 0, out
+    assert ("not checked: liveness properties p1_trying_leads_to_p1_critical (declared by the spec; add --liveness "
+            "to check them)") in out
+    assert _report(tmp_path)["liveness_not_checked"] == ["p1_trying_leads_to_p1_critical"]
+    result, out = _check(tmp_path, "--spec", "mutex", "--liveness")
+    assert result.exit_code == 0 and "not checked" not in out
+    assert _report(tmp_path)["liveness_not_checked"] == []
+
+
+MISSPELT_FAIRNESS = '''
+from kraftcheck.checker.spec import Liveness, Predicate
+from kraftcheck.specs.die_hard import DieHard
+
+
+class Bad(DieHard):
+    name = "bad"
+
+    def liveness(self):
+        return [Liveness("four", Predicate("big holds 4", lambda v: v["big"] == 4), fair=("FillHuge",))]
+'''
+
+
+def test_a_misspelt_fairness_name_is_refused_before_exploring_without_liveness_too(tmp_path, monkeypatch):
+    spec_file = tmp_path / "bad.py"
+    spec_file.write_text(MISSPELT_FAIRNESS)
+    monkeypatch.setattr(Engine, "explore", lambda *a, **k: pytest.fail("explored before refusing"))
+    result, out = _check(tmp_path, "--spec", f"{spec_file}:Bad")
+    assert result.exit_code == 2, out
+    assert "liveness property four: fairness names 'FillHuge', which is neither an action" in out
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_lasso_the_disk_refuses_is_named_and_the_liveness_verdict_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr("kraftcheck.traces.liveness.atomic_write", _full)
+    result, out = _check(tmp_path, "--spec", "mutex", "--param", "fair=false", "--liveness")
+    assert result.exit_code == 1, out
+    assert "liveness property violated" in out and "lasso of 2 states, not written to" in out
+    assert "kraftcheck: error: the lasso of liveness property p1_trying_leads_to_p1_critical was not written" in out
+    report = _report(tmp_path)
+    assert report["result"] == "violated" and report["violations"][0]["trace_file"] is None
+    assert "trace_file" not in report["liveness"]["properties"][0]
