@@ -87,6 +87,9 @@ def find_manifest(given: Optional[str]) -> Path:
     """The manifest named on the command line, else kraftcheck.toml, else pyproject.toml here."""
     if given:
         path = Path(given)
+        if path.is_dir():
+            raise ManifestError(f"manifest {given} is a directory; name the file (its {DEFAULT_MANIFEST} or "
+                                "pyproject.toml)")
         if not path.is_file():
             raise ManifestError(f"manifest {given} does not exist")
         return path
