@@ -157,19 +157,40 @@ def test_a_violated_liveness_property_is_the_runs_verdict(tmp_path):
     assert v["trace_file"] == report["liveness"]["properties"][0]["trace_file"]
 
 
-def test_an_analysis_that_fails_leaves_a_report_that_says_error_not_holds(tmp_path, monkeypatch):
-    from kraftcheck.checker.errors import SpecError
+RAISING_PREDICATE = '''
+import numpy as np
+from kraftcheck.checker.spec import Liveness, Predicate
+from kraftcheck.specs.die_hard import DieHard
 
-    def fails(*args, **kwargs):
-        raise SpecError("field ack_len = 5 is outside its domain 0..4")
 
-    monkeypatch.setattr("kraftcheck.traces.liveness.check_liveness_properties", fails)
-    result, out = _check(tmp_path, "--spec", "mutex", "--liveness", "--engine", "reference")
+def four(v):
+    if (np.asarray(v["big"]) == 5).any():
+        raise ValueError("no five")
+    return v["big"] == 4
+
+
+class Raising(DieHard):
+    name = "raising"
+
+    def liveness(self):
+        return [Liveness("four", Predicate("big holds 4", four), fair=("FillBig",))]
+'''
+
+
+def test_an_analysis_that_fails_leaves_a_report_that_says_error_not_holds(tmp_path):
+    """A liveness predicate that raises on a state past the initial ones (where it was tried before
+    exploring): the spec's error, with its line, after the summary, which gives no verdict."""
+    spec_file = tmp_path / "raising.py"
+    spec_file.write_text(RAISING_PREDICATE)
+    result, out = _check(tmp_path, "--spec", f"{spec_file}:Raising", "--liveness")
     assert result.exit_code == 2, out
-    assert "kraftcheck: error: field ack_len = 5 is outside its domain 0..4" in out
+    assert "Traceback" not in out
+    assert "then the run stopped with an error (below): no verdict" in out
+    message = f"the predicate 'big holds 4' raised ValueError: no five at {spec_file}:9"
+    assert out.index(message) > out.index("no verdict")
     report = _report(tmp_path)
     assert (report["result"], report["exhaustive"]) == ("error", False)
-    assert report["error"] == "field ack_len = 5 is outside its domain 0..4"
+    assert report["error"].startswith(message)
 
 
 def test_declared_liveness_properties_not_checked_are_named(tmp_path):

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised
 from kraftcheck.checker.explore.state_graph import CompiledGraph
 from kraftcheck.checker.spec import Predicate
 
@@ -39,7 +39,14 @@ def evaluate_many(graph: CompiledGraph, kernels: Any, predicates: Sequence[Predi
         words = graph.states[lo: lo + batch]
         columns = layout.columns(flat_rows(kernels, words))
         for predicate, mask in zip(predicates, out):
-            value = np.asarray(predicate.holds(columns))
+            try:
+                value = np.asarray(predicate.holds(columns))
+            except KraftcheckError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the spec's own function raised: its error (exit 2), no verdict
+                error = spec_raised(f"the predicate '{predicate.description}'", e)
+                error.python_only = False  # predicates run on numpy arrays only: no other tier to leave it to
+                raise error from None
             if value.shape != (words.shape[0],):
                 raise SpecError(f"the predicate '{predicate.description}' returned shape {value.shape} for "
                                 f"{words.shape[0]} states; it must return one boolean per state (see Predicate)")

@@ -115,8 +115,7 @@ def run_graph_analyses(terminal: Terminal, model: Model, dump_graph: Optional[st
                 del graph
             finally:
                 terminal.stop_progress()
-    except KraftcheckError as e:
-        terminal.error(str(e))
+    except KraftcheckError as e:  # said after the summary (Outcome.report)
         done.error = str(e)
     return done
 

@@ -77,7 +77,8 @@ class Outcome:
         """The summary, the analyses' sections, the JSON report, what was not written; the exit code."""
         t, result = self.terminal, self.result
         t.summary(result, self.trace_files, not_checked=self.not_checked,
-                  unwritten={u.check: u.path for u in self.unwritten if u.check is not None})
+                  unwritten={u.check: u.path for u in self.unwritten if u.check is not None},
+                  errored=self.error is not None)
         if self.analyses is not None:
             from kraftcheck.cli.graph_analyses import print_analyses
             print_analyses(t, self.analyses)
@@ -89,6 +90,8 @@ class Outcome:
             write_kept("the JSON report", json_path, lambda: write_report(report, json_path), self.unwritten)
         for u in self.unwritten:
             t.error(str(u))
+        if self.error is not None:
+            t.error(self.error)
         if result.incomplete_reason and result.incomplete_reason.startswith(DISK_FULL):
             t.error(stopped_by_full_disk(result.incomplete_reason, result.checkpoint_dir))
         if result.interrupted:

@@ -197,10 +197,11 @@ class Terminal:
 
     # -- the summary
     def summary(self, result: Result, trace_files: dict[str, str], not_checked: Sequence[str] = (),
-                unwritten: Optional[Mapping[str, str]] = None) -> None:
+                unwritten: Optional[Mapping[str, str]] = None, errored: bool = False) -> None:
         """The verdict, the statistics, coverage and the counterexamples. ``not_checked``: liveness
         properties the spec declares that the run did not check; ``unwritten``: check -> the
-        trace file a full disk refused."""
+        trace file a full disk refused; ``errored``: an analysis after the exploration failed, so
+        the run gives no verdict (the exploration's is shown, marked so)."""
         if self.quiet:
             return
         if result.simulation is not None:
@@ -215,7 +216,8 @@ class Terminal:
         model = result.model
         if result.fingerprints and result.status == HOLDS:
             verdict += " [bold green](up to hash collisions)[/]"
-        self.out.print(Text.from_markup(f"{model.spec.title()}: {verdict}") + Text(cut_short(result)))
+        no_verdict = "; then the run stopped with an error (below): no verdict" if errored else ""
+        self.out.print(Text.from_markup(f"{model.spec.title()}: {verdict}") + Text(cut_short(result) + no_verdict))
         stats = Table(show_header=False, box=None, pad_edge=False)
         stats.add_column(style="bold")
         stats.add_column(justify="right")
