@@ -123,6 +123,11 @@ def test_write_output_writes_into_a_device_and_through_descriptors(tmp_path, cap
         output_kind(tmp_path)
 
 
+def test_an_empty_output_name_is_refused():
+    refused(run(*DIE_HARD, "--json", ""), "--json is empty")
+    refused(run(*DIE_HARD, "--trace-dir", ""), "--trace-dir is empty")
+
+
 def test_a_symlink_loop_and_two_outputs_on_stdout_are_refused(tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")

@@ -48,6 +48,8 @@ def check_output_file(path: Optional[os.PathLike | str], option: str) -> None:
     if path is None:
         return
     shown = str(path)
+    if not shown:
+        raise UsageError(f"{option} is empty; give a file name (or - for standard output)")
     p = Path(path).expanduser()
     fd = descriptor_of(p) if shown != STDOUT else 1
     if fd is not None:
@@ -122,6 +124,8 @@ def check_output_dir(path: Optional[os.PathLike | str], option: str) -> None:
     """``path`` is a directory that exists, or can be created, and accepts new files."""
     if path is None:
         return
+    if not str(path):
+        raise UsageError(f"{option} is empty; give a directory (. for this one)")
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
         raise UsageError(f"{option} {path} exists and is not a directory; give a directory")
