@@ -156,6 +156,7 @@ def test_dump_graph_to_standard_output(tmp_path):
     ("--max-memory", "nan", "nan is not a number of GiB"),
     ("--max-memory", "-inf", "finite"),
     ("--threads", "0", "greater than 0"),
+    ("--depth", "1000000000000", "more than the 1,000,000 a simulation keeps"),
 ])
 def test_check_refuses_numbers_that_are_not(option, value, message):
     result = run(*DIE_HARD, option, value)

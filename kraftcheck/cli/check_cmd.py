@@ -15,7 +15,7 @@ from kraftcheck.cli.terminal import Terminal
 from kraftcheck.cli.graph_analyses import analyse_after_check
 from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
                                     exit_code)
-from kraftcheck.cli.validate import positive, positive_number, worker_threads
+from kraftcheck.cli.validate import positive, positive_number, simulation_depth, worker_threads
 from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
@@ -213,7 +213,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), metavar="S",
               help="--simulate: the seed; the same seed gives the same behaviours and the same violation "
                    "whatever the thread count.  [default: a random seed, printed and in the report]")
-@click.option("--depth", type=int, callback=positive, metavar="N",
+@click.option("--depth", type=int, callback=simulation_depth, metavar="N",
               help="--simulate: states per behaviour at most (the initial state counted).  [default: twice the "
                    "number of levels if a 50,000-state breadth-first probe exhausts the model, else 4 x the levels "
                    "it reached; at least 10]")

@@ -41,6 +41,20 @@ def positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+MAX_SIMULATION_DEPTH = 1_000_000
+
+
+def simulation_depth(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback for ``--depth``: each running behaviour keeps its whole path (its trace)
+    in memory, a batch of at least 16 of them at once, so a depth beyond a million is refused
+    here rather than as numpy's allocation error."""
+    value = positive(ctx, param, value)
+    if value is not None and value > MAX_SIMULATION_DEPTH:
+        raise click.BadParameter(f"{value:,} states per behaviour is more than the {MAX_SIMULATION_DEPTH:,} a "
+                                 "simulation keeps (each running behaviour holds its whole path for its trace)")
+    return value
+
+
 def usable_cpus() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
