@@ -77,7 +77,7 @@ def _entries(directory: Path) -> list[tuple[Path, Detached]]:
         try:
             found.append((path, Detached(**json.loads(path.read_text()))))
         except (OSError, ValueError, TypeError):
-            path.unlink(missing_ok=True)  # half-written by a process killed while writing: nothing to stop
+            path.unlink(missing_ok=True)  # unreadable: it names no process to stop
     return found
 
 
@@ -86,7 +86,8 @@ def _alive(entry: Detached) -> bool:
 
 
 def _stop(entry: Detached) -> None:
-    """End a detached compile and the helpers it started (its session is their process group)."""
+    """End a detached compile and the helpers it started (its session is their process group),
+    and wait until it is gone (unless it is a child of this process: its ``Popen`` reaps it)."""
     if not _alive(entry):
         return
     try:
@@ -94,6 +95,15 @@ def _stop(entry: Detached) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(entry.pid, signal.SIGKILL)
+    # gone before this returns (a killed process on a busy machine lingers for a while)
+    import psutil
+    with contextlib.suppress(psutil.Error):
+        process = psutil.Process(entry.pid)
+        if process.ppid() != os.getpid():  # a child of this process is reaped by its Popen, not here
+            process.wait(timeout=STOP_WAIT_S)
+
+
+STOP_WAIT_S = 5.0  # at most this long for a stopped compile to be gone
 
 
 def leave(cache: Path, pid: int, key: str, what: str) -> Optional[int]:
