@@ -221,8 +221,11 @@ class _Trial:
         return "[" + ", ".join(f"{k}={v}" for k, v in shown.items()) + "]"
 
     def refuse(self, text: str, what: str, fields: list[str]) -> None:
-        where = f" (differs in field{'s' if len(fields) > 1 else ''} {', '.join(fields)})" if fields else ""
-        raise SpecError(f"the declared symmetry is not one of spec {self.model.spec.name} ({text}): {what}{where}. "
+        """The refusal: the fields first (where the spec's state differs from the promised one),
+        then the states and the action, then what to do."""
+        broken = f": field {', '.join(fields)} {'break' if len(fields) > 1 else 'breaks'} it" if fields \
+            else ""
+        raise SpecError(f"the declared symmetry is not one of spec {self.model.spec.name} ({text}){broken}; {what}. "
                         "Every field that holds a permuted value must move with the permutation, and a filler "
                         "(a sequence's padding, a 'none') must be a value outside every permuted set, or be declared "
                         "with unless=; see docs/writing-a-spec.md, Declaring a symmetry")
