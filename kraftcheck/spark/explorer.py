@@ -542,9 +542,15 @@ class _SparkRun:
         raise e
 
     def _cancel_jobs(self, thread: Any) -> None:
+        """Cancel the running jobs and wait (a while) until no task runs: the run's end removes
+        files that a task still running would then fail to read, with a traceback in Spark's log."""
         try:
             self.sc.cancelAllJobs()
             thread.join(30)
+            deadline = time.monotonic() + 10
+            tracker = self.sc._jsc.sc().statusTracker()
+            while time.monotonic() < deadline and sum(e.numRunningTasks() for e in tracker.getExecutorInfos()):
+                time.sleep(0.05)
         except Exception:  # noqa: BLE001: a JVM that is gone has no jobs left to cancel
             self.jvm_lost = True
 

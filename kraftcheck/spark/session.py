@@ -75,15 +75,22 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
     for key, value in conf.items():
         spark_conf.set(key, value)
     scratch = None
-    if not spark_conf.contains("spark.local.dir"):
+    if not (spark_conf.contains("spark.local.dir") or os.environ.get("SPARK_LOCAL_DIRS") or under_spark_submit()
+            or SparkContext._gateway is not None):
         scratch = leftovers.scratch_dir()
-        spark_conf.set("spark.local.dir", str(scratch))
     where = master or "the submitted master"
     try:
         try:
-            SparkContext._ensure_initialized(conf=spark_conf)  # the driver's JVM: quick, or an error at once
+            # the driver's JVM (quick, or an error at once), its scratch in ``scratch``: given by
+            # the environment, as spark.local.dir makes Spark warn that a cluster may override it
+            if scratch is not None:
+                os.environ["SPARK_LOCAL_DIRS"] = str(scratch)
+            SparkContext._ensure_initialized(conf=spark_conf)
         except Exception as e:  # Java gateway
             raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
+        finally:
+            if scratch is not None:
+                del os.environ["SPARK_LOCAL_DIRS"]
         waiting = f"starting Spark on {where}" + (" (registering with the master)" if not
                                                   str(master).startswith("local") else "")
         try:
@@ -100,6 +107,7 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
             raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
         sc._kraftcheck_scratch = scratch
         sc.setLogLevel("ERROR")
+        _quiet_accumulator_server(sc)
         try:
             readiness.wait_for_executor(sc, wait_s, progress)
         except BaseException:
@@ -119,6 +127,14 @@ def _quiet_py4j() -> None:
     log = logging.getLogger("py4j")
     log.addHandler(logging.NullHandler())
     log.propagate = False
+
+
+def _quiet_accumulator_server(sc) -> None:
+    """PySpark's accumulator server prints a traceback when the driver JVM's connection to it
+    breaks (the JVM killed): the run says that in one line itself."""
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, client_address: None
 
 
 def _kill_driver_jvm() -> None:

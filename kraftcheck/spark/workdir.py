@@ -93,8 +93,10 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half file
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) and not e.filename:
+            raise OSError(e.errno, e.strerror, str(path)) from None  # a failed flush names no file
         raise
     if durable:
         fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
