@@ -37,7 +37,7 @@ def step(s, t):
     if s.x >= 3:
         return False
     if s.fault == ACTION:
-        boom(s)  # raises on x = 2, for the LINE below
+        boom(s)  # raises on x = 2, at LINE
     if s.fault == OWN_TYPE_ERROR and s.x == 2:
         raise TypeError("the spec's own")
     t.x = s.x + 1
@@ -123,7 +123,7 @@ def _model(fault):
     return Model(Faulty(FaultyParams(fault)), constraints=None if fault == CONSTRAINT else [])
 
 
-def _assert_stops(run, fault, what, path=({"x": 0}, {"x": 1}, {"x": 2})):
+def _assert_stops(run, what, path=({"x": 0}, {"x": 1}, {"x": 2})):
     """``run()`` raises the spec's error naming ``what``, this file's LINE and the state x = 2,
     with the path to it (a transition property's: from it)."""
     with pytest.raises(SpecRaised) as caught:
@@ -142,13 +142,13 @@ def _assert_stops(run, fault, what, path=({"x": 0}, {"x": 1}, {"x": 2})):
                                          (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
 def test_the_first_tiers_stop_at_the_spec_error(tier, fault, what):
     """The Python tier and the bytecode tier (which redoes the state in Python) stop on it."""
-    _assert_stops(lambda: Engine(compile=tier).explore(_model(fault), Options(keep_going=True)), fault, what)
+    _assert_stops(lambda: Engine(compile=tier).explore(_model(fault), Options(keep_going=True)), what)
 
 
 @pytest.mark.parametrize("fault, what", [(ACTION, "action Step"), (INVARIANT, "invariant bounded"),
                                          (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
 def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
-    _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), fault, what)
+    _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), what)
 
 
 @pytest.mark.parametrize("explorer", ["never", "bytecode", "reference"])
@@ -156,7 +156,7 @@ def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
 def test_a_check_that_raises_on_an_initial_state_stops_there(explorer, fault, what):
     model = Model(StartsAtTwo(FaultyParams(fault)), constraints=None if fault == CONSTRAINT else [])
     make = ReferenceExplorer if explorer == "reference" else lambda: Engine(compile=explorer)
-    _assert_stops(lambda: make().explore(model, Options(keep_going=True)), fault, what, path=({"x": 2},))
+    _assert_stops(lambda: make().explore(model, Options(keep_going=True)), what, path=({"x": 2},))
 
 
 def test_an_error_in_any_part_on_the_threads_reaches_the_caller():
@@ -180,7 +180,7 @@ def test_an_error_in_any_part_on_the_threads_reaches_the_caller():
 def test_the_compiled_kernels_stop_at_the_spec_error(fault, what):
     """numba raises ZeroDivisionError with no line of the spec's: the state is found again in
     Python, on the distinct-successor path (no constraint) and the candidate-row path."""
-    _assert_stops(lambda: Engine(compile="now").explore(_model(fault), Options()), fault, what)
+    _assert_stops(lambda: Engine(compile="now").explore(_model(fault), Options()), what)
 
 
 @pytest.mark.slow
@@ -188,7 +188,7 @@ def test_the_table_forms_callbacks_do_not_swallow_the_spec_error(capfd):
     """A large layout's ``fire`` kernels are C callbacks, which cannot raise: numba printed
     "Exception ignored" and the action counted as never fired, a verdict over the other states."""
     from conftest import TableLayoutEngine
-    _assert_stops(lambda: TableLayoutEngine(compile="now").explore(_model(ACTION), Options()), ACTION, "action Step")
+    _assert_stops(lambda: TableLayoutEngine(compile="now").explore(_model(ACTION), Options()), "action Step")
     assert "Exception ignored" not in capfd.readouterr().err
 
 
@@ -204,7 +204,7 @@ def test_a_type_error_the_spec_raises_itself_is_its_error_on_the_compiled_tier_t
 def test_a_simulation_stops_at_the_spec_error():
     from kraftcheck.checker.explore.simulate import SimulationOptions, simulate
     _assert_stops(lambda: simulate(_model(ACTION), SimulationOptions(seed=1, depth=10, max_behaviours=5),
-                                   compile="never"), ACTION, "action Step")
+                                   compile="never"), "action Step")
 
 
 def test_python_only_errors_are_the_first_tiers_and_others_the_specs():
@@ -243,7 +243,7 @@ def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(
     monkeypatch.setattr(engine, "first_tier_kernels", lambda model, load=True: engine.InterpretedKernels(model))
     monkeypatch.setattr(engine._Run, "confirm_spec_compiles", lambda self, meanwhile="": None)
     monkeypatch.setattr(engine._Run, "_fall_back_to_compiled", lambda self: pytest.fail("fell back to compiled"))
-    _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options()), ACTION, "action Step")
+    _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options()), "action Step")
 
 
 def test_fields_and_initial_states_that_raise_name_the_specs_line():
