@@ -236,3 +236,24 @@ def test_a_lasso_the_disk_refuses_is_named_and_the_liveness_verdict_kept(tmp_pat
     report = _report(tmp_path)
     assert report["result"] == "violated" and report["violations"][0]["trace_file"] is None
     assert "trace_file" not in report["liveness"]["properties"][0]
+
+
+def test_a_checkpoint_whose_final_record_the_disk_refuses_keeps_the_verdict(tmp_path, monkeypatch):
+    from kraftcheck.checker.explore import engine
+    write_manifest = engine.write_manifest
+
+    def refuses_the_last(directory, identity, progress):
+        if progress["finished"]:
+            _full()
+        write_manifest(directory, identity, progress)
+
+    monkeypatch.setattr(engine, "write_manifest", refuses_the_last)
+    run = tmp_path / "cp"
+    result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=2", "--checkpoint", str(run))
+    assert result.exit_code == 3, out  # every state was checked, but an output asked for is missing
+    assert "all invariants hold over the complete state space" in out
+    assert (f"kraftcheck: error: the checkpoint's record that its run finished was not written to "
+            f"{run / 'checkpoint.json'}: the disk is full") in out
+    report = _report(tmp_path)
+    assert (report["result"], report["exhaustive"]) == ("holds", True)
+    assert report["unwritten_files"][0]["path"] == str(run / "checkpoint.json")

@@ -26,7 +26,7 @@ from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, RepeatTables, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
 from kraftcheck.checker.files import atomic_write
-from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full
+from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, write_kept
 from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile, interpreter_compile
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
@@ -41,7 +41,8 @@ from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, buck
                                                       collect_dense_part, collect_part, seen_table_size, tally_width,
                                                       valid_rows_part)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
-from kraftcheck.checker.explore.checkpoint import check_resumable, hold_checkpoint, run_identity, write_manifest
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resumable, hold_checkpoint, run_identity,
+                                                  write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.state_graph import GraphRecorder
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
@@ -1120,6 +1121,8 @@ class _Run:
         self.recorder = None
         if self.checkpoint_dir is not None:
             r.checkpoint_dir = str(self.checkpoint_dir)
-            if not r.incomplete_reason:  # the verdict is final: nothing left to resume
-                write_manifest(self.checkpoint_dir, self.identity, self._progress_record(finished=True))
+            if not r.incomplete_reason:  # the verdict is final: nothing left to resume (a full disk keeps it)
+                write_kept("the checkpoint's record that its run finished", self.checkpoint_dir / MANIFEST,
+                           lambda: write_manifest(self.checkpoint_dir, self.identity,
+                                                  self._progress_record(finished=True)), r.unwritten)
         self.levels.close()

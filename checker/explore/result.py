@@ -143,6 +143,8 @@ class Result:
     # the engine's levels outgrew their share of memory and went on in a temporary directory,
     # removed at the end: {directory, at_level, at_distinct, levels_bytes, threshold_bytes}; else None
     levels_spilled: Optional[dict[str, Any]] = None
+    # files of the exploration's own a full disk refused (checker.disk_full.UnwrittenFile), the verdict kept
+    unwritten: list[Any] = field(default_factory=list)
 
     @property
     def resumed(self) -> bool:

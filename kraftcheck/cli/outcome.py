@@ -43,7 +43,7 @@ class Outcome:
         self.run_options = run_options
         self.not_checked = list(not_checked)
         self.trace_files: dict[str, str] = {}
-        self.unwritten: list[UnwrittenFile] = []
+        self.unwritten: list[UnwrittenFile] = list(result.unwritten)
         self.analyses: Any = None  # graph_analyses.GraphAnalyses
         self.error: Optional[str] = None
 
