@@ -257,3 +257,11 @@ def test_a_checkpoint_whose_final_record_the_disk_refuses_keeps_the_verdict(tmp_
     report = _report(tmp_path)
     assert (report["result"], report["exhaustive"]) == ("holds", True)
     assert report["unwritten_files"][0]["path"] == str(run / "checkpoint.json")
+    monkeypatch.setattr(engine, "write_manifest", write_manifest)
+    # the last record kept is of the last level before its expansion, which the resume does once more
+    result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=2", "--resume", str(run))
+    assert result.exit_code == 0, out
+    resumed = _report(tmp_path)
+    assert resumed["resumed_from_level"] == report["depth"]
+    assert [resumed[k] for k in ("distinct_states", "states_generated", "coverage")] == \
+        [report[k] for k in ("distinct_states", "states_generated", "coverage")]

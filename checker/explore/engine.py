@@ -553,7 +553,8 @@ class _Run:
             self._report(force=False)
             lo = hi
         nxt = self.levels.finish_level()
-        self._commit()
+        if nxt.shape[0]:  # an empty level ends the run: a resume before its final record redoes this expansion
+            self._commit()
         self._report(force=True)
         return nxt
 
