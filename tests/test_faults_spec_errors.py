@@ -192,6 +192,42 @@ def test_the_table_forms_callbacks_do_not_swallow_the_spec_error(capfd):
     assert "Exception ignored" not in capfd.readouterr().err
 
 
+
+def _unraisable(error: BaseException):
+    """What Python hands ``sys.unraisablehook`` for an error a numba callback could only print."""
+    from types import SimpleNamespace
+    return SimpleNamespace(exc_type=type(error), exc_value=error, exc_traceback=None, err_msg=None,
+                           object="<numba.core.cpu.CPUContext>")
+
+
+def test_callback_errors_of_batches_that_overlap_are_all_kept_and_the_hook_restored(monkeypatch):
+    """Batches in two threads overlap and end in any order: the first to end must not take the
+    hook from the other (whose spec error would be printed, the action counted as never fired),
+    and the hook there was before is back once both have ended."""
+    from kraftcheck.checker.explore.spec_raised import _CallbackErrors
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    first, second = _CallbackErrors(), _CallbackErrors()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    error = ZeroDivisionError("in the second batch")
+    sys.unraisablehook(_unraisable(error))
+    second.__exit__(None, None, None)
+    assert second.caught == [error] and printed == []
+    assert sys.unraisablehook == printed.append
+
+
+def test_an_interrupt_a_finalizer_swallowed_is_no_spec_error(monkeypatch):
+    """Ctrl-C arriving in a finalizer of numba's while a batch runs is the interrupt's (exit 130),
+    not an error of the spec's (exit 2)."""
+    from kraftcheck.checker.explore.spec_raised import _CallbackErrors
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    with _CallbackErrors() as callbacks:
+        sys.unraisablehook(_unraisable(KeyboardInterrupt()))
+    assert callbacks.caught == [] and len(printed) == 1
+
 def test_a_type_error_the_spec_raises_itself_is_its_error_on_the_compiled_tier_too():
     """TypeError is what the first tier hands on as Python's alone; raised by numba's code as
     well, it is the spec's error, found in Python on its state (not "none raised as Python")."""

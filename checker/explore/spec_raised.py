@@ -22,29 +22,47 @@ import numpy as np
 from kraftcheck.checker.errors import PYTHON_ONLY_ERRORS, KraftcheckError, SpecRaised
 
 _lock = threading.Lock()
+_active: list["_CallbackErrors"] = []  # every batch now running the compiled kernels, in any thread
+_previous_hook = None  # the hook before the first of them, put back when the last ends
+
+
+def _hook(unraisable) -> None:
+    """An error numba's C callbacks could only print goes to every batch running (it names no
+    batch: of two runs in two threads, the innocent one finds no state that raises and stops with
+    the error all the same, never with a verdict). An interrupt a finalizer swallowed is not a
+    spec's error: it goes on, as everything else does, to the hook there was before."""
+    if isinstance(unraisable.exc_value, Exception) and "numba" in repr(unraisable.object):
+        with _lock:
+            active = list(_active)
+        for collector in active:
+            collector.caught.append(unraisable.exc_value)
+        if active:
+            return
+    (_previous_hook or sys.__unraisablehook__)(unraisable)
 
 
 class _CallbackErrors:
-    """While installed: exceptions numba's C callbacks could only print are kept, not printed."""
+    """While entered: exceptions numba's C callbacks could only print are kept, not printed.
+    The hook is installed by the first batch entered and taken away by the last one out, in
+    whatever order they end (batches in several threads overlap)."""
 
     def __init__(self) -> None:
         self.caught: list[BaseException] = []
-        self._previous = None
-
-    def _hook(self, unraisable) -> None:
-        if "numba" in repr(unraisable.object) and unraisable.exc_value is not None:
-            with _lock:
-                self.caught.append(unraisable.exc_value)
-        else:
-            self._previous(unraisable)
 
     def __enter__(self) -> "_CallbackErrors":
-        self._previous = sys.unraisablehook
-        sys.unraisablehook = self._hook
+        global _previous_hook
+        with _lock:
+            if not _active:
+                _previous_hook = sys.unraisablehook
+                sys.unraisablehook = _hook
+            _active.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        sys.unraisablehook = self._previous
+        with _lock:
+            _active.remove(self)
+            if not _active and sys.unraisablehook is _hook:  # one installed since stays
+                sys.unraisablehook = _previous_hook
 
 
 def run_guarded(model, words: np.ndarray, lo: int, hi: int, checks: bool, call: Callable[[], object]) -> object:
@@ -53,7 +71,7 @@ def run_guarded(model, words: np.ndarray, lo: int, hi: int, checks: bool, call: 
     with _CallbackErrors() as callbacks:
         try:
             out = call()
-        except KraftcheckError:
+        except (KraftcheckError, MemoryError):  # a memory error is the machine's, not the spec's
             raise
         except Exception as e:  # noqa: BLE001 - numba's code raised: the spec's, or ours (located says)
             raise located(model, words, lo, hi, checks, e) from None
