@@ -79,6 +79,12 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
             or SparkContext._gateway is not None):
         scratch = leftovers.scratch_dir()
     where = master or "the submitted master"
+    launched = SparkContext._gateway is None  # a JVM this call starts is this call's to end if it fails
+
+    def end_jvm() -> None:
+        if launched:
+            _kill_driver_jvm()
+
     try:
         try:
             # the driver's JVM (quick, or an error at once), its scratch in ``scratch``: given by
@@ -95,15 +101,14 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
                                                   str(master).startswith("local") else "")
         try:
             bound = wait_s + readiness.STARTUP_ALLOWANCE_S
-            sc = readiness.bounded(lambda: SparkContext(conf=spark_conf), bound, waiting, progress,
-                                   _kill_driver_jvm,
+            sc = readiness.bounded(lambda: SparkContext(conf=spark_conf), bound, waiting, progress, end_jvm,
                                    f"the master at {where} did not take this application within {bound:g} s: "
                                    "is it a Spark master, and the right port? (or wait longer with "
                                    "--spark-wait SECONDS)")
         except (readiness.SparkWaitError, KeyboardInterrupt):
             raise
         except Exception as e:  # bad master URL, a context already running, the master gave up
-            _kill_driver_jvm()
+            end_jvm()
             raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
         sc._kraftcheck_scratch = scratch
         sc.setLogLevel("ERROR")
@@ -125,8 +130,9 @@ def _quiet_py4j() -> None:
     Ctrl-C cut): kraftcheck says what happened in one line instead."""
     import logging
     log = logging.getLogger("py4j")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
+    if log.propagate:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
 
 
 def _quiet_accumulator_server(sc) -> None:
