@@ -111,10 +111,20 @@ def leave(cache: Path, pid: int, key: str, what: str) -> Optional[int]:
     after its run: register it unless a detached compile of the same key runs already, in which
     case ``pid`` is stopped instead; stop every other detached compile of ``cache``. Returns the
     pid of the compile of ``key`` that goes on (``pid``, or the one detached before), None if
-    none does (``pid`` has ended)."""
+    none does: ``pid`` has ended, or the register cannot be written (a full disk at the end of a
+    run), when the caller stops ``pid`` rather than leave a compile no one can see or stop (and
+    the run's verdict is not lost to an OSError on its way out)."""
     started = process_start(pid)
     if started is None:
         return None
+    try:
+        return _register(cache, pid, started, key, what)
+    except OSError:
+        return None
+
+
+def _register(cache: Path, pid: int, started: float, key: str, what: str) -> int:
+    """``leave``'s work under the register's lock."""
     with _locked(cache) as directory:
         entries = [(path, e) for path, e in _entries(directory)]
         alive = []

@@ -177,6 +177,21 @@ def test_detached_compiles_one_per_key_and_one_per_cache(tmp_path):
                 p.wait()
 
 
+
+def test_a_compile_the_register_cannot_take_is_not_left_and_nothing_raises(tmp_path):
+    """A register that cannot be written (a full disk as the run ends; here a file where its
+    folder goes) leaves nothing running: the caller stops the compile, and no OSError on the run's
+    way out costs it its verdict."""
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    sleeper = _sleeper()
+    try:
+        assert detached.leave(blocker, sleeper.pid, "kc_a_model_1", "the kernels of spec a") is None
+        assert detached.running(blocker) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
 def test_cache_status_and_clear(warm, tmp_path, monkeypatch):
     cache, _ = warm
     status = CliRunner().invoke(cli, ["cache", "status"])
