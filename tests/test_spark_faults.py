@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -170,7 +171,6 @@ def stopped_run_dir(spark_context, tmp_path_factory):
 
 @pytest.fixture
 def stopped_run(stopped_run_dir, tmp_path):
-    import shutil
     return Path(shutil.copytree(stopped_run_dir, tmp_path / "work"))
 
 
@@ -190,7 +190,6 @@ def test_a_damaged_or_removed_work_dir_is_never_resumed(spark_context, stopped_r
         run.unlink()
         expected = "does not hold the levels its manifest names"
     else:
-        import shutil
         shutil.rmtree(work)
         expected = "no Spark run to resume there"
     with pytest.raises(UsageError, match=expected):
@@ -200,7 +199,6 @@ def test_a_damaged_or_removed_work_dir_is_never_resumed(spark_context, stopped_r
 def test_a_work_dir_removed_mid_run_stops_it_and_stays_removed(spark_context, tmp_path):
     """rm -rf of the work dir while the run goes on: a clear error (exit 2), and neither the driver
     nor a task makes the directory again (a manifest there would claim levels that are gone)."""
-    import shutil
     work = tmp_path / "work"
 
     def remove_at_level_2(p):
@@ -319,3 +317,39 @@ def test_a_dead_drivers_directories_are_swept_and_a_live_ones_kept(tmp_path):
     assert sorted(p.name for p in leftovers.sweep(str(tmp_path))) == sorted(n for n, kept in names.items()
                                                                             if not kept)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
+
+
+# -- an interrupt ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_sigterm_mid_run_exits_130_with_statistics_and_no_traceback(tmp_path):
+    """SIGTERM while a level's job runs: the job is cancelled, the statistics and the resume hint
+    are printed, exit 130, and no py4j or Spark traceback reaches the terminal (that --resume
+    then gives the uninterrupted answer is tests/test_spark.py's killed-driver test)."""
+    import signal
+    import time
+    work = tmp_path / "work"
+    check = ["--spec", "two_phase", "--param", "rm=3", "--continue"]
+    driver = subprocess.Popen([str(Path(sys.executable).parent / "kraftcheck"), "check", *check, "--engine", "spark",
+                               "--master", "local[2]", "--work-dir", str(work), "--no-color"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    try:
+        deadline = time.monotonic() + 300
+        while driver.poll() is None and time.monotonic() < deadline:
+            try:
+                if len(json.loads((work / "checkpoint.json").read_text())["level_start"]) >= 3:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.1)
+        assert driver.poll() is None, "the run ended before it could be stopped"
+        driver.send_signal(signal.SIGTERM)
+        out, err = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert driver.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "py4j" not in err, err[-3000:]
+    assert "distinct states" in out and "interrupted" in err and f"--resume {work}" in err

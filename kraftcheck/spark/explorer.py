@@ -39,6 +39,7 @@ from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
 from kraftcheck.spark import leftovers, readiness, tasks, workdir
 from kraftcheck.spark.failures import disk_full, driver_jvm_lost, task_error
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
+from kraftcheck.spark.interrupts import DeferredInterrupts
 from kraftcheck.spark.session import SparkRunError, start_context, stop_context
 from kraftcheck.specs import SPEC_FILE_MODULE_PREFIX
 
@@ -126,7 +127,8 @@ class SparkExplorer:
             run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
             run.result.compile_s = compile_s
             try:
-                run.explore()
+                with run.interrupts:
+                    run.explore()
             except KeyboardInterrupt:
                 stop_honoured()
                 run.result.interrupted = True
@@ -291,6 +293,7 @@ class _SparkRun:
         self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
         self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
         self.jvm_lost = False  # the driver's Java process is gone: nothing more is asked of Spark
+        self.interrupts = DeferredInterrupts()  # Ctrl-C and SIGTERM taken between py4j calls only
         self.root_identity = _identity(root)  # the work dir this run writes (not a new one of that name)
 
     @property
@@ -312,6 +315,7 @@ class _SparkRun:
         frontier = sum(self.part_counts[-1])
         while not stop and frontier:
             raise_if_stop_requested()
+            self.interrupts.raise_if_requested()
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
@@ -516,6 +520,9 @@ class _SparkRun:
 
         def run() -> None:
             try:
+                # a cancelled job's tasks are interrupted (their Python workers ended), not left to
+                # run on into files the run's end removes
+                self.sc.setLocalProperty("spark.job.interruptOnCancel", "true")
                 box["value"] = job()
             except BaseException as e:  # noqa: BLE001: handed to the waiting thread
                 box["error"] = e
@@ -525,6 +532,7 @@ class _SparkRun:
         try:
             while thread.is_alive():
                 thread.join(0.2)
+                self.interrupts.raise_if_requested()
         except KeyboardInterrupt:
             self._cancel_jobs(thread)
             raise
@@ -562,7 +570,7 @@ class _SparkRun:
             self.jvm_lost = True
             stop_honoured()
             self.result.interrupted = True
-            self.result.incomplete_reason = ("interrupted" if stop_requested() else
+            self.result.incomplete_reason = ("interrupted" if stop_requested() or self.interrupts.requested else
                                              "the Spark driver's Java process ended (killed, or out of memory)")
             return
         full = disk_full(error)
