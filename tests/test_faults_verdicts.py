@@ -127,6 +127,19 @@ def test_a_full_disk_under_the_json_report_keeps_the_summary_and_the_verdicts_co
     assert not (tmp_path / "r.json").exists()
 
 
+
+@pytest.mark.parametrize("spec,code", [(["--spec", "die_hard"], 1), (["--spec", "two_phase", "--param", "rm=2"], 3)])
+def test_standard_output_on_a_full_disk_keeps_the_json_and_the_verdicts_code(tmp_path, monkeypatch, spec, code):
+    """`kraftcheck check > file` on a full disk: the summary's write fails (rich writes and flushes
+    each print); the JSON report is still written and the exit code is the verdict's, not 3 with
+    'the run stopped before its end' for a run that ended."""
+    monkeypatch.setattr("kraftcheck.cli.terminal.Terminal.summary", lambda *args, **kwargs: _full())
+    result, out = _check(tmp_path, *spec)
+    assert result.exit_code == code, out
+    assert "the run stopped before its end" not in out
+    assert "kraftcheck: error: the summary was not written to standard output: the disk is full" in out
+    assert _report(tmp_path)["result"] == ("violated" if code == 1 else "holds")
+
 def test_a_run_cut_short_with_continue_says_so_with_its_depth(tmp_path):
     result, out = _check(tmp_path, *EAGER, "--continue", "--max-depth", "8")
     assert result.exit_code == 1, out

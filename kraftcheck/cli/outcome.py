@@ -2,8 +2,9 @@
 
 In this order: the trace file of each violation, one by one (one the disk refuses is named, the
 next still written); the whole-graph analyses' findings merged into the verdict (a violated
-liveness property makes the run violated); the text summary; the analyses' sections; the JSON
-report; then one error line per file not written, and what stopped the run if it stopped early.
+liveness property makes the run violated); the text summary and the analyses' sections (standard
+output on a full disk is named as any file is); the JSON report; then one error line per output
+not written, and what stopped the run if it stopped early.
 
 The exit code is the verdict's: 1 if anything was violated, however the run ended (a full disk,
 a limit), else 3 if the run could not finish or an output could not be written, else 0. An
@@ -76,12 +77,9 @@ class Outcome:
     def report(self, json_path: Optional[str]) -> int:
         """The summary, the analyses' sections, the JSON report, what was not written; the exit code."""
         t, result = self.terminal, self.result
-        t.summary(result, self.trace_files, not_checked=self.not_checked,
-                  unwritten={u.check: u.path for u in self.unwritten if u.check is not None},
-                  errored=self.error is not None)
-        if self.analyses is not None:
-            from kraftcheck.cli.graph_analyses import print_analyses
-            print_analyses(t, self.analyses)
+        # standard output on a full disk: the JSON report and the verdict's exit code still follow
+        write_kept("the summary", "standard error" if t.out.stderr else "standard output", self._print_summary,
+                   self.unwritten)
         if json_path:
             from kraftcheck.checker.report import build_report, write_report
             report = {**build_report(result, self.run_options, self.trace_files, not_checked=self.not_checked,
@@ -102,6 +100,15 @@ class Outcome:
             t.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
                    f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
         return self.exit_code()
+
+    def _print_summary(self) -> None:
+        """The summary and the analyses' sections, on the terminal's results console."""
+        self.terminal.summary(self.result, self.trace_files, not_checked=self.not_checked,
+                              unwritten={u.check: u.path for u in self.unwritten if u.check is not None},
+                              errored=self.error is not None)
+        if self.analyses is not None:
+            from kraftcheck.cli.graph_analyses import print_analyses
+            print_analyses(self.terminal, self.analyses)
 
     def exit_code(self) -> int:
         if self.error is not None:
