@@ -878,3 +878,73 @@ def test_stopped_leader_is_demoted_after_reassignment_completes_even_if_no_new_e
     change = p.build(s, target_isr=(0, 1, 2, 3))
     assert change.isr == [2, 3] and change.leader == NO_LEADER and change.leader_epoch_bumped
     assert replicas_of(p, p.model.layout.flat_from_values(p.model.layout.values(s))) == [2, 3, 0, 1]
+
+
+# -- KAFKA-19975 (apache/kafka 3d267d4536, #21114; branches 4.3 and 4.4, not 4.2) ------------------
+# PartitionReassignmentReplicasTest at that commit: [0,1,2] -> [0,1,3] (replicas [0,1,3,2], adding
+# [3], removing [2]) against a target ISR. kafka-4.3 has the new rule (completion waits for the
+# adding replicas only); kafka-4.x, whose reassignment code is the 4.2 branch's, the old one. The
+# tests of that class that change the replication factor need six brokers (the model has five).
+
+def zero_one_two_to_zero_one_three(protocol, isr, leader, elr=(), fenced=()):
+    p = Partition(protocol, (0, 1, 2, 3), 2, replication_factor=3, reassignments=1)
+    return p, reassigning(p, p.state(isr=isr, leader=leader, elr=elr, fenced=fenced), (0, 1, 2, 3), (3,), (2,))
+
+
+def build_reassigning(p, s, target_isr):
+    """``PartitionChangeBuilder.build`` with ``setTargetIsr`` on a partition being reassigned:
+    the change and the replicas after it."""
+    layout = p.model.layout
+    before = p.marked(s)
+    rec = layout.new_records(2)
+    ints = rec.view("int32")
+    ints[:layout.size] = before
+    ints[layout.size:] = before
+    controller.update_isr(rec[1], p.mask(target_isr), 0)
+    controller.elect(rec[1], -1)
+    controller.finish_partition_change(rec[0], rec[1])
+    after = tuple(int(x) for x in ints[layout.size:])
+    return p.outcome(before, after), replicas_of(p, after)
+
+
+@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.x", False)])
+def test_completes_when_the_isr_lacks_both_existing_target_replicas(protocol, completes):
+    """PartitionReassignmentReplicasTest.testCanCompleteReassignmentIfIsrDoesNotHaveBothExistingTargetReplica
+    (3d267d4536): target ISR [2,3] completes with ISR [3] and replicas [0,1,3]. Built from ISR [2],
+    leader 2, 0 and 1 fenced into the ELR: the builder's ELR rule then takes the old ISR, so the
+    removed 2 joins the ELR (maybePopulateTargetElr, finding F7), and 3 leads. Before KAFKA-19975
+    (PartitionReassignmentReplicasTest.testDoesNotCompleteReassignmentIfIsrDoesNotHaveAllTargetReplicas
+    at the 4.2 branch) nothing completes: ISR [2,3], the ELR emptied, replicas unchanged."""
+    p, s = zero_one_two_to_zero_one_three(protocol, isr=(2,), leader=2, elr=(0, 1), fenced=(0, 1))
+    after, replicas = build_reassigning(p, s, (2, 3))
+    if completes:
+        assert after.isr == [3] and replicas == [0, 1, 3]
+        assert sorted(after.elr) == [0, 1, 2] and after.leader == 3
+        assert after.leader_epoch_bumped and after.record_written
+    else:
+        assert after.isr == [2, 3] and replicas == [0, 1, 2, 3]
+        assert after.elr == [] and after.leader == 2 and not after.leader_epoch_bumped
+
+
+@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.x", False)])
+def test_completes_when_the_isr_lacks_an_existing_target_replica(protocol, completes):
+    """PartitionReassignmentReplicasTest.testCanCompleteReassignmentIfIsrDoesNotHaveAnExistingTargetReplica
+    (3d267d4536): target ISR [0,2,3] (1 out of sync) completes with ISR [0,3] and replicas
+    [0,1,3]; at min ISR 2 the ELR stays empty. Not before KAFKA-19975."""
+    p, s = zero_one_two_to_zero_one_three(protocol, isr=(0, 2), leader=0, fenced=(1,))
+    after, replicas = build_reassigning(p, s, (0, 2, 3))
+    assert after.elr == [] and after.leader == 0
+    assert (after.isr, replicas) == (([0, 3], [0, 1, 3]) if completes else ([0, 2, 3], [0, 1, 2, 3]))
+    assert after.leader_epoch_bumped == completes
+
+
+@pytest.mark.parametrize("protocol", ["kafka-4.3", "kafka-4.x"])
+def test_does_not_complete_without_the_adding_replica(protocol):
+    """PartitionReassignmentReplicasTest.testDoesNotCompleteReassignmentIfIsrDoesNotHaveAnAddingTargetReplica
+    (3d267d4536): target ISR [0,1,2] (3 not in sync) completes nothing, under either rule."""
+    p, s = zero_one_two_to_zero_one_three(protocol, isr=(0, 1, 2), leader=0)
+    layout = p.model.layout
+    rec = layout.new_records(1)
+    rec.view("int32")[:layout.size] = s
+    isr, done = controller.completion(rec[0], p.mask((0, 1, 2)))
+    assert not done and isr == p.mask((0, 1, 2))

@@ -70,6 +70,30 @@ def test_cancellation_below_min_isr(protocol, switches, expected):
         assert (result.distinct_states, result.states_generated, result.depth) == (distinct, generated, depth)
 
 
+def test_kafka_4_3_is_kafka_4_x_with_kafka_19975():
+    """kafka-4.3 differs from kafka-4.x (whose reassignment code is the 4.2 branch's) by
+    KAFKA-19975's completion rule alone (docs/model.md section 2b)."""
+    from kraftcheck.specs.kafka.params import switches
+    p4x, p43 = (switches(KafkaParams(protocol=name)) for name in ("kafka-4.x", "kafka-4.3"))
+    assert {k for k in p43 if p43[k] != p4x[k]} == {"k_complete_on_adding"}
+    assert p43["k_complete_on_adding"] == 1 and p43["k_reassign_min_isr"] == 0
+
+
+def test_kafka_4_3_completion_puts_a_removed_replica_in_the_elr():
+    """Finding F7 with a shrink alone (3 brokers, replication factor 2, min ISR 2): b1 shrinks b2
+    out (ISR {b1}, ELR {b2}), [b1,b2] moves to [b2,b3], b3 joins: KAFKA-19975 completes with ISR
+    {b3} and the builder puts the removed leader b1 in the ELR (10 states); b1 then deletes its log
+    (16). The cancellation of F6 (electable_replicas_cover_min_isr under kafka-4.x, above) is gone:
+    the adding replica's expansion now completes at once, so no cancellation finds it in the ISR."""
+    result = kraftcheck.check("kafka", brokers=3, replication_factor=2, min_isr=2, reassignments=1,
+                              protocol="kafka-4.3", lossy_shutdowns=0, fences=0, isr_shrinks=1, min_isr_changes=0,
+                              keep_going=True)
+    assert (result.status, result.distinct_states, result.states_generated, result.depth) == (
+        "violated", 15924, 52437, 24)
+    assert sorted((v.check, v.depth) for v in result.violations) == [("elr_members_hold_committed_log", 16),
+                                                                     ("partition_state_within_replicas", 10)]
+
+
 # -- hand-built states --------------------------------------------------------------------------
 
 class Partition:

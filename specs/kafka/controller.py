@@ -19,15 +19,24 @@ def completion(p, target):
     """(ISR, completes): whether installing ISR ``target`` in partition state ``p`` completes the
     reassignment in progress, and the ISR it installs then. Kafka's
     ``PartitionChangeBuilder.completeReassignmentIfNeeded`` (``PartitionReassignmentReplicas.
-    maybeCompleteReassignment``, apache/kafka 1eb7644), run first in every partition change: the
-    target ISR without the removing replicas must be non-empty and hold every replica of the final
-    set; it becomes the ISR, and the removing replicas leave the replica set. kip-966 also needs
-    that ISR to be at least min ISR (k_reassign_min_isr)."""
+    maybeCompleteReassignment``, apache/kafka 1eb7644 and branch 4.2), run first in every partition
+    change: the target ISR without the removing replicas must be non-empty and hold every replica
+    of the final set; it becomes the ISR, and the removing replicas leave the replica set. With
+    KAFKA-19975 (k_complete_on_adding, branch 4.3) it need hold only the adding replicas, and every
+    final replica only when fewer replicas are added than removed; no min ISR check either way.
+    kip-966 also needs that ISR to be at least min ISR (k_reassign_min_isr)."""
     if p.c_adding == 0 and p.c_removing == 0:
         return target, False
     final = p.c_replicas & ~p.c_removing
     isr = target & ~p.c_removing
-    if isr == 0 or final & ~isr:
+    if isr == 0:
+        return target, False
+    if p.k_complete_on_adding:
+        if p.c_adding & ~isr:
+            return target, False
+        if popcount(p.c_adding) < popcount(p.c_removing) and final & ~isr:
+            return target, False
+    elif final & ~isr:
         return target, False
     if p.k_reassign_min_isr and popcount(isr) < p.c_min_isr:
         return target, False

@@ -15,12 +15,15 @@ from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, F
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
 ELECTIONS = ("ordered", "any")
-PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.1", "kafka-4.x", "kip-966")
+PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.1", "kafka-4.x", "kafka-4.3", "kip-966")
 # presets without Eligible Leader Replicas: 3.5, and 4.0 (the ELR feature ships off)
 WITHOUT_ELR = ("kafka-3.5", "kafka-4.0")
-# presets with ELR and Kafka's last-known-leader fallback: 4.1 (ELR on for new clusters) and the
-# newest code read (kafka-4.x); the two are one model (docs/model.md, section 4)
-KAFKA_WITH_ELR = ("kafka-4.1", "kafka-4.x")
+# presets with ELR and Kafka's last-known-leader fallback: 4.1 (ELR on for new clusters), trunk at
+# 1eb7644 (kafka-4.x; one model with 4.1, docs/model.md section 4), and the 4.3 branch (kafka-4.3:
+# kafka-4.x plus KAFKA-19975's reassignment completion, docs/model.md section 2b)
+KAFKA_WITH_ELR = ("kafka-4.1", "kafka-4.x", "kafka-4.3")
+# presets whose reassignment completes once the adding replicas are in the ISR (KAFKA-19975)
+COMPLETE_ON_ADDING = ("kafka-4.3",)
 # presets that follow Kafka's code (every preset but the KIP's design)
 KAFKA_CODE = ("kafka-3.5", "kafka-4.0") + KAFKA_WITH_ELR
 
@@ -38,7 +41,8 @@ class KafkaParams:
     keep_unclean_in_elr: bool = param(False, "the controller keeps an uncleanly restarted broker in the ELR")
     no_broker_epoch_check: bool = param(False, "KIP-903 off: no broker epochs in AlterPartition (leader and controller)")
     no_partition_epoch_check: bool = param(False, "the controller accepts AlterPartition with a stale partition epoch")
-    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.1/4.x, else kip)",
+    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.1/4.x/4.3, "
+                                          "else kip)",
                                           choices=MIN_ISR_POLICIES)
     balanced_replies: Optional[int] = param(None, "Balanced recovery elects after K replies instead of every LastKnownELR member")
     no_expansion_hwm_guard: bool = param(False, "ISR expansion without the follower reaching the HWM")
@@ -232,6 +236,9 @@ def switches(p: KafkaParams) -> dict[str, int]:
     out["k_max_reassignments"] = p.reassignments
     out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)
     out["k_reassign_prune"] = int(preset == "kip-966")
+    # KAFKA-19975 (3d267d4536, branches 4.3 and 4.4): completion waits for the adding replicas
+    # only, and for every final replica only when the replication factor shrinks
+    out["k_complete_on_adding"] = int(preset in COMPLETE_ON_ADDING)
     return out
 
 
