@@ -3,8 +3,8 @@
 A full disk (or quota) during the exploration ends it as incomplete with ``incomplete_reason``
 saying where (``disk_full_reason``), so the violations found so far still reach the summary, the
 traces and the JSON report. After the exploration every output file is written on its own
-(``write_kept``): one the disk refuses is named in ``unwritten``, and the others, and the verdict,
-are still given.
+(``write_kept``): one the disk (or anything else) refuses is named in ``unwritten``, and the
+others, and the verdict, are still given.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def stopped_by_full_disk(reason: str, checkpoint: Optional[str]) -> str:
 
 @dataclass(frozen=True)
 class UnwrittenFile:
-    """An output the disk refused: what it is, where it was to go, and the system's reason."""
+    """An output that could not be written: what it is, where it was to go, and the system's reason."""
 
     what: str  # "the trace of invariant X", "the JSON report"
     path: str
@@ -58,14 +58,22 @@ class UnwrittenFile:
 
 def write_kept(what: str, path: Any, write: Callable[[], Any], unwritten: list[UnwrittenFile],
                check: Optional[str] = None) -> bool:
-    """Run ``write`` (which writes ``path``); if the disk refuses it, note it in ``unwritten`` and
-    return False instead of raising, so that the next output is still written. Other errors raise.
-    ``check``: the check whose counterexample the file is."""
+    """Run ``write`` (which writes ``path``); if the system refuses it (a full disk, but also a
+    permission, an I/O error, a reader of a pipe gone), note it in ``unwritten`` and return False
+    instead of raising, so that the next output and the verdict are still given. ``check``: the
+    check whose counterexample the file is."""
     try:
         write()
     except OSError as e:
-        if not is_disk_full(e):
-            raise
-        unwritten.append(UnwrittenFile(what, str(path), f"{DISK_FULL} ({e.strerror or e})", check))
+        unwritten.append(UnwrittenFile(what, str(path), unwritten_reason(e), check))
         return False
     return True
+
+
+def unwritten_reason(e: OSError) -> str:
+    """Why an output was not written, as the summary and the report say it."""
+    if is_disk_full(e):
+        return f"{DISK_FULL} ({e.strerror or e})"
+    if e.errno == errno.EPIPE:
+        return "its reader went away (broken pipe)"
+    return e.strerror or str(e)

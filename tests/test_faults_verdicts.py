@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -278,3 +281,48 @@ def test_a_checkpoint_whose_final_record_the_disk_refuses_keeps_the_verdict(tmp_
     assert resumed["resumed_from_level"] == report["depth"]
     assert [resumed[k] for k in ("distinct_states", "states_generated", "coverage")] == \
         [report[k] for k in ("distinct_states", "states_generated", "coverage")]
+
+
+def test_a_trace_refused_for_another_reason_than_a_full_disk_is_named_with_its_reason(tmp_path, monkeypatch):
+    """Any output the system refuses (a permission, an I/O error) is kept apart as a full disk's is:
+    the verdict, the other outputs and the verdict's exit code still follow."""
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr("kraftcheck.cli.outcome.atomic_write", refused)
+    result, out = _check(tmp_path, "--spec", "die_hard")
+    assert result.exit_code == 1, out
+    assert "not written to" in out and "(Permission denied)" in out
+    assert "kraftcheck: error: the trace of invariant big_jug_never_holds_4 was not written to" in out
+    assert _report(tmp_path)["unwritten_files"][0]["reason"] == "Permission denied"
+
+
+def test_a_reader_gone_from_the_pipe_keeps_the_json_and_the_verdicts_code(tmp_path):
+    """`kraftcheck check ... | true`: the summary meets a closed pipe. rich would exit 1 (which says
+    violated) and skip the JSON report; the report is written, and a run that holds but could not
+    say so is 3, as for any output not written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte
+    try:
+        done = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--no-color", "--spec", "two_phase",
+                               "--param", "rm=2", "--json", str(tmp_path / "r.json")],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert "the summary was not written to standard output: its reader went away (broken pipe)" in done.stderr
+    assert _report(tmp_path)["result"] == "holds"
+
+
+def test_an_internal_error_is_no_verdict_exit_2_not_1(monkeypatch, capsys):
+    """A bug of kraftcheck's (an exception nothing expected) must not exit 1, which says violated."""
+    from kraftcheck.cli import main as entry
+
+    def bug() -> int:
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(entry, "_run", bug)
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "RuntimeError: a bug" in err and "kraftcheck: internal error" in err

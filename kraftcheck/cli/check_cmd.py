@@ -263,10 +263,10 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
     liveness property); 1 an invariant or, with --liveness, a liveness property is violated, or a
     state deadlocks (unless the spec declares terminal states intended, or --no-deadlock), even if
-    the run then stopped early; 2 usage or input error, or a function of the spec raised on a
-    state (no verdict); 3 nothing violated and the exploration
+    the run then stopped early; 2 no verdict: usage or input error, a function of the spec raised
+    on a state, or an internal error; 3 nothing violated and the exploration
     incomplete (a limit was hit, the disk filled up, or --simulate found no violation: it is never
-    exhaustive), or an output not written on a full disk; 130 interrupted.
+    exhaustive), or an output that could not be written; 130 interrupted.
     """
     install_stop_handlers()
     terminal = Terminal(quiet=quiet, color=False if no_color else None,

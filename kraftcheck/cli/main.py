@@ -31,12 +31,17 @@ SUBCOMMANDS = {
 }
 
 
+EXIT_NO_VERDICT = 2  # as a usage error: no verdict was reached (never 1, which says "violated")
+
+
 def main() -> None:
     install_stop_handlers()
     try:
         code = _run()
     except KeyboardInterrupt:
         code = _interrupted()
+    except Exception:  # noqa: BLE001 - a bug of kraftcheck's must not exit 1, which reads as "violated"
+        code = _internal_error()
     finally:
         # what is left is freed at exit without the cyclic collector: its pass over numba's and
         # the run's objects as the interpreter shuts down took 0.1-0.3 s of every short check
@@ -63,9 +68,42 @@ def _run() -> int:
     except OSError as e:
         if e.errno != errno.EPIPE:
             raise
-        return 1  # the reader of a pipe went away: nothing more to say to it
+        _drop_standard_output()
+        return EXIT_NO_VERDICT  # the reader of a pipe went away before the command could say its result
+    _drop_standard_output_if_gone()
     return returned if isinstance(returned, int) else 0
 
+
+def _drop_standard_output_if_gone() -> None:
+    """Flush standard output now: a reader gone (``kraftcheck check | head -1``) would otherwise
+    make the interpreter's own flush at exit print a BrokenPipeError after the exit code is set."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        _drop_standard_output()
+
+
+def _drop_standard_output() -> None:
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _internal_error() -> int:
+    """An exception nothing expected: kraftcheck's own bug. Its traceback and a line saying the run
+    gives no verdict; exit 2."""
+    import traceback
+    try:
+        traceback.print_exc()
+        sys.stderr.write("kraftcheck: internal error: the exception above is a bug of kraftcheck's, not a verdict "
+                         "on the spec (exit 2); please report it with the command that ran\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return EXIT_NO_VERDICT
 
 def _interrupted() -> int:
     """Say so once and exit 130; a second signal while saying it changes nothing."""

@@ -104,7 +104,8 @@ class Outcome:
     def _print_summary(self) -> None:
         """The summary and the analyses' sections, on the terminal's results console."""
         self.terminal.summary(self.result, self.trace_files, not_checked=self.not_checked,
-                              unwritten={u.check: u.path for u in self.unwritten if u.check is not None},
+                              unwritten={u.check: f"{u.path} ({u.reason})" for u in self.unwritten
+                                         if u.check is not None},
                               errored=self.error is not None)
         if self.analyses is not None:
             from kraftcheck.cli.graph_analyses import print_analyses

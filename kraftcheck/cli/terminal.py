@@ -7,6 +7,9 @@ nothing at all with ``--quiet``. Results go to stdout, progress and errors to st
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
 import time
 from typing import Mapping, Optional, Sequence
 
@@ -144,6 +147,18 @@ def cut_short(result: Result) -> str:
     return f"; exploration cut short: {result.incomplete_reason}, at depth {result.depth:,}"
 
 
+
+class _Console(Console):
+    """rich's console, except that a reader gone from the pipe is an output not written, not the
+    end of the process: rich exits 1 there, which says "violated", and the JSON report and the
+    verdict's exit code would not follow."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more to this reader
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
 class Terminal:
     """Owns the rich consoles; every command prints through one of these."""
 
@@ -151,8 +166,8 @@ class Terminal:
                  results_to_stderr: bool = False) -> None:
         no_color = color is False
         # results_to_stderr keeps stdout clean when it carries the JSON report
-        self.out = Console(stderr=results_to_stderr, no_color=no_color, width=width, highlight=False, soft_wrap=False)
-        self.err = Console(stderr=True, no_color=no_color, width=width, highlight=False)
+        self.out = _Console(stderr=results_to_stderr, no_color=no_color, width=width, highlight=False, soft_wrap=False)
+        self.err = _Console(stderr=True, no_color=no_color, width=width, highlight=False)
         self.quiet = quiet
         self._live: Optional[Live] = None
         self._last_plain = 0.0
@@ -200,7 +215,7 @@ class Terminal:
                 unwritten: Optional[Mapping[str, str]] = None, errored: bool = False) -> None:
         """The verdict, the statistics, coverage and the counterexamples. ``not_checked``: liveness
         properties the spec declares that the run did not check; ``unwritten``: check -> the
-        trace file a full disk refused; ``errored``: an analysis after the exploration failed, so
+        trace file that could not be written and why; ``errored``: an analysis after the exploration failed, so
         the run gives no verdict (the exploration's is shown, marked so)."""
         if self.quiet:
             return
@@ -274,7 +289,7 @@ class Terminal:
         for v in result.violations:
             where = trace_files.get(v.check)
             written = f", written to {where}" if where else \
-                f", [red]not written[/] to {unwritten[v.check]} (the disk is full)" if v.check in unwritten else ""
+                f", [red]not written[/] to {unwritten[v.check]}" if v.check in unwritten else ""
             if v.kind == "liveness":
                 self.out.print(f"[red]violated[/] liveness [bold]{v.check}[/]: lasso of {v.depth} states{written}")
             else:
