@@ -30,7 +30,7 @@ from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, write_k
 from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile, interpreter_compile
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
-from kraftcheck.checker.explore.spec_raised import placed
+from kraftcheck.checker.explore.spec_raised import placed_at
 from kraftcheck.checker.typing_check import check_spec_types
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, memory_total, no_progress,
@@ -950,20 +950,9 @@ class _Run:
                     raise self._placed(e, at) from None
 
     def _placed(self, e: SpecRaised, index: Optional[int], label: int = -1) -> SpecRaised:
-        """``e``, a spec's function raised, with the path to the state it raised on: state
-        ``index`` (``-1 - i``: initial state i, outside the constraints), then the step by
-        ``label`` if given. The path helps the reader; where it cannot be rebuilt (--symmetry's
-        states are canonical) the error keeps the state alone."""
-        if e.path is not None or e.at is None or index is None or self.canon is not None:
-            e.at = None  # placed: the callers further up leave it as it is
-            return e
-        try:
-            steps = [Step(None, self.model.initial[-1 - index])] if index < 0 else self._trace(index)
-            if label >= 0:
-                steps.append(Step(label, self.kernels.step(steps[-1].state, label)))
-        except Exception:  # noqa: BLE001 - the path is a help; the error is what the run reports
-            steps = None
-        return placed(self.model, e, steps)
+        """``e`` with the path to state ``index`` (``spec_raised.placed_at``)."""
+        trace = None if self.canon is not None else self._trace  # --symmetry's states are canonical
+        return placed_at(self.model, e, index, label, trace, self.kernels.step)
 
     def _fall_back_to_compiled(self) -> bool:
         """The spec's code raised what only Python raises (``SpecRaised.python_only``: an error

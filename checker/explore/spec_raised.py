@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from kraftcheck.checker.errors import PYTHON_ONLY_ERRORS, KraftcheckError, SpecRaised
+from kraftcheck.checker.explore.result import Step
 
 _lock = threading.Lock()
 _active: list["_CallbackErrors"] = []  # every batch now running the compiled kernels, in any thread
@@ -116,3 +117,22 @@ def placed(model, e: SpecRaised, steps) -> SpecRaised:
     show, labels = model.layout.show, model.labels
     return e.place(show(steps[-1].state), [(None if s.label is None else str(labels[s.label]), show(s.state))
                                            for s in steps])
+
+
+def placed_at(model, e: SpecRaised, index: Optional[int], label: int,
+              trace: Optional[Callable[[int], list]], step: Callable) -> SpecRaised:
+    """``e`` placed on explored state ``index`` (``-1 - i``: initial state i, outside the
+    constraints), then on the step by ``label`` if it is not negative: the path is ``trace(index)``,
+    the last step ``step(state, label)``. The path helps the reader; where it cannot be rebuilt
+    (``trace`` None: --symmetry's states are canonical) or rebuilding it fails, the error keeps
+    the state alone. An ``e`` already placed, or on no state, is left as it is."""
+    if e.path is not None or e.at is None or index is None or trace is None:
+        e.at = None  # placed: the callers further up leave it as it is
+        return e
+    try:
+        steps = [Step(None, model.initial[-1 - index])] if index < 0 else trace(index)
+        if label >= 0:
+            steps.append(Step(label, step(steps[-1].state, label)))
+    except Exception:  # noqa: BLE001 - the path is a help; the error is what the run reports
+        steps = None
+    return placed(model, e, steps)
