@@ -75,9 +75,7 @@ def layout_values(layout: Layout, table: bool | None = None) -> np.ndarray:
 
 def cache_dir() -> Path:
     """Where generated kernels and numba's cache of them live (``KRAFTCHECK_CACHE_DIR`` overrides)."""
-    root = os.environ.get("KRAFTCHECK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kraftcheck")
-    return Path(root) / debug_kernels.kernels_dir_name()  # KRAFTCHECK_DEBUG_KERNELS: a cache of its own
+    return Path(debug_kernels.cache_root()) / debug_kernels.kernels_dir_name()  # the debug mode's: its own
 
 
 def _import_path(fn: Callable, what: str) -> tuple[str, str]:

@@ -61,9 +61,6 @@ class SpecRaised(SpecError):
         return "\n".join(lines)
 
 
-SpecCodeError = SpecRaised  # its former name, which code written before it may still catch
-
-
 def spec_raised(function: str, error: BaseException, at: int | None = None) -> SpecRaised:
     """``function`` of a spec, run as Python, raised ``error``: the spec's line is the innermost
     frame of its traceback outside numpy and kraftcheck's own checker (which called it)."""

@@ -23,12 +23,6 @@ DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 _interpreted: dict[int, Callable[..., Any]] = {}
 
 
-def spec_code_failed(what: str, error: Exception, at: int | None = None) -> SpecRaised:
-    """``what`` (an action, invariant, property or constraint), run interpreted, raised ``error``
-    on the state at row ``at`` of the batch it was handed: ``errors.spec_raised``."""
-    return spec_raised(what, error, at)
-
-
 def raising_function(model: "Model", error: BaseException) -> str:
     """Which of ``model``'s functions, run as Python, raised ``error`` (the outermost one in its
     traceback): "action Send", "invariant Safe"..."""

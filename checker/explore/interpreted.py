@@ -17,10 +17,10 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.errors import KraftcheckError, SpecError, wrote_and_declined
+from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised, wrote_and_declined
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.layout import state_copier
-from kraftcheck.checker.model import Model, python_function, spec_code_failed
+from kraftcheck.checker.model import Model, python_function
 
 
 class InterpretedKernels:
@@ -118,7 +118,7 @@ class InterpretedKernels:
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
             what = f"action {self.model.labels[label]}" if k < 0 else \
                 f"{self._property_names[k]} on a step of {self.model.labels[label]}"
-            raise spec_code_failed(what, e, at=lo + i).place(self.layout.show(source)) from None
+            raise spec_raised(what, e, at=lo + i).place(self.layout.show(source)) from None
         if after_part is not None and hi > lo:
             after_part(0, 0, hi - lo)
         return out
@@ -154,5 +154,5 @@ class InterpretedKernels:
             raise
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
             shown = self.layout.show(self.layout.unpack(words[lo + j].tolist()))
-            raise spec_code_failed(self._invariant_names[k], e, at=lo + j).place(shown) from None
+            raise spec_raised(self._invariant_names[k], e, at=lo + j).place(shown) from None
         return out

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
                                     no_progress, memory_exceeded)
-from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, wrote_and_declined
+from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, spec_raised, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_function, spec_code_failed
+from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_function
 from kraftcheck.checker.explore.concrete import concrete_trace
 from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
@@ -124,7 +124,7 @@ class ReferenceExplorer:
             where = evaluating[0] or ("none",)
             steps = None if where[0] == "none" else [Step(None, where[1])] if where[0] == "initial" else \
                 stored_path(where[1]) + ([Step(where[2], where[3])] if where[0] == "step" else [])
-            return placed(model, spec_code_failed(raising_function(model, e), e), steps)
+            return placed(model, spec_raised(raising_function(model, e), e), steps)
 
         stop = False
         frontier: list[int] = []
