@@ -31,3 +31,10 @@ def test_a_class_that_takes_a_registered_name_is_refused():
 def test_not_a_spec_is_refused():
     with pytest.raises(kraftcheck.UsageError, match="is not a spec"):
         kraftcheck.check(int)
+
+
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_a_bad_thread_count_in_the_environment_is_refused(monkeypatch, value):
+    monkeypatch.setenv("KRAFTCHECK_THREADS", value)
+    with pytest.raises(kraftcheck.UsageError, match=f"KRAFTCHECK_THREADS={value}|KRAFTCHECK_THREADS='{value}'"):
+        kraftcheck.check(DieHard)

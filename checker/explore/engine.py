@@ -151,6 +151,7 @@ class Engine:
         if options.symmetry:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
         mode = "now" if numba.config.DISABLE_JIT else self.compile
+        thread_count()  # a bad KRAFTCHECK_THREADS refused before anything is compiled
         if mode == "background":
             interpret_budget()  # a bad setting refused before anything is compiled
         builder: Optional[BackgroundCompile] = None

@@ -12,18 +12,42 @@ from typing import Callable
 
 import numpy as np
 
+from kraftcheck.checker.errors import UsageError
+
 _pool: ThreadPoolExecutor | None = None
 
 
-def thread_count() -> int:
-    """Worker threads: ``KRAFTCHECK_THREADS`` if set, else the usable CPU count."""
-    env = os.environ.get("KRAFTCHECK_THREADS")
-    if env:
-        return max(1, int(env))
+ENV = "KRAFTCHECK_THREADS"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def requested_threads() -> int | None:
+    """``KRAFTCHECK_THREADS``, None if unset or empty; anything but a positive whole number is
+    refused (``UsageError``), whichever entry point (CLI, Python API, a sweep) started the run."""
+    env = os.environ.get(ENV, "").strip()
+    if not env:
+        return None
+    try:
+        requested = int(env)
+    except ValueError:
+        raise UsageError(f"{ENV}={env!r} is not a number of threads; set a positive integer or unset it") from None
+    if requested <= 0:
+        raise UsageError(f"{ENV}={env}: give a positive number of threads, or unset it")
+    return requested
+
+
+def thread_count() -> int:
+    """Worker threads: ``KRAFTCHECK_THREADS`` if set (more than the CPUs is allowed: tests run
+    several threads on one), else the usable CPU count."""
+    requested = requested_threads()
+    return usable_cpus() if requested is None else requested
 
 
 def run_parts(fn: Callable[[int], None], parts: int) -> None:

@@ -10,12 +10,12 @@ tables (tens of MiB), and threads the CPUs cannot run only wait their turn.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Callable, Optional
 
 import click
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.kernels.threads import requested_threads, usable_cpus
 
 
 def positive_number(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -55,29 +55,16 @@ def simulation_depth(ctx: click.Context, param: click.Parameter, value: Any) -> 
     return value
 
 
-def usable_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def worker_threads(requested: Optional[int], note: Callable[[str], None]) -> Optional[int]:
-    """The worker threads to run: ``--threads`` (else ``KRAFTCHECK_THREADS``), at most the usable
-    CPUs (``note`` says so when it lowers them); None: the engine's default (every usable CPU)."""
+    """The worker threads to run: ``--threads`` (else ``KRAFTCHECK_THREADS``, checked by
+    ``threads.requested_threads``), at most the usable CPUs (``note`` says so when it lowers
+    them); None: the engine's default (every usable CPU)."""
     source = "--threads"
     if requested is None:
-        env = os.environ.get("KRAFTCHECK_THREADS")
-        if not env:
+        requested = requested_threads()
+        if requested is None:
             return None
         source = "KRAFTCHECK_THREADS"
-        try:
-            requested = int(env)
-        except ValueError:
-            raise UsageError(f"KRAFTCHECK_THREADS={env!r} is not a number of threads; set a positive "
-                             "integer or unset it") from None
-        if requested <= 0:
-            raise UsageError(f"KRAFTCHECK_THREADS={env}: give a positive number of threads, or unset it")
     cpus = usable_cpus()
     if requested > cpus:
         note(f"{source} {requested} is more than the {cpus} CPUs this process may use; running {cpus} threads")
