@@ -111,7 +111,7 @@ def write_output(path: PathLike, data: Union[str, bytes]) -> None:
             _write_descriptor(descriptor_of(path), payload)
         elif kind == "special":
             with open(path, "wb", buffering=0) as f:  # no O_TRUNC effect on devices and FIFOs
-                f.write(payload)
+                _write_all(f.write, payload)
         else:
             atomic_write(os.path.realpath(path), payload)
     except OSError as e:
@@ -132,6 +132,13 @@ def _write_descriptor(fd: int, payload: bytes) -> None:
             target.flush()
             return
         fd = stream.fileno()
+    _write_all(lambda data: os.write(fd, data), payload)
+
+
+def _write_all(write: Callable[[memoryview], int], payload: bytes) -> None:
+    """``write`` (one unbuffered write, which may take fewer bytes than it is given: a pipe, a
+    device, a signal in the middle) until every byte of ``payload`` is written. Python retries a
+    write a signal interrupted before it wrote anything (PEP 475)."""
     view = memoryview(payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[write(view):]

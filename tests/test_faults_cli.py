@@ -124,6 +124,26 @@ def test_write_output_writes_into_a_device_and_through_descriptors(tmp_path, cap
         output_kind(tmp_path)
 
 
+def test_a_write_into_a_fifo_cut_short_goes_on_until_every_byte_is_written(tmp_path, monkeypatch):
+    import io
+    from kraftcheck.checker import files
+
+    class Short(io.FileIO):  # what a pipe or a signal may do: take a few bytes of a write
+        def write(self, data):
+            return super().write(bytes(data[:5]))
+
+    monkeypatch.setattr(files, "open", lambda path, mode, buffering: Short(path, mode.replace("b", "")),
+                        raising=False)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader, so the writer's open does not wait
+    try:
+        write_output(fifo, "a report of more than five bytes")
+        assert os.read(held, 1 << 16) == b"a report of more than five bytes"
+    finally:
+        os.close(held)
+
+
 def test_an_empty_output_name_is_refused():
     refused(run(*DIE_HARD, "--json", ""), "--json is empty")
     refused(run(*DIE_HARD, "--trace-dir", ""), "--trace-dir is empty")
