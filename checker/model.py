@@ -42,10 +42,11 @@ def raising_function(model: "Model", error: BaseException) -> str:
 
 def spec_call(spec: Spec, method: str) -> Any:
     """``spec.<method>()`` (``fields``, ``initial_states`` as a list...): what it raises is the
-    spec's error, named with its line, not a traceback."""
+    spec's error, named with its line, not a traceback. A generator is run here (a method written
+    with ``yield`` raises only when its items are taken)."""
     try:
         out = getattr(spec, method)()
-        return list(out) if method == "initial_states" else out
+        return list(out) if method == "initial_states" or isinstance(out, types.GeneratorType) else out
     except KraftcheckError:
         raise
     except Exception as e:  # noqa: BLE001 - the spec's own code failed

@@ -276,6 +276,18 @@ def test_pyproject_tool_table_and_a_spec_file_beside_it(project):
     assert ci().exit_code == 0
 
 
+@pytest.mark.parametrize("body", ["return 1 // 0", "yield 1 // 0"])  # a generator raises as it is run
+def test_a_spec_whose_invariants_raise_exits_2_naming_its_line(project, body):
+    (project / "broken_jugs.py").write_text("from kraftcheck.specs.die_hard import DieHard\n\n\n"
+                                            "class Broken(DieHard):\n    name = 'broken_jugs'\n\n"
+                                            f"    def invariants(self):\n        {body}\n")
+    write_manifest(project, '[checks.jug]\nspec = "broken_jugs.py:Broken"\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert ("kraftcheck.toml:2: checks.jug.spec: invariants() of spec broken_jugs raised ZeroDivisionError: "
+            f"integer division or modulo by zero at {project / 'broken_jugs.py'}:8") in result.stderr, result.stderr
+
+
 def test_github_actions_annotations_and_job_summary(project):
     write_manifest(project, JUG_HOLDS)
     summary = project / "summary.md"

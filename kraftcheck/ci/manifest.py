@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import SpecRaised, UsageError
+from kraftcheck.checker.model import spec_call
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -240,7 +241,9 @@ class _Validator:
                                 f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(known)}")
         try:
             instance = cls(cls.Params(**params))
-            checks = [x.name for x in list(instance.invariants()) + list(instance.properties())]
+            checks = [x.name for x in list(spec_call(instance, "invariants")) + list(spec_call(instance, "properties"))]
+        except SpecRaised as e:  # the spec's own code failed: its line, as a run would say it
+            raise self.fail(where("spec"), "spec", str(e)) from None
         except UsageError as e:
             raise self.fail(where("params"), "params", str(e)) from None
         for key, names in (("invariants", invariants), ("violates", violates)):
