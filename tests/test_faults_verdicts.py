@@ -95,6 +95,44 @@ def test_levels_spilled_to_a_full_disk_end_the_run_incomplete_with_what_it_found
     assert (v.check, v.depth) == ("tc_consistent", 6)
 
 
+class _Refusing:
+    """A level file on a full disk: its writes stay in a buffer that every flush fails to write."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, data):
+        return len(data)
+
+    def flush(self):
+        _full()
+
+    def close(self):
+        self.f.close()
+        _full()
+
+
+def test_a_violation_found_as_the_disk_fills_keeps_its_path(monkeypatch):
+    """The level being built, where the violating state is, can no longer be flushed: the
+    violation is kept with its whole path (rebuilding it once read that level back)."""
+    cls = spec_class("two_phase_eager_commit")
+    model = Model(cls(cls.Params(rm=3)))
+    (expected,) = Engine(compile="bytecode").explore(model, Options()).violations
+    from kraftcheck.checker.explore import levels
+    add = levels.DiskLevels.add
+
+    def fills_up(self, *args):
+        if self.depth >= 5 and not isinstance(self._open()[0], _Refusing):  # level 5 holds the 6th state
+            self._files = tuple(_Refusing(f) for f in self._open())
+        return add(self, *args)
+
+    monkeypatch.setattr(levels.DiskLevels, "add", fills_up)
+    result = Engine(compile="bytecode", spill_levels_at=0).explore(model, Options())
+    assert result.status == "violated" and result.incomplete_reason.startswith("the disk is full writing in ")
+    (v,) = result.violations
+    assert (v.check, v.steps) == ("tc_consistent", expected.steps) and v.depth == 6
+
+
 def test_a_disk_full_without_violations_is_incomplete(monkeypatch, tmp_path):
     _levels_fill_up_at(monkeypatch, 3)
     result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=3", "--checkpoint", str(tmp_path / "cp"))

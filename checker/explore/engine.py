@@ -537,7 +537,8 @@ class _Run:
             self.generated += nrows
             self.levels.add(new_words, buf.new_parent[:n], buf.new_label[:n])
             self.frontier_size = level.shape[0] - hi + new_so_far + n
-            found_here.update(self._check_new(new_words, self.distinct + new_so_far, buf.new_rows[:n]))
+            found_here.update(self._check_new(new_words, self.distinct + new_so_far, buf.new_rows[:n],
+                                              (buf.new_parent[:n], buf.new_label[:n])))
             if found_here and not self.options.keep_going:
                 if distinct_only:  # the rows after the cut are needed one by one: compute them all
                     self.kernels.successors(level, lo, hi, buf)
@@ -817,9 +818,13 @@ class _Run:
         np.subtract.at(self.new_per_action, self.label_action[buf.new_label[keep:n].astype(np.int64)], 1)
         return keep
 
-    def _check_new(self, words: np.ndarray, first_index: int, rows: np.ndarray) -> dict[str, int]:
+    def _check_new(self, words: np.ndarray, first_index: int, rows: np.ndarray,
+                   steps: Optional[tuple[np.ndarray, np.ndarray]] = None) -> dict[str, int]:
         """Check invariants on new states; the checks newly violated -> the row (``rows[i]`` for
-        the i-th new state) where each was violated first."""
+        the i-th new state) where each was violated first. ``steps``: each new state's parent and
+        label, by which its violation is recorded, so that its path is rebuilt from finished
+        levels only (reading back the level being built flushes its files, which a full disk
+        refuses: the violation would be lost with the run)."""
         if not self.model.invariants or not words.shape[0]:
             return {}
         masks = self._violations(words, first_index)
@@ -832,8 +837,9 @@ class _Run:
                 continue
             hits = bad[(masks[bad] >> np.uint64(k)) & np.uint64(1) == 1]
             if hits.size:
-                index = first_index + int(hits[0])
-                self._record_violation(inv.name, "invariant", index, -1)
+                i = int(hits[0])
+                at = (first_index + i, -1) if steps is None else (int(steps[0][i]), int(steps[1][i]))
+                self._record_violation(inv.name, "invariant", *at)
                 found[inv.name] = int(rows[hits[0]])
         return found
 
