@@ -629,6 +629,11 @@ class _SparkRun:
         """After a finished level (its files are in place): say so in the manifest, atomically;
         then remove the visited runs that the level's merges replaced (no task reads them now)."""
         self._check_work_dir()
+        try:
+            workdir.sync_folders(self.root)  # the files were synced by their writers, their folders here
+        except FileNotFoundError:
+            self._check_work_dir()  # removed just now: say so
+            raise
         write_manifest(Path(self.root), self.identity, self._record(finished=False))
         self._remove_stale_runs()
 

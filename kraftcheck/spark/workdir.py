@@ -99,11 +99,22 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
             raise OSError(e.errno, e.strerror, str(path)) from None  # a failed flush names no file
         raise
     if durable:
-        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _sync_folder(path.parent)
+
+
+def sync_folders(root: str) -> None:
+    """Make the work dir's folder entries durable (a new level's folder in ``levels``; ``levels``
+    and ``visited`` themselves): ``save`` syncs a file and the folder it is in, not the folders above."""
+    for folder in (Path(root) / "levels", Path(root) / "visited", Path(root)):
+        _sync_folder(folder)
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def load(path: Path, dtype, nwords: int = 0) -> np.ndarray:
