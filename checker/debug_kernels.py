@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 
 ENV = "KRAFTCHECK_DEBUG_KERNELS"
+# the folders under the cache root: the kernels, and the debug mode's kernels and numba cache
+KERNELS, DEBUG_KERNELS, DEBUG_NUMBA = "kernels", "kernels-debug", "numba-debug"
 
 
 def enabled() -> bool:
@@ -32,7 +34,7 @@ def cache_root() -> str:
 
 def kernels_dir_name() -> str:
     """The kernel cache's folder under ``cache_root()``: the debug mode's is its own."""
-    return "kernels-debug" if enabled() else "kernels"
+    return DEBUG_KERNELS if enabled() else KERNELS
 
 
 def apply() -> None:
@@ -41,4 +43,4 @@ def apply() -> None:
         return
     import numba
     numba.config.BOUNDSCHECK = 1
-    numba.config.CACHE_DIR = os.path.join(cache_root(), "numba-debug")
+    numba.config.CACHE_DIR = os.path.join(cache_root(), DEBUG_NUMBA)

@@ -223,3 +223,27 @@ def test_cache_status_and_clear(warm, tmp_path, monkeypatch):
             sleeper.wait()
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(cache))
     assert is_compiled(kernel_shapes(_model())), "the other cache is untouched"
+
+
+def test_cache_status_and_clear_know_the_debug_modes_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KRAFTCHECK_DEBUG_KERNELS", raising=False)
+    caches = [tmp_path / name for name in ("kernels", "kernels-debug", "numba-debug")]
+    for cache in caches:
+        cache.mkdir()
+        (cache / "kept.nbi").write_text("cached")
+    status = CliRunner().invoke(cli, ["cache", "status"])
+    assert status.exit_code == 0, status.output
+    assert f"beside it      {caches[1]}: the debug mode's kernels" in status.output
+    assert f"beside it      {caches[2]}: the debug mode's numba cache" in status.output
+    monkeypatch.setenv("KRAFTCHECK_DEBUG_KERNELS", "1")
+    assert f"beside it      {caches[0]}: the kernels" in CliRunner().invoke(cli, ["cache", "status"]).output
+    monkeypatch.delenv("KRAFTCHECK_DEBUG_KERNELS")
+    codegen.note_cache_in_use(caches[1])  # as a debug run using the cache holds it
+    try:
+        busy = CliRunner().invoke(cli, ["cache", "clear"])
+        assert busy.exit_code == 2 and "is in use" in busy.output and all(c.is_dir() for c in caches), busy.output
+    finally:
+        os.close(codegen._in_use.pop(caches[1]))
+    cleared = CliRunner().invoke(cli, ["cache", "clear"])
+    assert cleared.exit_code == 0 and not any(c.exists() for c in caches), cleared.output

@@ -2,10 +2,12 @@
 
 ``status`` says where the cache is (``KRAFTCHECK_CACHE_DIR``), how large it is, the models whose
 kernels it holds (compiled or not yet) and the background compiles left running by runs that
-ended first (``checker.detached``: at most one per cache). ``clear`` stops those compiles and
-removes the cache; it refuses (exit 2) while a process that uses the cache runs (a check, or a
-Python session that ran one: each holds a shared lock on it, ``codegen.note_cache_in_use``),
-since removing kernels under it would break its next import of one.
+ended first (``checker.detached``: at most one per cache), and the caches beside it of the other
+mode (``KRAFTCHECK_DEBUG_KERNELS``: ``kernels-debug`` and ``numba-debug``, or the normal
+``kernels``). ``clear`` stops those compiles and removes all of them; it refuses (exit 2) while a
+process that uses a kernel cache runs (a check, or a Python session that ran one: each holds a
+shared lock on it, ``codegen.note_cache_in_use``), since removing kernels under it would break its
+next import of one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import click
 
 from kraftcheck.checker import detached
 from kraftcheck.checker.codegen import IN_USE_FILE, cache_dir
+from kraftcheck.checker.debug_kernels import DEBUG_KERNELS, DEBUG_NUMBA, KERNELS
 from kraftcheck.checker.errors import UsageError
 
 
@@ -51,6 +54,15 @@ def _file_in_the_way(directory: Path) -> Path | None:
     return None
 
 
+def _beside(directory: Path) -> list[tuple[Path, str]]:
+    """The caches beside the kernel cache ``directory`` (the other mode's), that exist, each with
+    what it holds."""
+    what = {KERNELS: "the kernels", DEBUG_KERNELS: "the debug mode's kernels",
+            DEBUG_NUMBA: "the debug mode's numba cache (spec functions and kernels)"}
+    return [(directory.parent / name, text) for name, text in what.items()
+            if name != directory.name and (directory.parent / name).is_dir()]
+
+
 def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
 
@@ -62,7 +74,8 @@ def cache() -> None:
 
 @cache.command()
 def status() -> None:
-    """Where the cache is, its size, its models, its background compiles."""
+    """Where the cache is, its size, its models, its background compiles, and the caches of
+    the other mode (KRAFTCHECK_DEBUG_KERNELS) beside it."""
     from kraftcheck.cli.terminal import byte_size
     directory = cache_dir()
     click.echo(f"kernel cache   {directory}")
@@ -72,7 +85,16 @@ def status() -> None:
         return
     if not directory.is_dir():
         click.echo("               empty (a first run creates it)")
-        return
+    else:
+        _content(directory)
+    for other, what in _beside(directory):
+        click.echo(f"beside it      {other}: {what}, {byte_size(_size(other))}")
+        if other.name != DEBUG_NUMBA:
+            _say_compiles(detached.running(other))
+
+
+def _content(directory: Path) -> None:
+    from kraftcheck.cli.terminal import byte_size
     click.echo(f"size           {byte_size(_size(directory))}")
     if os.environ.get("NUMBA_CACHE_DIR"):
         click.echo(f"numba's cache  {os.environ['NUMBA_CACHE_DIR']} (NUMBA_CACHE_DIR; not counted above)")
@@ -82,13 +104,18 @@ def status() -> None:
         click.echo(f"  {name:<40} {'compiled' if compiled else 'not compiled yet'}")
     running = detached.running(directory)
     click.echo(f"background compiles left running: {len(running) or 'none'}")
+    _say_compiles(running)
+
+
+def _say_compiles(running: list) -> None:
     for entry in running:
         click.echo(f"  pid {entry.pid}: {entry.what} (module {entry.key}), since {_when(entry.since)}")
 
 
 @cache.command()
 def clear() -> None:
-    """Stop the cache's background compiles and remove it (not while in use)."""
+    """Stop the cache's background compiles and remove it, with the debug mode's caches beside
+    it (not while in use)."""
     try:
         _clear()
     except UsageError as e:
@@ -102,21 +129,29 @@ def _clear() -> None:
     if blocker is not None:
         raise UsageError(f"the kernel cache {directory} cannot be a directory: {blocker} is a file; remove it by "
                          "hand or point KRAFTCHECK_CACHE_DIR elsewhere")
-    if not directory.exists():
+    beside = [other for other, _ in _beside(directory)]
+    if not directory.exists() and not beside:
         click.echo(f"kernel cache {directory}: nothing to clear")
         return
-    lock = _exclusive(directory)  # before anything is stopped: a refusal changes nothing
+    caches = [d for d in (directory, *beside) if d.exists()]
+    locks = []
     try:
-        stopped = detached.stop_all(directory)
-        shutil.rmtree(directory)
-    except OSError as e:
-        raise UsageError(f"the kernel cache {directory} could not be removed ({e.strerror or e}): "
-                         "it may be read-only") from None
+        for d in caches:  # every lock before anything is stopped: a refusal changes nothing
+            if d.name != DEBUG_NUMBA:  # a debug run holds kernels-debug's lock, which covers it
+                locks.append(_exclusive(d))
+        for d in caches:
+            try:
+                stopped = detached.stop_all(d) if d.name != DEBUG_NUMBA else []
+                shutil.rmtree(d)
+            except OSError as e:
+                raise UsageError(f"the kernel cache {d} could not be removed ({e.strerror or e}): "
+                                 "it may be read-only") from None
+            stops = f"; stopped {len(stopped)} background compile{'s' if len(stopped) != 1 else ''}" if stopped else ""
+            click.echo(f"kernel cache {d} removed{stops}")
     finally:
-        if lock is not None:
-            os.close(lock)
-    stops = f"; stopped {len(stopped)} background compile{'s' if len(stopped) != 1 else ''}" if stopped else ""
-    click.echo(f"kernel cache {directory} removed{stops}")
+        for lock in locks:
+            if lock is not None:
+                os.close(lock)
 
 
 def _exclusive(directory: Path) -> int | None:
