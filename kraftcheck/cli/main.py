@@ -96,26 +96,27 @@ def _internal_error() -> int:
     """An exception nothing expected: kraftcheck's own bug. Its traceback and a line saying the run
     gives no verdict; exit 2."""
     import traceback
-    try:
-        traceback.print_exc()
-        sys.stderr.write("kraftcheck: internal error: the exception above is a bug of kraftcheck's, not a verdict "
-                         "on the spec (exit 2); please report it with the command that ran\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    _say(traceback.format_exc() + "kraftcheck: internal error: the exception above is a bug of kraftcheck's, not a "
+         "verdict on the spec (exit 2); please report it with the command that ran\n")
     return EXIT_NO_VERDICT
+
 
 def _interrupted() -> int:
     """Say so once and exit 130; a second signal while saying it changes nothing."""
     import signal
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
+    _say("kraftcheck: error: interrupted\n")
+    return EXIT_INTERRUPTED
+
+
+def _say(text: str) -> None:
+    """``text`` on standard error, if it is still there (a reader gone, a stream closed: nothing)."""
     try:
-        sys.stderr.write("kraftcheck: error: interrupted\n")
+        sys.stderr.write(text)
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    return EXIT_INTERRUPTED
 
 
 def __getattr__(name: str) -> Any:
