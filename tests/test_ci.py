@@ -288,6 +288,59 @@ def test_a_spec_whose_invariants_raise_exits_2_naming_its_line(project, body):
             f"integer division or modulo by zero at {project / 'broken_jugs.py'}:8") in result.stderr, result.stderr
 
 
+STUCK_JUGS = ("from kraftcheck.specs.die_hard import DieHard\n\n\n"
+              "class Stuck(DieHard):  # only filling: both jugs full, no successor but itself\n"
+              "    name = 'stuck_jugs'\n\n    def actions(self):\n        return super().actions()[:2]\n")
+
+
+def _judged(project, manifest_text, change=None):
+    """Each check of the manifest judged on the report of an in-process run (as ``kraftcheck
+    check --json`` writes it), ``change(report)`` applied first."""
+    from kraftcheck.checker.report import build_report
+    from kraftcheck.ci import manifest as manifests
+    from kraftcheck.ci.judge import judge
+    (project / "stuck_jugs.py").write_text(STUCK_JUGS)
+    judgements = {}
+    for check in manifests.load(write_manifest(project, manifest_text)).checks:
+        result = api.check(manifests.resolve_spec(check.spec, project))
+        report = build_report(result, {"deadlock": result.model.check_deadlock}, {})
+        if change:
+            change(report)
+        judgements[check.name] = judge(runner.Outcome(check, [], "", project, 1, report), [])
+    return judgements
+
+
+def test_a_deadlock_fails_a_check_that_expects_holds_and_can_be_expected(project):
+    judged = _judged(project, '[checks.holds]\nspec = "stuck_jugs.py:Stuck"\nexpect = "holds"\n\n'
+                              '[checks.stuck]\nspec = "stuck_jugs.py:Stuck"\nviolates = ["deadlock"]\n')
+    holds = judged["holds"]
+    assert holds.status == "fail" and holds.problems == ["deadlock reached (3 states), a new finding"]
+    assert judged["stuck"].status == "pass", judged["stuck"].problems
+    assert ("deadlock", "passed", "violated as expected (3 states)") in [(c.name, c.status, c.message)
+                                                                         for c in judged["stuck"].cases]
+
+
+def test_a_run_stopped_by_a_full_disk_is_not_a_budget_that_ran_out(project):
+    def stopped(reason):
+        def change(report):
+            report.update(result="incomplete", exhaustive=False, violations=[], incomplete_reason=reason)
+        return _judged(project, '[checks.stuck]\nspec = "stuck_jugs.py:Stuck"\nviolates = ["deadlock"]\n',
+                       change)["stuck"]
+
+    full = stopped("the disk is full writing in /tmp/x")
+    assert (full.status, full.problems) == ("stopped", ["stopped before its end: the disk is full writing in /tmp/x"])
+    budget = stopped("stopped at --time-limit 3.0")
+    assert (budget.status, budget.problems) == ("budget", ["budget ran out: stopped at --time-limit 3.0"])
+
+
+def test_a_deadlock_expected_of_a_spec_that_does_not_check_for_them_is_refused(project):
+    (project / "calm_jugs.py").write_text(STUCK_JUGS.replace("'stuck_jugs'", "'calm_jugs'\n    check_deadlock = False"))
+    write_manifest(project, '[checks.calm]\nspec = "calm_jugs.py:Stuck"\nviolates = ["deadlock"]\n')
+    result = ci()
+    assert result.exit_code == 2 and ("kraftcheck.toml:3: checks.calm.violates: spec calm_jugs.py:Stuck does not "
+                                      "check for deadlocks") in result.stderr, result.stderr
+
+
 def test_github_actions_annotations_and_job_summary(project):
     write_manifest(project, JUG_HOLDS)
     summary = project / "summary.md"

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, PASS, Judgement
+from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement
 
-ICON = {PASS: "✅ pass", FAIL: "❌ fail", BUDGET: "⏱️ budget ran out", BAD_INPUT: "⚠️ bad input"}
+ICON = {PASS: "✅ pass", FAIL: "❌ fail", BUDGET: "⏱️ budget ran out", STOPPED: "⏹️ stopped before its end",
+        BAD_INPUT: "⚠️ bad input"}
 
 
 def under_github_actions() -> bool:
@@ -32,7 +33,7 @@ def annotations(judgements: list[Judgement]) -> list[str]:
     for j in judgements:
         title = _escape_property(f"kraftcheck {j.name}")
         if j.status != PASS:
-            level = "warning" if j.status == BUDGET else "error"
+            level = "warning" if j.status in INCOMPLETE else "error"
             body = "\n".join(j.problems + [f"reproduce: {j.outcome.reproduce}"])
             lines.append(f"::{level} title={title}::{_escape_data(body)}")
         for note in j.notes:

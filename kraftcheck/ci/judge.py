@@ -1,8 +1,10 @@
 """Compare one check's run with its expectation and the baseline: the gate's verdict per check.
 
-A check passes when every expected violation was reported, every other violation is an accepted
-finding of the baseline, and (when the run was exhaustive) the expected counts match exactly. A
-time or memory budget that ran out is its own verdict (exit 3): nothing was proved either way.
+A check passes when every expected violation was reported (``deadlock`` too, for a spec that
+checks for deadlocks), every other violation is an accepted finding of the baseline, and (when the
+run was exhaustive) the expected counts match exactly. A time or memory budget that ran out is its
+own verdict, and so is a run stopped before its end by anything else (a full disk): exit 3,
+nothing was proved either way.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from kraftcheck.checker.model import DEADLOCK
 from kraftcheck.ci.baseline import Finding, signature
 from kraftcheck.ci.manifest import COUNT_KEYS
 from kraftcheck.ci.runner import Outcome
 
-PASS, FAIL, BUDGET, BAD_INPUT = "pass", "fail", "budget", "bad input"
+PASS, FAIL, BUDGET, STOPPED, BAD_INPUT = "pass", "fail", "budget", "stopped", "bad input"
+INCOMPLETE = (BUDGET, STOPPED)  # nothing proved either way (exit 3)
 REPORT_COUNT = {"distinct": "distinct_states", "generated": "states_generated", "depth": "depth"}
 BOUNDED = ("--max-states", "--max-depth")  # limits a manifest sets on purpose: the run is bounded, not cut short
+BUDGETS = ("--time-limit", "--max-memory")  # the check's time_budget and max_memory
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Judgement:
 
     def fail(self, message: str) -> None:
         self.problems.append(message)
-        if self.status == PASS or self.status == BUDGET:
+        if self.status == PASS or self.status in INCOMPLETE:
             self.status = FAIL
 
 
@@ -81,24 +86,31 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
         j.found.append(Finding(check.name, v["invariant"], signature(v["actions"]), v["depth"], tuple(v["actions"])))
     found = {f.invariant: f for f in j.found}
     reason = report.get("incomplete_reason") or ""
-    out_of_budget = report["result"] == "incomplete" and not reason.startswith(tuple(f"stopped at {b}" for b in BOUNDED))
+    bounded = reason.startswith(tuple(f"stopped at {b}" for b in BOUNDED))
+    budget = reason.startswith(tuple(f"stopped at {b}" for b in BUDGETS))
+    label = "budget ran out" if budget else "stopped before its end"  # the check's problem
+    cut = "the budget ran out" if budget else "the run stopped before its end"  # why something was not proved
+    out_of_budget = report["result"] == "incomplete" and not bounded
     stopped_early = not report["exhaustive"]
+    # a deadlock is reported as a violation of "deadlock" by a run that checks for it (the spec's check_deadlock)
+    deadlock = report.get("options", {}).get("deadlock") or DEADLOCK in found
+    checked = list(report["checked"]) + ([DEADLOCK] if deadlock else [])
 
     exploration = Case("exploration", "passed")
     if out_of_budget:
-        j.status = BUDGET
-        j.problems.append(f"budget ran out: {reason}")
-        exploration = Case("exploration", "error", f"budget ran out: {reason}")
+        j.status = BUDGET if budget else STOPPED
+        j.problems.append(f"{label}: {reason}")
+        exploration = Case("exploration", "error", f"{label}: {reason}")
     elif reason:
-        j.notes.append(f"bounded run: {reason}")
+        j.notes.append(f"bounded run: {reason}" if bounded else f"{label}: {reason}")
 
-    for name in report["checked"]:
+    for name in checked:
         f = found.get(name)
         if name in check.violates:
             if f is not None:
                 j.cases.append(Case(name, "passed", f"violated as expected ({f.depth} states)"))
             elif out_of_budget:
-                j.cases.append(Case(name, "skipped", "not found before the budget ran out"))
+                j.cases.append(Case(name, "skipped", f"not found before {cut}"))
             else:
                 first = ", ".join(found) or "none"
                 hint = f"; the run stopped at its first violation ({first}): set continue = true" if found and stopped_early else ""
@@ -112,16 +124,17 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
                 j.cases.append(Case(name, "passed", f"accepted finding ({f.depth} states, baseline)"))
             else:
                 j.new.append(f)
-                message = f"{name} violated ({f.depth} states), a new finding"
+                what = "deadlock reached" if name == DEADLOCK else f"{name} violated"
+                message = f"{what} ({f.depth} states), a new finding"
                 j.fail(message)
                 j.cases.append(Case(name, "failed", message, steps_text(f)))
         elif stopped_early:
-            why = "the budget ran out" if out_of_budget else ("the run stopped at its first violation" if found
-                                                             else "the run was bounded")
+            why = cut if out_of_budget else ("the run stopped at its first violation" if found
+                                             else "the run was bounded" if bounded or not reason else cut)
             j.cases.append(Case(name, "skipped", f"not proved: {why}"))
         else:
             j.cases.append(Case(name, "passed"))
-    missing_expected = [n for n in check.violates if n not in report["checked"]]
+    missing_expected = [n for n in check.violates if n not in checked]
     for name in missing_expected:
         message = f"expected a violation of {name}, which this run does not check"
         j.fail(message)

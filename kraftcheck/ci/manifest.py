@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
-from kraftcheck.checker.model import spec_call
+from kraftcheck.checker.model import DEADLOCK, spec_call
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -246,12 +246,15 @@ class _Validator:
             raise self.fail(where("spec"), "spec", str(e)) from None
         except UsageError as e:
             raise self.fail(where("params"), "params", str(e)) from None
+        if DEADLOCK in violates and DEADLOCK not in checks and not cls.check_deadlock:
+            raise self.fail(where("violates"), "violates", f"spec {spec} does not check for deadlocks "
+                                                           "(its check_deadlock is False): no deadlock can be reported")
         for key, names in (("invariants", invariants), ("violates", violates)):
-            unknown = [n for n in names if n not in checks]
+            unknown = [n for n in names if n not in checks and (key, n) != ("violates", DEADLOCK)]
             if unknown:
                 raise self.fail(where(key), key, f"spec {spec} has no invariant or property {unknown[0]!r}; "
                                                  f"its checks: {', '.join(checks) or '(none)'}")
-        unchecked = [n for n in violates if invariants and n not in invariants]
+        unchecked = [n for n in violates if invariants and n not in invariants and n != DEADLOCK]
         if unchecked:
             raise self.fail(table, "violates", f"{unchecked[0]} is expected violated but not among the invariants "
                                                f"this check checks ({', '.join(invariants)}); add it to invariants")

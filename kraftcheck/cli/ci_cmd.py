@@ -2,7 +2,7 @@
 
 Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected violation, a
 count mismatch or a crashed check; 2 bad input (manifest, baseline, a check's options); 3 a budget
-ran out (and nothing failed).
+ran out or a run stopped before its end, a full disk say (and nothing failed).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
-from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, PASS, Judgement, counts_of, judge
+from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, run_checks
 from kraftcheck.cli.paths import check_output_dir, check_output_file, check_replaceable, refuse_two_on_stdout, to_stdout
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
 LOG_WIDTH = 140
-STYLE = {PASS: "green", FAIL: "bold red", BUDGET: "yellow", BAD_INPUT: "bold red"}
+STYLE = {PASS: "green", FAIL: "bold red", BUDGET: "yellow", STOPPED: "yellow", BAD_INPUT: "bold red"}
 
 
 def gate_exit_code(judgements: list[Judgement]) -> int:
@@ -38,7 +38,7 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
         return EXIT_BAD_INPUT
     if FAIL in statuses:
         return EXIT_FAILED
-    return EXIT_BUDGET if BUDGET in statuses else EXIT_OK
+    return EXIT_BUDGET if statuses & set(INCOMPLETE) else EXIT_OK
 
 
 @click.command(context_settings={"show_default": True})
@@ -66,7 +66,8 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
     and exit 0 only if every expectation holds.
 
     Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected
-    violation or a count mismatch; 2 bad input; 3 a time budget ran out.
+    violation or a count mismatch; 2 bad input; 3 a time budget ran out or a run stopped before
+    its end (a full disk).
     """
     # markup off: action names and messages may hold brackets, which are not rich styles
     console = Console(no_color=no_color, highlight=False, soft_wrap=True, markup=False)
@@ -172,7 +173,7 @@ def _update_baseline(console: Console, path: Path, accepted: list[baselines.Find
                      ran: set[str], known: set[str]) -> list[baselines.Finding]:
     """Accept every unexpected violation found now; keep entries of checks that did not run
     (--only), drop those of checks the manifest no longer has."""
-    budget_cut = {j.name for j in judgements if j.status in (BUDGET, BAD_INPUT)}
+    budget_cut = {j.name for j in judgements if j.status in (*INCOMPLETE, BAD_INPUT)}
     keep = [a for a in accepted if (a.check not in ran or a.check in budget_cut) and a.check in known]
     now = keep + [f for j in judgements if j.name not in budget_cut for f in j.new + j.accepted]
     before, after = {a.key for a in accepted}, {f.key for f in now}
