@@ -1,20 +1,32 @@
 """numba's on-disk cache, as the kernel cache needs it: read from a folder it cannot write, and
-a damaged file in it taken for a missing one.
+every file in it checked against what was compiled into it.
 
 * numba takes a cache folder only if it can write there (its locators probe it), so a read-only
   kernel cache (a CI cache, a read-only mount) would have every kernel compiled again elsewhere.
   ``read_only`` adds a locator, consulted after ``NUMBA_CACHE_DIR``'s, that reads the compiled
   kernels of such a cache from their ``__pycache__``; a run on it writes nothing
   (``compile.compile_in_process``).
-* numba unpickles an index (``*.nbi``) or a compiled kernel (``*.nbc``) as it finds it: one cut
-  short raised on every run until deleted by hand. ``tolerate_damage`` makes numba take such a
-  file for a missing one: it says so on stderr, removes it, and numba compiles that function
-  again and writes it anew. A file whose bytes were changed but still unpickle is not detected
-  (docs/engine.md, "What is checked in the kernel cache").
+* numba links a compiled function (``*.nbc``) as it finds it, under the name its index (``*.nbi``)
+  gives: one function's file copied over another's was loaded as the other, and ran (a wrong
+  count, in silence); a file cut short raised on every run. ``tolerate_damage`` makes numba write
+  every index and compiled file with a digest of its name and content at its end (a keyed
+  BLAKE2b; a compiled file's also covers the source stamp its index was written for) and check it
+  before numba reads the file: one that does not match (another file's, changed, cut short, or
+  written without it) is taken for a missing one: said on stderr, removed, and numba compiles
+  that function again and writes it anew. numba's own reader ignores the digest (pickle ignores
+  bytes after its end), so the files stay readable by numba without kraftcheck. This covers
+  every numba cache of a process that imports ``kraftcheck.checker.codegen``: the generated
+  kernels', the installation's own kernels' and the spec files' functions'. It detects mistakes
+  (a swapped, edited, truncated or old file), not someone who can write the cache on purpose:
+  the key is no secret.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
+import io
 import os
 import pickle
 import sys
@@ -52,35 +64,108 @@ def read_only(directory: Path) -> None:
 # what unpickling a file cut short or garbled raises
 _DAMAGED = (pickle.UnpicklingError, EOFError, ValueError, IndexError, KeyError, TypeError)
 
+_KEY = b"kraftcheck: numba cache file digest, version 1"
+_MARK = b"\n#kraftcheck-digest-1:"
+_DIGEST_SIZE = 32
+_TRAILER_SIZE = len(_MARK) + _DIGEST_SIZE
 
-def _damaged(path: str) -> None:
-    print(f"kernel cache: {path} was damaged; recompiling it", file=sys.stderr, flush=True)
+
+def _digest(cache_file, path: str, content: bytes) -> bytes:
+    """The digest of ``content`` written as the file ``path`` of numba's ``cache_file``: bound to
+    the file's name, and a compiled file's to the source stamp of its index (numba reads one only
+    after its index matched that stamp)."""
+    h = hashlib.blake2b(key=_KEY, digest_size=_DIGEST_SIZE)
+    h.update(os.path.basename(path).encode() + b"\0")
+    if path != cache_file._index_path:
+        h.update(repr(cache_file._source_stamp).encode() + b"\0")
+    h.update(content)
+    return h.digest()
+
+
+def _matches(cache_file, path: str) -> bool:
+    """Whether the file ``path`` (if it exists) ends with the digest of its name and content;
+    a missing or unreadable file is left to numba's own reader."""
+    try:
+        with open(path, "rb") as f:
+            content = f.read()
+    except OSError:
+        return True
+    body, mark, digest = content[:-_TRAILER_SIZE], content[-_TRAILER_SIZE:-_DIGEST_SIZE], content[-_DIGEST_SIZE:]
+    return (len(content) >= _TRAILER_SIZE and mark == _MARK
+            and hmac.compare_digest(digest, _digest(cache_file, path, body)))
+
+
+def _drop(path: str, why: str) -> None:
+    print(f"kernel cache: {path} {why}; recompiling it", file=sys.stderr, flush=True)
     try:
         os.unlink(path)
     except OSError:
         pass  # read-only: numba's save then fails, and a read-only run is refused (compile._load_read_only)
 
 
+_MISMATCH = "does not match what was compiled into it"
+
+
+def _check_numba_internals(cache_file) -> None:
+    """Fail at import, not in silence, if numba no longer keeps its cache the way these hooks
+    assume: its files written through ``_open_for_write``, read by ``_load_index`` and
+    ``_load_data``, named by ``_index_path`` and ``_data_path``, stamped by ``_source_stamp``."""
+    def names(method: str) -> tuple:
+        return getattr(getattr(getattr(cache_file, method, None), "__code__", None), "co_names", ())
+
+    missing = [what for what, method, name in [
+        ("its index written through _open_for_write", "_save_index", "_open_for_write"),
+        ("its compiled files written through _open_for_write", "_save_data", "_open_for_write"),
+        ("its index read from _index_path", "_load_index", "_index_path"),
+        ("its compiled files read from _data_path", "_load_data", "_data_path"),
+        ("a source stamp kept as _source_stamp", "__init__", "_source_stamp"),
+        ("its index path kept as _index_path", "__init__", "_index_path"),
+    ] if name not in names(method)]
+    if cache_file is None or missing:
+        import numba
+        changed = "no IndexDataCacheFile" if cache_file is None else f"changed ({'; '.join(missing)})"
+        raise ImportError(f"kraftcheck cannot check numba {numba.__version__}'s cache files: "
+                          f"numba.core.caching has {changed}; install a numba version kraftcheck supports")
+
+
 def tolerate_damage() -> None:
-    """Make numba take a damaged index or compiled-kernel file for a missing one (once)."""
+    """Make numba write a digest at the end of every index and compiled-kernel file, and take a
+    file whose digest does not match, or that does not unpickle, for a missing one (once)."""
     cache_file = getattr(caching, "IndexDataCacheFile", None)
-    if cache_file is None or getattr(cache_file, "_kraftcheck_tolerant", False):
-        return  # numba keeps its cache differently: as it is
-    load_index, load_data = cache_file._load_index, cache_file._load_data
+    _check_numba_internals(cache_file)
+    if getattr(cache_file, "_kraftcheck_tolerant", False):
+        return
+    load_index, load_data, open_for_write = cache_file._load_index, cache_file._load_data, cache_file._open_for_write
 
     def _load_index(self):
+        if not _matches(self, self._index_path):
+            _drop(self._index_path, _MISMATCH)
+            return {}  # nothing cached: numba compiles, and writes the index anew
         try:
             return load_index(self)
         except _DAMAGED:
-            _damaged(self._index_path)
-            return {}  # nothing cached: numba compiles, and writes the index anew
+            _drop(self._index_path, "was damaged")
+            return {}
 
     def _load_data(self, name):
+        path = self._data_path(name)
+        if not _matches(self, path):
+            _drop(path, _MISMATCH)
+            raise OSError(f"{name} {_MISMATCH}")  # numba's load takes it for a missing file
         try:
             return load_data(self, name)
         except _DAMAGED:
-            _damaged(self._data_path(name))
-            raise OSError(f"{name} was damaged") from None  # numba's load takes it for a missing file
+            _drop(path, "was damaged")
+            raise OSError(f"{name} was damaged") from None
+
+    @contextlib.contextmanager
+    def _open_for_write(self, filepath):
+        buffer = io.BytesIO()
+        yield buffer
+        content = buffer.getvalue()
+        with open_for_write(self, filepath) as f:  # numba's: a temporary file, renamed when whole
+            f.write(content + _MARK + _digest(self, filepath, content))
 
     cache_file._load_index, cache_file._load_data = _load_index, _load_data
+    cache_file._open_for_write = _open_for_write
     cache_file._kraftcheck_tolerant = True

@@ -1,7 +1,8 @@
 """Faults in the kernel cache, done on purpose (issue 46): a generated kernel changed or cut short,
-a spec file loaded by path and then imported as a module, a cache that cannot be written or is a
-file, and the background compiles runs leave behind (one per cache, one per kernel key,
-``kraftcheck cache status`` and ``clear``).
+numba's files cut short, without their digest or swapped between kernels, a spec file loaded by
+path and then imported as a module, a cache that cannot be written or is a file, and the
+background compiles runs leave behind (one per cache, one per kernel key, ``kraftcheck cache
+status`` and ``clear``).
 
 One cold compile (die_hard, in ``warm_die_hard``) serves every test that needs compiled kernels.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kraftcheck.checker import codegen, detached
+from kraftcheck.checker import codegen, detached, numba_cache
 from kraftcheck.checker.codegen import KernelCacheUnusable
 from kraftcheck.checker.compile import is_compiled
 from kraftcheck.checker.explore.engine import Engine, kernel_shapes
@@ -91,15 +93,63 @@ def test_a_damaged_kernel_is_found_and_compiled_again(warm, capsys, damage):
     assert _counts(result) == expected
 
 
-def test_a_damaged_numba_index_is_compiled_again(warm, capsys):
-    """numba unpickles its index as it finds it: one cut short raised on every run."""
+def _numba_files(cache: Path, action: str, ext: str) -> Path:
+    """numba's index (``nbi``) or compiled code (``nbc``) of the expand kernel of action ``action``."""
+    (path,) = (cache / "kernels" / "__pycache__").glob(f"{_action_module(action).stem}.expand-*.{ext}")
+    return path
+
+
+_MISMATCH = "does not match what was compiled into it; recompiling it"
+
+
+@pytest.mark.parametrize("damage", ["index cut short", "compiled code without its digest"])
+def test_a_damaged_or_old_numba_file_is_compiled_again(warm, capsys, damage):
+    """numba unpickled its index as it found it: one cut short raised on every run. A file
+    written before numba's files carried their digest (numba_cache) is compiled again too."""
     cache, expected = warm
-    (index,) = (cache / "kernels" / "__pycache__").glob(f"{_action_module('EmptyBig').stem}.expand-*.nbi")
-    index.write_bytes(index.read_bytes()[:20])
+    path = _numba_files(cache, "EmptyBig", "nbi" if damage == "index cut short" else "nbc")
+    content = path.read_bytes()
+    path.write_bytes(content[:20] if damage == "index cut short" else content[:-numba_cache._TRAILER_SIZE])
     _forget_kernel_modules()
     result = Engine(compile="now").explore(_model(), Options(keep_going=True))
-    assert f"kernel cache: {index} was damaged; recompiling it" in capsys.readouterr().err
-    assert _counts(result) == expected and index.stat().st_size > 20
+    assert f"kernel cache: {path} {_MISMATCH}" in capsys.readouterr().err
+    assert _counts(result) == expected and numba_cache._MARK in path.read_bytes()
+
+
+def test_a_numba_that_keeps_its_cache_otherwise_fails_at_import():
+    """The digest hooks numba's cache file class; a numba whose class no longer has what they hook
+    would write and read its files unchecked, so it is refused, naming what changed."""
+    class Changed:
+        def _save_index(self, overloads):
+            self._write(self._index_path, overloads)
+
+    with pytest.raises(ImportError, match=r"numba .*'s cache files: numba.core.caching has changed "
+                                          r"\(its index written through _open_for_write; its compiled"):
+        numba_cache._check_numba_internals(Changed)
+    with pytest.raises(ImportError, match="has no IndexDataCacheFile"):
+        numba_cache._check_numba_internals(None)
+
+
+def test_compiled_code_swapped_between_kernels_is_compiled_again(warm, capsys, tmp_path, monkeypatch):
+    """FillSmall's compiled code copied over FillBig's (and back) was loaded as FillBig's: exit 1
+    with wrong counts and a longer counterexample, in silence. Each file now carries a digest of
+    its name and content: both are said, compiled again, and the counts are the untampered ones."""
+    warm_cache, expected = warm
+    cache = tmp_path / "copy"
+    shutil.copytree(warm_cache, cache)
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(cache))
+    small, big = _numba_files(cache, "FillSmall", "nbc"), _numba_files(cache, "FillBig", "nbc")
+    small_code, big_code = small.read_bytes(), big.read_bytes()
+    small.write_bytes(big_code)
+    big.write_bytes(small_code)
+    _forget_kernel_modules()
+    result = Engine(compile="now").explore(_model(), Options(keep_going=True))
+    err = capsys.readouterr().err
+    assert f"kernel cache: {small} {_MISMATCH}" in err and f"kernel cache: {big} {_MISMATCH}" in err
+    assert _counts(result) == expected
+    _forget_kernel_modules()
+    assert _counts(Engine(compile="now").explore(_model(), Options(keep_going=True))) == expected
+    assert _MISMATCH not in capsys.readouterr().err, "what was compiled again is taken as it is"
 
 
 def test_a_warm_cache_that_cannot_be_written_is_used_as_it_is(warm, monkeypatch):
