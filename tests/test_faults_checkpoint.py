@@ -1,5 +1,6 @@
 """Faults a checkpoint meets, on purpose: a flipped bit, a truncated or missing level file, an
-edited manifest, a second run on a held directory, a mistyped --resume path. Each is refused with
+edited manifest, a second run on a held directory, a mistyped --resume path, the spec's code
+edited since the checkpoint was written. Each is refused with
 a usage error (exit 2) naming the file or the holder, before any state is read, and leaves the
 checkpoint as it was; an intact checkpoint still resumes to the counts of an uninterrupted run."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +17,8 @@ from click.testing import CliRunner
 
 from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryBusy, lock_directory
 from kraftcheck.checker.errors import UsageError
-from kraftcheck.checker.explore.checkpoint import MANIFEST, CheckpointDamaged, check_level_file
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, CheckpointDamaged, _content_digest, check_level_file,
+                                                   check_resumable, run_identity, write_manifest)
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.levels import DiskLevels
 from kraftcheck.checker.explore.result import Options
@@ -183,3 +186,97 @@ def test_resume_of_a_path_without_a_checkpoint_is_refused_and_creates_nothing(tm
     with pytest.raises(UsageError, match="recording the state graph"):
         Engine().explore(_model(), Options(keep_going=True, record_graph=True, checkpoint_dir=str(tmp_path / "new")))
     assert not (tmp_path / "new").exists()
+
+
+# --- the spec's code is part of a checkpoint's identity -------------------------------------------------------
+
+EDITS = {
+    # what is edited in the spec file: (the text, what it becomes)
+    "an action's guard": ("if s.tm_state != TM_INIT or s.tm_prepared != (1 << len(s.rm_state)) - 1:",
+                          "if s.tm_state != TM_INIT:"),
+    "the invariant, to fail on the initial state": ("return not (committed and aborted)", "return False"),
+}
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    """A copy of two_phase loaded by path, with its own name (a copy named like the bundled spec is refused)."""
+    from kraftcheck.specs import two_phase
+    path = tmp_path / "two_phase_copy.py"
+    path.write_text(Path(two_phase.__file__).read_text().replace('name = "two_phase"', 'name = "two_phase_copy"'))
+    return path, f"{path}:TwoPhase"
+
+
+def _as_checkpoint_of(checkpoint, model):
+    """``checkpoint`` (of the bundled two_phase) made the checkpoint of ``model``, a copy of the
+    same spec: only the identity differs, and a run of the copy would have written the same levels.
+    (The copy's own run would compile its kernels afresh, for many seconds; the refusal comes
+    before anything is compiled.)"""
+    def of_the_copy(manifest):
+        ours = manifest["identity"]
+        manifest["identity"] = run_identity(model, ours["fingerprints"], ours["symmetry"])
+    _rewrite_manifest(checkpoint, of_the_copy)
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_a_checkpoint_resumed_after_its_spec_file_was_edited_is_refused_naming_the_file(checkpoint, spec_file, edit):
+    path, ref = spec_file
+    model = _model(ref)
+    _as_checkpoint_of(checkpoint, model)
+    assert check_resumable(checkpoint, run_identity(model, False))  # as it was written: resumable
+    old, new = EDITS[edit]
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    before = _contents(checkpoint)
+    with pytest.raises(UsageError) as refused:
+        Engine().explore(_model(ref), Options(checkpoint_dir=str(checkpoint), resume=True))
+    assert not isinstance(refused.value, CheckpointDamaged)  # the checkpoint is intact; the code is not its code
+    assert f"the spec's code changed since the checkpoint was written ({path.resolve()} differs)" in str(refused.value)
+    assert _contents(checkpoint) == before
+    said = CliRunner().invoke(cli, ["check", "--spec", ref, "--param", "rm=4", "--resume", str(checkpoint),
+                                    "--no-color"])
+    assert said.exit_code == 2 and f"({path.resolve()} differs)" in "".join(said.stderr.split("\n")), said.output
+    assert _contents(checkpoint) == before
+
+
+def _rewrite_manifest(checkpoint, edit):
+    """The manifest edited and its digest made to match (as a run of that content would have written it)."""
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    edit(manifest)
+    manifest["digest"] = _content_digest(manifest)
+    (checkpoint / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_a_checkpoint_of_the_format_without_the_spec_code_is_refused_saying_so(checkpoint):
+    def format_2(manifest):
+        manifest["format_version"] = 2
+        del manifest["identity"]["code"]
+    _rewrite_manifest(checkpoint, format_2)
+    with pytest.raises(UsageError, match="checkpoint of format 2 .*did not record the spec's code"):
+        _resume(checkpoint)
+
+
+def test_another_runs_layout_is_shown_where_it_differs(checkpoint):
+    def other_layout(manifest):
+        manifest["identity"]["layout"]["dtype"][-1][0] = "some_other_field"
+    _rewrite_manifest(checkpoint, other_layout)
+    with pytest.raises(UsageError, match="belongs to another run") as refused:
+        _resume(checkpoint)
+    assert '"some_other_field"' in str(refused.value)
+    ours = json.dumps(run_identity(_model(), False)["layout"])
+    assert ours not in str(refused.value) and len(ours) > 60  # cut, yet around the difference
+
+
+def test_a_spark_work_dir_is_refused_under_other_spec_code(tmp_path):
+    """The Spark explorer's resume checks its work dir's identity (the local one and Spark's own
+    entries) with the same check: other code is refused."""
+    from kraftcheck.spark.explorer import run_identity_on_spark
+    model = _model()
+    identity = run_identity_on_spark(model, 2)
+    module = type(model.spec).__module__
+    assert set(identity["code"]) == {module}
+    write_manifest(tmp_path, {**identity, "code": {module: "0" * 64}}, {"levels": 1})
+    with pytest.raises(UsageError, match=r"the spec's code changed .*two_phase\.py differs"):
+        check_resumable(tmp_path, identity)
+    write_manifest(tmp_path, identity, {"levels": 1})
+    assert check_resumable(tmp_path, identity)["levels"] == 1

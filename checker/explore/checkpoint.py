@@ -3,7 +3,8 @@ finished level, whenever and however it stopped (SIGKILL included).
 
 Before the first level (no level finished) and after each finished level the engine writes
 ``checkpoint.json`` atomically: which run this is
-(spec, parameters, checks, state layout, labels, kraftcheck version, fingerprint mode), how many
+(spec, parameters, checks, state layout, labels, kraftcheck version, fingerprint mode, and a
+SHA-256 of each source file of the spec's code: ``spec_code``), how many
 levels are finished and their sizes, per finished level the byte size and SHA-256 of each of its
 files (computed as they were written), the counters at that moment (generated, coverage,
 violations found so far as state indices), and a SHA-256 of its own content. The level files
@@ -12,9 +13,10 @@ themselves were fsynced before, so the manifest never names data that is not on 
 A run holds its checkpoint directory for its whole life (``hold_checkpoint``: a lock,
 ``checker/dirlock.py``), so a second run or a resume while the first goes on is refused at once.
 Resuming first checks, before anything is compiled or created, that the directory exists and
-holds a manifest, that the manifest is intact (its digest), of this format, of this run and not
-finished; ``DiskLevels.reopen`` then checks every finished level's files against their recorded
-sizes and digests before any state is read. A damaged, truncated or edited checkpoint is refused
+holds a manifest, that the manifest is intact (its digest), of this format, of this run (the
+spec's code included: a checkpoint resumed under an edited action or invariant would mix levels of
+two specs) and not finished; ``DiskLevels.reopen`` then checks every finished level's files
+against their recorded sizes and digests before any state is read. A damaged, truncated or edited checkpoint is refused
 (``CheckpointDamaged``, exit 2) naming the file and what differs, never resumed. Resuming maps
 the finished levels, rebuilds the visited set from their words (the visited set is exactly the
 union of all levels' states), drops whatever was written after the manifest, and continues with
@@ -34,6 +36,7 @@ from typing import Any, Iterator, Optional, Union
 from kraftcheck.checker import __version__
 from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.spec_code import source_file, spec_code
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 
@@ -41,8 +44,10 @@ MANIFEST = "checkpoint.json"
 # identity entries that checkpoints written before them lack, with the value they had then
 IDENTITY_DEFAULTS = {"symmetry": False, "constraints": []}
 FORMAT = "kraftcheck-checkpoint"
-# 2: every file checksummed (format 1, without checksums, cannot be verified and is refused)
-FORMAT_VERSION = 2
+# 2: every file checksummed; 3: the spec's code recorded. An older checkpoint cannot be verified
+# and is refused, saying what it lacks:
+FORMAT_VERSION = 3
+LACKING = {1: "whose files carry no checksums", 2: "which did not record the spec's code"}
 DIGEST = "sha256"  # of the manifest's content and of every level file
 RESTART = "start the run again with --checkpoint and a new directory"
 # what to do about a damaged checkpoint
@@ -70,6 +75,7 @@ def run_identity(model: Model, fingerprints: bool, symmetry: bool = False) -> di
         "constraints": [c.name for c in model.constraints + model.action_constraints],
         "deadlock": model.check_deadlock,
         "kraftcheck_version": __version__,
+        "code": spec_code(model),
     }
 
 
@@ -100,8 +106,8 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
         raise UsageError(f"{path} is not a kraftcheck checkpoint")
     version = data.get("format_version")
     if version != FORMAT_VERSION:
-        made_by = ("an earlier kraftcheck, whose files carry no checksums, so it cannot be verified"
-                   if isinstance(version, int) and version < FORMAT_VERSION else "another kraftcheck")
+        made_by = (f"an earlier kraftcheck, {LACKING[version]}, so it cannot be verified"
+                   if version in LACKING else "another kraftcheck")
         raise UsageError(f"{path} is a checkpoint of format {version} ({made_by}); this kraftcheck resumes "
                          f"format {FORMAT_VERSION} only: {RESTART}")
     recorded = data.get("digest")
@@ -208,18 +214,52 @@ def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]
     if manifest is None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
     theirs = manifest["identity"]
-    differ = [key for key in identity if theirs.get(key, IDENTITY_DEFAULTS.get(key)) != identity[key]]
+    differ = [key for key in identity
+              if key != "code" and theirs.get(key, IDENTITY_DEFAULTS.get(key)) != identity[key]]
     if differ:
-        details = "; ".join(f"{key}: checkpoint {_short(theirs.get(key))}, this run {_short(identity[key])}"
-                            for key in differ)
+        shown = {key: _shown_apart(theirs.get(key), identity[key]) for key in differ}
+        details = "; ".join(f"{key}: checkpoint {old}, this run {new}" for key, (old, new) in shown.items())
         raise UsageError(f"--resume {directory}: the checkpoint belongs to another run ({details}); resume it "
                          "with the same spec, parameters, checks and kraftcheck version")
+    changed = _changed_code(theirs.get("code", {}), identity.get("code", {}))
+    if changed:
+        raise UsageError(f"--resume {directory}: the spec's code changed since the checkpoint was written "
+                         f"({changed}): its finished levels were explored by other code; resume it with the code "
+                         f"as it was, or {RESTART}")
     if manifest.get("finished"):
         raise UsageError(f"--resume {directory}: that run already finished ({manifest.get('status')}); "
                          "nothing to resume")
     return manifest
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _changed_code(theirs: dict[str, str], ours: dict[str, str]) -> str:
+    """Which of the spec's source files differ from the checkpoint's record ("" if none)."""
+    said = []
+    for module in sorted(set(theirs) | set(ours)):
+        if theirs.get(module) == ours.get(module):
+            continue
+        path = source_file(module)
+        where = str(path) if path is not None else module
+        if module not in ours:
+            said.append(f"{where} is no longer part of the spec")
+        elif module not in theirs:
+            said.append(f"{where} is new to the spec")
+        else:
+            said.append(f"{where} differs")
+    shown = said[:3] + ([f"and {len(said) - 3} more"] if len(said) > 3 else [])
+    return ", ".join(shown)
+
+
+SHOWN = 60  # characters of a value shown in a refusal
+
+
+def _shown_apart(theirs: Any, ours: Any) -> tuple[str, str]:
+    """The two values as JSON, each cut to the same window around their first difference (a long
+    layout cut at its start would hide what differs)."""
+    texts = [json.dumps(v, default=str) for v in (theirs, ours)]
+    if max(map(len, texts)) <= SHOWN:
+        return texts[0], texts[1]
+    first = next((i for i, (a, b) in enumerate(zip(*texts)) if a != b), min(map(len, texts)))
+    start = max(0, first - SHOWN // 3)
+    return tuple(("..." if start else "") + t[start:start + SHOWN] + ("..." if len(t) > start + SHOWN else "")
+                 for t in texts)
