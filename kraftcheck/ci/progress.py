@@ -1,6 +1,8 @@
 """``--progress-json FILE``: one JSON object per line as checks start, progress and finish.
 
 Each line is written and flushed at once, so ``tail -f`` or a CI log follower sees a long run move.
+A line the system refuses (a full disk) ends the stream, not the gate: the checks go on, and
+``unwritten`` says what was lost, for the gate to name and to count in its exit code.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import os
 import time
 from typing import Optional, TextIO
 
+from kraftcheck.checker.disk_full import UnwrittenFile, unwritten_reason
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.files import descriptor_of
 
 
 class ProgressStream:
     def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self.unwritten: Optional[UnwrittenFile] = None
         # ``-`` or /dev/stdout: through the descriptor (reopening would truncate what the shell appends to)
         fd = descriptor_of(path) if path else None
         try:
@@ -29,10 +34,24 @@ class ProgressStream:
     def __call__(self, event: dict) -> None:
         if self._file is None:
             return
-        self._file.write(json.dumps({"time": round(time.time(), 3), **event}) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps({"time": round(time.time(), 3), **event}) + "\n")
+            self._file.flush()
+        except OSError as e:
+            self._lost(e)
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as e:
+                self._lost(e)
             self._file = None
+
+    def _lost(self, e: OSError) -> None:
+        self.unwritten = UnwrittenFile("the progress stream", str(self.path), unwritten_reason(e))
+        file, self._file = self._file, None
+        try:
+            file.close()
+        except OSError:
+            pass  # what it still buffered is lost with the rest

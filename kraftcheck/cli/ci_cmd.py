@@ -2,7 +2,8 @@
 
 Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected violation, a
 count mismatch or a crashed check; 2 bad input (manifest, baseline, a check's options); 3 a budget
-ran out or a run stopped before its end, a full disk say (and nothing failed).
+ran out or a run stopped before its end, a full disk say, or the ``--junit`` or ``--progress-json``
+file could not be written (and nothing failed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kraftcheck.checker.disk_full import write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
@@ -67,7 +69,8 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
 
     Exit codes: 0 every expectation holds; 1 an unexpected violation, a missing expected
     violation or a count mismatch; 2 bad input; 3 a time budget ran out or a run stopped before
-    its end (a full disk).
+    its end (a full disk), or the --junit or --progress-json file could not be written (and
+    nothing failed).
     """
     # markup off: action names and messages may hold brackets, which are not rich styles
     console = Console(no_color=no_color, highlight=False, soft_wrap=True, markup=False)
@@ -145,10 +148,14 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
                       "prune it with --update-baseline")
     code = gate_exit_code(judgements)
     _keep_failing_runs(judgements, out)
-    _print_summary(console, judgements, code, out)
+    unwritten = [stream.unwritten] if stream.unwritten else []
     if junit_path:
         from kraftcheck.ci.junit import write_junit
-        write_junit(Path(junit_path), judgements)
+        write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
+    code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
+    _print_summary(console, judgements, code, out)
+    for u in unwritten:
+        click.echo(f"kraftcheck: error: {u}", err=True)
     from kraftcheck.ci.github import report_to_github, under_github_actions
     if under_github_actions():
         report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
@@ -237,4 +244,4 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
         console.print(f"  reproduce: {j.outcome.reproduce}")
     passed = sum(j.status == PASS for j in judgements)
     console.print(f"{passed} of {len(judgements)} checks pass; exit {code}"
-                  + (f"; failing runs are in {out}/" if code != EXIT_OK else ""))
+                  + (f"; failing runs are in {out}/" if passed < len(judgements) else ""))

@@ -6,7 +6,9 @@ JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: 
 Exit codes: 0 success (``replay``: a valid behaviour that reaches its recorded violation, or a
 scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
 2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
-names its spec, and a spec that is not registered is given with ``--spec file.py:Class``.
+names its spec, and a spec that is not registered is given with ``--spec file.py:Class``;
+3 (``export``) the ``--output`` file could not be written (a full disk), as for any output of
+``kraftcheck check``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.cli.paths import check_output_file, to_stdout
 from kraftcheck.checker.files import write_output
@@ -28,7 +31,7 @@ from kraftcheck.traces.replay import replay as replay_trace
 from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
 from kraftcheck.traces.view import TraceView
 
-EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT, EXIT_UNWRITTEN = 0, 1, 2, 3
 
 _file = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 _variant = click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
@@ -105,7 +108,11 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write (atomically); '-' or none: standard output.")
 def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path]) -> None:
-    """The trace in another graph format."""
+    """The trace in another graph format.
+
+    Exit codes: 0 written; 2 the file cannot be read or is not a trace; 3 the output could not
+    be written (a full disk), said in one error line.
+    """
     from kraftcheck.traces.export import export
 
     _check_output(output)
@@ -113,10 +120,14 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     text = export(graph, fmt)
     if output is None:
         click.echo(text, nl=False)
-    else:
+        return
+    if to_stdout(output):
         write_output(output, text)
-        if not to_stdout(output):
-            click.echo(f"wrote {output}", err=True)
+        return
+    unwritten: list[UnwrittenFile] = []
+    if not write_kept("the export", output, lambda: write_output(output, text), unwritten):
+        _fail(str(unwritten[0]), EXIT_UNWRITTEN)
+    click.echo(f"wrote {output}", err=True)
 
 
 @trace.command("render")
