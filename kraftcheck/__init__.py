@@ -18,18 +18,14 @@ The public Python API (docs/writing-a-spec.md)::
 
     class MyProtocol(kraftcheck.Spec): ...                # fields, actions, invariants
 
-Names are imported on first use, so ``import kraftcheck`` stays cheap.
+Names are imported on first use, ``__version__`` too: ``import kraftcheck`` imports nothing else,
+so that the command line (``kraftcheck.cli.main``) installs its signal handlers a few lines after
+the interpreter's start.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-from kraftcheck.checker import __version__
 
 # public name -> "module:attribute"
 _API = {
+    "__version__": "kraftcheck.checker:__version__",
     # run a check
     "check": "kraftcheck.api:check",
     "simulate": "kraftcheck.api:simulate",
@@ -71,13 +67,14 @@ _API = {
     "replay_trace": "kraftcheck.traces.replay:replay",
 }
 
-__all__ = ["__version__", *_API]
+__all__ = list(_API)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     target = _API.get(name)
     if target is None:
         raise AttributeError(f"module 'kraftcheck' has no attribute {name!r}")
+    import importlib
     module, attribute = target.split(":")
     value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value

@@ -7,6 +7,8 @@ Refusals are asserted to come before any work by what work would leave: the chec
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import signal
@@ -289,7 +291,54 @@ def test_sweep_refuses_bad_limits_and_outputs_before_any_run(tmp_path, monkeypat
         assert "configurations" not in result.stderr and not (tmp_path / "kraftcheck-sweep").exists()
     (tmp_path / "m.toml").write_text('spec = "die_hard"\ntime_limit = inf\n[vary]\nbig = [4, 5]\n')
     result = run("sweep", "m.toml")
-    assert result.exit_code == 2 and "time_limit must be a finite number" in result.stderr, result.output
+    assert result.exit_code == 2 and "time_limit: inf is not a number of seconds" in result.stderr, result.output
+
+
+# -- an output the disk refuses after the work: the results still shown, the output named, its exit code
+
+FULL = "/dev/full"
+needs_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no full device (/dev/full) on this system")
+
+
+def not_written(result, *whats):
+    """No traceback, no internal error, and one error line per output ``whats`` naming it and why."""
+    assert "Traceback" not in result.output and "internal error" not in result.output, result.output
+    for what in whats:
+        assert f"{what} was not written to {FULL}: the disk is full" in result.stderr, result.stderr
+
+
+@needs_full
+def test_a_sweep_table_the_disk_refuses_is_shown_and_exits_3(monkeypatch):
+    """Every run was done: the table is printed instead, and 3 says it is not in the file."""
+    from kraftcheck.cli import sweep_cmd
+    from kraftcheck.sweep.table import Row
+
+    rows = [Row("big=6", "big=6", "holds", distinct_states=6, states_generated=9, depth=3, wall_s=0.1)]
+    monkeypatch.setattr(sweep_cmd, "_run", lambda *args: rows)
+    result = run("sweep", "--spec", "die_hard", "--vary", "big=6", "-o", FULL)
+    assert result.exit_code == 3, result.output
+    assert "| big=6 | `big=6` | holds (6 states) | 6 | 3 |" in result.stdout
+    not_written(result, "the table")
+
+
+@needs_full
+def test_a_trace_export_the_disk_refuses_exits_3(tmp_path):
+    traces = tmp_path / "traces"
+    assert run(*DIE_HARD, "-q", "--trace-dir", str(traces)).exit_code == 1
+    result = run("trace", "export", str(next(traces.glob("*.json"))), "--format", "mermaid", "-o", FULL)
+    assert result.exit_code == 3 and "wrote" not in result.stderr, result.output
+    not_written(result, "the export")
+
+
+@needs_full
+def test_ci_reports_the_disk_refuses_fail_the_gate_with_3_after_its_table(project):
+    """A gate whose every check passed, but whose JUnit report and progress stream are lost, cannot
+    pass: 3, as a run stopped early, with the table still printed and each output named."""
+    result = CliRunner().invoke(cli, ["ci", "--no-color", "-j", "1", "--junit", FULL, "--progress-json", FULL],
+                                catch_exceptions=False)
+    assert result.exit_code == 3, result.output
+    assert "1 of 1 checks pass; exit 3" in result.stdout
+    not_written(result, "the JUnit report", "the progress stream")
 
 
 def test_trace_render_refuses_a_name_that_is_no_picture_before_reading(tmp_path):
@@ -304,6 +353,60 @@ def test_trace_export_to_standard_output(tmp_path):
     result = run("trace", "export", str(trace), "--format", "mermaid", "-o", "-")
     assert result.exit_code == 0 and result.stdout.startswith("sequenceDiagram"), result.output
     assert "wrote" not in result.stderr
+
+
+# -- standard error failing ------------------------------------------------------------------------------
+
+class FullStream(io.StringIO):
+    def write(self, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_failing_standard_error_drops_the_diagnostics_not_the_results(monkeypatch, capsys):
+    """Progress, notes and errors are dropped when standard error fails; the summary on standard
+    output is not touched. A summary sent to standard error (--json -) fails as an output does."""
+    from kraftcheck.cli.terminal import Terminal
+
+    monkeypatch.setattr(sys, "stderr", FullStream())
+    terminal = Terminal(color=False)
+    terminal.error("lost")
+    terminal.hint("lost too")
+    terminal.out.print("the summary")
+    terminal.error("and later errors")
+    assert capsys.readouterr().out == "the summary\n"
+    with pytest.raises(OSError):
+        Terminal(color=False, results_to_stderr=True).out.print("the summary")
+
+
+def test_a_reader_gone_from_standard_error_changes_neither_the_summary_nor_the_exit_code(tmp_path):
+    """`kraftcheck check ... 2>&1 | head -1` and the like: standard error's reader is gone (here
+    before the start). It said the "checking" line, so its failure was the run's end (exit 1 or 2,
+    nothing on standard output); it is only the loss of what standard error carries."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--no-color", "--spec", "two_phase",
+                               "--param", "rm=2", "--json", str(tmp_path / "r.json")],
+                              stdout=subprocess.PIPE, stderr=write_end, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0, done.stdout
+    assert "two_phase (rm=2): all invariants hold over the complete state space" in done.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["result"] == "holds"
+
+
+def test_a_reader_gone_from_standard_output_is_no_verdict_not_violated():
+    """An output cut off by its reader where no command catches it: click exits 1 there, which
+    says "violated"; it is 2, no verdict."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "kraftcheck", "specs", "--no-color"], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
 
 
 # -- signals --------------------------------------------------------------------------------------------
@@ -337,3 +440,44 @@ def test_a_signal_while_the_command_is_still_importing_exits_130(signum, tmp_pat
     assert process.returncode == 130, process.stderr
     assert "kraftcheck: error: interrupted" in process.stderr and "Aborted" not in process.stderr
     assert "Traceback" not in process.stderr and "checking" not in process.stderr
+
+
+# a signal sent the moment the entry point makes its first import of kraftcheck's own: the earliest an
+# import hook can see after the interpreter's start and the two packages above it, which import nothing
+SIGNAL_AT_THE_FIRST_IMPORT = """
+import os, signal, sys
+signum = int(sys.argv[1])
+class SignalOnImport:
+    entered = False
+    def find_spec(self, name, path=None, target=None):
+        if name == "kraftcheck.cli.main":
+            SignalOnImport.entered = True
+        elif SignalOnImport.entered and name.startswith("kraftcheck."):
+            SignalOnImport.entered = False
+            os.kill(os.getpid(), signum)
+        return None
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["kraftcheck", "specs"]
+from kraftcheck.cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_at_the_entry_points_first_import_exits_130(signum):
+    """The entry point's first lines install a handler that needs only ``signal``; before, it
+    imported the engine's stop handlers (and with them kraftcheck.checker) first, and a signal
+    then was a KeyboardInterrupt traceback and exit 1, or SIGTERM's 143."""
+    process = subprocess.run([sys.executable, "-c", SIGNAL_AT_THE_FIRST_IMPORT, str(int(signum))],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert process.returncode == 130, process.stderr
+    assert process.stderr == "kraftcheck: error: interrupted\n" and process.stdout == ""
+
+
+def test_importing_kraftcheck_imports_nothing_else():
+    """So that the entry point's handlers come a few lines after the interpreter's start."""
+    imported = subprocess.run([sys.executable, "-c", "import sys; before = set(sys.modules); import kraftcheck.cli; "
+                               "print(sorted(set(sys.modules) - before))"], capture_output=True, text=True,
+                              timeout=60, check=True).stdout
+    assert imported.strip() == "['kraftcheck', 'kraftcheck.cli']"

@@ -1,23 +1,53 @@
 """Entry point of the ``kraftcheck`` console script.
 
-Ctrl-C and SIGTERM end every command with exit 130, from the first line that runs here: the
-handlers are installed before click and the commands are imported (half a second for ``check``,
-in which an interrupt used to end in click's "Aborted!" and exit 1, and SIGTERM in the signal's
-own exit, 143). Only the interpreter's start comes before; a Ctrl-C then still ends the process
-as 130 to the shell, by the signal itself. The click group is ``kraftcheck.cli.group.cli``, also
-reachable here as ``cli``.
+Ctrl-C and SIGTERM end every command with exit 130 and the line "kraftcheck: error: interrupted".
+Before this module's first lines only the interpreter's start runs, and the import of the two
+packages above it, ``kraftcheck`` and ``kraftcheck.cli``, which import nothing (their names are
+imported on first use); a signal then gets its default action (Ctrl-C: a KeyboardInterrupt
+traceback, exit 1; SIGTERM: 143). The first lines here install a handler that needs only
+``signal``: while the rest of this module imports (the stop handlers, ``diagnostics``), a signal ends the process
+with exit 130 at once. Its last lines put the handlers before back (a test importing ``cli`` keeps
+its own); the console script calls ``main`` next, whose first line installs the stop handlers
+(``checker.explore.stop``): from there, while click and the command import (half a second for
+``check``) and while a run runs, a signal stops it cleanly, exit 130. Its second line makes
+standard error forgiving (``diagnostics``): losing it loses only what it says, never the verdict,
+the summary on standard output or the exit code. The click group is ``kraftcheck.cli.group.cli``, also reachable
+here as ``cli``.
 """
 
 from __future__ import annotations
 
-import errno
-import gc
-import sys
-from typing import Any
-
-from kraftcheck.checker.explore.stop import install_stop_handlers
+import signal as _signal
 
 EXIT_INTERRUPTED = 130
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Exit 130 at once: nothing has started that a stop would have to save."""
+    import os
+    for each in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(each, _signal.SIG_IGN)
+    try:
+        os.write(2, b"kraftcheck: error: interrupted\n")
+    except OSError:
+        pass
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+# SIGINT left ignored if it is (a background job of a non-interactive shell), as install_stop_handlers does;
+# the handlers before are put back at the end of this module (below), so that importing it changes nothing
+_handlers_before = {each: _signal.getsignal(each) for each in (_signal.SIGINT, _signal.SIGTERM)}
+if _handlers_before[_signal.SIGINT] is not _signal.SIG_IGN:
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+_signal.signal(_signal.SIGTERM, _interrupted_while_starting)
+
+import errno  # noqa: E402 - after the handlers, so that an interrupt while these import is exit 130
+import gc  # noqa: E402
+import sys  # noqa: E402
+from typing import Any  # noqa: E402
+
+from kraftcheck.checker.explore.stop import install_stop_handlers  # noqa: E402
+from kraftcheck.cli.diagnostics import forgive_standard_error, raw_standard_error  # noqa: E402
 
 # Each command lives in its own module, imported only when that command runs (so `kraftcheck
 # check` does not pay for networkx and the trace code): name -> "module:attribute".
@@ -36,6 +66,7 @@ EXIT_NO_VERDICT = 2  # as a usage error: no verdict was reached (never 1, which 
 
 def main() -> None:
     install_stop_handlers()
+    forgive_standard_error()
     try:
         code = _run()
     except KeyboardInterrupt:
@@ -43,6 +74,7 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - a bug of kraftcheck's must not exit 1, which reads as "violated"
         code = _internal_error()
     finally:
+        _drop_standard_streams_if_gone()
         # what is left is freed at exit without the cyclic collector: its pass over numba's and
         # the run's objects as the interpreter shuts down took 0.1-0.3 s of every short check
         gc.freeze()
@@ -51,44 +83,59 @@ def main() -> None:
 
 def _run() -> int:
     """The command line run as click's standalone mode would, except that an interrupt (which
-    click turns into "Aborted!" and exit 1) is exit 130."""
+    click turns into "Aborted!" and exit 1) is exit 130, and a reader gone from standard output
+    before the command said its result (which click turns into exit 1, "violated", even outside
+    its standalone mode, wrapping standard output as it does) is exit 2, no verdict."""
     import click
 
     from kraftcheck.cli.group import cli
+    stdout, stderr = sys.stdout, sys.stderr
     try:
         returned = cli.main(prog_name="kraftcheck", standalone_mode=False)
+    except SystemExit as e:
+        if e.code == 1 and sys.stdout is not stdout and type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            sys.stdout, sys.stderr = stdout, stderr
+            _drop_stream(stdout)
+            return EXIT_NO_VERDICT
+        raise
     except click.exceptions.Abort as e:
         if isinstance(e.__cause__, KeyboardInterrupt):
             return _interrupted()
         click.echo("Aborted!", err=True)  # end of input at a prompt
         return 1
     except click.ClickException as e:
-        e.show()
+        try:
+            e.show()
+        except (OSError, ValueError):
+            pass  # standard error is gone: the exit code still says it
         return e.exit_code
     except OSError as e:
         if e.errno != errno.EPIPE:
             raise
-        _drop_standard_output()
+        _drop_stream(sys.stdout)
         return EXIT_NO_VERDICT  # the reader of a pipe went away before the command could say its result
-    _drop_standard_output_if_gone()
     return returned if isinstance(returned, int) else 0
 
 
-def _drop_standard_output_if_gone() -> None:
-    """Flush standard output now: a reader gone (``kraftcheck check | head -1``) would otherwise
-    make the interpreter's own flush at exit print a BrokenPipeError after the exit code is set."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        _drop_standard_output()
+def _drop_standard_streams_if_gone() -> None:
+    """Flush standard output and standard error now: a reader gone (``kraftcheck check | head -1``)
+    or a full device (``2>/dev/full``) would otherwise make the interpreter's own flush at exit
+    print "Exception ignored ... BrokenPipeError" after the exit code is set, or change it."""
+    for stream in (sys.stdout, raw_standard_error()):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            _drop_stream(stream)
 
 
-def _drop_standard_output() -> None:
+def _drop_stream(stream: Any) -> None:
+    """What is still buffered for ``stream``, and anything later, goes to the null device."""
     import os
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+        os.dup2(devnull, stream.fileno())
+    except (AttributeError, OSError, ValueError):
         pass
 
 
@@ -124,6 +171,13 @@ def __getattr__(name: str) -> Any:
         from kraftcheck.cli.group import cli
         return cli
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# main's first line installs the stop handlers; a process that only imports this module (a test, a
+# program calling ``cli``) keeps its own
+for _signum, _handler in _handlers_before.items():
+    if _handler is not None:
+        _signal.signal(_signum, _handler)
 
 
 if __name__ == "__main__":

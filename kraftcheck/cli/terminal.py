@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progress, Result
+from kraftcheck.cli.diagnostics import raw_standard_error
 
 PLAIN_PROGRESS_EVERY_S = 10.0
 
@@ -159,6 +160,39 @@ class _Console(Console):
         os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
+
+class _ClosedStream:
+    """The results console's file when its standard stream was closed before the start (``>&-``),
+    which Python gives as None and rich would write to as to nothing: the summary was not written."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _DiagnosticsConsole(_Console):
+    """The console of progress, notes and errors on standard error: if standard error fails (a
+    reader gone, a full device, a closed stream) they are dropped, and the run, its summary on
+    standard output, its JSON report and its exit code go on as if they had been said. (A summary
+    sent to standard error is on the results console, where a failure is an output not written.)
+    Nothing is redirected here: the interpreter's own flush at exit is ``cli.main``'s to quiet."""
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except (OSError, ValueError):
+            self.on_broken_pipe()
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more to a standard error that failed once
+        del self._buffer[:]
+
+
 class Terminal:
     """Owns the rich consoles; every command prints through one of these."""
 
@@ -167,7 +201,11 @@ class Terminal:
         no_color = color is False
         # results_to_stderr keeps stdout clean when it carries the JSON report
         self.out = _Console(stderr=results_to_stderr, no_color=no_color, width=width, highlight=False, soft_wrap=False)
-        self.err = _Console(stderr=True, no_color=no_color, width=width, highlight=False)
+        if results_to_stderr:  # not the command line's forgiving standard error: the summary's loss is known
+            self.out.file = raw_standard_error() or _ClosedStream()
+        elif sys.stdout is None:
+            self.out.file = _ClosedStream()
+        self.err = _DiagnosticsConsole(stderr=True, no_color=no_color, width=width, highlight=False)
         self.quiet = quiet
         self._live: Optional[Live] = None
         self._last_plain = 0.0
