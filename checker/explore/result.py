@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.limits import check_count, check_number
 from kraftcheck.checker.model import Model
 
 HOLDS, VIOLATED, INCOMPLETE = "holds", "violated", "incomplete"
@@ -26,6 +27,13 @@ class Options:
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
     record_graph: bool = False         # also record every transition (engine only; needs keep_going)
     symmetry: bool = False             # --symmetry: canonical states under the spec's symmetry
+
+    def __post_init__(self) -> None:
+        # every entry point builds its check's Options: a bad limit is refused here, before any work
+        check_count("max_states", self.max_states)
+        check_count("max_depth", self.max_depth)
+        check_number("time_limit", self.time_limit, "seconds")
+        check_count("max_memory", self.max_memory)
 
 
 @dataclass(frozen=True)

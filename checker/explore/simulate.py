@@ -40,6 +40,7 @@ import numpy as np
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.explore.spec_raised import placed
+from kraftcheck.checker.limits import check_count, check_depth, check_number
 from kraftcheck.checker.explore.compiled import kernel_shapes
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Clock, Progress, ProgressFn, Result, Step,
                                                Violation, memory_exceeded, no_progress)
@@ -74,6 +75,17 @@ class SimulationOptions:
     max_memory: Optional[int] = None      # bytes of the process
     keep_going: bool = False              # after a violation, go on: the first violation of each check
     strategy: str = "uniform"             # how a behaviour picks its next state: one of STRATEGIES
+
+    def __post_init__(self) -> None:
+        # every entry point builds its simulation's options: a bad setting is refused here, before any work
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise UsageError(f"seed: must be a whole number from 0 to 2**63 - 1, got {self.seed!r}")
+        check_depth("depth", self.depth)
+        check_count("max_behaviours", self.max_behaviours)
+        check_number("time_limit", self.time_limit, "seconds")
+        check_count("max_memory", self.max_memory)
+        if self.strategy not in STRATEGIES:
+            raise UsageError(f"unknown simulation strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 click parses ``nan`` and ``inf`` as floats, and ``nan`` passes every comparison a range check
 makes, so a ``--time-limit nan`` would be accepted and a ``--max-memory nan`` would fail as a
-traceback deep in the run. Each option here says what it wants instead. ``--threads`` beyond the
+traceback deep in the run. Each option here says what it wants instead, in the words of
+checker/limits.py, which every other entry point's options use too. ``--threads`` beyond the
 CPUs this process may run on is lowered to them, with a note: each worker thread takes its own
 tables (tens of MiB), and threads the CPUs cannot run only wait their turn.
 """
@@ -16,42 +17,34 @@ import click
 
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.kernels.threads import requested_threads, usable_cpus
+from kraftcheck.checker.limits import count_problem, depth_problem, number_problem
 
 
 def positive_number(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """A click callback: a finite number greater than 0 (``what``: "seconds", "GiB"), or None."""
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        if value is None:
-            return value
-        if math.isnan(value):
-            raise click.BadParameter(f"nan is not a number of {what}; give a number greater than 0")
-        if math.isinf(value):
-            raise click.BadParameter(f"{value} is not a number of {what}: give a finite number "
-                                     "(leave the option out for no limit)")
-        if value <= 0:
-            raise click.BadParameter("must be greater than 0")
+        problem = None if value is None else number_problem(value, what)
+        if problem:
+            raise click.BadParameter(problem)
         return value
     return callback
 
 
 def positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """A click callback for integers: greater than 0, or None."""
-    if value is not None and value <= 0:
-        raise click.BadParameter("must be greater than 0")
+    problem = None if value is None else count_problem(value)
+    if problem:
+        raise click.BadParameter(problem)
     return value
-
-
-MAX_SIMULATION_DEPTH = 1_000_000
 
 
 def simulation_depth(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """A click callback for ``--depth``: each running behaviour keeps its whole path (its trace)
     in memory, a batch of at least 16 of them at once, so a depth beyond a million is refused
     here rather than as numpy's allocation error."""
-    value = positive(ctx, param, value)
-    if value is not None and value > MAX_SIMULATION_DEPTH:
-        raise click.BadParameter(f"{value:,} states per behaviour is more than the {MAX_SIMULATION_DEPTH:,} a "
-                                 "simulation keeps (each running behaviour holds its whole path for its trace)")
+    problem = None if value is None else depth_problem(value)
+    if problem:
+        raise click.BadParameter(problem)
     return value
 
 
