@@ -53,6 +53,24 @@ def spec_call(spec: Spec, method: str) -> Any:
         raise spec_raised(f"{method}() of spec {spec.name}", e) from None
 
 
+def spec_instance(cls: type, values: dict[str, Any]) -> Spec:
+    """Spec ``cls`` with parameters ``values``: its ``Params``, then the spec. A ValueError or
+    TypeError its code raises on the way is the spec refusing these values (a UsageError naming
+    them, its message and its line); anything else it raises is the spec's error, as ``spec_call``
+    says it."""
+    given = " ".join(f"{k}={v!r}" for k, v in values.items()) or "(defaults)"
+    try:
+        return cls(cls.Params(**values))
+    except KraftcheckError:
+        raise
+    except (ValueError, TypeError) as e:
+        raised = spec_raised(f"spec {cls.name}", e)
+        at = f" (at {raised.file}:{raised.line})" if raised.file else ""
+        raise UsageError(f"spec {cls.name} refuses the parameters {given}: {raised.error}{at}") from None
+    except Exception as e:  # noqa: BLE001 - the spec's own code failed
+        raise spec_raised(f"Params({given}) of spec {cls.name}", e) from None
+
+
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The interpreted body of a numba function (itself when JIT is disabled).
 

@@ -9,7 +9,8 @@ from typing import Any, Optional, Sequence, Union
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.result import Options, ProgressFn, Result, no_progress
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.limits import check_number
+from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Spec
 from kraftcheck.specs import checked_spec_class, spec_class
 
@@ -47,7 +48,7 @@ def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
     unknown = sorted(set(params) - known)
     if unknown:
         raise UsageError(f"spec {cls.name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}")
-    return cls(cls.Params(**params))
+    return spec_instance(cls, params)
 
 
 def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] = None, keep_going: bool = False,
@@ -64,11 +65,12 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     state and action constraints to apply (default all the spec declares); ``deadlock``: check
     for deadlocks (default: the spec's ``check_deadlock``, on unless it declares otherwise).
     """
+    check_number("max_memory_gib", max_memory_gib, "GiB")  # before it is turned into bytes
+    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
+                      max_memory=None if max_memory_gib is None else max(1, int(max_memory_gib * 2**30)),
+                      fingerprints=fingerprints, symmetry=symmetry)
     model = Model(make_spec(spec, params), check=list(invariants) if invariants else None,
                   constraints=list(constraints) if constraints is not None else None, deadlock=deadlock)
-    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                      max_memory=int(max_memory_gib * 2**30) if max_memory_gib else None,
-                      fingerprints=fingerprints, symmetry=symmetry)
     result = explorer_for(engine, compile).explore(model, options, progress)
     check_in_stricter_variant(model, result.violations)
     if trace_dir is not None and result.violations:
@@ -100,10 +102,10 @@ def simulate(spec: Union[str, type, Spec], *, seed: int = 0, depth: Optional[int
         raise UsageError(f"swarm=True is short for strategy='swarm'; it cannot go with strategy={strategy!r}")
     strategy = "swarm" if swarm else strategy
 
-    model = Model(make_spec(spec, params), check=list(invariants) if invariants else None,
-                  constraints=list(constraints) if constraints is not None else None, deadlock=deadlock)
     options = SimulationOptions(seed=seed, depth=depth, max_behaviours=max_behaviours, time_limit=time_limit,
                                 keep_going=keep_going, strategy=strategy)
+    model = Model(make_spec(spec, params), check=list(invariants) if invariants else None,
+                  constraints=list(constraints) if constraints is not None else None, deadlock=deadlock)
     result = run_simulation(model, options, progress)
     check_in_stricter_variant(model, result.violations)
     if trace_dir is not None and result.violations:

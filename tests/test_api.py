@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from click.testing import CliRunner
 
 import kraftcheck
+from kraftcheck.api import make_spec
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.explore.simulate import SimulationOptions
+from kraftcheck.cli.main import cli
 from kraftcheck.specs.die_hard import DieHard
 
 
@@ -38,3 +45,90 @@ def test_a_bad_thread_count_in_the_environment_is_refused(monkeypatch, value):
     monkeypatch.setenv("KRAFTCHECK_THREADS", value)
     with pytest.raises(kraftcheck.UsageError, match=f"KRAFTCHECK_THREADS={value}|KRAFTCHECK_THREADS='{value}'"):
         kraftcheck.check(DieHard)
+
+
+class Watched(DieHard):
+    """DieHard that notes whether a run began building its model."""
+
+    name = "watched_die_hard"
+    built = 0
+
+    def fields(self):
+        type(self).built += 1
+        return super().fields()
+
+
+@pytest.mark.parametrize("limits, words", [
+    (dict(time_limit=float("nan")), "time_limit: nan is not a number of seconds; give a number greater than 0"),
+    (dict(time_limit=float("inf")), "time_limit: inf is not a number of seconds: give a finite number"),
+    (dict(time_limit=-5), "time_limit: must be greater than 0, got -5"),
+    (dict(max_states=-1), "max_states: must be greater than 0, got -1"),
+    (dict(max_states=2.5), "max_states: must be a whole number greater than 0, got 2.5"),
+    (dict(max_depth=0), "max_depth: must be greater than 0, got 0"),
+    (dict(max_memory_gib=float("nan")), "max_memory_gib: nan is not a number of GiB"),
+    (dict(max_memory_gib=0), "max_memory_gib: must be greater than 0, got 0"),
+])
+def test_a_bad_limit_is_refused_before_any_work(limits, words):
+    Watched.built = 0
+    with pytest.raises(kraftcheck.UsageError, match=re.escape(words)):
+        kraftcheck.check(Watched, **limits)
+    assert Watched.built == 0
+
+
+@pytest.mark.parametrize("settings, words", [
+    (dict(depth=0), "depth: must be greater than 0, got 0"),
+    (dict(depth=10**7), "depth: 10,000,000 states per behaviour is more than the 1,000,000"),
+    (dict(max_behaviours=-3), "max_behaviours: must be greater than 0, got -3"),
+    (dict(time_limit=float("nan")), "time_limit: nan is not a number of seconds"),
+    (dict(seed=-1), "seed: must be a whole number from 0 to 2**63 - 1, got -1"),
+])
+def test_a_bad_simulation_setting_is_refused_before_any_work(settings, words):
+    Watched.built = 0
+    with pytest.raises(kraftcheck.UsageError, match=re.escape(words)):
+        kraftcheck.simulate(Watched, **settings)
+    assert Watched.built == 0
+
+
+def test_the_engines_options_refuse_what_every_entry_point_would():
+    for bad in (dict(max_states=0), dict(max_depth=True), dict(time_limit="5"), dict(max_memory=-1)):
+        with pytest.raises(kraftcheck.UsageError):
+            Options(**bad)
+    with pytest.raises(kraftcheck.UsageError, match="max_behaviours"):
+        SimulationOptions(max_behaviours=0)
+    assert Options(max_states=1, max_depth=1, time_limit=1e-9, max_memory=1).time_limit == 1e-9
+
+
+def test_the_command_line_says_a_bad_limit_as_the_api_does():
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--max-states", "-1"])
+    assert result.exit_code == 2 and "must be greater than 0, got -1" in result.stderr
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--time-limit", "nan"])
+    assert result.exit_code == 2 and "nan is not a number of seconds; give a number greater than 0" in result.stderr
+
+
+EVEN_JUGS = '''
+from dataclasses import dataclass
+from kraftcheck.specs.die_hard import DieHard, DieHardParams
+
+@dataclass(frozen=True)
+class EvenParams(DieHardParams):
+    def __post_init__(self):
+        if self.big % 2:
+            raise ValueError("the big jug must hold an even number of gallons")
+
+class EvenJugs(DieHard):
+    name = "even_jugs"
+    Params = EvenParams
+'''
+
+
+def test_parameters_a_spec_refuses_with_a_value_error_are_a_usage_error(tmp_path):
+    path = tmp_path / "even_jugs.py"
+    path.write_text(EVEN_JUGS)
+    said = "spec even_jugs refuses the parameters big=5: ValueError: the big jug must hold an even number of gallons"
+    with pytest.raises(kraftcheck.UsageError, match=re.escape(said)):
+        kraftcheck.check(f"{path}:EvenJugs", big=5)
+    with pytest.raises(kraftcheck.UsageError, match=re.escape(said)):
+        make_spec(f"{path}:EvenJugs", {"big": 5})
+    result = CliRunner().invoke(cli, ["check", "--spec", f"{path}:EvenJugs", "--param", "big=5"])
+    assert result.exit_code == 2 and said in result.stderr and "even_jugs.py:9" in result.stderr, result.stderr
+    assert "Traceback" not in result.output

@@ -213,10 +213,37 @@ def test_a_syntax_error_names_its_line(project):
 
 
 def test_a_check_the_engine_refuses_exits_2_with_its_message(project):
-    write_manifest(project, '[checks.a]\nspec = "die_hard"\nsymmetry = true\nexpect = "holds"\n')
+    (project / "no_actions.py").write_text(
+        "from kraftcheck.specs.die_hard import DieHard\n\n"
+        "class NoActions(DieHard):\n"
+        "    name = 'no_actions'\n\n"
+        "    def actions(self):\n"
+        "        raise ValueError('not written yet')\n")
+    write_manifest(project, '[checks.a]\nspec = "no_actions.py:NoActions"\nexpect = "holds"\n')
     result = ci()
     assert result.exit_code == 2
-    assert "a: bad input: spec die_hard declares no symmetry" in result.stdout
+    assert "a: bad input: actions() of spec no_actions raised ValueError: not written yet" in result.stdout
+
+
+def test_parameters_a_spec_refuses_with_a_value_error_exit_2_before_any_run(project):
+    (project / "even_jugs.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from kraftcheck.specs.die_hard import DieHard, DieHardParams\n\n"
+        "@dataclass(frozen=True)\n"
+        "class EvenParams(DieHardParams):\n"
+        "    def __post_init__(self):\n"
+        "        if self.big % 2:\n"
+        "            raise ValueError('the big jug must hold an even number of gallons')\n\n"
+        "class EvenJugs(DieHard):\n"
+        "    name = 'even_jugs'\n"
+        "    Params = EvenParams\n")
+    write_manifest(project, '[checks.ok]\nspec = "even_jugs.py:EvenJugs"\nparams = { big = 4 }\nexpect = "holds"\n'
+                            '[checks.odd]\nspec = "even_jugs.py:EvenJugs"\nparams = { big = 5 }\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 2 and not (project / "kraftcheck-ci").exists()
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and ("kraftcheck.toml:7: checks.odd.params: spec even_jugs refuses the parameters big=5: "
+                                "ValueError: the big jug must hold an even number of gallons") in lines[0], lines
 
 
 def test_the_baseline_accepts_a_finding_and_reports_one_that_disappeared(project):
@@ -478,7 +505,8 @@ def test_fingerprints_and_symmetry_reach_the_run_and_gate_its_reduced_counts(pro
 def test_symmetry_a_spec_does_not_declare_is_refused_with_its_message(project):
     write_manifest(project, '[checks.jug]\nspec = "die_hard"\nexpect = "holds"\nsymmetry = true\n')
     result = ci()
-    assert result.exit_code == 2 and "symmetr" in result.stdout
+    assert result.exit_code == 2 and not (project / "kraftcheck-ci").exists()  # refused before any run
+    assert "kraftcheck.toml:4: checks.jug.symmetry: spec die_hard declares no symmetry" in result.stderr
     write_manifest(project, '[checks.jug]\nspec = "die_hard"\nexpect = "holds"\nsymmetry = "yes"\n')
     result = ci()
     assert result.exit_code == 2 and "checks.jug.symmetry: must be true or false, got 'yes'" in result.stderr

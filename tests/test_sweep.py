@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -16,6 +17,21 @@ from kraftcheck.cli.main import cli
 from kraftcheck.sweep import matrix
 
 TWO_PHASE = ["--spec", "two_phase", "--vary", "rm=2,3"]
+
+EVEN_JUGS = """
+from dataclasses import dataclass
+from kraftcheck.specs.die_hard import DieHard, DieHardParams
+
+@dataclass(frozen=True)
+class EvenParams(DieHardParams):
+    def __post_init__(self):
+        if self.big % 2:
+            raise ValueError("the big jug must hold an even number of gallons")
+
+class EvenJugs(DieHard):
+    name = "even_jugs"
+    Params = EvenParams
+"""
 
 
 def test_the_matrix_is_every_row_times_every_combination():
@@ -79,11 +95,33 @@ def test_formats_and_exit_code_with_a_violation(tmp_path):
     assert report["exit_code"] == 1 and report["configurations"][0]["violations"][0]["trace_file"]
 
 
-def test_a_refused_configuration_is_a_row_and_exit_2(tmp_path):
+def test_a_configuration_the_spec_refuses_stops_the_sweep_before_any_run(tmp_path):
     result = _sweep(tmp_path, "--param", "isr_shrinks=0", "--param", "lossy_shutdowns=0", "--param", "fences=0",
                     "--vary", "protocol=kip-966,kafka-3.5", "--param", "keep_unclean_in_elr=true")
-    assert result.exit_code == 2
-    assert "refused: --keep-unclean-in-elr needs ELR, which kafka-3.5 does not have" in result.stdout
+    assert result.exit_code == 2 and not (tmp_path / "runs").exists()
+    assert ("configuration protocol=kafka-3.5: --keep-unclean-in-elr needs ELR, which kafka-3.5 does not have"
+            in result.stderr)
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=2,3,31")
+    assert result.exit_code == 2 and not (tmp_path / "runs").exists()
+    assert "configuration rm=31: parameter rm=31 is out of range: allowed 1..30" in result.stderr
+    result = _sweep(tmp_path, "--spec", "die_hard", "--vary", "big=5,7", "--symmetry")
+    assert result.exit_code == 2 and not (tmp_path / "runs").exists()
+    assert "configuration big=5: spec die_hard declares no symmetry" in result.stderr
+
+
+def test_every_configuration_is_checked_before_the_first_runs(tmp_path):
+    (tmp_path / "even_jugs.py").write_text(EVEN_JUGS)
+    configs = matrix.build(f"{tmp_path / 'even_jugs.py'}:EvenJugs", {}, [], {"big": [4, 5]})
+    with pytest.raises(UsageError, match=re.escape("configuration big=5: spec even_jugs refuses the parameters "
+                                                   "big=5: ValueError: the big jug must hold an even number")):
+        matrix.check_configurations(configs)
+    path = tmp_path / "m.toml"
+    path.write_text('spec = "two_phase"\ntime_limit = nan\n[vary]\nrm = [2, 3]\n')
+    with pytest.raises(UsageError, match="configuration rm=2: time_limit: nan is not a number of seconds"):
+        matrix.check_configurations(matrix.from_file(path))
+    path.write_text('spec = "two_phase"\nmax_states = 0\n')
+    with pytest.raises(UsageError, match=r"configuration \(defaults\): max_states: must be greater than 0, got 0"):
+        matrix.check_configurations(matrix.from_file(path))
 
 
 def test_bad_input_is_one_line_and_exit_2_before_any_run(tmp_path):

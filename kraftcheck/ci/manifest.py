@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
-from kraftcheck.checker.model import DEADLOCK, spec_call
+from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
+from kraftcheck.checker.symmetry import declared_symmetry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -215,16 +216,17 @@ class _Validator:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise self.fail(table, key, f"must be a non-negative integer, got {value!r}")
                 counts[key] = value
-        self.spec_and_params(table, where, spec, params, list(names), list(violates or []))
+        self.spec_and_params(table, where, spec, params, list(names), list(violates or []), symmetry)
         return Check(name=name, spec=spec, params=dict(params), invariants=list(names), keep_going=keep_going,
                      max_states=max_states, max_depth=max_depth, max_memory=max_memory,
                      time_budget=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
                      fingerprints=fingerprints, symmetry=symmetry, violates=list(violates or []), counts=counts)
 
     def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict, invariants: list[str],
-                        violates: list[str]) -> None:
+                        violates: list[str], symmetry: bool = False) -> None:
         """The spec loads (file paths relative to the manifest), knows every parameter, takes
-        their values, and has every invariant the check names (to check, or expected violated)."""
+        their values, has every invariant the check names (to check, or expected violated) and,
+        with ``symmetry``, declares a symmetry for these values."""
         from kraftcheck.specs import spec_class
         root = str(self.path.parent.resolve())
         sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
@@ -240,12 +242,17 @@ class _Validator:
                 raise self.fail(where("params"), "params",
                                 f"spec {spec} has no parameter {key!r}; its parameters: {', '.join(known)}")
         try:
-            instance = cls(cls.Params(**params))
+            instance = spec_instance(cls, params)
             checks = [x.name for x in list(spec_call(instance, "invariants")) + list(spec_call(instance, "properties"))]
         except SpecRaised as e:  # the spec's own code failed: its line, as a run would say it
             raise self.fail(where("spec"), "spec", str(e)) from None
         except UsageError as e:
             raise self.fail(where("params"), "params", str(e)) from None
+        if symmetry:
+            try:
+                declared_symmetry(instance)
+            except UsageError as e:
+                raise self.fail(where("symmetry"), "symmetry", str(e)) from None
         if DEADLOCK in violates and DEADLOCK not in checks and not cls.check_deadlock:
             raise self.fail(where("violates"), "violates", f"spec {spec} does not check for deadlocks "
                                                            "(its check_deadlock is False): no deadlock can be reported")

@@ -23,7 +23,7 @@ from kraftcheck.checker.explore.checkpoint import check_resume_dir
 from kraftcheck.checker.explore.stop import install_stop_handlers
 from kraftcheck.checker.explore.result import Options, Result
 from kraftcheck.api import explorer_for
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.symmetry import canonicaliser_for
 from kraftcheck.cli.paths import check_graph_file, check_output_dir, check_output_file, refuse_two_on_stdout, to_stdout
 from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, refuse_without_simulate,
@@ -47,7 +47,7 @@ def gather_params(spec_name: str, param_items: tuple[str, ...], derived: dict[st
     unknown = set(values) - defaults
     if unknown:
         raise UsageError(f"spec {spec_name} has no parameter {sorted(unknown)[0]!r}")
-    return cls, cls.Params(**values)
+    return cls, spec_instance(cls, values).params  # a spec refusing the values says so, before any work
 
 
 def default_max_memory_gib() -> float:

@@ -20,7 +20,8 @@ A matrix file (TOML) says the same as the command line::
     params = { protocol = "kafka-4.x" }
 
 Every row is crossed with every combination of ``vary``; a row's name and the varied values name
-the configuration. Values are checked against the spec's parameters before anything runs.
+the configuration. Values are checked against the spec's parameters, and every configuration
+against what its run would refuse at its start (``check_configurations``), before anything runs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.limits import check_count, check_number
+from kraftcheck.checker.model import spec_instance
+from kraftcheck.checker.symmetry import declared_symmetry
 from kraftcheck.specs import spec_class
 
 FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "fingerprints", "symmetry", "vary",
@@ -90,6 +94,22 @@ def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any
             out.append(Configuration(label, spec, {**params, **row, **varied}, keep_going, time_limit, max_states,
                                      fingerprints, symmetry))
     return out
+
+
+def check_configurations(configs: list[Configuration]) -> None:
+    """Refuse (UsageError naming the configuration) any configuration a run would refuse at its
+    start: its limits, its parameters as the spec takes them (``Params`` and the spec's own checks)
+    and, with ``symmetry``, the spec's symmetry for them. Called on the whole matrix before its
+    first run, so a bad last row never costs the runs before it."""
+    for c in configs:
+        try:
+            check_number("time_limit", c.time_limit, "seconds")
+            check_count("max_states", c.max_states)
+            instance = spec_instance(spec_class(c.spec), dict(c.params))
+            if c.symmetry:
+                declared_symmetry(instance)
+        except KraftcheckError as e:
+            raise UsageError(f"configuration {c.name}: {e}") from None
 
 
 def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configuration]:
