@@ -16,7 +16,6 @@ write instead (``ManifestError``, exit 2). A manifest looks like::
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
+from kraftcheck.checker.limits import count_problem, number_problem
 from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
 
@@ -191,12 +191,17 @@ class _Validator:
         keep_going = typed("continue", (bool,), "true or false") or False
         fingerprints = typed("fingerprints", (bool,), "true or false") or False
         symmetry = typed("symmetry", (bool,), "true or false") or False
-        positive = lambda v: v > 0  # noqa: E731
-        max_states = typed("max_states", (int,), "a positive integer", positive)
-        max_depth = typed("max_depth", (int,), "a positive integer", positive)
-        finite = lambda v: math.isfinite(v) and v > 0  # noqa: E731 (TOML has nan and inf)
-        max_memory = typed("max_memory", (int, float), "a finite positive number of GiB", finite)
-        budget = typed("time_budget", (int, float), "a finite positive number of seconds", finite)
+        def limit(key: str, problem: Any) -> Any:  # said as the command line's options say it
+            value = merged.get(key)
+            why = None if value is None else problem(value)
+            if why:
+                raise self.fail(where(key), key, why)
+            return value
+
+        max_states = limit("max_states", count_problem)
+        max_depth = limit("max_depth", count_problem)
+        max_memory = limit("max_memory", lambda v: number_problem(v, "GiB"))  # TOML has nan and inf
+        budget = limit("time_budget", lambda v: number_problem(v, "seconds"))
         expect, violates = body.get("expect"), body.get("violates")
         if expect is not None and violates is not None:
             raise self.fail(table, "violates", "a check expects either expect = \"holds\" or violates = [...], "
