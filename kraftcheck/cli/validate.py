@@ -10,7 +10,6 @@ tables (tens of MiB), and threads the CPUs cannot run only wait their turn.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional
 
 import click
@@ -66,10 +65,8 @@ def worker_threads(requested: Optional[int], note: Callable[[str], None]) -> Opt
 
 
 def check_limits(what: str, time_limit: Any = None, max_states: Any = None) -> None:
-    """A run's limits given in a file (a sweep matrix): a finite positive number of seconds and
-    a positive whole number of states, as the command-line options take them."""
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not math.isfinite(time_limit) or time_limit <= 0):
-        raise UsageError(f"{what}: time_limit must be a finite number of seconds greater than 0, got {time_limit!r}")
-    if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, int) or max_states <= 0):
-        raise UsageError(f"{what}: max_states must be a positive integer, got {max_states!r}")
+    """A run's limits given in a file (a sweep matrix), refused as the command-line options refuse them."""
+    for name, problem in (("time_limit", None if time_limit is None else number_problem(time_limit, "seconds")),
+                          ("max_states", None if max_states is None else count_problem(max_states))):
+        if problem:
+            raise UsageError(f"{what}: {name}: {problem}")
