@@ -236,7 +236,7 @@ def test_an_analysis_that_fails_leaves_a_report_that_says_error_not_holds(tmp_pa
     exploring): the spec's error, with its line, after the summary, which gives no verdict."""
     spec_file = tmp_path / "raising.py"
     spec_file.write_text(RAISING_PREDICATE)
-    result, out = _check(tmp_path, "--spec", f"{spec_file}:Raising", "--liveness")
+    result, out = _check(tmp_path, "--spec", f"{spec_file}:Raising", "--liveness", "--engine", "reference")
     assert result.exit_code == 2, out
     assert "Traceback" not in out
     assert "then the run stopped with an error (below): no verdict" in out
