@@ -1,7 +1,8 @@
 """``kraftcheck sweep``: run a matrix of configurations as independent checks, one table out.
 
 Exit codes: 0 every configuration holds; 1 some configuration is violated; 2 bad input (the
-matrix, or a configuration the spec refuses); 3 some run is incomplete (and none violated).
+matrix, or a configuration the spec refuses); 3 some run is incomplete, or the table could not be
+written to ``--output`` (a full disk: it is printed on standard output instead), and none violated.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from typing import Any, Optional
 
 import click
 
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
 from kraftcheck.cli.params import parse_param_args, parse_value
 from kraftcheck.cli.paths import check_output_dir, check_output_file, to_stdout
-from kraftcheck.cli.validate import check_limits, positive_number
+from kraftcheck.cli.validate import positive_number
 from kraftcheck.sweep import matrix
-from kraftcheck.sweep.table import EXIT_BAD_INPUT, FORMATS, exit_code
+from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FORMATS, exit_code
 
 
 @click.command(context_settings={"show_default": True})
@@ -55,13 +57,13 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
     its own check and print one table of verdicts, counts and shortest counterexamples.
 
     Exit codes: 0 every configuration holds; 1 one is violated; 2 bad input or a refused
-    configuration; 3 a run is incomplete.
+    configuration; 3 a run is incomplete, or the table could not be written to --output (it is
+    printed on standard output instead).
     """
     try:
         configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states,
                                   fingerprints, symmetry)
-        for c in configs:
-            check_limits(f"configuration {c.name}", c.time_limit, c.max_states)
+        matrix.check_configurations(configs)
         check_output_file(output, "--output")
         check_output_dir(out_dir, "--out")
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
@@ -72,13 +74,20 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         click.echo("kraftcheck: error: interrupted", err=True)
         sys.exit(130)
     text = FORMATS[fmt](rows)
-    if output:
-        write_output(output, text)
-        if not to_stdout(output):
+    code = exit_code(rows)
+    unwritten: list[UnwrittenFile] = []
+    if output and not to_stdout(output):
+        if write_kept("the table", output, lambda: write_output(output, text), unwritten):
             click.echo(f"table written to {output}", err=True)
+        else:  # every run is done: the table is shown here instead, and the exit code says it is not in FILE
+            click.echo(text, nl=False)
+            click.echo(f"kraftcheck: error: {unwritten[0]}", err=True)
+            code = EXIT_INCOMPLETE if code == EXIT_OK else code
+    elif output:
+        write_output(output, text)
     else:
         click.echo(text, nl=False)
-    sys.exit(exit_code(rows))
+    sys.exit(code)
 
 
 def _configurations(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...],

@@ -14,7 +14,6 @@ from typing import Any, Callable, Optional
 
 import click
 
-from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.kernels.threads import requested_threads, usable_cpus
 from kraftcheck.checker.limits import count_problem, depth_problem, number_problem
 
@@ -62,11 +61,3 @@ def worker_threads(requested: Optional[int], note: Callable[[str], None]) -> Opt
         note(f"{source} {requested} is more than the {cpus} CPUs this process may use; running {cpus} threads")
         return cpus
     return requested
-
-
-def check_limits(what: str, time_limit: Any = None, max_states: Any = None) -> None:
-    """A run's limits given in a file (a sweep matrix), refused as the command-line options refuse them."""
-    for name, problem in (("time_limit", None if time_limit is None else number_problem(time_limit, "seconds")),
-                          ("max_states", None if max_states is None else count_problem(max_states))):
-        if problem:
-            raise UsageError(f"{what}: {name}: {problem}")
