@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -105,25 +107,12 @@ def test_the_command_line_says_a_bad_limit_as_the_api_does():
     assert result.exit_code == 2 and "nan is not a number of seconds; give a number greater than 0" in result.stderr
 
 
-EVEN_JUGS = '''
-from dataclasses import dataclass
-from kraftcheck.specs.die_hard import DieHard, DieHardParams
-
-@dataclass(frozen=True)
-class EvenParams(DieHardParams):
-    def __post_init__(self):
-        if self.big % 2:
-            raise ValueError("the big jug must hold an even number of gallons")
-
-class EvenJugs(DieHard):
-    name = "even_jugs"
-    Params = EvenParams
-'''
+EVEN_JUGS = Path(__file__).with_name("even_jugs.py")  # a spec whose parameters raise ValueError
 
 
 def test_parameters_a_spec_refuses_with_a_value_error_are_a_usage_error(tmp_path):
     path = tmp_path / "even_jugs.py"
-    path.write_text(EVEN_JUGS)
+    shutil.copy(EVEN_JUGS, path)
     said = "spec even_jugs refuses the parameters big=5: ValueError: the big jug must hold an even number of gallons"
     with pytest.raises(kraftcheck.UsageError, match=re.escape(said)):
         kraftcheck.check(f"{path}:EvenJugs", big=5)

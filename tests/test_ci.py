@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -228,17 +229,7 @@ def test_a_check_the_engine_refuses_exits_2_with_its_message(project):
 
 
 def test_parameters_a_spec_refuses_with_a_value_error_exit_2_before_any_run(project):
-    (project / "even_jugs.py").write_text(
-        "from dataclasses import dataclass\n"
-        "from kraftcheck.specs.die_hard import DieHard, DieHardParams\n\n"
-        "@dataclass(frozen=True)\n"
-        "class EvenParams(DieHardParams):\n"
-        "    def __post_init__(self):\n"
-        "        if self.big % 2:\n"
-        "            raise ValueError('the big jug must hold an even number of gallons')\n\n"
-        "class EvenJugs(DieHard):\n"
-        "    name = 'even_jugs'\n"
-        "    Params = EvenParams\n")
+    shutil.copy(Path(__file__).with_name("even_jugs.py"), project / "even_jugs.py")
     write_manifest(project, '[checks.ok]\nspec = "even_jugs.py:EvenJugs"\nparams = { big = 4 }\nexpect = "holds"\n'
                             '[checks.odd]\nspec = "even_jugs.py:EvenJugs"\nparams = { big = 5 }\nexpect = "holds"\n')
     result = ci()

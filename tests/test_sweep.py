@@ -6,8 +6,10 @@ import csv
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,20 +20,7 @@ from kraftcheck.sweep import matrix
 
 TWO_PHASE = ["--spec", "two_phase", "--vary", "rm=2,3"]
 
-EVEN_JUGS = """
-from dataclasses import dataclass
-from kraftcheck.specs.die_hard import DieHard, DieHardParams
-
-@dataclass(frozen=True)
-class EvenParams(DieHardParams):
-    def __post_init__(self):
-        if self.big % 2:
-            raise ValueError("the big jug must hold an even number of gallons")
-
-class EvenJugs(DieHard):
-    name = "even_jugs"
-    Params = EvenParams
-"""
+EVEN_JUGS = Path(__file__).with_name("even_jugs.py")  # a spec whose parameters raise ValueError
 
 
 def test_the_matrix_is_every_row_times_every_combination():
@@ -110,7 +99,7 @@ def test_a_configuration_the_spec_refuses_stops_the_sweep_before_any_run(tmp_pat
 
 
 def test_every_configuration_is_checked_before_the_first_runs(tmp_path):
-    (tmp_path / "even_jugs.py").write_text(EVEN_JUGS)
+    shutil.copy(EVEN_JUGS, tmp_path / "even_jugs.py")
     configs = matrix.build(f"{tmp_path / 'even_jugs.py'}:EvenJugs", {}, [], {"big": [4, 5]})
     with pytest.raises(UsageError, match=re.escape("configuration big=5: spec even_jugs refuses the parameters "
                                                    "big=5: ValueError: the big jug must hold an even number")):
