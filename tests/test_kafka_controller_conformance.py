@@ -839,20 +839,9 @@ def test_isr_enlargement_completes_reassignment(protocol):
     completes BAR's reassignment: replicas [2,3,4], ISR [2,3,4], leader 2 (1 was removed),
     adding and removing emptied."""
     p, s = bar(protocol)
-    layout = p.model.layout
-    before = p.marked(s)
-    rec = layout.new_records(2)
-    ints = rec.view("int32")
-    ints[:layout.size] = before
-    ints[layout.size:] = before
-    controller.update_isr(rec[1], p.mask((1, 2, 3, 4)), 0)
-    controller.elect(rec[1], -1)
-    controller.finish_partition_change(rec[0], rec[1])
-    after = tuple(int(x) for x in ints[layout.size:])
-    change = p.outcome(before, after)
+    change, replicas, values = build_reassigning(p, s, (1, 2, 3, 4))
     assert change.isr == [2, 3, 4] and change.leader == 2 and change.leader_epoch_bumped and change.record_written
-    values = layout.values(after)
-    assert replicas_of(p, after) == [2, 3, 4] and values["c_adding"] == 0 and values["c_removing"] == 0
+    assert replicas == [2, 3, 4] and values["c_adding"] == 0 and values["c_removing"] == 0
 
 
 @pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
@@ -893,7 +882,7 @@ def zero_one_two_to_zero_one_three(protocol, isr, leader, elr=(), fenced=()):
 
 def build_reassigning(p, s, target_isr):
     """``PartitionChangeBuilder.build`` with ``setTargetIsr`` on a partition being reassigned:
-    the change and the replicas after it."""
+    the change, the replicas after it and the partition's values after it."""
     layout = p.model.layout
     before = p.marked(s)
     rec = layout.new_records(2)
@@ -904,7 +893,7 @@ def build_reassigning(p, s, target_isr):
     controller.elect(rec[1], -1)
     controller.finish_partition_change(rec[0], rec[1])
     after = tuple(int(x) for x in ints[layout.size:])
-    return p.outcome(before, after), replicas_of(p, after)
+    return p.outcome(before, after), replicas_of(p, after), layout.values(after)
 
 
 @pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.x", False)])
@@ -916,7 +905,7 @@ def test_completes_when_the_isr_lacks_both_existing_target_replicas(protocol, co
     (PartitionReassignmentReplicasTest.testDoesNotCompleteReassignmentIfIsrDoesNotHaveAllTargetReplicas
     at the 4.2 branch) nothing completes: ISR [2,3], the ELR emptied, replicas unchanged."""
     p, s = zero_one_two_to_zero_one_three(protocol, isr=(2,), leader=2, elr=(0, 1), fenced=(0, 1))
-    after, replicas = build_reassigning(p, s, (2, 3))
+    after, replicas, _ = build_reassigning(p, s, (2, 3))
     if completes:
         assert after.isr == [3] and replicas == [0, 1, 3]
         assert sorted(after.elr) == [0, 1, 2] and after.leader == 3
@@ -932,7 +921,7 @@ def test_completes_when_the_isr_lacks_an_existing_target_replica(protocol, compl
     (3d267d4536): target ISR [0,2,3] (1 out of sync) completes with ISR [0,3] and replicas
     [0,1,3]; at min ISR 2 the ELR stays empty. Not before KAFKA-19975."""
     p, s = zero_one_two_to_zero_one_three(protocol, isr=(0, 2), leader=0, fenced=(1,))
-    after, replicas = build_reassigning(p, s, (0, 2, 3))
+    after, replicas, _ = build_reassigning(p, s, (0, 2, 3))
     assert after.elr == [] and after.leader == 0
     assert (after.isr, replicas) == (([0, 3], [0, 1, 3]) if completes else ([0, 2, 3], [0, 1, 2, 3]))
     assert after.leader_epoch_bumped == completes
