@@ -16,6 +16,7 @@ from kraftcheck.cli.graph_analyses import analyse_after_check
 from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
                                     exit_code)
 from kraftcheck.cli.validate import positive, positive_number, simulation_depth, worker_threads
+from kraftcheck.checker.dirlock import LOCK_FILE
 from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
@@ -159,7 +160,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
         check_output_dir(work_dir, "--work-dir")
         given = Path(work_dir).expanduser()
         # a work dir with a run's lock file is the explorer's to judge: it names the run holding it
-        if given.is_dir() and not (given / ".kraftcheck.lock").exists() and any(given.iterdir()):
+        if given.is_dir() and not (given / LOCK_FILE).exists() and any(given.iterdir()):
             raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
         settings["work_dir"] = work_dir
     if wait is not None:

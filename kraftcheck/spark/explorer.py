@@ -37,6 +37,7 @@ from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honour
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
 from kraftcheck.spark import leftovers, readiness, tasks, workdir
+from kraftcheck.checker.disk_full import disk_full_reason
 from kraftcheck.spark.failures import disk_full, driver_jvm_lost, task_error
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
 from kraftcheck.spark.interrupts import DeferredInterrupts
@@ -577,8 +578,7 @@ class _SparkRun:
         if full is None:
             raise error
         # as the local engine says it: the command line adds what to do (--resume the work dir)
-        self.result.incomplete_reason = f"the disk is full writing {full.filename}" if full.filename else \
-            "the disk is full"
+        self.result.incomplete_reason = disk_full_reason(full)
 
     def _check_work_dir(self) -> None:
         """Stop (exit 2) if the work dir was removed or replaced while this run went on: its

@@ -15,6 +15,8 @@ import errno
 import re
 from typing import Any, Optional
 
+from kraftcheck.checker.disk_full import is_disk_full
+
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 _NO_SPACE_ERRNO = re.compile(r"\[Errno (?:28|122)\][^\n]*?(?::\s*'(?P<file>[^']*)')?[ \t]*$", re.M)
 _NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded")
@@ -91,9 +93,9 @@ def _text(error: BaseException) -> str:
 
 
 def disk_full(error: BaseException) -> Optional[OSError]:
-    """The full disk ``error`` reports (an ``OSError`` ENOSPC or EDQUOT, raised here or by a task),
+    """The full disk ``error`` reports (``disk_full.is_disk_full``, raised here or by a task),
     as an ``OSError`` naming the file where known; None for any other error."""
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+    if is_disk_full(error):
         return error
     if not type(error).__module__.startswith(("py4j", "pyspark")):
         return None

@@ -41,6 +41,8 @@ from typing import Optional
 
 import numpy as np
 
+from kraftcheck.checker.disk_full import is_disk_full
+
 INITIAL_PARENT = np.uint64(0xFFFFFFFFFFFFFFFF)  # the parent index of an initial state
 _RUN = re.compile(r"runs-(\d{4,})-(\d{4,})\.fps$")
 
@@ -95,7 +97,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half file
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) and not e.filename:
+        if is_disk_full(e) and not e.filename:
             raise OSError(e.errno, e.strerror, str(path)) from None  # a failed flush names no file
         raise
     if durable:
