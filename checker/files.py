@@ -10,6 +10,7 @@ also be standard output, a device, a FIFO or a symlink: those are written throug
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -142,3 +143,12 @@ def _write_all(write: Callable[[memoryview], int], payload: bytes) -> None:
     view = memoryview(payload)
     while view:
         view = view[write(view):]
+
+
+DIGEST = "sha256"  # of a checkpoint's manifest and level files, and of a spec's source files
+
+
+def file_digest(path: PathLike) -> str:
+    """The hex ``DIGEST`` of the file at ``path``, read in pieces."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, DIGEST).hexdigest()

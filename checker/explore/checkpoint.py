@@ -37,7 +37,7 @@ from kraftcheck.checker import __version__
 from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.spec_code import source_file, spec_code
-from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.files import DIGEST, atomic_write, file_digest
 from kraftcheck.checker.model import Model
 
 MANIFEST = "checkpoint.json"
@@ -48,7 +48,6 @@ FORMAT = "kraftcheck-checkpoint"
 # and is refused, saying what it lacks:
 FORMAT_VERSION = 3
 LACKING = {1: "whose files carry no checksums", 2: "which did not record the spec's code"}
-DIGEST = "sha256"  # of the manifest's content and of every level file
 RESTART = "start the run again with --checkpoint and a new directory"
 # what to do about a damaged checkpoint
 RESTORE = f"{RESTART} (or put back a copy of the directory taken while no run was using it)"
@@ -121,11 +120,6 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
 def file_record(size: int, digest: str) -> dict[str, Any]:
     """What the manifest keeps of one level file."""
     return {"bytes": size, DIGEST: digest}
-
-
-def file_digest(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, DIGEST).hexdigest()
 
 
 def check_level_file(path: Path, record: dict[str, Any]) -> None:

@@ -378,7 +378,8 @@ class _Run:
         self.spill_at = spill_at  # bytes of levels in memory past which they move to disk (None: never)
         self.spill_dir: Optional[Path] = None  # the temporary directory they moved to
         self.frontier = np.empty((0, kernels.nwords), np.uint64)  # the level being expanded
-        self.identity = run_identity(model, options.fingerprints, options.symmetry)
+        # what a checkpoint's manifest records of its run (the spec's code hashed): only a checkpoint needs it
+        self.identity = run_identity(model, options.fingerprints, options.symmetry) if self.checkpoint_dir else None
         # --symmetry: successors are canonicalised before they meet the visited set
         self.canon = canonicaliser_for(model) if options.symmetry else None
         # the model's initial state behind each state of the initial level (duplicates dropped)

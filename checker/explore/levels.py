@@ -30,8 +30,8 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
-from kraftcheck.checker.explore.checkpoint import (DIGEST, CheckpointDamaged, check_level_file, file_digest,
-                                                  file_record)
+from kraftcheck.checker.explore.checkpoint import CheckpointDamaged, check_level_file, file_record
+from kraftcheck.checker.files import DIGEST, file_digest
 
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
 KINDS = ("words", "parents", "labels")  # a level's files

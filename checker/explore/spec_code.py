@@ -14,7 +14,6 @@ uses; for a spec file, the file and the files beside it that it imports.
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.util
 import inspect
 import sys
@@ -23,6 +22,7 @@ import types
 from pathlib import Path
 from typing import Any, Optional
 
+from kraftcheck.checker.files import file_digest
 from kraftcheck.checker.model import Model
 
 CHECKER_PACKAGE = "kraftcheck.checker"
@@ -40,7 +40,7 @@ def spec_code(model: Model) -> dict[str, str]:
                  + model.spec_action_constraints):
         seeds.append(_module_of(item.fn))
     files = _spec_files([name for name in seeds if name])
-    return {name: _file_digest(files[name]) for name in sorted(files)}
+    return {name: file_digest(files[name]) for name in sorted(files)}
 
 
 def source_file(module_name: str) -> Optional[Path]:
@@ -130,8 +130,3 @@ def _is_spec_code(name: str, path: Path, spec_packages: set[str]) -> bool:
         return False
     outside = _PYTHON if name.partition(".")[0] in spec_packages else _INSTALLED
     return not any(path.is_relative_to(root) for root in outside)
-
-
-def _file_digest(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()

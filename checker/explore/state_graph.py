@@ -253,18 +253,18 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return out
 
 
-def outside_rows(model: Model, kernels: Any, buf: Any, rows: np.ndarray) -> np.ndarray:
-    """The candidate rows (of ``rows``, increasing) whose successor breaks a selected state
-    constraint or whose step breaks a selected action constraint: not in the graph."""
-    if not rows.size:
-        return rows
+def outside_mask(model: Model, kernels: Any, buf: Any, rows: np.ndarray) -> np.ndarray:
+    """Per candidate row of ``rows``: whether its successor breaks a selected state constraint or
+    its step breaks a selected action constraint (not in the graph)."""
     bad = np.zeros(rows.shape[0], bool)
+    if not rows.size:
+        return bad
     if model.constraints:
         masks = kernels.violations(np.ascontiguousarray(buf.words[rows]))
         bad |= (masks & np.uint64(model.constraint_bits)) != 0
     if model.action_constraints:
         bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
-    return rows[bad]
+    return bad
 
 
 def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
@@ -300,9 +300,9 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
             kernels.successors(frontier, 0, hi - lo, buf)
             rows = np.flatnonzero(buf.labels[: (hi - lo) * nlabels] != NO_LABEL).astype(np.int64)
             if model.constrained:
-                leaving = outside_rows(model, kernels, buf, rows)
-                recorder.add_leaving(buf.words, leaving, frontier, 0, lo, nlabels, buf.labels)
-                rows = np.ascontiguousarray(rows[~np.isin(rows, leaving)])
+                bad = outside_mask(model, kernels, buf, rows)
+                recorder.add_leaving(buf.words, rows[bad], frontier, 0, lo, nlabels, buf.labels)
+                rows = np.ascontiguousarray(rows[~bad])
             recorder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
             if max_states is not None and recorder.count > max_states:
                 raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "
