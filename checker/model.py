@@ -267,18 +267,18 @@ class Model:
                            error: Exception) -> SpecRaised:
         """The constraint that raised ``error`` on ``after`` (from ``before``), run again as
         Python for its line; the state is ``after`` (an initial one when ``before`` is None)."""
-        found = spec_raised(f"a constraint of spec {self.spec.name}", error)
         to = self.layout.to_object
+        name = f"a constraint of spec {self.spec.name}"
         try:
             for c in self.constraints:
-                found = spec_raised(f"constraint {c.name}", error)
+                name = f"constraint {c.name}"
                 python_function(c.fn)(to(after))
             for c in self.action_constraints if before is not None else ():
-                found = spec_raised(f"action constraint {c.name}", error)
+                name = f"action constraint {c.name}"
                 python_function(c.fn)(to(before), to(after))
-            found = spec_raised(f"a constraint of spec {self.spec.name}", error)
+            found = spec_raised(f"a constraint of spec {self.spec.name}", error)  # none raised as Python
         except Exception as e:  # noqa: BLE001 - the line, from Python
-            found = spec_raised(found.function, e)
+            found = spec_raised(name, e)
         shown = self.layout.show(after)
         return found.place(shown, [(None, shown)] if before is None else None)
 
