@@ -29,7 +29,8 @@ from kraftcheck.traces.files import load, save, to_json
 from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION, build_trace
 from kraftcheck.traces.replay import ReplayReport, replay
 
-__all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "trace_from_violation",
+__all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "counterexample_file",
+           "trace_from_violation",
            "dump_state_graph", "availability_report", "liveness_report", "run_scenario", "load_scenario",
            "TraceError", "TraceFormatError", "ReplayError", "ScenarioError", "ReplayReport",
            "SCHEMA", "SCHEMA_VERSION", "trace_file_name"]
@@ -65,11 +66,17 @@ def write_counterexample(model: Model, violation: Violation, run_options: dict,
 
     Returns the file's path and records it in ``violation.trace_file``.
     """
-    graph = trace_from_violation(model, violation, run_options)
-    path = Path(directory) / trace_file_name(graph)
-    atomic_write(path, to_json(graph))
+    path, text = counterexample_file(model, violation, run_options, directory)
+    atomic_write(path, text)
     violation.trace_file = str(path)
     return path
+
+
+def counterexample_file(model: Model, violation: Violation, run_options: dict,
+                        directory: Union[str, Path]) -> tuple[Path, str]:
+    """Where one violation's trace goes in ``directory``, and its JSON text."""
+    graph = trace_from_violation(model, violation, run_options)
+    return Path(directory) / trace_file_name(graph), to_json(graph)
 
 
 def dump_state_graph(model: Model, path: Union[str, Path], max_states: int = None) -> dict:

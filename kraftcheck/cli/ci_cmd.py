@@ -78,7 +78,7 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
         console.width = max(console.width, LOG_WIDTH)  # CI logs: a table that does not wrap
     err = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
     if to_stdout(junit_path) or to_stdout(progress_path):
-        console = Console(stderr=True, no_color=no_color, highlight=False, soft_wrap=True, markup=False)
+        console = err  # standard output carries the report
     try:
         code = run_gate(console, manifest_path, jobs, only, Path(out_dir), junit_path, progress_path,
                         baseline_path, update_baseline, record)

@@ -13,7 +13,6 @@ analysis that failed makes it 2, and the JSON report then says ``error``, never 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from kraftcheck.checker.disk_full import DISK_FULL, UnwrittenFile, stopped_by_full_disk, write_kept
@@ -52,13 +51,11 @@ class Outcome:
         """Each violation's trace file, one by one; the disk refusing one does not stop the others."""
         if not self.result.violations:
             return
-        from kraftcheck import traces
-        from kraftcheck.traces.files import to_json
+        from kraftcheck.traces import counterexample_file
         check_in_stricter_variant(self.model, self.result.violations)
         for v in self.result.violations:
-            graph = traces.trace_from_violation(self.model, v, self.run_options)
-            path = Path(trace_dir) / traces.trace_file_name(graph)
-            if write_kept(f"the trace of {v.kind} {v.check}", path, lambda: atomic_write(path, to_json(graph)),
+            path, text = counterexample_file(self.model, v, self.run_options, trace_dir)
+            if write_kept(f"the trace of {v.kind} {v.check}", path, lambda: atomic_write(path, text),
                           self.unwritten, v.check):
                 v.trace_file = self.trace_files[v.check] = str(path)
 
