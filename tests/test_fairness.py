@@ -24,8 +24,8 @@ from kraftcheck.checker.analyses.liveness import (Requirement, check_liveness, d
                                                   fair_components, fair_lasso,
                                                   fairness_requirements)
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.explore.state_graph import CompiledGraph, build_graph, model_kernels
-from kraftcheck.checker.kernels.graph import (enabled_bits, enabled_bits_reference, renumber, renumber_reference,
+from kraftcheck.checker.analyses.state_graph import CompiledGraph, build_graph, model_kernels
+from kraftcheck.checker.analyses.graph_kernels import (enabled_bits, enabled_bits_reference, renumber, renumber_reference,
                                               reverse)
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Liveness, Predicate

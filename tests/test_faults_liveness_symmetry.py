@@ -26,8 +26,8 @@ from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
-from kraftcheck.checker.explore.state_graph import build_graph
-from kraftcheck.checker.kernels.graph import component_fairness, component_fairness_reference
+from kraftcheck.checker.analyses.state_graph import build_graph
+from kraftcheck.checker.analyses.graph_kernels import component_fairness, component_fairness_reference
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.main import cli
 

@@ -16,7 +16,7 @@ from kraftcheck.checker.analyses.liveness import check_liveness
 from kraftcheck.checker.analyses.predicates import evaluate
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Liveness, Predicate
-from kraftcheck.checker.explore.state_graph import build_graph, model_kernels
+from kraftcheck.checker.analyses.state_graph import build_graph, model_kernels
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.state_graph import explore_graph
 from traces_support import ToyParams, ToyPartition

@@ -1,4 +1,4 @@
-"""The compiled graph kernels (``checker/kernels/graph.py``) and the dense state numbering
+"""The compiled graph kernels (``checker/analyses/graph_kernels.py``) and the dense state numbering
 (``checker/kernels/state_index.py``) checked on random directed multigraphs.
 
 Each kernel is compared with its plain-Python reference twin where it has one, with networkx where
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftcheck.checker.kernels.graph import (component_exits, component_fairness, component_fairness_reference,
+from kraftcheck.checker.analyses.graph_kernels import (component_exits, component_fairness, component_fairness_reference,
                                               quiet_states, reach, reach_reference, reverse, shortest_path,
                                               strongly_connected, strongly_connected_reference, transition_inside)
 from kraftcheck.checker.kernels.hashing import fingerprints

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from kraftcheck import traces
 from kraftcheck.checker.analyses.liveness import check_liveness
-from kraftcheck.checker.explore.state_graph import build_graph, model_kernels
+from kraftcheck.checker.analyses.state_graph import build_graph, model_kernels
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.trace_cmd import trace
 from kraftcheck.specs.mutex import Mutex, MutexParams

@@ -27,7 +27,7 @@ from kraftcheck.checker.explore.concrete import check_in_stricter_variant, repla
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.reference import ReferenceExplorer, orbit_representative
 from kraftcheck.checker.explore.result import Options
-from kraftcheck.checker.explore.state_graph import build_graph
+from kraftcheck.checker.analyses.state_graph import build_graph
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Permuted, Symmetry
 from kraftcheck.checker.symmetry import Canonicaliser, PermutationTables, canonicaliser_for

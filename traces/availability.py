@@ -3,7 +3,7 @@
 Durability has a price in availability: a recovery strategy that refuses unsafe elections can leave
 a partition with no leader for good. For each setting the spec proposes (``Spec.availability_variants``,
 e.g. one per recovery strategy; by default only the run's own), this records the whole reachable
-state graph with the compiled kernels (``checker.explore.state_graph``) and reports, from the
+state graph with the compiled kernels (``checker.analyses.state_graph``) and reports, from the
 compiled analysis (``checker.analyses.availability``):
 
 * *stuck states*: states from which no state where the system is available
@@ -28,7 +28,7 @@ from kraftcheck.checker.analyses.predicates import evaluate
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import ProgressFn, memory_in_use, no_progress
-from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
+from kraftcheck.checker.analyses.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.files import to_json

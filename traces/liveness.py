@@ -1,6 +1,6 @@
 """``kraftcheck check --liveness``: the spec's liveness properties under their fairness.
 
-Records the whole reachable state graph with the compiled kernels (``checker.explore.state_graph``),
+Records the whole reachable state graph with the compiled kernels (``checker.analyses.state_graph``),
 checks each property the spec declares (``Spec.liveness``) with ``checker.analyses.liveness`` and,
 for each violated one, writes its lasso (``traces.lasso``) as a trace file.
 """
@@ -18,7 +18,7 @@ from kraftcheck.checker.analyses.predicates import check_on
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.result import ProgressFn, Violation, memory_in_use, no_progress
-from kraftcheck.checker.explore.state_graph import CompiledGraph, graph_to_analyse
+from kraftcheck.checker.analyses.state_graph import CompiledGraph, graph_to_analyse
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Liveness

@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from kraftcheck.checker.explore.state_graph import CompiledGraph
-from kraftcheck.checker.kernels.graph import component_exits, reach, strongly_connected
+from kraftcheck.checker.analyses.state_graph import CompiledGraph
+from kraftcheck.checker.analyses.graph_kernels import component_exits, reach, strongly_connected
 
 
 @dataclass

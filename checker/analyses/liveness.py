@@ -39,8 +39,8 @@ import numpy as np
 
 from kraftcheck.checker.analyses.predicates import evaluate_many
 from kraftcheck.checker.errors import SpecError
-from kraftcheck.checker.explore.state_graph import CompiledGraph
-from kraftcheck.checker.kernels.graph import (NO_LEAVING, component_fairness, enabled_bits, quiet_states, reach,
+from kraftcheck.checker.analyses.state_graph import CompiledGraph
+from kraftcheck.checker.analyses.graph_kernels import (NO_LEAVING, component_fairness, enabled_bits, quiet_states, reach,
                                               renumber, shortest_path, strongly_connected, transition_inside)
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Fairness, Liveness

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised
-from kraftcheck.checker.explore.state_graph import CompiledGraph
+from kraftcheck.checker.analyses.state_graph import CompiledGraph
 from kraftcheck.checker.spec import Predicate
 
 BATCH = 1 << 18

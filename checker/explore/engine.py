@@ -40,11 +40,11 @@ from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
                                                       collect_dense_part, collect_part, seen_table_size, tally_width,
                                                       valid_rows_part)
-from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
+from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count, using_threads
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resumable, hold_checkpoint, run_identity,
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
-from kraftcheck.checker.explore.state_graph import GraphRecorder
+from kraftcheck.checker.analyses.state_graph import GraphBuilder
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.kernels.deadlock import first_stuck
@@ -138,7 +138,8 @@ class Engine:
         self.spill_levels_at = spill_levels_at
 
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
-        with hold_checkpoint(model, options):  # a checkpoint directory is this run's alone, checked first
+        # a checkpoint directory is this run's alone, checked first; the run's threads are its options'
+        with hold_checkpoint(model, options), using_threads(options.threads):
             return self._explore(model, options, progress)
 
     def _explore(self, model: Model, options: Options, progress: ProgressFn) -> Result:
@@ -151,7 +152,7 @@ class Engine:
         if options.symmetry:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
         mode = "now" if numba.config.DISABLE_JIT else self.compile
-        thread_count()  # a bad KRAFTCHECK_THREADS refused before anything is compiled
+        thread_count()  # a bad KRAFTCHECK_THREADS (the default when options.threads is None) refused first
         if mode == "background":
             interpret_budget()  # a bad setting refused before anything is compiled
         builder: Optional[BackgroundCompile] = None
@@ -366,7 +367,7 @@ class _Run:
         self.successors = 0
         self.buffers = kernels.buffers(chunk_states)
         # recording the graph numbers every state, which answers "seen before?" too
-        self.recorder = GraphRecorder(model, kernels.nwords) if options.record_graph else None
+        self.recorder = GraphBuilder(model, kernels.nwords) if options.record_graph else None
         self.visited: Any = None if options.record_graph else FingerprintSet(shard_bits) if options.fingerprints \
             else VisitedSet(kernels.nwords, shard_bits)
         # the new states a run that stopped at a violation had inserted past it: the fingerprint

@@ -27,6 +27,7 @@ class Options:
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
     record_graph: bool = False         # also record every transition (engine only; needs keep_going)
     symmetry: bool = False             # --symmetry: canonical states under the spec's symmetry
+    threads: Optional[int] = None      # --threads: worker threads; None: KRAFTCHECK_THREADS, else every CPU
 
     def __post_init__(self) -> None:
         # every entry point builds its check's Options: a bad limit is refused here, before any work
@@ -34,6 +35,7 @@ class Options:
         check_count("max_depth", self.max_depth)
         check_number("time_limit", self.time_limit, "seconds")
         check_count("max_memory", self.max_memory)
+        check_count("threads", self.threads)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class Result:
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
-    graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (state_graph.py)
+    graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (analyses/state_graph.py)
     # a --resume run: the levels it found finished in its checkpoint (0: none); None: not resumed
     resumed_from_level: Optional[int] = None
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)

@@ -81,7 +81,7 @@ class CompiledGraph:
         """The transposed graph ``(offsets, sources)``, built on first use and kept (4 bytes a
         transition and 8 a state): every analysis that walks backwards shares it."""
         if self._reversed is None:
-            from kraftcheck.checker.kernels.graph import reverse
+            from kraftcheck.checker.analyses.graph_kernels import reverse
             self._reversed = reverse(self.offsets, self.targets)
         return self._reversed
 
@@ -101,8 +101,8 @@ class CompiledGraph:
 
     def leaving_bits(self, label_bit: np.ndarray) -> np.ndarray:
         """Per state, the OR of ``label_bit`` over the labels of its leaving steps: what they
-        enable there (``kernels.graph``'s ``leaving``); empty when the graph has none."""
-        from kraftcheck.checker.kernels.graph import NO_LEAVING
+        enable there (``graph_kernels``'s ``leaving``); empty when the graph has none."""
+        from kraftcheck.checker.analyses.graph_kernels import NO_LEAVING
         if not self.leaving_sources.size:
             return NO_LEAVING
         out = np.zeros(self.size, np.uint64)
@@ -154,7 +154,7 @@ def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_
     return Engine._compile_now(model, kernel_shapes(model), progress, time.perf_counter())
 
 
-class GraphRecorder:
+class GraphBuilder:
     """Numbers states and keeps every transition, chunk by chunk, for a breadth-first search that
     expands states in id order: ``build_graph`` here, or the engine itself (``Options.record_graph``),
     where it takes the visited set's place. ``finish`` gives the ``CompiledGraph``."""
@@ -282,29 +282,29 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     nlabels = len(model.labels)
     chunk_states = max(1, chunk_candidates // max(1, nlabels))
     buf = kernels.buffers(chunk_states)
-    recorder = GraphRecorder(model, kernels.nwords)
+    builder = GraphBuilder(model, kernels.nwords)
     init_words = kernels.pack(model.initial)
     if model.constraints:  # an initial state outside is not in the graph (the engine's _initial_level)
         inside = (kernels.violations(init_words) & np.uint64(model.constraint_bits)) == 0
         init_words = np.ascontiguousarray(init_words[inside])
-    recorder.add_initial(init_words, fingerprints(init_words))
+    builder.add_initial(init_words, fingerprints(init_words))
     is_new = np.zeros(buf.words.shape[0], np.uint8)  # one mark per row of the buffers
-    level_lo, level_hi, depth = 0, recorder.count, 1
+    level_lo, level_hi, depth = 0, builder.count, 1
     last = 0.0
     while level_lo < level_hi:
         lo = level_lo
         while lo < level_hi:
             hi = min(level_hi, lo + chunk_states)
             # the states to expand are copied out: the index may grow (and move its arrays) below
-            frontier = recorder.index.states[lo:hi].copy()
+            frontier = builder.index.states[lo:hi].copy()
             kernels.successors(frontier, 0, hi - lo, buf)
             rows = np.flatnonzero(buf.labels[: (hi - lo) * nlabels] != NO_LABEL).astype(np.int64)
             if model.constrained:
                 bad = outside_mask(model, kernels, buf, rows)
-                recorder.add_leaving(buf.words, rows[bad], frontier, 0, lo, nlabels, buf.labels)
+                builder.add_leaving(buf.words, rows[bad], frontier, 0, lo, nlabels, buf.labels)
                 rows = np.ascontiguousarray(rows[~bad])
-            recorder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
-            if max_states is not None and recorder.count > max_states:
+            builder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
+            if max_states is not None and builder.count > max_states:
                 raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "
                                  "(the limit given); raise it or shrink the bounds")
             now = time.perf_counter() - t0
@@ -312,15 +312,15 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
                 last = now
                 if max_memory is not None and memory_in_use() > max_memory:
                     raise UsageError(f"recording the state graph of {model.spec.title()} went over the memory "
-                                     f"budget ({max_memory / 2**30:.1f} GiB) at {recorder.count} states and "
-                                     f"{recorder.transitions} transitions; raise --max-memory or shrink the bounds")
-                progress(Progress(depth, recorder.count, recorder.transitions, level_hi - hi + recorder.count - level_hi,
+                                     f"budget ({max_memory / 2**30:.1f} GiB) at {builder.count} states and "
+                                     f"{builder.transitions} transitions; raise --max-memory or shrink the bounds")
+                progress(Progress(depth, builder.count, builder.transitions, level_hi - hi + builder.count - level_hi,
                                   now))
             lo = hi
-        level_lo, level_hi = level_hi, recorder.count
+        level_lo, level_hi = level_hi, builder.count
         if level_hi > level_lo:
             depth += 1
-    graph = recorder.finish(depth)
+    graph = builder.finish(depth)
     graph.build_s = time.perf_counter() - t0
     progress(Progress(depth, graph.size, graph.transitions, 0, graph.build_s))
     return graph
