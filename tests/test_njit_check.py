@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.model import Model
 
 SPEC = '''
@@ -90,7 +91,13 @@ def test_a_helper_without_njit_is_named_with_its_file_and_line(tmp_path):
 
 
 def test_a_spec_whose_functions_are_compiled_passes(tmp_path):
-    Model(_load(_spec_file(tmp_path, action="@njit(cache=True)", helper="@njit(cache=True)"))())
+    """The check refuses nothing it should take: with both decorated, the model is built and runs
+    (as Python here: the reference explorer compiles nothing). Its invariant holds on n = 0..3;
+    n = 3, with no successor and no terminal states declared, is its one violation, a deadlock."""
+    model = Model(_load(_spec_file(tmp_path, action="@njit(cache=True)", helper="@njit(cache=True)"))())
+    assert [a.name for a in model.actions] == ["Step"]
+    result = ReferenceExplorer().explore(model)
+    assert result.distinct_states == 4 and [v.check for v in result.violations] == ["deadlock"]
 
 
 def test_the_command_line_says_it_in_one_line_with_exit_2_before_exploring(tmp_path):
