@@ -9,9 +9,8 @@ import pytest
 # A run that ends before its background compile leaves it to finish by default; the tests' runs
 # stop theirs, so that no test leaves a process behind (test_compile_tiers tests the default).
 os.environ["KRAFTCHECK_KEEP_COMPILING"] = "0"
-# The tests' short runs of models compiled nowhere else interpret to their end, as before the
-# interpreted tier had a time (2 s by default: tests/test_compile_tiers.py tests it), rather than
-# wait for a compile their end would stop.
+# The tests' short runs of models compiled nowhere else stay in their first tier to their end
+# rather than wait, after its budget (1-1.5 s by default), for a compile their end would stop.
 os.environ.setdefault("KRAFTCHECK_INTERPRET_S", "60")
 # Under pytest-xdist every core already runs a test: a compile takes one process, not one per core.
 if os.environ.get("PYTEST_XDIST_WORKER"):

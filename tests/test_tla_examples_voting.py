@@ -77,9 +77,11 @@ def test_a_trace_names_every_labelled_axis_and_shows_minus_one_as_written(chosen
     # acceptors and values by name, ballots (no labels) by number
     assert "votes[a1][0][v1]: false" in out and "votes[a3][1][v2]: false" in out
     assert "max_bal[a1]: -1" in out
-    assert "max_bal[a1]: -1 -> 0" in out or "max_bal[a1]: -1 -> 1" in out
-    # the shortest way to a chosen value: two acceptors vote in ballot 0
+    # the shortest way to a chosen value: two acceptors vote in ballot 0, with no IncreaseMaxBal
+    # before; VoteFor(a, b, v) sets maxBal[a] to b (Voting.tla: maxBal' = [maxBal EXCEPT ![a] = b]),
+    # so a1's goes from -1 to 0, and never to 1, after which a1 could not vote in ballot 0
     assert "VoteFor(a=a1, b=0, v=v1, Q={a1,a2}, c=-1, w=none)" in out
+    assert "max_bal[a1]: -1 -> 0" in out and "max_bal[a1]: -1 -> 1" not in out
 
 
 def test_the_trace_file_keeps_labelled_axes_as_mappings_and_replays(chosen_trace):
