@@ -1,7 +1,7 @@
 """A spec's functions translated to bytecode for the interpreter compiled once per installation.
 
-The first tier of a run whose kernels are not compiled yet used to run the spec's functions as
-Python (``explore.interpreted``): 4,000-14,000 states a second, slower than TLC. This module reads
+As Python (``explore.interpreted``), the first tier of a run whose kernels are not compiled yet
+is slower than TLC (bench/RESULTS.md, "A first tier in bytecode"). This module reads
 each action, invariant, constraint and transition property from its Python source (``ast``) and
 translates it, with every ``@njit`` helper it calls inlined, into a program of
 ``kernels.bytecode``'s instructions over the unpacked state (space 0) and successor (space 1).

@@ -127,8 +127,8 @@ def _pack_lines(layout: Layout) -> list[str]:
     whose hot path this is.
 
     Written with every name assigned once: numba's SSA reconstruction is superlinear in the number
-    of redefinitions of one variable, and a packer that reassigned ``v`` and ``w0`` per element
-    took over 10 s to compile for the Kafka layout (0.5 s this way).
+    of redefinitions of one variable, as a packer that reassigned ``v`` and ``w0`` per element did
+    for the Kafka layout (bench/RESULTS.md, "Figures behind the code's design").
     """
     checks, terms = [], {k: [] for k in range(layout.nwords)}
     const_index = {flat: j for j, (flat, _) in enumerate(layout.consts)}

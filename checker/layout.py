@@ -33,8 +33,9 @@ WORD_BITS = 63
 ELEMENT = np.int32
 # A successor's element, which actions write: wider than any domain, so that a value an action
 # computes past the int32 range reaches the domain check as computed rather than wrapped into the
-# domain (the interpreted tier, which writes Python ints, refuses it, and so must this). Records
-# of int64 for states too cost the Kafka model 1.36x (bench/RESULTS.md, session 23).
+# domain (the interpreted tier, which writes Python ints, refuses it, and so must this). Source
+# states stay int32: every action's kernel streams a chunk of them from memory, and at int64 that
+# traffic doubles (bench/RESULTS.md, "Records of int64 elements: successors only").
 SUCCESSOR_ELEMENT = np.int64
 
 
@@ -252,8 +253,8 @@ class Layout:
         return tuple(words)
 
     def pack_many(self, flats: Sequence[tuple[int, ...]]) -> np.ndarray:
-        """``pack`` of every state of ``flats`` as rows of a uint64 array, by columns (a model
-        with 114,688 initial states packed them in 1 s one by one). The words are ``pack``'s,
+        """``pack`` of every state of ``flats`` as rows of a uint64 array, by columns: one by one
+        in Python, a model's many initial states wait for it. The words are ``pack``'s,
         and a state outside its domains raises ``pack``'s error of the first such state."""
         words = np.zeros((len(flats), self.nwords), np.uint64)
         try:

@@ -7,8 +7,8 @@ Python-only builtin). Its answer may be given only once the spec is known to com
 ``--compile now`` would find: this check types every action, invariant, transition property and
 constraint of the spec (every one the kernels compile in, selected or not) on the state record
 the kernels hand them, and the ``@njit`` helpers they call, and raises numba's own typing error
-for the first it refuses. It lowers and optimises nothing: for the Kafka model it takes a few
-seconds, against about half a minute for compiling the same functions.
+for the first it refuses. It lowers and optimises nothing, so it takes a fraction of what
+compiling the same functions takes (bench/RESULTS.md, "The answer waits for numba's typing").
 
 Calls to the spec's own ``@njit`` helpers are typed the same way (their return type inferred, no
 code generated); numba's own library functions (``@overload`` implementations of numpy and

@@ -3,8 +3,8 @@
 Every array numba makes from another (a row ``a[i]``, a ``view``) takes a reference to the
 memory's owner with an atomic increment, and drops it with an atomic decrement. Where the owner is
 shared by the worker threads (a chunk's unpacked states) and the view is made per state, the two
-cores fight over one cache line: the first form of ``kernels.table_expand``'s call per state and
-action, made that way, ran the Kafka model at 2.7 times the time (bench/RESULTS.md, session 17).
+cores fight over one cache line, as the first form of ``kernels.table_expand``'s call per state
+and action did (bench/RESULTS.md, "One expand kernel for every large layout").
 An array built by ``numba.carray`` from an address has no owner, so nothing is counted; the
 caller keeps the memory alive (it holds the array the address was taken from).
 """

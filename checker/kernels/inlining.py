@@ -5,8 +5,9 @@ LLVM optimise and generate code for it with every helper it calls), then links t
 kernel, where LLVM optimises it again. An action is called from one kernel only, its ``fire``
 kernel, so its own compile is work thrown away: inlined at numba's level (``inline="always"``)
 the action is typed and lowered once, inside the kernel. Its helpers stay calls, compiled once
-and shared by every action that calls them. On the Kafka model this takes about 3.5% off the CPU
-of a cold compile, 5-9% of the generated kernels' own (bench/RESULTS.md, session 24).
+and shared by every action that calls them. A cold compile is shorter so, the kernels as fast
+(bench/RESULTS.md, "A cold first run on a fresh machine, and what int64 successors cost the
+compile").
 """
 
 from __future__ import annotations

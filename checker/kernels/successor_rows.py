@@ -227,8 +227,8 @@ def keep_first_lines(words: str, hashes: str, p: str, row: str, table: str, mask
     empty. The words are in the entry so that a probe reads one cache line, not three.
 
     Text, not a function: numba counts references to the arrays handed to a helper, inlined or
-    not, with atomic increments and decrements at every call; on the hot path of every successor
-    that doubled the cost of the probe (bench/RESULTS.md, session 14). ``tests/test_kernels.py``
+    not, with atomic increments and decrements at every call, on the hot path of every successor
+    (bench/RESULTS.md, "The repeat-table probe compiled in place"). ``tests/test_kernels.py``
     compiles these lines into a function and compares it with its reference.
     """
     nw = f"{words}.shape[1]"

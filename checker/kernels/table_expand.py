@@ -3,12 +3,13 @@ small ``fire`` kernel through a function pointer.
 
 A spec whose layout packs by a table (``codegen.uses_layout_table``: the Kafka model) does not
 get one whole expand kernel per action. Typing and lowering that kernel (the loop over the
-states, packing, the repeat table's probe, the tally) cost about a second per action, the same
-work every time (bench/RESULTS.md, session 17). Instead each action gets a ``fire`` kernel that
-only runs the action's instances on one state, copies the successors that fired into rows of a
-buffer and says how many; the rest is one kernel (``codegen.table_expand_source``), compiled once
-per installation, which takes ``fire`` as a first-class function (numba's ``FunctionType``): its
-compilation does not depend on which function it is handed.
+states, packing, the repeat table's probe, the tally) is the same work for every action, and was
+most of a cold compile (bench/RESULTS.md, "Where a cold compile's seconds go"). Instead each
+action gets a ``fire`` kernel that only runs the action's instances on one state, copies the
+successors that fired into rows of a buffer and says how many; the rest is one kernel
+(``codegen.table_expand_source``), compiled once per installation, which takes ``fire`` as a
+first-class function (numba's ``FunctionType``): its compilation does not depend on which function
+it is handed.
 
 ``TableExpander`` puts the two together behind the signature of a generated expand kernel, so
 the engine calls either kind alike.
