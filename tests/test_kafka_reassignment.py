@@ -94,6 +94,36 @@ def test_kafka_4_3_completion_puts_a_removed_replica_in_the_elr():
                                                                      ("partition_state_within_replicas", 10)]
 
 
+F7_FENCE = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, protocol="kafka-4.3", lossy_shutdowns=0,
+                fences=1, isr_shrinks=0, min_isr_changes=0)
+
+
+def test_kafka_4_3_completion_after_a_fence():
+    """Finding F7's own trace (docs/reports/F7-reassignment-completion-elr.md): fence b1 (ISR {b2},
+    ELR {b1}), [b1,b2] -> [b1,b3], b3 joins: the completion installs ISR {b3} and ELR {b1,b2}, b2
+    no longer a replica (8 states); b2 then deletes its log (14, with the record produced first)."""
+    result = kraftcheck.check("kafka", keep_going=True, **F7_FENCE)
+    assert (result.status, result.distinct_states, result.states_generated, result.depth) == (
+        "violated", 78979, 299825, 25)
+    assert sorted((v.check, v.depth) for v in result.violations) == [("elr_members_hold_committed_log", 14),
+                                                                     ("partition_state_within_replicas", 8)]
+    shortest = next(v for v in result.violations if v.check == "partition_state_within_replicas")
+    assert [str(result.model.labels[step.label]) for step in shortest.steps[1:]] == [
+        "Fence(b=b1)", "Reassign(target=b1+b3)", "SyncMetadata(b=b2)", "SyncMetadata(b=b3)", "Fetch(f=b3)",
+        "ProposeIsrExpand(b=b2, f=b3)", "HandleAlterPartition"]
+
+
+@pytest.mark.parametrize("fix, counts", [
+    ("fix_reassignment_min_isr", (59422, 210746, 25)),
+    ("fix_reassignment_prune_elr", (78539, 298985, 25)),
+])
+def test_each_kip_rule_closes_f7_at_its_bounds(fix, counts):
+    """Either rule of KIP-966 on a kafka-4.3 completion, alone, keeps every invariant at F7's
+    bounds: the completion waits for an ISR at min ISR (which clears the ELR), or the ELR loses
+    the removed replica."""
+    assert run(**F7_FENCE, **{fix: True}) == ("holds", *counts)
+
+
 # -- hand-built states --------------------------------------------------------------------------
 
 class Partition:
@@ -164,6 +194,23 @@ def test_completion_prunes_the_elr_to_the_final_replica_set():
     assert after["c_elr"] == 0 and after["c_lkelr"] == 0
 
 
+@pytest.mark.parametrize("fix, isr, elr, done", [
+    ({}, 0b1000, 0b0111, True),  # Kafka 4.3: ISR {b4}, below min ISR; b1, removed, in the ELR (F7)
+    ({"fix_reassignment_prune_elr": True}, 0b1000, 0b0110, True),
+    ({"fix_reassignment_min_isr": True}, 0b1001, 0, False),  # waits: ISR {b1,b4}, at min ISR
+])
+def test_kafka_4_3_completion_below_min_isr_and_the_fixes(fix, isr, elr, done):
+    """kafka-4.3, ISR {b1} (b1 being removed, leading) and ELR {b2,b3}, min ISR 2: b1 adds b4.
+    KAFKA-19975 completes as soon as the adding b4 is in (PartitionReassignmentReplicas.
+    maybeCompleteReassignment), and the builder's ELR takes the ISR before the change, b1 included."""
+    p = Partition(protocol="kafka-4.3", **fix)
+    before = p.state(isr=0b0001, leader=0, elr=0b0110, request_isr=0b1001)
+    after = p.step(before, "HandleAlterPartition")
+    assert (after["c_isr"], after["c_elr"]) == (isr, elr)
+    assert after["c_replicas"] == (0b1110 if done else 0b1111)
+    assert after["c_leader"] == (3 if done else 0)
+
+
 def test_a_removed_replica_deletes_its_log_when_its_metadata_says_so():
     """Once b1's metadata shows it is no longer a replica, it stops its replica and deletes the
     log (ReplicaManager.applyDelta's local deletes)."""
@@ -212,6 +259,12 @@ def test_cancellation_at_min_isr_is_allowed_under_the_kip_rule():
     (dict(brokers=4, replication_factor=3, reassignments=1, protocol="kafka-4.x", no_reassignment_min_isr=True),
      ["--no-reassignment-min-isr", "kafka-4.x"]),
     (dict(brokers=4, replication_factor=3, no_reassignment_min_isr=True), ["--reassignments 1"]),
+    (dict(brokers=4, replication_factor=3, reassignments=1, fix_reassignment_min_isr=True),
+     ["--fix-reassignment-min-isr", "kip-966 has already"]),
+    (dict(brokers=4, replication_factor=3, protocol="kafka-4.3", fix_reassignment_prune_elr=True),
+     ["--fix-reassignment-prune-elr", "--reassignments 1"]),
+    (dict(brokers=4, replication_factor=3, reassignments=1, protocol="kafka-4.0", fix_reassignment_prune_elr=True),
+     ["--fix-reassignment-prune-elr", "kafka-4.0"]),
 ])
 def test_bad_input_says_what_is_wrong(params, words):
     with pytest.raises(UsageError) as err:
@@ -274,9 +327,9 @@ def test_kafka_cancellation_strands_the_partition_with_no_min_isr_change(tmp_pat
     """kafka-4.x: the cancellation leaves b3, no longer a replica, in the ELR; once b1 (the only
     replica with the data) is gone, nobody may lead: b3 is not a replica and blocks the
     last-known-leader election. With unclean election the partition recovers (F6)."""
-    from kraftcheck import traces
+    from kraftcheck import analyses
     model = Model(KafkaReplication(KafkaParams(protocol="kafka-4.x", **ONE_LOSSY)))
-    report = traces.availability_report(model, trace_dir=tmp_path)
+    report = analyses.availability_report(model, trace_dir=tmp_path)
     variants = {v["variant"]: v for v in report["variants"]}
     stuck = variants["unclean_election=false"]
     assert stuck["verdict"] == "can get stuck" and stuck["example"]["steps"] == F6_STUCK_PATH

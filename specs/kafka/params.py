@@ -74,6 +74,12 @@ class KafkaParams:
     min_isr_changes: int = param(1, "min.insync.replicas changes (bound)", minimum=0, maximum=4)
     preferred_elections: int = param(0, "preferred-leader elections, auto.leader.rebalance.enable (bound)",
                                      minimum=0, maximum=4)
+    fix_reassignment_min_isr: bool = param(
+        False, "F6/F7 fix (kafka presets): KIP-966's rule, a reassignment completes or is cancelled only when the "
+        "ISR it leaves is at least min ISR (else the completion waits and the cancellation is refused)")
+    fix_reassignment_prune_elr: bool = param(
+        False, "F6/F7 fix (kafka presets with ELR): a completion or cancellation keeps only replicas of the final "
+        "set in the ELR (KIP-966: \"upon completion, the ELR only contains replicas in the final replica set\")")
     new_leader_publish_window: bool = param(
         False, "a broker made leader by a metadata publish that also changes min ISR runs makeLeader (and advances "
         "the HWM) with the min ISR its log config had before, until the publish's config delta (every broker "
@@ -140,6 +146,17 @@ def check(p: KafkaParams) -> None:
                          f"(drop the switch, or use --protocol kip-966)")
     if p.no_reassignment_min_isr and not p.reassignments:
         raise UsageError("--no-reassignment-min-isr changes how a reassignment completes; add --reassignments 1")
+    for name in ("fix_reassignment_min_isr", "fix_reassignment_prune_elr"):
+        if not getattr(p, name):
+            continue
+        option = f"--{name.replace('_', '-')}"
+        if kip:
+            raise UsageError(f"{option} gives a kafka preset kip-966's own reassignment rule, which kip-966 has "
+                             f"already; drop the switch, or pick a kafka preset")
+        if not p.reassignments:
+            raise UsageError(f"{option} changes how a reassignment completes; add --reassignments 1")
+    if p.fix_reassignment_prune_elr and not elr:
+        raise UsageError(f"--fix-reassignment-prune-elr prunes the ELR, which {p.protocol} does not have")
     if p.new_leader_publish_window:
         if not p.min_isr_changes:
             raise UsageError("--new-leader-publish-window needs min ISR to change; add --min-isr-changes 1")
@@ -234,8 +251,10 @@ def switches(p: KafkaParams) -> dict[str, int]:
     out["k_cs_two_steps"] = int(p.controlled_shutdown_in_two_steps)
     out["k_rf"] = replication_factor(p)
     out["k_max_reassignments"] = p.reassignments
-    out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr)
-    out["k_reassign_prune"] = int(preset == "kip-966")
+    # the candidate fixes of F6 and F7 give a kafka preset those two rules of the KIP
+    out["k_reassign_min_isr"] = int(preset == "kip-966" and not p.no_reassignment_min_isr
+                                    or p.fix_reassignment_min_isr)
+    out["k_reassign_prune"] = int(preset == "kip-966" or p.fix_reassignment_prune_elr)
     # KAFKA-19975 (3d267d4536, branches 4.3 and 4.4): completion waits for the adding replicas
     # only, and for every final replica only when the replication factor shrinks
     out["k_complete_on_adding"] = int(preset in COMPLETE_ON_ADDING)
