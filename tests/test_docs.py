@@ -164,3 +164,27 @@ def test_every_link_to_a_section_names_a_heading_there():
             elif linked in anchors and anchor not in anchors[linked]:
                 broken.append(f"{page.name}: {target}#{anchor}")
     assert not broken, broken
+
+
+def test_every_relative_link_names_a_file_that_exists():
+    """README.md and docs/ link to each other by path (moving a section between pages moves links)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "reports").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[\w-]+)?\)", text):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_the_readme_tour_says_of_the_default_check_what_its_verdict_table_says():
+    """The tour tells a newcomer, before the first run, what the default check ends in; the
+    generated verdict table's default row is what ``bench/verdicts.py`` last found."""
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| kip-966, recovery balanced (the default)")]
+    invariant, states = re.search(r"\| `(\w+)` \((\d+) states\) \|", row).groups()
+    tour = readme[readme.index("## A short tour"):readme.index("### Reading a trace")]
+    assert f"violated invariant {invariant}: shortest counterexample\nhas {states} states" in tour
+    assert f"counterexample of {states} states" in readme[:readme.index("## A short tour")]
+    assert len(re.findall(r"^    \d+\. ", tour, flags=re.M)) == int(states)
