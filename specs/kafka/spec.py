@@ -42,7 +42,7 @@ class KafkaReplication(Spec):
         # replica's deletion): 466 states
         {"brokers": 2, "replication_factor": 1, "min_isr": 1, "reassignments": 1, "protocol": "kafka-4.x",
          "lossy_shutdowns": 0, "fences": 0, "isr_shrinks": 0, "min_isr_changes": 0},
-        # issue 30 item 3: a lost AlterPartition response (240 states, the kip-966 revert), a
+        # docs/model.md 2c-2e: a lost AlterPartition response (240 states, the kip-966 revert), a
         # controlled shutdown in two steps (1,146), a new leader's publish window (99)
         {"brokers": 2, "min_isr": 1, "controller_failovers": 1, "lossy_shutdowns": 0, "fences": 0,
          "min_isr_changes": 0},
