@@ -282,7 +282,7 @@ def test_a_misspelt_fairness_name_is_refused_before_exploring_without_liveness_t
 
 
 def test_a_lasso_the_disk_refuses_is_named_and_the_liveness_verdict_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr("kraftcheck.traces.liveness.atomic_write", _full)
+    monkeypatch.setattr("kraftcheck.traces.analysis_traces.atomic_write", _full)
     result, out = _check(tmp_path, "--spec", "mutex", "--param", "fair=false", "--liveness")
     assert result.exit_code == 1, out
     assert "liveness property violated" in out and "lasso of 2 states, not written to" in out

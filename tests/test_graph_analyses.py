@@ -196,7 +196,7 @@ def test_the_engine_records_the_same_graph_while_it_explores(name, params, compi
     assert recorded.depth == result.depth == built.depth and recorded.initial == built.initial
     for attr in ("states", "parent", "parent_label", "offsets", "targets", "labels"):
         assert np.array_equal(getattr(recorded, attr), getattr(built, attr)), attr
-    assert recorded.recorded_by == "the check's exploration"
+    assert recorded.built_by == "the check's exploration"
 
 
 def test_recording_needs_every_state_and_no_graph_comes_from_an_incomplete_run():

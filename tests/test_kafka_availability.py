@@ -12,7 +12,7 @@ what the ELR held is gone.
 
 from __future__ import annotations
 
-from kraftcheck import traces
+from kraftcheck import analyses, traces
 from kraftcheck.checker.model import Model
 from kraftcheck.specs.kafka.params import KafkaParams
 from kraftcheck.specs.kafka.spec import KafkaReplication
@@ -27,7 +27,7 @@ def _model(**kw):
 
 
 def test_f4a_lowering_min_isr_strands_the_partition_under_strategy_none(tmp_path):
-    report = traces.availability_report(_model(recovery="none"), trace_dir=tmp_path)
+    report = analyses.availability_report(_model(recovery="none"), trace_dir=tmp_path)
     variants = {v["variant"]: v for v in report["variants"]}
     stuck = variants["recovery=none"]
     assert stuck["verdict"] == "can get stuck" and stuck["example"]["steps"] == F4A_PATH
@@ -40,12 +40,12 @@ def test_f4a_lowering_min_isr_strands_the_partition_under_strategy_none(tmp_path
 
 
 def test_f4a_needs_the_min_isr_change():
-    report = traces.availability_report(_model(recovery="none", min_isr_changes=0))
+    report = analyses.availability_report(_model(recovery="none", min_isr_changes=0))
     assert report["can_get_stuck"] == []
 
 
 def test_f4b_a_same_value_min_isr_update_under_kafka_4x_loses_the_acknowledged_write(tmp_path):
-    report = traces.liveness_report(_model(protocol="kafka-4.x"), ["acked_write_becomes_readable"],
+    report = analyses.liveness_report(_model(protocol="kafka-4.x"), ["acked_write_becomes_readable"],
                                     trace_dir=tmp_path)
     (prop,) = report["properties"]
     assert prop["verdict"] == "violated" and prop["lasso"]["stutter"]
@@ -60,7 +60,7 @@ def test_f4b_a_same_value_min_isr_update_under_kafka_4x_loses_the_acknowledged_w
 
 
 def test_f4b_needs_kafka_4x_clearing_rule():
-    report = traces.liveness_report(_model(protocol="kafka-4.x", min_isr_policy="kip"),
+    report = analyses.liveness_report(_model(protocol="kafka-4.x", min_isr_policy="kip"),
                                     ["acked_write_becomes_readable"])
     assert report["violated"] == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from kraftcheck import traces
+from kraftcheck import analyses, traces
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.model import Model
 from kraftcheck.specs import spec_class
@@ -43,7 +43,7 @@ def test_dump_refuses_above_the_limit_and_writes_nothing(tmp_path):
 
 
 def test_availability_reports_the_strategy_that_can_get_stuck():
-    report = traces.availability_report(Model(ToyPartition(ToyParams(strategy="none"))))
+    report = analyses.availability_report(Model(ToyPartition(ToyParams(strategy="none"))))
     by_variant = {v["variant"]: v for v in report["variants"]}
     assert report["available_means"] == "the partition has a leader"
     none, unclean = by_variant["strategy=none"], by_variant["strategy=unclean"]
@@ -59,7 +59,7 @@ def test_availability_reports_the_strategy_that_can_get_stuck():
 
 def test_availability_needs_the_spec_to_say_what_available_means():
     with pytest.raises(UsageError, match="does not say what 'available' means"):
-        traces.availability_report(Model(spec_class("two_phase")()))
+        analyses.availability_report(Model(spec_class("two_phase")()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def _kafka(**overrides):
 def test_kafka_partition_is_stuck_only_with_recovery_none():
     # ISR shrinks to {b1} (ELR stays empty: 1 >= min ISR), b1 loses its log in an unclean shutdown
     # and, at registration, leaves the ELR: without unclean recovery nobody may lead again.
-    report = traces.availability_report(_kafka(protocol="kip-966"))
+    report = analyses.availability_report(_kafka(protocol="kip-966"))
     by_variant = {v["variant"]: v for v in report["variants"]}
     assert set(by_variant) == {"recovery=none", "recovery=balanced", "recovery=aggressive"}
     stuck = by_variant["recovery=none"]

@@ -9,8 +9,8 @@ Python API (see docs/traces.md)::
     traces.save(g, "copy.json")          # atomic
 
 Used by ``kraftcheck check``: ``write_counterexample`` for every violation, ``dump_state_graph``
-for ``--dump-graph``, ``availability_report`` for ``--availability``, ``liveness_report``
-for ``--liveness``.
+for ``--dump-graph``; the analyses' traces (``--availability``, ``--liveness``) by
+``analysis_traces``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from kraftcheck.traces.replay import ReplayReport, replay
 
 __all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "counterexample_file",
            "trace_from_violation",
-           "dump_state_graph", "availability_report", "liveness_report", "run_scenario", "load_scenario",
+           "dump_state_graph", "run_scenario", "load_scenario",
            "TraceError", "TraceFormatError", "ReplayError", "ScenarioError", "ReplayReport",
            "SCHEMA", "SCHEMA_VERSION", "trace_file_name"]
 
@@ -83,22 +83,6 @@ def dump_state_graph(model: Model, path: Union[str, Path], max_states: int = Non
     """Write the whole reachable state graph as GraphML (see traces.state_graph)."""
     from kraftcheck.traces.state_graph import DEFAULT_MAX_STATES, dump_state_graph as dump
     return dump(model, path, max_states if max_states is not None else DEFAULT_MAX_STATES)
-
-
-def availability_report(model: Model, max_states: int = None, max_memory: int = None, trace_dir=None,
-                        run_options: dict = None, progress=None, graph=None) -> dict:
-    """States from which the system can never serve again, per variant (see traces.availability)."""
-    from kraftcheck.traces.availability import availability_report as report
-    kw = {"progress": progress} if progress is not None else {}
-    return report(model, max_states, max_memory, trace_dir, run_options, graph=graph, **kw)
-
-
-def liveness_report(model: Model, names=None, max_states: int = None, max_memory: int = None, trace_dir=None,
-                    run_options: dict = None, progress=None, graph=None) -> dict:
-    """The spec's liveness properties under their fairness, with lasso traces (see traces.liveness)."""
-    from kraftcheck.traces.liveness import liveness_report as report
-    kw = {"progress": progress} if progress is not None else {}
-    return report(model, names, max_states, max_memory, trace_dir, run_options, graph=graph, **kw)
 
 
 def load_scenario(path: Union[str, Path]):

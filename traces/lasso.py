@@ -73,10 +73,18 @@ def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
 
 def trace_of_lasso(graph, result, prop, run_options: Optional[Mapping[str, Any]] = None) -> nx.DiGraph:
     """The trace of the lasso a liveness check found (``checker.analyses.liveness``): ``graph`` is
-    the recorded state graph, ``result`` the ``LivenessResult``, ``prop`` the spec's ``Liveness``."""
+    the state graph it ran over, ``result`` the ``LivenessResult``, ``prop`` the spec's ``Liveness``."""
+    return trace_of_found_lasso(graph.model, graph.steps(result.lasso.start, result.lasso.labels), result, prop,
+                                run_options)
+
+
+def trace_of_found_lasso(model: Model, steps: Sequence[Any], result, prop,
+                         run_options: Optional[Mapping[str, Any]] = None) -> nx.DiGraph:
+    """``trace_of_lasso`` from the lasso's ``steps`` (``checker.explore.result.Step``s, as its
+    ``Violation`` holds them), once the graph is gone."""
     lasso = result.lasso
-    steps = [(s.label, tuple(s.state)) for s in graph.steps(lasso.start, lasso.labels)]
-    return lasso_trace(graph.model, steps, cycle_start=lasso.cycle_from, stutter=lasso.stutter,
+    steps = [(s.label, tuple(s.state)) for s in steps]
+    return lasso_trace(model, steps, cycle_start=lasso.cycle_from, stutter=lasso.stutter,
                        trigger=lasso.trigger, check=result.name, formula=result.formula, fair=result.fair,
                        doc=prop.doc, run_options=run_options, fairness=lasso.fairness)
 

@@ -39,6 +39,18 @@ from kraftcheck.checker.model import Model
 CANDIDATES_PER_CHUNK = 1 << 20
 
 
+@dataclass(frozen=True)
+class GraphSummary:
+    """What a report says of the graph an analysis ran over, kept once the graph is freed."""
+
+    states: int
+    transitions: int
+    depth: int
+    built_by: str
+    nbytes: int
+    build_s: float
+
+
 @dataclass
 class CompiledGraph:
     model: Model
@@ -51,11 +63,14 @@ class CompiledGraph:
     initial: int              # states 0..initial-1 are the initial ones
     depth: int
     build_s: float = 0.0
-    recorded_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph)
+    built_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph); reports' recorded_by
     # steps to a different state outside a constraint, by source (increasing) and label
     leaving_sources: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     leaving_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
     _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
+
+    def summary(self) -> GraphSummary:
+        return GraphSummary(self.size, self.transitions, self.depth, self.built_by, self.nbytes, self.build_s)
 
     def analysis_bytes(self) -> int:
         """About what an analysis allocates over the graph: the reversed graph (4 bytes a
@@ -159,9 +174,9 @@ class GraphBuilder:
     expands states in id order: ``build_graph`` here, or the engine itself (``Options.record_graph``),
     where it takes the visited set's place. ``finish`` gives the ``CompiledGraph``."""
 
-    def __init__(self, model: Model, nwords: int) -> None:
+    def __init__(self, model: Model, index: StateIndex) -> None:
         self.model = model
-        self.index = StateIndex(nwords)
+        self.index = index  # empty: the builder numbers every state in it
         self.initial = 0
         self.degree_parts: list[np.ndarray] = []
         self.target_parts: list[np.ndarray] = []
@@ -282,7 +297,7 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     nlabels = len(model.labels)
     chunk_states = max(1, chunk_candidates // max(1, nlabels))
     buf = kernels.buffers(chunk_states)
-    builder = GraphBuilder(model, kernels.nwords)
+    builder = GraphBuilder(model, StateIndex(kernels.nwords))
     init_words = kernels.pack(model.initial)
     if model.constraints:  # an initial state outside is not in the graph (the engine's _initial_level)
         inside = (kernels.violations(init_words) & np.uint64(model.constraint_bits)) == 0
