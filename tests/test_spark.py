@@ -225,9 +225,11 @@ def test_a_relative_or_home_work_dir_reaches_the_executors_as_an_absolute_path(t
     from kraftcheck.spark import SparkExplorer
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    root, temporary = SparkExplorer(master="local[1]", work_dir="run1")._root(Options())
+    root, temporary, hold, _ = SparkExplorer(master="local[1]", work_dir="run1")._take_work_dir(Options())
+    hold.release()
     assert (root, temporary) == (tmp_path / "run1", False) and root.is_dir()
-    root, _ = SparkExplorer(master="local[1]", work_dir="~/run2")._root(Options())
+    root, _, hold, _ = SparkExplorer(master="local[1]", work_dir="~/run2")._take_work_dir(Options())
+    hold.release()
     assert root == tmp_path / "home" / "run2" and root.is_dir()
 
 

@@ -7,6 +7,11 @@ swallowed, and the run would go on to its end. The handler installed here also s
 the explorers read between chunks and levels; an explorer that honours the request clears it.
 The command line installs it first thing (``kraftcheck.cli.main``), so that an interrupt while
 its modules are still importing is exit 130 too; this module imports nothing else for that reason.
+
+``deferred()`` is for code that must not be interrupted at an arbitrary line: while it is in
+force a signal only leaves the request, raised where that code chooses (``raise_if_stop_requested``).
+A Spark driver uses it: a ``KeyboardInterrupt`` in the middle of a py4j call breaks the
+connection's protocol (the answer comes later, to the next call) and py4j prints a traceback.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from __future__ import annotations
 import signal
 
 _requested = False
+_deferring = 0  # how many deferred() blocks are in force
 
 
 def _on_signal(signum, frame) -> None:
     global _requested
     _requested = True
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
 
 
 def install_stop_handlers() -> None:
@@ -46,3 +53,38 @@ def stop_honoured() -> None:
     """The run has stopped for the request: a later run in the same process starts afresh."""
     global _requested
     _requested = False
+
+
+class deferred:
+    """A ``with`` block in which Ctrl-C and SIGTERM only leave the stop request (no
+    ``KeyboardInterrupt`` where the main thread happens to be); the block raises it itself with
+    ``raise_if_stop_requested`` where it can stop cleanly. In the main thread it installs the stop
+    handlers for the block if they are not (an API caller's process), and puts back what was
+    there; SIGINT left ignored stays ignored. Elsewhere it changes nothing."""
+
+    def __init__(self) -> None:
+        self._saved: dict = {}
+        self._in_force = False
+
+    def __enter__(self) -> "deferred":
+        global _deferring
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                before = signal.getsignal(sig)
+                if before is not signal.SIG_IGN and before is not _on_signal:
+                    signal.signal(sig, _on_signal)
+                    self._saved[sig] = before
+        except ValueError:  # not the main thread: its signals are not this thread's to take
+            return self
+        self._in_force = True
+        _deferring += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _deferring
+        if self._in_force:
+            self._in_force = False
+            _deferring -= 1
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()

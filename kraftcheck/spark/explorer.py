@@ -33,15 +33,15 @@ from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, rea
 from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
                                                describe_limit, memory_exceeded, no_progress, replay_path)
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured, stop_requested
+from kraftcheck.checker.explore.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
 from kraftcheck.spark import leftovers, readiness, tasks, workdir
 from kraftcheck.checker.disk_full import disk_full_reason
 from kraftcheck.spark.failures import disk_full, driver_jvm_lost, task_error
 from kraftcheck.spark.figures import LevelFigures, LevelMeter
-from kraftcheck.spark.interrupts import DeferredInterrupts
 from kraftcheck.spark.session import SparkRunError, start_context, stop_context
+from kraftcheck.spark.waiting import wait_for
 from kraftcheck.specs import SPEC_FILE_MODULE_PREFIX
 
 
@@ -74,9 +74,7 @@ class SparkExplorer:
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
-        new = not options.resume and not Path(options.checkpoint_dir or self.work_dir or ".").expanduser().exists()
-        root, temporary = self._root(options)
-        lock = None if temporary else self._hold(root, options)
+        root, temporary, lock, new = self._take_work_dir(options)
         try:
             t0 = time.perf_counter()
             try:
@@ -109,11 +107,19 @@ class SparkExplorer:
             if damaged:
                 raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
                                  f"({damaged}); it cannot be resumed: start the run afresh in a new --work-dir")
+        with deferred():  # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
+            return self._explore_on_spark(model, options, progress, root, temporary, kernels, compile_s,
+                                          resumed_partitions)
+
+    def _explore_on_spark(self, model: Model, options: Options, progress: ProgressFn, root: Path, temporary: bool,
+                          kernels: Any, compile_s: float, resumed_partitions: Optional[int]) -> Result:
         try:
             sc, owned = self._context(progress)
-        except BaseException:
+        except BaseException as e:
             if temporary:  # Spark did not start: leave no empty work dir behind
                 shutil.rmtree(root, ignore_errors=True)
+            if isinstance(e, KeyboardInterrupt):
+                stop_honoured()  # stopped while Spark started: the command line says "interrupted", exit 130
             raise
         if temporary and _off_this_machine(getattr(sc, "master", None)):  # spark-submit's master, say
             if owned:
@@ -125,11 +131,10 @@ class SparkExplorer:
             shipped = ship_spec_files(sc, type(model.spec))
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
-            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions)
+            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions, self.wait_s)
             run.result.compile_s = compile_s
             try:
-                with run.interrupts:
-                    run.explore()
+                run.explore()
             except KeyboardInterrupt:
                 stop_honoured()
                 run.result.interrupted = True
@@ -152,37 +157,32 @@ class SparkExplorer:
             return start_context(self.master, self.conf, self.wait_s, progress), True
         return getattr(self.spark, "sparkContext", self.spark), False
 
-    def _root(self, options: Options) -> tuple[Path, bool]:
-        """The work dir (made if new) and whether it is a temporary one. A work dir another run
-        holds is refused naming that run, before anything else is said about it."""
+    def _take_work_dir(self, options: Options) -> tuple[Path, bool, Optional[DirectoryLock], bool]:
+        """The work dir, whether it is a temporary one, this run's hold of it for its whole life
+        (None for a temporary one; the kernel drops it if the driver dies) and whether it was made
+        for this run. A work dir another run holds is refused at once naming that run, before
+        anything else is said about it; then, under the hold, a new run's must be empty, a resumed
+        run's must hold a manifest."""
         directory = options.checkpoint_dir or self.work_dir
-        if directory is not None:
-            # executors run in directories of their own: a relative path, or ~, means nothing there
-            directory = str(Path(directory).expanduser().absolute())
         if directory is None:
-            return leftovers.work_dir(), True
-        root = Path(directory)
-        if (root / LOCK_FILE).exists():
-            lock_directory(root, _PURPOSE).release()  # DirectoryBusy if a run holds it
-        if options.resume:
-            if not root.is_dir() or not (root / MANIFEST).exists():
+            return leftovers.work_dir(), True, None, False
+        # executors run in directories of their own: a relative path, or ~, means nothing there
+        root = Path(directory).expanduser().absolute()
+        if options.resume and not root.is_dir():  # the hold would make it: a mistyped path stays unmade
+            raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
+        new = not root.exists()
+        lock = lock_directory(root, _PURPOSE)  # DirectoryBusy if a run holds it
+        try:
+            if options.resume and not (root / MANIFEST).exists():
                 raise UsageError(f"--resume {directory}: no Spark run to resume there ({MANIFEST} is missing)")
-            return root, False
-        if root.exists() and (not root.is_dir() or any(p.name != LOCK_FILE for p in root.iterdir())):
-            raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
-        root.mkdir(parents=True, exist_ok=True)
-        return root, False
-
-    @staticmethod
-    def _hold(root: Path, options: Options) -> DirectoryLock:
-        """This run's hold of its work dir, for its whole life (the kernel drops it if the driver
-        dies): a second run, or a --resume while this one runs, is refused at once."""
-        lock = lock_directory(root, _PURPOSE)
-        if not options.resume and any(p.name != LOCK_FILE for p in root.iterdir()):  # taken meanwhile
+            if not options.resume and any(p.name != LOCK_FILE for p in root.iterdir()):
+                raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
+        except BaseException:
             lock.release()
-            raise UsageError(f"--work-dir {root} is not an empty directory; give a new or empty one")
-        return lock
-
+            raise
+        return root, False, lock, new
 
 _PURPOSE = "a Spark run (kraftcheck check --engine spark)"
 
@@ -236,7 +236,7 @@ def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = Fa
     (fingerprints or not included), the engine, and the partition count (the visited runs are cut
     by it)."""
     return {**run_identity(model, fingerprints=fingerprints), "engine": "spark", "partitions": partitions,
-            "visited_runs": "merged by fingerprint"}  # one run a level (before issue 32) is not resumed
+            "visited_runs": "merged by fingerprint"}  # an older work dir, one run a level, is not resumed
 
 
 def _driver_kernels(model: Model) -> Any:
@@ -251,7 +251,7 @@ def _driver_kernels(model: Model) -> Any:
 
 
 # a level whose expansion generated fewer transitions runs a task per core, not per partition
-# (``_SparkRun._stage_tasks``); about a second of one core's work on this machine
+# (``_SparkRun._stage_tasks``): about a second of one core's work (docs/spark.md, "Design")
 SMALL_LEVEL_TRANSITIONS = 1_000_000
 
 # the driver expands the initial states in chunks of at most this many (any size gives the same answer)
@@ -271,7 +271,7 @@ class _SparkRun:
     """One exploration: the driver's counters and the per-level bookkeeping of part files."""
 
     def __init__(self, model: Model, kernels: Any, options: Options, progress: ProgressFn, sc: Any, root: str,
-                 partitions: int) -> None:
+                 partitions: int, wait_s: float = readiness.DEFAULT_WAIT_S) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.sc, self.root, self.partitions = sc, root, partitions
         self.nlabels = len(model.labels)
@@ -294,7 +294,8 @@ class _SparkRun:
         self.identity = run_identity_on_spark(model, partitions, options.fingerprints)
         self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
         self.jvm_lost = False  # the driver's Java process is gone: nothing more is asked of Spark
-        self.interrupts = DeferredInterrupts()  # Ctrl-C and SIGTERM taken between py4j calls only
+        self.executors_gone = False  # no executor left: no more jobs
+        self.wait_s = wait_s  # on a cluster, how long a job waits without an executor
         self.root_identity = _identity(root)  # the work dir this run writes (not a new one of that name)
 
     @property
@@ -316,7 +317,6 @@ class _SparkRun:
         frontier = sum(self.part_counts[-1])
         while not stop and frontier:
             raise_if_stop_requested()
-            self.interrupts.raise_if_requested()
             if self.options.max_depth is not None and self.depth >= self.options.max_depth:
                 self.result.incomplete_reason = describe_limit(self.options, "max_depth")
                 return
@@ -512,43 +512,49 @@ class _SparkRun:
 
     def _run_job(self, job):
         """``job()``'s value: the job runs on a thread of its own (with this thread's job tags),
-        so that Ctrl-C or SIGTERM stops the waiting here, between py4j calls, and the jobs are
-        cancelled on a connection that is not in the middle of an answer. A failure says the
-        failed task's error; a full disk is an ``OSError``; a work dir that vanished meanwhile,
-        a ``UsageError``."""
+        and this thread waits between py4j calls for it (``waiting``), so that Ctrl-C or SIGTERM
+        stops the waiting, and the jobs are cancelled on a connection that is not in the middle
+        of an answer. On a cluster, no executor for ``wait_s`` seconds while the job waits ends
+        the run (``readiness.NoExecutorLeft``). A failure says the failed task's error; a full
+        disk is an ``OSError``; a work dir that vanished meanwhile, a ``UsageError``; a spec's
+        own error in a task (returned, not raised: ``tasks.spec_errors_returned``) is raised."""
         from pyspark.util import InheritableThread
-        box: dict[str, Any] = {}
 
-        def run() -> None:
-            try:
-                # a cancelled job's tasks are interrupted (their Python workers ended), not left to
-                # run on into files the run's end removes
-                self.sc.setLocalProperty("spark.job.interruptOnCancel", "true")
-                box["value"] = job()
-            except BaseException as e:  # noqa: BLE001: handed to the waiting thread
-                box["error"] = e
+        def run() -> Any:
+            # a cancelled job's tasks are interrupted (their Python workers ended), not left to
+            # run on into files the run's end removes
+            self.sc.setLocalProperty("spark.job.interruptOnCancel", "true")
+            return job()
 
-        thread = InheritableThread(target=run, name="kraftcheck-spark-job", daemon=True)
-        thread.start()
+        watch = readiness.executors_come_and_go(self.sc)
+        seen = [0.0]  # when an executor was last seen, in seconds since the job started
+
+        def check(elapsed: float) -> None:
+            raise_if_stop_requested()
+            if watch:
+                if readiness.executors(self.sc):
+                    seen[0] = elapsed
+                elif elapsed - seen[0] > self.wait_s:
+                    raise readiness.NoExecutorLeft(self.sc.master, self.wait_s)
+
         try:
-            while thread.is_alive():
-                thread.join(0.2)
-                self.interrupts.raise_if_requested()
-        except KeyboardInterrupt:
-            self._cancel_jobs(thread)
+            value = wait_for(run, check, self._cancel_jobs, "kraftcheck-spark-job", InheritableThread)
+        except (KeyboardInterrupt, readiness.NoExecutorLeft):
             raise
-        if "error" not in box:
-            return box["value"]
-        e = box["error"]
-        if not isinstance(e, Exception) or driver_jvm_lost(e, self.sc):
-            raise e
-        self._check_work_dir()
-        full = disk_full(e)
-        if full is not None:
-            raise full from None
-        if type(e).__module__.startswith(("py4j", "pyspark")):
-            raise SparkRunError(f"a Spark job failed: {task_error(e)}") from None
-        raise e
+        except Exception as e:
+            if driver_jvm_lost(e, self.sc):
+                raise
+            self._check_work_dir()
+            full = disk_full(e)
+            if full is not None:
+                raise full from None
+            if type(e).__module__.startswith(("py4j", "pyspark")):
+                raise SparkRunError(f"a Spark job failed: {task_error(e)}") from None
+            raise
+        for item in value if isinstance(value, list) else ():
+            if isinstance(item, tasks.RaisedBySpec):
+                raise item.error()
+        return value
 
     def _cancel_jobs(self, thread: Any) -> None:
         """Cancel the running jobs and wait (a while) until no task runs: the run's end removes
@@ -565,14 +571,18 @@ class _SparkRun:
 
     def stopped_by(self, error: Exception) -> None:
         """The run stopped on ``error``: a lost driver JVM ends it as an interrupt would (exit
-        130), a full disk as an incomplete run (exit 3), both with the statistics of the levels
-        finished; any other error is raised."""
+        130), a full disk or executors gone for good as an incomplete run (exit 3), each with the
+        statistics of the levels finished; any other error is raised."""
         if driver_jvm_lost(error, self.sc):
             self.jvm_lost = True
-            stop_honoured()
             self.result.interrupted = True
-            self.result.incomplete_reason = ("interrupted" if stop_requested() or self.interrupts.requested else
+            self.result.incomplete_reason = ("interrupted" if stop_requested() else
                                              "the Spark driver's Java process ended (killed, or out of memory)")
+            stop_honoured()
+            return
+        if isinstance(error, readiness.NoExecutorLeft):
+            self.executors_gone = True
+            self.result.incomplete_reason = str(error)
             return
         full = disk_full(error)
         if full is None:
@@ -710,7 +720,7 @@ class _SparkRun:
         r.new_states = [int(x) for x in self.new_per_action]
         r.conclude(list(self.found.values()), self.options.keep_going)
         r.fingerprints = self.options.fingerprints
-        if self.options.fingerprints and not self.jvm_lost:
+        if self.options.fingerprints and not (self.jvm_lost or self.executors_gone):
             r.collision_probability = self._collision_probability()
         r.spark = self.meter.figures.report()
         workdir.remove_candidates(self.root)  # a stopped run's expansion of its last level

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -22,13 +21,14 @@ from urllib.parse import urlparse
 
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.explore.result import Progress
+from kraftcheck.checker.explore.stop import raise_if_stop_requested
+from kraftcheck.spark.waiting import POLL_S, wait_for
 
 DEFAULT_WAIT_S = 60.0  # --spark-wait: for the master to take the application, then for an executor
 # starting a SparkContext is also the driver JVM's own work (seconds, more on a busy machine): the
 # wait for the master to take the application allows that much more
 STARTUP_ALLOWANCE_S = 30.0
 PROBE_TIMEOUT_S = 5.0  # a Spark master answers the probe in milliseconds
-POLL_S = 0.25
 
 # Spark's transport frame: 8-byte length (itself included), 1-byte message type, the message.
 # Type 6 is a StreamRequest (its stream id a 4-byte length and UTF-8); a master answers an unknown
@@ -112,35 +112,15 @@ def check_master(master: str) -> None:
 def bounded(start: Callable[[], Any], wait_s: float, waiting: str, progress: Callable[[Progress], None],
             on_timeout: Callable[[], None], timeout_message: str) -> Any:
     """``start()`` on a thread of its own, waited for at most ``wait_s`` seconds with ``waiting``
-    on the progress line; past that (or on Ctrl-C) ``on_timeout()`` ends it, and the run stops
-    with ``timeout_message`` (or the interrupt)."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
+    on the progress line; past that (or on a stop request) ``on_timeout()`` ends it, and the run
+    stops with ``timeout_message`` (or the interrupt)."""
+    def check(elapsed: float) -> None:
+        raise_if_stop_requested()
+        if elapsed > wait_s:
+            raise SparkWaitError(timeout_message)
+        progress(Waiting(0, 0, 0, 0, elapsed, engine="spark", waiting=waiting))
 
-    def run() -> None:
-        try:
-            box["value"] = start()
-        except BaseException as e:  # noqa: BLE001: handed to the waiting thread
-            box["error"] = e
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, name="kraftcheck-spark-start", daemon=True)
-    t0 = time.monotonic()
-    thread.start()
-    try:
-        while not done.wait(POLL_S):
-            elapsed = time.monotonic() - t0
-            if elapsed > wait_s:
-                on_timeout()
-                raise SparkWaitError(timeout_message)
-            progress(Waiting(0, 0, 0, 0, elapsed, engine="spark", waiting=waiting))
-    except KeyboardInterrupt:
-        on_timeout()
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return wait_for(start, check, lambda thread: on_timeout(), "kraftcheck-spark-start")
 
 
 def executors(sc: Any) -> int:
@@ -148,15 +128,30 @@ def executors(sc: Any) -> int:
     return max(0, len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1)
 
 
+def executors_come_and_go(sc: Any) -> bool:
+    """Whether ``sc``'s executors are the cluster's to give and take: not in local mode (the driver
+    runs the tasks) nor with dynamic allocation (executors come only once a job asks for them)."""
+    return not str(sc.master).startswith("local") and \
+        sc.getConf().get("spark.dynamicAllocation.enabled", "false") != "true"
+
+
+class NoExecutorLeft(KraftcheckError):
+    """A job waited ``wait_s`` seconds without any executor: the cluster's workers are gone."""
+
+    def __init__(self, master: str, wait_s: float) -> None:
+        super().__init__(f"no executor of {master} for {wait_s:g} s while a level was being explored: its workers "
+                         "are gone or busy; start workers, then continue the run")
+
+
 def wait_for_executor(sc: Any, wait_s: float, progress: Callable[[Progress], None]) -> None:
     """Return once an executor has registered; after ``wait_s`` seconds without one, stop with
-    what is missing. Local mode (the driver runs the tasks) and dynamic allocation (executors
-    come only once a job asks for them) do not wait."""
-    master = str(sc.master)
-    if master.startswith("local") or sc.getConf().get("spark.dynamicAllocation.enabled", "false") == "true":
+    what is missing. Local mode and dynamic allocation do not wait (``executors_come_and_go``)."""
+    if not executors_come_and_go(sc):
         return
+    master = str(sc.master)
     t0 = time.monotonic()
     while executors(sc) == 0:
+        raise_if_stop_requested()
         elapsed = time.monotonic() - t0
         if elapsed > wait_s:
             hint = (f"start a worker (spark-class org.apache.spark.deploy.worker.Worker {master}), "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 from typing import Optional
 
@@ -83,7 +84,7 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
 
     def end_jvm() -> None:
         if launched:
-            _kill_driver_jvm()
+            end_driver_jvm()
 
     try:
         try:
@@ -143,9 +144,10 @@ def _quiet_accumulator_server(sc) -> None:
         server.handle_error = lambda request, client_address: None
 
 
-def _kill_driver_jvm() -> None:
-    """End the Java process PySpark started for this driver (a context that never became ready),
-    so that the next context starts afresh."""
+def end_driver_jvm() -> None:
+    """End the Java process PySpark started for this driver and forget it, so that the next
+    context starts afresh (``sc.stop()`` alone leaves it running until this Python process
+    exits). Under spark-submit the JVM is spark-submit's to end: left alone."""
     from pyspark import SparkContext
     gateway = SparkContext._gateway
     if gateway is None or under_spark_submit():
@@ -153,42 +155,31 @@ def _kill_driver_jvm() -> None:
     proc = getattr(gateway, "proc", None)
     try:
         gateway.shutdown()
-    except Exception:  # noqa: BLE001: a JVM that did not answer is killed below all the same
+    except Exception:  # noqa: BLE001: a JVM that does not answer is ended below all the same
         pass
-    if proc is not None:
-        proc.kill()
-        proc.wait()
     SparkContext._gateway = None
     SparkContext._jvm = None
     SparkContext._active_spark_context = None
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def stop_context(sc) -> None:
-    """Stop ``sc`` and the Java process PySpark started for it (``sc.stop()`` alone leaves that
-    JVM running until this Python process exits), then remove the driver's scratch directory.
-    A JVM that is already gone is not asked anything."""
+    """Stop ``sc`` and the Java process PySpark started for it (``end_driver_jvm``), then remove
+    the driver's scratch directory. A JVM that is already gone is not asked anything."""
     from pyspark import SparkContext
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
+    proc = getattr(SparkContext._gateway, "proc", None)
     try:
         if proc is None or proc.poll() is None:
             sc.stop()
     except Exception:  # noqa: BLE001: a JVM that died meanwhile: nothing left to stop there
         SparkContext._active_spark_context = None
-    if gateway is not None and not under_spark_submit():  # spark-submit's JVM is spark-submit's to stop
-        try:
-            gateway.shutdown()
-        except Exception:  # noqa: BLE001
-            pass
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except Exception:
-                proc.kill()
-                proc.wait()
+    end_driver_jvm()
     scratch = getattr(sc, "_kraftcheck_scratch", None)
     if scratch is not None:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -28,12 +28,14 @@ to the next through files in the work dir (``workdir.candidate_path``), not thro
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
+from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
@@ -102,6 +104,36 @@ class ModelRecipe:
                      constraints=list(self.constraints), deadlock=self.deadlock)
 
 
+class RaisedBySpec:
+    """A spec's own error in a task, sent back as the task's value: it would be raised the same
+    on every attempt, so it must not fail the task (Spark would try it four times, logging each);
+    the driver raises it (``error``)."""
+
+    def __init__(self, error: SpecError) -> None:
+        self.error_class, self.args, self.attributes = type(error), error.args, dict(vars(error))
+
+    def error(self) -> SpecError:
+        error = self.error_class.__new__(self.error_class)
+        error.args = self.args
+        vars(error).update(self.attributes)
+        error.at = None  # a row of a task's batch: nothing to the driver
+        return error
+
+
+def spec_errors_returned(in_list: bool = False) -> Callable[[Callable], Callable]:
+    """A task returning a spec's error as a ``RaisedBySpec`` (``in_list``: in a list, for a task
+    that returns a list of records) instead of raising it."""
+    def returning(task: Callable) -> Callable:
+        @functools.wraps(task)
+        def run(*args: Any) -> Any:
+            try:
+                return task(*args)
+            except SpecError as e:
+                return [RaisedBySpec(e)] if in_list else RaisedBySpec(e)
+        return run
+    return returning
+
+
 _kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (Spark reuses workers)
 KERNELS_KEPT = 8
 
@@ -141,10 +173,12 @@ def bucket_of(hashes: np.ndarray, partitions: int, by_range: bool) -> np.ndarray
 
 def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
     """``values`` (all below ``bound``) as 16-bit integers if they fit: numpy sorts those by radix,
-    stable, in linear time (0.008 s against 0.13 s for 0.8 M bucket numbers as int64)."""
+    stable, in linear time (bench/RESULTS.md, "Spark: deduplication by fingerprint, a task a core for
+    small levels")."""
     return values.astype(np.uint16 if bound <= 1 << 16 else np.int64)
 
 
+@spec_errors_returned()
 def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
     """Step 1 as a task of its own (after a resume): the level's states ``splits[task] ..
     splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
@@ -323,9 +357,9 @@ def _first_of_each_state(words: np.ndarray, keys: np.ndarray, fps: np.ndarray) -
     hold them and the smallest key of each. Sorted by fingerprint alone, which is that order as
     long as equal fingerprints mean equal states: checked, and then any row of a group of equal
     fingerprints holds its state and the group's smallest key is the state's (one sort of 64-bit
-    integers instead of one on every word and the key: 0.05 s against 0.26 s for 0.8 M candidates
-    of the Kafka model). Only if two different states share a fingerprint, which 64-bit
-    fingerprints almost never do, are the words sorted too."""
+    integers instead of one on every word and the key, several times faster: bench/RESULTS.md,
+    "Spark: deduplication by fingerprint, a task a core for small levels"). Only if two different
+    states share a fingerprint, which 64-bit fingerprints almost never do, are the words sorted too."""
     order = np.argsort(fps)
     sorted_fps = fps[order]
     tied = np.flatnonzero(sorted_fps[1:] == sorted_fps[:-1])  # row tied + 1 repeats row tied's fingerprint
@@ -470,6 +504,7 @@ def deduplicate_buckets(plan: LevelPlan, buckets: Iterable[int]) -> Iterator[tup
         yield from deduplicate(plan, bucket)
 
 
+@spec_errors_returned(in_list=True)
 def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
                 items: Iterable[tuple[int, tuple]]) -> list[dict]:
     """Step 3 for each of ``parts`` in one task (every part is written, with no states if it got
@@ -480,6 +515,7 @@ def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
     return [record for t in parts for record in order(plan, model_holder, t, by_part[t])]
 
 
+@spec_errors_returned()
 def count_until(plan: LevelPlan, model_holder: Any, lo: int, task: int, cut: int) -> dict:
     """For a run that stops at the transition with key ``cut``: what the level's expansion range
     starting at state ``lo`` generated up to and including it, and the new states up to it in

@@ -1,0 +1,47 @@
+"""Spark's blocking calls on a thread of their own, so that the driver's main thread waits between py4j calls.
+
+Starting a SparkContext and collecting a job's results block inside py4j for as long as Spark
+takes. Made on the main thread, such a call could be neither bounded nor stopped cleanly (a signal
+raised inside a py4j call breaks the connection's protocol). So the call runs on a thread of its
+own, and the main thread waits for it, checking every ``POLL_S`` what the caller asks (a deadline,
+the stop request, executors still there); a check that raises ends the wait, after ``abandon``
+has ended the call (stopped the JVM, cancelled the jobs).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+POLL_S = 0.25
+
+
+def wait_for(call: Callable[[], Any], check: Callable[[float], None], abandon: Callable[[threading.Thread], None],
+             name: str, thread_class: type = threading.Thread) -> Any:
+    """``call()``'s value (or its error), ``call`` run on a ``thread_class`` thread named ``name``;
+    meanwhile ``check(seconds waited)`` every ``POLL_S``; if it raises, ``abandon(thread)``, then
+    the error goes on."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as e:  # noqa: BLE001: handed to the waiting thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    thread = thread_class(target=run, name=name, daemon=True)
+    t0 = time.monotonic()
+    thread.start()
+    try:
+        while not done.wait(POLL_S):
+            check(time.monotonic() - t0)
+    except BaseException:
+        abandon(thread)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
