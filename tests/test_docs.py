@@ -188,3 +188,17 @@ def test_the_readme_tour_says_of_the_default_check_what_its_verdict_table_says()
     assert f"violated invariant {invariant}: shortest counterexample\nhas {states} states" in tour
     assert f"counterexample of {states} states" in readme[:readme.index("## A short tour")]
     assert len(re.findall(r"^    \d+\. ", tour, flags=re.M)) == int(states)
+
+
+def test_every_key_of_the_json_report_is_described_in_docs_cli():
+    """docs/cli.md describes the ``--json`` report key by key; a key added to the report is added there."""
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.model import Model
+    from kraftcheck.checker.report import build_report
+    from kraftcheck.specs.die_hard import DieHard
+
+    report = build_report(ReferenceExplorer().explore(Model(DieHard())), {}, {})
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    section = doc[doc.index("`--json PATH` writes"):doc.index("## Exit codes")]
+    missing = sorted(key for key in report if f"`{key}`" not in section)
+    assert not missing, f"in the JSON report, not described in docs/cli.md: {missing}"
