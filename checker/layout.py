@@ -35,7 +35,7 @@ ELEMENT = np.int32
 # computes past the int32 range reaches the domain check as computed rather than wrapped into the
 # domain (the interpreted tier, which writes Python ints, refuses it, and so must this). Source
 # states stay int32: every action's kernel streams a chunk of them from memory, and at int64 that
-# traffic doubles (bench/RESULTS.md, "Records of int64 elements: successors only").
+# traffic doubles (bench/RESULTS.md, "State rows of int64 elements: successors only").
 SUCCESSOR_ELEMENT = np.int64
 
 
