@@ -11,8 +11,7 @@ from __future__ import annotations
 from numba import njit
 
 from kraftcheck.invariants.elr import durability_claimed, running_members_hold
-from kraftcheck.specs.kafka.broker import acting_leader
-from kraftcheck.specs.kafka.state import RUNNING, records_below
+from kraftcheck.invariants.kafka_state import RUNNING, acting_leader, records_below
 
 
 @njit(cache=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.state import RUNNING, popcount
+from kraftcheck.invariants.kafka_state import RUNNING, popcount
 
 
 @njit(cache=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from kraftcheck.specs.kafka.broker import acting_leader, hwm_may_advance, maximal_isr
-from kraftcheck.specs.kafka.state import popcount
+from kraftcheck.invariants.kafka_state import acting_leader, hwm_may_advance, maximal_isr, popcount
 
 
 @njit(cache=True)

@@ -1,5 +1,5 @@
 """The distribution: a built wheel installs beside anything, every package folder is shipped, and
-the layers import bottom-up (checker <- specs, invariants <- traces <- cli / api).
+the layers import bottom-up (checker <- invariants <- specs <- traces <- the rest of kraftcheck).
 
 The repository keeps its top-level folders (checker/, specs/, invariants/, traces/) but installs
 them as subpackages of ``kraftcheck`` (pyproject.toml's ``package-dir``), so the only top-level
@@ -33,15 +33,21 @@ PACKAGE_DIRS = {
 SCRIPT_DIRS = ("tests", "bench")
 OLD_TOP_LEVEL_NAMES = {"checker", "specs", "invariants", "traces"}
 
-# layer (a package) -> packages it must not import
+# The layers, bottom up: a module may import its own package and the packages of the layers below,
+# never one above (up) nor another package of its own layer (sideways). The invariants sit below
+# the Kafka spec that lists them (invariants/__init__.py says why); traces read specs (replay).
+LAYERS = (
+    ("kraftcheck.checker",),
+    ("kraftcheck.invariants",),
+    ("kraftcheck.specs",),
+    ("kraftcheck.traces",),
+    ("kraftcheck",),  # everything else: the API, the analyses' runner, the pipeline, cli, ci, sweep, spark
+)
+# within the top layer, and third-party packages a layer must not need
 FORBIDDEN = {
-    "kraftcheck.checker": ("kraftcheck.specs", "kraftcheck.invariants", "kraftcheck.traces", "kraftcheck.cli",
-                           "kraftcheck.api", "kraftcheck.spark", "kraftcheck.sweep", "pyspark"),
+    "kraftcheck.checker": ("pyspark",),
     "kraftcheck.spark": ("kraftcheck.cli", "kraftcheck.api", "kraftcheck.sweep"),
     "kraftcheck.sweep": ("kraftcheck.cli", "pyspark"),
-    "kraftcheck.specs": ("kraftcheck.traces", "kraftcheck.cli"),
-    "kraftcheck.invariants": ("kraftcheck.traces", "kraftcheck.cli"),
-    "kraftcheck.traces": ("kraftcheck.cli",),
 }
 
 SOURCE_FILES = ("pyproject.toml", "README.md")
@@ -143,7 +149,10 @@ def test_wheel_installs_beside_pypi_traces_and_runs_outside_the_repository(wheel
 # -- pyproject lists every package --------------------------------------------------------------
 
 def _pyproject_packages() -> list[str]:
-    tomllib = pytest.importorskip("tomllib")
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: tomli, which pyproject.toml declares for it
+        import tomli as tomllib
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
 
 
@@ -210,16 +219,34 @@ def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
+def layer_of(name: str) -> tuple[int, str] | None:
+    """(layer number, package) of an installed module, None outside kraftcheck (and for the bare
+    ``kraftcheck``, which imports nothing until a name of its API is used)."""
+    if name == "kraftcheck" or not _within(name, "kraftcheck"):
+        return None
+    for number, packages in enumerate(LAYERS):
+        package = next((p for p in packages if p != "kraftcheck" and _within(name, p)), None)
+        if package is not None:
+            return number, package
+    return len(LAYERS) - 1, "kraftcheck"
+
+
 def layering_violations(source: str, path: Path) -> list[str]:
     module, is_package = _module_name(path)
+    mine = layer_of(module)
     problems = []
     for line, name in imported_modules(source, module, is_package):
         where = f"{path.relative_to(ROOT)}:{line}"
         if name.split(".")[0] in OLD_TOP_LEVEL_NAMES:
             problems.append(f"{where} imports {name}: use kraftcheck.{name}")
-        for layer, forbidden in FORBIDDEN.items():
-            if _within(module, layer):
-                problems += [f"{where}: {layer} must not import {name}" for f in forbidden if _within(name, f)]
+        theirs = layer_of(name)
+        if mine is not None and theirs is not None and theirs[1] != mine[1] and theirs[0] >= mine[0]:
+            direction = "up" if theirs[0] > mine[0] else "sideways"
+            problems.append(f"{where}: {mine[1]} must not import {name} ({direction}: the layers are "
+                            f"{' < '.join('/'.join(layer) for layer in LAYERS)})")
+        for package, forbidden in FORBIDDEN.items():
+            if _within(module, package):
+                problems += [f"{where}: {package} must not import {name}" for f in forbidden if _within(name, f)]
     return problems
 
 
@@ -235,19 +262,6 @@ def test_layers_import_bottom_up_and_only_the_new_names():
     assert not problems, "\n".join(problems)
 
 
-def test_the_kafka_spec_and_the_invariants_do_not_import_each_other():
-    """The invariants read the Kafka state (``specs/kafka/state``, ``broker``) and the spec class
-    (``specs/kafka/spec``) lists them; neither package's ``__init__`` pulls in the other, so
-    importing either loads no cycle."""
-    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
-             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kraftcheck.'))))")
-    def loaded(module):
-        out = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
-        return set(out.stdout.split())
-    assert not {m for m in loaded("kraftcheck.invariants") if _within(m, "kraftcheck.specs")}
-    assert not {m for m in loaded("kraftcheck.specs.kafka") if _within(m, "kraftcheck.invariants")}
-
-
 @pytest.mark.parametrize("path,source,expected", [
     ("checker/model.py", "from kraftcheck.specs import spec_class", "must not import kraftcheck.specs"),
     ("checker/explore/engine.py", "from ...traces import files", "must not import kraftcheck.traces"),
@@ -255,6 +269,14 @@ def test_the_kafka_spec_and_the_invariants_do_not_import_each_other():
     ("checker/report.py", "def f():\n    from kraftcheck import load_trace", "must not import kraftcheck.traces"),
     ("specs/kafka/__init__.py", "from ...traces.files import load", "must not import kraftcheck.traces"),
     ("invariants/hwm.py", "import kraftcheck.cli.main", "must not import kraftcheck.cli"),
+    ("invariants/hwm.py", "def f():\n    from kraftcheck.specs.kafka.broker import acting_leader",
+     "must not import kraftcheck.specs.kafka.broker (up"),
+    ("invariants/durability.py", "from ..specs.kafka import state", "must not import kraftcheck.specs"),
+    ("specs/kafka/spec.py", "from kraftcheck import analyses", "must not import kraftcheck.analyses"),
+    ("traces/lasso.py", "from kraftcheck.analyses import availability_report", "must not import kraftcheck.analyses"),
+    ("checker/analyses/liveness.py", "from kraftcheck.invariants import kafka_invariants",
+     "must not import kraftcheck.invariants"),
+    ("kraftcheck/spark/explorer.py", "from kraftcheck.cli import terminal", "must not import kraftcheck.cli"),
     ("traces/render.py", "from kraftcheck.cli import terminal", "must not import kraftcheck.cli"),
     ("tests/test_cli.py", "from traces.files import load", "use kraftcheck.traces.files"),
     ("bench/kafka.py", "import checker.codegen", "use kraftcheck.checker.codegen"),
@@ -267,6 +289,20 @@ def test_layering_check_catches_each_kind_of_violation(path, source, expected):
 def test_layering_check_allows_the_layers_below():
     assert layering_violations("from kraftcheck.checker.spec import Spec\nfrom . import durability",
                                ROOT / "invariants" / "__init__.py") == []
+    assert layering_violations("from kraftcheck.invariants import kafka_invariants\n"
+                               "from kraftcheck.invariants.kafka_state import RUNNING",
+                               ROOT / "specs" / "kafka" / "spec.py") == []
+    assert layering_violations("from kraftcheck import traces\nfrom kraftcheck.checker.analyses import state_graph\n"
+                               "from kraftcheck.cli.terminal import Terminal",
+                               ROOT / "kraftcheck" / "analyses.py") == []
     assert layering_violations("from kraftcheck.specs import spec_class\nfrom .files import load",
                                ROOT / "traces" / "replay.py") == []
     assert layering_violations("import traces_support", ROOT / "tests" / "test_traces.py") == []
+
+
+def test_layering_check_refuses_a_package_of_the_same_layer(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "LAYERS",
+                        (("kraftcheck.checker",), ("kraftcheck.invariants", "kraftcheck.specs"), ("kraftcheck",)))
+    problems = layering_violations("from kraftcheck.specs.kafka import state", ROOT / "invariants" / "elr.py")
+    assert any("must not import kraftcheck.specs.kafka (sideways" in p for p in problems), problems
+    assert layering_violations("from kraftcheck.invariants import elr", ROOT / "invariants" / "hwm.py") == []

@@ -1,4 +1,4 @@
-"""Availability over a recorded state graph: from which states can the system never serve again?
+"""Availability over the state graph: from which states can the system never serve again?
 
 *Stuck states* are those from which no state where the spec's availability predicate holds can be
 reached: the complement of a backward reachability from the available states. *Stuck sink

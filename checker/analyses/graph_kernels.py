@@ -1,4 +1,4 @@
-"""Compiled algorithms over a recorded state graph, each beside a plain-Python reference twin.
+"""Compiled algorithms over a state graph, each beside a plain-Python reference twin.
 
 The graph is in compressed sparse row form: the transitions of state ``v`` are
 ``targets[offsets[v]:offsets[v + 1]]`` with their action labels in ``labels``; states are numbered

@@ -1,4 +1,4 @@
-"""Liveness under weak and strong fairness over a recorded state graph, with lasso counterexamples.
+"""Liveness under weak and strong fairness over the state graph, with lasso counterexamples.
 
 ``after ~> eventually`` fails exactly when some reachable state satisfies ``after`` but not
 ``eventually`` and a fair behaviour from it never reaches ``eventually``. Such a behaviour stays,
@@ -38,10 +38,11 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.analyses.predicates import evaluate_many
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.analyses.graph_kernels import (NO_LEAVING, component_fairness, enabled_bits, quiet_states,
+                                                       reach, renumber, shortest_path, strongly_connected,
+                                                       transition_inside)
 from kraftcheck.checker.analyses.state_graph import CompiledGraph
-from kraftcheck.checker.analyses.graph_kernels import (NO_LEAVING, component_fairness, enabled_bits, quiet_states, reach,
-                                              renumber, shortest_path, strongly_connected, transition_inside)
+from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Fairness, Liveness
 
@@ -398,7 +399,7 @@ def _path(offsets, targets, start: int, goal: np.ndarray, allowed: np.ndarray) -
 
 
 def check_liveness(graph: CompiledGraph, kernels, prop: Liveness) -> LivenessResult:
-    """One of the spec's liveness properties over the recorded graph."""
+    """One of the spec's liveness properties over the state graph."""
     return check_all(graph, kernels, [prop])[0]
 
 

@@ -1,4 +1,4 @@
-"""Evaluate a spec's ``Predicate`` on every state of a recorded graph, a batch at a time."""
+"""Evaluate a spec's ``Predicate`` on every state of the state graph, a batch at a time."""
 
 from __future__ import annotations
 

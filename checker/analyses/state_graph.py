@@ -1,4 +1,4 @@
-"""The whole reachable state graph, recorded by the compiled kernels, for the graph analyses.
+"""The whole reachable state graph, built by the compiled kernels, for the graph analyses.
 
 A breadth-first search like the engine's, with the same kernels, that numbers every state
 (``StateIndex``: ids are the engine's breadth-first numbers) and keeps every transition, self-loops
@@ -154,7 +154,7 @@ class CompiledGraph:
         for lab in labels:
             state = model.step(state, lab)
             if state is None:
-                raise RuntimeError(f"internal: {model.labels[lab]} is disabled on a recorded path")
+                raise RuntimeError(f"internal: {model.labels[lab]} is disabled on a path of the graph")
             out.append(Step(lab, state))
         return out
 
@@ -285,7 +285,7 @@ def outside_mask(model: Model, kernels: Any, buf: Any, rows: np.ndarray) -> np.n
 def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
                 max_memory: Optional[int] = None, progress: ProgressFn = no_progress,
                 chunk_candidates: int = CANDIDATES_PER_CHUNK) -> CompiledGraph:
-    """Record every reachable state and transition of ``model`` (inside its constraints, with
+    """Build the graph of every reachable state and transition of ``model`` (inside its constraints, with
     the leaving steps: see the module docstring).
 
     Refuses (UsageError, saying what to do) above ``max_states`` states or once the process uses
@@ -344,8 +344,8 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
 def graph_to_analyse(model: Model, graph: Optional[CompiledGraph] = None, max_states: Optional[int] = None,
                      max_memory: Optional[int] = None, progress: ProgressFn = no_progress
                      ) -> tuple[CompiledGraph, Any]:
-    """``(graph, kernels)`` for an analysis of ``model``: the graph given (recorded by the check)
-    or one recorded now, after checking the analysis fits ``max_memory``."""
+    """``(graph, kernels)`` for an analysis of ``model``: the graph given (built by the check)
+    or one built now, after checking the analysis fits ``max_memory``."""
     kernels = model_kernels(model)
     if graph is None:
         graph = build_graph(model, kernels, max_states=max_states, max_memory=max_memory, progress=progress)

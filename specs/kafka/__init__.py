@@ -12,8 +12,8 @@ One partition on brokers ``b1..bN`` (all replicas). The modules:
 * ``presentation`` trace lanes and the ``--availability`` predicate;
 * ``liveness`` the liveness properties (``--liveness``) and the fairness they assume;
 
-and ``invariants/`` holds the properties checked. The spec class lives in ``spec`` (not here) so
-that ``invariants/``, which reads the state through ``state`` and ``broker``, and the spec, which
-lists the invariants, do not import each other. ``docs/model.md`` describes every variable and
-action precisely.
+and ``invariants/`` holds the properties checked. The invariants sit below the spec: ``spec``
+lists them, and they read the state through ``invariants/kafka_state.py`` (codes and helpers that
+``state`` and ``broker`` build on too), never through this package. ``docs/model.md`` describes
+every variable and action precisely.
 """

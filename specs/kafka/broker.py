@@ -10,34 +10,9 @@ from __future__ import annotations
 
 from numba import njit
 
+from kraftcheck.invariants.kafka_state import acting_leader, hwm_may_advance, maximal_isr
 from kraftcheck.specs.kafka.state import (AP_ACCEPTED, AP_AWAITING_METADATA, AP_NONE, AP_REJECTED, AP_REQUEST,
-                               AP_UNSETTLED, HWM_ANY, HWM_MAXIMAL, RUNNING, common_prefix, normalize_epochs, popcount,
-                               records_below)
-
-
-@njit(cache=True)
-def acting_leader(s, b):
-    """``b`` is running and its metadata view says it leads (possibly a stale, zombie view)."""
-    return s.b_state[b] == RUNNING and s.v_leader[b] == b
-
-
-@njit(cache=True)
-def maximal_isr(s, b):
-    """The leader's committed ISR plus the members of its pending AlterPartition."""
-    isr = s.v_isr[b]
-    if s.ap_live and s.ap_from == b:
-        isr |= s.ap_isr
-    return isr
-
-
-@njit(cache=True)
-def hwm_may_advance(s, b):
-    """The min-ISR condition for advancing the HWM (PROTOCOL rule 1, or the switch that breaks it)."""
-    if s.k_hwm_rule == HWM_ANY:
-        return True
-    if s.k_hwm_rule == HWM_MAXIMAL:
-        return popcount(maximal_isr(s, b)) >= s.v_min_isr[b]
-    return popcount(s.v_isr[b]) >= s.v_min_isr[b]
+                               AP_UNSETTLED, RUNNING, common_prefix, normalize_epochs, popcount, records_below)
 
 
 @njit(cache=True)

@@ -16,7 +16,9 @@ tests them for equality with the current value (or, for broker epochs, with each
 equal ages decide), and it keeps states that differ only in how many epochs went by apart from
 each other out of the state space.
 
-Every helper here is a numba function usable interpreted on plain Python objects.
+Every helper here is a numba function usable interpreted on plain Python objects. The codes and
+helpers the invariants read as well are defined in ``invariants/kafka_state.py``, which the
+properties and the spec may both import (the invariants sit below the spec that lists them).
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from __future__ import annotations
 from numba import njit
 
 from kraftcheck.checker.spec import Bool, Const, Enum, Int, Set
-
-# broker process state
-RUNNING, OFFLINE_CLEAN, OFFLINE_UNCLEAN = 0, 1, 2
-BROKER_STATES = ("running", "offline_clean", "offline_unclean")
+# the broker-state and HWM-rule codes and the bit helpers the properties read too (they sit below the spec)
+from kraftcheck.invariants.kafka_state import (BROKER_STATES, HWM_ANY, HWM_MAXIMAL, HWM_RULES,  # noqa: F401
+                                               HWM_STRICT, OFFLINE_CLEAN, OFFLINE_UNCLEAN, RUNNING, popcount,
+                                               records_below)
 
 # the one AlterPartition exchange in flight. "rejected": a response the sender reverts on (Kafka:
 # INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED); "unsettled": a rejection the sender does not revert
@@ -38,36 +40,12 @@ AP_NONE, AP_REQUEST, AP_ACCEPTED, AP_REJECTED, AP_UNSETTLED, AP_AWAITING_METADAT
 AP_STATES = ("none", "request", "accepted", "rejected", "unsettled", "awaiting_metadata")
 
 # presets and switch values held in Const fields
-HWM_STRICT, HWM_MAXIMAL, HWM_ANY = 0, 1, 2
-HWM_RULES = ("strict", "maximal", "any")
 MIN_ISR_KIP, MIN_ISR_KAFKA, MIN_ISR_KEEP_ELR = 0, 1, 2
 MIN_ISR_POLICIES = ("kip", "kafka", "keep-elr")
 FALLBACK_NONE, FALLBACK_LAST_LEADER, FALLBACK_UNCLEAN = 0, 1, 2
 FALLBACKS = ("none", "last-leader", "unclean")
 RECOVERY_OFF, RECOVERY_BALANCED, RECOVERY_AGGRESSIVE = 0, 1, 2
 RECOVERIES = ("none", "balanced", "aggressive")
-
-
-@njit(cache=True)
-def popcount(x):
-    """Number of members of a bitmask set."""
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@njit(cache=True)
-def records_below(s, log, offset):
-    """The records of ``log`` at offsets below ``offset`` (a lossy shutdown keeps such a prefix).
-
-    A record only ever sits at the offset it was written at (``rec_offset``), in every log."""
-    out = 0
-    for r in range(len(s.rec_offset)):
-        if log >> r & 1 and s.rec_offset[r] < offset:
-            out |= 1 << r
-    return out
 
 
 @njit(cache=True)
