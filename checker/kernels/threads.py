@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from kraftcheck.checker.errors import UsageError
 
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_run_threads: Optional[int] = None  # the running check's own count (Options.threads), while it runs
 
 
-ENV = "KRAFTCHECK_THREADS"
+ENV = "KRAFTCHECK_THREADS"  # the default when a run's options do not say
 
 
 def usable_cpus() -> int:
@@ -44,23 +47,44 @@ def requested_threads() -> int | None:
 
 
 def thread_count() -> int:
-    """Worker threads: ``KRAFTCHECK_THREADS`` if set (more than the CPUs is allowed: tests run
-    several threads on one), else the usable CPU count."""
+    """Worker threads: the running check's own (``using_threads``), else ``KRAFTCHECK_THREADS`` if
+    set (more than the CPUs is allowed: tests run several threads on one), else the usable CPU count."""
+    if _run_threads is not None:
+        return _run_threads
     requested = requested_threads()
     return usable_cpus() if requested is None else requested
+
+
+@contextmanager
+def using_threads(threads: Optional[int]) -> Iterator[None]:
+    """Run the body with ``threads`` worker threads (None: ``thread_count``'s default). The
+    count travels in a run's options (``Options.threads``); the explorer sets it here for the
+    kernels it calls, and the previous count is back when the run ends."""
+    global _run_threads
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0):
+        raise UsageError(f"threads: give a positive number of threads, got {threads!r}")
+    before = _run_threads
+    _run_threads = threads if threads is not None else before
+    try:
+        yield
+    finally:
+        _run_threads = before
 
 
 def run_parts(fn: Callable[[int], None], parts: int) -> None:
     """Call ``fn(0) .. fn(parts - 1)`` concurrently and wait for all of them; re-raise the first
     error. ``fn(0)`` runs in the calling thread, which would otherwise only wait (one hand-off to
     the pool fewer per call, and no part is left running when this returns, error or not)."""
-    global _pool
+    global _pool, _pool_size
     if parts <= 1:
         if parts == 1:
             fn(0)
         return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=thread_count(), thread_name_prefix="kraftcheck")
+    if _pool is None or _pool_size < thread_count():  # a later run may ask for more threads than the first
+        if _pool is not None:
+            _pool.shutdown(wait=False)
+        _pool_size = thread_count()
+        _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="kraftcheck")
     futures = [_pool.submit(fn, j) for j in range(1, parts)]
     error: BaseException | None = None
     try:
