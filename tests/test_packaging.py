@@ -234,13 +234,16 @@ def layer_of(name: str) -> tuple[int, str] | None:
 def layering_violations(source: str, path: Path) -> list[str]:
     module, is_package = _module_name(path)
     mine = layer_of(module)
-    problems = []
+    problems, refused = [], set()
     for line, name in imported_modules(source, module, is_package):
         where = f"{path.relative_to(ROOT)}:{line}"
         if name.split(".")[0] in OLD_TOP_LEVEL_NAMES:
             problems.append(f"{where} imports {name}: use kraftcheck.{name}")
         theirs = layer_of(name)
+        if any(_within(name, earlier) for at, earlier in refused if at == line):
+            continue  # ``from P import x``: P said already
         if mine is not None and theirs is not None and theirs[1] != mine[1] and theirs[0] >= mine[0]:
+            refused.add((line, name))
             direction = "up" if theirs[0] > mine[0] else "sideways"
             problems.append(f"{where}: {mine[1]} must not import {name} ({direction}: the layers are "
                             f"{' < '.join('/'.join(layer) for layer in LAYERS)})")
