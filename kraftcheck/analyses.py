@@ -25,6 +25,7 @@ from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.explore.result import ProgressFn, Result, Violation, no_progress
 from kraftcheck.checker.model import Model
+from kraftcheck.traces import dump_state_graph
 from kraftcheck.traces.analysis_traces import write_lasso_trace, write_stuck_trace
 from kraftcheck.traces.graph import jsonable
 from kraftcheck.traces.states import readable_state
@@ -72,12 +73,11 @@ def _run_analyses(reporter: Any, model: Model, dump_graph: Optional[str], availa
     """``built``: ``[the state graph the check built while exploring]`` if it did (else each
     analysis builds its own); it is taken out of the list once its last user has it, so its
     memory goes back before another variant's graph is built."""
-    from kraftcheck import traces
     done = GraphAnalyses()
     try:
         if dump_graph:
             write_kept("the state graph", dump_graph,
-                       lambda: done.found.update(state_graph=traces.dump_state_graph(model, dump_graph, limit)),
+                       lambda: done.found.update(state_graph=dump_state_graph(model, dump_graph, limit)),
                        done.unwritten)
         if liveness:
             reporter.note("liveness: analysing the state graph")
