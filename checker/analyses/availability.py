@@ -93,7 +93,7 @@ def availability_predicate(model: Model) -> Predicate:
 
 
 def variant_models(model: Model) -> dict[str, Model]:
-    """The model of each variant by name, in the spec's order (``model`` itself for its own settings)."""
+    """The model of each variant by name, in the spec's order (one ``Model(spec)`` for the spec's own settings)."""
     spec = model.spec
     variants = spec.availability_variants() or {"as configured": spec.params}
     own = Model(spec)
