@@ -102,8 +102,7 @@ class SparkExplorer:
         if options.resume:  # refused before Spark starts, if it must be
             resumed_partitions = read_manifest(root)["identity"].get("partitions")
             manifest = check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
-            damaged = workdir.damage(str(root), manifest["part_counts"], model.layout.nwords, resumed_partitions,
-                                     options.fingerprints)
+            damaged = workdir.damage(str(root), manifest, resumed_partitions)
             if damaged:
                 raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
                                  f"({damaged}); it cannot be resumed: start the run afresh in a new --work-dir")
@@ -281,6 +280,8 @@ class _SparkRun:
         self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")  # the executors use the driver's, if set
         self.level_start: list[int] = []              # global index of each level's first state
         self.part_counts: list[tuple[int, ...]] = []  # states per part file, per level
+        self.level_files: list[list[dict]] = []  # per level, per part: kind -> size and digest
+        self.run_files: dict[int, dict[tuple[int, int], dict]] = {}  # bucket -> run -> kind -> size and digest
         self.generated = 0
         self.fired = np.zeros(len(model.actions), np.int64)
         self.new_per_action = np.zeros(len(model.actions), np.int64)
@@ -364,17 +365,18 @@ class _SparkRun:
         words = words[:n][inside[:n]]
         self.generated = n
         n = words.shape[0]
-        workdir.save(workdir.part_path(self.root, 0, 0, "words"), words)
-        workdir.save(workdir.part_path(self.root, 0, 0, "parents"), np.full(n, workdir.INITIAL_PARENT, np.uint64))
-        workdir.save(workdir.part_path(self.root, 0, 0, "labels"), np.zeros(n, np.uint16))
+        self.level_files.append([{kind: workdir.save(workdir.part_path(self.root, 0, 0, kind), data)
+                                  for kind, data in (("words", words),
+                                                     ("parents", np.full(n, workdir.INITIAL_PARENT, np.uint64)),
+                                                     ("labels", np.zeros(n, np.uint16)))}])
         hashes = fingerprints(words)
         buckets = tasks.bucket_of(hashes, self.partitions, self.options.fingerprints)
         for b in range(self.partitions):
             if self.options.fingerprints:
-                tasks.add_run(self.root, b, 0, np.sort(tasks.clipped(hashes[buckets == b])))
+                self._written_run(tasks.add_run(self.root, b, 0, np.sort(tasks.clipped(hashes[buckets == b]))))
             else:
                 run_words, run_fps = tasks.exact_run(words[buckets == b])
-                tasks.add_run(self.root, b, 0, run_fps, run_words)
+                self._written_run(tasks.add_run(self.root, b, 0, run_fps, run_words))
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
@@ -439,8 +441,11 @@ class _SparkRun:
             lambda g, items: tasks.order_parts(plan, holder, groups[g], items))
         parts = sorted(self._run_job(stats.collect), key=lambda s: s["task"])
         workdir.remove_candidates(self.root, plan.level)  # read by this job only
+        for s in parts:
+            for written in s["runs"]:
+                self._written_run(written)
         self.expansion = None
-        ranges = expansion.records
+        ranges, written_parts = expansion.records, parts
         hits = self._first_violations(ranges, parts)
         stop = bool(hits) and not self.options.keep_going
         if stop:
@@ -457,6 +462,7 @@ class _SparkRun:
         if new:  # a level without new states is not a level (the search is over)
             self.level_start.append(plan.splits[-1])
             self.part_counts.append(tuple(s["count"] for s in parts))
+            self.level_files.append([s["files"] for s in written_parts])
             if plan.expand_next and not stop:
                 firsts = tuple(np.cumsum([plan.splits[-1]] + list(self.part_counts[-1])).tolist())
                 self.expansion = self._expansion(firsts, [s["next"] for s in parts])
@@ -633,6 +639,8 @@ class _SparkRun:
                 "found": {name: list(at) for name, at in self.found_at.items()},
                 "spark_levels": [dataclasses.asdict(f) for f in self.meter.figures.levels],
                 "spark_figures_unavailable": self.meter.figures.unavailable,
+                "level_files": self.level_files,
+                "visited_files": self._visited_files(),
                 "finished": finished, "status": self.result.status if finished else None}
 
     def _commit(self) -> None:
@@ -647,10 +655,23 @@ class _SparkRun:
         write_manifest(Path(self.root), self.identity, self._record(finished=False))
         self._remove_stale_runs()
 
+    def _written_run(self, written: dict) -> None:
+        """A visited run a task (or the driver) wrote, with its files' records."""
+        first, last = map(int, written["run"].split("-"))
+        self.run_files.setdefault(written["bucket"], {})[first, last] = written["files"]
+
+    def _visited_files(self) -> dict[str, dict[str, dict]]:
+        """For the manifest: each bucket's runs that hold the finished levels, with their files'
+        records (not the runs a merge replaced, nor those of a level not finished)."""
+        through = self.depth - 1
+        return {str(b): {workdir.run_name(*run): runs[run] for run in workdir.run_cover(list(runs), through)}
+                for b, runs in sorted(self.run_files.items())}
+
     def _remove_stale_runs(self) -> None:
         for b in range(self.partitions):
             for run in workdir.stale_runs(self.root, b, self.depth - 1):
                 workdir.remove_run(self.root, b, run)
+                self.run_files.get(b, {}).pop(run, None)
 
     def _resume(self) -> bool:
         """Continue from the manifest's last finished level: drop what a killed run wrote after it,
@@ -658,6 +679,9 @@ class _SparkRun:
         manifest = check_resumable(Path(self.root), self.identity)
         self.level_start = list(manifest["level_start"])
         self.part_counts = [tuple(c) for c in manifest["part_counts"]]
+        self.level_files = manifest["level_files"]
+        self.run_files = {int(b): {tuple(map(int, name.split("-"))): files for name, files in runs.items()}
+                          for b, runs in manifest["visited_files"].items()}
         finished = len(self.level_start)
         for path in (Path(self.root) / "levels").glob("level-*"):
             if int(path.name.split("-")[1]) >= finished:

@@ -264,14 +264,16 @@ def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partition
 
 def deduplicate(plan: LevelPlan, bucket: int) -> Iterator[tuple[int, tuple]]:
     """Step 2 for hash bucket ``bucket``: the new states of the bucket, each sent to the step-3 task
-    whose range of parents holds its parent."""
+    whose range of parents holds its parent, and the record of the visited run it wrote, sent to
+    task ``bucket`` (which hands it to the driver)."""
     words, keys = read_candidates(plan, bucket)
     if plan.fingerprints:
         words, keys, fps = _new_by_fingerprint(plan, bucket, words, keys)
-        add_run(plan.root, bucket, plan.level + 1, fps)  # sorted: a run
+        written = add_run(plan.root, bucket, plan.level + 1, fps)  # sorted: a run
     else:
         words, keys, fps = _new_exact(plan, bucket, words, keys)
-        add_run(plan.root, bucket, plan.level + 1, fps, words)
+        written = add_run(plan.root, bucket, plan.level + 1, fps, words)
+    yield bucket, ("run", written)  # to the driver, through the task of part ``bucket``
     if keys.size:
         targets = np.searchsorted(np.array(plan.splits, np.int64), keys // plan.nlabels, side="right") - 1
         yield from _grouped(targets, words, keys, plan.partitions)
@@ -334,12 +336,13 @@ def merge_runs(a_fps: np.ndarray, a_words: Optional[np.ndarray], b_fps: np.ndarr
     return fps, words
 
 
-def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional[np.ndarray] = None) -> None:
+def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional[np.ndarray] = None) -> dict:
     """Add level ``level``'s new states of ``bucket`` (sorted by (fingerprint, words); no words
     with --fingerprints) to its visited runs: a run of their own, merged with the run before it
     while that one is at most ``MERGE_RATIO`` times larger. The runs read are left in place (the
     driver removes them once the level is committed), so a task run again reads what its first
-    attempt read and writes the same file."""
+    attempt read and writes the same file. Returns the run written: its bucket, its name and its
+    files' records (sizes and digests, for the manifest)."""
     runs = workdir.visited_runs(root, bucket, level - 1)
     first = level
     while runs and workdir.run_size(root, bucket, runs[-1]) <= MERGE_RATIO * fps.size:
@@ -347,9 +350,11 @@ def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional
         old_fps, old_words = open_run(root, bucket, run, 0 if words is None else words.shape[1], words is not None)
         fps, words = merge_runs(old_fps, old_words, fps, words)
         first = run[0]
+    files = {}
     if words is not None:
-        workdir.save(workdir.run_path(root, bucket, first, level, "words"), words)
-    workdir.save(workdir.run_path(root, bucket, first, level, "fps"), fps)  # last: now the run counts
+        files["words"] = workdir.save(workdir.run_path(root, bucket, first, level, "words"), words)
+    files["fps"] = workdir.save(workdir.run_path(root, bucket, first, level, "fps"), fps)  # last: now it counts
+    return {"bucket": bucket, "run": workdir.run_name(first, level), "files": files}
 
 
 def _first_of_each_state(words: np.ndarray, keys: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -463,22 +468,26 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
     of the new level; check their invariants; expand them (``plan.expand_next``: step 1 of the
     next level, as its range ``task``). Returns its counters, the first violating key of each
-    invariant, and the expansion's record (``next``; None if not expanded)."""
+    invariant, the expansion's record (``next``; None if not expanded), the records of its part's
+    files (``files``) and of the visited runs written by the deduplication of bucket ``task`` (``runs``)."""
     kernels = worker_kernels(plan, model_holder)
     model = kernels.model
-    words_parts, key_parts = [], []
+    words_parts, key_parts, runs = [], [], []
     for _, item in items:
-        words_parts.append(item[1])
-        key_parts.append(item[2])
+        if item[0] == "run":
+            runs.append(item[1])
+        else:
+            words_parts.append(item[1])
+            key_parts.append(item[2])
     words = np.concatenate(words_parts) if words_parts else np.empty((0, plan.nwords), np.uint64)
     keys = np.concatenate(key_parts) if key_parts else np.empty(0, np.int64)
     by_key = np.argsort(keys)  # keys are unique (a transition's): any sort gives the one order
     words, keys = words[by_key], keys[by_key]
     labels = (keys % plan.nlabels).astype(np.uint16)
     new_level = plan.level + 1
-    workdir.save(workdir.part_path(plan.root, new_level, task, "words"), words)
-    workdir.save(workdir.part_path(plan.root, new_level, task, "parents"), (keys // plan.nlabels).astype(np.uint64))
-    workdir.save(workdir.part_path(plan.root, new_level, task, "labels"), labels)
+    files = {kind: workdir.save(workdir.part_path(plan.root, new_level, task, kind), data)
+             for kind, data in (("words", words), ("parents", (keys // plan.nlabels).astype(np.uint64)),
+                                ("labels", labels))}
     inv_min = np.full(len(model.invariants), NO_HIT, np.int64)
     if model.invariants and keys.size:
         first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
@@ -487,7 +496,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     return [{
         "task": task, "count": int(keys.size),
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),
-        "invariants": inv_min.tolist(), "next": expansion,
+        "invariants": inv_min.tolist(), "next": expansion, "files": files, "runs": runs,
     }]
 
 

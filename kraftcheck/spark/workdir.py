@@ -23,7 +23,9 @@ file system (NFS, a mounted volume); on one machine any directory works. Layout:
     next job's deduplication reads them; the driver removes them once that job is done, and a
     resumed run removes them all and expands its last level again.
 
-Every file is written under a temporary name and renamed, with a name that depends only on what
+The files of levels and visited runs are fsynced with their folders, and their sizes and SHA-256
+digests go to the manifest, which a resume checks every file against before any is read
+(``damage``). Every file is written under a temporary name and renamed, with a name that depends only on what
 it holds, so a task that Spark runs twice writes the same file twice and a reader never sees half.
 A run counts once its ``.fps`` file exists (written last). Runs a merge replaced are removed by
 the driver once the level that merged them is committed (``stale_runs``), never by a task: a task
@@ -42,6 +44,8 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
+from kraftcheck.checker.explore.checkpoint import RESTORE, CheckpointDamaged, check_level_file, file_record
+from kraftcheck.checker.files import file_digest
 
 INITIAL_PARENT = np.uint64(0xFFFFFFFFFFFFFFFF)  # the parent index of an initial state
 _RUN = re.compile(r"runs-(\d{4,})-(\d{4,})\.fps$")
@@ -75,25 +79,28 @@ def bucket_dir(root: str, bucket: int) -> Path:
 
 def run_path(root: str, bucket: int, first: int, last: int, kind: str = "fps") -> Path:
     """The ``kind`` file (``fps`` or ``words``) of bucket ``bucket``'s run of levels first..last."""
-    return bucket_dir(root, bucket) / f"runs-{first:04d}-{last:04d}.{kind}"
+    return bucket_dir(root, bucket) / f"runs-{run_name(first, last)}.{kind}"
 
 
-def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
+def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
     """Write ``array``'s bytes to ``path`` atomically (temporary file in the same directory,
     rename); ``durable``: on disk (file and rename) before this returns, so that the manifest
-    that names it, written after, never names data a crash can take back. A full disk raises
-    ``OSError`` ENOSPC (numpy's own ``tofile`` says only "N requested and M written")."""
+    that names it, written after, never names data a crash can take back, and its size and
+    digest returned for the manifest (``checkpoint.file_record``; None if not durable). A full
+    disk raises ``OSError`` ENOSPC (numpy's own ``tofile`` says only "N requested and M written")."""
     root = path.parent.parent.parent  # every file is at ROOT/KIND/FOLDER/FILE
     if not root.is_dir():  # a work dir removed mid-run stays removed: no task recreates it
         raise FileNotFoundError(errno.ENOENT, "the work dir is gone", str(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    record = None
     try:
         with open(tmp, "wb") as f:
             f.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # no copy of the bytes
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
+                record = file_record(os.fstat(f.fileno()).st_size, file_digest(tmp))
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half file
@@ -102,6 +109,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> None:
         raise
     if durable:
         _sync_folder(path.parent)
+    return record
 
 
 def sync_folders(root: str) -> None:
@@ -181,34 +189,36 @@ def remove_run(root: str, bucket: int, run: tuple[int, int]) -> None:
         run_path(root, bucket, *run, kind).unlink(missing_ok=True)
 
 
-def damage(root: str, part_counts: list, nwords: int, partitions: int, fingerprints: bool) -> Optional[str]:
-    """What in ``root`` does not hold the finished levels a manifest describes (``part_counts``:
-    states per part file, per level): a part file or visited run missing, or of another size, or
-    a visited set of another size than the levels; None if everything is there. Sizes only: a
-    resumed run must not build on files that are gone or cut short."""
-    for level, counts in enumerate(part_counts):
-        for part, count in enumerate(counts):
-            for kind, width in (("words", 8 * nwords), ("parents", 8), ("labels", 2)):
-                path = part_path(root, level, part, kind)
-                try:
-                    size = path.stat().st_size
-                except OSError:
-                    return f"{path} is missing"
-                if size != count * width:
-                    return f"{path} holds {size:,} bytes where the manifest's {count:,} states take {count * width:,}"
-    states = 0
-    for bucket in range(partitions):
-        try:
-            cover = visited_runs(root, bucket, len(part_counts) - 1)
+def damage(root: str, manifest: dict, partitions: int) -> Optional[str]:
+    """What in ``root`` does not hold the finished levels ``manifest`` describes: a part file or a
+    visited run missing, cut short or changed since its writer recorded its size and digest
+    (``level_files``, ``visited_files``), or a bucket whose runs are not the ones named; None if
+    everything is there as written. A resumed run must not build on files that are gone or damaged."""
+    if "level_files" not in manifest:
+        return "its files carry no checksums (written by an earlier kraftcheck), so they cannot be verified"
+    try:
+        for level, parts in enumerate(manifest["level_files"]):
+            for part, files in enumerate(parts):
+                for kind, record in files.items():
+                    check_level_file(part_path(root, level, part, kind), record)
+        through = len(manifest["level_files"]) - 1
+        for bucket in range(partitions):
+            named = manifest["visited_files"].get(str(bucket), {})
+            try:
+                cover = visited_runs(root, bucket, through)
+            except FileNotFoundError as e:
+                return f"bucket {bucket}'s visited set: {e}"
+            if sorted(run_name(*run) for run in cover) != sorted(named):
+                return (f"bucket {bucket}'s visited runs are {[run_name(*run) for run in cover]} where the "
+                        f"manifest names {sorted(named)}")
             for run in cover:
-                fps = run_path(root, bucket, *run, "fps").stat().st_size
-                words = None if fingerprints else run_path(root, bucket, *run, "words").stat().st_size
-                if fps % 8 or (words is not None and words != fps // 8 * 8 * nwords):
-                    return f"bucket {bucket}'s visited run {run[0]}-{run[1]} is cut short"
-                states += fps // 8
-        except OSError as e:
-            return f"bucket {bucket}'s visited set: {e}"
-    levels = sum(sum(counts) for counts in part_counts)
-    if states != levels:
-        return f"the visited set holds {states:,} states where the levels hold {levels:,}"
+                for kind, record in named[run_name(*run)].items():
+                    check_level_file(run_path(root, bucket, *run, kind), record)
+    except CheckpointDamaged as e:
+        return str(e).removesuffix(f"; {RESTORE}")
     return None
+
+
+def run_name(first: int, last: int) -> str:
+    """How a manifest names a run of levels first..last (its files' name without the kind)."""
+    return f"{first:04d}-{last:04d}"
