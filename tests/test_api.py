@@ -121,3 +121,31 @@ def test_parameters_a_spec_refuses_with_a_value_error_are_a_usage_error(tmp_path
     result = CliRunner().invoke(cli, ["check", "--spec", f"{path}:EvenJugs", "--param", "big=5"])
     assert result.exit_code == 2 and said in result.stderr and "even_jugs.py:9" in result.stderr, result.stderr
     assert "Traceback" not in result.output
+
+
+# -- one request, whoever builds it -----------------------------------------------------------------
+
+def test_a_request_made_into_command_arguments_is_the_request_the_command_line_builds(tmp_path):
+    """ci and sweep run each check as ``kraftcheck check`` with ``request.command_arguments()``:
+    the command line parses them back into the very request (every option a check takes)."""
+    from kraftcheck.cli.check_cmd import check, request_from
+    from kraftcheck.request import CheckRequest
+    request = CheckRequest("two_phase", {"rm": 3}, invariants=("tc_consistent",), constraints=("c",),
+                           deadlock=False, keep_going=True, max_states=10, max_depth=4, time_limit=2.5,
+                           max_memory_gib=1.5, engine="reference", compile="now", fingerprints=True,
+                           checkpoint=str(tmp_path / "ck"), threads=1, liveness=True,
+                           dump_graph=str(tmp_path / "g.graphml"), graph_limit=7, json_path=str(tmp_path / "r.json"),
+                           trace_dir=str(tmp_path / "t"))
+    given = check.make_context("check", request.command_arguments()).params
+    for shown in ("quiet", "no_color"):
+        given.pop(shown)
+    assert request_from(given) == request
+
+
+def test_threads_travel_in_the_options_and_a_bad_count_is_refused_before_any_work(monkeypatch):
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "many")  # the default only: the run's own count comes first
+    assert kraftcheck.check(DieHard, threads=1).distinct_states == 14
+    Watched.built = 0
+    with pytest.raises(kraftcheck.UsageError, match="threads: must be greater than 0, got 0"):
+        kraftcheck.check(Watched, threads=0)
+    assert Watched.built == 0

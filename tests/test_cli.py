@@ -98,31 +98,51 @@ def test_interrupt_exits_130(monkeypatch):
     assert result.exit_code == 130
 
 
+# the command line with a progress line at every snapshot (not every 10 s), so a test can wait for one
+CHECK_WITH_EVERY_PROGRESS_LINE = ("import sys; import kraftcheck.cli.terminal as t; t.PLAIN_PROGRESS_EVERY_S = 0; "
+                                  "from kraftcheck.cli.main import main; sys.argv[0] = 'kraftcheck'; main()")
+EXPLORED_LINE = re.compile(r"depth [\d,]+\s+distinct ([1-9][\d,]*)")  # a level of states explored
+
+
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path, signal_name):
-    """Ctrl-C (SIGINT) or SIGTERM in the middle of a real exploration (Two-Phase rm=12 takes
-    much longer than the wait: rm=9 now ends within it, the bytecode tier exploring while the
-    kernels compile): the summary with the counts explored so far comes first, then the
-    interrupt is said, and the exit code is 130; the JSON report is written with the same counts.
+    """Ctrl-C (SIGINT) or SIGTERM in the middle of a real exploration (Two-Phase rm=12, far longer
+    than the test), sent once the run's progress says it has explored states: the summary with the
+    counts explored so far comes first, then the interrupt is said, and the exit code is 130; the
+    JSON report is written with the same counts.
     The run starts with SIGINT's default action, as from a terminal: a suite started as a
     background job of a non-interactive shell has SIGINT ignored, which its children inherit, and
     Python then installs no Ctrl-C handler (the convention that keeps such jobs running)."""
     import signal
-    import time
+    import threading
     report_path = tmp_path / "report.json"
-    proc = subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=12",
-                             "--no-color", "--json", str(report_path), "--trace-dir", str(tmp_path)],
+    proc = subprocess.Popen([sys.executable, "-c", CHECK_WITH_EVERY_PROGRESS_LINE, "check", "--spec", "two_phase",
+                             "--param", "rm=12", "--no-color", "--json", str(report_path), "--trace-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    err_lines: list[str] = []
+    explored = threading.Event()
+
+    def read_standard_error() -> None:
+        for line in proc.stderr:
+            err_lines.append(line)
+            if EXPLORED_LINE.search(line):
+                explored.set()
+
+    reader = threading.Thread(target=read_standard_error, daemon=True)
+    reader.start()
     try:
-        time.sleep(6)
+        assert explored.wait(timeout=600), "no progress line with states explored:\n" + "".join(err_lines)
         assert proc.poll() is None, "the run ended before it could be interrupted"
         proc.send_signal(getattr(signal, signal_name))
-        out, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        out = proc.stdout.read()
+        reader.join(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    err = "".join(err_lines)
     assert proc.returncode == 130, err
     report = json.loads(report_path.read_text())
     assert report["result"] == "incomplete" and report["distinct_states"] > 0

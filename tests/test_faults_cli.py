@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from kraftcheck.checker.files import descriptor_of, output_kind, write_output
 from kraftcheck.cli.main import cli
-from kraftcheck.cli.validate import worker_threads
+from kraftcheck.pipeline import worker_threads
 
 DIE_HARD = ["check", "--spec", "die_hard", "--no-color"]  # 16 states: violated (exit 1) in a blink
 
@@ -187,7 +187,7 @@ def test_check_refuses_numbers_that_are_not(option, value, message):
 
 
 def test_threads_beyond_the_cpus_are_lowered_with_a_note(monkeypatch, tmp_path):
-    monkeypatch.setenv("KRAFTCHECK_THREADS", "1")  # restored after the test: the CLI sets it for its run
+    monkeypatch.setenv("KRAFTCHECK_THREADS", "1")  # the default the command line's --threads overrides
     notes: list[str] = []
     cpus = len(os.sched_getaffinity(0))
     assert worker_threads(cpus + 3000, notes.append) == cpus and f"--threads {cpus + 3000}" in notes[0]

@@ -142,7 +142,7 @@ def test_a_disk_full_without_violations_is_incomplete(monkeypatch, tmp_path):
 
 
 def test_a_full_trace_dir_names_the_trace_and_keeps_the_verdict_and_the_json(tmp_path, monkeypatch):
-    monkeypatch.setattr("kraftcheck.cli.outcome.atomic_write", _full)
+    monkeypatch.setattr("kraftcheck.pipeline.atomic_write", _full)
     result, out = _check(tmp_path, "--spec", "die_hard")
     assert result.exit_code == 1, out
     assert "the run stopped before its end" not in out
@@ -326,7 +326,7 @@ def test_a_trace_refused_for_another_reason_than_a_full_disk_is_named_with_its_r
     the verdict, the other outputs and the verdict's exit code still follow."""
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr("kraftcheck.cli.outcome.atomic_write", refused)
+    monkeypatch.setattr("kraftcheck.pipeline.atomic_write", refused)
     result, out = _check(tmp_path, "--spec", "die_hard")
     assert result.exit_code == 1, out
     assert "not written to" in out and "(Permission denied)" in out

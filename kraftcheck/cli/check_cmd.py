@@ -1,54 +1,39 @@
-"""``kraftcheck check``: explore a spec exhaustively and report the verdict."""
+"""``kraftcheck check``: explore a spec exhaustively and report the verdict.
+
+The command turns click's values into one ``CheckRequest`` (kraftcheck/request.py), runs it
+through the pipeline (kraftcheck/pipeline.py) and renders what came back (cli/outcome.py).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import sys
-from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import click
 
-from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args
-from kraftcheck.cli.terminal import Terminal
-from kraftcheck.cli.graph_analyses import analyse_after_check
-from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
-                                    exit_code)
-from kraftcheck.cli.validate import positive, positive_number, simulation_depth, worker_threads
-from kraftcheck.checker.dirlock import LOCK_FILE
 from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
 from kraftcheck.checker.errors import KraftcheckError, UsageError
-from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
-from kraftcheck.checker.explore.checkpoint import check_resume_dir
 from kraftcheck.checker.explore.stop import install_stop_handlers
-from kraftcheck.checker.explore.result import Options, Result
-from kraftcheck.api import explorer_for
-from kraftcheck.checker.model import Model, spec_instance
-from kraftcheck.checker.symmetry import canonicaliser_for
-from kraftcheck.cli.paths import check_graph_file, check_output_dir, check_output_file, refuse_two_on_stdout, to_stdout
-from kraftcheck.cli.simulation import (SimulationRequest, refuse_with_simulate, refuse_without_simulate,
-                                       run_simulation, simulation_strategy)
+from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
+                                    exit_code)
+from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args, parse_spark_conf
+from kraftcheck.cli.paths import to_stdout
+from kraftcheck.cli.simulation import refuse_without_simulate, simulation_strategy
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.cli.validate import positive, positive_number, simulation_depth
+from kraftcheck.request import CheckRequest, Simulation, SparkSettings
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
-
-
 
 DEFAULT_PARAMS = spec_class(DEFAULT_SPEC).Params
 
 
-def gather_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str, Any]) -> Any:
-    """The Params instance of ``spec_name`` from ``--param`` items and the default spec's options."""
-    cls = spec_class(spec_name)
+def spec_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str, Any]) -> dict[str, Any]:
+    """The typed parameters of ``spec_name`` from ``--param`` items and the default spec's own options."""
     given = {k[len("spec_"):]: v for k, v in derived.items() if v is not None}
     if given and spec_name != DEFAULT_SPEC:
         flag = option_name(next(iter(given)))
         raise UsageError(f"{flag} is an option of spec {DEFAULT_SPEC}; for spec {spec_name} use --param KEY=VALUE")
-    values = merge_params(given, parse_param_args(cls.Params, spec_name, param_items))
-    defaults = {f.name for f in dataclasses.fields(cls.Params)}
-    unknown = set(values) - defaults
-    if unknown:
-        raise UsageError(f"spec {spec_name} has no parameter {sorted(unknown)[0]!r}")
-    return cls, spec_instance(cls, values).params  # a spec refusing the values says so, before any work
+    return merge_params(given, parse_param_args(spec_class(spec_name).Params, spec_name, param_items))
 
 
 def default_max_memory_gib() -> float:
@@ -57,115 +42,11 @@ def default_max_memory_gib() -> float:
     return 0.85 * psutil.virtual_memory().total / 2**30
 
 
-def run_check(terminal: Terminal, spec: str, params: tuple[str, ...], invariants: tuple[str, ...],
-              keep_going: bool, max_states: Optional[int], max_depth: Optional[int],
-              time_limit: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-              derived: dict[str, Any], max_memory_gib: Optional[float] = None, compile: str = "background",
-              fingerprints: bool = False, checkpoint: Optional[str] = None, resume: Optional[str] = None,
-              graph: tuple[Optional[str], bool, bool, int] = (None, False, False, 20_000),
-              spark: Optional[dict[str, Any]] = None, symmetry: bool = False,
-              constraints: tuple[str, ...] = (), deadlock: Optional[bool] = None,
-              simulation: Optional[SimulationRequest] = None) -> int:
-    """One check, then the whole-graph analyses ``graph`` = (--dump-graph, --availability,
-    --liveness, --graph-limit) if asked for; the JSON report holds both. Returns the exit code.
-    ``simulation``: random behaviours (--simulate) instead of the exhaustive search."""
-    dump_graph, availability, liveness, graph_limit = graph
-    if simulation is not None:
-        refuse_with_simulate(engine, fingerprints, symmetry, checkpoint, resume, max_states, max_depth,
-                             bool(dump_graph or availability or liveness))
-    # every output location is checked before exploring: a bad one must not cost the run
-    check_output_file(json_path, "--json")
-    check_output_dir(trace_dir, "--trace-dir")
-    check_graph_file(dump_graph, "--dump-graph")
-    if checkpoint and resume:
-        raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
-    if engine == "reference" and (checkpoint or resume):
-        raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
-    if engine == "engine":
-        check_resume_dir(resume)  # a mistyped path: refused before any work, and nothing created
-    check_output_dir(checkpoint or resume, "--checkpoint" if checkpoint else "--resume")
-    if symmetry and engine == "spark":
-        raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
-    if symmetry and (dump_graph or availability or liveness):
-        raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
-                         "need every state")
-    cls, param_values = gather_params(spec, params, derived)
-    if engine == "engine" and compile == "background" and simulation is None:
-        start_interpreter_compile()  # an installation's first run: beside building the model
-    model = Model(cls(param_values), check=list(invariants) or None, constraints=list(constraints) or None,
-                  deadlock=deadlock)
-    if symmetry:
-        canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
-    from kraftcheck.traces.liveness import unchecked_liveness
-    not_checked = unchecked_liveness(model, checking=liveness)  # a bad fairness name: refused now, on every run
-    max_memory = int((max_memory_gib or default_max_memory_gib()) * 2**30)
-    if simulation is not None:
-        result, run_options = run_simulation(terminal, model, simulation, keep_going, time_limit, max_memory, compile)
-        return report_outcome(terminal, model, result, run_options, trace_dir, json_path, not_checked)
-    # the analyses need every state: they imply --continue, and the compiled engine records the
-    # graph while it explores (others leave it to a recording pass of its own)
-    analyses_wanted = availability or liveness
-    keep_going = keep_going or analyses_wanted
-    record = analyses_wanted and engine == "engine" and not fingerprints and not (checkpoint or resume)
-    options = Options(max_states=max_states, max_depth=max_depth, time_limit=time_limit, keep_going=keep_going,
-                      max_memory=max_memory, fingerprints=fingerprints, checkpoint_dir=checkpoint or resume,
-                      resume=bool(resume), record_graph=record, symmetry=symmetry)
-    explorer = explorer_for(engine, compile, spark)
-    terminal.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
-                  f"{model.layout.state_bits} bits per state")
-    terminal.start_progress()
-    try:
-        result = explorer.explore(model, options, terminal.progress)
-    finally:
-        terminal.stop_progress()
-
-    run_options = {"invariants": list(invariants), "continue": keep_going, "max_states": max_states,
-                   "max_depth": max_depth, "time_limit": time_limit, "max_memory_bytes": max_memory,
-                   "engine": engine, "compile": compile, "fingerprints": fingerprints,
-                   "checkpoint": checkpoint, "resume": resume, "symmetry": symmetry,
-                   "constraints": [c.name for c in model.constraints + model.action_constraints],
-                   "deadlock": model.check_deadlock}
-    outcome = Outcome(terminal, model, result, run_options, not_checked)
-    outcome.write_traces(trace_dir)  # the traces first: the analyses' lassos, the summary and JSON follow
-    outcome.add_analyses(analyse_after_check(
-        terminal, result, lambda: Model(cls(param_values), constraints=list(constraints) or None, deadlock=deadlock),
-        dump_graph, availability, liveness, graph_limit, max_states, max_memory, trace_dir, run_options))
-    return outcome.report(json_path)
-
-
-def report_outcome(terminal: Terminal, model: Model, result: Result, run_options: dict[str, Any], trace_dir: str,
-                   json_path: Optional[str], not_checked: Sequence[str] = ()) -> int:
-    """A simulation's outcome: its trace files, the summary, the JSON report; the exit code."""
-    outcome = Outcome(terminal, model, result, run_options, not_checked)
-    outcome.write_traces(trace_dir)
-    return outcome.report(json_path)
-
-
-def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir: Optional[str],
-                   wait: Optional[float] = None) -> dict[str, Any]:
-    """The Spark explorer's keyword arguments from --master, --spark-conf, --work-dir and
-    --spark-wait (only those given: with none, the explorer's defaults)."""
-    settings: dict[str, Any] = {}
-    if master:
-        settings["master"] = master
-    if conf_items:
-        conf = {}
-        for item in conf_items:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise UsageError(f"--spark-conf {item!r}: give KEY=VALUE, e.g. spark.executor.memory=8g")
-            conf[key.strip()] = value
-        settings["conf"] = conf
-    if work_dir:
-        check_output_dir(work_dir, "--work-dir")
-        given = Path(work_dir).expanduser()
-        # a work dir with a run's lock file is the explorer's to judge: it names the run holding it
-        if given.is_dir() and not (given / LOCK_FILE).exists() and any(given.iterdir()):
-            raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
-        settings["work_dir"] = work_dir
-    if wait is not None:
-        settings["wait_s"] = wait
-    return settings
+def run_check(terminal: Terminal, request: CheckRequest) -> int:
+    """Run ``request`` through the pipeline and render its outcome; the exit code."""
+    from kraftcheck import pipeline
+    checked = pipeline.run(request, terminal)
+    return Outcome(terminal, checked).report(request.json_path)
 
 
 @click.command(context_settings={"show_default": True})
@@ -239,8 +120,9 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
               "visited set, on a file system every executor sees.  [default: a temporary directory]")
 @click.option("--spark-wait", "spark_wait", type=float, callback=positive_number("seconds"), metavar="SECONDS",
               help="--engine spark: how long to wait for the master to take the run, then for an executor to "
-                   "register, before stopping with exit 2 (a master without workers).  [default: 60]")
-@click.option("--compile", "compile_mode", type=click.Choice(["background", "now"]), default="background",
+                   "register, before stopping with exit 2 (a master without workers); later, how long a level may go "
+                   "without any executor before stopping incomplete, exit 3.  [default: 60]")
+@click.option("--compile", "compile", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
                    "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
                    "default 1.5 s, 1 s in Python, then wait) while other processes compile them at the lowest "
@@ -248,17 +130,7 @@ def spark_settings(master: Optional[str], conf_items: tuple[str, ...], work_dir:
 @click.option("--threads", type=int, callback=positive, metavar="N", help="Worker threads. [default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
-def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], constraints: tuple[str, ...],
-          deadlock: Optional[bool], keep_going: bool,
-          max_states: Optional[int], max_depth: Optional[int], time_limit: Optional[float],
-          max_memory_gib: Optional[float], json_path: Optional[str], trace_dir: str, engine: str,
-          fingerprints: bool, symmetry: bool, checkpoint: Optional[str], resume: Optional[str], compile_mode: str,
-          threads: Optional[int], quiet: bool,
-          no_color: bool, dump_graph: Optional[str] = None, availability: bool = False,
-          liveness: bool = False, graph_limit: int = 20_000, master: Optional[str] = None, spark_conf: tuple[str, ...] = (),
-          work_dir: Optional[str] = None, spark_wait: Optional[float] = None, simulate: bool = False, seed: Optional[int] = None,
-          depth: Optional[int] = None, max_behaviours: Optional[int] = None, swarm: bool = False,
-          strategy: Optional[str] = None, **derived: Any) -> None:
+def check(**given: Any) -> None:
     """Explore every reachable state of a spec and check its invariants.
 
     Exit codes: 0 every invariant holds over the complete state space (and, with --liveness, every
@@ -270,23 +142,10 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     exhaustive), or an output that could not be written; 130 interrupted.
     """
     install_stop_handlers()
-    terminal = Terminal(quiet=quiet, color=False if no_color else None,
-                        results_to_stderr=to_stdout(json_path) or to_stdout(dump_graph))
+    terminal = Terminal(quiet=given.pop("quiet"), color=False if given.pop("no_color") else None,
+                        results_to_stderr=to_stdout(given["json_path"]) or to_stdout(given["dump_graph"]))
     try:
-        refuse_two_on_stdout({"--json": json_path, "--dump-graph": dump_graph})
-        threads = worker_threads(threads, terminal.note)
-        if threads:
-            os.environ["KRAFTCHECK_THREADS"] = str(threads)
-        if not simulate:
-            refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
-        simulation = SimulationRequest(seed, depth, max_behaviours, simulation_strategy(swarm, strategy)) \
-            if simulate else None
-        code = run_check(terminal, spec, params, invariants, keep_going, max_states, max_depth, time_limit,
-                         json_path, trace_dir, engine, derived, max_memory_gib, compile_mode, fingerprints,
-                         checkpoint, resume,
-                         graph=(dump_graph, availability, liveness, graph_limit),
-                         spark=spark_settings(master, spark_conf, work_dir, spark_wait), symmetry=symmetry,
-                         constraints=constraints, deadlock=deadlock, simulation=simulation)
+        code = run_check(terminal, request_from(given))
     except KraftcheckError as e:
         terminal.error(str(e))
         code = EXIT_USAGE
@@ -296,9 +155,31 @@ def check(spec: str, params: tuple[str, ...], invariants: tuple[str, ...], const
     except OSError as e:  # the disk filled up outside the exploration and its outputs, which keep what they found
         if not is_disk_full(e):
             raise
-        terminal.error(stopped_by_full_disk(disk_full_reason(e), checkpoint or resume))
+        terminal.error(stopped_by_full_disk(disk_full_reason(e), given["checkpoint"] or given["resume"]))
         code = EXIT_INCOMPLETE
     sys.exit(code)
+
+
+def request_from(given: dict[str, Any]) -> CheckRequest:
+    """The request click's values make: an option named as a field of CheckRequest is that field;
+    the spec's parameters, --simulate's and --engine spark's options are gathered here."""
+    given = dict(given)
+    derived = {k: given.pop(k) for k in list(given) if k.startswith("spec_")}
+    simulate = given.pop("simulate")
+    seed, depth, max_behaviours, swarm, strategy = (given.pop(k) for k in
+                                                    ("seed", "depth", "max_behaviours", "swarm", "strategy"))
+    if not simulate:
+        refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
+    spark = SparkSettings(given.pop("master"), parse_spark_conf(given.pop("spark_conf")), given.pop("work_dir"),
+                          given.pop("spark_wait"))
+    return CheckRequest(**{
+        **given,
+        "params": spec_params(given["spec"], given["params"], derived),
+        "constraints": given["constraints"] or None,
+        "max_memory_gib": given["max_memory_gib"] or default_max_memory_gib(),
+        "spark": spark,
+        "simulation": Simulation(seed, depth, max_behaviours, simulation_strategy(swarm, strategy))
+        if simulate else None})
 
 
 # -- whole-graph analyses (traces/): --availability, --liveness, --dump-graph, --graph-limit (before --no-color)

@@ -1,10 +1,11 @@
 """What a check or a simulation found, given in full whatever the disk does, and its exit code.
 
-In this order: the trace file of each violation, one by one (one the disk refuses is named, the
-next still written); the whole-graph analyses' findings merged into the verdict (a violated
-liveness property makes the run violated); the text summary and the analyses' sections (standard
-output on a full disk is named as any file is); the JSON report; then one error line per output
-not written, and what stopped the run if it stopped early.
+The pipeline (kraftcheck/pipeline.py) has written the trace file of each violation, one by one
+(one the disk refuses is named, the next still written), and merged the whole-graph analyses'
+findings into the verdict (a violated liveness property makes the run violated). Here, in this
+order: the text summary and the analyses' sections (standard output on a full disk is named as any
+file is); the JSON report; then one error line per output not written, and what stopped the run if
+it stopped early.
 
 The exit code is the verdict's: 1 if anything was violated, however the run ended (a full disk,
 a limit), else 3 if the run could not finish or an output could not be written, else 0. An
@@ -13,14 +14,12 @@ analysis that failed makes it 2, and the JSON report then says ``error``, never 
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from kraftcheck.checker.disk_full import DISK_FULL, UnwrittenFile, stopped_by_full_disk, write_kept
-from kraftcheck.checker.explore.concrete import check_in_stricter_variant
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Result
-from kraftcheck.checker.files import atomic_write
-from kraftcheck.checker.model import Model
 from kraftcheck.cli.terminal import Terminal
+from kraftcheck.pipeline import Checked
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -32,44 +31,19 @@ def exit_code(result: Result) -> int:
 
 
 class Outcome:
-    """One run's result on its way out: ``write_traces``, ``add_analyses`` (if any ran), ``report``.
-    ``not_checked``: the liveness properties the spec declares that this run did not check."""
+    """One run's result on its way out (``pipeline.Checked``: its traces written, its analyses
+    run): ``report`` gives the summary, the JSON report and what was not written."""
 
-    def __init__(self, terminal: Terminal, model: Model, result: Result, run_options: dict[str, Any],
-                 not_checked: Sequence[str] = ()) -> None:
+    def __init__(self, terminal: Terminal, checked: Checked) -> None:
         self.terminal = terminal
-        self.model = model
-        self.result = result
-        self.run_options = run_options
-        self.not_checked = list(not_checked)
-        self.trace_files: dict[str, str] = {}
-        self.unwritten: list[UnwrittenFile] = list(result.unwritten)
-        self.analyses: Any = None  # graph_analyses.GraphAnalyses
-        self.error: Optional[str] = None
-
-    def write_traces(self, trace_dir: str) -> None:
-        """Each violation's trace file, one by one; the disk refusing one does not stop the others."""
-        if not self.result.violations:
-            return
-        from kraftcheck.traces import counterexample_file
-        check_in_stricter_variant(self.model, self.result.violations)
-        for v in self.result.violations:
-            path, text = counterexample_file(self.model, v, self.run_options, trace_dir)
-            if write_kept(f"the trace of {v.kind} {v.check}", path, lambda: atomic_write(path, text),
-                          self.unwritten, v.check):
-                v.trace_file = self.trace_files[v.check] = str(path)
-
-    def add_analyses(self, analyses: Any) -> None:
-        """The whole-graph analyses' findings (``graph_analyses.GraphAnalyses``, None if none ran)."""
-        if analyses is None:
-            return
-        self.analyses = analyses
-        self.result.add_liveness_violations(analyses.violations)
-        for v in analyses.violations:
-            if v.trace_file:
-                self.trace_files[v.check] = v.trace_file
-        self.unwritten += analyses.unwritten
-        self.error = analyses.error
+        self.model = checked.prepared.model
+        self.result = checked.result
+        self.run_options = checked.run_options
+        self.not_checked = list(checked.prepared.not_checked)
+        self.trace_files = checked.trace_files
+        self.unwritten: list[UnwrittenFile] = checked.unwritten
+        self.analyses: Any = checked.analyses  # analyses.GraphAnalyses
+        self.error: Optional[str] = None if checked.analyses is None else checked.analyses.error
 
     def report(self, json_path: Optional[str]) -> int:
         """The summary, the analyses' sections, the JSON report, what was not written; the exit code."""

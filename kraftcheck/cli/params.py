@@ -69,6 +69,17 @@ def merge_params(from_options: dict[str, Any], from_param: dict[str, Any]) -> di
     return {**from_options, **from_param}
 
 
+def parse_spark_conf(items: tuple[str, ...]) -> dict[str, str]:
+    """``--spark-conf KEY=VALUE`` items as Spark settings."""
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf {item!r}: give KEY=VALUE, e.g. spark.executor.memory=8g")
+        conf[key.strip()] = value
+    return conf
+
+
 def _shown(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 

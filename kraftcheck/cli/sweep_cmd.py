@@ -140,11 +140,11 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
         from kraftcheck.sweep.local import run_local
         click.echo(f"kraftcheck sweep: {len(configs)} configurations, {min(jobs, len(configs))} at a time", err=True)
         return run_local(configs, out, jobs, on_event)
-    from kraftcheck.cli.check_cmd import spark_settings
+    from kraftcheck.cli.params import parse_spark_conf
     from kraftcheck.spark.session import start_context, stop_context
     from kraftcheck.sweep.spark import run_on_spark
     click.echo(f"kraftcheck sweep: {len(configs)} configurations as Spark tasks on {master}", err=True)
-    sc = start_context(master, spark_settings(master, spark_conf, None).get("conf"))
+    sc = start_context(master, parse_spark_conf(spark_conf) or None)
     try:
         return run_on_spark(sc, configs, out)
     finally:

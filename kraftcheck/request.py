@@ -1,0 +1,222 @@
+"""One check as one value: every option a check takes, checked once before any work.
+
+The command line, the Python API (``kraftcheck.check``), ``kraftcheck ci``, ``sweep`` and the Spark
+sweep's tasks each build a ``CheckRequest``; ``kraftcheck.pipeline`` runs it. ``validate`` refuses
+what the options cannot mean together and every output location that cannot be written (exit 2,
+before the spec is even built); what needs the spec (its parameters, invariant and constraint
+names, its symmetry) is refused by the pipeline while it builds the model, still before exploring.
+
+Adding an option to ``kraftcheck check``: a field here (and its refusal in ``validate`` if it
+has one), one click decorator in cli/check_cmd.py, its use in the pipeline; docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.limits import check_number
+
+ENGINES = ("engine", "reference", "spark")
+COMPILE_MODES = ("background", "now")
+DEFAULT_TRACE_DIR = "kraftcheck-traces"
+DEFAULT_GRAPH_LIMIT = 20_000
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """``--simulate`` and its options (``seed`` None: a random one, reported)."""
+
+    seed: Optional[int] = None
+    depth: Optional[int] = None
+    max_behaviours: Optional[int] = None
+    strategy: str = "uniform"  # one of checker/explore/simulate.py's STRATEGIES
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """``--engine spark``'s settings; None: the explorer's default."""
+
+    master: Optional[str] = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    work_dir: Optional[str] = None
+    wait_s: Optional[float] = None
+
+    def given(self) -> dict[str, Any]:
+        """The Spark explorer's keyword arguments: only those given."""
+        return {k: v for k, v in (("master", self.master), ("conf", dict(self.conf) or None),
+                                  ("work_dir", self.work_dir), ("wait_s", self.wait_s)) if v is not None}
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """Everything one check is asked to do. ``spec``: a name or reference (``file.py:Class``,
+    ``module:Class``), a Spec subclass or instance; ``params``: its parameters, typed.
+    ``constraints`` None: every constraint the spec declares; ``deadlock`` None: the spec's
+    ``check_deadlock``. ``max_memory_gib`` None: no memory limit (the command line gives its default).
+    ``threads`` None: ``KRAFTCHECK_THREADS``, else every usable CPU. ``trace_dir`` None: no trace files."""
+
+    spec: Any
+    params: Mapping[str, Any] = field(default_factory=dict)
+    invariants: tuple[str, ...] = ()
+    constraints: Optional[tuple[str, ...]] = None
+    deadlock: Optional[bool] = None
+    keep_going: bool = False
+    max_states: Optional[int] = None
+    max_depth: Optional[int] = None
+    time_limit: Optional[float] = None
+    max_memory_gib: Optional[float] = None
+    engine: str = "engine"
+    compile: str = "background"
+    spark: SparkSettings = SparkSettings()
+    fingerprints: bool = False
+    symmetry: bool = False
+    checkpoint: Optional[str] = None
+    resume: Optional[str] = None
+    threads: Optional[int] = None
+    simulation: Optional[Simulation] = None
+    availability: bool = False
+    liveness: bool = False
+    dump_graph: Optional[str] = None
+    graph_limit: int = DEFAULT_GRAPH_LIMIT
+    json_path: Optional[str] = None
+    trace_dir: Optional[str] = None
+
+    def replace(self, **changes: Any) -> "CheckRequest":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def graph_analyses(self) -> bool:
+        return bool(self.dump_graph or self.availability or self.liveness)
+
+    @property
+    def max_memory(self) -> Optional[int]:
+        """``max_memory_gib`` in bytes."""
+        return None if self.max_memory_gib is None else max(1, int(self.max_memory_gib * 2**30))
+
+    @property
+    def explores_for_analyses(self) -> bool:
+        """--availability and --liveness need every state: they imply --continue."""
+        return self.availability or self.liveness
+
+    def validate(self) -> None:
+        """Refuse, before any work, what these options cannot mean together and every output that
+        cannot be written (``UsageError``, exit 2)."""
+        from kraftcheck.cli.paths import (check_graph_file, check_output_dir, check_output_file,
+                                          refuse_two_on_stdout)
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
+        refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
+        if self.simulation is not None:
+            self._refuse_with_simulate()
+        # every output location is checked before exploring: a bad one must not cost the run
+        check_output_file(self.json_path, "--json")
+        check_output_dir(self.trace_dir, "--trace-dir")
+        check_graph_file(self.dump_graph, "--dump-graph")
+        if self.checkpoint and self.resume:
+            raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
+        if self.engine == "reference" and (self.checkpoint or self.resume):
+            raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
+        if self.engine == "engine" and self.resume:
+            from kraftcheck.checker.explore.checkpoint import check_resume_dir
+            check_resume_dir(self.resume)  # a mistyped path: refused before any work, and nothing created
+        check_output_dir(self.checkpoint or self.resume, "--checkpoint" if self.checkpoint else "--resume")
+        if self.symmetry and self.engine == "spark":
+            raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
+        if self.symmetry and self.graph_analyses:
+            raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
+                             "need every state")
+        self._check_spark()
+
+    def _refuse_with_simulate(self) -> None:
+        """The exhaustive search's options that mean nothing for random behaviours."""
+        if self.engine != "engine":
+            raise UsageError(f"--simulate runs on the compiled engine, not --engine {self.engine}")
+        for flag, given in (("--fingerprints", self.fingerprints), ("--symmetry", self.symmetry),
+                            ("--checkpoint", self.checkpoint), ("--resume", self.resume)):
+            if given:
+                raise UsageError(f"{flag} is an option of the exhaustive search; --simulate keeps no visited states")
+        if self.max_states is not None:
+            raise UsageError("--max-states bounds the exhaustive search; with --simulate use --max-behaviours or "
+                             "--time-limit")
+        if self.max_depth is not None:
+            raise UsageError("--max-depth bounds the exhaustive search; with --simulate use --depth (states per "
+                             "behaviour)")
+        if self.graph_analyses:
+            raise UsageError("--availability, --liveness and --dump-graph need every state; --simulate explores "
+                             "random behaviours")
+
+    def _check_spark(self) -> None:
+        given = self.spark.given()
+        if given and self.engine != "spark":
+            raise UsageError(f"{', '.join(sorted(given))}: Spark settings need --engine spark")
+        work_dir = self.spark.work_dir
+        if work_dir:
+            from kraftcheck.checker.dirlock import LOCK_FILE
+            from kraftcheck.cli.paths import check_output_dir
+            check_output_dir(work_dir, "--work-dir")
+            path = Path(work_dir).expanduser()
+            # a work dir with a run's lock file is the explorer's to judge: it names the run holding it
+            if path.is_dir() and not (path / LOCK_FILE).exists() and any(path.iterdir()):
+                raise UsageError(f"--work-dir {work_dir} is not empty; give a new or empty directory")
+
+    def run_options(self, keep_going: bool, constraints: list[str], deadlock: bool,
+                    seed: Optional[int] = None) -> dict[str, Any]:
+        """The run's options as the JSON report and every trace file give them: ``keep_going`` as
+        the run explored, the model's ``constraints`` and ``deadlock``, a simulation's ``seed``."""
+        if self.simulation is not None:
+            s = self.simulation
+            return {"simulate": True, "seed": seed, "depth": s.depth, "max_behaviours": s.max_behaviours,
+                    "strategy": s.strategy, "invariants": list(self.invariants), "continue": keep_going,
+                    "time_limit": self.time_limit, "max_memory_bytes": self.max_memory, "engine": self.engine,
+                    "compile": self.compile, "constraints": constraints, "deadlock": deadlock}
+        return {"invariants": list(self.invariants), "continue": keep_going, "max_states": self.max_states,
+                "max_depth": self.max_depth, "time_limit": self.time_limit, "max_memory_bytes": self.max_memory,
+                "engine": self.engine, "compile": self.compile, "fingerprints": self.fingerprints,
+                "checkpoint": self.checkpoint, "resume": self.resume, "symmetry": self.symmetry,
+                "constraints": constraints, "deadlock": deadlock}
+
+    def command_arguments(self) -> list[str]:
+        """The ``kraftcheck check`` arguments that make this request (``spec`` a name or reference):
+        ``kraftcheck ci`` and ``sweep`` run each check as such a process."""
+        if not isinstance(self.spec, str):
+            raise UsageError("a check run as a command names its spec (a name, file.py:Class or module:Class)")
+        args = ["--spec", self.spec]
+        for key, value in self.params.items():
+            args += ["--param", f"{key}={_word(value)}"]
+        for flag, names in (("--invariant", self.invariants), ("--constraint", self.constraints or ())):
+            for name in names:
+                args += [flag, name]
+        if self.deadlock is not None:
+            args.append("--deadlock" if self.deadlock else "--no-deadlock")
+        for flag, on in (("--continue", self.keep_going), ("--fingerprints", self.fingerprints),
+                         ("--symmetry", self.symmetry), ("--availability", self.availability),
+                         ("--liveness", self.liveness)):
+            if on:
+                args.append(flag)
+        for flag, value in (("--max-states", self.max_states), ("--max-depth", self.max_depth),
+                            ("--max-memory", self.max_memory_gib), ("--time-limit", self.time_limit),
+                            ("--checkpoint", self.checkpoint), ("--resume", self.resume),
+                            ("--dump-graph", self.dump_graph), ("--json", self.json_path),
+                            ("--trace-dir", self.trace_dir), ("--threads", self.threads)):
+            if value is not None:
+                args += [flag, _word(value)]
+        if self.engine != "engine":
+            args += ["--engine", self.engine]
+        if self.compile != "background":
+            args += ["--compile", self.compile]
+        if self.graph_limit != DEFAULT_GRAPH_LIMIT:
+            args += ["--graph-limit", str(self.graph_limit)]
+        if self.simulation is not None or self.spark.given():
+            raise UsageError("a check run as a command is exhaustive and local")
+        return args
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
