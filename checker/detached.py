@@ -140,9 +140,9 @@ def _register(cache: Path, pid: int, started: float, key: str, what: str) -> int
         for path, entry in alive:
             _stop(entry)
             path.unlink(missing_ok=True)
-        record = Detached(pid, started, key, what, time.time())
+        own = Detached(pid, started, key, what, time.time())
         tmp = directory / f".{pid}.json.tmp"
-        tmp.write_text(json.dumps(asdict(record)))
+        tmp.write_text(json.dumps(asdict(own)))
         os.replace(tmp, directory / f"{pid}.json")
     return pid
 

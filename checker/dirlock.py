@@ -89,7 +89,7 @@ class DirectoryLock:
 
 def lock_directory(path: Path, purpose: str) -> DirectoryLock:
     """Hold ``path`` (created if absent) for this process, or raise ``DirectoryBusy`` at once if
-    another holds it. ``purpose`` says what for, in the holder's record and in a refusal."""
+    another holds it. ``purpose`` says what for, in the holder entry and in a refusal."""
     path = Path(path)
     lock_path = path / LOCK_FILE
     while True:
@@ -126,9 +126,9 @@ def lock_directory(path: Path, purpose: str) -> DirectoryLock:
 
 
 def _write_holder(fd: int, purpose: str) -> None:
-    record = {"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
-              "since": time.time(), "purpose": purpose}
-    data = (json.dumps(record) + "\n").encode()
+    entry = {"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
+             "since": time.time(), "purpose": purpose}
+    data = (json.dumps(entry) + "\n").encode()
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
@@ -137,7 +137,7 @@ def _write_holder(fd: int, purpose: str) -> None:
 
 
 def _read_holder(fd: int) -> dict[str, Any]:
-    """The holder's record; a holder that has just locked may not have written it yet."""
+    """The holder entry; a holder that has just locked may not have written it yet."""
     for _ in range(3):
         try:
             data = os.pread(fd, 1 << 16, 0)
