@@ -20,12 +20,15 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.limits import count_problem, number_problem
 from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
+
+if TYPE_CHECKING:
+    from kraftcheck.request import CheckRequest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,6 +72,14 @@ class Check:
     @property
     def expectation(self) -> str:
         return "holds" if not self.violates else "violates " + ", ".join(self.violates)
+
+    def request(self, root: Path) -> "CheckRequest":
+        """What this check runs, its spec reference made absolute against the manifest's directory ``root``."""
+        from kraftcheck.request import CheckRequest
+        return CheckRequest(resolve_spec(self.spec, root), dict(self.params), invariants=tuple(self.invariants),
+                            keep_going=self.keep_going, max_states=self.max_states, max_depth=self.max_depth,
+                            max_memory_gib=self.max_memory, time_limit=self.time_budget,
+                            fingerprints=self.fingerprints, symmetry=self.symmetry)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from kraftcheck.ci.manifest import Check, resolve_spec
+from kraftcheck.ci.manifest import Check
 from kraftcheck.specs import REGISTRY
 
 KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace writing
@@ -53,25 +53,6 @@ class Outcome:
         return errors[-1] if errors else (lines[-1] if lines else "no output")
 
 
-def check_arguments(check: Check, root: Path) -> list[str]:
-    """The ``kraftcheck check`` options that run ``check`` (no output options)."""
-    args = ["--spec", resolve_spec(check.spec, root)]
-    for key, value in check.params.items():
-        args += ["--param", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
-    for name in check.invariants:
-        args += ["--invariant", name]
-    if check.keep_going:
-        args.append("--continue")
-    for flag, on in (("--fingerprints", check.fingerprints), ("--symmetry", check.symmetry)):
-        if on:
-            args.append(flag)
-    for flag, value in (("--max-states", check.max_states), ("--max-depth", check.max_depth),
-                        ("--max-memory", check.max_memory), ("--time-limit", check.time_budget)):
-        if value is not None:
-            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    return args
-
-
 def _imports_module(spec: str) -> bool:
     """``module:Class`` (not a registered name, not a file): found through PYTHONPATH."""
     where, sep, _ = spec.rpartition(":")
@@ -80,7 +61,7 @@ def _imports_module(spec: str) -> bool:
 
 def reproduce_command(check: Check, root: Path, run_dir: Path) -> str:
     """What a developer types to rerun ``check`` alone, from the directory ``kraftcheck ci`` ran in."""
-    words = ["kraftcheck", "check", *check_arguments(check, root), "--trace-dir", _short(run_dir)]
+    words = ["kraftcheck", "check", *check.request(root).replace(trace_dir=_short(run_dir)).command_arguments()]
     text = shlex.join(words)
     if _imports_module(check.spec):
         text = f"PYTHONPATH={shlex.quote(_short(root))} {text}"
@@ -156,11 +137,9 @@ def _start(check: Check, root: Path, out: Path, threads: int, memory_share: floa
            on_event: Event) -> _Running:
     run_dir = (out / check.name).resolve()
     prepare_dir(run_dir)
-    command = [sys.executable, "-m", "kraftcheck", "check", *check_arguments(check, root),
-               "--json", str(run_dir / "report.json"), "--trace-dir", str(run_dir),
-               "--threads", str(threads), "--no-color"]
-    if check.max_memory is None:
-        command += ["--max-memory", f"{memory_share:.2f}"]
+    request = check.request(root).replace(json_path=str(run_dir / "report.json"), trace_dir=str(run_dir),
+                                          threads=threads, max_memory_gib=check.max_memory or round(memory_share, 2))
+    command = [sys.executable, "-m", "kraftcheck", "check", *request.command_arguments(), "--no-color"]
     outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
     (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2) + "\n")
     log = open(run_dir / "output.log", "w+")

@@ -31,13 +31,16 @@ import itertools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.limits import check_count, check_number
 from kraftcheck.checker.model import spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
 from kraftcheck.specs import spec_class
+
+if TYPE_CHECKING:
+    from kraftcheck.request import CheckRequest
 
 FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "fingerprints", "symmetry", "vary",
              "configurations"}
@@ -56,6 +59,13 @@ class Configuration:
     max_states: Optional[int] = None
     fingerprints: bool = False
     symmetry: bool = False
+
+    def request(self, trace_dir: Optional[str] = None) -> "CheckRequest":
+        """What this configuration's run does (on the local engine; traces in ``trace_dir``)."""
+        from kraftcheck.request import CheckRequest
+        return CheckRequest(self.spec, dict(self.params), keep_going=self.keep_going, time_limit=self.time_limit,
+                            max_states=self.max_states, fingerprints=self.fingerprints, symmetry=self.symmetry,
+                            trace_dir=trace_dir)
 
     def parameter_text(self) -> str:
         """``key=value`` pairs, as ``--param`` takes them."""

@@ -5,8 +5,8 @@ it only borrows session helpers from; pyspark itself is never imported here: the
 given.
 
 A configuration's check is independent of the others, so each is one task of one job (as many
-partitions as configurations); the executor's Python runs ``kraftcheck.check`` with the local
-engine and sends back only the JSON report (counts, verdicts, trace file paths). Traces are
+partitions as configurations); the executor's Python runs the configuration's request through the
+pipeline (kraftcheck/pipeline.py) with the local engine and sends back only the JSON report (counts, verdicts, trace file paths). Traces are
 written under ``out`` by the executor: on a cluster, give a directory every executor can write
 and the driver can read (a shared file system).
 """
@@ -23,25 +23,22 @@ from kraftcheck.sweep.table import Row, row_from_report
 
 
 def _run_one(item: tuple[int, Configuration, str]) -> tuple[int, dict | None, float, str]:
-    """Executor side: the check of one configuration. Imports stay inside: this runs in the
-    executor's Python, not the driver's."""
+    """Executor side: the check of one configuration, through the pipeline every check runs.
+    Imports stay inside: this runs in the executor's Python, not the driver's."""
     index, config, out = item
-    from kraftcheck.api import check
+    from kraftcheck import pipeline
     from kraftcheck.checker.errors import KraftcheckError
+    from kraftcheck.checker.explore.result import no_progress
     from kraftcheck.checker.report import build_report
     started = time.monotonic()
-    trace_dir = Path(out) / directory_name(config, index)
     try:
-        result = check(config.spec, keep_going=config.keep_going, time_limit=config.time_limit,
-                       max_states=config.max_states, fingerprints=config.fingerprints, symmetry=config.symmetry,
-                       trace_dir=trace_dir, **config.params)
+        checked = pipeline.run(config.request(str(Path(out) / directory_name(config, index))),
+                               pipeline.Silent(no_progress))
     except KraftcheckError as e:
         return index, None, time.monotonic() - started, f"refused: {e}"
-    run_options = {"continue": config.keep_going, "time_limit": config.time_limit, "max_states": config.max_states,
-                   "fingerprints": config.fingerprints, "symmetry": config.symmetry, "engine": "engine",
-                   "sweep": "spark"}
-    trace_files = {v.check: str(v.trace_file) for v in result.violations if getattr(v, "trace_file", None)}
-    return index, build_report(result, run_options, trace_files), time.monotonic() - started, ""
+    report = build_report(checked.result, {**checked.run_options, "sweep": "spark"}, checked.trace_files,
+                          unwritten=checked.unwritten)
+    return index, report, time.monotonic() - started, ""
 
 
 def run_on_spark(sc, configs: list[Configuration], out: Path) -> list[Row]:
