@@ -1,5 +1,5 @@
 """``kraftcheck ci`` as a team's CI job drives it: manifests that pass and fail, the baseline,
---record, budgets, malformed input, and the JUnit, GitHub Actions and NDJSON outputs."""
+--update-counts, budgets, malformed input, and the JUnit, GitHub Actions and NDJSON outputs."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_a_missing_expected_violation_exits_1(project):
     assert "tc_consistent" in failure.get("message")
 
 
-def test_a_count_mismatch_exits_1_and_record_rewrites_the_counts(project):
+def test_a_count_mismatch_exits_1_and_update_counts_rewrites_the_counts(project):
     truth = api.check("two_phase", rm=3)
     manifest = write_manifest(project, f"""
 [checks.commit]
@@ -142,10 +142,10 @@ distinct = {truth.distinct_states + 1}
     assert result.exit_code == 1
     assert (f"counts differ from the manifest: distinct {truth.distinct_states:,} "
             f"(expected {truth.distinct_states + 1:,})") in result.stdout
-    recorded = ci("--record")
-    assert recorded.exit_code == 0
-    assert f"commit: distinct = {truth.distinct_states} (was {truth.distinct_states + 1})" in recorded.stdout
-    assert f"commit: depth = {truth.depth} (added)" in recorded.stdout
+    updated = ci("--update-counts")
+    assert updated.exit_code == 0
+    assert f"commit: distinct = {truth.distinct_states} (was {truth.distinct_states + 1})" in updated.stdout
+    assert f"commit: depth = {truth.depth} (added)" in updated.stdout
     text = manifest.read_text()
     assert f"generated = {truth.states_generated}\n" in text and "# three resource managers" in text
     assert ci().exit_code == 0
@@ -422,20 +422,20 @@ def test_a_module_beside_the_manifest_is_found_and_its_reproduce_command_works(p
     assert rerun.returncode == 1 and "big_jug_never_holds_4" in rerun.stdout
 
 
-def test_record_edits_a_pyproject_table_in_place_and_refuses_an_inline_check(project):
+def test_update_counts_edits_a_pyproject_table_in_place_and_refuses_an_inline_check(project):
+    from kraftcheck.ci.expected_counts import update_counts
     from kraftcheck.ci.manifest import ManifestError, load
-    from kraftcheck.ci.record import record_counts
     path = project / "pyproject.toml"
     path.write_text('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\ndepth = 3\n\n'
                     '[tool.other]\nx = 1\n')
-    changes = record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
+    changes = update_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
     assert changes == ["a: distinct = 5 (added)", "a: generated = 9 (added)", "a: depth = 4 (was 3)"]
     assert path.read_text() == ('[tool.kraftcheck.checks.a]\nspec = "two_phase"  # note\nexpect = "holds"\n'
                                 'depth = 4\ndistinct = 5\ngenerated = 9\n\n[tool.other]\nx = 1\n')
-    assert record_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}}) == []
+    assert update_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}}) == []
     inline = write_manifest(project, 'checks.b = { spec = "two_phase", expect = "holds" }\n')
     with pytest.raises(ManifestError, match=r"write it as its own \[checks.b\] table"):
-        record_counts(load(inline), {"b": {"distinct": 1, "generated": 1, "depth": 1}})
+        update_counts(load(inline), {"b": {"distinct": 1, "generated": 1, "depth": 1}})
 
 
 def test_this_projects_manifest_covers_every_configuration_of_bench_verdicts():
@@ -462,7 +462,7 @@ def test_with_continue_an_expected_violation_run_is_exhaustive_and_its_counts_ar
     assert truth.exhaustive and truth.violations
     manifest = write_manifest(project, '[checks.eager]\nspec = "two_phase_eager_commit"\ncontinue = true\n'
                                        'violates = ["tc_consistent"]\n')
-    assert ci("--record").exit_code == 0
+    assert ci("--record").exit_code == 0  # --update-counts by its former name, which still works
     assert f"distinct = {truth.distinct_states}\n" in manifest.read_text()
     manifest.write_text(manifest.read_text().replace(f"depth = {truth.depth}", f"depth = {truth.depth + 1}"))
     result = ci()
@@ -483,7 +483,7 @@ def test_fingerprints_and_symmetry_reach_the_run_and_gate_its_reduced_counts(pro
     assert reduced.distinct_states < api.check("two_phase", rm=3).distinct_states  # orbits, not states
     manifest = write_manifest(project, '[checks.commit]\nspec = "two_phase"\nparams = { rm = 3 }\nexpect = "holds"\n'
                                        'symmetry = true\nfingerprints = true\n')
-    assert ci("--record").exit_code == 0
+    assert ci("--update-counts").exit_code == 0
     assert f"distinct = {reduced.distinct_states}\n" in manifest.read_text()
     result = ci("--progress-json", "events.ndjson")
     assert result.exit_code == 0

@@ -264,9 +264,9 @@ def read_only(project):
         path.chmod(0o644)
 
 
-def test_ci_refuses_to_record_into_a_read_only_manifest_before_any_check(project, read_only):
+def test_ci_refuses_to_update_counts_in_a_read_only_manifest_before_any_check(project, read_only):
     read_only(project / "kraftcheck.toml")
-    ci_refused(project, ["--record"], "--record", "kraftcheck.toml", "not writable")
+    ci_refused(project, ["--update-counts"], "--update-counts", "kraftcheck.toml", "not writable")
 
 
 def test_ci_refuses_a_read_only_baseline_before_any_check(project, read_only):

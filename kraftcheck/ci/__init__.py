@@ -3,5 +3,5 @@ accepted findings, parallel runs, and the reports CI systems read (JUnit, GitHub
 
 One module per job: ``manifest`` (read and validate), ``baseline`` (accepted findings),
 ``runner`` (run the checks as ``kraftcheck check`` processes), ``judge`` (compare a run with its
-expectation), ``record`` (rewrite expected counts), ``junit``, ``github`` and ``progress`` (outputs).
+expectation), ``expected_counts`` (rewrite expected counts), ``junit``, ``github`` and ``progress`` (outputs).
 """

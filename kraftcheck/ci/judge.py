@@ -176,7 +176,7 @@ def _count_mismatches(expected: dict[str, int], report: dict) -> list[str]:
 
 
 def counts_of(report: Optional[dict]) -> dict[str, int]:
-    """The counts ``--record`` writes: those of an exhaustive run only."""
+    """The counts ``--update-counts`` writes: those of an exhaustive run only."""
     if not report or not report["exhaustive"]:
         return {}
     return {key: report[REPORT_COUNT[key]] for key in COUNT_KEYS}

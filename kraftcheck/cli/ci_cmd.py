@@ -58,12 +58,13 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
               help="Accepted findings.  [default: the manifest's baseline, kraftcheck-baseline.json beside it]")
 @click.option("--update-baseline", is_flag=True,
               help="Rewrite the baseline to accept every unexpected violation found now (prints the changes).")
-@click.option("--record", is_flag=True,
+@click.option("--update-counts", is_flag=True,
               help="Rewrite the expected counts in the manifest from exhaustive runs (prints the changes).")
+@click.option("--record", "update_counts_alias", is_flag=True, hidden=True)  # its name before --update-counts
 @click.option("--no-color", is_flag=True, help="Plain text output.")
 def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: str, junit_path: Optional[str],
-       progress_path: Optional[str], baseline_path: Optional[str], update_baseline: bool, record: bool,
-       no_color: bool) -> None:
+       progress_path: Optional[str], baseline_path: Optional[str], update_baseline: bool, update_counts: bool,
+       update_counts_alias: bool, no_color: bool) -> None:
     """Run every check of a manifest (kraftcheck.toml, or [tool.kraftcheck] in pyproject.toml)
     and exit 0 only if every expectation holds.
 
@@ -81,7 +82,7 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
         console = err  # standard output carries the report
     try:
         code = run_gate(console, manifest_path, jobs, only, Path(out_dir), junit_path, progress_path,
-                        baseline_path, update_baseline, record)
+                        baseline_path, update_baseline, update_counts or update_counts_alias)
     except (KraftcheckError, FileExistsError) as e:
         err.print(Text(f"kraftcheck: error: {e}", style="bold red"))
         code = EXIT_BAD_INPUT
@@ -93,7 +94,7 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
 
 def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out: Path,
              junit_path: Optional[str], progress_path: Optional[str], baseline_path: Optional[str],
-             update_baseline: bool, record: bool) -> int:
+             update_baseline: bool, update_counts: bool) -> int:
     manifest = manifests.load(manifests.find_manifest(manifest_path))
     checks = manifest.checks
     if only:
@@ -104,7 +105,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         checks = [c for c in checks if c.name in only]
     baseline_file = Path(baseline_path) if baseline_path else manifest.baseline
     accepted = baselines.load(baseline_file)
-    check_outputs(out, junit_path, progress_path, manifest.path if record else None,
+    check_outputs(out, junit_path, progress_path, manifest.path if update_counts else None,
                   baseline_file if update_baseline else None)
 
     from kraftcheck.ci.progress import ProgressStream
@@ -129,14 +130,14 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
                                     {c.name for c in manifest.checks})
         judgements = [judge(o, accepted) for o in outcomes]
-    if record:
-        from kraftcheck.ci.record import record_counts
+    if update_counts:
+        from kraftcheck.ci.expected_counts import update_counts as rewrite_counts
         counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
-        changes = record_counts(manifest, counts)
+        changes = rewrite_counts(manifest, counts)
         for line in changes:
-            console.print(f"recorded in {manifest.path}: {line}")
+            console.print(f"updated in {manifest.path}: {line}")
         if not changes:
-            console.print(f"--record: the counts in {manifest.path} are already those of this run")
+            console.print(f"--update-counts: the counts in {manifest.path} are already those of this run")
         by_name = {c.name: c for c in manifests.load(manifest.path).checks}
         for o in outcomes:
             o.check = by_name[o.check.name]
@@ -165,13 +166,13 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
 def check_outputs(out: Path, junit_path: Optional[str], progress_path: Optional[str], manifest: Optional[Path],
                   baseline: Optional[Path]) -> None:
     """Every file the gate will write can be written: refused now, not after every check ran.
-    ``manifest``/``baseline``: given when --record/--update-baseline will rewrite them."""
+    ``manifest``/``baseline``: given when --update-counts/--update-baseline will rewrite them."""
     check_output_dir(out, "--out")
     check_output_file(junit_path, "--junit")
     check_output_file(progress_path, "--progress-json")
     refuse_two_on_stdout({"--junit": junit_path, "--progress-json": progress_path})
     if manifest is not None:
-        check_replaceable(manifest, "--record")
+        check_replaceable(manifest, "--update-counts")
     if baseline is not None:
         check_replaceable(baseline, "--update-baseline")
 
@@ -205,10 +206,10 @@ def _keep_failing_runs(judgements: list[Judgement], out: Path) -> None:
         if j.status == PASS:
             shutil.rmtree(o.run_dir, ignore_errors=True)
             continue
-        record = {"check": j.name, "verdict": j.status, "problems": j.problems, "reproduce": o.reproduce,
+        verdict = {"check": j.name, "verdict": j.status, "problems": j.problems, "reproduce": o.reproduce,
                   "exit_code": o.exit_code,
                   "trace_files": [v["trace_file"] for v in (o.report or {}).get("violations", []) if v.get("trace_file")]}
-        atomic_write(o.run_dir / MARKER, json.dumps(record, indent=2) + "\n")
+        atomic_write(o.run_dir / MARKER, json.dumps(verdict, indent=2) + "\n")
         atomic_write(o.run_dir / "reproduce.sh", f"#!/bin/sh\n{o.reproduce}\n")
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()

@@ -89,7 +89,7 @@ def check_graph_file(path: Optional[os.PathLike | str], option: str) -> None:
 
 
 def check_replaceable(path: os.PathLike | str, option: str) -> None:
-    """``path`` (an existing file, or a new one) can be rewritten whole, as ``--record`` rewrites
+    """``path`` (an existing file, or a new one) can be rewritten whole, as ``--update-counts`` rewrites
     the manifest and ``--update-baseline`` the baseline: refused now, not after every check ran."""
     check_output_file(path, option)
     if descriptor_of(Path(path)) is not None or output_kind(Path(path)) == "special":

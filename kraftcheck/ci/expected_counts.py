@@ -1,4 +1,4 @@
-"""``kraftcheck ci --record``: write the counts of exhaustive runs into the manifest as expected counts.
+"""``kraftcheck ci --update-counts``: write the counts of exhaustive runs into the manifest as expected counts.
 
 The manifest is edited as text, line by line, so its comments and layout stay as the team wrote
 them: a count line is replaced in place, or added at the end of its check's table.
@@ -12,7 +12,7 @@ from kraftcheck.checker.files import write_output
 from kraftcheck.ci.manifest import COUNT_KEYS, Manifest, ManifestError, _header
 
 
-def record_counts(manifest: Manifest, counts: dict[str, dict[str, int]]) -> list[str]:
+def update_counts(manifest: Manifest, counts: dict[str, dict[str, int]]) -> list[str]:
     """Set each check's expected counts to ``counts[check]``; returns one line per change made
     (none: the file is left untouched)."""
     lines = manifest.text.splitlines(keepends=True)
@@ -20,7 +20,7 @@ def record_counts(manifest: Manifest, counts: dict[str, dict[str, int]]) -> list
     for name, values in counts.items():
         start, end = _table_span(lines, manifest.table_prefix + ("checks", name))
         if start is None:
-            raise ManifestError(f"{manifest.path}: cannot record counts for check {name}: write it as its own "
+            raise ManifestError(f"{manifest.path}: cannot update the counts of check {name}: write it as its own "
                                 f"[{'.'.join(manifest.table_prefix + ('checks', name))}] table")
         insert_at = end
         while insert_at > start + 1 and not lines[insert_at - 1].strip():
