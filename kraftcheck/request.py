@@ -6,8 +6,9 @@ what the options cannot mean together and every output location that cannot be w
 before the spec is even built); what needs the spec (its parameters, invariant and constraint
 names, its symmetry) is refused by the pipeline while it builds the model, still before exploring.
 
-Adding an option to ``kraftcheck check``: a field here (and its refusal in ``validate`` if it
-has one), one click decorator in cli/check_cmd.py, its use in the pipeline; docs/architecture.md.
+Adding an option to ``kraftcheck check``: a field here naming its flag (and its refusal in
+``validate`` if it has one), one click decorator in cli/check_cmd.py, its use in the pipeline
+(docs/architecture.md walks through it).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class SparkSettings:
                                   ("work_dir", self.work_dir), ("wait_s", self.wait_s)) if v is not None}
 
 
+def _option(flag: str, default: Any = None) -> Any:
+    """A field that is ``kraftcheck check``'s option ``flag`` (``command_arguments`` gives it so)."""
+    return field(default=default, metadata={"flag": flag})
+
+
 @dataclass(frozen=True)
 class CheckRequest:
     """Everything one check is asked to do. ``spec``: a name or reference (``file.py:Class``,
@@ -61,29 +67,29 @@ class CheckRequest:
 
     spec: Any
     params: Mapping[str, Any] = field(default_factory=dict)
-    invariants: tuple[str, ...] = ()
-    constraints: Optional[tuple[str, ...]] = None
-    deadlock: Optional[bool] = None
-    keep_going: bool = False
-    max_states: Optional[int] = None
-    max_depth: Optional[int] = None
-    time_limit: Optional[float] = None
-    max_memory_gib: Optional[float] = None
-    engine: str = "engine"
-    compile: str = "background"
+    invariants: tuple[str, ...] = _option("--invariant", ())
+    constraints: Optional[tuple[str, ...]] = _option("--constraint")
+    deadlock: Optional[bool] = _option("--deadlock")
+    keep_going: bool = _option("--continue", False)
+    max_states: Optional[int] = _option("--max-states")
+    max_depth: Optional[int] = _option("--max-depth")
+    time_limit: Optional[float] = _option("--time-limit")
+    max_memory_gib: Optional[float] = _option("--max-memory")
+    engine: str = _option("--engine", "engine")
+    compile: str = _option("--compile", "background")
     spark: SparkSettings = SparkSettings()
-    fingerprints: bool = False
-    symmetry: bool = False
-    checkpoint: Optional[str] = None
-    resume: Optional[str] = None
-    threads: Optional[int] = None
+    fingerprints: bool = _option("--fingerprints", False)
+    symmetry: bool = _option("--symmetry", False)
+    checkpoint: Optional[str] = _option("--checkpoint")
+    resume: Optional[str] = _option("--resume")
+    threads: Optional[int] = _option("--threads")
     simulation: Optional[Simulation] = None
-    availability: bool = False
-    liveness: bool = False
-    dump_graph: Optional[str] = None
-    graph_limit: int = DEFAULT_GRAPH_LIMIT
-    json_path: Optional[str] = None
-    trace_dir: Optional[str] = None
+    availability: bool = _option("--availability", False)
+    liveness: bool = _option("--liveness", False)
+    dump_graph: Optional[str] = _option("--dump-graph")
+    graph_limit: int = _option("--graph-limit", DEFAULT_GRAPH_LIMIT)
+    json_path: Optional[str] = _option("--json")
+    trace_dir: Optional[str] = _option("--trace-dir")
 
     def replace(self, **changes: Any) -> "CheckRequest":
         return dataclasses.replace(self, **changes)
@@ -182,37 +188,26 @@ class CheckRequest:
 
     def command_arguments(self) -> list[str]:
         """The ``kraftcheck check`` arguments that make this request (``spec`` a name or reference):
-        ``kraftcheck ci`` and ``sweep`` run each check as such a process."""
+        ``kraftcheck ci`` and ``sweep`` run each check as such a process. Every field with a flag
+        that differs from its default is given: a tuple as the flag repeated, a true flag alone
+        (a tri-state one false as ``--no-...``), any other value after its flag."""
         if not isinstance(self.spec, str):
             raise UsageError("a check run as a command names its spec (a name, file.py:Class or module:Class)")
+        if self.simulation is not None or self.spark.given():
+            raise UsageError("a check run as a command is exhaustive and local")
         args = ["--spec", self.spec]
         for key, value in self.params.items():
             args += ["--param", f"{key}={_word(value)}"]
-        for flag, names in (("--invariant", self.invariants), ("--constraint", self.constraints or ())):
-            for name in names:
-                args += [flag, name]
-        if self.deadlock is not None:
-            args.append("--deadlock" if self.deadlock else "--no-deadlock")
-        for flag, on in (("--continue", self.keep_going), ("--fingerprints", self.fingerprints),
-                         ("--symmetry", self.symmetry), ("--availability", self.availability),
-                         ("--liveness", self.liveness)):
-            if on:
-                args.append(flag)
-        for flag, value in (("--max-states", self.max_states), ("--max-depth", self.max_depth),
-                            ("--max-memory", self.max_memory_gib), ("--time-limit", self.time_limit),
-                            ("--checkpoint", self.checkpoint), ("--resume", self.resume),
-                            ("--dump-graph", self.dump_graph), ("--json", self.json_path),
-                            ("--trace-dir", self.trace_dir), ("--threads", self.threads)):
-            if value is not None:
+        for f in dataclasses.fields(self):
+            flag, value = f.metadata.get("flag"), getattr(self, f.name)
+            if flag is None or value == f.default:
+                continue
+            if isinstance(value, tuple):
+                args += [word for item in value for word in (flag, item)]
+            elif isinstance(value, bool):
+                args.append(flag if value else "--no-" + flag[2:])
+            else:
                 args += [flag, _word(value)]
-        if self.engine != "engine":
-            args += ["--engine", self.engine]
-        if self.compile != "background":
-            args += ["--compile", self.compile]
-        if self.graph_limit != DEFAULT_GRAPH_LIMIT:
-            args += ["--graph-limit", str(self.graph_limit)]
-        if self.simulation is not None or self.spark.given():
-            raise UsageError("a check run as a command is exhaustive and local")
         return args
 
 
