@@ -119,7 +119,7 @@ def _defined_at(obj: object) -> str:
 
 def _own_name(cls: type[Spec], ref: str, plugins: dict[str, EntryPoint]) -> type[Spec]:
     """``cls`` unless it claims the name of a different registered or installed spec: its traces,
-    which record only the name, would then be replayed against that other spec."""
+    which keep only the name, would then be replayed against that other spec."""
     if cls.name in REGISTRY:
         module, name = REGISTRY[cls.name].split(":")
         other = getattr(importlib.import_module(module), name)
@@ -154,7 +154,7 @@ def _from_entry_point(ep: EntryPoint) -> type[Spec]:
         raise UsageError(f"spec {ep.name} (entry point {ep.value}) failed to load: {_where(e)}") from None
     cls = _checked(obj, f"{ep.name} ({ep.value})")
     if cls.name != ep.name:
-        # a trace records cls.name, and is replayed by looking that name up
+        # a trace keeps cls.name, and is replayed by looking that name up
         raise UsageError(f"{_defined_at(cls)}spec {ep.name} (entry point {ep.value}) is named {cls.name!r}: "
                          f"register it under its own name ({cls.name} = \"{ep.value}\") so that its traces "
                          "can be replayed")

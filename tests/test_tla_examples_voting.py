@@ -140,7 +140,7 @@ def test_a_tampered_field_description_is_refused_on_load(chosen_trace, tmp_path,
         traces.load(bad)
 
 
-def test_a_field_that_names_its_axes_shows_record_like_in_trace_tables(tmp_path):
+def test_a_field_that_names_its_axes_shows_them_named_in_trace_tables(tmp_path):
     from voting_support import VotingWithChosenRecords
 
     model = Model(VotingWithChosenRecords())

@@ -64,7 +64,7 @@ def write_counterexample(model: Model, violation: Violation, run_options: dict,
                          directory: Union[str, Path]) -> Path:
     """Write one violation's trace into ``directory`` (created if needed), atomically.
 
-    Returns the file's path and records it in ``violation.trace_file``.
+    Returns the file's path and notes it in ``violation.trace_file``.
     """
     path, text = counterexample_file(model, violation, run_options, directory)
     atomic_write(path, text)

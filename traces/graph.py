@@ -37,7 +37,7 @@ GRAPH_KEYS = {
     "run_options": "every option of the run that found it (engine, limits, checks, ...)",
     "violation": "{check, kind, doc, step} of the violated check, or null",
     "kraftcheck_version": "version that wrote the trace",
-    "fields": "description of every recorded field (name, kind, shape, domain, labels, index_labels, doc; lo "
+    "fields": "description of every field the trace holds (name, kind, shape, domain, labels, index_labels, doc; lo "
               "when the smallest value is not 0, axis_labels when an axis after the first has labels, axis_names "
               "when the spec names the axes)",
     "lanes": "lane name -> element selectors it owns (first lane = controller / main)",

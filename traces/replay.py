@@ -3,11 +3,11 @@
 The spec is rebuilt from the graph's attributes alone (registered name + parameters; nothing from
 the file is executed), or, for a spec loaded from a file or module rather than registered, from
 the class the caller names (``kraftcheck trace replay --spec file.py:Class``), which must carry
-the name the trace records. Then step 0 must be an initial state, every edge must name an action
-instance enabled in the state before it that produces exactly the state after it, the recorded
-fingerprints and failing checks must be what the spec computes, and the recorded violation (if
-any) must fail at the recorded step. The first disagreement becomes a ReplayError that names the
-step and field.
+the name the trace holds. Then step 0 must be an initial state, every edge must name an action
+instance enabled in the state before it that produces exactly the state after it, the
+fingerprints and failing checks written in the file must be what the spec computes, and the
+violation the file names (if any) must fail at the step it names. The first disagreement becomes
+a ReplayError that names the step and field.
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ class ReplayReport:
     checks: list[str] = field(default_factory=list)  # every invariant and property evaluated
     docs: dict[str, str] = field(default_factory=dict)
     steps: list[StepCheck] = field(default_factory=list)
-    violation: Optional[dict[str, Any]] = None  # as recorded in the file
+    violation: Optional[dict[str, Any]] = None  # as written in the file
     error: Optional[ReplayError] = None
     states: list[tuple[int, ...]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """The trace is a behaviour of its spec and reaches its recorded violation (if any)."""
+        """The trace is a behaviour of its spec and reaches the violation it names (if any)."""
         return self.error is None
 
     def raise_for_error(self) -> "ReplayReport":
@@ -128,11 +128,11 @@ def find_action(model: Model, name: Any, step: Optional[int], error=ReplayError)
                 f"{', '.join(a.name for a in model.actions)})", step, "action")
 
 
-def first_difference(model: Model, produced: Sequence[int], recorded: Sequence[int]) -> tuple[str, str]:
+def first_difference(model: Model, produced: Sequence[int], written: Sequence[int]) -> tuple[str, str]:
     """(element, 'the action produces X, the trace says Y') for the first element that differs."""
     names = [n for f in model.layout.fields for n in element_names(f)]
     fields = [f for f in model.layout.fields for _ in range(f.size)]
-    for i, (a, b) in enumerate(zip(produced, recorded)):
+    for i, (a, b) in enumerate(zip(produced, written)):
         if a != b:
             f = fields[i]
             return names[i], f"the action produces {f.show_value(a)!r}, the trace says {f.show_value(b)!r}"

@@ -39,7 +39,7 @@ def fingerprint(flat: Sequence[int]) -> str:
 
 
 def state_fields(layout: Layout) -> list[Field]:
-    """The fields a trace records: every field but the constants (they are the run's settings)."""
+    """The fields a trace holds: every field but the constants (they are the run's settings)."""
     return [f for f in layout.fields if f.const is None]
 
 
@@ -138,7 +138,7 @@ def field_description(f: Field) -> dict[str, Any]:
     return out
 
 
-def record_names(fields: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def axis_named_elements(fields: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Element name -> how a trace table shows it, for the fields whose description names their
     axes (``axis_names``): ``votes[a1][0][v2]`` -> ``votes[acceptor=a1, ballot=0, value=v2]``.
     Only for reading: lanes, exports and files keep the element names."""

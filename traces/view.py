@@ -12,7 +12,7 @@ import networkx as nx
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.traces.graph import action_text
 from kraftcheck.traces.lanes import element_lanes
-from kraftcheck.traces.states import format_element, readable_elements, record_names
+from kraftcheck.traces.states import axis_named_elements, format_element, readable_elements
 
 
 def zero_like(value: Any) -> bool:
@@ -43,7 +43,7 @@ class TraceView:
         self.lasso: Optional[dict[str, Any]] = attrs.get("lasso")  # a liveness counterexample (traces.lasso)
         self.kind_of: dict[str, str] = {}
         self.field_of: dict[str, str] = {}
-        self.shown_names = record_names(self.fields)  # elements of fields that name their axes
+        self.shown_names = axis_named_elements(self.fields)  # elements of fields that name their axes
         steps = sorted(graph.nodes)
         values = [readable_elements(self.fields, graph.nodes[i]["state"]) for i in steps]
         elements = list(values[0]) if values else []
@@ -76,7 +76,7 @@ class TraceView:
             self.closing_action = action_text(closing["action"], closing.get("params", {}))
 
     def name(self, element: str) -> str:
-        """How a table names an element: record-like where its field names its axes."""
+        """How a table names an element: with its axes named where its field names them."""
         return self.shown_names.get(element, element)
 
     def fmt(self, element: str, value: Any) -> str:
