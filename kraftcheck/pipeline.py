@@ -3,8 +3,9 @@
     request.validate()   options that cannot go together, outputs that cannot be written
     prepare()            the options, the spec built once with its parameters, the model, its symmetry
                          and liveness names
-    explore()            the explorer chosen by the request (or a simulation), progress to the reporter
-    finish()             the stricter-variant check, the trace files, the whole-graph analyses
+    explore()            the explorer chosen by the request (or a simulation), progress to the
+                         reporter; then the stricter-variant check of what it found
+    finish()             the trace files, the whole-graph analyses
 
 Every refusal comes before ``explore`` (exit 2, nothing explored). What it returns, a ``Checked``,
 the command line renders (cli/outcome.py) and the API returns as its ``Result``.
@@ -209,7 +210,7 @@ def finish(prepared: Prepared, result: Result, reporter: Reporter) -> Checked:
     request, run_options = prepared.request, prepared.run_options()
     checked = Checked(prepared, result, run_options, unwritten=list(result.unwritten))
     checked.trace_files = write_traces(prepared.model, result, run_options, request.trace_dir, checked.unwritten)
-    if request.graph_analyses and not (request.simulation is not None):
+    if request.graph_analyses and request.simulation is None:
         from kraftcheck.analyses import analyse_after_check
         spec = prepared.model.spec
         checked.analyses = analyse_after_check(
