@@ -30,6 +30,7 @@ import numpy as np
 from kraftcheck.checker.analyses.predicates import flat_rows
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import PermutationTables, declared_symmetry
@@ -116,7 +117,7 @@ class _Trial:
         if not self.model.constraints or not rows.shape[0]:
             return rows
         masks = self.kernels.violations(self.kernels.pack(list(map(tuple, rows.tolist()))))
-        return rows[(masks & np.uint64(self.model.constraint_bits)) == 0]
+        return rows[~outside_constraints(self.model, masks)]
 
     def expand(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The successors of ``rows``: (source index, successor rows, transition masks, labels) per
@@ -151,7 +152,7 @@ class _Trial:
             source, succ, props, labels, checks = self.expand(np.array(list(new.values())))
             parts.append((source + len(seen), succ, props, labels, checks))
             seen.update(new)
-            level = self.inside(succ[(props & self.model.action_constraint_bits) == 0])
+            level = self.inside(succ[~outside_constraints(self.model, props=props.astype(np.uint64))])
         states = np.array(list(seen.values()), np.int64).reshape(-1, self.layout.size)
         if not parts:
             return states, ()

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.main import cli
@@ -90,21 +91,18 @@ def test_a_disk_that_fills_up_stops_the_run_with_one_line_and_the_checkpoint_res
     assert report["resumed"] and report["resumed_from_level"] > 0
 
 
-def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path, monkeypatch):
+def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path):
     """The manifest is written before the first level, so a run stopped at any moment has one;
     resumed, it starts again from the initial states and says so."""
-    from kraftcheck.checker.explore import engine
+    class StopBeforeTheFirstLevel(RunObserver):
+        def run_started(self):
+            (tmp_path / "level-0.words").write_bytes(b"\0" * 24)  # a level half written when it stopped
+            raise KeyboardInterrupt
+
     full = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True))
-    initial_level = engine._Run._initial_level
-
-    def stop(self, init_words):
-        (tmp_path / "level-0.words").write_bytes(b"\0" * 24)  # a level half written when it stopped
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(engine._Run, "_initial_level", stop)
-    stopped = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True, checkpoint_dir=str(tmp_path)))
+    stopped = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True, checkpoint_dir=str(tmp_path)),
+                               observer=StopBeforeTheFirstLevel())
     assert stopped.interrupted and json.loads((tmp_path / "checkpoint.json").read_text())["levels"] == 0
-    monkeypatch.setattr(engine._Run, "_initial_level", initial_level)
     resumed = Engine().explore(_model("two_phase", rm=4), Options(keep_going=True, checkpoint_dir=str(tmp_path),
                                                                    resume=True))
     assert resumed.resumed and resumed.resumed_from_level == 0
@@ -162,23 +160,13 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_report(tmp_path):
     assert whole.wait(timeout=600) == 0
 
     checkpoint = tmp_path / "ck"
-    victim = _run(args + ["--checkpoint", str(checkpoint), "--json", str(tmp_path / "never.json")])
-    manifest = checkpoint / "checkpoint.json"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and victim.poll() is None:
-        if manifest.exists():
-            try:
-                if json.loads(manifest.read_text())["levels"] >= 12:
-                    break
-            except ValueError:
-                pass
-        time.sleep(0.02)
-    assert victim.poll() is None, "the run finished before it could be killed"
+    # the victim holds still once its level 12 is durable, until it is killed: no race with the clock
+    victim = subprocess.Popen([sys.executable, "-c", HOLD_AT_LEVEL, str(checkpoint), "12", str(tmp_path / "held")])
+    _wait_for_file(tmp_path / "held", victim)
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait()
-    assert not (tmp_path / "never.json").exists()
-    killed_at = json.loads(manifest.read_text())["levels"]
-    assert 12 <= killed_at < 26
+    killed_at = json.loads((checkpoint / "checkpoint.json").read_text())["levels"]
+    assert killed_at == 12
 
     resumed = _run(args + ["--resume", str(checkpoint), "--json", str(tmp_path / "resumed.json")])
     assert resumed.wait(timeout=600) == 0
@@ -188,6 +176,37 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_report(tmp_path):
     assert {k: a[k] for k in SAME} == {k: b[k] for k in SAME}
     assert (b["distinct_states"], b["states_generated"], b["depth"]) == (1745408, 18507778, 26)
     assert b["resumed_from_level"] == killed_at
+
+
+# a two_phase rm=8 run with a checkpoint that, once its level argv[2] is durable, says so in the
+# file argv[3] and waits to be killed
+HOLD_AT_LEVEL = """
+import sys, threading
+from pathlib import Path
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.observer import RunObserver
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
+
+class HoldAtLevel(RunObserver):
+    def level_finished(self, depth, distinct, generated):
+        if depth == int(sys.argv[2]):
+            Path(sys.argv[3]).write_text(str(depth))
+            threading.Event().wait()
+
+cls = spec_class("two_phase")
+Engine().explore(Model(cls(cls.Params(rm=8))), Options(checkpoint_dir=sys.argv[1]), observer=HoldAtLevel())
+"""
+
+
+def _wait_for_file(path, process):
+    """Until ``process`` writes ``path`` (it then holds still); fails if it ends first."""
+    deadline = time.monotonic() + 600  # a safety net for a hung process, not a race
+    while not path.exists():
+        assert process.poll() is None, "the run ended before it held at its level"
+        assert time.monotonic() < deadline, "the run never held at its level"
+        time.sleep(0.02)
 
 
 def _wait_for_level(manifest, process, level):

@@ -17,6 +17,7 @@ import pytest
 from kraftcheck.checker.compile import compile_kernels, is_compiled, marker_path
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.engine import Engine, Kernels, kernel_shapes
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -39,28 +40,64 @@ def fresh_kernel_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+class Watch(RunObserver):
+    """Notes the forms a run switched to (with the states found before each) and keeps the
+    finished run, for its paths."""
+
+    def __init__(self):
+        self.switches, self.run = [], None
+
+    def tier_switched(self, form, distinct):
+        self.switches.append((form, distinct))
+
+    def run_finished(self, result, run):
+        self.run = run
+
+
+class SwitchAfterLevel(Watch):
+    """Once level ``level`` is finished, waits (on the background compile, not a clock) until the
+    kernels are compiled, so that the run takes them before its next chunk."""
+
+    def __init__(self, shapes, level):
+        super().__init__()
+        self.shapes, self.level = shapes, level
+
+    def level_finished(self, depth, distinct, generated):
+        if depth == self.level:
+            deadline = time.monotonic() + 600
+            while not is_compiled(self.shapes):
+                assert time.monotonic() < deadline, "the background compile never ended"
+                time.sleep(0.05)
+
+
 def test_background_compile_switches_tiers_mid_run_with_identical_results(fresh_kernel_cache, monkeypatch):
-    """rm=7 takes about a second in bytecode and its kernels a few seconds to compile, so the
-    run, given 0.3 s of its first tier, starts in bytecode, waits and ends compiled; counts are
-    TLC's, coverage and verdict the same as a run compiled from the start, and so is the path
-    recorded to every state (states are numbered alike by both tiers): its parent links and
-    labels, sampled on every level."""
-    from kraftcheck.checker.explore import engine
-    runs = []
-    finish = engine._Run.finish
-    monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
-    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "0.3")  # less than rm=7 takes in bytecode
+    """A run that explores its first levels in bytecode, then (the observer waiting at level 8
+    for the background compile to end) compiled: counts are TLC's, coverage and verdict the same
+    as a run compiled from the start, and so is the path kept to every state (states are
+    numbered alike by both tiers): its parent links and labels, sampled on every level."""
+    from kraftcheck.checker.explore import tiers
+
+    class Hurried(tiers.BackgroundCompile):  # at the default priority from the start: the run waits for it
+        def __init__(self, forms):
+            super().__init__(forms)
+            self.hurry()
+
+    monkeypatch.setattr(tiers, "BackgroundCompile", Hurried)
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "600")  # the observer decides when the run switches
     model = _model("two_phase", rm=7)
     shapes = kernel_shapes(model)
     assert not is_compiled(shapes)
-    result = Engine(compile="background").explore(model, Options(keep_going=True))
+    background, now = SwitchAfterLevel(shapes, 8), Watch()
+    result = Engine(compile="background").explore(model, Options(keep_going=True), observer=background)
     assert (result.distinct_states, result.states_generated, result.depth) == (296448, 2744706, 23)
-    expected = Engine(compile="now").explore(_model("two_phase", rm=7), Options(keep_going=True))
+    expected = Engine(compile="now").explore(_model("two_phase", rm=7), Options(keep_going=True), observer=now)
     assert _counts(result) == _counts(expected)
-    background, now = runs
-    starts = background.levels.level_start + [result.distinct_states]
+    assert background.switches and background.switches[-1][0] == shapes.module_name
+    assert 0 < background.switches[0][1] < result.distinct_states, "the run should have switched tiers mid-run"
+    background, now = background.run, now.run
+    starts = background.level_starts + [result.distinct_states]
     sample = [i for lo, hi in zip(starts, starts[1:]) for i in range(lo, hi, max(1, (hi - lo) // 40))]
-    assert [background._trace(i) for i in sample] == [now._trace(i) for i in sample]
+    assert [background.trace(i) for i in sample] == [now.trace(i) for i in sample]
     assert result.compiled_in_background
     assert 0 < result.interpreted_states < result.distinct_states, "the run should have switched tiers"
     assert result.compile_s > 0
@@ -102,38 +139,31 @@ def test_a_small_layout_explores_interpreted_then_table_form_then_unrolled_with_
     after: the run takes each between two chunks (both pack a state into the same words, so the
     visited set and the levels carry over), and counts, coverage, violations and every sampled
     path are those of a run compiled from the start."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "600")  # the script decides when forms are ready
-    scripts, used, runs = [], [], []
-    monkeypatch.setattr(engine, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(forms)) or scripts[-1])
-    switch, finish = engine._Run._switch_when_compiled, engine._Run.finish
-
-    def switch_and_note(self):
-        switch(self)
-        used.append(self.kernels.module.__name__ if self.kernels.compiled else "interpreted")
-
-    monkeypatch.setattr(engine._Run, "_switch_when_compiled", switch_and_note)
-    monkeypatch.setattr(engine._Run, "finish", lambda self: (runs.append(self), finish(self))[1])
+    scripts = []
+    monkeypatch.setattr(tiers, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(forms)) or scripts[-1])
     model = _model("two_phase", rm=5)
-    result = Engine(compile="background").explore(model, Options(keep_going=True))
+    background, now = Watch(), Watch()
+    result = Engine(compile="background").explore(model, Options(keep_going=True), observer=background)
     table, unrolled = kernel_shapes(model, table=True).module_name, kernel_shapes(model).module_name
     assert [f.module_name for f in scripts[0].forms] == [table, unrolled]
-    assert list(dict.fromkeys(used)) == ["interpreted", table, unrolled]
-    assert used.index(unrolled) < len(used) - 1, "the unrolled form should explore some chunks too"
-    expected = Engine(compile="now").explore(_model("two_phase", rm=5), Options(keep_going=True))
+    assert [form for form, _ in background.switches] == [table, unrolled]
+    assert background.switches[-1][1] < result.distinct_states, "the unrolled form should explore some chunks too"
+    expected = Engine(compile="now").explore(_model("two_phase", rm=5), Options(keep_going=True), observer=now)
     assert _counts(result) == _counts(expected)
     assert result.interpreted_states > 0 and result.compile_s == float(scripts[0].ready_at[1])
-    background, now = runs
-    starts = background.levels.level_start + [result.distinct_states]
+    background, now = background.run, now.run
+    starts = background.level_starts + [result.distinct_states]
     sample = [i for lo, hi in zip(starts, starts[1:]) for i in range(lo, hi, max(1, (hi - lo) // 20))]
-    assert [background._trace(i) for i in sample] == [now._trace(i) for i in sample]
+    assert [background.trace(i) for i in sample] == [now.trace(i) for i in sample]
 
 
 def test_a_small_layout_whose_table_form_is_compiled_starts_with_it(fresh_kernel_cache, monkeypatch):
     from kraftcheck.checker.compile import compile_in_process
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
     scripts = []
-    monkeypatch.setattr(engine, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(
+    monkeypatch.setattr(tiers, "BackgroundCompile", lambda forms: scripts.append(ScriptedCompile(
         [forms] if not isinstance(forms, list) else forms, ready_at=(10**9,))) or scripts[-1])
     model = _model("two_phase", rm=3)
     compile_in_process(kernel_shapes(model, table=True), processes=1)
@@ -200,15 +230,15 @@ def test_a_compile_the_run_outlived_finishes_alone_for_the_next_run(fresh_kernel
     that ends before its background compile leaves it running in a session of its own; it
     finishes, marks the module compiled and exits 0, and the next run explores compiled from the
     start."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
     started = []
 
-    class Recorded(engine.BackgroundCompile):
+    class Recorded(tiers.BackgroundCompile):
         def __init__(self, shapes):
             super().__init__(shapes)
             started.append(self)
 
-    monkeypatch.setattr(engine, "BackgroundCompile", Recorded)
+    monkeypatch.setattr(tiers, "BackgroundCompile", Recorded)
     monkeypatch.delenv("KRAFTCHECK_KEEP_COMPILING")
     model = _model("two_phase_eager_commit", rm=3)
     try:
@@ -587,7 +617,7 @@ def test_a_failed_compile_is_said_on_a_first_run_before_exploring(fresh_kernel_c
     """On an installation's first run numba types the spec before the run explores, while the
     interpreter compiles; a background compile that has failed by then is said as such (it
     once met a run without its clock: AttributeError)."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import engine, tiers
 
     class Helper:
         def wait(self):
@@ -620,7 +650,7 @@ def test_a_failed_compile_is_said_on_a_first_run_before_exploring(fresh_kernel_c
             pass
 
     monkeypatch.setattr(engine, "interpreter_compile", Helper)
-    monkeypatch.setattr(engine, "BackgroundCompile", Failed)
-    monkeypatch.setattr(engine, "compile_in_process", lambda shapes, processes=None: None)  # numba accepts it
+    monkeypatch.setattr(tiers, "BackgroundCompile", Failed)
+    monkeypatch.setattr(tiers, "compile_in_process", lambda shapes, processes=None: None)  # numba accepts it
     with pytest.raises(SpecError, match="compiling the kernels failed in the background: the worker's own error"):
         Engine(compile="background").explore(_model("two_phase", rm=2), Options())

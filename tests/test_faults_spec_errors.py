@@ -257,7 +257,7 @@ def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(
     """On the Python tier of a ``--compile background`` run, ZeroDivisionError stops the run at
     once: it is not redone compiled (where the table form's callbacks, or an index out of range
     without bounds checks, would have answered over the other states)."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
 
     class NeverReady:
         def __init__(self, forms):
@@ -274,11 +274,11 @@ def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(
             pass
 
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
-    monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
-    monkeypatch.setattr(engine, "BackgroundCompile", NeverReady)
-    monkeypatch.setattr(engine, "first_tier_kernels", lambda model, load=True: engine.InterpretedKernels(model))
-    monkeypatch.setattr(engine._Run, "confirm_spec_compiles", lambda self, meanwhile="": None)
-    monkeypatch.setattr(engine._Run, "_fall_back_to_compiled", lambda self: pytest.fail("fell back to compiled"))
+    monkeypatch.setattr(tiers, "is_compiled", lambda shapes: False)
+    monkeypatch.setattr(tiers, "BackgroundCompile", NeverReady)
+    monkeypatch.setattr(tiers, "first_tier_kernels", lambda model, load=True: tiers.InterpretedKernels(model))
+    monkeypatch.setattr(tiers.Tiers, "confirm_spec_compiles", lambda self, meanwhile="": None)
+    monkeypatch.setattr(tiers.Tiers, "fall_back_to_compiled", lambda self: pytest.fail("fell back to compiled"))
     _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options()), "action Step")
 
 

@@ -217,8 +217,8 @@ class CompileWhenWaitedFor:
     def failed(self):
         return False
 
-    def hurry(self):
-        pass
+    def hurry(self):  # the run waits for the compile from now on
+        self.waited = True
 
     def stop(self, keep=None):
         pass
@@ -230,21 +230,14 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
     compiled first, give one answer: the same counts, coverage, violations and traces; or the
     same error in the same words (code numba refuses: numba's compile error naming the spec's
     line, whichever tier ran it)."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
     compiled, _ = _outcome(case, "compiled")
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
     # typed every time, not taken from an earlier run's acceptance (test below)
-    monkeypatch.setattr(engine, "typed_marker_path", lambda module_path: tmp_path / "typed")
-    monkeypatch.setattr(engine, "_TYPED_MODULES", set())
-    monkeypatch.setattr(engine, "is_compiled", lambda shapes: False)
-    monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
-    wait = engine._Run._wait_for_compile
-
-    def waits(self, past_time_limit=False):
-        self.builder.waited = True
-        return wait(self, past_time_limit)
-
-    monkeypatch.setattr(engine._Run, "_wait_for_compile", waits)
+    monkeypatch.setattr(tiers, "typed_marker_path", lambda module_path: tmp_path / "typed")
+    monkeypatch.setattr(tiers, "_TYPED_MODULES", set())
+    monkeypatch.setattr(tiers, "is_compiled", lambda shapes: False)
+    monkeypatch.setattr(tiers, "BackgroundCompile", CompileWhenWaitedFor)
     interpreted, run = _outcome(case, "interpreted")
     assert interpreted == compiled
     if run is not None:
@@ -261,14 +254,14 @@ def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, t
     """The type inference's acceptance is kept beside the kernel module (whose name is a digest
     of the spec's sources): the next run of the same spec version and fields that ends while
     interpreting answers without typing again; a refusal is never kept."""
-    from kraftcheck.checker.explore import engine
+    from kraftcheck.checker.explore import tiers
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
-    monkeypatch.setattr(engine, "BackgroundCompile", CompileWhenWaitedFor)
-    monkeypatch.setattr(engine, "_TYPED_MODULES", set())  # only the file tells, as to a new process
+    monkeypatch.setattr(tiers, "BackgroundCompile", CompileWhenWaitedFor)
+    monkeypatch.setattr(tiers, "_TYPED_MODULES", set())  # only the file tells, as to a new process
     typed = []
-    check = engine.check_spec_types
-    monkeypatch.setattr(engine, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])
+    check = tiers.check_spec_types
+    monkeypatch.setattr(tiers, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])
     for _ in range(2):
         assert Engine(compile="background").explore(Model(Grid(GridParams(1))), Options()).interpreted_states > 0
         with pytest.raises(SpecError, match="failed to compile"):

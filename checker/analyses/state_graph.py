@@ -33,6 +33,7 @@ from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import Progress, ProgressFn, Step, no_progress
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.kernels.state_index import StateIndex
 from kraftcheck.checker.model import Model
 
@@ -161,12 +162,12 @@ class CompiledGraph:
 
 def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
     """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``)."""
-    from kraftcheck.checker.explore.engine import Engine
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    from kraftcheck.checker.explore.tiers import compile_now
     if compile == "never" and not numba.config.DISABLE_JIT:
         return InterpretedKernels(model)
-    return Engine._compile_now(model, kernel_shapes(model), progress, time.perf_counter())
+    return compile_now(model, kernel_shapes(model), progress, time.perf_counter())
 
 
 class GraphBuilder:
@@ -271,15 +272,11 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
 def outside_mask(model: Model, kernels: Any, buf: Any, rows: np.ndarray) -> np.ndarray:
     """Per candidate row of ``rows``: whether its successor breaks a selected state constraint or
     its step breaks a selected action constraint (not in the graph)."""
-    bad = np.zeros(rows.shape[0], bool)
-    if not rows.size:
-        return bad
-    if model.constraints:
-        masks = kernels.violations(np.ascontiguousarray(buf.words[rows]))
-        bad |= (masks & np.uint64(model.constraint_bits)) != 0
-    if model.action_constraints:
-        bad |= (buf.props[rows] & np.uint64(model.action_constraint_bits)) != 0
-    return bad
+    if not rows.size or not model.constrained:
+        return np.zeros(rows.shape[0], bool)
+    masks = kernels.violations(np.ascontiguousarray(buf.words[rows])) if model.constraints else None
+    props = buf.props[rows] if model.action_constraints else None  # buf.props: a placeholder without
+    return outside_constraints(model, masks, props)
 
 
 def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = None,
@@ -300,7 +297,7 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     builder = GraphBuilder(model, StateIndex(kernels.nwords))
     init_words = kernels.pack(model.initial)
     if model.constraints:  # an initial state outside is not in the graph (the engine's _initial_level)
-        inside = (kernels.violations(init_words) & np.uint64(model.constraint_bits)) == 0
+        inside = ~outside_constraints(model, kernels.violations(init_words))
         init_words = np.ascontiguousarray(init_words[inside])
     builder.add_initial(init_words, fingerprints(init_words))
     is_new = np.zeros(buf.words.shape[0], np.uint8)  # one mark per row of the buffers

@@ -31,7 +31,7 @@ import hashlib
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
@@ -82,6 +82,30 @@ def write_manifest(directory: Path, identity: dict[str, Any], progress: dict[str
     content = {"format": FORMAT, "format_version": FORMAT_VERSION, "identity": identity, **progress}
     content["digest"] = _content_digest(content)
     atomic_write(Path(directory) / MANIFEST, json.dumps(content, indent=1) + "\n")
+
+
+def counts_for_manifest(result: Any, generated: int, fired: Any, new_states: Any, elapsed_s: float,
+                        found_at: dict[str, Any], finished: bool) -> dict[str, Any]:
+    """What every explorer's manifest holds of its run's counts and findings (each adds its
+    levels' own entries): ``found_at`` says where each violation found was, as the explorer
+    finds it again on a resume (``restore_counts``)."""
+    return {"initial_states": result.initial_states, "generated": generated,
+            "fired": [int(x) for x in fired], "new_states": [int(x) for x in new_states], "elapsed_s": elapsed_s,
+            "found": {name: list(at) for name, at in found_at.items()},
+            "finished": finished, "status": result.status if finished else None}
+
+
+def restore_counts(manifest: dict[str, Any], result: Any, fired: Any, new_states: Any,
+                   note_violation: Callable[..., None]) -> tuple[int, float]:
+    """A resumed run's counts from its manifest (``counts_for_manifest``): into ``result``,
+    ``fired`` and ``new_states`` (arrays, in place), each violation noted again by
+    ``note_violation(name, *where)``; returns (states generated, seconds explored before)."""
+    result.initial_states = manifest["initial_states"]
+    fired[:] = manifest["fired"]
+    new_states[:] = manifest["new_states"]
+    for name, at in manifest["found"].items():
+        note_violation(name, *at)
+    return manifest["generated"], manifest["elapsed_s"]
 
 
 def _content_digest(content: dict[str, Any]) -> str:
@@ -169,14 +193,21 @@ def check_resume_dir(directory: Optional[Union[str, Path]]) -> None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
 
 
+class HeldCheckpoint(NamedTuple):
+    """What ``hold_checkpoint`` found, for the run to use without reading it again."""
+
+    identity: Optional[dict[str, Any]]  # the run's, as its manifests say it (None: no checkpoint)
+    manifest: Optional[dict[str, Any]]  # a resumed run's manifest, checked resumable (else None)
+
+
 @contextmanager
-def hold_checkpoint(model: Model, options: Any) -> Iterator[None]:
+def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
     """The run's exclusive hold of its checkpoint directory (``options.checkpoint_dir``, if any),
     checked first: a new run's must be empty (or new: it is created), a resumed run's must hold a
     manifest this run may resume (``check_resumable``). A directory another run holds is refused
-    at once (``DirectoryBusy``)."""
+    at once (``DirectoryBusy``). Yields the run's identity and the manifest it resumes."""
     if not options.checkpoint_dir:
-        yield
+        yield HeldCheckpoint(None, None)
         return
     directory, resume = Path(options.checkpoint_dir), options.resume
     if resume:
@@ -187,11 +218,10 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[None]:
     hold = lock_directory(directory, "a resumed run" if resume else "a checkpointed run")
     try:
         # under the hold: what another run (now ended) may have left is seen
-        if resume:
-            check_resumable(directory, run_identity(model, options.fingerprints, options.symmetry))
-        else:
+        if not resume:
             check_new_checkpoint_dir(directory)
-        yield
+        identity = run_identity(model, options.fingerprints, options.symmetry)
+        yield HeldCheckpoint(identity, check_resumable(directory, identity) if resume else None)
     finally:
         hold.release()
         if created:  # refused before its first manifest: leave no empty directory behind

@@ -83,11 +83,11 @@ class MemoryLevels:
         """Close the level being built (if it has states) and return its words (the new frontier)."""
         words = np.concatenate(self.pending_words) if self.pending_words else np.empty((0, self.nwords), np.uint64)
         if words.shape[0]:
-            self._record(np.concatenate(self.pending_parents), np.concatenate(self.pending_labels))
+            self._add_finished_level(np.concatenate(self.pending_parents), np.concatenate(self.pending_labels))
         self.pending_words, self.pending_parents, self.pending_labels = [], [], []
         return words
 
-    def _record(self, parents: np.ndarray, labels: np.ndarray) -> None:
+    def _add_finished_level(self, parents: np.ndarray, labels: np.ndarray) -> None:
         self.level_start.append(self.distinct)
         self.parents.append(parents)
         self.labels.append(labels)
@@ -241,17 +241,17 @@ class DiskLevels(MemoryLevels):
         count = self._pending
         self._pending = self._last_chunk = 0
         if self._files is not None:
-            record = {}
+            entries = {}
             for kind, f, digest in zip(KINDS, self._files, self._hashes or (None,) * len(KINDS)):
                 f.flush()
                 if self.durable:
                     os.fsync(f.fileno())
-                    record[kind] = file_record(os.fstat(f.fileno()).st_size, file_digest(self.path(self.depth, kind))
+                    entries[kind] = file_record(os.fstat(f.fileno()).st_size, file_digest(self.path(self.depth, kind))
                                                if self._rehash else digest.hexdigest())
                 f.close()
             self._files = self._hashes = None
             if self.durable and count:
-                self.checksums.append(record)
+                self.checksums.append(entries)
         if not self.durable:
             self._delete_expanded_words()
         if count == 0:
@@ -273,7 +273,7 @@ class DiskLevels(MemoryLevels):
         parents = _map(self.path(level, "parents"), np.uint32)
         labels = _map(self.path(level, "labels"), np.uint16)
         words = _map(self.path(level, "words"), np.uint64, self.nwords)
-        self._record(parents, labels)
+        self._add_finished_level(parents, labels)
         self.words_of_level.append(words)
         self._word_maps.append(_mapping_of(words))
         return words

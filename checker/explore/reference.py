@@ -8,13 +8,16 @@ counterexample lengths, the engine's machinery is right.
 
 from __future__ import annotations
 
-from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation, describe_limit,
-                                    no_progress, memory_exceeded)
+from typing import Callable, NamedTuple, Optional
+
+from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, Violation, no_progress
+from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
 from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, spec_raised, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_function
 from kraftcheck.checker.explore.concrete import concrete_trace
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 
@@ -24,7 +27,8 @@ class ReferenceExplorer:
 
     name = "reference"
 
-    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress,
+                observer: Optional[RunObserver] = None) -> Result:
         layout = model.layout
         actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
         invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
@@ -128,6 +132,8 @@ class ReferenceExplorer:
 
         stop = False
         frontier: list[int] = []
+        if observer is not None:
+            observer.run_started()
         try:
             for source, flat in enumerate(model.initial):
                 result.states_generated += 1
@@ -151,6 +157,9 @@ class ReferenceExplorer:
             raise spec_failed(e) from None
         result.initial_states = len(model.initial)
         depth = 1 if frontier else 0
+        level_starts = [0] if frontier else []
+        if observer is not None and frontier and not stop:
+            observer.level_finished(depth, len(states), result.states_generated)
 
         try:
             while frontier and not stop:
@@ -210,21 +219,17 @@ class ReferenceExplorer:
                             stop = True
                             break
                     more_work = position + 1 < len(frontier) or bool(next_frontier)
-                    if options.max_states is not None and len(states) > options.max_states:
-                        result.incomplete_reason = describe_limit(options, "max_states")
-                        stop = True
-                        break
-                    if clock.expired() and more_work:
-                        result.incomplete_reason = describe_limit(options, "time_limit")
-                        stop = True
-                        break
-                    if more_work and position % 1024 == 0 and memory_exceeded(options):
-                        result.incomplete_reason = describe_limit(options, "max_memory")
+                    reason = limit_reached(options, len(states), clock, more_work, memory=position % 1024 == 0)
+                    if reason is not None:
+                        result.incomplete_reason = reason
                         stop = True
                         break
                 frontier = next_frontier
                 if frontier:
                     depth += 1
+                    level_starts.append(frontier[0])
+                    if observer is not None and not stop:
+                        observer.level_finished(depth, len(states), result.states_generated)
                 progress(Progress(depth, len(states), result.states_generated, len(frontier), clock.elapsed))
 
         except KeyboardInterrupt:
@@ -235,16 +240,20 @@ class ReferenceExplorer:
             raise
         except Exception as e:  # noqa: BLE001 - the spec's own code failed: one line, as the engine says it
             raise spec_failed(e) from None
-        result.distinct_states = len(states)
-        result.fingerprints = options.fingerprints
-        result.symmetry = options.symmetry
-        if options.fingerprints:
-            result.collision_probability = collision_probability(sorted(index), result.states_generated)
-        result.depth = depth
-        result.elapsed_s = clock.elapsed
-        result.conclude(list(found.values()), options.keep_going)
+        result.settle(options, list(found.values()), len(states), result.states_generated, depth, clock.elapsed,
+                      collision_probability=collision_probability(sorted(index), result.states_generated)
+                      if options.fingerprints else None)
+        if observer is not None:
+            observer.run_finished(result, _FinishedReference(level_starts, stored_path))
         return result
 
+
+
+class _FinishedReference(NamedTuple):
+    """What the observer sees of a finished reference run (``observer.FinishedRun``)."""
+
+    level_starts: list[int]
+    trace: Callable[[int], list[Step]]
 
 
 def collision_probability(fingerprints: list[int], generated: int) -> dict[str, float]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -169,8 +168,24 @@ class Result:
         return {a.name: {"fired": f, "new": n}
                 for a, f, n in zip(self.model.actions, self.fired, self.new_states)}
 
+    def settle(self, options: Options, violations: list[Violation], distinct: int, generated: int, depth: int,
+               elapsed_s: float, fired: Optional[Any] = None, new_states: Optional[Any] = None,
+               collision_probability: Optional[dict[str, float]] = None) -> None:
+        """What every explorer ends with: its counts (``fired``, ``new_states`` per action, when
+        not kept in this result as they went), the modes it ran in, then the verdict
+        (``conclude``)."""
+        self.distinct_states, self.states_generated, self.depth, self.elapsed_s = distinct, generated, depth, elapsed_s
+        if fired is not None:
+            self.fired = [int(x) for x in fired]
+        if new_states is not None:
+            self.new_states = [int(x) for x in new_states]
+        self.fingerprints, self.symmetry = options.fingerprints, options.symmetry
+        if options.fingerprints:
+            self.collision_probability = collision_probability
+        self.conclude(violations, options.keep_going)
+
     def conclude(self, violations: list[Violation], keep_going: bool) -> None:
-        """Record the violations found, shortest first, and the verdict they and the limits give."""
+        """Keep the violations found, shortest first, and the verdict they and the limits give."""
         names = self.model.check_names
         self.violations = sorted(violations, key=lambda v: (v.depth, names.index(v.check) if v.check in names
                                                             else len(names)))  # a deadlock last
@@ -193,45 +208,9 @@ class Result:
         return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]
 
 
-class Clock:
-    """Elapsed time and the time limit, shared by the explorers."""
-
-    def __init__(self, limit: Optional[float]) -> None:
-        self.start = time.perf_counter()
-        self.limit = limit
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
-    def expired(self) -> bool:
-        return self.limit is not None and self.elapsed >= self.limit
-
-
-def describe_limit(options: Options, what: str) -> str:
-    if what == "max_memory":
-        return f"stopped at --max-memory {options.max_memory / 2**30:.1f} GiB (the process used more)"
-    value = {"max_states": options.max_states, "max_depth": options.max_depth,
-             "time_limit": options.time_limit}[what]
-    flag = {"max_states": "--max-states", "max_depth": "--max-depth", "time_limit": "--time-limit"}[what]
-    return f"stopped at {flag} {value}"
-
-
-def memory_in_use() -> int:
-    """Resident memory of this process, in bytes: its own pages and the pages of the files it
-    maps (levels on disk) that are resident, not the file cache beyond them."""
-    import psutil
-    return psutil.Process().memory_info().rss
-
-
-def memory_total() -> int:
-    """This machine's memory, in bytes."""
-    import psutil
-    return psutil.virtual_memory().total
-
-
-def memory_exceeded(options: Options) -> bool:
-    return options.max_memory is not None and memory_in_use() > options.max_memory
+# the limits' own module; importable from here too, as before it existed
+from kraftcheck.checker.explore.run_limits import (  # noqa: E402,F401
+    Clock, describe_limit, memory_exceeded, memory_in_use, memory_total)
 
 
 def no_progress(_: Progress) -> None:

@@ -42,8 +42,10 @@ from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.limits import check_count, check_depth, check_number
 from kraftcheck.checker.explore.compiled import kernel_shapes
-from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Clock, Progress, ProgressFn, Result, Step,
-                                               Violation, memory_exceeded, no_progress)
+from kraftcheck.checker.explore.constraints import outside_constraints
+from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, ProgressFn, Result, Step, Violation,
+                                               no_progress)
+from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
@@ -145,7 +147,7 @@ def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
         seen = np.union1d(seen, hashes[fresh])
         level = words[first[fresh]]
         if model.constraints and level.shape[0]:
-            level = level[(kernels.violations(level) & np.uint64(model.constraint_bits)) == 0]
+            level = level[~outside_constraints(model, kernels.violations(level))]
         if level.shape[0]:
             levels += 1
     if level.shape[0] == 0:
@@ -321,7 +323,7 @@ class _SimulationRun:
         flats = self.kernels.unpack(np.array(states, np.uint64).reshape(len(states), self.kernels.nwords))
         return [Step(None, flats[0])] + [Step(lab, s) for lab, s in zip(labels, flats[1:])]
 
-    def _record(self, name: str, kind: str, i: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
+    def _note_violation(self, name: str, kind: str, i: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
         b = int(self.behaviour[i])
         self.figures.found_after_s.setdefault(name, self.clock.elapsed)
         old = self.found.get(name)
@@ -334,7 +336,7 @@ class _SimulationRun:
     def _violated_invariants(self, i: int, mask: int, extra: Optional[tuple[int, np.ndarray]]) -> None:
         for k, inv in enumerate(self.model.invariants):
             if mask >> k & 1:
-                self._record(inv.name, "invariant", i, extra)
+                self._note_violation(inv.name, "invariant", i, extra)
 
     # -- the loop
     def simulate(self) -> None:
@@ -365,7 +367,7 @@ class _SimulationRun:
                     r = int(rows[p])
                     for k, prop in enumerate(model.properties):
                         if int(props[p]) >> k & 1:
-                            self._record(prop.name, "property", r // nl, (r % nl, out.words[r]))
+                            self._note_violation(prop.name, "property", r // nl, (r % nl, out.words[r]))
             choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
                               self.action_on, nl, n, NO_LABEL, np.uint64(self.options.seed), self.behaviour,
                               self.step, self.by_action, self.chosen, self.moved)
@@ -383,7 +385,7 @@ class _SimulationRun:
         why = np.full(n, "", dtype=object)
         if self.model.check_deadlock:
             for i in np.flatnonzero(moved == 0):
-                self._record(DEADLOCK, "deadlock", int(i), None)
+                self._note_violation(DEADLOCK, "deadlock", int(i), None)
         if self.stop_starting_at is not None:  # the lowest-numbered behaviour that has violated so far
             why[behaviour == self.stop_starting_at] = "violation"
             why[behaviour > self.stop_starting_at] = "cut short"
@@ -454,8 +456,8 @@ def simulate(model: Model, options: SimulationOptions = SimulationOptions(), pro
     or interpreted throughout (``compile`` "never": the same behaviours, far slower)."""
     import numba
 
-    from kraftcheck.checker.explore.engine import Engine
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    from kraftcheck.checker.explore.tiers import compile_now
     from kraftcheck.checker.kernels import simulation
 
     if compile not in ("now", "never"):
@@ -465,7 +467,7 @@ def simulate(model: Model, options: SimulationOptions = SimulationOptions(), pro
     if compile == "never" or numba.config.DISABLE_JIT:
         kernels: Any = InterpretedKernels(model)
     else:
-        kernels = Engine._compile_now(model, kernel_shapes(model), progress, t0)
+        kernels = compile_now(model, kernel_shapes(model), progress, t0)
     simulation.warm_up()
     compile_s = time.perf_counter() - t0
     result = Simulator().run(model, kernels, options, progress)

@@ -16,6 +16,7 @@ from numba import njit, uint32, uint64
 
 from kraftcheck.checker.kernels.hashing import fingerprint_row
 from kraftcheck.checker.kernels.rows import same_row
+from kraftcheck.checker.kernels.visited import restore_from
 
 NO_ID = np.uint32(0xFFFFFFFF)
 _NO_MARKS = np.zeros(0, np.uint8)
@@ -78,9 +79,29 @@ class StateIndex:
         self.parent_label = np.empty(capacity, np.uint16)
         self.table = np.full(_table_size(capacity), NO_ID, np.uint32)
 
+    def __len__(self) -> int:
+        return self.count
+
     @property
     def nbytes(self) -> int:
         return self.states.nbytes + self.parent.nbytes + self.parent_label.nbytes + self.table.nbytes
+
+    def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None = None,
+               is_new: np.ndarray | None = None) -> np.ndarray:
+        """Number ``words[rows[:nrows]]`` as states without a parent (initial states); a uint8
+        array over ``words``' rows, 1 on first occurrences (``is_new`` reused if given)."""
+        nrows = rows.shape[0] if nrows is None else nrows
+        if is_new is None:
+            is_new = np.zeros(words.shape[0], np.uint8)
+        before = self.count
+        ids = np.empty(words.shape[0], np.int64)
+        self.add(words, hashes, rows, nrows, ids, 0, 1 << 62, np.zeros(words.shape[0], np.uint16), is_new)
+        self.parent[before: self.count] = -1
+        return is_new
+
+    def restore(self, words: np.ndarray) -> None:
+        """Number every state of ``words`` (a level of a checkpoint) as ``insert`` does."""
+        restore_from(self, words)
 
     def reserve(self, more: int) -> None:
         """Make room for ``more`` new states (arrays double; the table keeps its load under 1/2)."""

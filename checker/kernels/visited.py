@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
-from kraftcheck.checker.kernels.hashing import fingerprint_row
+from kraftcheck.checker.kernels.hashing import fingerprint_row, fingerprints
 from kraftcheck.checker.kernels.prefetch import prefetch_row
 from kraftcheck.checker.kernels.rows import same_row
 from kraftcheck.checker.kernels.threads import run_parts, thread_count
@@ -42,6 +42,7 @@ FINE_GROWTH_FROM_BYTES = 1 << 30
 FINGERPRINT_MAX_LOAD = 0.85
 FINGERPRINT_GROWTH = 1.2
 MAX_SHARD_CAPACITY = (1 << 32) - 1  # the home slot takes 32 bits of the fingerprint
+RESTORE_CHUNK_STATES = 1 << 20  # states inserted at a time when a set is rebuilt from a checkpoint's levels
 
 
 @njit(cache=True, inline="always")
@@ -148,6 +149,14 @@ def smallest_gap_sorted(values):
     return best
 
 
+def restore_from(visited, words: np.ndarray) -> None:
+    """Insert every state of ``words`` into ``visited``, RESTORE_CHUNK_STATES at a time (a
+    level of a checkpoint is mapped from disk: a chunk at a time is read into memory)."""
+    for lo in range(0, words.shape[0], RESTORE_CHUNK_STATES):
+        chunk = np.ascontiguousarray(words[lo: lo + RESTORE_CHUNK_STATES])
+        visited.insert(chunk, fingerprints(chunk), np.arange(chunk.shape[0], dtype=np.int64))
+
+
 def rows_in_use(rows: np.ndarray, nrows: int) -> int:
     """How many leading rows of the buffers an insert of ``rows[:nrows]`` reads: a chunk may use
     only the start of buffers sized for the largest one, and the rest is neither read nor cleared."""
@@ -194,6 +203,10 @@ class VisitedSet:
     @property
     def capacity(self) -> int:
         return sum(t.shape[0] for t in self.shards)
+
+    def restore(self, words: np.ndarray) -> None:
+        """Insert every state of ``words`` (a level of a checkpoint)."""
+        restore_from(self, words)
 
     def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None = None,
                is_new: np.ndarray | None = None) -> np.ndarray:
@@ -285,6 +298,10 @@ class FingerprintSet:
     @property
     def nbytes(self) -> int:
         return self.table.nbytes
+
+    def restore(self, words: np.ndarray) -> None:
+        """Insert the fingerprint of every state of ``words`` (a level of a checkpoint)."""
+        restore_from(self, words)
 
     def insert(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None = None,
                is_new: np.ndarray | None = None) -> np.ndarray:
