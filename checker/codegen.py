@@ -46,8 +46,8 @@ numba_cache.tolerate_damage()
 NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 # Layouts of at most this many elements get pack and unpack as unrolled code, inlined into every
 # action kernel; larger ones read a table at run time (``kernels.layout_table``), so that their
-# kernels depend on the record's fields only and every configuration of a spec with the same
-# fields shares them.
+# kernels depend on the structured state's fields only and every configuration of a spec with
+# the same fields shares them.
 INLINE_PACK_MAX_ELEMENTS = 32
 # The successor rows a large layout's ``fire`` kernel fills per call (``table_expand_source``):
 # enough states per call that the call costs little, few enough rows to stay in the caches.
@@ -154,9 +154,9 @@ def _pack_lines(layout: Layout) -> list[str]:
     return lines
 
 
-def _record_descr(dtype: np.dtype) -> list:
-    """A record's numpy description (``layout.dtype`` or ``layout.successor_dtype``), as literals
-    the generated module can hold."""
+def _dtype_descr(dtype: np.dtype) -> list:
+    """A structured state's numpy description (``layout.dtype`` or ``layout.successor_dtype``),
+    as literals the generated module can hold."""
     kinds = [dtype[name] for name in dtype.names]
     return [(name, k.base.str, k.shape) if k.shape else (name, k.str) for name, k in zip(dtype.names, kinds)]
 
@@ -240,7 +240,7 @@ def _written_restore_lines(layout: Layout, writes: tuple[Write, ...]) -> list[st
     return [f"tf[{k}] = sf[{k}]" for k in _written_indices(layout, writes)] or ["pass"]
 
 
-# Past this many elements an action may write, a kernel compares the whole record after an
+# Past this many elements an action may write, a kernel compares the whole successor after an
 # instance that does not fire (one vectorised loop) rather than element by element.
 DECLINED_COMPARE_MAX_ELEMENTS = 32
 
@@ -249,11 +249,11 @@ def declined_dirty_expr(model: Model, ai: int, succ: str, source: str) -> str | 
     """An expression that is true when an instance of action ``ai`` that returned False left its
     successor (the int64 row ``succ``) other than its source (``source``): a spec's bug
     (``errors.wrote_and_declined``), which the interpreted tiers refuse; left unchecked, the next
-    instance would start from the written record. None when the action's source shows it cannot
+    instance would start from the written successor. None when the action's source shows it cannot
     decline after touching ``t`` (``writes.may_decline_after_touching``: most actions, the
     Kafka model's included, test their guards first), so that most kernels pay nothing. Only
     the elements the action may write are compared when ``writes.action_writes`` can tell and
-    they are few, else the whole record."""
+    they are few, else the whole successor."""
     action = model.actions[ai]
     if not may_decline_after_touching(action.fn):
         return None
@@ -295,7 +295,7 @@ def _selected_bits_lines(select: str, prefix: str, n: int, indent: str = "    ")
 
 
 def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: tuple[Write, ...] | None) -> list[str]:
-    """The kernel of action ``ai``: every instance of it on the unpacked states ``recs[lo:hi]``.
+    """The kernel of action ``ai``: every instance of it on the unpacked states ``flat[lo:hi]``.
 
     Kernels are kept apart (rather than one loop over all actions) because LLVM's compile time and
     memory grow much faster than linearly with the size of one function: a fused kernel for the
@@ -331,11 +331,11 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         "           source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at, select):",
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         *_selected_bits_lines("select", "pb", len(props)),
-        "    recs = as_records(flat)",
-        "    t = as_successor_records(scratch)[1]",
+        "    structured = as_structured(flat)",
+        "    t = as_successor_structured(scratch)[1]",
         "    tf = scratch[1]",
         *_ring_lines(str(instances)),
-        "        s = recs[i]",
+        "        s = structured[i]",
         "        sf = flat[i]",
         "        restore(sf, tf)",
     ]
@@ -584,11 +584,11 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
         "    row_bytes = uint64(8 * SIZE)",
         "    n = 0",
-        "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_RECORD)[0]",
+        "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_DTYPE)[0]",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
         "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
-        "        s = carray(as_voidptr(sf_at), 1, RECORD)[0]",
+        "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
         "        restore(sf, succ[n])",
     ]
     indent = "        "
@@ -607,7 +607,7 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
         lines.append(f"{body}props[n] = m")
     lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
-              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, SUCCESSOR_RECORD)[0]"]
+              f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, SUCCESSOR_DTYPE)[0]"]
     dirty = declined_dirty_expr(model, ai, "succ[n]", "sf")
     if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
         lines.append(f"{indent}elif {dirty}:")
@@ -645,57 +645,59 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
     ]
 
 
-def _as_records_lines() -> list[str]:
-    """``as_records``: the int32 rows of the chunk's states seen as records (RECORD);
-    ``as_successor_records``: the int64 rows actions write successors into (SUCCESSOR_RECORD)."""
+def _as_structured_lines() -> list[str]:
+    """``as_structured``: the int32 rows of the chunk's states seen as structured states
+    (STATE_DTYPE); ``as_successor_structured``: the int64 rows actions write successors into
+    (SUCCESSOR_DTYPE)."""
     return [
         "if config.DISABLE_JIT:",
-        "    def as_records(flat):",
-        "        return flat.view(RECORD)[:, 0].view(np.recarray)",
+        "    def as_structured(flat):",
+        "        return flat.view(STATE_DTYPE)[:, 0].view(np.recarray)",
         "",
-        "    def as_successor_records(rows):",
-        "        return rows.view(SUCCESSOR_RECORD)[:, 0].view(np.recarray)",
+        "    def as_successor_structured(rows):",
+        "        return rows.view(SUCCESSOR_DTYPE)[:, 0].view(np.recarray)",
         "else:",
         '    @njit(cache=True, inline="always")',
-        "    def as_records(flat):",
-        '        """The int32 rows ``flat`` (one state a row) as records with the fields\' names."""',
-        "        return flat.view(RECORD)[:, 0]",
+        "    def as_structured(flat):",
+        '        """The int32 rows ``flat`` (one state a row) as structured states with the fields\' names."""',
+        "        return flat.view(STATE_DTYPE)[:, 0]",
         "",
         '    @njit(cache=True, inline="always")',
-        "    def as_successor_records(rows):",
-        '        """The int64 rows ``rows`` (one successor a row) as records with the fields\' names."""',
-        "        return rows.view(SUCCESSOR_RECORD)[:, 0]",
+        "    def as_successor_structured(rows):",
+        '        """The int64 rows ``rows`` (one successor a row) as structured successors with the fields\' names."""',
+        "        return rows.view(SUCCESSOR_DTYPE)[:, 0]",
     ]
 
 
-def _record_source(model: Model) -> str:
-    """The layout module of a large layout (``uses_layout_table``): the record type, and the
-    table-driven pack and unpack of ``kernels.layout_table``. Its text depends on the fields'
+def _table_layout_source(model: Model) -> str:
+    """The layout module of a large layout (``uses_layout_table``): the structured-state types,
+    and the table-driven pack and unpack of ``kernels.layout_table``. Its text depends on the fields'
     names and shapes only, so every configuration with the same fields shares it and every
     kernel that compiles it in."""
     layout = model.layout
-    out = _header(f"Record kernels of spec {model.spec.name}") + [
+    out = _header(f"Table layout kernels of spec {model.spec.name}") + [
         "import numpy as np",
         "from numba import config, njit",
         "",
         "from kraftcheck.checker.kernels.layout_table import (pack, pack_rows, restore, set_consts, unpack,",
         "                                                    unpack_range, unpack_rows)",
         "",
-        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
-        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
+        f"STATE_DTYPE = np.dtype({_dtype_descr(layout.dtype)!r})",
+        f"SUCCESSOR_DTYPE = np.dtype({_dtype_descr(layout.successor_dtype)!r})",
         "",
         "",
-        *_as_records_lines(),
+        *_as_structured_lines(),
         "",
     ]
     return "\n".join(out)
 
 
 def _layout_source(model: Model, table: bool) -> str:
-    """The module of one layout: records, pack and unpack, and the batch kernels built on them."""
+    """The module of one layout: structured-state types, pack and unpack, and the batch kernels
+    built on them."""
     layout = model.layout
     if table:
-        return _record_source(model)
+        return _table_layout_source(model)
     # Constant fields (protocol switches, capacities) are read from ``cv`` at run time rather than
     # written into the code, so one compiled module serves every preset with the same layout.
     consts = [f"    f[{flat}] = cv[{j}]" for j, (flat, _) in enumerate(layout.consts)] or ["    pass"]
@@ -710,14 +712,14 @@ def _layout_source(model: Model, table: bool) -> str:
         "",
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
-        # Kernels take the unpacked states as int32 rows and see them as records here: a record
-        # array argument costs numba's dispatcher a type built from its dtype on every call (16 us
-        # for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
-        f"RECORD = np.dtype({_record_descr(layout.dtype)!r})",
-        f"SUCCESSOR_RECORD = np.dtype({_record_descr(layout.successor_dtype)!r})",
+        # Kernels take the unpacked states as int32 rows and see them as structured states here: a
+        # structured array argument costs numba's dispatcher a type built from its dtype on every
+        # call (16 us for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
+        f"STATE_DTYPE = np.dtype({_dtype_descr(layout.dtype)!r})",
+        f"SUCCESSOR_DTYPE = np.dtype({_dtype_descr(layout.successor_dtype)!r})",
         "",
         "",
-        *_as_records_lines(),
+        *_as_structured_lines(),
         "",
         "",
         '@njit(cache=True, inline="always")',
@@ -759,7 +761,7 @@ def _layout_source(model: Model, table: bool) -> str:
         "",
         "@njit(cache=True, nogil=True)",
         "def unpack_range(words, lo, hi, offset, flat, cv):",
-        '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s records."""',
+        '    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk\'s states."""',
         "    for j in range(hi - lo):",
         "        unpack(words, lo + j, flat[offset + j], cv)",
         "",
@@ -782,8 +784,8 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from kraftcheck.checker.kernels.inlining import inlined",
             "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
-            *_uses_layout(layout_module, ("RECORD", "SUCCESSOR_RECORD", "restore")),
-            "SIZE = RECORD.itemsize // 4",
+            *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
+            "SIZE = STATE_DTYPE.itemsize // 4",
             f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
             "",
             "",
@@ -803,7 +805,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
           if writes is not None else []),
         "from kraftcheck.checker.kernels.inlining import inlined",
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_records", "as_successor_records", "pack", "restore")),
+        *_uses_layout(layout_module, ("as_structured", "as_successor_structured", "pack", "restore")),
         f"{name} = inlined({name})  # compiled only inside expand (kernels.inlining)",
         "",
         f"NO_LABEL = {NO_LABEL}",
@@ -827,14 +829,14 @@ def _invariants_source(model: Model, layout_module: str) -> str:
         "from numba import njit, uint64",
         "",
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_records", "set_consts", "unpack")),
+        *_uses_layout(layout_module, ("as_structured", "set_consts", "unpack")),
         "",
         "",
         "@njit(cache=True, nogil=True)",
         "def check(words, lo, hi, offset, scratch, out_mask, cv, select):",
         '    """Bitmask of violated invariants of words[lo:hi] into out_mask[offset:]."""',
         *_selected_bits_lines("select", "ib", len(names)),
-        "    s = as_records(scratch)[0]",
+        "    s = as_structured(scratch)[0]",
         "    sf = scratch[0]",
         "    set_consts(sf, cv)",
         "    for j in range(hi - lo):",

@@ -44,7 +44,7 @@ from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import per_thread_rows
 from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, rehash
 
-# Scratch records per thread are spaced so threads never share a cache line (see Kernels).
+# Scratch rows per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
 # Each compile process holds numba and LLVM (0.3-0.5 GB for the Kafka model's kernels).
 MAX_COMPILE_PROCESSES = 4
@@ -56,8 +56,8 @@ class KernelShapes:
 
     module_name: str
     module_path: str
-    dtype_descr: list            # numpy's description of the state record
-    size: int                    # elements in a state record
+    dtype_descr: list            # numpy's description of the structured state
+    size: int                    # elements in a structured state
     nwords: int                  # uint64 words in a packed state
     nlabels: int
     nconsts: int

@@ -81,6 +81,6 @@ def _fields_text(fields: dict) -> str:
 def wrote_and_declined(action: str) -> SpecError:
     """The one error every tier gives for an action that changed its successor ``t`` and then
     returned False: the compiled kernels would otherwise start the next instance from the written
-    record, a silently wrong answer, where the interpreted ones refuse."""
+    successor, a silently wrong answer, where the interpreted ones refuse."""
     return SpecError(f"action {action} changed the successor but returned False: an action that does not fire "
                      "must leave t as it found it; test its guard before writing t")

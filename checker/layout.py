@@ -4,14 +4,15 @@ Three forms of one state:
 
 * *flat*: a tuple of Python ints, one per field element in declaration order (constants included);
   hashable, used by the reference explorer and by traces;
-* *record*: a numpy record that compiled actions read and write by field name: a state's (``s``)
-  of int32 elements (``ELEMENT``), a successor's (``t``) of int64 elements (``SUCCESSOR_ELEMENT``);
+* *structured*: a numpy structured value that compiled actions read and write by field name: a
+  state's (``s``) of int32 elements (``ELEMENT``), a successor's (``t``) of int64 elements
+  (``SUCCESSOR_ELEMENT``);
 * *packed*: ``nwords`` uint64 words, each element in ``bits`` bits, at most 63 bits per word so a
   word of all ones never occurs (the visited set uses it to mark an empty slot).
 
-The flat and record forms hold every value as the spec writes it (-1 is -1); only the packed form
-holds an element as its distance from the field's smallest value (``Field.lo``), so that a field
-of ``-1..2`` takes two bits.
+The flat and structured forms hold every value as the spec writes it (-1 is -1); only the packed
+form holds an element as its distance from the field's smallest value (``Field.lo``), so that a
+field of ``-1..2`` takes two bits.
 """
 
 from __future__ import annotations
@@ -41,28 +42,28 @@ SUCCESSOR_ELEMENT = np.int64
 
 @dataclass(frozen=True)
 class Element:
-    """One integer of the state: where it lives in the record and in the packed words."""
+    """One integer of the state: where it lives in the structured state and in the packed words."""
 
     field: Field
-    flat: int  # position in the flat tuple and in a record's view as an array
+    flat: int  # position in the flat tuple and in a structured state's view as an array
     bits: int
     word: int
     shift: int
 
 
-def _record_dtype(fields: list[Field], element: type) -> np.dtype:
+def _structured_dtype(fields: list[Field], element: type) -> np.dtype:
     return np.dtype([(f.name, element, f.shape) if f.shape else (f.name, element) for f in fields])
 
 
 def _filled(dtype: np.dtype, element: type, flat: tuple[int, ...]) -> np.recarray:
-    """One record of ``dtype`` holding ``flat``."""
-    rec = np.zeros(1, dtype).view(np.recarray)
-    rec.view(element)[:] = flat
-    return rec
+    """One structured state of ``dtype`` holding ``flat``."""
+    structured = np.zeros(1, dtype).view(np.recarray)
+    structured.view(element)[:] = flat
+    return structured
 
 
 class Layout:
-    """Everything the engine needs to move a state between its flat, record and packed forms."""
+    """Everything the engine needs to move a state between its flat, structured and packed forms."""
 
     def __init__(self, fields: Iterable[Field]) -> None:
         self.fields: list[Field] = list(fields)
@@ -72,8 +73,8 @@ class Layout:
             raise SpecError(f"duplicate field names: {', '.join(sorted(dupes))}")
         if not self.fields:
             raise SpecError("a spec needs at least one field")
-        self.dtype = _record_dtype(self.fields, ELEMENT)
-        self.successor_dtype = _record_dtype(self.fields, SUCCESSOR_ELEMENT)
+        self.dtype = _structured_dtype(self.fields, ELEMENT)
+        self.successor_dtype = _structured_dtype(self.fields, SUCCESSOR_ELEMENT)
         self.elements: list[Element] = []
         self.field_slices: dict[str, slice] = {}
         word, used, flat = 0, 0, 0
@@ -164,7 +165,7 @@ class Layout:
         """A mutable Python state for the interpreted tier, the reference explorer and trace
         stepping: scalar fields as ints, array fields as numpy int64 arrays of their shape (views
         of one buffer), so that a spec's function reads and writes them as it does a compiled
-        record's: ``s.g[i, j]``, ``s.g[i][j]``, slices, ``.shape``, numpy's array methods
+        structured state's: ``s.g[i, j]``, ``s.g[i][j]``, slices, ``.shape``, numpy's array methods
         (``s.c.sum()``, ``.any()``, ``.copy()``) and operators."""
         buf = np.array(flat, np.int64)
         state = State()
@@ -206,15 +207,15 @@ class Layout:
             return self.from_object(after) == self.from_object(before)
         return self._arrays == [] or bool(np.array_equal(after._flat, before._flat))
 
-    # -- flat <-> record
-    def new_records(self, n: int) -> np.recarray:
+    # -- flat <-> structured
+    def new_structured(self, n: int) -> np.recarray:
         return np.zeros(n, self.dtype).view(np.recarray)
 
-    def record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
+    def structured_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
         return _filled(self.dtype, ELEMENT, flat)
 
-    def successor_record_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
-        """``flat`` as the record an action writes (``t``), of SUCCESSOR_ELEMENT."""
+    def successor_structured_from_flat(self, flat: tuple[int, ...]) -> np.recarray:
+        """``flat`` as the structured successor an action writes (``t``), of SUCCESSOR_ELEMENT."""
         return _filled(self.successor_dtype, SUCCESSOR_ELEMENT, flat)
 
     # -- flat <-> packed

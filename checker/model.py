@@ -255,11 +255,11 @@ class Model:
 
     def _in_model(self, before: tuple[int, ...] | None, after: tuple[int, ...]) -> bool:
         if self.constraints:
-            rec = self.layout.record_from_flat(after)
-            if not all(c.fn(rec[0]) for c in self.constraints):
+            s = self.layout.structured_from_flat(after)[0]
+            if not all(c.fn(s) for c in self.constraints):
                 return False
         if before is not None and self.action_constraints:
-            s, t = self.layout.record_from_flat(before)[0], self.layout.successor_record_from_flat(after)[0]
+            s, t = self.layout.structured_from_flat(before)[0], self.layout.successor_structured_from_flat(after)[0]
             return all(c.fn(s, t) for c in self.action_constraints)
         return True
 
@@ -299,10 +299,10 @@ class Model:
     def step(self, flat: tuple[int, ...], label: int) -> tuple[int, ...] | None:
         """The successor of ``flat`` under ``label``, or None if the action is disabled there."""
         lab = self.labels[label]
-        # the records the kernels hand an action: the state's, and the successor's (wider: the
-        # value an action writes is checked against its domain as computed)
-        s = self.layout.record_from_flat(flat)
-        t = self.layout.successor_record_from_flat(flat)
+        # the structured states the kernels hand an action: the state's, and the successor's
+        # (wider: the value an action writes is checked against its domain as computed)
+        s = self.layout.structured_from_flat(flat)
+        t = self.layout.successor_structured_from_flat(flat)
         written = t.view(SUCCESSOR_ELEMENT)
         if not lab.action.fn(s[0], t[0], *lab.values):
             if tuple(written.tolist()) != tuple(flat):
@@ -313,11 +313,11 @@ class Model:
         return succ
 
     def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
-        rec = self.layout.record_from_flat(flat)
-        return [inv.name for inv in self.invariants if not inv.fn(rec[0])]
+        s = self.layout.structured_from_flat(flat)[0]
+        return [inv.name for inv in self.invariants if not inv.fn(s)]
 
     def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
-        s, t = self.layout.record_from_flat(before)[0], self.layout.successor_record_from_flat(after)[0]
+        s, t = self.layout.structured_from_flat(before)[0], self.layout.successor_structured_from_flat(after)[0]
         return [p.name for p in self.properties if not p.fn(s, t)]
 
     def enabled_labels(self, flat: tuple[int, ...]) -> list[int]:

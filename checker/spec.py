@@ -8,9 +8,10 @@ in plain Python:
 * ``actions()``         named actions, each a numba function ``fn(s, t, *params) -> bool``;
 * ``invariants()`` / ``properties()``  predicates over a state / over a transition.
 
-Action, invariant and property functions receive states as records: ``s.rm_state[r]``,
-``t.tm_state = COMMITTED``. An action returns False *before touching* ``t`` when it is disabled;
-when enabled it writes the successor into ``t`` (which starts as a copy of ``s``) and returns True.
+Action, invariant and property functions receive states as numpy structured values, read and
+written by field name: ``s.rm_state[r]``, ``t.tm_state = COMMITTED``. An action returns False
+*before touching* ``t`` when it is disabled; when enabled it writes the successor into ``t``
+(which starts as a copy of ``s``) and returns True.
 The same functions run compiled in the engine and as Python (the engine's interpreted tier, the
 reference explorer), on states whose array fields are numpy arrays, so they keep to what numba
 compiles: integers, indexing (``s.log[b][i]``, ``s.log[b, i]``, slices), numpy's array methods,
@@ -42,8 +43,8 @@ class Field:
     ``axis_labels`` name the positions of each axis (``None`` for an axis shown by number);
     ``index_labels`` is the first axis's, which lanes and symmetry read (giving only it is the
     same as ``axis_labels=(index_labels,)``). ``axis_names`` name the axes themselves
-    (``("acceptor", "ballot", "value")``): trace tables then show an element record-like,
-    ``votes[acceptor=a1, ballot=0, value=v2]``. A field with ``const`` set holds that value in every
+    (``("acceptor", "ballot", "value")``): trace tables then show an element with its axes
+    named, ``votes[acceptor=a1, ballot=0, value=v2]``. A field with ``const`` set holds that value in every
     state and takes no bits. ``lo`` is the smallest value (``Int("max_bal", -1, 2)``): actions and
     traces see the value itself, the packed state holds ``value - lo``.
     """
@@ -550,7 +551,7 @@ class Spec:
         the record numbers some ghost fields are indexed by): position ``label`` of every field
         indexed by them belongs to lane ``label`` (``rm_state[rm1]`` to lane ``rm1``); every other
         field to lane ``main_lane``. Override when a per-broker array is really the controller's
-        (its record of each broker's epoch).
+        (its copy of each broker's epoch).
         """
         fields = [f for f in self.fields() if f.const is None]
         label_sets = [f.index_labels for f in fields if f.index_labels is not None]

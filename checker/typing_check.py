@@ -5,9 +5,9 @@ A run that ends while the engine still interprets (``--compile background``) has
 functions as Python, which accepts code numba refuses (a list built in an action, a str, a
 Python-only builtin). Its answer may be given only once the spec is known to compile, as
 ``--compile now`` would find: this check types every action, invariant, transition property and
-constraint of the spec (every one the kernels compile in, selected or not) on the state record
-the kernels hand them, and the ``@njit`` helpers they call, and raises numba's own typing error
-for the first it refuses. It lowers and optimises nothing, so it takes a fraction of what
+constraint of the spec (every one the kernels compile in, selected or not) on the structured
+state the kernels hand them, and the ``@njit`` helpers they call, and raises numba's own typing
+error for the first it refuses. It lowers and optimises nothing, so it takes a fraction of what
 compiling the same functions takes (bench/RESULTS.md, "The answer waits for numba's typing").
 
 Calls to the spec's own ``@njit`` helpers are typed the same way (their return type inferred, no
@@ -111,13 +111,14 @@ def _typing_only(typer: _Typer) -> Iterator[None]:
             Dispatcher.get_call_template = original
 
 
-def record_type(layout: Layout):
-    """numba's type of the state record the kernels hand the spec's functions (codegen's RECORD)."""
+def state_type(layout: Layout):
+    """numba's type of the structured state the kernels hand the spec's functions (codegen's
+    STATE_DTYPE)."""
     return numba.from_dtype(layout.dtype)
 
 
-def successor_record_type(layout: Layout):
-    """numba's type of the successor record an action writes (codegen's SUCCESSOR_RECORD)."""
+def successor_type(layout: Layout):
+    """numba's type of the structured successor an action writes (codegen's SUCCESSOR_DTYPE)."""
     return numba.from_dtype(layout.successor_dtype)
 
 
@@ -125,10 +126,10 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
     """(what, function, argument types) of every call of a spec function the kernels compile in:
     each action on (state, successor, its parameters as int64 loop variables), every invariant
     and state constraint on a state, every transition property and action constraint on a step."""
-    rec, succ = record_type(model.layout), successor_record_type(model.layout)
-    calls = [(f"action {a.name}", a.fn, (rec, succ) + (numba.types.int64,) * len(a.params)) for a in model.actions]
-    calls += [(f"invariant {x.name}", x.fn, (rec,)) for x in model.kernel_invariants]
-    calls += [(f"transition property {x.name}", x.fn, (rec, succ)) for x in model.kernel_properties]
+    state, succ = state_type(model.layout), successor_type(model.layout)
+    calls = [(f"action {a.name}", a.fn, (state, succ) + (numba.types.int64,) * len(a.params)) for a in model.actions]
+    calls += [(f"invariant {x.name}", x.fn, (state,)) for x in model.kernel_invariants]
+    calls += [(f"transition property {x.name}", x.fn, (state, succ)) for x in model.kernel_properties]
     return calls
 
 

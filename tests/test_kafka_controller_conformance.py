@@ -210,11 +210,11 @@ class Partition:
         write the record if the partition changed."""
         layout = self.model.layout
         before = self.marked(before)
-        rec = layout.new_records(2)
-        ints = rec.view("int32")
+        structured = layout.new_structured(2)
+        ints = structured.view("int32")
         ints[:layout.size] = before
         ints[layout.size:] = before
-        s, t = rec[0], rec[1]
+        s, t = structured[0], structured[1]
         if target_isr is not None or unclean_shutdown:
             target = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
             controller.update_isr(t, target, self.mask(unclean_shutdown))
@@ -226,9 +226,9 @@ class Partition:
         """``PartitionChangeBuilder.electLeader`` (ONLINE, or UNCLEAN when the preset has unclean
         election on) on ISR ``target_isr``: (leader, unclean)."""
         layout = self.model.layout
-        rec = layout.new_records(1)
-        rec.view("int32")[:layout.size] = before
-        s = rec[0]
+        structured = layout.new_structured(1)
+        structured.view("int32")[:layout.size] = before
+        s = structured[0]
         isr = self.mask(target_isr) if target_isr is not None else int(s.c_isr)
         how, choices = controller.election(s, isr, int(s.c_elr), int(s.c_fenced))
         if how == controller.LEADERLESS:
@@ -885,13 +885,13 @@ def build_reassigning(p, s, target_isr):
     the change, the replicas after it and the partition's values after it."""
     layout = p.model.layout
     before = p.marked(s)
-    rec = layout.new_records(2)
-    ints = rec.view("int32")
+    structured = layout.new_structured(2)
+    ints = structured.view("int32")
     ints[:layout.size] = before
     ints[layout.size:] = before
-    controller.update_isr(rec[1], p.mask(target_isr), 0)
-    controller.elect(rec[1], -1)
-    controller.finish_partition_change(rec[0], rec[1])
+    controller.update_isr(structured[1], p.mask(target_isr), 0)
+    controller.elect(structured[1], -1)
+    controller.finish_partition_change(structured[0], structured[1])
     after = tuple(int(x) for x in ints[layout.size:])
     return p.outcome(before, after), replicas_of(p, after), layout.values(after)
 
@@ -933,7 +933,7 @@ def test_does_not_complete_without_the_adding_replica(protocol):
     (3d267d4536): target ISR [0,1,2] (3 not in sync) completes nothing, under either rule."""
     p, s = zero_one_two_to_zero_one_three(protocol, isr=(0, 1, 2), leader=0)
     layout = p.model.layout
-    rec = layout.new_records(1)
-    rec.view("int32")[:layout.size] = s
-    isr, done = controller.completion(rec[0], p.mask((0, 1, 2)))
+    structured = layout.new_structured(1)
+    structured.view("int32")[:layout.size] = s
+    isr, done = controller.completion(structured[0], p.mask((0, 1, 2)))
     assert not done and isr == p.mask((0, 1, 2))

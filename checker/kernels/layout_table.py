@@ -3,8 +3,8 @@
 Small layouts get pack and unpack generated as unrolled code (``codegen``), with every element's
 word, shift and domain written into the text. Large ones (``codegen.uses_layout_table``) read the
 same facts from a table handed to every kernel at run time, in its ``cv`` argument. Then nothing
-compiled depends on how many bits an element takes or what its domain is: only on the state
-record's fields and shapes. Every configuration of a spec with the same fields (other fault
+compiled depends on how many bits an element takes or what its domain is: only on the state's
+fields and shapes. Every configuration of a spec with the same fields (other fault
 bounds, other switches held in constants) reuses the compiled kernels of the first, and these
 functions themselves are compiled once per installation. The reference they must agree with is
 ``Layout.pack`` and ``Layout.unpack`` (``tests/test_layout_table.py``).
@@ -141,6 +141,6 @@ def unpack_rows(words, flat_rows, cv):
 
 @njit(cache=True, nogil=True)
 def unpack_range(words, lo, hi, offset, flat, cv):
-    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk's records."""
+    """Unpack words[lo:hi] into the int32 rows flat[offset:] of the chunk's states."""
     for j in range(hi - lo):
         unpack(words, lo + j, flat[offset + j], cv)

@@ -1,5 +1,5 @@
-"""The comparisons of states the kernels make: packed rows word by word, unpacked records value
-by value.
+"""The comparisons of states the kernels make: packed rows word by word, unpacked rows value by
+value.
 
 The visited set, the state index and the successor-row passes all compare a row of one array
 with a row of another inside their probe loops; the action kernels compare an unpacked successor
@@ -23,7 +23,7 @@ def same_row(a, i, b, j):
 
 @njit(cache=True, inline="always")
 def same_values(a, b):
-    """Whether the records ``a`` and ``b`` (a state's int32 row and a successor's int64 row, ``b``
+    """Whether the rows ``a`` and ``b`` (a state's int32 row and a successor's int64 row, ``b``
     at least as long) hold the same values. It ORs every difference rather than stopping at the
     first, so LLVM vectorises it: the kernels call it after every instance that does not fire,
     where a difference is a spec's bug (``errors.wrote_and_declined``) and almost never met."""
