@@ -10,6 +10,7 @@ import pytest
 from counterexample_support import assert_counterexample_replays
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -164,3 +165,30 @@ def test_the_selections_violate_what_they_should():
 
     assert violated(KAFKA_35, SELECTIONS[0][2]) == ["hwm_advances_only_with_min_isr"]
     assert violated(KAFKA_NO_EPOCH_CHECK, SELECTIONS[2][2]) == ["isr_members_hold_committed_log"]
+
+
+class _Levels(RunObserver):
+    """Notes each finished level and, at the end, the level starts and the length of each path."""
+
+    def __init__(self):
+        self.events = []
+
+    def level_finished(self, depth, distinct, generated):
+        self.events.append((depth, distinct, generated))
+
+    def run_finished(self, result, run):
+        self.events.append((run.level_starts, [len(run.trace(i)) for i in range(result.distinct_states)]))
+
+
+@pytest.mark.parametrize("explore", ["engine", "engine-interpreted", "reference"])
+def test_an_observer_is_told_the_levels_and_paths_the_reference_finds(explore):
+    """Every explorer that takes an observer tells it each finished level (depth, states so far,
+    states generated) and, at the end, where each level starts and a path to every state: the
+    reference explorer's, level by level."""
+    from kraftcheck.checker.explore.engine import Engine
+    explorers = {"engine": Engine, "engine-interpreted": lambda: Engine(compile="never"),
+                 "reference": ReferenceExplorer}
+    seen, expected = _Levels(), _Levels()
+    explorers[explore]().explore(_model("two_phase", {"rm": 3}), Options(keep_going=True), observer=seen)
+    ReferenceExplorer().explore(_model("two_phase", {"rm": 3}), Options(keep_going=True), observer=expected)
+    assert seen.events == expected.events and len(seen.events) == 12  # 11 levels, then the end
