@@ -107,7 +107,7 @@ def overflow_to_the_sign_bit(s, t):
 
 
 class OverflowingPast32Bits(Overflowing):
-    """A value past the int32 range written to a field: a record of 32-bit elements wrapped it
+    """A value past the int32 range written to a field: a structured state of 32-bit elements wrapped it
     into the field's domain (4294967297 became 1) and the compiled tier accepted what Python's
     integers refuse."""
 
@@ -365,7 +365,7 @@ class FormatsAString(Grid):
 
 @njit(cache=True)
 def marked_by_name(s):
-    return s["marked"] <= 3 * s.grid.shape[0]  # a record's field by name: numba compiles it
+    return s["marked"] <= 3 * s.grid.shape[0]  # a structured state's field by name: numba compiles it
 
 
 class FieldByName(Grid):
@@ -481,7 +481,7 @@ def drop_unless_warm_in_a_helper(s, t, i):
 
 class DeclinesAfterWriting(Levels):
     """Heat a room; drop it to the floor, unless it is warm: then the action has written the drop
-    and declines. The compiled kernels once started the next instance from the written record."""
+    and declines. The compiled kernels once started the next instance from the written successor."""
 
     name = "declines_after_writing"
 
@@ -494,7 +494,7 @@ class DeclinesAfterWriting(Levels):
 
 
 class DeclinesAfterWritingInAHelper(DeclinesAfterWriting):
-    """The same, the write in a helper (the kernels then compare the whole record)."""
+    """The same, the write in a helper (the kernels then compare the whole successor)."""
 
     name = "declines_after_writing_in_a_helper"
 

@@ -49,7 +49,7 @@ def test_a_write_outside_a_fields_domain_is_refused_by_every_tier(name):
 @pytest.mark.parametrize("spec, value", [(odd_specs.OverflowingPast32Bits, 4294967297),
                                          (odd_specs.OverflowingToTheSignBit, 2147483648)])
 def test_a_write_past_the_int32_range_is_refused_as_written_by_every_tier(name, spec, value):
-    """The compiled records hold 64-bit elements, so a value computed past 32 bits reaches the
+    """The compiled successors hold 64-bit elements, so a value computed past 32 bits reaches the
     domain check as the action computed it: refused, with the same number, on every tier (with
     32-bit elements 4294967297 wrapped to 1 and was accepted compiled)."""
     with pytest.raises(SpecError, match=rf"^after Overflow: field marked = {value} is outside its domain 0\.\.3: "):
@@ -134,9 +134,9 @@ def test_integer_arithmetic_gives_pythons_results_on_every_tier():
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_an_action_that_writes_and_declines_is_refused_by_every_tier(name, helper, padded):
     """``t.temp[i] = -2`` before a guard that returns False: the compiled kernels had started the
-    next instance from the written record and answered (a wrong answer) where the interpreted
+    next instance from the written successor and answered (a wrong answer) where the interpreted
     tiers refused. Whether the kernel compares the elements the action writes (read from its
-    source) or the whole record (written in a helper), and with either packing."""
+    source) or the whole successor (written in a helper), and with either packing."""
     cls = odd_specs.DeclinesAfterWritingInAHelper if helper else odd_specs.DeclinesAfterWriting
     with pytest.raises(SpecError, match=r"^action Drop\(i=0\) changed the successor but returned False: an action "
                                         r"that does not fire must leave t as it found it"):
@@ -160,8 +160,8 @@ ODD = {
     "a str added to a field": (lambda: AddsAString(GridParams(1)), False),
     "a Python-only method": (lambda: odd_specs.PythonOnlyMethod(GridParams(1)), False),
     "string formatting in an invariant": (lambda: odd_specs.FormatsAString(GridParams(1)), False),
-    "a record field by name": (lambda: odd_specs.FieldByName(GridParams(1)), True),
-    "a record field by name in an action and a constraint": (lambda: odd_specs.FieldByNameLater(GridParams(2)), True),
+    "a structured state's field by name": (lambda: odd_specs.FieldByName(GridParams(1)), True),
+    "a structured state's field by name in an action and a constraint": (lambda: odd_specs.FieldByNameLater(GridParams(2)), True),
     "missing @njit on an action": (lambda: odd_specs.MissingNjit(GridParams(1)), False),
     "a helper without @njit": (lambda: odd_specs.PlainHelper(GridParams(1)), False),
     "integer arithmetic": (lambda: odd_specs.Arithmetic(odd_specs.ArithmeticParams()), True),
@@ -242,9 +242,9 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
     assert interpreted == compiled
     if run is not None:
         assert run.compiled_in_background
-        if case == "a record field by name":  # the interpreted tier's states take no s["name"]:
+        if case == "a structured state's field by name":  # the interpreted tier's states take no s["name"]:
             assert run.interpreted_states == 0 and run.compile_s is not None  # the first check went compiled
-        elif case.startswith("a record field by name"):  # the first levels interpreted, then compiled
+        elif case.startswith("a structured state's field by name"):  # the first levels interpreted, then compiled
             assert 0 < run.interpreted_states < run.distinct_states and run.compile_s is not None
         else:
             assert run.interpreted_states > 0 and run.compile_s is None, "the run should have ended interpreting"
