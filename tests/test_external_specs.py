@@ -340,7 +340,7 @@ def counters_trace(spec_file, tmp_path_factory) -> Path:
     return path
 
 
-def test_trace_records_the_spec_name_and_replay_never_imports_it(counters_trace):
+def test_trace_keeps_the_spec_name_and_replay_never_imports_it(counters_trace):
     data = json.loads(counters_trace.read_text())
     assert data["graph"]["spec"] == "counters"
     result = run("trace", "replay", str(counters_trace))

@@ -39,7 +39,7 @@ class VotingWithChosen(Voting):
 
 
 class VotingWithChosenRecords(VotingWithChosen):
-    """The same, its ``votes`` naming its axes: trace tables show its elements record-like."""
+    """The same, its ``votes`` naming its axes: trace tables show its elements with their axes named."""
 
     name = "voting_with_chosen_records"
 
