@@ -27,6 +27,13 @@ DEFAULT_TRACE_DIR = "kraftcheck-traces"
 DEFAULT_GRAPH_LIMIT = 20_000
 
 
+def default_max_memory_gib() -> float:
+    """The command line's memory limit when none is given: 85% of this machine's memory, so that a
+    run stops (incomplete) before the system kills it."""
+    import psutil
+    return 0.85 * psutil.virtual_memory().total / 2**30
+
+
 @dataclass(frozen=True)
 class Simulation:
     """``--simulate`` and its options (``seed`` None: a random one, reported)."""

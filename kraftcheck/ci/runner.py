@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from kraftcheck.ci.manifest import Check
+from kraftcheck.request import default_max_memory_gib
 from kraftcheck.specs import REGISTRY
 
 KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace writing
@@ -100,7 +101,8 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
             raise FileExistsError(f"{out / check.name} exists and was not made by kraftcheck ci; choose another --out")
     jobs = max(1, min(jobs, len(checks)))  # each check's threads and memory are its share of those that run
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    memory_share = _memory_share(jobs)
+    # each check's memory when none is set: the command line's default shared by the checks running at once
+    memory_share = default_max_memory_gib() / jobs
     waiting = list(checks)
     running: list[_Running] = []
     done: dict[str, Outcome] = {}
@@ -124,13 +126,6 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
             job.process.wait()
             job.log.close()
     return [done[c.name] for c in checks]
-
-
-def _memory_share(jobs: int) -> float:
-    """GiB each check may use when none is set: ``kraftcheck check``'s default of 85% of the
-    machine, shared by the checks running at once (a budget, not a crash, when it runs out)."""
-    import psutil
-    return 0.85 * psutil.virtual_memory().total / 2**30 / jobs
 
 
 def _start(check: Check, root: Path, out: Path, threads: int, memory_share: float, env: dict,

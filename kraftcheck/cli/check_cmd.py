@@ -21,7 +21,7 @@ from kraftcheck.cli.paths import to_stdout
 from kraftcheck.cli.simulation import refuse_without_simulate, simulation_strategy
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.cli.validate import positive, positive_number, simulation_depth
-from kraftcheck.request import CheckRequest, Simulation, SparkSettings
+from kraftcheck.request import CheckRequest, Simulation, SparkSettings, default_max_memory_gib
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 
 DEFAULT_PARAMS = spec_class(DEFAULT_SPEC).Params
@@ -34,12 +34,6 @@ def spec_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str,
         flag = option_name(next(iter(given)))
         raise UsageError(f"{flag} is an option of spec {DEFAULT_SPEC}; for spec {spec_name} use --param KEY=VALUE")
     return merge_params(given, parse_param_args(spec_class(spec_name).Params, spec_name, param_items))
-
-
-def default_max_memory_gib() -> float:
-    """85% of this machine's memory: a run stops (incomplete) before the system kills it."""
-    import psutil
-    return 0.85 * psutil.virtual_memory().total / 2**30
 
 
 def run_check(terminal: Terminal, request: CheckRequest) -> int:
