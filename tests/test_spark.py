@@ -293,7 +293,7 @@ def _manifest_levels(work: Path) -> int:
         return 0
 
 
-def test_killed_driver_resumes_to_identical_counts(tmp_path):
+def test_killed_driver_resumes_to_identical_counts(spark_context, tmp_path):
     """SIGKILL the driver (and the Java process it started) after a few levels; --resume ends with
     the uninterrupted run's counts, coverage and counterexamples."""
     work = tmp_path / "work"
@@ -307,28 +307,26 @@ def test_killed_driver_resumes_to_identical_counts(tmp_path):
     finally:
         _stop(driver, first=signal.SIGKILL)
     killed_at = _manifest_levels(work)
-    code, resumed = _cli_report(tmp_path, "resumed", *check, "--engine", "spark", "--master", "local[2]",
-                                "--resume", str(work))
-    local_code, local = _cli_report(tmp_path, "local", *check)
-    assert (code, local_code) == (1, 1)
-    _same_answer(resumed, local)
-    assert resumed["resumed"] and resumed["resumed_from_level"] == killed_at >= 3
-    assert not local["resumed"] and local["resumed_from_level"] is None
+    model = _model("two_phase_eager_commit", rm=3)
+    # the resumed run on this process's context (the killed driver's was its own)
+    resumed = SparkExplorer(spark_context).explore(model, Options(keep_going=True, resume=True,
+                                                                  checkpoint_dir=str(work)))
+    assert _summary(resumed) == _summary(Engine().explore(model, Options(keep_going=True)))
+    assert resumed.resumed and resumed.resumed_from_level == killed_at >= 3
     # the killed driver's figures were saved with its levels: the resumed report has every level;
     # two stages each, but the level the run resumed at, whose expansion is a job of its own
-    levels = resumed["spark"]["levels"]
-    assert [f["level"] for f in levels] == list(range(resumed["depth"]))
-    assert [f["stages"] for f in levels] == [2] * (killed_at - 1) + [3] + [2] * (resumed["depth"] - killed_at)
+    levels = resumed.spark["levels"]
+    assert [f["level"] for f in levels] == list(range(resumed.depth))
+    assert [f["stages"] for f in levels] == [2] * (killed_at - 1) + [3] + [2] * (resumed.depth - killed_at)
     assert not (work / "candidates").exists()
     again = CliRunner().invoke(cli, ["check", *check, "--engine", "spark", "--resume", str(work)])
     assert again.exit_code == 2 and "already finished" in _one_error_line(again)
 
 
-def test_resume_refuses_another_runs_work_dir(tmp_path):
+def test_resume_refuses_another_runs_work_dir(spark_context, tmp_path):
     work = tmp_path / "work"
-    code, _ = _cli_report(tmp_path, "first", "--spec", "die_hard", "--engine", "spark", "--master", "local[1]",
-                          "--work-dir", str(work), "--max-depth", "2")
-    assert code == 3
+    first = SparkExplorer(spark_context, work_dir=str(work)).explore(_model("die_hard"), Options(max_depth=2))
+    assert first.status == "incomplete"
     result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--param", "big=9", "--engine", "spark",
                                       "--resume", str(work)])
     assert result.exit_code == 2 and "belongs to another run" in _one_error_line(result)
@@ -366,14 +364,20 @@ def _stop(process: subprocess.Popen, first: int = signal.SIGTERM) -> None:
             continue
 
 
+WORKER_WAIT_S = 20
+
+
 @pytest.mark.slow
 def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
     """A master and two workers on 127.0.0.1 (spark-class from the PySpark distribution), each
     worker with a work dir of its own, so its executors run in directories of their own. The
     driver, in a third directory, checks a spec given as a file (shipped to the executors) with a
     relative --work-dir: resolved on the driver, every executor writes the levels and the visited
-    runs into that one directory, none into its own. The answer equals the local engine's; every
-    process is stopped, also on failure."""
+    runs into that one directory, none into its own. The answer equals the local engine's. Before
+    the workers start, a run on the master alone stops after --spark-wait with exit 2 saying what
+    is missing; after, a run whose workers are killed mid-run (executors with them) stops after
+    --spark-wait without an executor: exit 3, the statistics, the resume hint. Every process is
+    stopped, also on failure."""
     port = _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parent.parent),
@@ -387,22 +391,36 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
     processes: list[subprocess.Popen] = []
     logs: list[Path] = []
 
-    def start(name: str, *args: str, **extra_env: str) -> None:
+    def driver(wait: int, *args: str) -> subprocess.Popen:
+        processes.append(subprocess.Popen([str(KRAFTCHECK), "check", "--engine", "spark", "--master", master_url,
+                                           "--spark-wait", str(wait), "--no-color", *args], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                          env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}))
+        return processes[-1]
+
+    def start(name: str, *args: str, **extra_env: str) -> subprocess.Popen:
         log = tmp_path / f"{name}.log"
         logs.append(log)
         with open(log, "wb") as f:
             processes.append(subprocess.Popen([str(_spark_class()), *args], stdout=f, stderr=subprocess.STDOUT,
                                               env={**env, **extra_env}, start_new_session=True))
+        return processes[-1]
 
     try:
         start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
               "--webui-port", str(_free_port()))
         _wait_for("the master", lambda: "Starting Spark master" in logs[0].read_text() and
                   "I have been elected leader" in logs[0].read_text(), 120, logs)
+        alone = driver(3, "--spec", "die_hard", "--work-dir", str(tmp_path / "alone"))
+        out, err = alone.communicate(timeout=300)
+        assert alone.returncode == 2, err[-3000:]
+        assert f"the master at {master_url} has given this application no executor after 3 s" in err, err[-3000:]
+        assert "start a worker" in err and "Traceback" not in err
+        workers = []
         for i in range(2):
-            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+            workers.append(start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
                   "--memory", "1g", "--webui-port", str(_free_port()), master_url,
-                  SPARK_WORKER_DIR=str(tmp_path / f"worker{i}"))
+                  SPARK_WORKER_DIR=str(tmp_path / f"worker{i}")))
         _wait_for("two workers", lambda: logs[0].read_text().count("Registering worker") >= 2, 120, logs)
         check = ["--spec", f"{spec_file}:TwoPhaseEagerCommit", "--param", "rm=2", "--continue"]
         code, spark = _cli_report(tmp_path, "cluster", *check, "--engine", "spark", "--master", master_url,
@@ -428,6 +446,19 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
             assert not list((tmp_path / f"worker{i}").rglob("visited"))
             # the spec file reached the executor beside it, under the driver's module name
             assert list((tmp_path / f"worker{i}").rglob("kraftcheck_spec_eager_commit_file_*.py"))
+        # every worker lost mid-run (a wait long enough for an executor to start on a busy machine)
+        lost = tmp_path / "lost"
+        run = driver(WORKER_WAIT_S, "--spec", "two_phase", "--param", "rm=3", "--continue", "--work-dir", str(lost))
+        _wait_for("two finished levels", lambda: run.poll() is not None or _manifest_levels(lost) >= 2, 300, logs)
+        if run.poll() is not None:
+            raise AssertionError(f"the run ended before its workers could be killed: {run.communicate()[1][-3000:]}")
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGKILL)  # the worker and its executor
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 3, err[-3000:]
+        said = " ".join((out + err).split())  # the summary's lines are wrapped
+        assert f"no executor of {master_url} for {WORKER_WAIT_S} s while a level was being explored" in said, said
+        assert "distinct states" in out and f"--resume {lost}" in err and "Traceback" not in err
     finally:
         for process in reversed(processes):
             _stop(process)

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from kraftcheck.checker.dirlock import lock_directory
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -34,9 +34,13 @@ from kraftcheck.specs import spec_class
 pytestmark = pytest.mark.spark
 
 
+def _model(name: str, **params) -> Model:
+    cls = spec_class(name)
+    return Model(cls(cls.Params(**params)))
+
+
 def _die_hard() -> Model:
-    cls = spec_class("die_hard")
-    return Model(cls(cls.Params()))
+    return _model("die_hard")
 
 
 def _counts(result) -> tuple:
@@ -178,10 +182,22 @@ def _resume(spark_context, work: Path):
     return SparkExplorer(spark_context).explore(_die_hard(), Options(resume=True, checkpoint_dir=str(work)))
 
 
-@pytest.mark.parametrize("damage", ["truncated part", "missing run", "removed"])
+@pytest.mark.parametrize("damage", ["flipped byte", "flipped byte in a run", "truncated part", "missing run",
+                                    "removed"])
 def test_a_damaged_or_removed_work_dir_is_never_resumed(spark_context, stopped_run, damage):
+    """Every level file and visited run is checked against the size and digest its writer put
+    in the manifest before any is read: a file changed, cut short or gone is refused (exit 2)
+    naming it, never resumed."""
     work = stopped_run
-    if damage == "truncated part":
+    if damage.startswith("flipped byte"):
+        files = (workdir.level_dir(str(work), 1).glob("part-*.words") if damage == "flipped byte" else
+                 (work / "visited").rglob("runs-*.fps"))
+        changed = max(files, key=lambda p: p.stat().st_size)
+        data = bytearray(changed.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        changed.write_bytes(bytes(data))
+        expected = f"does not hold the levels its manifest names .*{changed}.* was changed after its run wrote it"
+    elif damage == "truncated part":
         part = max(workdir.level_dir(str(work), 1).glob("part-*.words"), key=lambda p: p.stat().st_size)
         part.write_bytes(part.read_bytes()[:-8])
         expected = "does not hold the levels its manifest names"
@@ -262,41 +278,110 @@ def test_a_full_disk_ends_the_run_incomplete_with_its_statistics_and_resumable(s
     assert _counts(resumed) == _counts(Engine().explore(_die_hard(), Options(keep_going=True)))
 
 
-KILLED_ONCE = '''
+FAULTY_WORKERS = '''
 import os, signal
+from pyspark import TaskContext
 from kraftcheck.specs.die_hard import DieHard
 
-MARKER, DRIVER = {marker!r}, {driver}
+KILL, RAISE, DRIVER = {kill!r}, {raise_!r}, {driver}
 
 
-class DieHardKilledOnce(DieHard):
-    """die_hard, but the first Python worker to build the model is killed (SIGKILL)."""
+class DieHardFaultyWorkers(DieHard):
+    """die_hard, but where the driver's marker files say so, a Python worker building the model
+    is killed (SIGKILL: the first one, once) or its fields() raise (every time, each attempt
+    noted in the marker)."""
 
-    name = "die_hard_killed_once"
+    name = "die_hard_faulty_workers"
 
     def fields(self):
         if os.getpid() != DRIVER:
             try:
-                os.rename(MARKER, MARKER + ".taken")
+                os.rename(KILL, KILL + ".taken")
             except FileNotFoundError:
                 pass
             else:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if os.path.exists(RAISE):
+                task = TaskContext.get()
+                with open(RAISE, "a") as f:
+                    f.write(f"{{task.stageId()}} {{task.partitionId()}} {{task.attemptNumber()}}\\n")
+                raise ZeroDivisionError("the spec's own, on an executor")
         return super().fields()
 '''
 
 
-def test_a_killed_python_worker_is_retried_to_the_local_engines_answer(spark_context, tmp_path):
+@pytest.fixture(scope="module")
+def faulty_workers(tmp_path_factory):
+    """The spec class of FAULTY_WORKERS (one file, so its kernels are compiled once) and its two
+    marker files' paths (kill, raise), neither present."""
+    where = tmp_path_factory.mktemp("faulty")
+    kill, raise_ = where / "kill-one-worker", where / "raise-in-fields"
+    (where / "faulty_workers.py").write_text(FAULTY_WORKERS.format(kill=str(kill), raise_=str(raise_),
+                                                                   driver=os.getpid()))
+    return spec_class(f"{where / 'faulty_workers.py'}:DieHardFaultyWorkers"), kill, raise_
+
+
+def test_a_killed_python_worker_is_retried_to_the_local_engines_answer(spark_context, faulty_workers):
     """Local mode with task retries (local[2] is started as local[2,4]): a Python worker killed
     mid-task is one failed attempt, not the end of the run."""
-    marker = tmp_path / "kill-one-worker"
-    marker.write_text("")
-    (tmp_path / "killed_once.py").write_text(KILLED_ONCE.format(marker=str(marker), driver=os.getpid()))
-    cls = spec_class(f"{tmp_path / 'killed_once.py'}:DieHardKilledOnce")
+    cls, kill, _ = faulty_workers
+    kill.write_text("")
     options = Options(keep_going=True)
     result = SparkExplorer(spark_context, partitions=2).explore(Model(cls(cls.Params())), options)
-    assert not marker.exists() and Path(f"{marker}.taken").exists(), "no Python worker was killed"
+    assert not kill.exists() and Path(f"{kill}.taken").exists(), "no Python worker was killed"
     assert _counts(result) == _counts(Engine().explore(Model(cls(cls.Params())), options))
+
+
+def test_a_specs_own_error_in_a_task_stops_the_run_at_its_first_attempt(spark_context, faulty_workers):
+    """A spec's error is the same on every attempt: the task hands it back, the driver raises it
+    (exit 2 from the command line, the spec's function, error and line), and Spark never tries
+    the task again."""
+    cls, _, raised = faulty_workers
+    raised.write_text("")
+    try:
+        with pytest.raises(SpecRaised) as caught:
+            # without the deadlock check: a model the Python workers have no kernels of yet, so they build it
+            model = Model(cls(cls.Params()), deadlock=False)
+            assert model.check_deadlock != Model(cls(cls.Params())).check_deadlock
+            SparkExplorer(spark_context, partitions=2).explore(model, Options(keep_going=True))
+        attempts = [line.split() for line in raised.read_text().splitlines()]
+    finally:
+        raised.unlink()
+    said = str(caught.value)
+    assert said.startswith("fields() of spec die_hard_faulty_workers raised ZeroDivisionError: the spec's own"), said
+    raising = next(i for i, line in enumerate(FAULTY_WORKERS.splitlines(), 1) if "raise ZeroDivisionError" in line)
+    assert f".py:{raising}; " in said  # the line of the spec file (as shipped to the executors)
+    assert attempts and all(attempt == "0" for _, _, attempt in attempts), attempts
+
+
+# -- an interrupt ----------------------------------------------------------------------------------
+
+def test_sigterm_mid_run_stops_it_interrupted_with_its_levels_resumable(spark_context, tmp_path, capfd):
+    """SIGTERM while the run explores: taken where the driver waits (never inside a py4j call),
+    the running job cancelled; the run ends interrupted with the statistics of its finished
+    levels, nothing printed (no py4j or Spark traceback), and --resume gives the uninterrupted
+    answer. (The command line's exit 130 and summary: the lost-driver-JVM test's path.)"""
+    import signal
+    work = tmp_path / "work"
+    model = _die_hard()
+    options = Options(keep_going=True)
+
+    def terminate_at_level_3(p):
+        if p.depth == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    stopped = SparkExplorer(spark_context, partitions=2, work_dir=str(work)).explore(model, options,
+                                                                                   terminate_at_level_3)
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone with it
+    assert stopped.interrupted and stopped.incomplete_reason == "interrupted" and stopped.depth >= 3
+    assert stopped.distinct_states > 0 and stopped.checkpoint_dir == str(work)
+    said = capfd.readouterr()
+    assert "Traceback" not in said.err + said.out and "py4j" not in said.err, said.err[-3000:]
+    resumed = SparkExplorer(spark_context).explore(model, Options(keep_going=True, resume=True,
+                                                                  checkpoint_dir=str(work)))
+    assert resumed.resumed_from_level >= 3
+    assert _counts(resumed) == _counts(Engine().explore(model, options))
 
 
 # -- nothing left behind ----------------------------------------------------------------------------
@@ -319,37 +404,46 @@ def test_a_dead_drivers_directories_are_swept_and_a_live_ones_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
 
 
-# -- an interrupt ----------------------------------------------------------------------------------
+# -- a lost driver JVM ------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_sigterm_mid_run_exits_130_with_statistics_and_no_traceback(tmp_path):
-    """SIGTERM while a level's job runs: the job is cancelled, the statistics and the resume hint
-    are printed, exit 130, and no py4j or Spark traceback reaches the terminal (that --resume
-    then gives the uninterrupted answer is tests/test_spark.py's killed-driver test)."""
+def test_a_killed_driver_jvm_ends_the_run_interrupted_with_its_statistics(tmp_path):
+    """kill -9 of the driver's own Java process mid-run: exit 130 with the statistics of the
+    levels finished, the cause in one line and the resume hint; no traceback, and the driver's
+    scratch directory removed."""
     import signal
-    import time
+    import tempfile
+
+    import psutil
+    from test_spark import _wait_for
     work = tmp_path / "work"
-    check = ["--spec", "two_phase", "--param", "rm=3", "--continue"]
-    driver = subprocess.Popen([str(Path(sys.executable).parent / "kraftcheck"), "check", *check, "--engine", "spark",
-                               "--master", "local[2]", "--work-dir", str(work), "--no-color"],
+    driver = subprocess.Popen([str(Path(sys.executable).parent / "kraftcheck"), "check", "--spec", "two_phase",
+                               "--param", "rm=3", "--continue", "--engine", "spark", "--master", "local[2]",
+                               "--work-dir", str(work), "--no-color"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     try:
-        deadline = time.monotonic() + 300
-        while driver.poll() is None and time.monotonic() < deadline:
-            try:
-                if len(json.loads((work / "checkpoint.json").read_text())["level_start"]) >= 3:
-                    break
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.1)
-        assert driver.poll() is None, "the run ended before it could be stopped"
-        driver.send_signal(signal.SIGTERM)
+        _wait_for("two finished levels", lambda: driver.poll() is not None or _finished_levels(work) >= 2, 300, [])
+        assert driver.poll() is None, "the run ended before its JVM could be killed"
+        jvms = [p for p in psutil.Process(driver.pid).children(recursive=True) if p.name() == "java"]
+        assert len(jvms) == 1, jvms
+        jvms[0].kill()
         out, err = driver.communicate(timeout=120)
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
     assert driver.returncode == 130, err[-3000:]
-    assert "Traceback" not in err and "py4j" not in err, err[-3000:]
-    assert "distinct states" in out and "interrupted" in err and f"--resume {work}" in err
+    assert "Traceback" not in err + out and "py4j" not in err, err[-3000:]
+    said = " ".join((out + err).split())  # the summary's lines are wrapped
+    assert "distinct states" in out and "the Spark driver's Java process ended" in said, out + err
+    assert "figures unavailable" not in said  # the levels finished before have theirs
+    assert f"--resume {work}" in err
+    assert not list(Path(tempfile.gettempdir()).glob(f"{leftovers.SCRATCH_PREFIX}{driver.pid}-*"))
+
+
+def _finished_levels(work: Path) -> int:
+    try:
+        return len(json.loads((work / "checkpoint.json").read_text())["level_start"])
+    except (OSError, ValueError, KeyError):
+        return 0

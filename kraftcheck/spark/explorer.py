@@ -76,14 +76,20 @@ class SparkExplorer:
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
         root, temporary, lock, new = self._take_work_dir(options)
         try:
-            t0 = time.perf_counter()
             try:
+                # refused before any long work (compiling, starting Spark), if it must be
+                if temporary and _off_this_machine(self.master):
+                    raise UsageError(_NO_SHARED_DIR.format(master=self.master))
+                resumed_partitions = self._resumable_partitions(model, options, root) if options.resume else None
+                t0 = time.perf_counter()
                 kernels = _driver_kernels(model)
             except BaseException:
                 if temporary:
                     shutil.rmtree(root, ignore_errors=True)
                 raise
-            return self._explore_in(model, options, progress, root, temporary, kernels, time.perf_counter() - t0)
+            with deferred():  # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
+                return self._explore_on_spark(model, options, progress, root, temporary, kernels,
+                                              time.perf_counter() - t0, resumed_partitions)
         finally:
             if lock is not None:
                 lock.release()
@@ -93,22 +99,17 @@ class SparkExplorer:
                     except OSError:
                         pass
 
-    def _explore_in(self, model: Model, options: Options, progress: ProgressFn, root: Path, temporary: bool,
-                    kernels: Any, compile_s: float) -> Result:
-        if temporary and _off_this_machine(self.master):
-            shutil.rmtree(root, ignore_errors=True)
-            raise UsageError(_NO_SHARED_DIR.format(master=self.master))
-        resumed_partitions = None
-        if options.resume:  # refused before Spark starts, if it must be
-            resumed_partitions = read_manifest(root)["identity"].get("partitions")
-            manifest = check_resumable(root, run_identity_on_spark(model, resumed_partitions, options.fingerprints))
-            damaged = workdir.damage(str(root), manifest, resumed_partitions)
-            if damaged:
-                raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
-                                 f"({damaged}); it cannot be resumed: start the run afresh in a new --work-dir")
-        with deferred():  # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
-            return self._explore_on_spark(model, options, progress, root, temporary, kernels, compile_s,
-                                          resumed_partitions)
+    @staticmethod
+    def _resumable_partitions(model: Model, options: Options, root: Path) -> int:
+        """The partitions of the run in ``root``, which this run may resume: of this model, not
+        finished, every file as its manifest says; a clear refusal (exit 2) otherwise."""
+        partitions = read_manifest(root)["identity"].get("partitions")
+        manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints))
+        damaged = workdir.damage(str(root), manifest, partitions)
+        if damaged:
+            raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
+                             f"({damaged}); it cannot be resumed: start the run afresh in a new --work-dir")
+        return partitions
 
     def _explore_on_spark(self, model: Model, options: Options, progress: ProgressFn, root: Path, temporary: bool,
                           kernels: Any, compile_s: float, resumed_partitions: Optional[int]) -> Result:
@@ -327,8 +328,11 @@ class _SparkRun:
                 if self.expansion is None:  # the initial level, or the last level of a resumed run
                     self.expansion = self._expand_frontier()
                 stop, frontier = self._expand_level()
-            finally:
-                self.meter.stop(level)
+            except BaseException as e:
+                if not driver_jvm_lost(e, self.sc):  # a JVM gone has no tags, and no figures to ask
+                    self.meter.stop(level)
+                raise
+            self.meter.stop(level)
             figures = self.meter.record(level, frontier)
             self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
                                    self.elapsed_before + self.clock.elapsed, engine=SparkExplorer.name,
