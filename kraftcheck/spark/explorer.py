@@ -29,9 +29,13 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, UsageError
-from kraftcheck.checker.explore.checkpoint import MANIFEST, check_resumable, read_manifest, run_identity, write_manifest
-from kraftcheck.checker.explore.result import (Clock, Options, Progress, ProgressFn, Result, Step, Violation,
-                                               describe_limit, memory_exceeded, no_progress, replay_path)
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resumable, counts_for_manifest, read_manifest,
+                                                   restore_counts, run_identity, write_manifest)
+from kraftcheck.checker.explore.constraints import outside_constraints
+from kraftcheck.checker.explore.observer import RunObserver
+from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
+                                               replay_path)
+from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.explore.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
 from kraftcheck.checker.model import DEADLOCK, Model
@@ -69,7 +73,8 @@ class SparkExplorer:
         self.work_dir = work_dir
         self.partitions = partitions
 
-    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress) -> Result:
+    def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress,
+                observer: Optional[RunObserver] = None) -> Result:
         if options.symmetry:
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
@@ -89,7 +94,7 @@ class SparkExplorer:
                 raise
             with deferred():  # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
                 return self._explore_on_spark(model, options, progress, root, temporary, kernels,
-                                              time.perf_counter() - t0, resumed_partitions)
+                                              time.perf_counter() - t0, resumed_partitions, observer)
         finally:
             if lock is not None:
                 lock.release()
@@ -112,7 +117,8 @@ class SparkExplorer:
         return partitions
 
     def _explore_on_spark(self, model: Model, options: Options, progress: ProgressFn, root: Path, temporary: bool,
-                          kernels: Any, compile_s: float, resumed_partitions: Optional[int]) -> Result:
+                          kernels: Any, compile_s: float, resumed_partitions: Optional[int],
+                          observer: Optional[RunObserver]) -> Result:
         try:
             sc, owned = self._context(progress)
         except BaseException as e:
@@ -131,7 +137,7 @@ class SparkExplorer:
             shipped = ship_spec_files(sc, type(model.spec))
             # a resumed run keeps its partitioning (the visited runs are cut by it)
             partitions = resumed_partitions or self.partitions or max(2, 2 * sc.defaultParallelism)
-            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions, self.wait_s)
+            run = _SparkRun(model, kernels, options, progress, sc, str(root), partitions, self.wait_s, observer)
             run.result.compile_s = compile_s
             try:
                 run.explore()
@@ -261,17 +267,26 @@ DRIVER_CHUNK_STATES = 4096
 @dataclasses.dataclass(frozen=True)
 class _Expansion:
     """A level's expansion, its candidates written: range t holds the states firsts[t] ..
-    firsts[t + 1]; one record per non-empty range (``tasks.expand_states``), keys global."""
+    firsts[t + 1]; one summary per non-empty range (``tasks.expand_states``), keys global."""
 
     firsts: tuple[int, ...]
-    records: list[dict]
+    summaries: list[dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class _FinishedSpark:
+    """What a run observer's ``run_finished`` sees of a Spark run: its levels and paths."""
+
+    level_starts: list[int]
+    trace: Any
 
 
 class _SparkRun:
     """One exploration: the driver's counters and the per-level bookkeeping of part files."""
 
     def __init__(self, model: Model, kernels: Any, options: Options, progress: ProgressFn, sc: Any, root: str,
-                 partitions: int, wait_s: float = readiness.DEFAULT_WAIT_S) -> None:
+                 partitions: int, wait_s: float = readiness.DEFAULT_WAIT_S,
+                 observer: Optional[RunObserver] = None) -> None:
         self.model, self.kernels, self.options, self.progress = model, kernels, options, progress
         self.sc, self.root, self.partitions = sc, root, partitions
         self.nlabels = len(model.labels)
@@ -298,6 +313,7 @@ class _SparkRun:
         self.jvm_lost = False  # the driver's Java process is gone: nothing more is asked of Spark
         self.executors_gone = False  # no executor left: no more jobs
         self.wait_s = wait_s  # on a cluster, how long a job waits without an executor
+        self.observer = observer
         self.root_identity = _identity(root)  # the work dir this run writes (not a new one of that name)
 
     @property
@@ -310,6 +326,8 @@ class _SparkRun:
 
     # -- the search
     def explore(self) -> None:
+        if self.observer is not None:
+            self.observer.run_started()
         if self.options.resume:
             stop = self._resume()
         else:
@@ -333,7 +351,7 @@ class _SparkRun:
                     self.meter.stop(level)
                 raise
             self.meter.stop(level)
-            figures = self.meter.record(level, frontier)
+            figures = self.meter.read_level(level, frontier)
             self.progress(Progress(self.depth, self.distinct, self.generated, frontier,
                                    self.elapsed_before + self.clock.elapsed, engine=SparkExplorer.name,
                                    shuffle_bytes=figures.shuffle_write_bytes if figures else None))
@@ -354,7 +372,7 @@ class _SparkRun:
         hits: dict[str, int] = {}
         inside = np.ones(n, bool)
         if model.constraints:  # TLC: an initial state outside is counted and checked, but not kept
-            inside = (self.kernels.violations(words) & np.uint64(model.constraint_bits)) == 0
+            inside = ~outside_constraints(model, self.kernels.violations(words))
         if model.invariants:
             masks = self.kernels.violations(words)
             for k, inv in enumerate(model.invariants):
@@ -384,7 +402,7 @@ class _SparkRun:
         self.level_start.append(0)
         self.part_counts.append((n,))
         for name, i in hits.items():
-            self._record_violation(name, "invariant", "initial", i)
+            self._note_violation(name, "invariant", "initial", i)
         self.progress(Progress(1, n, n, n, self.clock.elapsed, engine=SparkExplorer.name))
         return stop
 
@@ -404,23 +422,23 @@ class _SparkRun:
         if plan.level == 0:
             size = plan.splits[-1]
             words = tasks.read_frontier(plan, 0, size)
-            record = tasks.expand_states(plan, self.kernels, 0, 0, words,
+            summary = tasks.expand_states(plan, self.kernels, 0, 0, words,
                                          chunk_states=max(1, min(size, DRIVER_CHUNK_STATES)))
-            return self._expansion((0,) + (size,) * self.partitions, [record])
+            return self._expansion((0,) + (size,) * self.partitions, [summary])
         holder, p = self.model_holder, self.partitions
-        records = self._run_job(lambda: self.sc.parallelize(range(p), p).map(
+        summaries = self._run_job(lambda: self.sc.parallelize(range(p), p).map(
             lambda t: tasks.expand(plan, holder, t)).collect())
-        return self._expansion(plan.splits, sorted(records, key=lambda r: r["task"]))
+        return self._expansion(plan.splits, sorted(summaries, key=lambda r: r["task"]))
 
-    def _expansion(self, firsts: tuple[int, ...], records: list[dict]) -> "_Expansion":
-        """The expansion records of ranges starting at ``firsts``, with their keys made global."""
+    def _expansion(self, firsts: tuple[int, ...], summaries: list[dict]) -> "_Expansion":
+        """The expansion summaries of ranges starting at ``firsts``, with their keys made global."""
         nl = self.nlabels
 
         def globalised(key: int, first: int) -> int:
             return key if key == tasks.NO_HIT else key + first * nl
 
         out = []
-        for r in records:
+        for r in summaries:
             first = firsts[r["task"]]
             out.append({**r, "properties": [globalised(k, first) for k in r["properties"]],
                         "outside": [globalised(k, first) for k in r["outside"]],
@@ -430,7 +448,7 @@ class _SparkRun:
     def _expand_level(self) -> tuple[bool, int]:
         """One level as one job of two stages: deduplicate its candidates by hash bucket, then
         order the new states by parent range, write them and expand them (the next level's
-        candidates, unless ``--max-depth`` ends the run first); the driver gets one small record
+        candidates, unless ``--max-depth`` ends the run first); the driver gets one small summary
         per task. Returns whether the run stops at a violation, and how many new states the
         level has."""
         expansion = self.expansion
@@ -449,7 +467,7 @@ class _SparkRun:
             for written in s["runs"]:
                 self._written_run(written)
         self.expansion = None
-        ranges, written_parts = expansion.records, parts
+        ranges, written_parts = expansion.summaries, parts
         hits = self._first_violations(ranges, parts)
         stop = bool(hits) and not self.options.keep_going
         if stop:
@@ -473,7 +491,7 @@ class _SparkRun:
         if self.expansion is None:  # expanded for nothing: the run stops here
             workdir.remove_candidates(self.root, plan.level + 1)
         for name, (kind, key) in hits.items():
-            self._record_violation(name, kind, "key", key)
+            self._note_violation(name, kind, "key", key)
         return stop, new
 
     def _stage_tasks(self, expansion: "_Expansion") -> int:
@@ -482,7 +500,7 @@ class _SparkRun:
         parallelism), each for a few buckets and parts: a task costs a fixed part of Spark's
         scheduling and the Python worker's start of a task, which such a level's work does not
         repay, while the balance that more tasks than cores gives is worth little at its size."""
-        transitions = sum(r["generated"] for r in expansion.records)
+        transitions = sum(r["generated"] for r in expansion.summaries)
         if transitions >= SMALL_LEVEL_TRANSITIONS:
             return self.partitions
         return max(1, min(self.partitions, self.sc.defaultParallelism))
@@ -496,7 +514,7 @@ class _SparkRun:
                                                                               (ranges, "outside"))),
                                        ("property", self.model.properties, ((ranges, "properties"),))):
             for k, check in enumerate(checks):
-                keys = [s[field][k] for records, field in found_in for s in records if s[field][k] != tasks.NO_HIT]
+                keys = [s[field][k] for summaries, field in found_in for s in summaries if s[field][k] != tasks.NO_HIT]
                 if keys and check.name not in self.found:
                     hits[check.name] = (kind, min(keys))
         keys = [s["deadlock"] for s in ranges if s["deadlock"] != tasks.NO_HIT]
@@ -506,7 +524,7 @@ class _SparkRun:
 
     def _cut_at(self, plan: tasks.LevelPlan, expansion: "_Expansion", parts: list[dict],
                 cut: int) -> tuple[list[dict], list[dict]]:
-        """The level's records counting only what the local engine counts when it stops at the
+        """The level's summaries counting only what the local engine counts when it stops at the
         transition with key ``cut``: every expansion range and order part before the ones holding
         its parent in full, those up to it."""
         holder = self.model_holder
@@ -516,7 +534,7 @@ class _SparkRun:
         lo = expansion.firsts[r]
         partial = self._run_job(lambda: self.sc.parallelize([t], 1).map(
             lambda task: tasks.count_until(plan, holder, lo, task, cut)).collect())[0]
-        ranges = [x for x in expansion.records if x["task"] < r]
+        ranges = [x for x in expansion.summaries if x["task"] < r]
         ranges.append({"generated": partial["generated"], "fired": partial["fired"]})
         return ranges, parts[:t] + [{**parts[t], "count": partial["count"], "new": partial["new"]}]
 
@@ -608,19 +626,13 @@ class _SparkRun:
                              "the levels explored are gone with it: start the run again in a new --work-dir")
 
     def _limits_hit(self, more_work: bool) -> bool:
-        if self.options.max_states is not None and self.distinct > self.options.max_states:
-            self.result.incomplete_reason = describe_limit(self.options, "max_states")
-            return True
-        if more_work and self.clock.expired():
-            self.result.incomplete_reason = describe_limit(self.options, "time_limit")
-            return True
-        if more_work and memory_exceeded(self.options):
-            self.result.incomplete_reason = describe_limit(self.options, "max_memory")
-            return True
-        return False
+        reason = limit_reached(self.options, self.distinct, self.clock, more_work)
+        if reason:
+            self.result.incomplete_reason = reason
+        return reason is not None
 
     # -- counterexamples
-    def _record_violation(self, name: str, kind: str, where: str, value: int) -> None:
+    def _note_violation(self, name: str, kind: str, where: str, value: int) -> None:
         """The violation at initial state ``value`` (``where`` = "initial") or at the transition
         with key ``value`` (``where`` = "key"): the path to its parent, then that step."""
         if where == "initial":
@@ -635,17 +647,15 @@ class _SparkRun:
         self.found_at[name] = (kind, where, value)
 
     # -- durable levels and resume
-    def _record(self, finished: bool) -> dict[str, Any]:
+    def _manifest_content(self, finished: bool) -> dict[str, Any]:
+        """What the manifest says of the run: its levels and their files, the counts, the figures."""
         return {"level_start": self.level_start, "part_counts": [list(c) for c in self.part_counts],
-                "initial_states": self.result.initial_states, "generated": self.generated,
-                "fired": self.fired.tolist(), "new_states": self.new_per_action.tolist(),
-                "elapsed_s": self.elapsed_before + self.clock.elapsed,
-                "found": {name: list(at) for name, at in self.found_at.items()},
+                **counts_for_manifest(self.result, self.generated, self.fired, self.new_per_action,
+                                      self.elapsed_before + self.clock.elapsed, self.found_at, finished),
                 "spark_levels": [dataclasses.asdict(f) for f in self.meter.figures.levels],
                 "spark_figures_unavailable": self.meter.figures.unavailable,
                 "level_files": self.level_files,
-                "visited_files": self._visited_files(),
-                "finished": finished, "status": self.result.status if finished else None}
+                "visited_files": self._visited_files()}
 
     def _commit(self) -> None:
         """After a finished level (its files are in place): say so in the manifest, atomically;
@@ -656,17 +666,19 @@ class _SparkRun:
         except FileNotFoundError:
             self._check_work_dir()  # removed just now: say so
             raise
-        write_manifest(Path(self.root), self.identity, self._record(finished=False))
+        write_manifest(Path(self.root), self.identity, self._manifest_content(finished=False))
         self._remove_stale_runs()
+        if self.observer is not None:
+            self.observer.level_finished(self.depth, self.distinct, self.generated)
 
     def _written_run(self, written: dict) -> None:
-        """A visited run a task (or the driver) wrote, with its files' records."""
+        """A visited run a task (or the driver) wrote, with its files' sizes and digests."""
         first, last = map(int, written["run"].split("-"))
         self.run_files.setdefault(written["bucket"], {})[first, last] = written["files"]
 
     def _visited_files(self) -> dict[str, dict[str, dict]]:
         """For the manifest: each bucket's runs that hold the finished levels, with their files'
-        records (not the runs a merge replaced, nor those of a level not finished)."""
+        sizes and digests (not the runs a merge replaced, nor those of a level not finished)."""
         through = self.depth - 1
         return {str(b): {workdir.run_name(*run): runs[run] for run in workdir.run_cover(list(runs), through)}
                 for b, runs in sorted(self.run_files.items())}
@@ -692,16 +704,11 @@ class _SparkRun:
                 shutil.rmtree(path)
         workdir.remove_candidates(self.root)  # the last level is expanded again
         self._remove_stale_runs()  # runs of the level being built, and runs a merge replaced
-        self.result.initial_states = manifest["initial_states"]
-        self.generated = manifest["generated"]
-        self.fired[:] = manifest["fired"]
-        self.new_per_action[:] = manifest["new_states"]
-        self.elapsed_before = manifest["elapsed_s"]
         # the figures of the levels explored before (work dirs of earlier versions have none)
         self.meter.figures.levels = [LevelFigures(**f) for f in manifest.get("spark_levels", [])]
         self.meter.figures.unavailable = manifest.get("spark_figures_unavailable")
-        for name, (kind, where, value) in manifest["found"].items():
-            self._record_violation(name, kind, where, value)
+        self.generated, self.elapsed_before = restore_counts(manifest, self.result, self.fired, self.new_per_action,
+                                                             self._note_violation)
         self.result.resumed_from_level = finished
         return False
 
@@ -740,19 +747,17 @@ class _SparkRun:
 
     def finish(self) -> Result:
         r = self.result
-        r.distinct_states = self.distinct
-        r.states_generated = self.generated
-        r.depth = self.depth
-        r.elapsed_s = self.elapsed_before + self.clock.elapsed
-        r.fired = [int(x) for x in self.fired]
-        r.new_states = [int(x) for x in self.new_per_action]
-        r.conclude(list(self.found.values()), self.options.keep_going)
-        r.fingerprints = self.options.fingerprints
+        collisions = None
         if self.options.fingerprints and not (self.jvm_lost or self.executors_gone):
-            r.collision_probability = self._collision_probability()
+            collisions = self._collision_probability()
+        r.settle(self.options, list(self.found.values()), self.distinct, self.generated, self.depth,
+                 self.elapsed_before + self.clock.elapsed, fired=self.fired, new_states=self.new_per_action,
+                 collision_probability=collisions)
         r.spark = self.meter.figures.report()
         workdir.remove_candidates(self.root)  # a stopped run's expansion of its last level
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume
             self._check_work_dir()
-            write_manifest(Path(self.root), self.identity, self._record(finished=True))
+            write_manifest(Path(self.root), self.identity, self._manifest_content(finished=True))
+        if self.observer is not None:
+            self.observer.run_finished(r, _FinishedSpark(self.level_start, self._trace))
         return r

@@ -78,7 +78,7 @@ class LevelMeter:
         """Stop tagging jobs as ``level``'s (also when the level failed)."""
         self._guard(lambda: self.sc.removeJobTag(self.tag(level)))
 
-    def record(self, level: int, new_states: int) -> Optional[LevelFigures]:
+    def read_level(self, level: int, new_states: int) -> Optional[LevelFigures]:
         """Read and keep the figures of ``level``'s jobs; None if they are unavailable."""
         figures = self._guard(lambda: self._read(self.tag(level), level, new_states))
         if figures is not None:

@@ -134,6 +134,8 @@ def _quiet_py4j() -> None:
     if log.propagate:
         log.addHandler(logging.NullHandler())
         log.propagate = False
+        # some of its errors go to the root logger (logging.exception at module level)
+        logging.getLogger().addFilter(lambda entry: f"{os.sep}py4j{os.sep}" not in entry.pathname)
 
 
 def _quiet_accumulator_server(sc) -> None:

@@ -12,7 +12,7 @@ to the next through files in the work dir (``workdir.candidate_path``), not thro
    ``index * nlabels + label`` with ``index`` counted from the range's first state: the position
    of that transition in the local engine's order, once the driver knows where the range
    starts). The candidates are written grouped by the hash bucket of their fingerprint; coverage
-   and the first violations among the range's transitions go to the driver as one small record.
+   and the first violations among the range's transitions go to the driver as one small summary.
    It runs inside ``order`` (task t expands the part it has just written), in ``expand`` (a
    whole level split evenly into P ranges: after a resume) or on the driver (the initial states).
 2. ``deduplicate`` (bucket b): reads its slice of every range's candidate file and makes the keys
@@ -122,7 +122,7 @@ class RaisedBySpec:
 
 def spec_errors_returned(in_list: bool = False) -> Callable[[Callable], Callable]:
     """A task returning a spec's error as a ``RaisedBySpec`` (``in_list``: in a list, for a task
-    that returns a list of records) instead of raising it."""
+    that returns a list of summaries) instead of raising it."""
     def returning(task: Callable) -> Callable:
         @functools.wraps(task)
         def run(*args: Any) -> Any:
@@ -264,7 +264,7 @@ def _grouped(targets: np.ndarray, words: np.ndarray, keys: np.ndarray, partition
 
 def deduplicate(plan: LevelPlan, bucket: int) -> Iterator[tuple[int, tuple]]:
     """Step 2 for hash bucket ``bucket``: the new states of the bucket, each sent to the step-3 task
-    whose range of parents holds its parent, and the record of the visited run it wrote, sent to
+    whose range of parents holds its parent, and the sizes and digests of the visited run it wrote, sent to
     task ``bucket`` (which hands it to the driver)."""
     words, keys = read_candidates(plan, bucket)
     if plan.fingerprints:
@@ -342,7 +342,7 @@ def add_run(root: str, bucket: int, level: int, fps: np.ndarray, words: Optional
     while that one is at most ``MERGE_RATIO`` times larger. The runs read are left in place (the
     driver removes them once the level is committed), so a task run again reads what its first
     attempt read and writes the same file. Returns the run written: its bucket, its name and its
-    files' records (sizes and digests, for the manifest)."""
+    files' sizes and digests (for the manifest)."""
     runs = workdir.visited_runs(root, bucket, level - 1)
     first = level
     while runs and workdir.run_size(root, bucket, runs[-1]) <= MERGE_RATIO * fps.size:
@@ -468,7 +468,7 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
     """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
     of the new level; check their invariants; expand them (``plan.expand_next``: step 1 of the
     next level, as its range ``task``). Returns its counters, the first violating key of each
-    invariant, the expansion's record (``next``; None if not expanded), the records of its part's
+    invariant, the expansion's summary (``next``; None if not expanded), the sizes and digests of its part's
     files (``files``) and of the visited runs written by the deduplication of bucket ``task`` (``runs``)."""
     kernels = worker_kernels(plan, model_holder)
     model = kernels.model
@@ -521,7 +521,7 @@ def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
     by_part: dict[int, list[tuple[int, tuple]]] = {t: [] for t in parts}
     for item in items:
         by_part[item[0]].append(item)
-    return [record for t in parts for record in order(plan, model_holder, t, by_part[t])]
+    return [summary for t in parts for summary in order(plan, model_holder, t, by_part[t])]
 
 
 @spec_errors_returned()

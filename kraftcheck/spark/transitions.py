@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import numpy as np
 
+from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.spark import workdir
 
 if TYPE_CHECKING:
@@ -68,9 +69,7 @@ def transitions(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int) -> 
         if model.constrained:
             if model.constraints or model.invariants:
                 masks = kernels.violations(np.ascontiguousarray(buf.words[valid]))
-            outside = (masks & np.uint64(model.constraint_bits)) != 0
-            if model.action_constraints:
-                outside |= (buf.props[valid] & np.uint64(model.action_constraint_bits)) != 0
+            outside = outside_constraints(model, masks, buf.props[valid] if model.action_constraints else None)
         yield buf.words[valid], buf.hashes[valid], keys, props, outside, masks, stuck
 
 

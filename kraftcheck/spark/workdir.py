@@ -93,14 +93,14 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
         raise FileNotFoundError(errno.ENOENT, "the work dir is gone", str(root))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    record = None
+    written = None
     try:
         with open(tmp, "wb") as f:
             f.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # no copy of the bytes
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-                record = file_record(os.fstat(f.fileno()).st_size, file_digest(tmp))
+                written = file_record(os.fstat(f.fileno()).st_size, file_digest(tmp))
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half file
@@ -109,7 +109,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
         raise
     if durable:
         _sync_folder(path.parent)
-    return record
+    return written
 
 
 def sync_folders(root: str) -> None:
@@ -199,8 +199,8 @@ def damage(root: str, manifest: dict, partitions: int) -> Optional[str]:
     try:
         for level, parts in enumerate(manifest["level_files"]):
             for part, files in enumerate(parts):
-                for kind, record in files.items():
-                    check_level_file(part_path(root, level, part, kind), record)
+                for kind, written in files.items():
+                    check_level_file(part_path(root, level, part, kind), written)
         through = len(manifest["level_files"]) - 1
         for bucket in range(partitions):
             named = manifest["visited_files"].get(str(bucket), {})
@@ -212,8 +212,8 @@ def damage(root: str, manifest: dict, partitions: int) -> Optional[str]:
                 return (f"bucket {bucket}'s visited runs are {[run_name(*run) for run in cover]} where the "
                         f"manifest names {sorted(named)}")
             for run in cover:
-                for kind, record in named[run_name(*run)].items():
-                    check_level_file(run_path(root, bucket, *run, kind), record)
+                for kind, written in named[run_name(*run)].items():
+                    check_level_file(run_path(root, bucket, *run, kind), written)
     except CheckpointDamaged as e:
         return str(e).removesuffix(f"; {RESTORE}")
     return None
