@@ -20,15 +20,13 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.limits import count_problem, number_problem
 from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
-
-if TYPE_CHECKING:
-    from kraftcheck.request import CheckRequest
+from kraftcheck.request import CheckRequest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,19 +51,11 @@ class ManifestError(UsageError):
 
 @dataclass
 class Check:
-    """One named check: what to run and what its result must be."""
+    """One named check: what to run (its request, whose ``time_limit`` is the check's time budget
+    and whose spec reference is absolute) and what its result must be."""
 
     name: str
-    spec: str
-    params: dict[str, Any] = field(default_factory=dict)
-    invariants: list[str] = field(default_factory=list)
-    keep_going: bool = False
-    max_states: Optional[int] = None
-    max_depth: Optional[int] = None
-    max_memory: Optional[float] = None
-    time_budget: float = DEFAULT_TIME_BUDGET_S
-    fingerprints: bool = False  # --fingerprints: TLC's visited set, exhaustive up to hash collisions
-    symmetry: bool = False  # --symmetry: one state per orbit of the spec's symmetry
+    request: CheckRequest
     violates: list[str] = field(default_factory=list)  # empty: the check must hold
     counts: dict[str, int] = field(default_factory=dict)  # expected distinct/generated/depth
 
@@ -73,13 +63,21 @@ class Check:
     def expectation(self) -> str:
         return "holds" if not self.violates else "violates " + ", ".join(self.violates)
 
-    def request(self, root: Path) -> "CheckRequest":
-        """What this check runs, its spec reference made absolute against the manifest's directory ``root``."""
-        from kraftcheck.request import CheckRequest
-        return CheckRequest(resolve_spec(self.spec, root), dict(self.params), invariants=tuple(self.invariants),
-                            keep_going=self.keep_going, max_states=self.max_states, max_depth=self.max_depth,
-                            max_memory_gib=self.max_memory, time_limit=self.time_budget,
-                            fingerprints=self.fingerprints, symmetry=self.symmetry)
+    @property
+    def time_budget(self) -> float:
+        return self.request.time_limit
+
+    @property
+    def spec(self) -> str:
+        return self.request.spec
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.request.params)
+
+    @property
+    def invariants(self) -> list[str]:
+        return list(self.request.invariants)
 
 
 @dataclass
@@ -233,10 +231,12 @@ class _Validator:
                     raise self.fail(table, key, f"must be a non-negative integer, got {value!r}")
                 counts[key] = value
         self.spec_and_params(table, where, spec, params, list(names), list(violates or []), symmetry)
-        return Check(name=name, spec=spec, params=dict(params), invariants=list(names), keep_going=keep_going,
-                     max_states=max_states, max_depth=max_depth, max_memory=max_memory,
-                     time_budget=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
-                     fingerprints=fingerprints, symmetry=symmetry, violates=list(violates or []), counts=counts)
+        request = CheckRequest(resolve_spec(spec, self.path.parent), dict(params), invariants=tuple(names),
+                               keep_going=keep_going, max_states=max_states, max_depth=max_depth,
+                               max_memory_gib=max_memory,
+                               time_limit=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
+                               fingerprints=fingerprints, symmetry=symmetry)
+        return Check(name, request, violates=list(violates or []), counts=counts)
 
     def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict, invariants: list[str],
                         violates: list[str], symmetry: bool = False) -> None:

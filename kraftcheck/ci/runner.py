@@ -62,7 +62,7 @@ def _imports_module(spec: str) -> bool:
 
 def reproduce_command(check: Check, root: Path, run_dir: Path) -> str:
     """What a developer types to rerun ``check`` alone, from the directory ``kraftcheck ci`` ran in."""
-    words = ["kraftcheck", "check", *check.request(root).replace(trace_dir=_short(run_dir)).command_arguments()]
+    words = ["kraftcheck", "check", *check.request.replace(trace_dir=_short(run_dir)).command_arguments()]
     text = shlex.join(words)
     if _imports_module(check.spec):
         text = f"PYTHONPATH={shlex.quote(_short(root))} {text}"
@@ -132,8 +132,8 @@ def _start(check: Check, root: Path, out: Path, threads: int, memory_share: floa
            on_event: Event) -> _Running:
     run_dir = (out / check.name).resolve()
     prepare_dir(run_dir)
-    request = check.request(root).replace(json_path=str(run_dir / "report.json"), trace_dir=str(run_dir),
-                                          threads=threads, max_memory_gib=check.max_memory or round(memory_share, 2))
+    request = check.request.replace(json_path=str(run_dir / "report.json"), trace_dir=str(run_dir), threads=threads,
+                                    max_memory_gib=check.request.max_memory_gib or round(memory_share, 2))
     command = [sys.executable, "-m", "kraftcheck", "check", *request.command_arguments(), "--no-color"]
     outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
     (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2) + "\n")

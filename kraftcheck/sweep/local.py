@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, Check
+from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, Check, resolve_spec
 from kraftcheck.ci.runner import run_checks
 from kraftcheck.sweep.matrix import Configuration
 from kraftcheck.sweep.table import Row, row_from_report
@@ -22,11 +22,11 @@ def directory_name(config: Configuration, index: int) -> str:
 
 
 def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Callable[[dict], None]) -> list[Row]:
-    checks = [Check(directory_name(c, i), c.spec, dict(c.params), keep_going=c.keep_going,
-                    max_states=c.max_states, time_budget=c.time_limit or DEFAULT_TIME_BUDGET_S,
-                    fingerprints=c.fingerprints, symmetry=c.symmetry)
+    root = Path.cwd()  # a spec file is found from here, as the command line finds it
+    checks = [Check(directory_name(c, i), c.request().replace(spec=resolve_spec(c.spec, root),
+                                                              time_limit=c.time_limit or DEFAULT_TIME_BUDGET_S))
               for i, c in enumerate(configs)]
-    outcomes = run_checks(checks, Path.cwd(), out, jobs, on_event)
+    outcomes = run_checks(checks, root, out, jobs, on_event)
     rows = []
     for config, outcome in zip(configs, outcomes):
         message = ""
