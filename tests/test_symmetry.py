@@ -48,11 +48,18 @@ def kafka(**kw) -> Model:
     return Model(KafkaReplication(KafkaParams(**kw)))
 
 
-def reachable(m: Model) -> list[tuple[int, ...]]:
-    """Every reachable state of ``m``, unreduced (the compiled graph builder, interpreted)."""
-    from kraftcheck.checker.explore.interpreted import InterpretedKernels
-    graph = build_graph(m, kernels=InterpretedKernels(m))
-    return [m.layout.unpack(row.tolist()) for row in graph.states]
+_REACHABLE: dict = {}
+
+
+def reachable(m: Model) -> tuple[tuple[int, ...], ...]:
+    """Every reachable state of ``m``, unreduced (the compiled graph builder, interpreted): built
+    once per spec and parameters, since several tests enumerate the same model."""
+    key = (type(m.spec), m.spec.params)
+    if key not in _REACHABLE:
+        from kraftcheck.checker.explore.interpreted import InterpretedKernels
+        graph = build_graph(m, kernels=InterpretedKernels(m))
+        _REACHABLE[key] = tuple(m.layout.unpack(row.tolist()) for row in graph.states)
+    return _REACHABLE[key]
 
 
 def successors_of(m: Model, s: tuple[int, ...]) -> set[tuple[int, ...]]:
