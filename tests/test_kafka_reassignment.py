@@ -128,23 +128,27 @@ def test_each_kip_rule_closes_f7_at_its_bounds(fix, counts):
 
 class Partition:
     """4 brokers b1..b4 with replication factor 3 and a reassignment of b1's replica to b4 in
-    progress (replicas b1..b4, adding b4, removing b1)."""
+    progress (replicas b1..b4, adding b4, removing b1); or ``brokers`` with the reassignment
+    ``adding``/``removing`` given."""
 
-    def __init__(self, protocol="kip-966", min_isr=2, **params):
+    def __init__(self, protocol="kip-966", min_isr=2, brokers=4, adding=0b1000, removing=0b0001, **params):
         bounds = dict(fences=1, lossy_shutdowns=0, isr_shrinks=1, min_isr_changes=0)
         bounds.update(params)
-        self.model = Model(KafkaReplication(KafkaParams(protocol=protocol, brokers=4, replication_factor=3,
+        self.n, self.adding, self.removing = brokers, adding, removing
+        self.model = Model(KafkaReplication(KafkaParams(protocol=protocol, brokers=brokers, replication_factor=3,
                                                         min_isr=min_isr, reassignments=1, **bounds)))
 
     def state(self, isr, leader, elr=0, request_isr=None, **extra):
         layout = self.model.layout
         values = layout.values(self.model.initial[0])
-        values.update(c_replicas=0b1111, c_adding=0b1000, c_removing=0b0001, reassignments_used=1,
-                      c_isr=isr, c_elr=elr, c_leader=leader, v_leader=[leader] * 4, v_pe_ok=[0] * 4)
+        n = self.n
+        values.update(c_replicas=0b111 | self.adding, c_adding=self.adding, c_removing=self.removing,
+                      reassignments_used=1, c_isr=isr, c_elr=elr, c_leader=leader, v_leader=[leader] * n,
+                      v_pe_ok=[0] * n)
         values["v_pe_ok"][leader] = 1
-        values["v_isr"] = [0] * 4
+        values["v_isr"] = [0] * n
         values["v_isr"][leader] = isr
-        values["v_min_isr"] = [0] * 4
+        values["v_min_isr"] = [0] * n
         values["v_min_isr"][leader] = values["c_min_isr"]
         if request_isr is not None:
             values.update(ap_state=1, ap_from=leader, ap_isr=request_isr, ap_epoch=values["c_epoch"], ap_pe_ok=1,
@@ -208,6 +212,23 @@ def test_kafka_4_3_completion_below_min_isr_and_the_fixes(fix, isr, elr, done):
     after = p.step(before, "HandleAlterPartition")
     assert (after["c_isr"], after["c_elr"]) == (isr, elr)
     assert after["c_replicas"] == (0b1110 if done else 0b1111)
+    assert after["c_leader"] == (3 if done else 0)
+
+
+@pytest.mark.parametrize("fix, isr, elr, done", [
+    ({}, 0b11000, 0b00101, True),  # Kafka 4.3: electable b4, b5: two, below min ISR 3
+    ({"fix_reassignment_prune_elr": True}, 0b11000, 0, True),  # the same two
+    ({"fix_reassignment_min_isr": True}, 0b11101, 0, False),
+])
+def test_kafka_4_3_completion_leaves_fewer_electable_replicas_than_min_isr(fix, isr, elr, done):
+    """Finding F7 at five brokers, min ISR 3: [b1,b2,b3] -> [b2,b4,b5] with b2 shrunk out and the
+    ELR emptied when b4 joined (ISR {b1,b3,b4}); b1 adds b5. KAFKA-19975 completes (both adding
+    replicas in, two added as two removed) with ISR {b4,b5} and the removed b1 and b3 in the ELR."""
+    p = Partition(protocol="kafka-4.3", min_isr=3, brokers=5, adding=0b11000, removing=0b00101, **fix)
+    before = p.state(isr=0b01101, leader=0, request_isr=0b11101)
+    after = p.step(before, "HandleAlterPartition")
+    assert (after["c_isr"], after["c_elr"]) == (isr, elr)
+    assert after["c_replicas"] == (0b11010 if done else 0b11111)
     assert after["c_leader"] == (3 if done else 0)
 
 
