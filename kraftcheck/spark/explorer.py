@@ -581,7 +581,11 @@ class _SparkRun:
             raise
         for item in value if isinstance(value, list) else ():
             if isinstance(item, tasks.RaisedBySpec):
-                raise item.error()
+                error = item.error()
+                module = sys.modules.get(type(self.model.spec).__module__)
+                if getattr(error, "file", None) and Path(error.file).name == f"{getattr(module, '__name__', '')}.py":
+                    error.file = module.__file__  # the executors ran a shipped copy: name the spec's own file
+                raise error
         return value
 
     def _cancel_jobs(self, thread: Any) -> None:
