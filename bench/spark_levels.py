@@ -45,7 +45,7 @@ def main() -> None:
     # the driver's time inside Spark jobs, and its own work between them
     explorer._SparkRun._run_job = _timed("inside Spark jobs", explorer._SparkRun._run_job)
     explorer._SparkRun._commit = _timed("checkpoint manifest and stale runs", explorer._SparkRun._commit)
-    LevelMeter.record = _timed("status-store queries", LevelMeter.record)
+    LevelMeter.read_level = _timed("status-store queries", LevelMeter.read_level)
     stamps: list[tuple[float, int, int]] = []
     start = time.perf_counter()
     result = explorer.SparkExplorer(master=master).explore(
