@@ -37,7 +37,7 @@ def _run_one(item: tuple[int, Configuration, str]) -> tuple[int, dict | None, fl
     except KraftcheckError as e:
         return index, None, time.monotonic() - started, f"refused: {e}"
     report = build_report(checked.result, {**checked.run_options, "sweep": "spark"}, checked.trace_files,
-                          unwritten=checked.unwritten)
+                          not_checked=checked.prepared.not_checked, unwritten=checked.unwritten)
     return index, report, time.monotonic() - started, ""
 
 
