@@ -7,7 +7,9 @@ accepted any resources", a warning below the log level kraftcheck sets). So the 
 Spark master answers at once with a failure frame), starts the SparkContext (which registers the
 application with the master) with a deadline, and then waits for an executor to register, saying
 on the progress line what it waits for. Past the deadline the run stops with exit 2 saying what
-is missing. Local mode has nothing to wait for: the driver is the executor.
+is missing. Local mode has nothing to wait for: the driver is the executor. Once the run
+explores, a level's job that goes as long without any executor (the workers gone) ends the run
+incomplete (``NoExecutorLeft``; the explorer watches while it waits for a job).
 """
 
 from __future__ import annotations
