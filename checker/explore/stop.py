@@ -12,19 +12,25 @@ its modules are still importing is exit 130 too; this module imports nothing els
 force a signal only leaves the request, raised where that code chooses (``raise_if_stop_requested``).
 A Spark driver uses it: a ``KeyboardInterrupt`` in the middle of a py4j call breaks the
 connection's protocol (the answer comes later, to the next call) and py4j prints a traceback.
+The kernels' thread pool uses it too (``kernels.threads.run_parts``): a ``KeyboardInterrupt``
+while it starts a worker leaves that thread out of the pool's list, never told to leave, and the
+interpreter's exit then joins it forever.
 """
 
 from __future__ import annotations
 
+import _signal
 import signal
 
 _requested = False
 _deferring = 0  # how many deferred() blocks are in force
+_signals = 0  # how many signals the handler has had (deferred.signalled: one came during a block)
 
 
 def _on_signal(signum, frame) -> None:
-    global _requested
+    global _requested, _signals
     _requested = True
+    _signals += 1
     if not _deferring:
         raise KeyboardInterrupt
 
@@ -58,25 +64,35 @@ def stop_honoured() -> None:
 class deferred:
     """A ``with`` block in which Ctrl-C and SIGTERM only leave the stop request (no
     ``KeyboardInterrupt`` where the main thread happens to be); the block raises it itself with
-    ``raise_if_stop_requested`` where it can stop cleanly. In the main thread it installs the stop
-    handlers for the block if they are not (an API caller's process), and puts back what was
-    there; SIGINT left ignored stays ignored. Elsewhere it changes nothing."""
+    ``raise_if_stop_requested`` where it can stop cleanly, or after it with ``raise_if_signalled``.
+    In the main thread it installs the stop handlers for the block if they are not (an API
+    caller's process; with ``install_handlers=False`` it then changes nothing), and puts back
+    what was there; SIGINT left ignored stays ignored. In any other thread it changes nothing:
+    the signals are the main thread's, which must not lose them to another thread's block."""
 
-    def __init__(self) -> None:
+    def __init__(self, install_handlers: bool = True) -> None:
+        self._install = install_handlers
         self._saved: dict = {}
         self._in_force = False
+        self._signals_before = 0
+        self.signalled = False  # a signal came while this block, the outermost in force, held it
 
     def __enter__(self) -> "deferred":
         global _deferring
-        try:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                before = signal.getsignal(sig)
-                if before is not signal.SIG_IGN and before is not _on_signal:
-                    signal.signal(sig, _on_signal)
-                    self._saved[sig] = before
-        except ValueError:  # not the main thread: its signals are not this thread's to take
+        import threading  # here, not on top: the command line imports this module before anything
+        if threading.current_thread() is not threading.main_thread():
             return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # _signal's: signal.getsignal converts to an enum through an exception when the handler
+            # is a function, microseconds at each of run_parts' blocks (several per batch)
+            before = _signal.getsignal(sig)
+            if before != signal.SIG_IGN and before is not _on_signal:
+                if not self._install:
+                    return self  # nothing installed yet: nothing to put back
+                signal.signal(sig, _on_signal)
+                self._saved[sig] = before
         self._in_force = True
+        self._signals_before = _signals
         _deferring += 1
         return self
 
@@ -85,6 +101,13 @@ class deferred:
         if self._in_force:
             self._in_force = False
             _deferring -= 1
+            self.signalled = _signals != self._signals_before and not _deferring
         for sig, handler in self._saved.items():
             signal.signal(sig, handler)
         self._saved.clear()
+
+    def raise_if_signalled(self) -> None:
+        """The ``KeyboardInterrupt`` the block held back, if a signal came during it (not if an
+        outer block still holds it: that one raises it where it chooses)."""
+        if self.signalled:
+            raise KeyboardInterrupt

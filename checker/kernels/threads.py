@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.stop import deferred
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -74,30 +75,36 @@ def using_threads(threads: Optional[int]) -> Iterator[None]:
 def run_parts(fn: Callable[[int], None], parts: int) -> None:
     """Call ``fn(0) .. fn(parts - 1)`` concurrently and wait for all of them; re-raise the first
     error. ``fn(0)`` runs in the calling thread, which would otherwise only wait (one hand-off to
-    the pool fewer per call, and no part is left running when this returns, error or not)."""
+    the pool fewer per call, and no part is left running when this returns, error or not).
+    A Ctrl-C or SIGTERM meanwhile is raised once every part is done (``stop.deferred``, where the
+    stop handlers are installed): raised while ``submit`` starts a worker, it would leave that
+    thread out of the pool's list, never told to leave, and the exit would wait for it forever;
+    raised while waiting for a part, it would leave that part running."""
     global _pool, _pool_size
     if parts <= 1:
         if parts == 1:
             fn(0)
         return
-    if _pool is None or _pool_size < thread_count():  # a later run may ask for more threads than the first
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool_size = thread_count()
-        _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="kraftcheck")
-    futures = [_pool.submit(fn, j) for j in range(1, parts)]
     error: BaseException | None = None
-    try:
-        fn(0)
-    except BaseException as e:  # noqa: BLE001 (re-raised below, once the other parts are done)
-        error = e
-    for f in futures:
+    with deferred(install_handlers=False) as held:
+        if _pool is None or _pool_size < thread_count():  # a later run may ask for more threads than the first
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool_size = thread_count()
+            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="kraftcheck")
+        futures = [_pool.submit(fn, j) for j in range(1, parts)]
         try:
-            f.result()
-        except BaseException as e:  # noqa: BLE001
-            error = error or e
+            fn(0)
+        except BaseException as e:  # noqa: BLE001 (re-raised below, once the other parts are done)
+            error = e
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as e:  # noqa: BLE001
+                error = error or e
     if error is not None:
         raise error
+    held.raise_if_signalled()
 
 
 CACHE_LINE = 64
