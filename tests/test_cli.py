@@ -112,12 +112,14 @@ def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path
     JSON report is written with the same counts.
     The run starts with SIGINT's default action, as from a terminal: a suite started as a
     background job of a non-interactive shell has SIGINT ignored, which its children inherit, and
-    Python then installs no Ctrl-C handler (the convention that keeps such jobs running)."""
+    Python then installs no Ctrl-C handler (the convention that keeps such jobs running). A run
+    that does not end is sent SIGABRT first: its stacks (faulthandler) say where it hangs."""
     import signal
     import threading
     report_path = tmp_path / "report.json"
-    proc = subprocess.Popen([sys.executable, "-c", CHECK_WITH_EVERY_PROGRESS_LINE, "check", "--spec", "two_phase",
-                             "--param", "rm=12", "--no-color", "--json", str(report_path), "--trace-dir", str(tmp_path)],
+    proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", CHECK_WITH_EVERY_PROGRESS_LINE, "check",
+                             "--spec", "two_phase", "--param", "rm=12", "--no-color", "--json", str(report_path),
+                             "--trace-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err_lines: list[str] = []
@@ -141,7 +143,13 @@ def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path
         try:
             proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{signal_name} did not end the run; it said:\n" + "".join(err_lines))
+            proc.send_signal(signal.SIGABRT)  # faulthandler: every thread's stack, on standard error
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            readers[0].join(timeout=30)
+            pytest.fail(f"{signal_name} did not end the run; it said, then its stacks at SIGABRT:\n" + "".join(err_lines))
         for reader in readers:
             reader.join(timeout=120)
     finally:
