@@ -95,7 +95,7 @@ def test_a_stop_request_swallowed_by_a_finalizer_still_stops_the_run(explorer):
     which then went on to their end); the stop request the handler also leaves stops the
     explorer at its next chunk or level, reported as interrupted."""
     import signal
-    from kraftcheck.checker.explore import stop
+    from kraftcheck.checker import stop
 
     class Finalizer:
         def __del__(self):

@@ -148,7 +148,7 @@ def test_a_signal_while_spark_starts_ends_the_start_as_an_interrupt():
     signal only leaves the request, taken where the driver waits (never inside a py4j call); the
     start is ended and the run stops as interrupted (the command line: exit 130, one line)."""
     import signal
-    from kraftcheck.checker.explore import stop
+    from kraftcheck.checker import stop
     ended = threading.Event()
 
     def start_that_gets_a_signal() -> None:

@@ -9,7 +9,7 @@ import sys
 INTERRUPTED_WHILE_A_WORKER_STARTS = """
 import faulthandler, signal, threading
 faulthandler.dump_traceback_later(60, exit=True)
-from kraftcheck.checker.explore.stop import install_stop_handlers
+from kraftcheck.checker.stop import install_stop_handlers
 from kraftcheck.checker.kernels.threads import run_parts
 install_stop_handlers()
 start = threading.Thread.start

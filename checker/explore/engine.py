@@ -43,7 +43,7 @@ from kraftcheck.checker.explore.checkpoint import (MANIFEST, HeldCheckpoint, cou
                                                   restore_counts, write_manifest)
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.analyses.state_graph import GraphBuilder
-from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
+from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.deadlock import first_stuck
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.symmetry import canonical_step, canonicaliser_for

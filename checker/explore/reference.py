@@ -19,7 +19,7 @@ from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_f
 from kraftcheck.checker.explore.concrete import concrete_trace
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.spec_raised import placed
-from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
+from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 
 
 class ReferenceExplorer:

@@ -47,7 +47,7 @@ from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, P
                                                no_progress)
 from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.explore.stop import raise_if_stop_requested, stop_honoured
+from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
 from kraftcheck.checker.model import DEADLOCK, Model
 

@@ -28,7 +28,7 @@ from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Progress, ProgressFn, Result
 from kraftcheck.checker.explore.run_limits import Clock
-from kraftcheck.checker.explore.stop import raise_if_stop_requested
+from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.typing_check import check_spec_types

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import UsageError
-from kraftcheck.checker.explore.stop import deferred
+from kraftcheck.checker.stop import deferred
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0

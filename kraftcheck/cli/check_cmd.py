@@ -13,7 +13,7 @@ import click
 
 from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
 from kraftcheck.checker.errors import KraftcheckError, UsageError
-from kraftcheck.checker.explore.stop import install_stop_handlers
+from kraftcheck.checker.stop import install_stop_handlers
 from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
                                     exit_code)
 from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args, parse_spark_conf

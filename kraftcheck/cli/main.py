@@ -8,7 +8,7 @@ traceback, exit 1; SIGTERM: 143). The first lines here install a handler that ne
 ``signal``: while the rest of this module imports (the stop handlers, ``diagnostics``), a signal ends the process
 with exit 130 at once. Its last lines put the handlers before back (a test importing ``cli`` keeps
 its own); the console script calls ``main`` next, whose first line installs the stop handlers
-(``checker.explore.stop``): from there, while click and the command import (half a second for
+(``checker.stop``): from there, while click and the command import (half a second for
 ``check``) and while a run runs, a signal stops it cleanly, exit 130. Its second line makes
 standard error forgiving (``diagnostics``): losing it loses only what it says, never the verdict,
 the summary on standard output or the exit code. The click group is ``kraftcheck.cli.group.cli``, also reachable
@@ -46,7 +46,7 @@ import gc  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
-from kraftcheck.checker.explore.stop import install_stop_handlers  # noqa: E402
+from kraftcheck.checker.stop import install_stop_handlers  # noqa: E402
 from kraftcheck.cli.diagnostics import forgive_standard_error, raw_standard_error  # noqa: E402
 
 # Each command lives in its own module, imported only when that command runs (so `kraftcheck

@@ -37,7 +37,7 @@ from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Re
                                                replay_path)
 from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
 from kraftcheck.checker.kernels.hashing import fingerprints
-from kraftcheck.checker.explore.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
+from kraftcheck.checker.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
 from kraftcheck.spark import leftovers, readiness, tasks, workdir

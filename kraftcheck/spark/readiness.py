@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.explore.result import Progress
-from kraftcheck.checker.explore.stop import raise_if_stop_requested
+from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.spark.waiting import POLL_S, wait_for
 
 DEFAULT_WAIT_S = 60.0  # --spark-wait: for the master to take the application, then for an executor
