@@ -167,9 +167,9 @@ class InterpreterCompile:
         # where a folder named kraftcheck would stand in for the package)
         code = "import sys; del sys.path[0]; import json; sys.path[:] = json.loads(sys.argv[1]); " \
             "from kraftcheck.checker.kernels.bytecode import warm_up; warm_up()"
-        # LLVM at -O1: the compile on the run's path 4% shorter (1.83 s against 1.91 s), and the
-        # interpreter explores as fast as at -O3 (bench/RESULTS.md, session 26); what it compiles
-        # is cached for every later run
+        # LLVM at -O1: a shorter compile on the run's path, and the interpreter explores as fast
+        # as at -O3 (bench/RESULTS.md, "The cold first run before TLC's"); what it compiles is
+        # cached for every later run
         env = dict(os.environ, NUMBA_OPT="1")
         self.process = subprocess.Popen([sys.executable, "-c", code, json.dumps(sys.path)], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
