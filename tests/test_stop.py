@@ -9,6 +9,7 @@ import sys
 INTERRUPTED_WHILE_A_WORKER_STARTS = """
 import faulthandler, signal, threading
 faulthandler.dump_traceback_later(60, exit=True)
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # a suite run as a background job starts its children with SIGINT ignored
 from kraftcheck.checker.stop import install_stop_handlers
 from kraftcheck.checker.kernels.threads import run_parts
 install_stop_handlers()
