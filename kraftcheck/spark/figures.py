@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from kraftcheck.spark.failures import driver_jvm_lost
+
 SETTLE_TIMEOUT_S = 10.0  # how long to wait for the store to record the end of a level's jobs
 
 
@@ -93,6 +95,10 @@ class LevelMeter:
         try:
             return query()
         except Exception as e:  # noqa: BLE001: whatever the JVM says, the run goes on
+            if driver_jvm_lost(e, self.sc):
+                # not the figures' fault: the run ends at its next job, said as a lost JVM, and
+                # the levels finished before keep their figures
+                return None
             # py4j's first line names the call, its second the Java error: keep both
             lines = [line.strip() for line in str(e).splitlines() if line.strip()][:2]
             self.figures.unavailable = " ".join([f"{type(e).__name__}:", *lines])[:300]
