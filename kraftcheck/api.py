@@ -8,26 +8,9 @@ from typing import Any, Optional, Sequence, Union
 
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.result import ProgressFn, Result, no_progress
-from kraftcheck.checker.model import spec_instance
 from kraftcheck.checker.spec import Spec
-from kraftcheck.pipeline import explorer_for  # noqa: F401 (API: an explorer by its command-line name)
+from kraftcheck.pipeline import explorer_for, make_spec  # noqa: F401 (API: an explorer by its command-line name)
 from kraftcheck.request import ENGINES, CheckRequest, Simulation  # noqa: F401 (API)
-from kraftcheck.specs import checked_spec_class, spec_class
-
-
-def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
-    """A spec instance from a name or reference (``file.py:Class``, ``module:Class``), a Spec
-    subclass, or an instance (then ``params`` must be empty)."""
-    if isinstance(spec, Spec):
-        if params:
-            raise UsageError("give parameters either in the spec instance or as keywords, not both")
-        return spec
-    cls = spec_class(spec) if isinstance(spec, str) else checked_spec_class(spec)
-    known = set(cls.Params.__dataclass_fields__)
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise UsageError(f"spec {cls.name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}")
-    return spec_instance(cls, params)
 
 
 def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] = None, keep_going: bool = False,

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, Union
 
 from kraftcheck.checker.disk_full import write_kept
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.explore.result import Options, Progress, Result
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.model import Model, spec_instance
+from kraftcheck.checker.spec import Spec
 from kraftcheck.request import CheckRequest, ENGINES
+from kraftcheck.specs import checked_spec_class, spec_class
 
 
 class Reporter(Protocol):
@@ -100,10 +102,24 @@ def explorer_for(engine: str, compile: str = "background", spark: Optional[dict[
     raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
 
 
+def make_spec(spec: Union[str, type, Spec], params: dict[str, Any]) -> Spec:
+    """A spec instance from a name or reference (``file.py:Class``, ``module:Class``), a Spec
+    subclass, or an instance (then ``params`` must be empty)."""
+    if isinstance(spec, Spec):
+        if params:
+            raise UsageError("give parameters either in the spec instance or as keywords, not both")
+        return spec
+    cls = spec_class(spec) if isinstance(spec, str) else checked_spec_class(spec)
+    known = set(cls.Params.__dataclass_fields__)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise UsageError(f"spec {cls.name} has no parameter {unknown[0]!r}; its parameters: {', '.join(sorted(known))}")
+    return spec_instance(cls, params)
+
+
 def prepare(request: CheckRequest, note: Callable[[str], None]) -> Prepared:
     """Validate ``request`` and build its options and its model, once; every refusal is here,
     before any work."""
-    from kraftcheck.api import make_spec
     request.validate()
     threads = worker_threads(request.threads, note)
     options = _options(request, threads)  # a bad limit is refused before the spec is built
