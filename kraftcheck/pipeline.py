@@ -166,14 +166,14 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
                                  depth=s.depth, max_behaviours=s.max_behaviours, time_limit=request.time_limit,
                                  max_memory=request.max_memory, keep_going=request.keep_going, strategy=s.strategy)
     keep_going = request.keep_going or request.explores_for_analyses
-    # the compiled engine records the graph for the analyses while it explores (others leave it
-    # to a recording pass of their own)
-    record_graph = request.explores_for_analyses and request.engine == "engine" and not request.fingerprints \
+    # the compiled engine keeps the graph for the analyses while it explores (others leave it to
+    # a pass of their own that builds it)
+    keep_graph = request.explores_for_analyses and request.engine == "engine" and not request.fingerprints \
         and not (request.checkpoint or request.resume)
     return Options(max_states=request.max_states, max_depth=request.max_depth, time_limit=request.time_limit,
                    keep_going=keep_going, max_memory=request.max_memory, fingerprints=request.fingerprints,
                    checkpoint_dir=request.checkpoint or request.resume, resume=bool(request.resume),
-                   record_graph=record_graph, symmetry=request.symmetry, threads=threads)
+                   keep_graph=keep_graph, symmetry=request.symmetry, threads=threads)
 
 
 def explore(prepared: Prepared, reporter: Reporter) -> Result:

@@ -240,7 +240,7 @@ def test_the_recorded_graph_is_the_constrained_one():
     constraints, and a state whose successors all lie outside has none."""
     cls = spec_class("constraint_specs:Counters")
     model = Model(cls(cls.Params(n=2, top=2, limit=3)))
-    result = Engine().explore(model, Options(keep_going=True, record_graph=True))
+    result = Engine().explore(model, Options(keep_going=True, keep_graph=True))
     graph = result.graph
     assert graph.size == result.distinct_states == 8
     # the graph by brute force: the transitions inside the constraints between states inside them

@@ -184,7 +184,7 @@ def test_resume_of_a_path_without_a_checkpoint_is_refused_and_creates_nothing(tm
     assert not any((tmp_path / "empty").iterdir())
     # a new run refused after its directory was taken leaves no empty directory either
     with pytest.raises(UsageError, match="recording the state graph"):
-        Engine().explore(_model(), Options(keep_going=True, record_graph=True, checkpoint_dir=str(tmp_path / "new")))
+        Engine().explore(_model(), Options(keep_going=True, keep_graph=True, checkpoint_dir=str(tmp_path / "new")))
     assert not (tmp_path / "new").exists()
 
 

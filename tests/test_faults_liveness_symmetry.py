@@ -105,7 +105,7 @@ def test_a_step_that_leaves_the_constraint_still_enables_its_action(strong):
 
 def test_the_engine_records_the_leaving_steps_the_recording_pass_does():
     model = counter()
-    recorded = Engine(compile="never").explore(model, Options(keep_going=True, record_graph=True)).graph
+    recorded = Engine(compile="never").explore(model, Options(keep_going=True, keep_graph=True)).graph
     passed = build_graph(model, InterpretedKernels(model))
     for name in ("states", "offsets", "targets", "labels", "leaving_sources", "leaving_labels"):
         assert getattr(recorded, name).tolist() == getattr(passed, name).tolist(), name
@@ -117,7 +117,7 @@ def test_the_reference_explorer_checks_liveness_under_a_constraint_as_the_engine
     which expanded x = 3, outside the constraint, and stopped on x = 4, outside x's domain."""
     model = counter()
     reference = ReferenceExplorer().explore(model, Options(keep_going=True))
-    engine = Engine(compile="never").explore(model, Options(keep_going=True, record_graph=True))
+    engine = Engine(compile="never").explore(model, Options(keep_going=True, keep_graph=True))
     graph = build_graph(model, InterpretedKernels(model))
     assert graph.size == reference.distinct_states == engine.distinct_states == 3
     assert verdicts(graph, model) == verdicts(engine.graph, model) == ["holds"]

@@ -189,7 +189,7 @@ def test_the_engine_records_the_same_graph_while_it_explores(name, params, compi
     from kraftcheck.checker.explore.engine import Engine
     from kraftcheck.checker.explore.result import Options
     model = _model(name, **params)
-    result = Engine(compile=compile_mode).explore(model, Options(keep_going=True, record_graph=True))
+    result = Engine(compile=compile_mode).explore(model, Options(keep_going=True, keep_graph=True))
     recorded, built = result.graph, _compiled(model)[0]
     assert recorded.size == result.distinct_states == built.size
     assert recorded.transitions == result.states_generated - result.initial_states == built.transitions
@@ -205,10 +205,10 @@ def test_recording_needs_every_state_and_no_graph_comes_from_an_incomplete_run()
     from kraftcheck.checker.explore.result import Options
     model = _model("two_phase", rm=3)
     with pytest.raises(UsageError, match="keep_going"):
-        Engine(compile="now").explore(model, Options(record_graph=True))
+        Engine(compile="now").explore(model, Options(keep_graph=True))
     with pytest.raises(UsageError, match="fingerprints"):
-        Engine(compile="now").explore(model, Options(keep_going=True, fingerprints=True, record_graph=True))
-    cut = Engine(compile="now").explore(model, Options(keep_going=True, record_graph=True, max_states=100))
+        Engine(compile="now").explore(model, Options(keep_going=True, fingerprints=True, keep_graph=True))
+    cut = Engine(compile="now").explore(model, Options(keep_going=True, keep_graph=True, max_states=100))
     assert cut.status == "incomplete" and cut.graph is None
 
 

@@ -64,7 +64,7 @@ class CompiledGraph:
     initial: int              # states 0..initial-1 are the initial ones
     depth: int
     build_s: float = 0.0
-    built_by: str = "a recording pass"  # or "the check's exploration" (Options.record_graph); reports' recorded_by
+    built_by: str = "a recording pass"  # or "the check's exploration" (Options.keep_graph); reports' recorded_by
     # steps to a different state outside a constraint, by source (increasing) and label
     leaving_sources: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     leaving_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
@@ -172,7 +172,7 @@ def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_
 
 class GraphBuilder:
     """Numbers states and keeps every transition, chunk by chunk, for a breadth-first search that
-    expands states in id order: ``build_graph`` here, or the engine itself (``Options.record_graph``),
+    expands states in id order: ``build_graph`` here, or the engine itself (``Options.keep_graph``),
     where it takes the visited set's place. ``finish`` gives the ``CompiledGraph``."""
 
     def __init__(self, model: Model, index: StateIndex) -> None:

@@ -119,10 +119,10 @@ class Engine:
     def _explore(self, model: Model, options: Options, progress: ProgressFn, observer: Optional[RunObserver],
                  held: HeldCheckpoint) -> Result:
         t0 = time.perf_counter()
-        if options.record_graph and (not options.keep_going or options.fingerprints or options.checkpoint_dir):
+        if options.keep_graph and (not options.keep_going or options.fingerprints or options.checkpoint_dir):
             raise UsageError("recording the state graph needs every state explored and kept in memory: "
                              "keep_going (--continue), without fingerprints or a checkpoint")
-        if options.record_graph and options.symmetry:
+        if options.keep_graph and options.symmetry:
             raise UsageError("--symmetry explores one state per orbit; the graph analyses need every state")
         if options.symmetry:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
@@ -203,7 +203,7 @@ class Engine:
         candidates = self.chunk_candidates
         if candidates is None:
             compiled = self.compile not in ("never", "bytecode") and not numba.config.DISABLE_JIT
-            distinct = compiled and not (options.symmetry or options.record_graph or every_row_needed(model))
+            distinct = compiled and not (options.symmetry or options.keep_graph or every_row_needed(model))
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
         unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))
@@ -265,7 +265,7 @@ class _Run:
         self.successors = 0
         self.visited = visited_set_for(options, kernels.nwords, shard_bits)
         # building the state graph: the visited set numbers every state, the builder keeps the transitions
-        self.graph_builder = GraphBuilder(model, self.visited) if options.record_graph else None
+        self.graph_builder = GraphBuilder(model, self.visited) if options.keep_graph else None
         # the new states a run that stopped at a violation had inserted past it: the fingerprint
         # set holds them, the counts do not (collision_probability leaves them out)
         self.past_cut: list[np.ndarray] = []

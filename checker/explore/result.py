@@ -24,7 +24,7 @@ class Options:
     fingerprints: bool = False         # --fingerprints: keep 64-bit fingerprints, not whole states
     checkpoint_dir: Optional[str] = None  # --checkpoint / --resume: levels on disk there, resumable
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
-    record_graph: bool = False         # also record every transition (engine only; needs keep_going)
+    keep_graph: bool = False           # also keep every transition, for the graph analyses (engine only; needs keep_going)
     symmetry: bool = False             # --symmetry: canonical states under the spec's symmetry
     threads: Optional[int] = None      # --threads: worker threads; None: KRAFTCHECK_THREADS, else every CPU
 
@@ -143,7 +143,7 @@ class Result:
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
-    graph: Any = None  # with Options.record_graph and a complete run: the CompiledGraph (analyses/state_graph.py)
+    graph: Any = None  # with Options.keep_graph and a complete run: the CompiledGraph (analyses/state_graph.py)
     # a --resume run: the levels it found finished in its checkpoint (0: none); None: not resumed
     resumed_from_level: Optional[int] = None
     spark: Optional[dict[str, Any]] = None  # the Spark explorer's figures (kraftcheck/spark/figures.py)

@@ -56,7 +56,7 @@ def visited_set_for(options: Options, nwords: int, shard_bits: int) -> Union[Sha
     """The set a run keeps: the numbering index when it records the state graph (which needs
     every state's number, and answers "seen before?" too), fingerprints with ``--fingerprints``,
     else the packed states."""
-    if options.record_graph:
+    if options.keep_graph:
         return StateIndex(nwords)
     if options.fingerprints:
         return FingerprintSet(shard_bits)
