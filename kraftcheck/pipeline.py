@@ -164,7 +164,8 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
         s = request.simulation
         return SimulationOptions(seed=s.seed if s.seed is not None else int.from_bytes(os.urandom(4), "little"),
                                  depth=s.depth, max_behaviours=s.max_behaviours, time_limit=request.time_limit,
-                                 max_memory=request.max_memory, keep_going=request.keep_going, strategy=s.strategy)
+                                 max_memory=request.max_memory, keep_going=request.keep_going, strategy=s.strategy,
+                                 threads=threads)
     keep_going = request.keep_going or request.explores_for_analyses
     # the compiled engine keeps the graph for the analyses while it explores (others leave it to
     # a pass of their own that builds it)
@@ -191,10 +192,8 @@ def explore(prepared: Prepared, reporter: Reporter) -> Result:
     try:
         if request.simulation is not None:
             from kraftcheck.checker.explore.simulate import simulate
-            from kraftcheck.checker.kernels.threads import using_threads
-            with using_threads(prepared.threads):  # a simulation's options have no threads of their own
-                result = simulate(model, options, reporter.progress,
-                                  compile="never" if request.compile == "never" else "now")
+            result = simulate(model, options, reporter.progress,
+                              compile="never" if request.compile == "never" else "now")
         else:
             result = explorer.explore(model, options, reporter.progress)
     finally:

@@ -77,6 +77,7 @@ class SimulationOptions:
     max_memory: Optional[int] = None      # bytes of the process
     keep_going: bool = False              # after a violation, go on: the first violation of each check
     strategy: str = "uniform"             # how a behaviour picks its next state: one of STRATEGIES
+    threads: Optional[int] = None         # worker threads; None: KRAFTCHECK_THREADS, else every CPU
 
     def __post_init__(self) -> None:
         # every entry point builds its simulation's options: a bad setting is refused here, before any work
@@ -86,6 +87,7 @@ class SimulationOptions:
         check_count("max_behaviours", self.max_behaviours)
         check_number("time_limit", self.time_limit, "seconds")
         check_count("max_memory", self.max_memory)
+        check_count("threads", self.threads)
         if self.strategy not in STRATEGIES:
             raise UsageError(f"unknown simulation strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
 
@@ -459,17 +461,19 @@ def simulate(model: Model, options: SimulationOptions = SimulationOptions(), pro
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     from kraftcheck.checker.explore.tiers import compile_now
     from kraftcheck.checker.kernels import simulation
+    from kraftcheck.checker.kernels.threads import using_threads
 
     if compile not in ("now", "never"):
         raise UsageError(f"simulation compiles its kernels first (compile 'now') or interprets ('never'), "
                          f"not {compile!r}")
     t0 = time.perf_counter()
-    if compile == "never" or numba.config.DISABLE_JIT:
-        kernels: Any = InterpretedKernels(model)
-    else:
-        kernels = compile_now(model, kernel_shapes(model), progress, t0)
-    simulation.warm_up()
-    compile_s = time.perf_counter() - t0
-    result = Simulator().run(model, kernels, options, progress)
+    with using_threads(options.threads):
+        if compile == "never" or numba.config.DISABLE_JIT:
+            kernels: Any = InterpretedKernels(model)
+        else:
+            kernels = compile_now(model, kernel_shapes(model), progress, t0)
+        simulation.warm_up()
+        compile_s = time.perf_counter() - t0
+        result = Simulator().run(model, kernels, options, progress)
     result.compile_s = compile_s
     return result
