@@ -61,7 +61,6 @@ class Prepared:
     request: CheckRequest
     model: Model
     not_checked: list[str]   # the liveness properties the spec declares that this run does not check
-    threads: Optional[int]   # worker threads; None: every usable CPU
     options: Any             # the explorer's Options, or a simulation's SimulationOptions
 
     def run_options(self) -> dict[str, Any]:
@@ -135,7 +134,7 @@ def prepare(request: CheckRequest, note: Callable[[str], None]) -> Prepared:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
     from kraftcheck.checker.analyses.liveness_properties import unchecked_liveness
     not_checked = unchecked_liveness(model, checking=request.liveness)  # a bad fairness name: refused on every run
-    return Prepared(request, model, not_checked, threads, options)
+    return Prepared(request, model, not_checked, options)
 
 
 def worker_threads(requested: Optional[int], note: Callable[[str], None]) -> Optional[int]:
