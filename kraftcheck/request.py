@@ -118,7 +118,7 @@ class CheckRequest:
     def validate(self) -> None:
         """Refuse, before any work, what these options cannot mean together and every output that
         cannot be written (``UsageError``, exit 2)."""
-        from kraftcheck.cli.paths import (check_graph_file, check_output_dir, check_output_file,
+        from kraftcheck.output_paths import (check_graph_file, check_output_dir, check_output_file,
                                           refuse_two_on_stdout)
         if self.engine not in ENGINES:
             raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
@@ -170,7 +170,7 @@ class CheckRequest:
         work_dir = self.spark.work_dir
         if work_dir:
             from kraftcheck.checker.dirlock import LOCK_FILE
-            from kraftcheck.cli.paths import check_output_dir
+            from kraftcheck.output_paths import check_output_dir
             check_output_dir(work_dir, "--work-dir")
             path = Path(work_dir).expanduser()
             # a work dir with a run's lock file is the explorer's to judge: it names the run holding it

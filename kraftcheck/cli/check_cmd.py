@@ -17,7 +17,7 @@ from kraftcheck.checker.stop import install_stop_handlers
 from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
                                     exit_code)
 from kraftcheck.cli.params import derived_options, merge_params, option_name, parse_param_args, parse_spark_conf
-from kraftcheck.cli.paths import to_stdout
+from kraftcheck.output_paths import to_stdout
 from kraftcheck.cli.simulation import refuse_without_simulate, simulation_strategy
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.cli.validate import positive, positive_number, simulation_depth

@@ -27,7 +27,7 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, run_checks
-from kraftcheck.cli.paths import check_output_dir, check_output_file, check_replaceable, refuse_two_on_stdout, to_stdout
+from kraftcheck.output_paths import check_output_dir, check_output_file, check_replaceable, refuse_two_on_stdout, to_stdout
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
 LOG_WIDTH = 140

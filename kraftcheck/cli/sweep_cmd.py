@@ -18,7 +18,7 @@ from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
 from kraftcheck.cli.params import parse_param_args, parse_value
-from kraftcheck.cli.paths import check_output_dir, check_output_file, to_stdout
+from kraftcheck.output_paths import check_output_dir, check_output_file, to_stdout
 from kraftcheck.cli.validate import positive_number
 from kraftcheck.sweep import matrix
 from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FORMATS, exit_code

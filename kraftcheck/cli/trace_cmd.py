@@ -23,7 +23,7 @@ from rich.text import Text
 
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
-from kraftcheck.cli.paths import check_output_file, to_stdout
+from kraftcheck.output_paths import check_output_file, to_stdout
 from kraftcheck.checker.files import write_output
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
