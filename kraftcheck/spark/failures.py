@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import re
+import subprocess
 from typing import Any, Optional
 
 from kraftcheck.checker.disk_full import is_disk_full
@@ -106,13 +107,22 @@ def disk_full(error: BaseException) -> Optional[OSError]:
     return OSError(errno.ENOSPC, "No space left on device", found.group("file") if found else None)
 
 
+JVM_EXIT_WAIT_S = 1.0  # how long an error is given to turn out a JVM's death
+
+
 def driver_jvm_lost(error: BaseException, sc: Any = None) -> bool:
     """Whether ``error`` means the driver's Java process is gone: py4j cannot reach it, or the
     process PySpark started for it has ended."""
     gateway = getattr(type(sc), "_gateway", None) if sc is not None else None
     proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.poll() is not None:
-        return True
+    if proc is not None:
+        # a JVM killed mid-call closes its sockets while it exits: the error (PySpark's own, at
+        # times an UnboundLocalError from reading the socket) can come before the process is gone
+        try:
+            proc.wait(timeout=JVM_EXIT_WAIT_S)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
     try:
         from py4j.protocol import Py4JNetworkError
     except ImportError:
