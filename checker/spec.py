@@ -575,6 +575,13 @@ class Spec:
         """
         return None
 
+    def trace_terms(self, model: Any, steps: Sequence[tuple[Optional[int], tuple[int, ...]]]) -> Optional[dict]:
+        """A trace in the domain's own terms, for ``kraftcheck trace show / render / export /
+        report`` (``--model-names`` skips it): given the model and the trace's steps (label or None,
+        flat state), plain data as ``traces/spec_terms.py`` describes. None (the default): traces
+        show the spec's fields."""
+        return None
+
     def availability(self) -> Availability | None:
         """What ``--availability`` checks can always be regained; None: the spec offers no such
         analysis (the default)."""

@@ -61,7 +61,7 @@ def flat_graph(graph: nx.DiGraph) -> nx.DiGraph:
                       params=_scalar(data.get("params", {})), lane=touch.get("lane", ""),
                       sends_to=",".join(touch.get("sends_to", [])),
                       receives_from=",".join(touch.get("receives_from", [])),
-                      violated=",".join(data.get("violated", [])))
+                      violated=",".join(data.get("violated", [])), writes="\n".join(data.get("writes", [])))
     return flat
 
 
@@ -87,7 +87,7 @@ def to_dot(graph: nx.DiGraph) -> str:
            '  edge [fontname="monospace", fontsize=10];', f"  label={_dot_quote(title)};", "  labelloc=t;"]
     for i, step in enumerate(view.steps):
         shown = step.values if i == 0 else {e: step.values[e] for e in step.changed}
-        lines = [f"{step.step}: {step.action or 'initial state'}"]
+        lines = [f"{step.step}: {step.action or 'initial state'}"] + list(step.writes)
         lines += [f"{e} = {view.fmt(e, v)}" for e, v in shown.items()]
         if step.failing:
             lines.append("FAILS: " + ", ".join(step.failing))
@@ -135,7 +135,7 @@ def to_mermaid(graph: nx.DiGraph) -> str:
             touch = step.touch or {"lane": view.main_lane}
             actor = touch.get("lane", view.main_lane)
             actor = actor if actor in ids else view.main_lane
-            text = _mermaid_text(f"{step.step}. {step.action}")
+            text = _mermaid_text("\n".join([f"{step.step}. {step.action}"] + step.writes))
             arrows = [(src, actor) for src in touch.get("receives_from", []) if src in ids]
             arrows += [(actor, dst) for dst in touch.get("sends_to", []) if dst in ids]
             if arrows:

@@ -82,6 +82,8 @@ def draw(graph: nx.DiGraph) -> Figure:
             extra = extra + ["(cycle starts here)"]
         if step.note:  # an authored scenario's words for the step
             extra = extra + _wrap(step.note)
+        for line in step.writes:  # the record or request, in the spec's terms
+            extra = extra + _wrap(line)
         height = len(label) + len(extra) + max([len(n) for n in notes.values()] + [0]) + 1.3
         rows.append((step, label, extra, notes, height))
 

@@ -279,4 +279,6 @@ def format_element(kind: str, v: Any) -> str:
     """Like format_value, but knows that a set field's empty list is the empty set."""
     if kind == "set" and isinstance(v, list):
         return "{" + ",".join(map(str, v)) + "}"
+    if kind == "list" and isinstance(v, list):  # an ordered list (a log, a replica list in a spec's terms)
+        return "[" + ", ".join(map(str, v)) + "]"
     return format_value(v)

@@ -65,6 +65,8 @@ def _action(step: StepView, view: Optional[TraceView] = None, ascii_only: bool =
     text = Text(step.action or "initial state", style="bold" if step.action else "italic")
     if step.note:
         text.append("\n" + step.note, style="dim italic")
+    for line in step.writes:  # the record or request, in the spec's terms
+        text.append("\n" + line, style="cyan")
     lasso = view.lasso if view is not None else None
     if lasso is not None:
         if step.step == lasso["trigger"]:
@@ -89,6 +91,9 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
     if params:
         title += " (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    if view.terms is not None:
+        title += f"\nin {view.terms}'s terms" + ("" if view.attrs.get("real_epochs") else " (epochs as stored)") + \
+            "; --model-names shows the model's fields"
     parts: list[RenderableType] = [Text(title, style="bold")]
     if keep is not None:
         parts.append(Text("lanes shown: " + ", ".join(sorted(keep, key=view.lanes.index)), style="dim"))
@@ -104,8 +109,8 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
                       header_style="bold", expand=False, pad_edge=False)
         table.add_column("#", justify="right", no_wrap=True)
         longest = max((len(s.action or "") for s in view.steps), default=12)
-        table.add_column("action", overflow="fold", min_width=min(longest, width // 3),
-                         max_width=max(18, width // 3))
+        table.add_column("action" if view.terms is None else "action: what it writes or sends", overflow="fold",
+                         min_width=min(longest, width // 3), max_width=max(18, (width * 2) // 5 if view.terms else width // 3))
         table.add_column("state" if full else "changes", overflow="fold")
         longest_check = max((len(c) for s in view.steps for c in s.failing), default=8)
         table.add_column("checks", overflow="fold", min_width=min(longest_check, width // 4),

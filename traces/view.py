@@ -4,7 +4,7 @@ diagrams work on any well-formed trace file; shared by ``table``, ``render`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import networkx as nx
@@ -29,6 +29,7 @@ class StepView:
     failing: list[str]              # invariants failing here, properties failing on the way in
     touch: Optional[dict[str, Any]]  # {lane, receives_from, sends_to}
     note: Optional[str] = None
+    writes: list[str] = field(default_factory=list)  # in a spec's terms: the record or request the step writes
 
 
 class TraceView:
@@ -39,6 +40,7 @@ class TraceView:
         self.attrs = attrs
         self.spec: str = attrs.get("spec", "?")
         self.fields = attrs.get("fields", [])
+        self.terms: Optional[str] = attrs.get("terms")  # whose terms (traces.spec_terms), None: the model's
         self.violation: Optional[dict[str, Any]] = attrs.get("violation")
         self.lasso: Optional[dict[str, Any]] = attrs.get("lasso")  # a liveness counterexample (traces.lasso)
         self.kind_of: dict[str, str] = {}
@@ -68,7 +70,7 @@ class TraceView:
             changed = [e for e in elements if values[i][e] != values[i - 1][e]]
             self.steps.append(StepView(i, action_text(edge["action"], edge.get("params", {})), values[i],
                                        changed, list(edge.get("violated", [])) + failing, edge.get("touch"),
-                                       node.get("note")))
+                                       node.get("note"), list(edge.get("writes", []))))
 
         self.closing_action: Optional[str] = None  # the action of the edge that closes a lasso's cycle
         if self.lasso is not None and steps:

@@ -29,12 +29,16 @@ from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
 from kraftcheck.traces.replay import replay as replay_trace
 from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
+from kraftcheck.traces.spec_terms import in_spec_terms
 from kraftcheck.traces.view import TraceView
 
 EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT, EXIT_UNWRITTEN = 0, 1, 2, 3
 
 _file = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 _variant = click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
+_model_names = click.option("--model-names", is_flag=True,
+                            help="The model's own fields and values (c_isr, v_pe_ok, renumbered epochs) instead of "
+                                 "the spec's domain terms (Kafka: ISR, ELR, real epochs, the record each step writes).")
 
 
 def _console(no_color: bool, width: Optional[int], stderr: bool = False) -> Console:
@@ -55,6 +59,14 @@ def _check_output(output: Optional[Path], picture: bool = False) -> None:
         _fail(str(e))
     if picture and Path(output).suffix.lower() not in (".svg", ".png"):
         _fail(f"--output {output}: the picture's format is its name's ending, which must be .svg or .png")
+
+
+def _shown(graph, model_names: bool):
+    """The graph as a person reads it: in its spec's terms unless ``--model-names``."""
+    try:
+        return in_spec_terms(graph, model_names)
+    except KraftcheckError as e:
+        _fail(str(e))
 
 
 def _open(path: Path, variant: Optional[str]):
@@ -85,15 +97,16 @@ def trace() -> None:
 @click.option("--no-color", is_flag=True, help="Plain text (also when NO_COLOR is set).")
 @click.option("--ascii", "ascii_only", is_flag=True, help="ASCII borders and arrows only.")
 @click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit (default: the terminal's).")
+@_model_names
 def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no_color: bool,
-         ascii_only: bool, width: Optional[int]) -> None:
-    """A table, one row per step: the action and the fields it changed."""
+         ascii_only: bool, width: Optional[int], model_names: bool) -> None:
+    """A table, one row per step: the action, what it writes or sends, and the values it changed."""
     from kraftcheck.traces.table import print_trace
 
     graph, run = _open(file, variant)
     console = _console(no_color, width)
     try:
-        print_trace(TraceView(graph), console, full=full, lane=lane, ascii_only=ascii_only)
+        print_trace(TraceView(_shown(graph, model_names)), console, full=full, lane=lane, ascii_only=ascii_only)
     except KraftcheckError as e:
         _fail(str(e))
     if run is not None:
@@ -107,7 +120,8 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
               help="graphml / dot / json (node-link) / mermaid (sequence diagram).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write (atomically); '-' or none: standard output.")
-def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path]) -> None:
+@_model_names
+def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path], model_names: bool) -> None:
     """The trace in another graph format.
 
     Exit codes: 0 written; 2 the file cannot be read or is not a trace; 3 the output could not
@@ -117,7 +131,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 
     _check_output(output)
     graph, _ = _open(file, variant)
-    text = export(graph, fmt)
+    text = export(_shown(graph, model_names), fmt)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -136,14 +150,15 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Picture to write: a .svg or .png file.")
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
-def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int) -> None:
+@_model_names
+def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model_names: bool) -> None:
     """A picture: lanes for the controller and each broker, time flowing down."""
     from kraftcheck.traces.render import render
 
     _check_output(output, picture=True)
     graph, _ = _open(file, variant)
     try:
-        render(graph, output, dpi=dpi)
+        render(_shown(graph, model_names), output, dpi=dpi)
     except KraftcheckError as e:
         _fail(str(e))
     click.echo(f"wrote {output}", err=True)
@@ -189,6 +204,9 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
         spec = spec_class(spec_ref) if spec_ref else None
     except KraftcheckError as e:
         _fail(str(e))
+    if graph.graph.get("terms"):
+        _fail(f"{file} is a trace shown in {graph.graph['terms']}'s terms (trace export --format json), which "
+              "cannot be replayed: replay the trace file kraftcheck check wrote, or export it with --model-names")
     report = replay_trace(graph, compiled=compiled, spec=spec)
     if report.error is not None and report.spec is None and report.error.field == "graph.spec":
         _fail(str(report.error))  # no spec to replay against: the user must name one, not a bad step

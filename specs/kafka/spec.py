@@ -246,6 +246,10 @@ class KafkaReplication(Spec):
     def action_lanes(self, action, params):
         return presentation.action_lanes(action, params)
 
+    def trace_terms(self, model, steps):
+        from kraftcheck.specs.kafka.trace_terms import trace_terms
+        return trace_terms(self, model, steps)
+
     def availability(self):
         return presentation.availability(self)
 
