@@ -12,7 +12,8 @@ hook, or a trace whose spec cannot be rebuilt, is shown as it is.
 What the hook returns (plain data, so a spec needs nothing from this layer): ``terms`` (a name),
 ``fields`` (field descriptions as in a trace file), ``lanes`` (lane -> element selectors),
 ``lane_names`` (the file's lane -> its lane here), ``states`` (one readable state per step),
-``writes`` and ``params`` (per step, step 0 empty), optionally ``real_epochs`` and ``notes``.
+``writes`` and ``params`` (per step, step 0 empty), optionally ``code`` (per step, the code paths
+it stands for), ``real_epochs`` and ``notes``.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def in_spec_terms(graph: nx.DiGraph, model_names: bool = False) -> nx.DiGraph:
         if v == u + 1:
             edge["params"] = jsonable(terms["params"][v])
             edge["writes"] = list(terms["writes"][v])
+            if terms.get("code"):
+                edge["code"] = list(terms["code"][v])
         touch = edge.get("touch")
         if touch:
             edge["touch"] = {"lane": lane_names.get(touch["lane"], touch["lane"]),

@@ -30,6 +30,7 @@ class StepView:
     touch: Optional[dict[str, Any]]  # {lane, receives_from, sends_to}
     note: Optional[str] = None
     writes: list[str] = field(default_factory=list)  # in a spec's terms: the record or request the step writes
+    code: list[str] = field(default_factory=list)    # in a spec's terms: the code paths the step stands for
 
 
 class TraceView:
@@ -70,7 +71,7 @@ class TraceView:
             changed = [e for e in elements if values[i][e] != values[i - 1][e]]
             self.steps.append(StepView(i, action_text(edge["action"], edge.get("params", {})), values[i],
                                        changed, list(edge.get("violated", [])) + failing, edge.get("touch"),
-                                       node.get("note"), list(edge.get("writes", []))))
+                                       node.get("note"), list(edge.get("writes", [])), list(edge.get("code", []))))
 
         self.closing_action: Optional[str] = None  # the action of the edge that closes a lasso's cycle
         if self.lasso is not None and steps:

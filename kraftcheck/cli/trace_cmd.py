@@ -3,7 +3,7 @@ graph file, or replay it against its spec.
 
 Every subcommand takes a trace file written by ``kraftcheck check`` or a scenario file (YAML, or
 JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: the first).
-Exit codes: 0 success (``replay``: a valid behaviour that reaches its recorded violation, or a
+Exit codes: 0 success (``report``: kraftcheck/cli/trace_report_cmd.py; ``replay``: a valid behaviour that reaches its recorded violation, or a
 scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
 2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
 names its spec, and a spec that is not registered is given with ``--spec file.py:Class``;
@@ -233,3 +233,13 @@ def _print_run(console: Console, run) -> None:
     console.print(Text(f"scenario {run.scenario.name} [{run.variant}]: {run.outcome()} -- {verdict}", style=style))
     for problem in run.problems:
         console.print(Text(f"  {problem}", style="red"))
+
+
+def _add_report() -> None:
+    """``trace report`` lives in its own module (kraftcheck/cli/trace_report_cmd.py), which uses
+    this one's helpers."""
+    from kraftcheck.cli.trace_report_cmd import report_cmd
+    trace.add_command(report_cmd)
+
+
+_add_report()

@@ -19,6 +19,7 @@ leader's (1); the partition epoch from 0 at the trace's first state, one more pe
 
 from __future__ import annotations
 
+import importlib
 import re
 import types
 from typing import Any, Callable, Optional, Sequence
@@ -331,6 +332,28 @@ HISTORY_FIELDS = {
 }
 
 
+def code_paths_of(action: str, protocol: str) -> list[str]:
+    """The Kafka methods an action stands for under a preset, from ``specs/kafka/code_paths.py``
+    when the spec has that table (empty without it): a function ``code_paths(action, protocol)``
+    or a mapping ``CODE_PATHS[action]`` (text, a list, or per preset)."""
+    try:
+        table = importlib.import_module("kraftcheck.specs.kafka.code_paths")
+    except ImportError:
+        return []
+    entry: Any = None
+    if callable(getattr(table, "code_paths", None)):
+        entry = table.code_paths(action, protocol)
+    elif isinstance(getattr(table, "CODE_PATHS", None), dict):
+        entry = table.CODE_PATHS.get(action)
+        if isinstance(entry, dict):
+            entry = entry.get(protocol, entry.get("default"))
+    if entry is None:
+        return []
+    if isinstance(entry, str):
+        return [entry]
+    return [str(e) for e in entry]
+
+
 def _param(value: Any) -> Any:
     """A broker parameter by id (``b2`` -> 2, ``b1+b3`` -> [1, 3]); others as they are."""
     if isinstance(value, str) and re.fullmatch(r"b\d+(\+b\d+)*", value):
@@ -371,6 +394,7 @@ def trace_terms(spec, model, steps) -> dict[str, Any]:
         "writes": [[]] + [terms.writes(i, states[i - 1], states[i]) for i in range(1, len(steps))],
         "params": [{}] + [{k: _param(v) for k, v in terms.labels[i].shown_params().items()}
                           for i in range(1, len(steps))],
+        "code": [[]] + [code_paths_of(terms.labels[i].name, spec.params.protocol) for i in range(1, len(steps))],
         "real_epochs": terms.exact,
         "notes": notes,
     }

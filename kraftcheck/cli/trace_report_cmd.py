@@ -1,0 +1,112 @@
+"""``kraftcheck trace report``: a counterexample as a bug report (Markdown, or JIRA markup with
+``--format jira``), in its spec's terms; ``--with-fix NAME`` re-runs the check on the trace's
+configuration with a fix switch on and adds its verdict.
+
+Exit codes: 0 the report is written (whatever the fixes' verdicts); 2 the file cannot be read or
+is not a counterexample, or a ``--with-fix`` name is not a switch of the spec; 3 the output could
+not be written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.files import write_output
+from kraftcheck.cli.trace_cmd import EXIT_UNWRITTEN, _check_output, _fail, _file, _model_names, _open, _shown, _variant
+from kraftcheck.output_paths import to_stdout
+from kraftcheck.specs import DEFAULT_SPEC, spec_class
+from kraftcheck.traces.report import FORMATS, FixVerdict, reproduce_command, report
+
+
+def _switch(cls, name: str, params: dict) -> str:
+    """``--with-fix`` NAME as the spec's parameter, or a usage error naming the switches."""
+    key = name.lstrip("-").replace("-", "_")
+    fields = {f.name: f for f in dataclasses.fields(cls.Params)}
+    switches = [f for f, d in fields.items() if d.type in (bool, "bool") and f.startswith("fix_")]
+    if key not in fields or fields[key].type not in (bool, "bool"):
+        _fail(f"--with-fix {name}: spec {cls.name} has no switch {key!r}; its fix switches: "
+              + (", ".join(switches) or "(none)"))
+    if params.get(key):
+        _fail(f"--with-fix {name}: the trace was found with {key} already on")
+    return key
+
+
+def _defaults(cls) -> dict:
+    out = {}
+    for f in dataclasses.fields(cls.Params):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+    return out
+
+
+def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: Optional[float]) -> FixVerdict:
+    from kraftcheck.api import check
+
+    started = time.monotonic()
+    try:
+        result = check(spec_name, time_limit=time_limit, **{**params, key: True})
+    except KraftcheckError as e:
+        return FixVerdict(key, "refused", str(e), command)
+    took = f"{time.monotonic() - started:.0f} s"
+    states = f"{result.distinct_states:,} states"
+    if result.status == "holds":
+        return FixVerdict(key, "holds", f"every invariant holds over {states} (depth {result.depth}; {took})", command)
+    if result.status == "violated":
+        names = sorted({v.check for v in result.violations})
+        return FixVerdict(key, "violated", f"violates {', '.join(names)} ({states} explored; {took})", command)
+    return FixVerdict(key, "incomplete", f"no verdict: {result.incomplete_reason or 'stopped'} after {states} "
+                                         f"({took})", command)
+
+
+@click.command("report")
+@_file
+@_variant
+@click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(FORMATS),
+              help="markdown, or jira (JIRA wiki markup).")
+@click.option("--with-fix", "fixes", multiple=True, metavar="NAME",
+              help="Re-run the check on the trace's configuration with this fix switch on (e.g. "
+                   "fix-reassignment-min-isr) and add its verdict (repeatable; each run is a full check).")
+@click.option("--fix-time-limit", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Stop each --with-fix run after this long (its verdict is then 'incomplete').")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (atomically); '-' or none: standard output.")
+@_model_names
+def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, ...], fix_time_limit: Optional[float],
+               output: Optional[Path], model_names: bool) -> None:
+    """A bug report of a counterexample: summary, configuration, steps, reproduction, fix verdicts."""
+    _check_output(output)
+    graph, _ = _open(file, variant)
+    attrs = graph.graph
+    if not attrs.get("violation"):
+        _fail(f"{file}: the trace violates nothing; a report needs a counterexample")
+    try:
+        cls = spec_class(attrs["spec"])
+    except KraftcheckError as e:
+        _fail(str(e))
+    params = dict(attrs.get("params") or {})
+    keys = [_switch(cls, name, params) for name in fixes]  # every name checked before any run
+    defaults = _defaults(cls)
+    check = attrs["violation"].get("check")
+    invariant = check if attrs["violation"].get("kind") in ("invariant", "property") else None
+    command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant)
+    verdicts = []
+    for key in keys:
+        fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True})
+        click.echo(f"running: {fix_command}", err=True)
+        verdicts.append(_run_fix(attrs["spec"], params, key, fix_command, fix_time_limit))
+    text = report(_shown(graph, model_names), fmt, command=command, trace_file=str(file), fixes=verdicts,
+                  defaults=defaults) + "\n"
+    if output is None or to_stdout(output):
+        click.echo(text, nl=False)
+        return
+    unwritten: list[UnwrittenFile] = []
+    if not write_kept("the report", output, lambda: write_output(output, text), unwritten):
+        _fail(str(unwritten[0]), EXIT_UNWRITTEN)
+    click.echo(f"wrote {output}", err=True)
