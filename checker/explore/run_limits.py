@@ -31,7 +31,7 @@ class Clock:
 
 def describe_limit(options: Options, what: str) -> str:
     if what == "max_memory":
-        return f"stopped at --max-memory {options.max_memory / 2**30:.1f} GiB (the process used more)"
+        return f"stopped at --max-memory {options.max_memory / 2**30:.3g} GiB (the process used more)"
     value = {"max_states": options.max_states, "max_depth": options.max_depth,
              "time_limit": options.time_limit}[what]
     flag = {"max_states": "--max-states", "max_depth": "--max-depth", "time_limit": "--time-limit"}[what]

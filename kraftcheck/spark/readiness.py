@@ -130,6 +130,17 @@ def executors(sc: Any) -> int:
     return max(0, len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1)
 
 
+def context_stopped(sc: Any) -> bool:
+    """Whether Spark has stopped ``sc`` itself: a standalone master that never answers the
+    application's registration (a peer that accepts connections and says nothing) makes Spark
+    give up after its retries (about a minute) and stop the context, which then never gets an
+    executor."""
+    try:
+        return bool(sc._jsc.sc().isStopped())
+    except Exception:  # noqa: BLE001: a context that cannot say is left to the wait
+        return False
+
+
 def executors_come_and_go(sc: Any) -> bool:
     """Whether ``sc``'s executors are the cluster's to give and take: not in local mode (the driver
     runs the tasks) nor with dynamic allocation (executors come only once a job asks for them)."""
@@ -154,6 +165,10 @@ def wait_for_executor(sc: Any, wait_s: float, progress: Callable[[Progress], Non
     t0 = time.monotonic()
     while executors(sc) == 0:
         raise_if_stop_requested()
+        if context_stopped(sc):
+            raise SparkWaitError(f"the master at {master} did not take this application: Spark gave up "
+                                 "registering it (\"All masters are unresponsive\"): is it a Spark master, and the "
+                                 "right port?")
         elapsed = time.monotonic() - t0
         if elapsed > wait_s:
             hint = (f"start a worker (spark-class org.apache.spark.deploy.worker.Worker {master}), "
