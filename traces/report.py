@@ -101,13 +101,15 @@ def summary_lines(view: TraceView) -> list[str]:
         wrote = "; ".join(step.writes) if step.writes else ""
         out.append(f"The step that breaks it, {step.action}" + (f" ({wrote})" if wrote else "") + ", changes: "
                    + "; ".join(_changes(view, step, prev)) + ".")
-    # the steps that changed the main participant's state (the controller's), with what they wrote
-    main = set(view.elements_for({view.main_lane}))
+    # the steps that changed the main participant's state (the controller's) or the history (the
+    # last lane, where a spec keeps what happened: faults used, acknowledged writes), with what they wrote
+    lanes = {view.main_lane, view.lanes[-1]}
+    watched = set(view.elements_for(lanes))
     path = [f"{s.step}. {s.action}" + (f": {s.writes[-1]}" if s.writes else "") for s in view.steps[1:bad]
-            if main & set(s.changed)]
+            if watched & set(s.changed)]
     if path:
-        out.append(f"Before it, the {view.main_lane}'s state changes at: " + "; ".join(path) + " (every step is under "
-                   "Steps).")
+        out.append(f"Before it, the {' and the '.join(sorted(lanes, key=view.lanes.index))} change at: "
+                   + "; ".join(path) + " (every step is under Steps).")
     return out
 
 

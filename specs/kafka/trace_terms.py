@@ -175,6 +175,8 @@ class KafkaTerms:
         out["leaderRecoveryState"] = "RECOVERING" if s.c_recovering else "RECOVERED"
         out["lastKnownLeader"] = _broker(s.c_last_leader, n)
         out["min.insync.replicas"] = int(s.c_min_isr)
+        if self.varies("c_part_min_isr"):
+            out["partitionRecord.minIsr"] = int(s.c_part_min_isr)
         out["fencedBrokers"] = _ids(s.c_fenced, n)
         if self.varies("c_shutting_down"):
             out["controlledShutdown"] = _ids(s.c_shutting_down, n)
@@ -191,6 +193,19 @@ class KafkaTerms:
         out["metadata.min.insync.replicas"] = per([int(s.v_min_isr[b]) if leader_of[b] else None for b in range(n)])
         out["followerFetchOffset"] = per([per([int(s.f_leo[b][f]) - 1 for f in range(n)]) if leader_of[b] else None
                                           for b in range(n)])
+        if self.varies("v_cfg_next"):  # the config delta of a publish still to apply (0: none)
+            out["metadata.pendingMinIsr"] = per([int(s.v_cfg_next[b]) or None for b in range(n)])
+        if self.varies("v_recovering"):
+            out["metadata.leaderRecoveryState"] = per([("RECOVERING" if s.v_recovering[b] else "RECOVERED")
+                                                       if leader_of[b] else None for b in range(n)])
+        if self.varies("v_ahead"):
+            out["isrFromAlterPartitionResponse"] = per([bool(s.v_ahead[b]) if leader_of[b] else None
+                                                        for b in range(n)])
+        if self.varies("f_caught"):
+            out["followerCaughtUp"] = per([_ids(sum(int(s.f_caught[b][f]) << f for f in range(n)), n)
+                                           if leader_of[b] else None for b in range(n)])
+        if self.varies("f_cfg_min_isr"):
+            out["logConfig.min.insync.replicas"] = per([int(s.f_cfg_min_isr[b]) or None for b in range(n)])
         out["acknowledged"] = [self.rec_names[r] for r in range(len(self.rec_names)) if s.acked >> r & 1]
         out["committed"] = [self.rec_names[r] for r in range(len(self.rec_names)) if s.committed >> r & 1]
         out["faultsUsed"] = {name: int(getattr(s, name + "_used")) for name in self.bounds}
@@ -265,8 +280,11 @@ class KafkaTerms:
                        f"{before['metadata.leaderEpoch'][f]}) to leader {leader}; the response leaves broker {f} "
                        f"with {len(after['log'][f])} records, highWatermark={after['highWatermark'][f]}")
         elif name == "SyncMetadata":
+            pending = (after.get("metadata.pendingMinIsr") or {}).get(b)
             out.append(f"broker {b} applies the metadata log: leader {after['leader']}, leaderEpoch "
-                       f"{after['leaderEpoch']}, partitionEpoch {after['partitionEpoch']}")
+                       f"{after['leaderEpoch']}, partitionEpoch {after['partitionEpoch']}"
+                       + (f"; its publish has yet to apply the config delta min.insync.replicas={pending}"
+                          if pending else ""))
         elif name == "ApplyConfigDelta":
             out.append(f"broker {b} applies the config delta of its publish: min.insync.replicas="
                        f"{after['metadata.min.insync.replicas'][b]}")
@@ -307,6 +325,14 @@ PER_BROKER = {
     "metadata.isr": ("list", "a leader's ISR, as Partition.partitionState holds it"),
     "metadata.min.insync.replicas": ("int", "the min.insync.replicas a leader's log config holds"),
     "followerFetchOffset": ("int", "a leader's view of each follower's fetch offset (-1: no Fetch this epoch)"),
+    "metadata.pendingMinIsr": ("int", "the min.insync.replicas of the config delta the broker's metadata publish has "
+                                      "yet to apply after its topic delta (null: none)"),
+    "metadata.leaderRecoveryState": ("enum", "a leader's leaderRecoveryState"),
+    "isrFromAlterPartitionResponse": ("bool", "a leader's ISR came from an AlterPartition response its metadata has "
+                                              "not reached yet"),
+    "followerCaughtUp": ("list", "a leader's followers that caught up less than replica.lag.time.max.ms ago"),
+    "logConfig.min.insync.replicas": ("int", "a non-leader's min.insync.replicas from the last config delta it "
+                                             "applied"),
 }
 CONTROLLER_FIELDS = {
     "replicas": ("list", "PartitionRegistration.replicas"),
@@ -321,6 +347,8 @@ CONTROLLER_FIELDS = {
     "leaderRecoveryState": ("enum", "PartitionRegistration.leaderRecoveryState"),
     "lastKnownLeader": ("int", "the last known leader kept for the last-known-leader election (-1: none)"),
     "min.insync.replicas": ("int", "the topic's min.insync.replicas"),
+    "partitionRecord.minIsr": ("int", "the min ISR written with the last partition record "
+                                      "(--fix-min-isr-in-partition-state)"),
     "fencedBrokers": ("list", "brokers the controller has fenced"),
     "controlledShutdown": ("list", "brokers in controlled shutdown"),
     "alterPartitionInFlight": ("map", "the one AlterPartition exchange in flight (null: none)"),

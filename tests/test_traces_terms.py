@@ -1,0 +1,138 @@
+"""Traces in their spec's terms (traces/spec_terms.py, specs/kafka/trace_terms.py) and the bug
+report (traces/report.py, ``kraftcheck trace report``).
+
+One Kafka trace serves every test: KIP-966's "last replica standing" story under kafka-3.5
+(traces/scenarios/kip966_last_replica_standing.yaml, 15 steps), made a counterexample of
+``acked_writes_survive`` at its last step, which replay confirms. Its leader epochs are renumbered
+in the model (b3 is elected at stored epoch 3) but are 5 in Kafka's count: three elections and a
+leaderless period after epoch 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck import traces
+from kraftcheck.cli.main import cli
+from kraftcheck.traces.files import save
+from kraftcheck.traces.scenario import load_scenario, run_scenario
+from kraftcheck.traces.spec_terms import in_spec_terms
+
+ROOT = Path(__file__).resolve().parent.parent
+STORY = ROOT / "traces" / "scenarios" / "kip966_last_replica_standing.yaml"
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory) -> Path:
+    graph = run_scenario(load_scenario(STORY), "flawed").graph
+    last = graph.number_of_nodes() - 1
+    graph.graph.update(kind="counterexample", violation={
+        "check": "acked_writes_survive", "kind": "invariant", "step": last,
+        "doc": graph.graph["check_docs"]["acked_writes_survive"]})
+    assert traces.replay(graph).ok  # a real behaviour reaching that violation
+    return save(graph, tmp_path_factory.mktemp("terms") / "kip966.json")
+
+
+@pytest.fixture(scope="module")
+def kafka_view(trace_file):
+    return in_spec_terms(traces.load(trace_file))
+
+
+def test_a_kafka_trace_reads_in_kafka_terms_with_real_epochs(trace_file, kafka_view):
+    model = traces.load(trace_file)
+    last = model.number_of_nodes() - 1
+    assert model.nodes[last]["state"]["c_epoch"] == 3  # renumbered by the model
+    states = [kafka_view.nodes[i]["state"] for i in range(last + 1)]
+    assert kafka_view.graph["terms"] == "kafka" and kafka_view.graph["real_epochs"] is True
+    assert [s["leaderEpoch"] for s in states[6:]] == [1, 2, 3, 3, 3, 4, 4, 4, 4, 5]
+    assert [s["partitionEpoch"] for s in states[6:]] == [0, 1, 2, 2, 2, 3, 3, 3, 3, 4]
+    end = states[last]
+    assert (end["leader"], end["isr"], end["elr"], end["replicas"]) == (3, [3], [], [1, 2, 3])
+    assert end["log"] == {"1": ["r1@e1"], "2": ["r1@e1"], "3": []} and end["acknowledged"] == ["r1"]
+    assert states[9]["metadata.leaderEpoch"]["3"] == 3 and states[9]["metadata.partitionEpoch"]["3"] == 2
+    edge = kafka_view.edges[7, 8]
+    assert (edge["action"], edge["params"]) == ("Fence", {"b": 2})
+    assert edge["writes"] == ["BrokerRegistrationChangeRecord(brokerId=2, fenced=true)",
+                              "PartitionChangeRecord(leader=3, isr=[3]) -> leaderEpoch 3, partitionEpoch 2"]
+    assert edge["touch"]["lane"] == "controller"
+    assert list(kafka_view.graph["lanes"]) == ["controller", "broker 1", "broker 2", "broker 3", "history"]
+
+
+def test_show_speaks_kafka_and_model_names_keeps_the_model(trace_file):
+    runner = CliRunner()
+    kafka = runner.invoke(cli, ["trace", "show", str(trace_file), "--no-color", "--width", "160"])
+    assert kafka.exit_code == 0, kafka.output
+    assert "leaderEpoch: 4 → 5" in kafka.output and "PartitionChangeRecord(leader=3)" in kafka.output
+    assert "log[broker=3]: [r1@e1] → []" in kafka.output and "c_epoch" not in kafka.output
+    model = runner.invoke(cli, ["trace", "show", str(trace_file), "--no-color", "--width", "160", "--model-names"])
+    assert model.exit_code == 0, model.output
+    assert "c_epoch: 2 → 3" in model.output and "leaderEpoch" not in model.output
+    assert "PartitionChangeRecord" not in model.output
+
+
+def test_the_json_export_holds_the_kafka_view_and_says_so(trace_file):
+    out = CliRunner().invoke(cli, ["trace", "export", str(trace_file), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["graph"]["terms"] == "kafka" and data["graph"]["real_epochs"] is True
+    names = [f["name"] for f in data["graph"]["fields"]]
+    assert names[:7] == ["replicas", "isr", "elr", "lastKnownElr", "leader", "leaderEpoch", "partitionEpoch"]
+    assert {"log", "highWatermark", "metadata.leader", "acknowledged"} <= set(names)
+    assert all("writes" in e for e in data["edges"])
+    # the view cannot be replayed, and replay says what to do
+    view = trace_file.with_name("view.json")
+    view.write_text(out.output)
+    refused = CliRunner().invoke(cli, ["trace", "replay", str(view)])
+    assert refused.exit_code == 2 and "--model-names" in refused.output
+    model = CliRunner().invoke(cli, ["trace", "export", str(trace_file), "--format", "json", "--model-names"])
+    assert json.loads(model.output)["graph"].get("terms") is None
+
+
+def test_docs_describe_every_key_of_the_kafka_view(kafka_view):
+    doc = (ROOT / "docs" / "traces.md").read_text()
+    for key in ("terms", "real_epochs", "terms_notes", "model_settings", "writes", "code"):
+        assert f"`{key}`" in doc, key
+    for field in kafka_view.graph["fields"]:
+        assert f"`{field['name']}`" in doc, field["name"]
+
+
+def test_a_spec_without_the_hook_is_shown_as_written():
+    graph = run_scenario(load_scenario(ROOT / "traces" / "scenarios" / "f3_publish_window.yaml"), None).graph
+    graph.graph["spec"] = "two_phase"  # a spec whose states these are not: not translated, not an error
+    assert in_spec_terms(graph) is graph
+
+
+def test_the_report_in_markdown_and_jira(trace_file):
+    runner = CliRunner()
+    md = runner.invoke(cli, ["trace", "report", str(trace_file)])
+    assert md.exit_code == 0, md.output
+    text = md.output
+    for heading in ("# kafka: acked_writes_survive under kafka-3.5", "## Summary", "## Configuration", "## Steps",
+                    "## Reproduce"):
+        assert heading + "\n" in text
+    assert "**acked_writes_survive** (invariant) fails at step 15 of a 16-state counterexample" in text
+    assert "| 15 | Unfence(b=3) | BrokerHeartbeatRequest from broker 3" in text
+    assert "leaderEpoch: 4 → 5" in text
+    command = re.search(r"^kraftcheck check .*$", text, re.M).group(0)
+    assert command == "kraftcheck check --protocol kafka-3.5 --fences 2 --isr-shrinks 0 --min-isr-changes 0 " \
+                      "--invariant acked_writes_survive"
+    assert "10. LossyShutdown(b=3, keep=0): broker 3 stops uncleanly" in text  # in the summary's path
+
+    jira = runner.invoke(cli, ["trace", "report", str(trace_file), "--format", "jira"]).output
+    assert "h1. kafka: acked\\_writes\\_survive under kafka-3.5" in jira and "h2. Steps" in jira
+    assert "||#||step||what it writes or sends||changes||checks failing||" in jira
+    assert "{noformat}\nkraftcheck check" in jira and "*acked\\_writes\\_survive*" in jira
+    row = next(line for line in jira.splitlines() if line.startswith("|15|"))
+    assert "isr=\\[3\\]" not in row and "PartitionChangeRecord(leader=3)" in row  # JIRA's [ and { escaped
+    assert "[" not in row.replace("\\[", "") and "{" not in row.replace("\\{", "")
+
+
+def test_a_fix_that_is_not_a_switch_is_refused_before_any_run(trace_file):
+    out = CliRunner().invoke(cli, ["trace", "report", str(trace_file), "--with-fix", "fix-everything"])
+    assert out.exit_code == 2 and "has no switch 'fix_everything'" in out.output
+    assert "fix_reassignment_min_isr" in out.output and "running" not in out.output
