@@ -92,11 +92,13 @@ class TraceView:
         return None
 
     def resolve_lane(self, wanted: str) -> str:
-        """A lane by name (``b2``), or by its number alone (``2``) when that is unambiguous."""
+        """A lane by name (``b2``), or by its number (``2``; ``b2`` for ``broker 2`` in a spec's
+        terms) when that is unambiguous."""
         if wanted in self.lanes:
             return wanted
-        matches = [lane for lane in self.lanes if wanted.isdigit() and lane.rstrip("0123456789") != lane
-                   and lane[len(lane.rstrip("0123456789")):] == wanted]
+        number = wanted[len(wanted.rstrip("0123456789")):]
+        matches = [lane for lane in self.lanes if number and lane.rstrip("0123456789") != lane
+                   and lane[len(lane.rstrip("0123456789")):] == number]
         if len(matches) == 1:
             return matches[0]
         raise UsageError(f"no lane {wanted!r} in this trace; its lanes are: {', '.join(self.lanes)}")
