@@ -73,6 +73,8 @@ def test_show_speaks_kafka_and_model_names_keeps_the_model(trace_file):
     assert model.exit_code == 0, model.output
     assert "c_epoch: 2 → 3" in model.output and "leaderEpoch" not in model.output
     assert "PartitionChangeRecord" not in model.output
+    one = runner.invoke(cli, ["trace", "show", str(trace_file), "--no-color", "--width", "160", "--broker", "b2"])
+    assert "lanes shown: controller, broker 2" in one.output and "log[broker=3]" not in one.output
 
 
 def test_the_json_export_holds_the_kafka_view_and_says_so(trace_file):
