@@ -374,6 +374,39 @@ def test_a_specs_own_error_in_a_task_stops_the_run_at_its_first_attempt(spark_co
     assert attempts and all(attempt == "0" for _, _, attempt in attempts), attempts
 
 
+@pytest.fixture(scope="module")
+def faulty_spec(spark_context):
+    """test_faults_spec_errors.py, whose ``Faulty`` counts x from 0 to 3 and whose ``fault`` says
+    which function raises on x = 2, importable on the executors as it is on the driver."""
+    import test_faults_spec_errors
+    spark_context.addPyFile(test_faults_spec_errors.__file__)
+    return test_faults_spec_errors
+
+
+@pytest.mark.parametrize("spec, fault, what, path", [
+    ("Faulty", 2, "invariant bounded", ({"x": 0}, {"x": 1}, {"x": 2})),  # on a new level, in its ordering task
+    ("Faulty", 1, "action Step", ({"x": 0}, {"x": 1}, {"x": 2})),  # expanding a new level, in its ordering task
+    ("Faulty", 3, "constraint inside", ({"x": 0}, {"x": 1}, {"x": 2})),  # on a successor, in a task
+    ("StartsAtTwo", 2, "invariant bounded", ({"x": 2},)),  # on an initial state, on the driver
+])
+def test_a_specs_error_on_a_state_says_the_state_and_the_path_as_the_local_engine(spark_context, faulty_spec, spec,
+                                                                                   fault, what, path):
+    """The state a spec's function raised on and the path to it, rebuilt from the work dir as a
+    violation's trace is: the local engine's error, word for word (the command line: exit 2)."""
+    cls = getattr(faulty_spec, spec)
+
+    def model():  # the constraint only where it raises: the kernels' distinct-successor path otherwise
+        return Model(cls(cls.Params(fault)), constraints=None if what.startswith("constraint") else [])
+
+    with pytest.raises(SpecRaised) as local:
+        Engine(compile="now").explore(model(), Options(keep_going=True))
+    with pytest.raises(SpecRaised) as spark:
+        SparkExplorer(spark_context, partitions=2).explore(model(), Options(keep_going=True))
+    said = str(spark.value)
+    assert said == str(local.value) and said.startswith(what) and f"{faulty_spec.__file__}:{faulty_spec.LINE}; " in said, said
+    assert spark.value.state == path[-1] and [fields for _, fields in spark.value.path] == list(path), said
+
+
 # -- an interrupt ----------------------------------------------------------------------------------
 
 def test_sigterm_mid_run_stops_it_interrupted_with_its_levels_resumable(spark_context, tmp_path, capfd):

@@ -28,15 +28,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resumable, counts_for_manifest, read_manifest,
                                                    restore_counts, run_identity, write_manifest)
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
                                                replay_path)
+from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.threads import using_threads
 from kraftcheck.checker.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
 from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.dirlock import LOCK_FILE, DirectoryLock, lock_directory
@@ -87,12 +89,14 @@ class SparkExplorer:
                     raise UsageError(_NO_SHARED_DIR.format(master=self.master))
                 resumed_partitions = self._resumable_partitions(model, options, root) if options.resume else None
                 t0 = time.perf_counter()
-                kernels = _driver_kernels(model)
+                with using_threads(options.threads):  # the driver's own kernels: the run's threads
+                    kernels = _driver_kernels(model)
             except BaseException:
                 if temporary:
                     shutil.rmtree(root, ignore_errors=True)
                 raise
-            with deferred():  # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
+            # Ctrl-C and SIGTERM are taken where the driver waits, never inside a py4j call
+            with deferred(), using_threads(options.threads):
                 return self._explore_on_spark(model, options, progress, root, temporary, kernels,
                                               time.perf_counter() - t0, resumed_partitions, observer)
         finally:
@@ -294,6 +298,7 @@ class _SparkRun:
         self.model_holder = sc.broadcast(recipe)
         self.run_id = recipe.identity
         self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")  # the executors use the driver's, if set
+        self.task_threads = int(sc.getConf().get("spark.task.cpus", "1"))  # the cores a task is given
         self.level_start: list[int] = []              # global index of each level's first state
         self.part_counts: list[tuple[int, ...]] = []  # states per part file, per level
         self.level_files: list[list[dict]] = []  # per level, per part: kind -> size and digest
@@ -364,17 +369,26 @@ class _SparkRun:
         """Level 0, on the driver (the initial states are few): files, visited runs, invariants."""
         model = self.model
         words = self.kernels.pack(model.initial)  # Model deduplicates initial states, in order
+        rows = np.arange(words.shape[0])  # their rows in model.initial
         if self.options.fingerprints:  # states with one fingerprint are one, the first kept
             _, first = np.unique(tasks.clipped(fingerprints(words)), return_index=True)
-            words = words[np.sort(first)]
+            rows = np.sort(first)
+            words = words[rows]
         n = words.shape[0]
         self.result.initial_states = n
         hits: dict[str, int] = {}
         inside = np.ones(n, bool)
+        masks = np.zeros(n, np.uint64)
+        if model.constraints or model.invariants:
+            try:
+                masks = self.kernels.violations(words)
+            except SpecRaised as e:  # initial state i is numbered -1 - i
+                if e.at is None:
+                    raise
+                raise self._placed(e, (-1 - int(rows[e.at]), ())) from None
         if model.constraints:  # TLC: an initial state outside is counted and checked, but not kept
-            inside = ~outside_constraints(model, self.kernels.violations(words))
+            inside = ~outside_constraints(model, masks)
         if model.invariants:
-            masks = self.kernels.violations(words)
             for k, inv in enumerate(model.invariants):
                 bad = np.flatnonzero((masks >> np.uint64(k)) & np.uint64(1))
                 if bad.size:
@@ -413,7 +427,8 @@ class _SparkRun:
         return tasks.LevelPlan(root=self.root, run=self.run_id, level=level, part_counts=self.part_counts[level],
                                level_start=start, splits=tuple(start + size * t // p for t in range(p + 1)),
                                nwords=self.kernels.nwords, nlabels=self.nlabels, cache_dir=self.cache_dir,
-                               fingerprints=self.options.fingerprints, firsts=firsts, expand_next=expand_next)
+                               fingerprints=self.options.fingerprints, firsts=firsts, expand_next=expand_next,
+                               threads=self.task_threads)
 
     def _expand_frontier(self) -> "_Expansion":
         """Expand the last level on its own: the initial states on the driver, which holds them
@@ -422,8 +437,11 @@ class _SparkRun:
         if plan.level == 0:
             size = plan.splits[-1]
             words = tasks.read_frontier(plan, 0, size)
-            summary = tasks.expand_states(plan, self.kernels, 0, 0, words,
-                                         chunk_states=max(1, min(size, DRIVER_CHUNK_STATES)))
+            try:
+                summary = tasks.expand_states(plan, self.kernels, 0, 0, words,
+                                             chunk_states=max(1, min(size, DRIVER_CHUNK_STATES)))
+            except tasks.SpecErrorAt as e:
+                raise self._placed(e.error, (e.index, e.labels)) from None
             return self._expansion((0,) + (size,) * self.partitions, [summary])
         holder, p = self.model_holder, self.partitions
         summaries = self._run_job(lambda: self.sc.parallelize(range(p), p).map(
@@ -585,7 +603,7 @@ class _SparkRun:
                 module = sys.modules.get(type(self.model.spec).__module__)
                 if getattr(error, "file", None) and Path(error.file).name == f"{getattr(module, '__name__', '')}.py":
                     error.file = module.__file__  # the executors ran a shipped copy: name the spec's own file
-                raise error
+                raise self._placed(error, item.place)
         return value
 
     def _cancel_jobs(self, thread: Any) -> None:
@@ -748,6 +766,22 @@ class _SparkRun:
 
     def _trace(self, index: int) -> list[Step]:
         return replay_path(self.model, index, self._link, self.model.step)
+
+    def _placed(self, error: SpecError, place: Optional[tuple[int, tuple[int, ...]]]) -> SpecError:
+        """A spec's error with the state it was raised on and the path to it, as the local engine
+        reports it: ``place`` is explored state ``index`` (``-1 - i``: initial state i) and the
+        labels of the steps from it (``tasks.SpecErrorAt``); None, or a path that cannot be
+        replayed, leaves the error as it is (the path is a help; the error is what is reported)."""
+        if place is None or not isinstance(error, SpecRaised):
+            return error
+        index, labels = place
+        try:
+            steps = [Step(None, self.model.initial[-1 - index])] if index < 0 else self._trace(index)
+            for label in labels:
+                steps.append(Step(label, self.model.step(steps[-1].state, label)))
+        except Exception:  # noqa: BLE001 - see above
+            return error
+        return placed(self.model, error, steps)
 
     def finish(self) -> Result:
         r = self.result

@@ -35,12 +35,12 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, SpecRaised
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
-from kraftcheck.spark.transitions import (NO_HIT, distinct_chunks, earliest, every_row_chunks, first_hits,
-                                           read_frontier, transitions)
+from kraftcheck.spark.transitions import (NO_HIT, RaisedOnSuccessor, distinct_chunks, earliest, every_row_chunks,
+                                           first_hits, read_frontier, transitions)
 
 # a level's run is merged with the run before it while that one holds at most MERGE_RATIO times
 # as many states: a bucket then has a few runs of decreasing size (about log2 of its states at
@@ -68,10 +68,16 @@ class LevelPlan:
     firsts: tuple[int, ...] = ()   # P + 1 global indices: the level's candidate file t holds the
                                    # transitions of states firsts[t] .. firsts[t+1] (none if empty)
     expand_next: bool = False      # order tasks expand the new level's states (the run goes on)
+    threads: int = 1               # the kernels' threads in a task: the cores Spark gives it (spark.task.cpus)
 
     @property
     def partitions(self) -> int:
         return len(self.splits) - 1
+
+    @property
+    def kernels_key(self) -> str:
+        """What a worker keeps the run's kernels (and their buffers) by: the model and the threads."""
+        return f"{self.run}:{self.threads}"
 
 
 @dataclass(frozen=True)
@@ -104,13 +110,36 @@ class ModelRecipe:
                      constraints=list(self.constraints), deadlock=self.deadlock)
 
 
+class SpecErrorAt(Exception):
+    """A spec's ``error`` on a state the driver can find: explored state ``index`` (``-1 - i``:
+    initial state i), then the steps by ``labels`` from it (a new state known by its key, the
+    successor a check raised on). A task knows the keys of its states, not always their indices."""
+
+    def __init__(self, error: SpecError, index: int, labels: tuple[int, ...] = ()) -> None:
+        super().__init__(error, index, labels)
+        self.error, self.index, self.labels = error, index, labels
+
+
+def raised_at(error: SpecError, row: int, keys: Optional[np.ndarray], first: int, nlabels: int,
+              labels: tuple[int, ...] = ()) -> SpecErrorAt:
+    """``error``, raised on row ``row`` of a batch of states (then along ``labels``), placed: the
+    batch's states are those of ``keys`` (new states, each reached by its key's transition) or,
+    without keys, the explored states ``first``, ``first + 1``, ..."""
+    if keys is None:
+        return SpecErrorAt(error, first + row, labels)
+    key = int(keys[row])
+    return SpecErrorAt(error, key // nlabels, (key % nlabels,) + labels)
+
+
 class RaisedBySpec:
     """A spec's own error in a task, sent back as the task's value: it would be raised the same
     on every attempt, so it must not fail the task (Spark would try it four times, logging each);
-    the driver raises it (``error``)."""
+    the driver raises it (``error``), with the path to the state it was raised on if the task said
+    where that is (``place``: ``SpecErrorAt``'s index and labels)."""
 
-    def __init__(self, error: SpecError) -> None:
+    def __init__(self, error: SpecError, place: Optional[tuple[int, tuple[int, ...]]] = None) -> None:
         self.error_class, self.args, self.attributes = type(error), error.args, dict(vars(error))
+        self.place = place
 
     def error(self) -> SpecError:
         error = self.error_class.__new__(self.error_class)
@@ -128,8 +157,9 @@ def spec_errors_returned(in_list: bool = False) -> Callable[[Callable], Callable
         def run(*args: Any) -> Any:
             try:
                 return task(*args)
-            except SpecError as e:
-                return [RaisedBySpec(e)] if in_list else RaisedBySpec(e)
+            except (SpecError, SpecErrorAt) as e:
+                raised = RaisedBySpec(e.error, (e.index, e.labels)) if isinstance(e, SpecErrorAt) else RaisedBySpec(e)
+                return [raised] if in_list else raised
         return run
     return returning
 
@@ -140,19 +170,21 @@ KERNELS_KEPT = 8
 
 def worker_kernels(plan: LevelPlan, model_holder: Any) -> Any:
     """The compiled kernels of the run's model in this worker: loaded once (from numba's cache on
-    disk), with one thread, since Spark runs one task per core."""
-    kernels = _kernels.get(plan.run)
+    disk), with the task's ``plan.threads`` threads: Spark runs as many tasks at once as an
+    executor has cores, each on ``spark.task.cpus`` of them (one unless set)."""
+    kernels = _kernels.get(plan.kernels_key)
     if kernels is None:
-        os.environ["KRAFTCHECK_THREADS"] = "1"
         if plan.cache_dir:
             os.environ["KRAFTCHECK_CACHE_DIR"] = plan.cache_dir
         from kraftcheck.checker.compile import compile_in_process
         from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+        from kraftcheck.checker.kernels.threads import using_threads
         model = model_holder.value.build()
-        kernels = Kernels(model, compile_in_process(kernel_shapes(model)))
+        with using_threads(plan.threads):  # the kernels split every batch into that many parts
+            kernels = Kernels(model, compile_in_process(kernel_shapes(model)))
         if len(_kernels) >= KERNELS_KEPT:
             _kernels.pop(next(iter(_kernels)))
-        _kernels[plan.run] = kernels
+        _kernels[plan.kernels_key] = kernels
     return kernels
 
 
@@ -184,17 +216,32 @@ def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
     splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
     kernels = worker_kernels(plan, model_holder)
     lo, hi = plan.splits[task], plan.splits[task + 1]
-    return expand_states(plan, kernels, plan.level, task, read_frontier(plan, lo, hi))
+    return expand_states(plan, kernels, plan.level, task, read_frontier(plan, lo, hi), first=lo)
 
 
 def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: np.ndarray,
-                  chunk_states: Optional[int] = None) -> dict:
+                  chunk_states: Optional[int] = None, state_keys: Optional[np.ndarray] = None,
+                  first: int = 0) -> dict:
     """Step 1: the transitions of the states ``words`` of level ``level`` (the range ``task`` of
     that level), keys counted from the range's first state. Writes the candidates as that
     level's candidate file ``task``, grouped by hash bucket (none if ``words`` is empty); returns
     the range's coverage and, as keys counted the same way, the first transition violating each
     property, the first successor outside the constraints violating each invariant, and its
-    first deadlocked state (the key of its last label; NO_HIT: none)."""
+    first deadlocked state (the key of its last label; NO_HIT: none). A spec's error on a state
+    is raised placed (``SpecErrorAt``): ``words`` are the new states of ``state_keys`` or, without
+    them, the explored states ``first``, ``first + 1``, ..."""
+    try:
+        return _expand_states(plan, kernels, level, task, words, chunk_states)
+    except SpecRaised as e:
+        if e.at is None:
+            raise
+        raise raised_at(e, e.at, state_keys, first, plan.nlabels) from None
+    except RaisedOnSuccessor as e:
+        raise raised_at(e.error, e.row, state_keys, first, plan.nlabels, (e.label,)) from None
+
+
+def _expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: np.ndarray,
+                   chunk_states: Optional[int]) -> dict:
     model = kernels.model
     fired = np.zeros(len(model.actions), np.int64)
     prop_min = np.full(len(model.properties), NO_HIT, np.int64)
@@ -490,9 +537,15 @@ def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[i
                                 ("labels", labels))}
     inv_min = np.full(len(model.invariants), NO_HIT, np.int64)
     if model.invariants and keys.size:
-        first_hits(kernels.violations(words), keys, len(model.invariants), inv_min)
+        try:
+            masks = kernels.violations(words)
+        except SpecRaised as e:
+            if e.at is None:
+                raise
+            raise raised_at(e, e.at, keys, 0, plan.nlabels) from None
+        first_hits(masks, keys, len(model.invariants), inv_min)
     label_action = np.array(model.label_action, np.int64)
-    expansion = expand_states(plan, kernels, new_level, task, words) if plan.expand_next else None
+    expansion = expand_states(plan, kernels, new_level, task, words, state_keys=keys) if plan.expand_next else None
     return [{
         "task": task, "count": int(keys.size),
         "new": np.bincount(label_action[labels.astype(np.int64)], minlength=len(model.actions)).tolist(),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import numpy as np
 
+from kraftcheck.checker.errors import SpecRaised
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.spark import workdir
 
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
 CANDIDATES_PER_CHUNK = 1 << 20  # successor rows computed at a time on the every-row path
 NO_HIT = -1  # "not violated" in a per-check array of minimal keys
 ROOMS_KEPT = 8  # models whose distinct-path buffers a worker keeps (as tasks.KERNELS_KEPT their kernels)
+
+
+class RaisedOnSuccessor(Exception):
+    """A spec's ``error`` on the successor by ``label`` of row ``row`` of the states expanded (a
+    check of the successor raised: the state raised on is one step past the batch's)."""
+
+    def __init__(self, error: SpecRaised, row: int, label: int) -> None:
+        super().__init__(error, row, label)
+        self.error, self.row, self.label = error, row, label
 
 
 def read_frontier(plan: "LevelPlan", lo: int, hi: int) -> np.ndarray:
@@ -68,7 +78,13 @@ def transitions(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int) -> 
         masks = np.zeros(valid.shape[0], np.uint64)
         if model.constrained:
             if model.constraints or model.invariants:
-                masks = kernels.violations(np.ascontiguousarray(buf.words[valid]))
+                try:
+                    masks = kernels.violations(np.ascontiguousarray(buf.words[valid]))
+                except SpecRaised as e:  # on the successor in candidate row valid[e.at] of the chunk
+                    if e.at is None:
+                        raise
+                    row = int(valid[e.at])
+                    raise RaisedOnSuccessor(e, a + row // nl, row % nl) from None
             outside = outside_constraints(model, masks, buf.props[valid] if model.action_constraints else None)
         yield buf.words[valid], buf.hashes[valid], keys, props, outside, masks, stuck
 
@@ -135,14 +151,14 @@ def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None
 
     if states is not None:  # a size of the caller's (tests): not kept
         return new_room(states)
-    room = _rooms.get(plan.run)
+    room = _rooms.get(plan.kernels_key)
     if room is None:
         from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_BYTES_PER_CHUNK
         room = new_room(max(1, min(DISTINCT_CANDIDATES_PER_CHUNK // plan.nlabels,
                                    UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size))))
         if len(_rooms) >= ROOMS_KEPT:
             _rooms.pop(next(iter(_rooms)))
-        _rooms[plan.run] = room
+        _rooms[plan.kernels_key] = room
     return room
 
 
