@@ -70,8 +70,11 @@ def spec_raised(function: str, error: BaseException, at: int | None = None) -> S
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if not f.filename.startswith(here) and f"{os.sep}numpy{os.sep}" not in f.filename]
     file, line = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    # a name the state does not have is no field on any tier (numba's record has none either):
+    # the spec's error at once, not the first tier's limit to wait out for the compiled kernels
+    missing_field = isinstance(error, AttributeError) and type(getattr(error, "obj", None)).__name__ == "State"
     return SpecRaised(function, f"{type(error).__name__}: {error}", file, line,
-                      python_only=isinstance(error, PYTHON_ONLY_ERRORS), at=at)
+                      python_only=isinstance(error, PYTHON_ONLY_ERRORS) and not missing_field, at=at)
 
 
 def _fields_text(fields: dict) -> str:

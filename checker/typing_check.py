@@ -18,6 +18,7 @@ builtins) are resolved as numba always does, which may compile them.
 from __future__ import annotations
 
 import contextlib
+import dis
 import threading
 from typing import Any, Callable, Iterator
 
@@ -78,9 +79,21 @@ class _Typer:
                 self.known[key] = compiler.compile_extra(ctx.typing_context, ctx.target_context, dispatcher.py_func,
                                                          args, None, self.flags, {}, library=None,
                                                          pipeline_class=_TypingPipeline)
+            except KeyError as e:  # numba's record typing raises it, not a TypingError, for a name the state lacks
+                raise _no_such_field(dispatcher.py_func, e.args[0] if e.args else "?") from None
             finally:
                 self.typing.discard(key)
         return self.known[key]
+
+
+def _no_such_field(py: Callable[..., Any], name: str) -> numba.core.errors.TypingError:
+    """numba's refusal of ``py`` for reading or writing ``name``, which is no field of the state,
+    at the first line of ``py`` that names it."""
+    line = next((ins.positions.lineno for ins in dis.get_instructions(py)
+                 if ins.opname in ("LOAD_ATTR", "STORE_ATTR") and ins.argval == name and ins.positions
+                 and ins.positions.lineno), py.__code__.co_firstlineno)
+    return numba.core.errors.TypingError(f"{py.__name__} uses {name!r}, which is no field of the state",
+                                         loc=numba.core.ir.Loc(py.__code__.co_filename, line))
 
 
 _patch_lock = threading.Lock()

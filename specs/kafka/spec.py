@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.spec import Action, Invariant, Param, Permuted, Spec, Symmetry, TransitionProperty
 from kraftcheck.invariants import kafka_invariants, kafka_properties
 from kraftcheck.specs.kafka import broker, controller, faults, presentation, recovery
+from kraftcheck.specs.kafka.field_check import describe, unknown_fields
 from kraftcheck.specs.kafka.params import (BOUNDS, KafkaParams, check, effective_min_isr, has_replica_sets,
                                            replication_factor, switches)
 from kraftcheck.specs.kafka.state import FALLBACK_UNCLEAN, RECOVERY_OFF, build_fields, max_leader_epoch, publish_window, subset_labels
@@ -66,6 +67,13 @@ class KafkaReplication(Spec):
 
     def check_params(self) -> None:
         check(self.params)
+        # a model mistake (a switch not registered, a misspelt field) is said before any work
+        fields = {f.name for f in self.fields()}
+        functions = [a.fn for a in self.actions()] + [x.fn for x in self.invariants()] + \
+                    [x.fn for x in self.properties()]
+        unknown = unknown_fields(functions, fields)
+        if unknown:
+            raise SpecError(describe(unknown[0]))
 
     def options(self) -> dict:
         """As every spec's, with the HWM rule that --replay-known-changes brings shown as in force
