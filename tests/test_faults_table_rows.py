@@ -266,3 +266,14 @@ def test_a_spark_level_file_on_a_full_disk_is_a_full_disk_naming_the_file(tmp_pa
     assert full.value.errno == errno.ENOSPC and full.value.filename == str(path)
     assert failures.disk_full(full.value) is full.value
     assert list(path.parent.iterdir()) == []
+
+
+def test_the_resume_hint_names_the_option_the_command_gave(tmp_path):
+    """A resumed run stopped again already has --resume DIR: the hint no longer tells it to put
+    --resume "instead of --checkpoint", which the command does not have."""
+    run = tmp_path / "run"
+    first, out = _check("--spec", "two_phase", "--param", "rm=3", "--max-depth", "3", "--checkpoint", str(run), "-q")
+    assert first.exit_code == 3 and f"--resume {run} instead of --checkpoint" in out, out
+    again, out = _check("--spec", "two_phase", "--param", "rm=3", "--max-depth", "5", "--resume", str(run), "-q")
+    assert again.exit_code == 3, out
+    assert f"continue with the same command and --resume {run}" in out and "instead of" not in out, out

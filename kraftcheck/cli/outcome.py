@@ -68,8 +68,11 @@ class Outcome:
             t.error(f"interrupted; the statistics above cover what was {what} so far")
         if result.checkpoint_dir and (result.interrupted or result.incomplete_reason) and \
                 not (result.incomplete_reason or "").startswith(DISK_FULL):
+            # the option the command gave the directory with: a resumed run's is --resume already
+            instead = "" if result.resumed else \
+                f" instead of {'--work-dir' if result.engine == 'spark' else '--checkpoint'}"
             t.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
-                   f"command and --resume {result.checkpoint_dir} instead of --checkpoint")
+                   f"command and --resume {result.checkpoint_dir}{instead}")
         return self.exit_code()
 
     def _print_summary(self) -> None:
