@@ -51,13 +51,11 @@ NO_LEADER = -1
 # Kafka tests (class, method) the model cannot express, with the reason; docs/model.md lists the
 # same (test_the_left_out_cases_are_documented)
 OUT_OF_SCOPE = {
-    (PCBT, "testAddingReplicaReassignment"): "a reassignment that changes the replication factor (the model's reassignments keep it)",
     (PCBT, "testChangeRecordIsNoOp"): "the record schema and its tagged fields: the model has no wire format",
     (PCBT, "testKeepsDirectoriesAfterReassignment"): "log directories",
     (PCBT, "testLeaderEpochBumpOnNewReplicaSetDisjoint"): "a replica set replaced directly, without a reassignment "
                                                           "(the model changes replicas only by reassigning)",
     (PCBT, "testReassignmentRearrangesReplicas"): "replica order (the model's replica order is broker order)",
-    (PCBT, "testRemovingReplicaReassignment"): "a reassignment that changes the replication factor (the model's reassignments keep it)",
     (PCBT, "testUpdateDirectories"): "log directories",
     (QCT, "testActivationRecords33"): "controller activation records (bootstrap, metadata versions)",
     (QCT, "testActivationRecords34"): "controller activation records",
@@ -800,7 +798,7 @@ def test_every_kafka_test_is_expressed_or_left_out_with_its_reason_in_docs():
     docstrings = [ast.get_docstring(node) or "" for node in ast.walk(tree)
                   if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
     expressed = set(re.findall(r"(PartitionChangeBuilderTest|ReplicationControlManagerTest|QuorumControllerTest)"
-                               r"\.(test\w+)", "\n".join(docstrings)))
+                               r"\.(test\w+)", "\n".join(docstrings))) - set(NEW_AT_43)
     assert not expressed & set(OUT_OF_SCOPE)
     for cls, count in KAFKA_TEST_METHODS.items():
         mine = {m for c, m in expressed | set(OUT_OF_SCOPE) if c == cls}
@@ -872,8 +870,8 @@ def test_stopped_leader_is_demoted_after_reassignment_completes_even_if_no_new_e
 # -- KAFKA-19975 (apache/kafka 3d267d4536, #21114; branches 4.3 and 4.4, not 4.2) ------------------
 # PartitionReassignmentReplicasTest at that commit: [0,1,2] -> [0,1,3] (replicas [0,1,3,2], adding
 # [3], removing [2]) against a target ISR. kafka-4.3 has the new rule (completion waits for the
-# adding replicas only); kafka-4.x, whose reassignment code is the 4.2 branch's, the old one. The
-# tests of that class that change the replication factor need six brokers (the model has five).
+# adding replicas only); kafka-4.2 the old one. The tests of that class that change the
+# replication factor need six brokers (the model has five).
 
 def zero_one_two_to_zero_one_three(protocol, isr, leader, elr=(), fenced=()):
     p = Partition(protocol, (0, 1, 2, 3), 2, replication_factor=3, reassignments=1)
@@ -896,7 +894,7 @@ def build_reassigning(p, s, target_isr):
     return p.outcome(before, after), replicas_of(p, after), layout.values(after)
 
 
-@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.x", False)])
+@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.2", False)])
 def test_completes_when_the_isr_lacks_both_existing_target_replicas(protocol, completes):
     """PartitionReassignmentReplicasTest.testCanCompleteReassignmentIfIsrDoesNotHaveBothExistingTargetReplica
     (3d267d4536): target ISR [2,3] completes with ISR [3] and replicas [0,1,3]. Built from ISR [2],
@@ -915,7 +913,7 @@ def test_completes_when_the_isr_lacks_both_existing_target_replicas(protocol, co
         assert after.elr == [] and after.leader == 2 and not after.leader_epoch_bumped
 
 
-@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.x", False)])
+@pytest.mark.parametrize("protocol, completes", [("kafka-4.3", True), ("kafka-4.2", False)])
 def test_completes_when_the_isr_lacks_an_existing_target_replica(protocol, completes):
     """PartitionReassignmentReplicasTest.testCanCompleteReassignmentIfIsrDoesNotHaveAnExistingTargetReplica
     (3d267d4536): target ISR [0,2,3] (1 out of sync) completes with ISR [0,3] and replicas
@@ -927,7 +925,7 @@ def test_completes_when_the_isr_lacks_an_existing_target_replica(protocol, compl
     assert after.leader_epoch_bumped == completes
 
 
-@pytest.mark.parametrize("protocol", ["kafka-4.3", "kafka-4.x"])
+@pytest.mark.parametrize("protocol", ["kafka-4.3", "kafka-4.2"])
 def test_does_not_complete_without_the_adding_replica(protocol):
     """PartitionReassignmentReplicasTest.testDoesNotCompleteReassignmentIfIsrDoesNotHaveAnAddingTargetReplica
     (3d267d4536): target ISR [0,1,2] (3 not in sync) completes nothing, under either rule."""
@@ -937,3 +935,225 @@ def test_does_not_complete_without_the_adding_replica(protocol):
     structured.view("int32")[:layout.size] = s
     isr, done = controller.completion(structured[0], p.mask((0, 1, 2)))
     assert not done and isr == p.mask((0, 1, 2))
+
+
+# -- the 4.3 branch (confluentinc/kafka 4.3 = Apache 4.3 with Confluent's merges, KAFKA_43_COMMIT) --
+# The methods PartitionChangeBuilderTest and ReplicationControlManagerTest gained after
+# KAFKA_COMMIT, and PartitionReassignmentReplicasTest whole (docs/model.md section 9).
+
+KAFKA_43_COMMIT = "0157ac7cf2c652628443b270b9801dd44b4b0154"
+PRRT = "PartitionReassignmentReplicasTest"
+NEW_AT_43 = {
+    (PCBT, "testEligibleLeaderReplicas_NotEligibleLastKnownLeader"),
+    (PCBT, "testEligibleLeaderReplicas_lastKnownElrShouldBePopulatedWhenNoLeader"),
+    (RCMT, "testAlterPartitionDisallowReplicationFactorChange"),
+    (RCMT, "testCreateTopicsWithPolicyUnexpectedException"),
+    (RCMT, "testDisallowReplicationFactorChangeNoEffectWhenCancelAlterPartition"),
+    (RCMT, "testEligibleLeaderReplicas_ShrinkToEmptyIsr"),
+    (RCMT, "testExcessiveNumberOfTopicsCannotBeCreated"),
+    (RCMT, "testExcessiveNumberOfTopicsCannotBeCreatedWithAssignments"),
+}
+# PartitionReassignmentReplicasTest at KAFKA_43_COMMIT holds 18 test methods
+PRRT_METHODS_AT_43 = 18
+SIX_BROKERS = "six brokers (the model has at most five)"
+OUT_OF_SCOPE_43 = {
+    (RCMT, "testCreateTopicsWithPolicyUnexpectedException"): "topic creation policies",
+    (RCMT, "testExcessiveNumberOfTopicsCannotBeCreated"): "topic creation",
+    (RCMT, "testExcessiveNumberOfTopicsCannotBeCreatedWithAssignments"): "topic creation",
+    (PRRT, "testAdditionsAndRemovals"): SIX_BROKERS,
+    (PRRT, "testCanCompleteReassignmentAllNewReplicas"): SIX_BROKERS,
+    (PRRT, "testCanCompleteReassignmentWhenReplicationFactorIncreasesAndMissingAnExistingTargetReplicaFromIsr"):
+        SIX_BROKERS,
+    (PRRT, "testDoesNotCompleteReassignment"): SIX_BROKERS,
+    (PRRT, "testDoesNotCompleteReassignmentWhenReplicationFactorDecreasesAndMissingAnAddingReplicasFromISR"):
+        SIX_BROKERS,
+    (PRRT, "testDoesNotCompleteReassignmentWhenReplicationFactorDecreasesAndMissingAnExistingTargetReplicaFromIsr"):
+        SIX_BROKERS,
+    (PRRT, "testDoesNotCompleteReassignmentWhenReplicationFactorIncreasesAndMissingAnAddingReplicaFromIsr"):
+        SIX_BROKERS,
+    (PRRT, "testRearrangement"): "replica order (the model's replica order is broker order)",
+}
+
+
+def reassign(p, flat, target):
+    """The model's ``Reassign`` to Kafka broker ids ``target`` (AlterPartitionReassignments of
+    one partition), or None when the model refuses it."""
+    return p.model.step(flat, p.model.label_for("Reassign", (p.mask(target) - 1,)))
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_adding_replica_reassignment(protocol):
+    """PartitionChangeBuilderTest.testAddingReplicaReassignment: FOO ([2,1,3], ISR [2,1,3], leader
+    1, 3 not acceptable) to [1,2,3,4] (a larger replication factor): replicas [1,2,3,4], adding [4];
+    the ISR, the leader and its epoch stay."""
+    p = Partition(protocol, (2, 1, 3, 4), 2, replication_factor=3, reassignments=1, replication_factor_changes=True)
+    s = p.state(isr=(2, 1, 3), leader=1, fenced=(3,))
+    after = reassign(p, s, (1, 2, 3, 4))
+    change = p.outcome(s, after)
+    assert (change.isr, change.leader, change.leader_epoch_bumped, change.record_written) == ([2, 1, 3], 1, False, True)
+    values = p.model.layout.values(after)
+    assert replicas_of(p, after) == [2, 1, 3, 4] and values["c_adding"] == p.mask((4,)) and values["c_removing"] == 0
+
+
+@pytest.mark.parametrize("protocol", NO_ELR_AND_ELR)
+def test_removing_replica_reassignment(protocol):
+    """PartitionChangeBuilderTest.testRemovingReplicaReassignment: FOO to [1,2] (a smaller
+    replication factor) completes in the same record, the ISR holding both final replicas:
+    replicas [1,2], ISR [2,1], leader 1 with its epoch bumped (a replica left the set)."""
+    p = Partition(protocol, (2, 1, 3, 4), 2, replication_factor=3, reassignments=1, replication_factor_changes=True)
+    s = p.state(isr=(2, 1, 3), leader=1, fenced=(3,))
+    after = reassign(p, s, (1, 2))
+    change = p.outcome(s, after)
+    assert (change.isr, change.leader, change.leader_epoch_bumped, change.record_written) == ([2, 1], 1, True, True)
+    values = p.model.layout.values(after)
+    assert replicas_of(p, after) == [2, 1] and values["c_adding"] == 0 and values["c_removing"] == 0
+
+
+def test_not_eligible_last_known_leader():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_NotEligibleLastKnownLeader (every
+    Election type; KAFKA-19522): replicas [1,2,3,4], ISR [], ELR [], lastKnownElr [1], no leader,
+    no replica acceptable, min ISR 3: no change (no record), with or without unclean election."""
+    for unclean in (False, True):
+        p = Partition("kafka-4.3", (1, 2, 3, 4), 3, unclean_election=unclean)
+        s = p.state(isr=(), leader=NO_LEADER, last_known_elr=(1,), fenced=(1, 2, 3, 4))
+        change = p.build(s, target_isr=())
+        assert (change.isr, change.leader, change.record_written) == ([], NO_LEADER, False)
+
+
+def test_last_known_elr_is_populated_when_no_leader():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_lastKnownElrShouldBePopulatedWhenNoLeader
+    (#20629): replicas [1,2,3], ISR [1], ELR [2], leader 1, no replica acceptable, min ISR 3, no
+    target ISR: the leader becomes none, the ISR stays, and lastKnownElr becomes [1]."""
+    p = Partition("kafka-4.3", (1, 2, 3), 3)
+    s = p.state(isr=(1,), leader=1, elr=(2,), fenced=(1, 2, 3))
+    change = p.build(s)
+    assert (change.leader, change.isr, change.last_known_elr, change.record_written) == (NO_LEADER, [1], [1], True)
+
+
+def test_shrink_to_empty_isr():
+    """ReplicationControlManagerTest.testEligibleLeaderReplicas_ShrinkToEmptyIsr (ELR on): [0,1,2],
+    min ISR 3; fencing 1 and 2 leaves ISR [0] and ELR [1,2]; 0's clean shutdown empties the ISR:
+    ELR [0,1,2], lastKnownElr [0]."""
+    p = Partition("kafka-4.3", (0, 1, 2), 3, clean_shutdowns=1)
+    s = p.state(isr=(0, 1, 2), leader=0)
+    for broker in (1, 2):
+        s = p.step(s, "Fence", broker)
+    fenced = p.outcome(s, s)
+    assert (fenced.isr, sorted(fenced.elr), fenced.last_known_elr) == ([0], [1, 2], [])
+    s = p.step(s, "CleanShutdown", 0)
+    change = p.outcome(s, s)
+    assert (change.isr, sorted(change.elr), change.last_known_elr) == ([], [0, 1, 2], [0])
+
+
+@pytest.mark.parametrize("allow_rf_change", [False, True])
+def test_alter_partition_disallow_replication_factor_change(allow_rf_change):
+    """ReplicationControlManagerTest.testAlterPartitionDisallowReplicationFactorChange (KIP-860),
+    one partition at a time: [0,1,2] to [1,2,3] is accepted (replicas [1,2,3,0], removing [0],
+    adding [3]); to [0,1] and to [0,1,2,3] it is refused (INVALID_REPLICATION_FACTOR) without
+    allowReplicationFactorChange, which is the model without --replication-factor-changes; with
+    it (Kafka's default) both are accepted. Kafka's second part, a new reassignment replacing the
+    one in progress, is not modelled (one reassignment at a time)."""
+    p = Partition("kafka-4.3", (0, 1, 2, 3), 2, replication_factor=3, reassignments=1,
+                  replication_factor_changes=allow_rf_change)
+    s = p.state(isr=(0, 1, 2), leader=0)
+    after = reassign(p, s, (1, 2, 3))
+    values = p.model.layout.values(after)
+    assert replicas_of(p, after) == [0, 1, 2, 3]
+    assert (values["c_removing"], values["c_adding"]) == (p.mask((0,)), p.mask((3,)))
+    for target in ((0, 1), (0, 1, 2, 3)):
+        assert (reassign(p, s, target) is None) == (not allow_rf_change)
+
+
+def test_disallow_replication_factor_change_no_effect_when_cancel():
+    """ReplicationControlManagerTest.testDisallowReplicationFactorChangeNoEffectWhenCancelAlterPartition:
+    [0,1,2] to [1,2,3] (replicas [1,2,3,0], removing [0], adding [3]); the cancellation is accepted
+    although it changes the size of the replica list (4 back to 3), and nothing is reassigning after."""
+    p = Partition("kafka-4.3", (0, 1, 2, 3), 2, replication_factor=3, reassignments=1)
+    after = reassign(p, p.state(isr=(0, 1, 2), leader=0), (1, 2, 3))
+    cancelled = p.step(after, "CancelReassignment")
+    values = p.model.layout.values(cancelled)
+    assert replicas_of(p, cancelled) == [0, 1, 2] and values["c_adding"] == 0 and values["c_removing"] == 0
+
+
+def test_reassignment_replicas_of_a_target():
+    """PartitionReassignmentReplicasTest.testNoneAddedOrRemoved,
+    PartitionReassignmentReplicasTest.testAdditions, PartitionReassignmentReplicasTest.testRemovals:
+    the replica lists a target gives. The same set is no reassignment (the model refuses it);
+    [3,2,1] to [3,6,2,1,5] adds 5 and 6, removes nothing (replicas [3,6,2,1,5]); [3,2,1,0] to
+    [3,1] removes 0 and 2, adds nothing (replicas [3,1,0,2]; with 3 out of the ISR it does not
+    complete). Sets only: the model's replica order is broker order."""
+    p = Partition("kafka-4.3", (1, 2, 3, 5, 6), 1, replication_factor=3, reassignments=1,
+                  replication_factor_changes=True, fences=1)
+    s = p.state(isr=(1, 2, 3), leader=1)
+    assert reassign(p, s, (3, 2, 1)) is None
+    values = p.model.layout.values(reassign(p, s, (3, 6, 2, 1, 5)))
+    assert (values["c_replicas"], values["c_adding"], values["c_removing"]) == (
+        p.mask((1, 2, 3, 5, 6)), p.mask((5, 6)), 0)
+    p = Partition("kafka-4.3", (0, 1, 2, 3, 4), 1, replication_factor=4, reassignments=1,
+                  replication_factor_changes=True, fences=1)
+    s = p.state(isr=(0, 1, 2), leader=0, fenced=(3,))
+    values = p.model.layout.values(reassign(p, s, (3, 1)))
+    assert (values["c_replicas"], values["c_adding"], values["c_removing"]) == (
+        p.mask((0, 1, 2, 3)), 0, p.mask((0, 2)))
+
+
+@pytest.mark.parametrize("protocol", ["kafka-4.2", "kafka-4.3"])
+def test_completes_with_some_new_replicas(protocol):
+    """PartitionReassignmentReplicasTest.testCanCompleteReassignmentSomeNewReplicas (named
+    testDoesCompleteReassignmentSomeNewReplicas at the 4.2 branch): [0,1,2] to [0,1,3] with
+    target ISR [0,1,2,3] completes: ISR [0,1,3], replicas [0,1,3], under either rule."""
+    p, s = zero_one_two_to_zero_one_three(protocol, isr=(0, 1, 2), leader=0)
+    after, replicas, _ = build_reassigning(p, s, (0, 1, 2, 3))
+    assert (after.isr, replicas) == ([0, 1, 3], [0, 1, 3])
+
+
+def test_no_completion_without_a_reassignment():
+    """PartitionReassignmentReplicasTest.testDoesNotCompleteReassignmentIfNoneOngoing: replicas
+    [0,1,2], nothing adding or removing: target ISR [0,1,2] completes nothing."""
+    p = Partition("kafka-4.3", (0, 1, 2, 3), 2, replication_factor=3, reassignments=1)
+    layout = p.model.layout
+    structured = layout.new_structured(1)
+    structured.view("int32")[:layout.size] = p.state(isr=(0, 1, 2), leader=0)
+    assert controller.completion(structured[0], p.mask((0, 1, 2))) == (p.mask((0, 1, 2)), False)
+
+
+def test_is_reassignment_in_progress():
+    """PartitionReassignmentReplicasTest.testIsReassignmentInProgress: replicas [0,1,3,2] with
+    removing [2] and adding [3], removing only, adding only: in progress (the model lets it be
+    cancelled); [0,1,2] with neither: not in progress (nothing to cancel)."""
+    p = Partition("kafka-4.3", (0, 1, 2, 3), 2, replication_factor=3, reassignments=1)
+    s = p.state(isr=(0, 1, 2), leader=0)
+    for adding, removing in (((3,), (2,)), ((), (2,)), ((3,), ())):
+        assert not p.disabled(reassigning(p, s, (0, 1, 2, 3), adding, removing), "CancelReassignment")
+    assert p.disabled(s, "CancelReassignment")
+
+
+def test_original_replicas():
+    """PartitionReassignmentReplicasTest.testOriginalReplicas: [0,1,2] to [0,1,3]: the original
+    replicas are [0,1,2], the replica set a cancellation restores."""
+    p, s = zero_one_two_to_zero_one_three("kafka-4.3", isr=(0, 1, 2), leader=0)
+    assert replicas_of(p, p.step(s, "CancelReassignment")) == [0, 1, 2]
+
+
+def test_every_kafka_test_of_the_4_3_branch_is_expressed_or_left_out():
+    """At KAFKA_43_COMMIT: each method PartitionChangeBuilderTest and ReplicationControlManagerTest
+    gained after KAFKA_COMMIT, and each of PartitionReassignmentReplicasTest's 18 (the names of
+    the 4.2 branch and of KAFKA_COMMIT count as well), is named in a test's docstring here or left
+    out with its reason in OUT_OF_SCOPE_43, which docs/model.md lists."""
+    import ast
+    import re
+    from pathlib import Path
+    tree = ast.parse(Path(__file__).read_text())
+    docstrings = "\n".join(ast.get_docstring(node) or "" for node in ast.walk(tree)
+                           if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+    expressed = set(re.findall(r"(PartitionChangeBuilderTest|ReplicationControlManagerTest|"
+                               r"PartitionReassignmentReplicasTest)\.(test\w+)", docstrings))
+    assert not expressed & set(OUT_OF_SCOPE_43)
+    assert NEW_AT_43 <= expressed | set(OUT_OF_SCOPE_43)
+    at_43 = {m for c, m in expressed | set(OUT_OF_SCOPE_43) if c == PRRT}
+    # the 4.2 branch's name of a test KAFKA-19975 replaced is expressed too, not one of the 18
+    assert len(at_43 - {"testDoesNotCompleteReassignmentIfIsrDoesNotHaveAllTargetReplicas"}) == PRRT_METHODS_AT_43
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "model.md").read_text()
+    for (cls, method), reason in OUT_OF_SCOPE_43.items():
+        assert f"| `{cls}.{method}` | {reason} |" in text, f"{cls}.{method} is not in docs/model.md"
+    assert KAFKA_43_COMMIT in text

@@ -32,7 +32,7 @@ def run(**params):
 
 @pytest.mark.parametrize("protocol, counts", [
     ("kip-966", ("holds", 2837, 8824, 18)),
-    ("kafka-4.x", ("holds", 3027, 9415, 18)),
+    ("kafka-4.2", ("holds", 3027, 9415, 18)),
 ])
 def test_one_reassignment_of_two_replicas_on_three_brokers(protocol, counts):
     """3 brokers, replication factor 2, min ISR 1, one reassignment (to either other pair), no
@@ -55,7 +55,7 @@ def test_replication_factor_alone_only_shrinks_the_space():
     ("kip-966", {}, ("holds", 12852, 40952, 24, [])),
     ("kip-966", {"no_reassignment_min_isr": True}, ("violated", None, None, None,
                                                     [("electable_replicas_cover_min_isr", 11)])),
-    ("kafka-4.x", {}, ("violated", None, None, None, [("electable_replicas_cover_min_isr", 11),
+    ("kafka-4.2", {}, ("violated", None, None, None, [("electable_replicas_cover_min_isr", 11),
                                                       ("partition_state_within_replicas", 11)])),
 ])
 def test_cancellation_below_min_isr(protocol, switches, expected):
@@ -70,20 +70,22 @@ def test_cancellation_below_min_isr(protocol, switches, expected):
         assert (result.distinct_states, result.states_generated, result.depth) == (distinct, generated, depth)
 
 
-def test_kafka_4_3_is_kafka_4_x_with_kafka_19975():
-    """kafka-4.3 differs from kafka-4.x (whose reassignment code is the 4.2 branch's) by
-    KAFKA-19975's completion rule alone (docs/model.md section 2b)."""
+def test_kafka_4_3_is_kafka_4_2_with_kafka_19975():
+    """kafka-4.3 differs from kafka-4.2 by KAFKA-19975's completion rule alone; kafka-4.2 is
+    kafka-4.1's model and kafka-4.x (the newest trunk read) kafka-4.3's (docs/model.md section 2f)."""
     from kraftcheck.specs.kafka.params import switches
-    p4x, p43 = (switches(KafkaParams(protocol=name)) for name in ("kafka-4.x", "kafka-4.3"))
-    assert {k for k in p43 if p43[k] != p4x[k]} == {"k_complete_on_adding"}
+    p41, p42, p43, p4x = (switches(KafkaParams(protocol=name))
+                          for name in ("kafka-4.1", "kafka-4.2", "kafka-4.3", "kafka-4.x"))
+    assert {k for k in p43 if p43[k] != p42[k]} == {"k_complete_on_adding"}
     assert p43["k_complete_on_adding"] == 1 and p43["k_reassign_min_isr"] == 0
+    assert p41 == p42 and p43 == p4x
 
 
 def test_kafka_4_3_completion_puts_a_removed_replica_in_the_elr():
     """Finding F7 with a shrink alone (3 brokers, replication factor 2, min ISR 2): b1 shrinks b2
     out (ISR {b1}, ELR {b2}), [b1,b2] moves to [b2,b3], b3 joins: KAFKA-19975 completes with ISR
     {b3} and the builder puts the removed leader b1 in the ELR (10 states); b1 then deletes its log
-    (16). The cancellation of F6 (electable_replicas_cover_min_isr under kafka-4.x, above) is gone:
+    (16). The cancellation of F6 (electable_replicas_cover_min_isr under kafka-4.2, above) is gone:
     the adding replica's expansion now completes at once, so no cancellation finds it in the ISR."""
     result = kraftcheck.check("kafka", brokers=3, replication_factor=2, min_isr=2, reassignments=1,
                               protocol="kafka-4.3", lossy_shutdowns=0, fences=0, isr_shrinks=1, min_isr_changes=0,
@@ -246,7 +248,7 @@ def test_a_removed_replica_deletes_its_log_when_its_metadata_says_so():
 @pytest.mark.parametrize("protocol, switches, allowed", [
     ("kip-966", {}, False),
     ("kip-966", {"no_reassignment_min_isr": True}, True),
-    ("kafka-4.x", {}, True),
+    ("kafka-4.2", {}, True),
 ])
 def test_cancellation_below_min_isr_is_blocked_by_the_kip_rule(protocol, switches, allowed):
     """ISR b2+b4 (b4 being added), min ISR 2: cancelling leaves ISR b2 alone. The KIP refuses it
@@ -304,7 +306,7 @@ def test_bad_input_is_refused_before_exploring():
 
 # -- symmetry -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("protocol", ["kip-966", "kafka-4.x"])
+@pytest.mark.parametrize("protocol", ["kip-966", "kafka-4.2"])
 def test_symmetry_keeps_the_verdicts_with_replica_sets(protocol):
     """The replica set is permuted with the brokers, so --symmetry stays sound: the reduced run
     gives the verdict and the shortest violations of the full one (--election any both)."""
@@ -345,11 +347,11 @@ F6_STUCK_PATH = ["Produce(b=b1, acks=1)", "ProposeIsrShrink(b=b1, out=b2)", "Han
 
 
 def test_kafka_cancellation_strands_the_partition_with_no_min_isr_change(tmp_path):
-    """kafka-4.x: the cancellation leaves b3, no longer a replica, in the ELR; once b1 (the only
+    """kafka-4.2: the cancellation leaves b3, no longer a replica, in the ELR; once b1 (the only
     replica with the data) is gone, nobody may lead: b3 is not a replica and blocks the
     last-known-leader election. With unclean election the partition recovers (F6)."""
     from kraftcheck import analyses
-    model = Model(KafkaReplication(KafkaParams(protocol="kafka-4.x", **ONE_LOSSY)))
+    model = Model(KafkaReplication(KafkaParams(protocol="kafka-4.2", **ONE_LOSSY)))
     report = analyses.availability_report(model, trace_dir=tmp_path)
     variants = {v["variant"]: v for v in report["variants"]}
     stuck = variants["unclean_election=false"]

@@ -44,50 +44,83 @@ def completion(p, target):
 
 
 @njit(cache=True)
-def isr_elr_after(p, target, unclean):
-    """(ISR, ELR) that installing ISR ``target`` in partition state ``p`` gives (see ``update_isr``);
-    reads ``p`` only, so an action can learn the outcome before it writes its successor."""
-    target, done = completion(p, target)
+def target_elr(p, isr, unclean, final):
+    """The ELR a partition change writes when it installs ISR ``isr`` in partition state ``p``, with
+    replica set ``final`` after the change (``p.c_replicas`` when the replica set stays): the one
+    place the model computes the ELR rule (rule 2 of PROTOCOL.md). Kafka's
+    ``PartitionChangeBuilder.maybePopulateTargetElr``: an ISR at min ISR or above empties the ELR;
+    below it, the ELR becomes (ELR ∪ the ISR before the change) − the new ISR − the replicas just
+    found to have shut down uncleanly (``unclean``; none under --keep-unclean-in-elr). Kafka
+    filters nothing by the replica set, so a replica a reassignment drops may stay in the ELR (F6,
+    F7); kip-966 and --fix-reassignment-prune-elr keep only replicas of ``final``
+    (``k_reassign_prune``; KIP-966: "upon completion, the ELR only contains replicas in the final
+    replica set"). Without ELR the ELR stays empty."""
     if not p.k_elr:
-        if target != 0:
-            return target, p.c_elr
-        return p.c_isr, p.c_elr
-    if popcount(target) >= p.c_min_isr:
-        return target, 0
+        return p.c_elr
+    if popcount(isr) >= p.c_min_isr:
+        return 0
     removed = 0 if p.k_keep_unclean_in_elr else unclean
-    elr = (p.c_elr | p.c_isr) & ~target & ~removed
-    if done and p.k_reassign_prune:
-        elr &= p.c_replicas & ~p.c_removing  # kip-966: only replicas of the final set
-    return target, elr
+    elr = (p.c_elr | p.c_isr) & ~isr & ~removed
+    if p.k_reassign_prune and final != p.c_replicas:
+        elr &= final
+    return elr
+
+
+@njit(cache=True)
+def isr_elr_installing(p, isr, unclean, final):
+    """(ISR, ELR) that a partition change installing ISR ``isr`` with replica set ``final`` after it
+    gives in partition state ``p`` (``target_elr``). Without ELR (kafka-3.5, kafka-4.0) the last ISR
+    member stays: an empty ``isr`` keeps the ISR."""
+    if not p.k_elr and isr == 0:
+        return p.c_isr, p.c_elr
+    return isr, target_elr(p, isr, unclean, final)
+
+
+@njit(cache=True)
+def isr_elr_after(p, target, unclean):
+    """(ISR, ELR) that installing ISR ``target`` in partition state ``p`` gives (see ``update_isr``),
+    a reassignment completing first when ``target`` allows it; reads ``p`` only, so an action can
+    learn the outcome before it writes its successor."""
+    isr, done = completion(p, target)
+    final = p.c_replicas & ~p.c_removing if done else p.c_replicas
+    return isr_elr_installing(p, isr, unclean, final)
+
+
+@njit(cache=True)
+def install_isr(t, isr, unclean, final):
+    """Write the ISR ``isr``, the ELR (``target_elr``) and, kip-966, LastKnownELR of a partition
+    change whose replica set after it is ``final``; the replica set itself is the caller's."""
+    old_elr = t.c_elr
+    new_isr, elr = isr_elr_installing(t, isr, unclean, final)
+    if t.k_elr:
+        if popcount(isr) >= t.c_min_isr:
+            t.c_lkelr = 0
+        elif t.k_lkelr:
+            removed = 0 if t.k_keep_unclean_in_elr else unclean
+            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~isr & ~elr
+        if t.k_reassign_prune and final != t.c_replicas:
+            t.c_lkelr = t.c_lkelr & final
+    t.c_elr = elr
+    t.c_isr = new_isr
 
 
 @njit(cache=True)
 def update_isr(t, target, unclean):
-    """Install ISR ``target`` with the ELR rule of KIP-966 (rule 2 of PROTOCOL.md).
+    """Install ISR ``target`` with the ELR rule of KIP-966 (rule 2 of PROTOCOL.md; ``target_elr``).
 
     ``unclean`` are replicas just found to have shut down uncleanly: they leave the ELR (and, in
     kip-966, go to LastKnownELR). Without ELR (kafka-3.5) the last ISR member is never removed.
     A reassignment in progress completes first when ``target`` allows it (``completion``): the
     removing replicas leave ISR and replica set (kip-966: ELR and LastKnownELR too).
     """
-    old_elr = t.c_elr
-    target_isr, done = completion(t, target)
-    isr, elr = isr_elr_after(t, target, unclean)
-    if t.k_elr:
-        if popcount(target_isr) >= t.c_min_isr:
-            t.c_lkelr = 0
-        elif t.k_lkelr:
-            removed = 0 if t.k_keep_unclean_in_elr else unclean
-            t.c_lkelr = (t.c_lkelr | (old_elr & removed)) & ~target_isr & ~elr
+    isr, done = completion(t, target)
+    final = t.c_replicas & ~t.c_removing if done else t.c_replicas
+    install_isr(t, isr, unclean, final)
     if done:
-        final = t.c_replicas & ~t.c_removing
-        if t.k_reassign_prune:
-            t.c_lkelr = t.c_lkelr & final
         t.c_replicas = final
         t.c_adding = 0
         t.c_removing = 0
-    t.c_elr = elr
-    t.c_isr = isr
+        follow_replica_count(t)
 
 
 @njit(cache=True)
@@ -597,7 +630,7 @@ def reassign_electing(s, t, target_index, leader):
     target = target_index + 1
     if s.reassignments_used >= s.k_max_reassignments or s.c_adding or s.c_removing:
         return False
-    if popcount(target) != s.k_rf or target == s.c_replicas:
+    if (popcount(target) != s.k_rf and not s.k_rf_change) or target == s.c_replicas:
         return False
     replicas = s.c_replicas | target
     if leader >= 0:
@@ -608,8 +641,15 @@ def reassign_electing(s, t, target_index, leader):
     t.c_replicas = replicas
     t.c_adding = target & ~s.c_replicas
     t.c_removing = s.c_replicas & ~target
-    # the builder runs as in every change: nothing completes (an adding replica is in no ISR), the
-    # ELR stays (the ISR does not change), and an unclean election may now pick a new replica
+    # the builder runs as in every change: nothing completes while a replica is added (an adding
+    # replica is in no ISR), the ELR stays (the ISR does not change), and an unclean election may
+    # now pick a new replica. A target that only removes replicas (a smaller replication factor)
+    # completes here when the ISR holds every final replica: build() runs
+    # completeReassignmentIfNeeded with the ISR unchanged, and the ELR rule with the min ISR of the
+    # replicas before the change (changePartitionReassignment's getTopicEffectiveMinIsr)
+    if s.k_rf_change and t.c_adding == 0:
+        update_isr(t, s.c_isr, 0)
+    follow_replica_count(t)
     elect(t, leader)
     finish_partition_change(s, t)
     normalize_epochs(t)
@@ -617,10 +657,25 @@ def reassign_electing(s, t, target_index, leader):
 
 
 @njit(cache=True)
+def follow_replica_count(t):
+    """With --replication-factor-changes the min ISR in force is min(configured, replicas) after a
+    change of the replica set, as the controller (``ReplicationControlManager.getTopicEffectiveMinIsr``:
+    the replica list, removing replicas included) and the leader (``Partition.effectiveMinIsr``:
+    ``remoteReplicasMap.size + 1``) compute it; the partition change that changes the replica set
+    still applies the ELR rule with the value from before it."""
+    if not t.k_rf_change:
+        return
+    value = min(t.k_min_isr_config, popcount(t.c_replicas))
+    t.c_min_isr = value
+    if value < t.fewest_min_isr:
+        t.fewest_min_isr = value
+
+
+@njit(cache=True)
 def revert_outcome(s):
     """(ISR, ELR, unclean) after cancelling (``PartitionReassignmentRevert``, then the builder's
-    ELR rule): the ISR without the adding replicas; when that is empty, the first original
-    replica, an unclean revert. kip-966 keeps only original replicas in the ELR."""
+    ELR rule, ``target_elr``): the ISR without the adding replicas; when that is empty, the first
+    original replica, an unclean revert."""
     original = s.c_replicas & ~s.c_adding
     isr = s.c_isr & ~s.c_adding
     unclean = False
@@ -630,14 +685,7 @@ def revert_outcome(s):
             first += 1
         isr = 1 << first
         unclean = True
-    elr = s.c_elr
-    if s.k_elr:
-        if popcount(isr) >= s.c_min_isr:
-            elr = 0
-        else:
-            elr = (s.c_elr | s.c_isr) & ~isr
-            if s.k_reassign_prune:
-                elr &= original
+    isr, elr = isr_elr_installing(s, isr, 0, original)
     return isr, elr, unclean
 
 
@@ -667,13 +715,11 @@ def cancel_reassignment_electing(s, t, leader):
         how, choices = election_among(s, isr, elr, s.c_fenced, original)
         if not may_choose(choices, leader):
             return False
+    install_isr(t, isr, 0, original)
     t.c_replicas = original
     t.c_adding = 0
     t.c_removing = 0
-    update_isr(t, isr, 0)
-    if s.k_reassign_prune:
-        t.c_elr = t.c_elr & original
-        t.c_lkelr = t.c_lkelr & original
+    follow_replica_count(t)
     elect(t, leader)
     finish_partition_change(s, t)
     normalize_epochs(t)

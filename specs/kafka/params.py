@@ -15,15 +15,16 @@ from kraftcheck.specs.kafka.state import (FALLBACK_LAST_LEADER, FALLBACK_NONE, F
                                HWM_STRICT, MIN_ISR_POLICIES, RECOVERIES, RECOVERY_OFF)
 
 ELECTIONS = ("ordered", "any")
-PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.1", "kafka-4.x", "kafka-4.3", "kip-966")
+PROTOCOLS = ("kafka-3.5", "kafka-4.0", "kafka-4.1", "kafka-4.2", "kafka-4.3", "kafka-4.x", "kip-966")
 # presets without Eligible Leader Replicas: 3.5, and 4.0 (the ELR feature ships off)
 WITHOUT_ELR = ("kafka-3.5", "kafka-4.0")
-# presets with ELR and Kafka's last-known-leader fallback: 4.1 (ELR on for new clusters), trunk at
-# 1eb7644 (kafka-4.x; one model with 4.1, docs/model.md section 4), and the 4.3 branch (kafka-4.3:
-# kafka-4.x plus KAFKA-19975's reassignment completion, docs/model.md section 2b)
-KAFKA_WITH_ELR = ("kafka-4.1", "kafka-4.x", "kafka-4.3")
-# presets whose reassignment completes once the adding replicas are in the ISR (KAFKA-19975)
-COMPLETE_ON_ADDING = ("kafka-4.3",)
+# presets with ELR and Kafka's last-known-leader fallback, one per release branch read (docs/model.md
+# section 2f): 4.1 (ELR on for new clusters), 4.2 (one model with 4.1), 4.3 (4.2 plus KAFKA-19975's
+# reassignment completion) and kafka-4.x, the newest trunk read (one model with 4.3)
+KAFKA_WITH_ELR = ("kafka-4.1", "kafka-4.2", "kafka-4.3", "kafka-4.x")
+# presets whose reassignment completes once the adding replicas are in the ISR (KAFKA-19975,
+# 3d267d4536: on the 4.3 and 4.4 branches and trunk, not on 4.2)
+COMPLETE_ON_ADDING = ("kafka-4.3", "kafka-4.x")
 # presets that follow Kafka's code (every preset but the KIP's design)
 KAFKA_CODE = ("kafka-3.5", "kafka-4.0") + KAFKA_WITH_ELR
 
@@ -41,8 +42,8 @@ class KafkaParams:
     keep_unclean_in_elr: bool = param(False, "the controller keeps an uncleanly restarted broker in the ELR")
     no_broker_epoch_check: bool = param(False, "KIP-903 off: no broker epochs in AlterPartition (leader and controller)")
     no_partition_epoch_check: bool = param(False, "the controller accepts AlterPartition with a stale partition epoch")
-    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for kafka-4.1/4.x/4.3, "
-                                          "else kip)",
+    min_isr_policy: Optional[str] = param(None, "ELR on a min.insync.replicas change (default: kafka for "
+                                          "kafka-4.1/4.2/4.3/4.x, else kip)",
                                           choices=MIN_ISR_POLICIES)
     balanced_replies: Optional[int] = param(None, "Balanced recovery elects after K replies instead of every LastKnownELR member")
     no_expansion_hwm_guard: bool = param(False, "ISR expansion without the follower reaching the HWM")
@@ -95,6 +96,10 @@ class KafkaParams:
     reassignments: int = param(0, "partition reassignments an operator starts, each to any other replica set of "
                                "--replication-factor brokers, cancellable (bound; needs --replication-factor "
                                "below --brokers)", minimum=0, maximum=2)
+    replication_factor_changes: bool = param(
+        False, "a reassignment may change the replication factor (Kafka's default, KIP-860): its target is any "
+        "non-empty set of brokers, and the min ISR in force follows the replica count, min(--min-isr, replicas), "
+        "as both sides compute it (needs --reassignments, --min-isr-changes 0, --election ordered)")
     no_reassignment_min_isr: bool = param(
         False, "kip-966 only: a reassignment completes or is cancelled even when the ISR it leaves is below "
         "min ISR, as in Kafka's code (the ELR and LastKnownELR are still pruned to the final replica set)")
@@ -140,6 +145,19 @@ def check(p: KafkaParams) -> None:
         raise UsageError(f"--reassignments {p.reassignments} needs a broker outside the replica set to move a replica "
                          f"to, and with --replication-factor {rf} every one of the {p.brokers} brokers is a replica; "
                          f"add --replication-factor {p.brokers - 1} (or more --brokers)")
+    if p.replication_factor_changes:
+        if not p.reassignments:
+            raise UsageError("--replication-factor-changes changes what a reassignment may do; add --reassignments 1")
+        if p.min_isr_changes:
+            raise UsageError("--replication-factor-changes makes the min ISR in force follow the replica count, "
+                             "which the model keeps apart from min.insync.replicas changes; add --min-isr-changes 0")
+        if p.election != "ordered":
+            raise UsageError("--replication-factor-changes needs --election ordered: a reassignment that only "
+                             "removes replicas may complete and elect in its own step, which --election any does "
+                             "not enumerate")
+        if p.fix_min_isr_in_partition_state:
+            raise UsageError("--fix-min-isr-in-partition-state is an F1 fix for min.insync.replicas changes; "
+                             "drop it with --replication-factor-changes")
     if p.no_reassignment_min_isr and not kip:
         raise UsageError(f"--no-reassignment-min-isr switches off kip-966's min ISR rule for completing and "
                          f"cancelling a reassignment; {p.protocol} follows Kafka's code, which does not have it "
@@ -227,6 +245,14 @@ def switches(p: KafkaParams) -> dict[str, int]:
         "k_keep_follower_state": int(code),
         # metadata versions below 3.6: every ISR shrink bumps the leader epoch
         "k_epoch_bump_on_shrink": int(preset == "kafka-3.5"),
+        # Kafka's broker lifecycle and ISR eligibility (docs/model.md section 2g): a fenced broker
+        # that shuts down stops cleanly (BrokerHeartbeatManager: FENCED + wantShutDown is
+        # SHUTDOWN_NOW); the leader does not propose a follower its metadata shows fenced or in
+        # controlled shutdown (Partition.isReplicaIsrEligible, KAFKA-13916, 3.3), nor wait for one
+        # in the HWM (maybeIncrementLeaderHW's caught-up rule, KAFKA-15021, 3.6)
+        "k_stop_fenced_cleanly": int(code),
+        "k_expand_checks_fencing": int(code),
+        "k_hwm_wait_checks_fencing": int(code and preset != "kafka-3.5"),
     }
     out.update({
         "k_fix_epoch_bump": int(p.fix_epoch_bump_on_min_isr_change),
@@ -258,6 +284,11 @@ def switches(p: KafkaParams) -> dict[str, int]:
     # KAFKA-19975 (3d267d4536, branches 4.3 and 4.4): completion waits for the adding replicas
     # only, and for every final replica only when the replication factor shrinks
     out["k_complete_on_adding"] = int(preset in COMPLETE_ON_ADDING)
+    # a reassignment may change the replication factor; the min ISR in force is then
+    # min(configured, replicas): ReplicationControlManager.getTopicEffectiveMinIsr (the replica list,
+    # removing replicas included) and Partition.effectiveMinIsr (remoteReplicasMap.size + 1)
+    out["k_rf_change"] = int(p.replication_factor_changes)
+    out["k_min_isr_config"] = p.min_isr
     return out
 
 
