@@ -190,6 +190,7 @@ class KafkaTerms:
         out["metadata.leaderEpoch"] = per([int(s.v_epoch[b]) for b in range(n)])
         out["metadata.partitionEpoch"] = per([self.view_pe[i][b] if leader_of[b] else None for b in range(n)])
         out["metadata.isr"] = per([_ids(s.v_isr[b], n) if leader_of[b] else None for b in range(n)])
+        out["partitionState"] = per([self._partition_state(s, b) if leader_of[b] else None for b in range(n)])
         out["metadata.min.insync.replicas"] = per([int(s.v_min_isr[b]) if leader_of[b] else None for b in range(n)])
         out["followerFetchOffset"] = per([per([int(s.f_leo[b][f]) - 1 for f in range(n)]) if leader_of[b] else None
                                           for b in range(n)])
@@ -210,6 +211,17 @@ class KafkaTerms:
         out["committed"] = [self.rec_names[r] for r in range(len(self.rec_names)) if s.committed >> r & 1]
         out["faultsUsed"] = {name: int(getattr(s, name + "_used")) for name in self.bounds}
         return out
+
+    def _partition_state(self, s, b: int) -> str:
+        """A leader's ``Partition.partitionState``: committed, or pending the AlterPartition it sent
+        (its maximal ISR, over which the HWM is computed, is then the proposed one)."""
+        isr = _ids(s.v_isr[b], self.n)
+        if s.ap_state == 0 or s.ap_from != b or not s.ap_live:
+            return f"CommittedPartitionState(isr={isr})"
+        proposed = _ids(s.ap_isr, self.n)
+        kind = "PendingExpandIsr" if set(proposed) > set(isr) else \
+            "PendingShrinkIsr" if set(proposed) < set(isr) else "PendingIsr"
+        return f"{kind}(isr={isr}, maximalIsr={proposed})"
 
     def _log(self, s, mask: int) -> list[str]:
         entries = sorted((int(s.rec_offset[r]), self.rec_names[r], int(s.rec_epoch[r]))
@@ -322,7 +334,9 @@ PER_BROKER = {
     "metadata.leader": ("int", "the leader in the broker's metadata (-1: none)"),
     "metadata.leaderEpoch": ("int", "the leader epoch in the broker's metadata"),
     "metadata.partitionEpoch": ("int", "a leader's partition epoch (the last partition record it applied)"),
-    "metadata.isr": ("list", "a leader's ISR, as Partition.partitionState holds it"),
+    "metadata.isr": ("list", "a leader's committed ISR, as Partition.partitionState holds it"),
+    "partitionState": ("enum", "a leader's Partition.partitionState: committed, or pending an AlterPartition "
+                               "(maximalIsr: the ISR the HWM is computed over)"),
     "metadata.min.insync.replicas": ("int", "the min.insync.replicas a leader's log config holds"),
     "followerFetchOffset": ("int", "a leader's view of each follower's fetch offset (-1: no Fetch this epoch)"),
     "metadata.pendingMinIsr": ("int", "the min.insync.replicas of the config delta the broker's metadata publish has "
