@@ -121,7 +121,9 @@ def test_the_report_in_markdown_and_jira(trace_file):
     assert "| 15 | Unfence(b=3) | BrokerHeartbeatRequest from broker 3" in text
     assert "leaderEpoch: 4 → 5" in text
     command = re.search(r"^kraftcheck check .*$", text, re.M).group(0)
-    assert command == "kraftcheck check --protocol kafka-3.5 --fences 2 --isr-shrinks 0 --min-isr-changes 0 " \
+    assert command == "kraftcheck check --brokers 3 --min-isr 2 --protocol kafka-3.5 --records 1 --lossy-shutdowns 1 " \
+                      "--lossless-shutdowns 0 --clean-shutdowns 0 --fences 2 --isr-shrinks 0 --min-isr-changes 0 " \
+                      "--preferred-elections 0 --controller-failovers 0 --reassignments 0 " \
                       "--invariant acked_writes_survive"
     assert "10. LossyShutdown(b=3, keep=0): broker 3 stops uncleanly" in text  # in the summary's path
 

@@ -34,15 +34,17 @@ class FixVerdict:
 
 def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], default_spec: str,
                       check: Optional[str] = None, extra: Mapping[str, Any] = None) -> str:
-    """The ``kraftcheck check`` command for the trace's spec and parameters (those that differ from
-    the defaults), stopping at ``check``."""
+    """The ``kraftcheck check`` command for the trace's spec and parameters, stopping at ``check``:
+    every number (sizes and bounds, so that the command means the same if a default changes) and
+    every other parameter that differs from its default."""
     params = {**(attrs.get("params") or {}), **(extra or {})}
     spec = attrs.get("spec", "?")
     words = ["kraftcheck", "check"]
     if spec != default_spec:
         words += ["--spec", spec]
     for key, value in params.items():
-        if key in defaults and _same(defaults[key], value):
+        number = isinstance(value, int) and not isinstance(value, bool)
+        if key in defaults and _same(defaults[key], value) and not number:
             continue
         if spec == default_spec:
             flag = "--" + key.replace("_", "-")
