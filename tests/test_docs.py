@@ -202,3 +202,26 @@ def test_every_key_of_the_json_report_is_described_in_docs_cli():
     section = doc[doc.index("`--json PATH` writes"):doc.index("## Exit codes")]
     missing = sorted(key for key in report if f"`{key}`" not in section)
     assert not missing, f"in the JSON report, not described in docs/cli.md: {missing}"
+
+
+def test_every_switch_and_option_of_the_kafka_model_is_in_docs_model():
+    """docs/model.md names every switch (``k_…`` Const field) any preset or option sets, and every
+    option of the Kafka spec: a switch added in ``switches()`` is documented where the model is
+    (section 1's list, section 4's table; section 10 says how). ``k_max_*`` are the bounds' (named
+    so in section 1)."""
+    import dataclasses
+
+    from kraftcheck.specs.kafka.params import BOUNDS, PROTOCOLS, KafkaParams, switches
+
+    doc = (ROOT / "docs" / "model.md").read_text()
+    every_option = {f.name: True for f in dataclasses.fields(KafkaParams) if f.type in (bool, "bool")}
+    keys = set()
+    for protocol in PROTOCOLS:
+        keys |= set(switches(KafkaParams(protocol=protocol)))
+        keys |= set(switches(dataclasses.replace(KafkaParams(protocol=protocol), **every_option)))
+    bounds = {f"k_max_{name}" for name in BOUNDS}
+    assert "`k_max_*`" in doc
+    missing = sorted(k for k in keys - bounds if f"`{k}`" not in doc)
+    assert not missing, f"switches docs/model.md does not name: {missing}"
+    options = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(KafkaParams)]
+    assert not [o for o in options if f"`{o}" not in doc], "options docs/model.md does not name"
