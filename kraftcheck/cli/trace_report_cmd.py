@@ -19,10 +19,17 @@ import click
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import write_output
-from kraftcheck.cli.trace_cmd import EXIT_UNWRITTEN, _check_output, _fail, _file, _model_names, _open, _shown, _variant
 from kraftcheck.output_paths import to_stdout
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 from kraftcheck.traces.report import FORMATS, FixVerdict, reproduce_command, report
+
+
+EXIT_UNWRITTEN = 3
+
+
+def _fail(message: str, code: int = 2) -> None:
+    from kraftcheck.cli.trace_cmd import _fail as fail
+    fail(message, code)
 
 
 def _switch(cls, name: str, params: dict) -> str:
@@ -50,8 +57,16 @@ def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: O
     from kraftcheck.api import check
 
     started = time.monotonic()
+    last = [started]
+
+    def progress(p) -> None:  # one line every 30 s on standard error: a fix run takes minutes
+        now = time.monotonic()
+        if now - last[0] >= 30:
+            last[0] = now
+            click.echo(f"  {key}: depth {p.depth}, {p.distinct:,} states, {p.elapsed_s:.0f} s", err=True)
+
     try:
-        result = check(spec_name, time_limit=time_limit, **{**params, key: True})
+        result = check(spec_name, time_limit=time_limit, progress=progress, **{**params, key: True})
     except KraftcheckError as e:
         return FixVerdict(key, "refused", str(e), command)
     took = f"{time.monotonic() - started:.0f} s"
@@ -66,8 +81,8 @@ def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: O
 
 
 @click.command("report")
-@_file
-@_variant
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(FORMATS),
               help="markdown, or jira (JIRA wiki markup).")
 @click.option("--with-fix", "fixes", multiple=True, metavar="NAME",
@@ -77,10 +92,13 @@ def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: O
               help="Stop each --with-fix run after this long (its verdict is then 'incomplete').")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write (atomically); '-' or none: standard output.")
-@_model_names
+@click.option("--model-names", is_flag=True,
+              help="The model's own fields and values instead of the spec's domain terms.")
 def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, ...], fix_time_limit: Optional[float],
                output: Optional[Path], model_names: bool) -> None:
     """A bug report of a counterexample: summary, configuration, steps, reproduction, fix verdicts."""
+    from kraftcheck.cli.trace_cmd import _check_output, _open, _shown  # that module registers this command
+
     _check_output(output)
     graph, _ = _open(file, variant)
     attrs = graph.graph
