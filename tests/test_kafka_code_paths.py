@@ -77,8 +77,10 @@ def test_a_kafka_leader_marks_an_unclean_election_recovered_itself():
     assert v["c_leader"] == "b2" and v["c_isr"] == ["b2"] and v["c_recovering"] and v["c_last_leader"] == "none"
     state = run(m, [("SyncMetadata", (1,))], state)
     assert not shown(m, state)["v_recovering"][1]
-    state = run(m, [("Unfence", (2,)), ("SyncMetadata", (2,)), ("Fetch", (2,)), ("ProposeIsrExpand", (1, 2)),
-                    ("HandleAlterPartition", ())], state)
+    # b2 proposes b3 once its metadata shows b3 unfenced (Partition.isReplicaIsrEligible)
+    state = run(m, [("Unfence", (2,)), ("SyncMetadata", (2,)), ("Fetch", (2,))], state)
+    assert not enabled(m, state, "ProposeIsrExpand", (1, 2))
+    state = run(m, [("SyncMetadata", (1,)), ("ProposeIsrExpand", (1, 2)), ("HandleAlterPartition", ())], state)
     v = shown(m, state)
     assert v["ap_state"] == "accepted" and v["c_isr"] == ["b2", "b3"] and not v["c_recovering"]
 

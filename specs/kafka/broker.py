@@ -2,7 +2,7 @@
 
 A broker acts on its own metadata view (``v_*``), a snapshot of the controller's state taken when
 it last applied metadata. Fields only a leader reads (``v_isr``, ``v_min_isr``, ``v_pe_ok``,
-``v_recovering``, ``v_gen_age``, ``f_leo``, ``f_gen_age``, ``eso``) are kept at 0 while a broker
+``v_recovering``, ``v_gen_age``, ``v_inactive``, ``f_leo``, ``f_gen_age``, ``eso``) are kept at 0 while a broker
 is not the leader in its own view, so states that differ only in unused data are one state.
 """
 
@@ -25,6 +25,7 @@ def clear_leader_state(t, b):
     t.v_cfg_next[b] = 0
     t.eso[b] = 0
     t.v_ahead[b] = 0
+    t.v_inactive[b] = 0
     for f in range(len(t.log)):
         t.v_gen_age[b][f] = 0
         t.f_leo[b][f] = 0
@@ -137,10 +138,13 @@ def load_view(s, t, b):
     window = False
     old_min_isr = 0
     makes_leader = True  # Partition.makeLeader runs: a new leadership, or a topic delta for it
+    inactive = inactive_in_metadata(s, b)
     if was_leading and same_epoch:
         topic_changed = (s.v_isr[b] != s.c_isr or not s.v_pe_ok[b] or s.v_recovering[b] != recovering_in_view(s)
                          or s.v_ahead[b] != 0)
-        changed = topic_changed or s.v_min_isr[b] != min_isr
+        # a fencing, an unfencing or a controlled shutdown of another broker changes the cluster
+        # image only: the leader's metadata cache, not its partition state
+        changed = topic_changed or s.v_min_isr[b] != min_isr or s.v_inactive[b] != inactive
         for f in range(n):
             if s.v_gen_age[b][f] != 0:
                 changed = True
@@ -187,11 +191,22 @@ def load_view(s, t, b):
     t.v_pe_ok[b] = 1
     t.v_recovering[b] = recovering_in_view(s)
     t.v_ahead[b] = 0
+    t.v_inactive[b] = inactive
     for f in range(n):
         t.v_gen_age[b][f] = 0
     if s.k_hwm_under_lock and makes_leader:
         advance_hwm(t, t, b)  # makeLeader ends with maybeIncrementLeaderHW, under the partition's lock
     return True
+
+
+@njit(cache=True)
+def inactive_in_metadata(s, b):
+    """The other brokers that ``b``'s metadata, brought up to the controller's state, shows fenced
+    or in controlled shutdown (``KRaftMetadataCache.isBrokerFenced``, ``isBrokerShuttingDown``),
+    under the presets whose leader reads them (k_expand_checks_fencing); else none."""
+    if not s.k_expand_checks_fencing:
+        return 0
+    return (s.c_fenced | s.c_shutting_down) & ~(1 << b)
 
 
 @njit(cache=True)
@@ -410,10 +425,14 @@ def advance_hwm(s, t, b):
 def waits_for_caught_up(s, b, f):
     """(--replay-known-changes) ``maybeIncrementLeaderHW``'s ``shouldWaitForReplicaToJoinIsr``:
     a follower outside the maximal ISR that caught up less than replica.lag.time.max.ms ago and
-    is ISR-eligible (it fetched this leadership, and its Fetch's broker epoch is the one in the
-    leader's metadata, KIP-903: ``isBrokerEpochIsrEligible``) holds the HWM back at its log end. The leader's view of fencing is not kept (docs/model.md 6)."""
+    is ISR-eligible (``isReplicaIsrEligible``: it fetched this leadership, its Fetch's broker epoch
+    is the one in the leader's metadata, KIP-903's ``isBrokerEpochIsrEligible``, and, under
+    k_hwm_wait_checks_fencing, the leader's metadata does not show it fenced or in controlled
+    shutdown) holds the HWM back at its log end."""
     if not s.k_replay_known or not s.f_caught[b][f] or s.f_leo[b][f] == 0:
         return False  # no Fetch this leadership: no broker epoch stored, so not eligible
+    if s.k_hwm_wait_checks_fencing and s.v_inactive[b] >> f & 1:
+        return False
     return not s.k_epoch_check or s.f_gen_age[b][f] == s.v_gen_age[b][f]
 
 
@@ -488,7 +507,9 @@ def propose_shrink(s, t, b, out_index):
 def propose_expand(s, t, b, f):
     """Leader ``b`` proposes adding follower ``f`` (PROTOCOL rule 6): ``f`` fetched in this leader
     epoch, reached the HWM and the epoch start offset (each guard can be switched off), and the
-    broker epoch of its Fetch matches the leader's metadata (KIP-903, unless switched off)."""
+    broker epoch of its Fetch matches the leader's metadata (KIP-903, unless switched off); under
+    the kafka-* presets also ``f`` is neither fenced nor in controlled shutdown in the leader's
+    metadata (``Partition.canAddReplicaToIsr`` -> ``isReplicaIsrEligible``)."""
     if f == b or not acting_leader(s, b) or s.ap_state != AP_NONE or s.v_recovering[b]:
         return False
     if s.v_isr[b] >> f & 1:
@@ -501,6 +522,8 @@ def propose_expand(s, t, b, f):
     if s.k_eso_guard and known - 1 < s.eso[b]:
         return False
     if s.k_epoch_check and s.f_gen_age[b][f] != s.v_gen_age[b][f]:
+        return False
+    if s.k_expand_checks_fencing and s.v_inactive[b] >> f & 1:
         return False
     send_alter_partition(s, t, b, s.v_isr[b] | (1 << f), 0)
     return True

@@ -63,7 +63,12 @@ def lossless_shutdown(s, t, b):
 def clean_shutdown(s, t, b):
     """Controlled shutdown of ``b``: the controller removes it from the ISR (a clean replica may
     join the ELR) and moves leadership; ``b`` flushes its log, writes its broker epoch to the
-    clean-shutdown file and stops; it is fenced. Bounded by --clean-shutdowns."""
+    clean-shutdown file and stops; it is fenced. Under the kafka-* presets (k_stop_fenced_cleanly)
+    a fenced ``b`` shuts down so too: it is let go at once (``calculateNextBrokerState``: FENCED
+    with wantShutDown is SHUTDOWN_NOW; ``handleBrokerFenced`` changes nothing more), or, if the
+    controller does not answer, ``BrokerServer.shutdown`` goes on after its timeout; either way
+    ``LogManager.shutdown`` writes the clean-shutdown file with the epoch on record. Bounded by
+    --clean-shutdowns."""
     return clean_shutdown_electing(s, t, b, -1)
 
 
@@ -72,7 +77,9 @@ def clean_shutdown_electing(s, t, b, leader):
     """``clean_shutdown``, electing ``leader`` (--election any)."""
     if s.clean_shutdowns_used >= s.k_max_clean_shutdowns or s.b_state[b] != RUNNING:
         return False
-    if s.c_fenced >> b & 1:
+    if s.c_fenced >> b & 1 and (not s.k_stop_fenced_cleanly or s.c_shutting_down >> b & 1):
+        # the kip-966 model lets only an unfenced broker shut down cleanly; one fenced while in
+        # controlled shutdown finishes with complete_controlled_shutdown
         return False
     if s.k_cs_two_steps and (s.c_leader == b or s.c_shutting_down >> b & 1):
         # Kafka lets an unfenced broker go at once only when it leads nothing

@@ -224,6 +224,10 @@ class KafkaReplication(Spec):
             # replica set b1..bR to another, and reassignment targets are any R brokers
             subsets += ("c_replicas", "c_adding", "c_removing")
         per_broker_subsets = ("v_isr",)
+        if switches(self.params)["k_expand_checks_fencing"]:
+            per_broker_subsets += ("v_inactive",)
+        else:
+            per_broker += ("v_inactive",)  # one value (no bits), still indexed by broker
         if self.params.controlled_shutdown_in_two_steps:
             subsets += ("c_shutting_down",)
             per_broker_subsets += ("c_cs_waiting",)

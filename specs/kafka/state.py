@@ -219,6 +219,15 @@ def build_fields(n: int, records: int, max_epoch: int, max_age: int, consts: dic
         # one value, no bits (a Const cannot have a shape)
         fields += [Int("v_ahead", 0, (n,), index_labels=bs, doc="no replay without --replay-known-changes"),
                    Int("f_caught", 0, (n, n), index_labels=bs, doc="no caught-up rule without --replay-known-changes")]
+    # The kafka-* presets' leader reads which brokers its metadata shows fenced or in controlled
+    # shutdown (Partition.isReplicaIsrEligible); kip-966 does not, and has no field
+    if consts.get("k_expand_checks_fencing"):
+        fields.append(Set("v_inactive", bs, (n,), index_labels=bs,
+                          doc="leader only: other brokers its metadata shows fenced or in controlled shutdown"))
+    else:
+        # one value, no bits (a Const cannot have a shape)
+        fields.append(Int("v_inactive", 0, (n,), index_labels=bs,
+                          doc="the kip-966 leader does not read fencing from its metadata"))
     # Replica sets (--replication-factor below --brokers) and reassignments (--reassignments):
     # the partition's replicas (Kafka's ``replicas``: during a reassignment the target set plus the
     # replicas being removed), the adding and removing replicas. With every broker a replica they
