@@ -120,6 +120,11 @@ def test_the_report_in_markdown_and_jira(trace_file):
     assert "**acked_writes_survive** (invariant) fails at step 15 of a 16-state counterexample" in text
     assert "| 15 | Unfence(b=3) | BrokerHeartbeatRequest from broker 3" in text
     assert "leaderEpoch: 4 → 5" in text
+    # the code paths column: the Kafka methods of specs/kafka/code_paths.py under the trace's preset
+    from kraftcheck.specs.kafka.code_paths import code_paths
+    row = next(line for line in text.splitlines() if line.startswith("| 15 |"))
+    assert "| code path |" in text
+    assert [f"{m} (" in row for _, m, _ in code_paths("Unfence", "kafka-3.5")] == [True] * 3
     command = re.search(r"^kraftcheck check .*$", text, re.M).group(0)
     assert command == "kraftcheck check --brokers 3 --min-isr 2 --protocol kafka-3.5 --records 1 --lossy-shutdowns 1 " \
                       "--lossless-shutdowns 0 --clean-shutdowns 0 --fences 2 --isr-shrinks 0 --min-isr-changes 0 " \

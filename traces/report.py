@@ -161,7 +161,8 @@ class _Jira(_Markdown):
         return "".join(out)
 
     def _escape(self, text: str) -> str:
-        return self.SPECIAL.sub(r"\\\1", text)
+        # JIRA's markup characters, and a '-' that could open a -strikethrough- (-1, ->)
+        return re.sub(r"(^|\s)-", r"\1\\-", self.SPECIAL.sub(r"\\\1", text))
 
     def cell(self, text: str) -> str:
         return self._escape(text).replace("\n", " \\\\ ") or " "

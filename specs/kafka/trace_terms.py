@@ -377,7 +377,8 @@ HISTORY_FIELDS = {
 def code_paths_of(action: str, protocol: str) -> list[str]:
     """The Kafka methods an action stands for under a preset, from ``specs/kafka/code_paths.py``
     when the spec has that table (empty without it): a function ``code_paths(action, protocol)``
-    or a mapping ``CODE_PATHS[action]`` (text, a list, or per preset)."""
+    or a mapping ``CODE_PATHS[action]`` (per preset), each entry ``(file, Class.method, commit)``
+    shown as ``Class.method (File.java @ commit)``, or text."""
     try:
         table = importlib.import_module("kraftcheck.specs.kafka.code_paths")
     except ImportError:
@@ -393,7 +394,14 @@ def code_paths_of(action: str, protocol: str) -> list[str]:
         return []
     if isinstance(entry, str):
         return [entry]
-    return [str(e) for e in entry]
+    return [_code_path(e) for e in entry]
+
+
+def _code_path(entry: Any) -> str:
+    if isinstance(entry, (tuple, list)) and len(entry) == 3:
+        file, method, commit = map(str, entry)
+        return f"{method} ({file.rsplit('/', 1)[-1]} @ {commit[:12]})"
+    return str(entry)
 
 
 def _param(value: Any) -> Any:
