@@ -67,6 +67,10 @@ def _shown(graph, model_names: bool):
         return in_spec_terms(graph, model_names)
     except KraftcheckError as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 -- the spec's translation failed: the trace itself still reads
+        click.echo(f"note: the trace could not be shown in its spec's terms ({type(e).__name__}: {e}); "
+                   "showing the model's fields", err=True)
+        return graph
 
 
 def _open(path: Path, variant: Optional[str]):
