@@ -96,6 +96,34 @@ def test_kafka_4_3_completion_puts_a_removed_replica_in_the_elr():
                                                                      ("partition_state_within_replicas", 10)]
 
 
+@pytest.mark.parametrize("protocol, fix, expected", [
+    ("kafka-4.2", {}, dict(c_replicas=0b001, c_isr=0b001, c_elr=0b010, c_min_isr=1, c_removing=0)),
+    ("kafka-4.3", {}, dict(c_replicas=0b001, c_isr=0b001, c_elr=0b010, c_min_isr=1, c_removing=0)),
+    ("kafka-4.3", {"fix_reassignment_prune_elr": True},
+     dict(c_replicas=0b001, c_isr=0b001, c_elr=0, c_min_isr=1, c_removing=0)),
+    ("kafka-4.3", {"fix_reassignment_min_isr": True},
+     dict(c_replicas=0b011, c_isr=0b011, c_elr=0, c_min_isr=2, c_removing=0b010)),
+])
+def test_a_replication_factor_shrink_below_min_isr_puts_the_removed_replica_in_the_elr(protocol, fix, expected):
+    """--replication-factor-changes, replicas [b1,b2], ISR {b1,b2}, min ISR 2: the reassignment to
+    [b1] completes in its own record (changePartitionReassignment runs the builder: every final
+    replica is in the ISR, KAFKA-19975's shrink case and the 4.2 rule alike). The builder applies
+    the ELR rule with the min ISR of the replicas before the change (2): ISR {b1} is below it, so
+    b2, removed, enters the ELR; the min ISR in force then follows the one replica left (1), with
+    the ELR non-empty. Pruning the ELR to the final replicas leaves it empty; the KIP's min ISR rule
+    keeps the reassignment in progress (the ISR it would leave is below min ISR)."""
+    m = Model(KafkaReplication(KafkaParams(brokers=3, replication_factor=2, min_isr=2, reassignments=1,
+                                           replication_factor_changes=True, protocol=protocol, **NO_FAULTS, **fix)))
+    after = m.step(m.initial[0], m.label_for("Reassign", (0b001 - 1,)))
+    values = m.layout.values(after)
+    assert {k: values[k] for k in expected} == expected
+    violated = set(m.violated_invariants(after))
+    if fix:
+        assert not violated
+    else:
+        assert {"elr_only_below_min_isr", "partition_state_within_replicas"} <= violated
+
+
 F7_FENCE = dict(brokers=3, replication_factor=2, min_isr=2, reassignments=1, protocol="kafka-4.3", lossy_shutdowns=0,
                 fences=1, isr_shrinks=0, min_isr_changes=0)
 
@@ -106,7 +134,7 @@ def test_kafka_4_3_completion_after_a_fence():
     no longer a replica (8 states); b2 then deletes its log (14, with the record produced first)."""
     result = kraftcheck.check("kafka", keep_going=True, **F7_FENCE)
     assert (result.status, result.distinct_states, result.states_generated, result.depth) == (
-        "violated", 78979, 299825, 25)
+        "violated", 94515, 355779, 25)
     assert sorted((v.check, v.depth) for v in result.violations) == [("elr_members_hold_committed_log", 14),
                                                                      ("partition_state_within_replicas", 8)]
     shortest = next(v for v in result.violations if v.check == "partition_state_within_replicas")
@@ -116,8 +144,8 @@ def test_kafka_4_3_completion_after_a_fence():
 
 
 @pytest.mark.parametrize("fix, counts", [
-    ("fix_reassignment_min_isr", (59422, 210746, 25)),
-    ("fix_reassignment_prune_elr", (78539, 298985, 25)),
+    ("fix_reassignment_min_isr", (72189, 257365, 25)),
+    ("fix_reassignment_prune_elr", (94009, 354788, 25)),
 ])
 def test_each_kip_rule_closes_f7_at_its_bounds(fix, counts):
     """Either rule of KIP-966 on a kafka-4.3 completion, alone, keeps every invariant at F7's
@@ -288,6 +316,12 @@ def test_cancellation_at_min_isr_is_allowed_under_the_kip_rule():
      ["--fix-reassignment-prune-elr", "--reassignments 1"]),
     (dict(brokers=4, replication_factor=3, reassignments=1, protocol="kafka-4.0", fix_reassignment_prune_elr=True),
      ["--fix-reassignment-prune-elr", "kafka-4.0"]),
+    (dict(brokers=4, replication_factor=3, replication_factor_changes=True), ["--replication-factor-changes",
+                                                                           "--reassignments 1"]),
+    (dict(brokers=4, replication_factor=3, reassignments=1, replication_factor_changes=True),
+     ["--replication-factor-changes", "--min-isr-changes 0"]),
+    (dict(brokers=4, replication_factor=3, reassignments=1, min_isr_changes=0, replication_factor_changes=True,
+          election="any"), ["--replication-factor-changes", "--election ordered"]),
 ])
 def test_bad_input_says_what_is_wrong(params, words):
     with pytest.raises(UsageError) as err:
