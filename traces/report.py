@@ -104,14 +104,21 @@ def summary_lines(view: TraceView) -> list[str]:
         out.append(f"The step that breaks it, {step.action}" + (f" ({wrote})" if wrote else "") + ", changes: "
                    + "; ".join(_changes(view, step, prev)) + ".")
     # the steps that changed the main participant's state (the controller's) or the history (the
-    # last lane, where a spec keeps what happened: faults used, acknowledged writes), with what they wrote
+    # last lane, where a spec keeps what happened: faults used, acknowledged writes), and those where
+    # a check starts failing, with what they wrote
     lanes = {view.main_lane, view.lanes[-1]}
     watched = set(view.elements_for(lanes))
-    path = [f"{s.step}. {s.action}" + (f": {s.writes[-1]}" if s.writes else "") for s in view.steps[1:bad]
-            if watched & set(s.changed)]
+    path, failing = [], set(view.steps[0].failing)
+    for s in view.steps[1:bad]:
+        starts = [c for c in s.failing if c not in failing]
+        failing |= set(s.failing)
+        if watched & set(s.changed) or starts:
+            path.append(f"{s.step}. {s.action}" + (f": {s.writes[-1]}" if s.writes else "")
+                        + (f" ({', '.join(starts)} start{'s' if len(starts) == 1 else ''} failing)"
+                           if starts else ""))
     if path:
-        out.append(f"Before it, the {' and the '.join(sorted(lanes, key=view.lanes.index))} change at: "
-                   + "; ".join(path) + " (every step is under Steps).")
+        out.append(f"Before it (the steps that change the {' or the '.join(sorted(lanes, key=view.lanes.index))}, "
+                   "or where a check starts failing; every step is under Steps): " + "; ".join(path) + ".")
     return out
 
 
