@@ -207,6 +207,7 @@ def _free_port() -> int:
     (["--master", "local[2]"], "need --engine spark"),
     (["--engine", "spark", "--spark-conf", "spark.executor.memory"], "give KEY=VALUE"),
     (["--engine", "spark", "--resume", "{tmp}"], "no Spark run to resume there"),
+    (["--engine", "spark", "--spark-conf", "spark.kraftcheck.noExecutorWait=soon"], "give a positive time"),
 ])
 def test_bad_spark_input_exits_2_with_one_clear_line(tmp_path, monkeypatch, args, message):
     args = [a.format(port=_free_port(), tmp=tmp_path) for a in args]
@@ -249,14 +250,21 @@ def test_no_java_exits_2(monkeypatch):
     assert "Spark needs Java" in _one_error_line(result)
 
 
-def _cli_report(tmp_path: Path, name: str, *args: str, env=None, cwd=None) -> tuple[int, dict]:
-    """``kraftcheck check`` in a process of its own (a Spark driver needs one) and its JSON report."""
+def _cli_start(tmp_path: Path, name: str, *args: str, env=None, cwd=None) -> tuple[subprocess.Popen, Path]:
+    """``kraftcheck check`` started in a process of its own (a Spark driver needs one), with the
+    path of its JSON report (``_cli_report`` waits for it)."""
     report = tmp_path / f"{name}.json"
-    out = subprocess.run([str(KRAFTCHECK), "check", "--json", str(report), "--trace-dir", str(tmp_path / name),
-                          "--no-color", *args], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, **(env or {})}, cwd=cwd)
-    assert report.exists(), out.stderr[-3000:]
-    return out.returncode, json.loads(report.read_text())
+    return subprocess.Popen([str(KRAFTCHECK), "check", "--json", str(report), "--trace-dir", str(tmp_path / name),
+                             "--no-color", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True), report
+
+
+def _cli_report(started: tuple[subprocess.Popen, Path]) -> tuple[int, dict]:
+    """The exit code and the JSON report of a ``_cli_start``-ed check, once it has ended."""
+    process, report = started
+    _, err = process.communicate(timeout=600)
+    assert report.exists(), err[-3000:]
+    return process.returncode, json.loads(report.read_text())
 
 
 COMPARED = ("result", "initial_states", "states_generated", "distinct_states", "depth", "coverage")
@@ -266,22 +274,6 @@ def _same_answer(a: dict, b: dict) -> None:
     assert {k: a[k] for k in COMPARED} == {k: b[k] for k in COMPARED}
     assert [(v["invariant"], v["depth"], v["actions"]) for v in a["violations"]] == \
         [(v["invariant"], v["depth"], v["actions"]) for v in b["violations"]]
-
-
-def test_cli_spark_engine_reports_what_the_local_engine_does(tmp_path):
-    check = ["--spec", "two_phase_eager_commit", "--param", "rm=2", "--continue"]
-    code, spark = _cli_report(tmp_path, "spark", *check, "--engine", "spark", "--master", "local[2]",
-                              "--spark-conf", "spark.default.parallelism=2", "--work-dir", str(tmp_path / "work"))
-    local_code, local = _cli_report(tmp_path, "local", *check)
-    assert (code, local_code) == (1, 1) and spark["engine"] == "spark"
-    _same_answer(spark, local)
-    # twice spark.default.parallelism partitions; one level of figures per level explored
-    assert spark["spark"]["partitions"] == 4 and local["spark"] is None
-    assert [f["level"] for f in spark["spark"]["levels"]] == list(range(spark["depth"]))
-    trace = spark["violations"][0]["trace_file"]
-    replay = subprocess.run([str(KRAFTCHECK), "trace", "replay", trace], capture_output=True, text=True, timeout=300)
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert (tmp_path / "work" / "levels" / "level-0000").is_dir()
 
 
 # -- resume after the driver is killed ---------------------------------------------------------
@@ -364,20 +356,24 @@ def _stop(process: subprocess.Popen, first: int = signal.SIGTERM) -> None:
             continue
 
 
-WORKER_WAIT_S = 20
+WORKER_WAIT_S = 20  # for an executor to start, on a busy machine
+LOST_WAIT_S = 2  # for an executor once the workers are gone (spark.kraftcheck.noExecutorWait)
 
 
 @pytest.mark.slow
 def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
     """A master and two workers on 127.0.0.1 (spark-class from the PySpark distribution), each
     worker with a work dir of its own, so its executors run in directories of their own. The
-    driver, in a third directory, checks a spec given as a file (shipped to the executors) with a
-    relative --work-dir: resolved on the driver, every executor writes the levels and the visited
-    runs into that one directory, none into its own. The answer equals the local engine's. Before
+    driver, in a third directory, checks a spec given as a file (shipped to the executors, with a
+    module beside it that it imports: the driver imports it under a name of its own, and
+    executors build the model by importing that name) with a relative --work-dir: resolved on the
+    driver, every executor writes the levels and the visited runs into that one directory, none
+    into its own. The command line's answer equals the local engine's, with Spark's figures, and
+    its trace replays. Before
     the workers start, a run on the master alone stops after --spark-wait with exit 2 saying what
     is missing; after, a run whose workers are killed mid-run (executors with them) stops after
-    --spark-wait without an executor: exit 3, the statistics, the resume hint. Every process is
-    stopped, also on failure."""
+    spark.kraftcheck.noExecutorWait without an executor: exit 3, the statistics, the resume hint.
+    Every process is stopped, also on failure."""
     port = _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parent.parent),
@@ -385,7 +381,11 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
     spec_file = tmp_path / "specs" / "eager_commit_file.py"
     spec_file.parent.mkdir()
     text = (Path(__file__).parents[1] / "specs" / "two_phase_eager_commit.py").read_text()
-    spec_file.write_text(text.replace('name = "two_phase_eager_commit"', 'name = "eager_commit_file"'))
+    # it imports a module beside it, as a script would: shipped with it
+    (spec_file.parent / "commit_names.py").write_text('NAME = "eager_commit_file"\n')
+    text = text.replace("from kraftcheck.checker.spec import",
+                        "from commit_names import NAME\nfrom kraftcheck.checker.spec import")
+    spec_file.write_text(text.replace('name = "two_phase_eager_commit"', 'name = NAME'))
     driver_dir = tmp_path / "driver"
     driver_dir.mkdir()
     processes: list[subprocess.Popen] = []
@@ -423,19 +423,30 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
                   SPARK_WORKER_DIR=str(tmp_path / f"worker{i}")))
         _wait_for("two workers", lambda: logs[0].read_text().count("Registering worker") >= 2, 120, logs)
         check = ["--spec", f"{spec_file}:TwoPhaseEagerCommit", "--param", "rm=2", "--continue"]
-        code, spark = _cli_report(tmp_path, "cluster", *check, "--engine", "spark", "--master", master_url,
-                                  "--work-dir", "work", env={"SPARK_LOCAL_IP": "127.0.0.1"}, cwd=driver_dir)
-        local_code, local = _cli_report(tmp_path, "local", *check)
-        assert (code, local_code) == (1, 1)
+        cluster = _cli_start(tmp_path, "cluster", *check, "--engine", "spark", "--master", master_url,
+                             "--spark-conf", "spark.default.parallelism=2", "--work-dir", "work",
+                             env={"SPARK_LOCAL_IP": "127.0.0.1"}, cwd=driver_dir)
+        processes.append(cluster[0])
+        local_run = _cli_start(tmp_path, "local", *check)  # meanwhile
+        processes.append(local_run[0])
+        local_code, local = _cli_report(local_run)
+        code, spark = _cli_report(cluster)
+        assert (code, local_code) == (1, 1) and (spark["engine"], local["spark"]) == ("spark", None)
         _same_answer(spark, local)
         figures = spark["spark"]  # the driver's status store has the executors' figures too
         assert figures["available"] and figures["shuffle_read_bytes"] == figures["shuffle_write_bytes"] > 0
+        # twice spark.default.parallelism partitions; one level of figures per level explored
+        assert figures["partitions"] == 4 and [f["level"] for f in figures["levels"]] == list(range(spark["depth"]))
+        replay = subprocess.run([str(KRAFTCHECK), "trace", "replay", "--spec", check[1],
+                                 spark["violations"][0]["trace_file"]], capture_output=True, text=True, timeout=300)
+        assert replay.returncode == 0, replay.stdout + replay.stderr
         workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
         assert workers_used == [True, True], "the check did not run on both workers"
         # the executors ran in their workers' directories, and wrote every level's parts (one a
         # task) and the visited runs into the driver's work dir, nowhere else
         work = driver_dir / "work"
         partitions = figures["partitions"]
+        assert (work / "levels" / "level-0000").is_dir()
         for level in range(1, spark["depth"]):
             assert len(list(workdir.level_dir(str(work), level).glob("part-*.words"))) == partitions, level
         assert sum(len(workdir.runs_present(str(work), b)) for b in range(partitions)) >= partitions
@@ -444,11 +455,14 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
             assert executor_dirs, f"worker {i} ran no executor in its own directory"
             assert not list((tmp_path / f"worker{i}").rglob("levels")), "an executor wrote into its own directory"
             assert not list((tmp_path / f"worker{i}").rglob("visited"))
-            # the spec file reached the executor beside it, under the driver's module name
+            # the spec file reached the executor, under the driver's module name, and the module beside it
             assert list((tmp_path / f"worker{i}").rglob("kraftcheck_spec_eager_commit_file_*.py"))
-        # every worker lost mid-run (a wait long enough for an executor to start on a busy machine)
+            assert list((tmp_path / f"worker{i}").rglob("commit_names.py"))
+        # every worker lost mid-run: the run waits for an executor to start as long as a busy machine
+        # may need, but once they are gone, only LOST_WAIT_S
         lost = tmp_path / "lost"
-        run = driver(WORKER_WAIT_S, "--spec", "two_phase", "--param", "rm=3", "--continue", "--work-dir", str(lost))
+        run = driver(WORKER_WAIT_S, "--spark-conf", f"spark.kraftcheck.noExecutorWait={LOST_WAIT_S}s", "--spec",
+                     "two_phase", "--param", "rm=3", "--continue", "--work-dir", str(lost))
         _wait_for("two finished levels", lambda: run.poll() is not None or _manifest_levels(lost) >= 2, 300, logs)
         if run.poll() is not None:
             raise AssertionError(f"the run ended before its workers could be killed: {run.communicate()[1][-3000:]}")
@@ -457,7 +471,7 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
         out, err = run.communicate(timeout=300)
         assert run.returncode == 3, err[-3000:]
         said = " ".join((out + err).split())  # the summary's lines are wrapped
-        assert f"no executor of {master_url} for {WORKER_WAIT_S} s while a level was being explored" in said, said
+        assert f"no executor of {master_url} for {LOST_WAIT_S} s while a level was being explored" in said, said
         assert "distinct states" in out and f"--resume {lost}" in err and "Traceback" not in err
     finally:
         for process in reversed(processes):
@@ -555,23 +569,3 @@ def test_local_engine_reports_have_no_spark_figures():
     from kraftcheck.checker.report import build_report
     result = Engine(compile="now").explore(_model("die_hard"), Options())
     assert result.spark is None and build_report(result, {}, {})["spark"] is None
-
-
-def test_a_spec_given_as_a_file_runs_on_the_executors(spark_context, tmp_path):
-    """``--spec FILE:CLASS``: the driver imports the file under a name of its own; executors
-    build the model by importing that name, so the file is shipped to them (it failed with
-    ModuleNotFoundError: No module named 'kraftcheck_spec_...'), with a module beside it that it
-    imports."""
-    from kraftcheck.specs import spec_class as load
-    (tmp_path / "jug_sizes.py").write_text("BIG = 5\n")
-    text = (Path(__file__).parents[1] / "specs" / "die_hard.py").read_text()
-    text = text.replace("from kraftcheck.checker.spec import", "from jug_sizes import BIG\nfrom kraftcheck import")
-    (tmp_path / "my_jugs.py").write_text(text.replace("name = \"die_hard\"", "name = \"my_jugs\""))
-    cls = load(f"{tmp_path / 'my_jugs.py'}:DieHard")
-    assert cls.__module__.startswith("kraftcheck_spec_my_jugs_")
-    model = Model(cls(cls.Params()))
-    spark = SparkExplorer(spark_context, partitions=2, work_dir=str(tmp_path / "work")).explore(model, Options())
-    local = Engine().explore(Model(cls(cls.Params())), Options())
-    assert (spark.status, spark.distinct_states, spark.states_generated, spark.depth) == \
-        (local.status, local.distinct_states, local.states_generated, local.depth)
-    assert [v.check for v in spark.violations] == ["big_jug_never_holds_4"]

@@ -60,7 +60,9 @@ class SparkExplorer:
     empty; on a cluster, a file system every executor sees) holds the levels and the visited set;
     without one, a temporary directory is used and removed. ``partitions``: hash buckets and
     tasks a stage (default: twice Spark's default parallelism; a small level runs a task a core).
-    ``wait_s``: how long a context it starts may wait for the master, then for an executor.
+    ``wait_s``: how long a context it starts may wait for the master, then for an executor; and,
+    unless ``spark.kraftcheck.noExecutorWait`` says otherwise, how long a level may go without any
+    executor on a cluster before the run stops incomplete.
     """
 
     name = "spark"
@@ -81,6 +83,7 @@ class SparkExplorer:
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
+        readiness.no_executor_wait(self.conf, self.wait_s)  # a bad setting refused before anything starts
         root, temporary, lock, new = self._take_work_dir(options)
         try:
             try:
@@ -317,7 +320,8 @@ class _SparkRun:
         self.meter = LevelMeter(sc, f"kraftcheck-{uuid.uuid4().hex[:12]}", partitions)
         self.jvm_lost = False  # the driver's Java process is gone: nothing more is asked of Spark
         self.executors_gone = False  # no executor left: no more jobs
-        self.wait_s = wait_s  # on a cluster, how long a job waits without an executor
+        # on a cluster, how long a level's job may wait without any executor
+        self.wait_s = readiness.no_executor_wait(sc.getConf(), wait_s)
         self.observer = observer
         self.root_identity = _identity(root)  # the work dir this run writes (not a new one of that name)
 

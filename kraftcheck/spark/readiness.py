@@ -8,8 +8,9 @@ Spark master answers at once with a failure frame), starts the SparkContext (whi
 application with the master) with a deadline, and then waits for an executor to register, saying
 on the progress line what it waits for. Past the deadline the run stops with exit 2 saying what
 is missing. Local mode has nothing to wait for: the driver is the executor. Once the run
-explores, a level's job that goes as long without any executor (the workers gone) ends the run
-incomplete (``NoExecutorLeft``; the explorer watches while it waits for a job).
+explores, a level's job that goes as long (or ``spark.kraftcheck.noExecutorWait``) without any
+executor (the workers gone) ends the run incomplete (``NoExecutorLeft``; the explorer watches
+while it waits for a job).
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 from urllib.parse import urlparse
 
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.result import Progress
 from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.spark.waiting import POLL_S, wait_for
 
 DEFAULT_WAIT_S = 60.0  # --spark-wait: for the master to take the application, then for an executor
+# how long a level's job may go without any executor before the run stops incomplete: by default
+# --spark-wait, since a worker that starts again (or a new one) must register as at the start
+NO_EXECUTOR_WAIT = "spark.kraftcheck.noExecutorWait"
 # starting a SparkContext is also the driver JVM's own work (seconds, more on a busy machine): the
 # wait for the master to take the application allows that much more
 STARTUP_ALLOWANCE_S = 30.0
@@ -146,6 +150,27 @@ def executors_come_and_go(sc: Any) -> bool:
     runs the tasks) nor with dynamic allocation (executors come only once a job asks for them)."""
     return not str(sc.master).startswith("local") and \
         sc.getConf().get("spark.dynamicAllocation.enabled", "false") != "true"
+
+
+def no_executor_wait(conf: Any, default: float) -> float:
+    """The seconds of ``NO_EXECUTOR_WAIT`` in ``conf`` (a dict, or a SparkConf: ``get(key)``),
+    given as Spark gives times (``20``, ``20s``, ``500ms``, ``2min``), else ``default``. Refuses
+    (exit 2) anything else, or a wait that is not positive."""
+    given = conf.get(NO_EXECUTOR_WAIT)
+    if given is None:
+        return default
+    text = str(given).strip().lower()
+    for unit, scale in (("ms", 0.001), ("min", 60.0), ("s", 1.0), ("", 1.0)):
+        if text.endswith(unit):
+            try:
+                seconds = float(text[: len(text) - len(unit)]) * scale
+            except ValueError:
+                break
+            if seconds > 0 and seconds != float("inf"):
+                return seconds
+            break
+    raise UsageError(f"--spark-conf {NO_EXECUTOR_WAIT}={given}: give a positive time, in seconds (20, 20s) or "
+                     "with a unit of Spark's (500ms, 2min)")
 
 
 class NoExecutorLeft(KraftcheckError):
