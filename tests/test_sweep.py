@@ -7,8 +7,6 @@ import io
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -157,11 +155,18 @@ def test_spark_tasks_give_the_local_rows(spark_context, tmp_path):
 
 
 @pytest.mark.spark
-def test_the_command_line_runs_a_sweep_on_spark(tmp_path):
-    """Its own process: a second SparkContext cannot start beside the session's."""
-    done = subprocess.run([sys.executable, "-m", "kraftcheck", "sweep", *TWO_PHASE, "--master", "local[1]",
-                           "--format", "json", "--out", str(tmp_path / "runs")],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+def test_the_command_line_runs_a_sweep_on_spark(spark_context, tmp_path, monkeypatch):
+    """``--master`` and ``--spark-conf`` reach the context the sweep starts, which it stops at the
+    end; the rows are the runs' answers. The context is the session's (a second SparkContext
+    cannot start beside it in one process; the command lines of check start their own)."""
+    from kraftcheck.spark import session
+    started, stopped = [], []
+    monkeypatch.setattr(session, "start_context", lambda master, conf=None: started.append((master, conf)) or
+                        spark_context)
+    monkeypatch.setattr(session, "stop_context", stopped.append)
+    done = CliRunner().invoke(cli, ["sweep", *TWO_PHASE, "--master", "local[1]", "--spark-conf",
+                                    "spark.task.maxFailures=2", "--format", "json", "--out", str(tmp_path / "runs")])
+    assert done.exit_code == 0, done.stderr
     rows = json.loads(done.stdout)["configurations"]
     assert [(r["configuration"], r["result"]) for r in rows] == [("rm=2", "holds"), ("rm=3", "holds")]
+    assert started == [("local[1]", {"spark.task.maxFailures": "2"})] and stopped == [spark_context]
