@@ -50,34 +50,42 @@ def _spark_level(root: Path, level: int, kind: str, dtype, nwords: int = 0) -> n
     return np.concatenate([workdir.load(p, dtype, nwords) for p in parts])
 
 
-def test_levels_are_the_local_engines_state_for_state(spark_context, tmp_path):
+@pytest.fixture(scope="module")
+def measured_run(spark_context, tmp_path_factory):
+    """Two-Phase Commit rm=3 with --continue on 3 partitions, its work dir kept: the run that the
+    tests of the level files, the visited set and the figures read."""
+    work = tmp_path_factory.mktemp("measured") / "work"
+    result = SparkExplorer(spark_context, partitions=3, work_dir=str(work)).explore(
+        _model("two_phase", rm=3), Options(keep_going=True))
+    return result, work
+
+
+def test_levels_are_the_local_engines_state_for_state(measured_run, tmp_path):
     """Every level's words, parents and labels, concatenated over the parts, equal the local
     engine's level files (its --checkpoint format): the same states in the same order."""
+    spark, work = measured_run
     model = _model("two_phase", rm=3)
     local = Engine(compile="now").explore(model, Options(keep_going=True, checkpoint_dir=str(tmp_path / "local")))
-    spark = SparkExplorer(spark_context, partitions=3, work_dir=str(tmp_path / "spark")).explore(
-        model, Options(keep_going=True))
     assert _summary(spark) == _summary(local)
     nwords = model.layout.nwords
     for level in range(local.depth):
         words = np.fromfile(tmp_path / "local" / f"level-{level:04d}.words", np.uint64).reshape(-1, nwords)
         parents = np.fromfile(tmp_path / "local" / f"level-{level:04d}.parents", np.uint32).astype(np.int64)
         labels = np.fromfile(tmp_path / "local" / f"level-{level:04d}.labels", np.uint16)
-        spark_parents = _spark_level(tmp_path / "spark", level, "parents", np.uint64)
+        spark_parents = _spark_level(work, level, "parents", np.uint64)
         spark_parents = np.where(spark_parents == workdir.INITIAL_PARENT, 0xFFFFFFFF, spark_parents).astype(np.int64)
-        assert np.array_equal(_spark_level(tmp_path / "spark", level, "words", np.uint64, nwords), words)
+        assert np.array_equal(_spark_level(work, level, "words", np.uint64, nwords), words)
         assert np.array_equal(spark_parents, parents)
-        assert np.array_equal(_spark_level(tmp_path / "spark", level, "labels", np.uint16), labels)
+        assert np.array_equal(_spark_level(work, level, "labels", np.uint16), labels)
 
 
-def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerprint(spark_context, tmp_path):
+def test_visited_set_is_partitioned_by_hash_in_disjoint_runs_sorted_by_fingerprint(measured_run):
     """Each bucket's runs hold its states once, sorted by (fingerprint, words), with their
     fingerprints beside them; merged as the levels come, so a bucket keeps only the few runs
     that cover its levels (the driver removes the runs a merge replaced)."""
-    model = _model("die_hard", small=4, big=9)
+    result, tmp_path = measured_run
+    model = _model("two_phase", rm=3)
     partitions = 3
-    result = SparkExplorer(spark_context, partitions=partitions, work_dir=str(tmp_path)).explore(
-        model, Options(keep_going=True))
     nwords = model.layout.nwords
     every_level = np.concatenate([_spark_level(tmp_path, level, "words", np.uint64, nwords)
                                   for level in range(result.depth)])
@@ -483,15 +491,6 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
 # -- Spark's figures in the report -------------------------------------------------------------
 
 FIGURE_KEYS = ("stages", "tasks", "shuffle_write_bytes", "shuffle_read_bytes", "seconds")
-
-
-@pytest.fixture(scope="module")
-def measured_run(spark_context, tmp_path_factory):
-    """Two-Phase Commit rm=3 on 3 partitions, its work dir kept: the run the figure tests read."""
-    work = tmp_path_factory.mktemp("figures") / "work"
-    result = SparkExplorer(spark_context, partitions=3, work_dir=str(work)).explore(
-        _model("two_phase", rm=3), Options(keep_going=True))
-    return result, work
 
 
 def test_json_report_has_spark_figures_for_every_level(measured_run, spark_context):
