@@ -80,6 +80,22 @@ def test_a_fenced_elr_member_restarts_cleanly_and_stays_in_the_elr():
     assert unclean["c_elr"] == [] and unclean["unclean_removed"]
 
 
+def test_a_fenced_elr_member_of_a_leaderless_partition_stops_cleanly_without_being_elected():
+    """Where the clean stop of a fenced broker is new to the model: every broker fenced, ISR empty,
+    b2 in the ELR. Before, b2 could stop cleanly only once unfenced, and unfencing elects it (an
+    unfenced ELR member of an empty ISR); now it stops fenced, leaderless, restarts cleanly and is
+    still in the ELR, electable once unfenced."""
+    m = model(protocol="kafka-4.x", **{**QUIET, "fences": 3, "clean_shutdowns": 1})
+    state = run(m, [("Fence", (2,)), ("Fence", (1,)), ("Fence", (0,))])
+    v = shown(m, state)
+    assert v["c_isr"] == [] and "b2" in v["c_elr"] and v["c_leader"] == "none"
+    assert shown(m, run(m, [("Unfence", (1,))], state))["c_leader"] == "b2"
+    state = run(m, [("CleanShutdown", (1,)), ("Restart", (1,))], state)
+    v = shown(m, state)
+    assert v["c_leader"] == "none" and "b2" in v["c_elr"] and not v["unclean_removed"]
+    assert shown(m, run(m, [("Unfence", (1,))], state))["c_leader"] == "b2"
+
+
 def test_a_fenced_broker_in_controlled_shutdown_finishes_it_rather():
     """A fenced broker still in controlled shutdown is let go by CompleteControlledShutdown (which
     also clears ``c_shutting_down``), not by a second CleanShutdown."""
