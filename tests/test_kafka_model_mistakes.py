@@ -133,3 +133,18 @@ def test_numbas_typing_names_the_missing_field_and_its_line(tmp_path):
     with pytest.raises(numba.core.errors.TypingError) as e:
         check_spec_types(Model(module.MissingField()))
     assert "'y_missing', which is no field of the state" in str(e.value) and f"{path}\", line 9" in str(e.value)
+
+
+def test_an_undefined_helper_is_refused_with_its_line(tmp_path):
+    """A helper renamed or not imported: NameError where Python runs the line, numba's refusal
+    only once it types the action; the spec says it when it is built."""
+    import importlib.util
+    path = tmp_path / "undefined_helper.py"
+    path.write_text(textwrap.dedent(SCRATCH).replace("if s.k_cancel_rule and s.c_isr == 0:",
+                                                     "if cancel_rule_applies(s):"))
+    spec = importlib.util.spec_from_file_location("undefined_helper", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SpecError, match=rf"^{path}:10: cancel_with_rule calls or reads 'cancel_rule_applies', "
+                                        "which its module does not define"):
+        module.WithRule(KafkaParams())

@@ -7,11 +7,13 @@ spent its time. ``unknown_fields`` finds such a name from the code alone: it wal
 invariant and transition property of the spec, and every ``@njit`` function they call (through a
 global or a module attribute such as ``controller.elect``), and lists each attribute read or
 written on a local variable (the state, the successor, or a helper's parameters holding them) that
-is no field. Reading the bytecode takes about 0.1 s for the whole model, once per function.
+is no field, and each global name they use that their module does not define (a helper renamed or
+not imported). Reading the bytecode takes about 0.1 s for the whole model, once per function.
 """
 
 from __future__ import annotations
 
+import builtins
 import dis
 import functools
 import types
@@ -26,6 +28,7 @@ class FieldUse(NamedTuple):
     function: str
     name: str
     writes: bool
+    undefined: bool = False  # a global name the function's module does not define
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,6 +44,8 @@ def _scan(py: Callable) -> tuple[tuple[FieldUse, ...], tuple[Dispatcher, ...]]:
             continue
         if ins.opname == "LOAD_GLOBAL":
             obj = py.__globals__.get(ins.argval)
+            if obj is None and ins.argval not in py.__globals__ and not hasattr(builtins, ins.argval):
+                uses.append(FieldUse(py.__code__.co_filename, line, py.__name__, ins.argval, False, True))
             if isinstance(obj, Dispatcher):
                 callees.append(obj)
             module = obj if isinstance(obj, types.ModuleType) else None
@@ -71,13 +76,16 @@ def unknown_fields(functions: Iterable[Callable], fields: set[str]) -> list[Fiel
             continue
         seen.add(id(py))
         uses, callees = _scan(py)
-        out.extend(use for use in uses if use.name not in fields)
+        out.extend(use for use in uses if use.undefined or use.name not in fields)
         todo.extend(callees)
     return out
 
 
 def describe(use: FieldUse) -> str:
     """The error for an unknown name: the file and line first, then what to do."""
+    if use.undefined:
+        return (f"{use.file}:{use.line}: {use.function} calls or reads {use.name!r}, which its module does not "
+                f"define; define or import it there")
     verb = "writes" if use.writes else "reads"
     if use.name.startswith("k_"):
         fix = ("register the switch in switches() (specs/kafka/params.py), which turns the options into the "
