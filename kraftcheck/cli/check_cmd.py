@@ -115,7 +115,8 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
 @click.option("--spark-wait", "spark_wait", type=float, callback=positive_number("seconds"), metavar="SECONDS",
               help="--engine spark: how long to wait for the master to take the run, then for an executor to "
                    "register, before stopping with exit 2 (a master without workers); later, how long a level may go "
-                   "without any executor before stopping incomplete, exit 3.  [default: 60]")
+                   "without any executor before stopping incomplete, exit 3, unless --spark-conf "
+                   "spark.kraftcheck.noExecutorWait=SECONDS says otherwise.  [default: 60]")
 @click.option("--compile", "compile", type=click.Choice(["background", "now"]), default="background",
               help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
                    "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
