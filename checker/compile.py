@@ -432,7 +432,7 @@ class BackgroundCompile:
         job["modules"] = {name: file for j in jobs for name, file in j["modules"].items()}
         # the worker's scratch (its helpers' claims folder goes in it), removed by the worker when
         # it ends, or here when the run stops it
-        self.scratch = tempfile.mkdtemp(prefix="kraftcheck-compile-")
+        self.scratch = tempfile.mkdtemp(prefix=detached.SCRATCH_PREFIX)
         job["scratch"] = self.scratch
         job["detached"] = str(self.cache)  # where it removes its entry if it is left to finish (``detached``)
         self.left_running = False
@@ -499,7 +499,8 @@ class BackgroundCompile:
         if keep and self.process.poll() is None:
             # at most one detached compile per kernel cache, one per kernel key (``detached.leave``)
             spec = self.shapes.module_name[len("kc_"):].rsplit("_model_", 1)[0]
-            going = detached.leave(self.cache, self.process.pid, self.shapes.module_name, f"the kernels of spec {spec}")
+            going = detached.leave(self.cache, self.process.pid, self.shapes.module_name, f"the kernels of spec {spec}",
+                                   self.scratch)
             self.left_running = going is not None  # this compile, or one of the same kernels left before
             if going == self.process.pid:
                 self._stderr.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 REGISTER = "detached"
+SCRATCH_PREFIX = "kraftcheck-compile-"  # a background compile's scratch folder (compile.BackgroundCompile)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Detached:
     key: str
     what: str
     since: float        # when its run left it (time.time())
+    scratch: Optional[str] = None  # its scratch folder, which it removes as it ends; a stopped one cannot
 
 
 def register_dir(cache: Path) -> Path:
@@ -101,12 +104,14 @@ def _stop(entry: Detached) -> None:
         process = psutil.Process(entry.pid)
         if process.ppid() != os.getpid():  # a child of this process is reaped by its Popen, not here
             process.wait(timeout=STOP_WAIT_S)
+    if entry.scratch and Path(entry.scratch).name.startswith(SCRATCH_PREFIX):  # a register names only those
+        shutil.rmtree(entry.scratch, ignore_errors=True)
 
 
 STOP_WAIT_S = 5.0  # at most this long for a stopped compile to be gone
 
 
-def leave(cache: Path, pid: int, key: str, what: str) -> Optional[int]:
+def leave(cache: Path, pid: int, key: str, what: str, scratch: Optional[str] = None) -> Optional[int]:
     """Process ``pid`` (a background compile ending with kernel module ``key``) is to go on
     after its run: register it unless a detached compile of the same key runs already, in which
     case ``pid`` is stopped instead; stop every other detached compile of ``cache``. Returns the
@@ -118,12 +123,12 @@ def leave(cache: Path, pid: int, key: str, what: str) -> Optional[int]:
     if started is None:
         return None
     try:
-        return _register(cache, pid, started, key, what)
+        return _register(cache, pid, started, key, what, scratch)
     except OSError:
         return None
 
 
-def _register(cache: Path, pid: int, started: float, key: str, what: str) -> int:
+def _register(cache: Path, pid: int, started: float, key: str, what: str, scratch: Optional[str]) -> int:
     """``leave``'s work under the register's lock."""
     with _locked(cache) as directory:
         entries = [(path, e) for path, e in _entries(directory)]
@@ -140,7 +145,7 @@ def _register(cache: Path, pid: int, started: float, key: str, what: str) -> int
         for path, entry in alive:
             _stop(entry)
             path.unlink(missing_ok=True)
-        own = Detached(pid, started, key, what, time.time())
+        own = Detached(pid, started, key, what, time.time(), scratch)
         tmp = directory / f".{pid}.json.tmp"
         tmp.write_text(json.dumps(asdict(own)))
         os.replace(tmp, directory / f"{pid}.json")

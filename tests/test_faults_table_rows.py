@@ -139,7 +139,7 @@ def _left_compile(cache: Path, key: str):
     compile_._stderr = tempfile.TemporaryFile()
     compile_._reader = threading.Thread(target=lambda: None)
     compile_._reader.start()
-    compile_.scratch = tempfile.mkdtemp(prefix="kraftcheck-test-compile-")
+    compile_.scratch = tempfile.mkdtemp(prefix=detached.SCRATCH_PREFIX)
     compile_.left_running = False
     compile_._grouped = False
     return compile_
@@ -148,7 +148,8 @@ def _left_compile(cache: Path, key: str):
 def test_runs_leaving_their_compiles_keep_one_per_cache_and_one_per_kernel_key(tmp_path):
     """BackgroundCompile.stop, as a run that ends before its compile calls it: the newest left
     compile of a cache stops the one before; a second compile of the same kernels is stopped and the
-    first goes on; ``kraftcheck cache status`` shows the one running, ``cache clear`` stops it."""
+    first goes on; ``kraftcheck cache status`` shows the one running, ``cache clear`` stops it. A
+    stopped compile's scratch folder is removed with it (a killed worker cannot remove its own)."""
     cache = tmp_path / "kernels"
     cache.mkdir()
     made = []
@@ -161,10 +162,12 @@ def test_runs_leaving_their_compiles_keep_one_per_cache_and_one_per_kernel_key(t
         made.append(other)
         other.stop(keep=True)
         assert first.process.wait(timeout=30) == -signal.SIGKILL, "the newest request wins"
+        assert not Path(first.scratch).exists(), "a stopped compile's scratch goes with it"
         same = _left_compile(cache, "kc_b_model_0123456789abcdef0123")
         made.append(same)
         same.stop(keep=True)
         assert same.process.returncode == -signal.SIGKILL and same.left_running  # its kernels go on in `other`
+        assert not Path(same.scratch).exists() and Path(other.scratch).is_dir()
         assert [e.pid for e in detached.running(cache)] == [other.process.pid]
         env = {"KRAFTCHECK_CACHE_DIR": str(tmp_path)}
         status = CliRunner().invoke(cli, ["cache", "status"], env=env)
@@ -173,6 +176,7 @@ def test_runs_leaving_their_compiles_keep_one_per_cache_and_one_per_kernel_key(t
         cleared = CliRunner().invoke(cli, ["cache", "clear"], env=env)
         assert cleared.exit_code == 0 and "stopped 1 background compile" in cleared.output, cleared.output
         assert other.process.wait(timeout=30) == -signal.SIGKILL and detached.running(cache) == []
+        assert not Path(other.scratch).exists()
     finally:
         for c in made:
             if c.process.poll() is None:
