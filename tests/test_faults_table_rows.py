@@ -281,3 +281,20 @@ def test_the_resume_hint_names_the_option_the_command_gave(tmp_path):
     again, out = _check("--spec", "two_phase", "--param", "rm=3", "--max-depth", "5", "--resume", str(run), "-q")
     assert again.exit_code == 3, out
     assert f"continue with the same command and --resume {run}" in out and "instead of" not in out, out
+
+
+# -- a Spark work dir given to the local engine's --resume -----------------------------------------------------
+
+def test_the_local_engine_refuses_a_spark_work_dir_instead_of_failing_inside(tmp_path):
+    """A Spark run's identity has keys the local engine's lacks (engine, partitions): compared on
+    the local run's keys only, the work dir passed as the local run's checkpoint, and its resume
+    failed inside (KeyError, "internal error"). It is another run's: exit 2 saying what differs."""
+    from kraftcheck.checker.explore.checkpoint import write_manifest
+    from kraftcheck.spark.explorer import run_identity_on_spark
+    work = tmp_path / "work"
+    work.mkdir()
+    write_manifest(work, run_identity_on_spark(_model("two_phase", rm=3), 4), {"level_start": [0, 1]})
+    result, out = _check("--spec", "two_phase", "--param", "rm=3", "--resume", str(work))
+    assert result.exit_code == 2, out
+    assert "the checkpoint belongs to another run (engine: checkpoint \"spark\", this run null" in out, out
+    assert "internal error" not in out and "Traceback" not in out

@@ -238,10 +238,12 @@ def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]
     if manifest is None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
     theirs = manifest["identity"]
-    differ = [key for key in identity
-              if key != "code" and theirs.get(key, IDENTITY_DEFAULTS.get(key)) != identity[key]]
+    # the keys of both: a Spark work dir's identity has keys the local engine's lacks, and is not its
+    keys = [*identity, *(key for key in theirs if key not in identity)]
+    differ = [key for key in keys if key != "code" and
+              theirs.get(key, IDENTITY_DEFAULTS.get(key)) != identity.get(key, IDENTITY_DEFAULTS.get(key))]
     if differ:
-        shown = {key: _shown_apart(theirs.get(key), identity[key]) for key in differ}
+        shown = {key: _shown_apart(theirs.get(key), identity.get(key)) for key in differ}
         details = "; ".join(f"{key}: checkpoint {old}, this run {new}" for key, (old, new) in shown.items())
         raise UsageError(f"--resume {directory}: the checkpoint belongs to another run ({details}); resume it "
                          "with the same spec, parameters, checks and kraftcheck version")
