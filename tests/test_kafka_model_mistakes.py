@@ -85,15 +85,11 @@ def test_a_missing_field_on_the_interpreted_tier_is_the_specs_error():
     assert spec_raised("action A", AttributeError("no attribute")).python_only
 
 
-def test_numbas_typing_names_the_missing_field_and_its_line(tmp_path):
-    """numba's record typing raises KeyError, not a typing error, for a field the state lacks;
-    the typing check makes it numba's refusal of that line, which the run reports as exit 2."""
+def missing_field_spec(tmp_path, monkeypatch):
+    """A one-field spec (not Kafka) whose action reads a field it does not declare, at line 9,
+    imported as module ``missing_field`` (the generated kernels import its functions by name)."""
     import importlib.util
-
-    import numba
-
-    from kraftcheck.checker.model import Model
-    from kraftcheck.checker.typing_check import check_spec_types
+    import sys
     path = tmp_path / "missing_field.py"
     path.write_text(textwrap.dedent('''
         from dataclasses import dataclass
@@ -129,9 +125,20 @@ def test_numbas_typing_names_the_missing_field_and_its_line(tmp_path):
     '''))
     spec = importlib.util.spec_from_file_location("missing_field", path)
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "missing_field", module)
     spec.loader.exec_module(module)
+    return module.MissingField()
+
+
+def test_numbas_typing_names_the_missing_field_and_its_line(tmp_path, monkeypatch):
+    """numba's record typing raises KeyError, not a typing error, for a field the state lacks;
+    the typing check makes it numba's refusal of that line, which the run reports as exit 2."""
+    import numba
+
+    from kraftcheck.checker.model import Model
+    from kraftcheck.checker.typing_check import check_spec_types
     with pytest.raises(numba.core.errors.TypingError) as e:
-        check_spec_types(Model(module.MissingField()))
+        check_spec_types(Model(missing_field_spec(tmp_path, monkeypatch)))
     # numba names the file relative to the working directory
     assert "'y_missing', which is no field of the state" in str(e.value) and 'missing_field.py", line 9' in str(e.value)
 
@@ -149,3 +156,24 @@ def test_an_undefined_helper_is_refused_with_its_line(tmp_path):
     with pytest.raises(SpecError, match=rf"^{path}:10: cancel_with_rule calls or reads 'cancel_rule_applies', "
                                         "which its module does not define"):
         module.WithRule(KafkaParams())
+
+
+def test_compiling_now_names_the_missing_field_and_its_line(tmp_path, monkeypatch):
+    """--compile now meets numba's bare KeyError while it compiles the kernels (``kraftcheck check
+    --spec missing_field.py:MissingField --compile now`` was an internal error): the run says the
+    line, as the typing check does. The compile is stood in for by its KeyError, so the test does
+    not compile."""
+    import time
+
+    from kraftcheck.checker.explore import tiers
+    from kraftcheck.checker.explore.compiled import kernel_shapes
+    from kraftcheck.checker.model import Model
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path / "kernels"))
+    model = Model(missing_field_spec(tmp_path, monkeypatch))
+
+    def compile_in_process(*args, **kwargs):
+        raise KeyError("y_missing")  # numba's record typing, as it raises for the missing field
+
+    monkeypatch.setattr(tiers, "compile_in_process", compile_in_process)
+    with pytest.raises(SpecError, match=r"failed to compile at .*missing_field.py:9: step uses 'y_missing'"):
+        tiers.compile_now(model, kernel_shapes(model), lambda progress: None, time.perf_counter())

@@ -97,7 +97,19 @@ def compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: fl
         module = compile_in_process(shapes, on_kernel)
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
+    except KeyError:
+        raise_missing_field(model)
+        raise
     return Kernels(model, module)
+
+
+def raise_missing_field(model: Model) -> None:
+    """numba's record typing raises a bare KeyError for a field the state lacks; its typing check
+    (``check_spec_types``) turns it into numba's refusal of the spec's line: raise that."""
+    try:
+        check_spec_types(model)
+    except numba.core.errors.NumbaError as e:
+        raise compile_error(model.spec.name, e) from None
 
 
 def first_tier_kernels(model: Model, load: bool = True) -> Any:
@@ -242,6 +254,9 @@ class Tiers:
                 compile_in_process(builder.shapes, processes=1)
             except numba.core.errors.NumbaError as e:
                 raise compile_error(self.model.spec.name, e) from None
+            except KeyError:
+                raise_missing_field(self.model)
+                raise
             raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
 
     def _wait_for_compile(self, past_time_limit: bool = False) -> None:
