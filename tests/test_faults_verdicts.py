@@ -293,15 +293,15 @@ def test_a_lasso_the_disk_refuses_is_named_and_the_liveness_verdict_kept(tmp_pat
 
 
 def test_a_checkpoint_whose_final_record_the_disk_refuses_keeps_the_verdict(tmp_path, monkeypatch):
-    from kraftcheck.checker.explore import engine
-    write_manifest = engine.write_manifest
+    from kraftcheck.checker.explore import checkpoint_writer
+    write_manifest = checkpoint_writer.write_manifest
 
     def refuses_the_last(directory, identity, progress):
         if progress["finished"]:
             _full()
         write_manifest(directory, identity, progress)
 
-    monkeypatch.setattr(engine, "write_manifest", refuses_the_last)
+    monkeypatch.setattr(checkpoint_writer, "write_manifest", refuses_the_last)
     run = tmp_path / "cp"
     result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=2", "--checkpoint", str(run))
     assert result.exit_code == 3, out  # every state was checked, but an output asked for is missing
@@ -311,7 +311,7 @@ def test_a_checkpoint_whose_final_record_the_disk_refuses_keeps_the_verdict(tmp_
     report = _report(tmp_path)
     assert (report["result"], report["exhaustive"]) == ("holds", True)
     assert report["unwritten_files"][0]["path"] == str(run / "checkpoint.json")
-    monkeypatch.setattr(engine, "write_manifest", write_manifest)
+    monkeypatch.setattr(checkpoint_writer, "write_manifest", write_manifest)
     # the last record kept is of the last level before its expansion, which the resume does once more
     result, out = _check(tmp_path, "--spec", "two_phase", "--param", "rm=2", "--resume", str(run))
     assert result.exit_code == 0, out

@@ -1,0 +1,97 @@
+"""Writing an engine run's checkpoint as it goes, and taking a resumed run up from it.
+
+A run with ``--checkpoint DIR`` keeps its levels in DIR (``levels.DiskLevels``) and writes the
+manifest (``checkpoint.write_manifest``) before its first level and after each finished one: the
+levels' sizes and checksums, the states the first tier expanded, and every explorer's counts
+(``checkpoint.counts_for_manifest``). A finished run's manifest says so, and is never resumed.
+Resuming maps the finished levels, rebuilds the visited set from their words and restores the
+counts and the violations found (``checkpoint.restore_counts``). What the manifest holds and how
+it is checked is ``checkpoint.py``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+import numpy as np
+
+from kraftcheck.checker.disk_full import write_kept
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, HeldCheckpoint, counts_for_manifest, restore_counts,
+                                                  write_manifest)
+from kraftcheck.checker.explore.levels import MemoryLevels
+from kraftcheck.checker.explore.result import Result
+from kraftcheck.checker.explore.violations import Violations
+
+
+class CheckpointedRun(Protocol):
+    """What the checkpoint reads of a run (and a resume sets)."""
+
+    levels: MemoryLevels
+    visited: Any
+    result: Result
+    violations: Violations
+    generated: int
+    fired: np.ndarray
+    new_per_action: np.ndarray
+    interpreted_states: int  # states expanded by the first tier
+    elapsed_before: float  # exploration time of the run this one resumes
+    depth: int
+    distinct: int
+    elapsed: float  # exploration time, this run's and the runs' it resumes
+
+
+class CheckpointWriter:
+    """A run's checkpoint in ``directory`` (None: the run keeps none, and nothing is written);
+    ``held``: the run's identity and the manifest it resumes (``checkpoint.hold_checkpoint``)."""
+
+    def __init__(self, directory: Optional[Path], held: HeldCheckpoint) -> None:
+        self.directory = directory
+        self.identity, self.resumed_manifest = held
+
+    def commit(self, run: CheckpointedRun) -> None:
+        """After a finished level (or before the first): its files are durable; say so in the
+        manifest, atomically."""
+        if self.directory is not None:
+            write_manifest(self.directory, self.identity, self._counters(run, finished=False))
+
+    def finish(self, run: CheckpointedRun) -> None:
+        """The run is over with a final verdict: the manifest says it finished, so that it is not
+        resumed (a disk that refuses the write leaves it resumable, said in ``unwritten``)."""
+        r = run.result
+        r.checkpoint_dir = str(self.directory)
+        if not r.incomplete_reason:  # the verdict is final: nothing left to resume (a full disk keeps it)
+            write_kept("the checkpoint's record that its run finished", self.directory / MANIFEST,
+                       lambda: write_manifest(self.directory, self.identity, self._counters(run, finished=True)),
+                       r.unwritten)
+
+    def resume(self, run: CheckpointedRun) -> Optional[np.ndarray]:
+        """Continue the run kept in the checkpoint: map its levels, rebuild the visited set from
+        their words, restore the counters; returns the frontier, its last finished level (None:
+        it stopped before its first level was durable, and starts again from the initial states)."""
+        manifest = self.resumed_manifest  # checked resumable under the directory's hold
+        run.result.resumed_from_level = 0
+        if manifest["levels"] == 0:  # stopped before its first level was durable: from the start
+            run.levels.reopen(0, [])
+            return None
+        level = run.levels.reopen(manifest["levels"], manifest["sizes"], manifest["checksums"])
+        for words in run.levels.words_of_level:
+            run.visited.restore(words)
+            run.levels.release(words, words.shape[0])
+        if len(run.visited) != run.distinct:
+            raise SpecError(f"checkpoint {self.directory}: its levels hold {run.distinct} states but "
+                            f"{len(run.visited)} distinct ones; the files are damaged")
+        run.generated, run.elapsed_before = restore_counts(manifest, run.result, run.fired, run.new_per_action,
+                                                           run.violations.note)
+        run.interpreted_states = manifest["interpreted_states"]
+        run.result.resumed_from_level = run.depth
+        return level
+
+    @staticmethod
+    def _counters(run: CheckpointedRun, finished: bool) -> dict[str, Any]:
+        levels = run.levels
+        return {"levels": run.depth, "sizes": [int(p.shape[0]) for p in levels.parents],
+                "checksums": levels.checksums, "interpreted_states": run.interpreted_states,
+                **counts_for_manifest(run.result, run.generated, run.fired, run.new_per_action, run.elapsed,
+                                      run.violations.found_at, finished)}
