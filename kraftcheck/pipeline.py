@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Protocol, Union
 from kraftcheck.checker.disk_full import write_kept
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, Result
 from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Spec
@@ -176,9 +177,10 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
                    keep_graph=keep_graph, symmetry=request.symmetry, threads=threads)
 
 
-def explore(prepared: Prepared, reporter: Reporter) -> Result:
-    """Explore (or simulate) the prepared model with progress on ``reporter``; the result,
-    checked on the spec's stricter variant."""
+def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserver] = None) -> Result:
+    """Explore (or simulate) the prepared model with progress on ``reporter`` and the run's events
+    on ``observer`` (an exploration's: checker/explore/observer.py); the result, checked on the
+    spec's stricter variant."""
     request, model, options = prepared.request, prepared.model, prepared.options
     if request.simulation is not None:
         reporter.note(f"simulating {model.spec.title()}: random behaviours, seed {options.seed}, strategy "
@@ -194,7 +196,7 @@ def explore(prepared: Prepared, reporter: Reporter) -> Result:
             result = simulate(model, options, reporter.progress,
                               compile="never" if request.compile == "never" else "now")
         else:
-            result = explorer.explore(model, options, reporter.progress)
+            result = explorer.explore(model, options, reporter.progress, observer)
     finally:
         reporter.stop_progress()
     from kraftcheck.checker.explore.concrete import check_in_stricter_variant
@@ -241,8 +243,8 @@ def finish(prepared: Prepared, result: Result, reporter: Reporter) -> Checked:
     return checked
 
 
-def run(request: CheckRequest, reporter: Reporter) -> Checked:
-    """The whole pipeline: prepare, explore, finish."""
+def run(request: CheckRequest, reporter: Reporter, observer: Optional[RunObserver] = None) -> Checked:
+    """The whole pipeline: prepare, explore (its events to ``observer``, if any), finish."""
     prepared = prepare(request, reporter.note)
-    return finish(prepared, explore(prepared, reporter), reporter)
+    return finish(prepared, explore(prepared, reporter, observer), reporter)
 

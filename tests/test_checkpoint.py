@@ -209,32 +209,47 @@ def _wait_for_file(path, process):
         time.sleep(0.02)
 
 
-def _wait_for_level(manifest, process, level):
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        if manifest.exists():
-            try:
-                if json.loads(manifest.read_text())["levels"] >= level:
-                    return
-            except ValueError:
-                pass
-        time.sleep(0.02)
+# `kraftcheck check --spec two_phase --param rm=8 --compile now --checkpoint argv[1] --quiet` as
+# the command line runs it (its stop handlers, the pipeline, its rendering and exit code), watched:
+# once its level argv[2] is durable it says "held" on standard output and waits there for a signal
+INTERRUPT_AT_LEVEL = """
+import sys, threading
+from kraftcheck import pipeline
+from kraftcheck.checker.explore.observer import RunObserver
+from kraftcheck.checker.stop import install_stop_handlers
+from kraftcheck.cli.outcome import Outcome
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.request import CheckRequest
+
+class HoldAtLevel(RunObserver):
+    def level_finished(self, depth, distinct, generated):
+        if depth == int(sys.argv[2]):
+            print("held", flush=True)
+            threading.Event().wait()  # until the signal's KeyboardInterrupt
+
+install_stop_handlers()
+terminal = Terminal(quiet=True)
+request = CheckRequest(spec="two_phase", params={"rm": 8}, compile="now", checkpoint=sys.argv[1])
+sys.exit(Outcome(terminal, pipeline.run(request, terminal, HoldAtLevel())).report(None))
+"""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_exits_130_with_a_resumable_checkpoint(tmp_path, sig):
+    """The signal reaches a run held mid-exploration (its level 10 durable): no race with its end."""
     args = ["--spec", "two_phase", "--param", "rm=8", "--compile", "now"]
     checkpoint = tmp_path / "ck"
     # a suite started as a background job of a non-interactive shell inherits SIGINT ignored, and
     # Python then keeps it ignored: give the run the terminal's default, as a user's shell does
-    run = _run(args + ["--checkpoint", str(checkpoint)], stderr=subprocess.PIPE, text=True,
-               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    _wait_for_level(checkpoint / "checkpoint.json", run, 10)
-    assert run.poll() is None, "the run finished before it could be interrupted"
+    run = subprocess.Popen([sys.executable, "-c", INTERRUPT_AT_LEVEL, str(checkpoint), "10"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert run.stdout.readline() == "held\n", "the run ended before its level 10"
     os.kill(run.pid, sig)
     _, err = run.communicate(timeout=300)
-    assert run.returncode == 130
+    assert run.returncode == 130, err
     assert f"--resume {checkpoint}" in " ".join(err.split())
+    assert json.loads((checkpoint / "checkpoint.json").read_text())["levels"] == 10
     resumed = _run(args + ["--resume", str(checkpoint), "--json", str(tmp_path / "r.json")])
     assert resumed.wait(timeout=600) == 0
     report = json.loads((tmp_path / "r.json").read_text())

@@ -90,7 +90,7 @@ def test_interrupt_exits_130(monkeypatch):
     """An interrupt outside the exploration (here raised at once) still exits 130."""
     from kraftcheck.checker.explore import engine
 
-    def interrupted(self, model, options, progress):
+    def interrupted(self, model, options, progress, observer=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(engine.Engine, "explore", interrupted)

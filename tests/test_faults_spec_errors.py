@@ -256,8 +256,15 @@ def test_python_only_errors_are_the_first_tiers_and_others_the_specs():
 def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(monkeypatch):
     """On the Python tier of a ``--compile background`` run, ZeroDivisionError stops the run at
     once: it is not redone compiled (where the table form's callbacks, or an index out of range
-    without bounds checks, would have answered over the other states)."""
+    without bounds checks, would have answered over the other states). A run that redoes a chunk
+    compiled first waits for the compile, which the observer hears (``waiting_for_compile``); the
+    compile here never finishes, so such a run could only end there."""
     from kraftcheck.checker.explore import tiers
+    from kraftcheck.checker.explore.observer import RunObserver
+
+    class NoWaitForTheCompile(RunObserver):
+        def waiting_for_compile(self):
+            pytest.fail("the spec's own error was left to the compiled kernels: the run waited for them")
 
     class NeverReady:
         def __init__(self, forms):
@@ -270,6 +277,9 @@ def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(
         def failed(self):
             return False
 
+        def hurry(self):
+            pass
+
         def stop(self, keep=None):
             pass
 
@@ -277,9 +287,8 @@ def test_a_first_tier_error_of_the_specs_does_not_wait_for_the_compiled_kernels(
     monkeypatch.setattr(tiers, "is_compiled", lambda shapes: False)
     monkeypatch.setattr(tiers, "BackgroundCompile", NeverReady)
     monkeypatch.setattr(tiers, "first_tier_kernels", lambda model, load=True: tiers.InterpretedKernels(model))
-    monkeypatch.setattr(tiers.Tiers, "confirm_spec_compiles", lambda self, meanwhile="": None)
-    monkeypatch.setattr(tiers.Tiers, "fall_back_to_compiled", lambda self: pytest.fail("fell back to compiled"))
-    _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options()), "action Step")
+    _assert_stops(lambda: Engine(compile="background").explore(_model(ACTION), Options(),
+                                                                observer=NoWaitForTheCompile()), "action Step")
 
 
 def test_fields_and_initial_states_that_raise_name_the_specs_line():
