@@ -128,7 +128,7 @@ def warm_up_row_passes(nwords: int) -> None:
 
 
 def warm_up_distinct_path(nwords: int) -> None:
-    """The distinct-successor path (Kernels.distinct_successors, engine._distinct_chunk), on no
+    """The distinct-successor path (Kernels.distinct_successors, chunks.ChunkExpansion.distinct_chunk), on no
     rows, with the argument types the engine hands them: only compiled kernels take this path."""
     table = np.zeros((2, nwords + 1), np.uint64)
     words, hashes, rows = np.zeros((1, nwords), np.uint64), np.zeros(1, np.uint64), np.zeros(1, np.int64)
