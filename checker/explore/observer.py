@@ -4,7 +4,8 @@ An explorer calls an observer's methods at the run's events: it started (the che
 manifest written, nothing explored yet), a level finished (durable, with a checkpoint), the
 compiled kernels are ready or the run waits for them, the run changed tiers, the run finished.
 Tests wait on these events instead of the clock, and tools can follow a run without patching it.
-Pass one to ``Engine.explore(..., observer=...)``; without one (the default) nothing is called.
+Pass one to an explorer's ``explore(..., observer=...)``, or to ``kraftcheck.pipeline.run`` for a
+check run as the command line runs it; without one (the default) nothing is called.
 Methods run on the exploring thread between two chunks: what they do, the run waits for (an
 exception raised in one ends the run as it would end the run there, KeyboardInterrupt included).
 """
