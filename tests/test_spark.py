@@ -435,10 +435,10 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
                              "--spark-conf", "spark.default.parallelism=2", "--work-dir", "work",
                              env={"SPARK_LOCAL_IP": "127.0.0.1"}, cwd=driver_dir)
         processes.append(cluster[0])
-        local_run = _cli_start(tmp_path, "local", *check)  # meanwhile
+        code, spark = _cli_report(cluster)
+        local_run = _cli_start(tmp_path, "local", *check)  # after: it loads the kernels the driver compiled
         processes.append(local_run[0])
         local_code, local = _cli_report(local_run)
-        code, spark = _cli_report(cluster)
         assert (code, local_code) == (1, 1) and (spark["engine"], local["spark"]) == ("spark", None)
         _same_answer(spark, local)
         figures = spark["spark"]  # the driver's status store has the executors' figures too
