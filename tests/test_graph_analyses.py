@@ -38,6 +38,27 @@ def _compiled(model):
     return build_graph(model, kernels), kernels
 
 
+_GRAPHS: dict = {}
+
+
+def _analysed(model):
+    """The graph and kernels the analyses below run on, built once per spec and parameters (the
+    availability and liveness cases share models): the compiled kernels', except for the Kafka
+    models, whose graph the bytecode tier records (held to the Python tier row by row by
+    test_bytecode; the compiled kernels record the same graph of a small Kafka model in
+    test_the_engine_records_the_same_graph_while_it_explores), since a compile of each Kafka
+    configuration costs seconds to a few tens of seconds and the analyses read only the graph."""
+    key = (type(model.spec), model.spec.params)
+    if key not in _GRAPHS:
+        if model.spec.name == "kafka":
+            from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels
+            kernels = BytecodeKernels(model)
+            _GRAPHS[key] = build_graph(model, kernels), kernels
+        else:
+            _GRAPHS[key] = _compiled(model)
+    return _GRAPHS[key]
+
+
 @pytest.mark.parametrize("name,params", [("two_phase", {"rm": 3}), ("die_hard", {}), ("mutex", {}),
                                          ("mutex", {"algorithm": "test_and_set"})])
 def test_recorded_graph_is_the_networkx_graph_state_for_state(name, params):
@@ -70,7 +91,7 @@ def test_availability_agrees_with_networkx(case):
     _, make, predicate = case
     model = make()
     predicate = predicate or model.spec.availability()
-    graph, kernels = _compiled(model)
+    graph, kernels = _analysed(model)
     found = analyse_availability(graph, evaluate(graph, kernels, predicate))
     expected = availability_reference(model, predicate)
     got = {"states": found.states, "transitions": found.transitions, "available_states": found.available_states,
@@ -85,7 +106,7 @@ def test_availability_cases_cover_both_answers():
     verdicts = set()
     for _, make, predicate in AVAILABILITY_CASES:
         model = make()
-        graph, kernels = _compiled(model)
+        graph, kernels = _analysed(model)
         verdicts.add(analyse_availability(graph, evaluate(graph, kernels, predicate or model.spec.availability()))
                      .verdict)
     assert verdicts == {"can get stuck", "can always recover"}
@@ -133,7 +154,7 @@ def test_liveness_agrees_with_networkx(case):
     _, make, which = case
     model = make()
     prop = _prop(model, which)
-    graph, kernels = _compiled(model)
+    graph, kernels = _analysed(model)
     found = check_liveness(graph, kernels, prop)
     assert liveness_found(found) == liveness_reference(model, prop)
 
@@ -142,7 +163,7 @@ def test_liveness_cases_cover_both_verdicts():
     verdicts = set()
     for _, make, which in LIVENESS_CASES:
         model = make()
-        graph, kernels = _compiled(model)
+        graph, kernels = _analysed(model)
         verdicts.add(check_liveness(graph, kernels, _prop(model, which)).verdict)
     assert verdicts == {"holds", "violated"}
 
