@@ -298,7 +298,8 @@ def test_killed_driver_resumes_to_identical_counts(spark_context, tmp_path):
     the uninterrupted run's counts, coverage and counterexamples."""
     work = tmp_path / "work"
     check = ["--spec", "two_phase_eager_commit", "--param", "rm=3", "--continue"]
-    driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[2]",
+    # one core: one Python worker to start, and the kill does not depend on the cores
+    driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[1]",
                                "--work-dir", str(work), "-q"], start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

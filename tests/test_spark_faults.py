@@ -470,8 +470,9 @@ def test_a_killed_driver_jvm_ends_the_run_interrupted_with_its_statistics(tmp_pa
     import psutil
     from test_spark import _wait_for
     work = tmp_path / "work"
+    # one core: one Python worker to start, and the kill does not depend on the cores
     driver = subprocess.Popen([str(Path(sys.executable).parent / "kraftcheck"), "check", "--spec", "two_phase",
-                               "--param", "rm=3", "--continue", "--engine", "spark", "--master", "local[2]",
+                               "--param", "rm=3", "--continue", "--engine", "spark", "--master", "local[1]",
                                "--work-dir", str(work), "--no-color"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
