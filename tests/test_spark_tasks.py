@@ -194,15 +194,13 @@ def _first_stuck(chunks):
 def test_a_tasks_kernels_run_the_threads_its_plan_gives(monkeypatch):
     """The driver puts the cores Spark gives a task (``spark.task.cpus``) in the level's plan; the
     executor's environment (``KRAFTCHECK_THREADS``) does not set them."""
-    from types import SimpleNamespace
-
     from kraftcheck.checker.model import Model
     from kraftcheck.specs import spec_class
     monkeypatch.setenv("KRAFTCHECK_THREADS", "3")
     monkeypatch.setattr(tasks, "_kernels", {})
     cls = spec_class("die_hard")
-    holder = SimpleNamespace(value=tasks.ModelRecipe.of(Model(cls(cls.Params()))))
+    recipe = tasks.ModelRecipe.of(Model(cls(cls.Params())))
     for threads in (1, 2):
-        plan = tasks.LevelPlan(root="", run=holder.value.identity, level=0, part_counts=(1,), level_start=0,
+        plan = tasks.LevelPlan(root="", run=recipe.identity, level=0, part_counts=(1,), level_start=0,
                                splits=(0, 1), nwords=1, nlabels=1, cache_dir=None, threads=threads)
-        assert tasks.worker_kernels(plan, holder).threads == threads
+        assert tasks.worker_kernels(plan, recipe).threads == threads

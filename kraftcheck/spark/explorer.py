@@ -298,7 +298,7 @@ class _SparkRun:
         self.sc, self.root, self.partitions = sc, root, partitions
         self.nlabels = len(model.labels)
         recipe = tasks.ModelRecipe.of(model)
-        self.model_holder = sc.broadcast(recipe)
+        self.recipe = recipe  # in each job's closure (tasks.ModelRecipe says why not a broadcast)
         self.run_id = recipe.identity
         self.cache_dir = os.environ.get("KRAFTCHECK_CACHE_DIR")  # the executors use the driver's, if set
         self.task_threads = int(sc.getConf().get("spark.task.cpus", "1"))  # the cores a task is given
@@ -447,9 +447,9 @@ class _SparkRun:
             except tasks.SpecErrorAt as e:
                 raise self._placed(e.error, (e.index, e.labels)) from None
             return self._expansion((0,) + (size,) * self.partitions, [summary])
-        holder, p = self.model_holder, self.partitions
+        recipe, p = self.recipe, self.partitions
         summaries = self._run_job(lambda: self.sc.parallelize(range(p), p).map(
-            lambda t: tasks.expand(plan, holder, t)).collect())
+            lambda t: tasks.expand(plan, recipe, t)).collect())
         return self._expansion(plan.splits, sorted(summaries, key=lambda r: r["task"]))
 
     def _expansion(self, firsts: tuple[int, ...], summaries: list[dict]) -> "_Expansion":
@@ -476,13 +476,13 @@ class _SparkRun:
         expansion = self.expansion
         max_depth = self.options.max_depth
         plan = self._plan(expansion.firsts, expand_next=max_depth is None or self.depth + 1 < max_depth)
-        holder, p = self.model_holder, self.partitions
+        recipe, p = self.recipe, self.partitions
         groups = tasks.stage_groups(p, self._stage_tasks(expansion))
         group_of = tuple(g for g, group in enumerate(groups) for _ in group)
         new_states = self.sc.parallelize(range(len(groups)), len(groups)).mapPartitionsWithIndex(
             lambda g, _: tasks.deduplicate_buckets(plan, groups[g]))
         stats = new_states.partitionBy(len(groups), lambda t: group_of[t]).mapPartitionsWithIndex(
-            lambda g, items: tasks.order_parts(plan, holder, groups[g], items))
+            lambda g, items: tasks.order_parts(plan, recipe, groups[g], items))
         parts = sorted(self._run_job(stats.collect), key=lambda s: s["task"])
         workdir.remove_candidates(self.root, plan.level)  # read by this job only
         for s in parts:
@@ -549,13 +549,13 @@ class _SparkRun:
         """The level's summaries counting only what the local engine counts when it stops at the
         transition with key ``cut``: every expansion range and order part before the ones holding
         its parent in full, those up to it."""
-        holder = self.model_holder
+        recipe = self.recipe
         parent = cut // self.nlabels
         r = bisect.bisect_right(expansion.firsts, parent) - 1
         t = bisect.bisect_right(plan.splits, parent) - 1
         lo = expansion.firsts[r]
         partial = self._run_job(lambda: self.sc.parallelize([t], 1).map(
-            lambda task: tasks.count_until(plan, holder, lo, task, cut)).collect())[0]
+            lambda task: tasks.count_until(plan, recipe, lo, task, cut)).collect())[0]
         ranges = [x for x in expansion.summaries if x["task"] < r]
         ranges.append({"generated": partial["generated"], "fired": partial["fired"]})
         return ranges, parts[:t] + [{**parts[t], "count": partial["count"], "new": partial["new"]}]

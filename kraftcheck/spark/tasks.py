@@ -84,7 +84,10 @@ class LevelPlan:
 class ModelRecipe:
     """How an executor builds the run's model: the spec class (pickled by reference, so its
     ``@njit`` functions are the module's own, as the kernel generator requires), its parameters
-    and the selected checks. (A pickled Model would carry copies of the functions instead.)"""
+    and the selected checks. (A pickled Model would carry copies of the functions instead.) Small:
+    it goes with every task, in the job's closure, not as a broadcast, whose pickling asks the
+    driver's JVM for the broadcast's id (if the JVM has just died, PySpark prints that call's
+    traceback on the terminal before the job fails)."""
 
     spec_class: type
     params: Any
@@ -168,7 +171,7 @@ _kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (S
 KERNELS_KEPT = 8
 
 
-def worker_kernels(plan: LevelPlan, model_holder: Any) -> Any:
+def worker_kernels(plan: LevelPlan, recipe: "ModelRecipe") -> Any:
     """The compiled kernels of the run's model in this worker: loaded once (from numba's cache on
     disk), with the task's ``plan.threads`` threads: Spark runs as many tasks at once as an
     executor has cores, each on ``spark.task.cpus`` of them (one unless set)."""
@@ -179,7 +182,7 @@ def worker_kernels(plan: LevelPlan, model_holder: Any) -> Any:
         from kraftcheck.checker.compile import compile_in_process
         from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
         from kraftcheck.checker.kernels.threads import using_threads
-        model = model_holder.value.build()
+        model = recipe.build()
         with using_threads(plan.threads):  # the kernels split every batch into that many parts
             kernels = Kernels(model, compile_in_process(kernel_shapes(model)))
         if len(_kernels) >= KERNELS_KEPT:
@@ -211,10 +214,10 @@ def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
 
 
 @spec_errors_returned()
-def expand(plan: LevelPlan, model_holder: Any, task: int) -> dict:
+def expand(plan: LevelPlan, recipe: "ModelRecipe", task: int) -> dict:
     """Step 1 as a task of its own (after a resume): the level's states ``splits[task] ..
     splits[task + 1]``; the candidates' keys count from ``splits[task]``."""
-    kernels = worker_kernels(plan, model_holder)
+    kernels = worker_kernels(plan, recipe)
     lo, hi = plan.splits[task], plan.splits[task + 1]
     return expand_states(plan, kernels, plan.level, task, read_frontier(plan, lo, hi), first=lo)
 
@@ -511,13 +514,13 @@ def _past_the_cut(root: str, bucket: int, partitions: int, level: int, cut: int,
     return np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
 
 
-def order(plan: LevelPlan, model_holder: Any, task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
+def order(plan: LevelPlan, recipe: "ModelRecipe", task: int, items: Iterable[tuple[int, tuple]]) -> list[dict]:
     """Step 3 for task ``task``: write its new states in the local engine's order as part ``task``
     of the new level; check their invariants; expand them (``plan.expand_next``: step 1 of the
     next level, as its range ``task``). Returns its counters, the first violating key of each
     invariant, the expansion's summary (``next``; None if not expanded), the sizes and digests of its part's
     files (``files``) and of the visited runs written by the deduplication of bucket ``task`` (``runs``)."""
-    kernels = worker_kernels(plan, model_holder)
+    kernels = worker_kernels(plan, recipe)
     model = kernels.model
     words_parts, key_parts, runs = [], [], []
     for _, item in items:
@@ -567,23 +570,23 @@ def deduplicate_buckets(plan: LevelPlan, buckets: Iterable[int]) -> Iterator[tup
 
 
 @spec_errors_returned(in_list=True)
-def order_parts(plan: LevelPlan, model_holder: Any, parts: tuple[int, ...],
+def order_parts(plan: LevelPlan, recipe: "ModelRecipe", parts: tuple[int, ...],
                 items: Iterable[tuple[int, tuple]]) -> list[dict]:
     """Step 3 for each of ``parts`` in one task (every part is written, with no states if it got
     none), its new states told apart by the part they were sent to."""
     by_part: dict[int, list[tuple[int, tuple]]] = {t: [] for t in parts}
     for item in items:
         by_part[item[0]].append(item)
-    return [summary for t in parts for summary in order(plan, model_holder, t, by_part[t])]
+    return [summary for t in parts for summary in order(plan, recipe, t, by_part[t])]
 
 
 @spec_errors_returned()
-def count_until(plan: LevelPlan, model_holder: Any, lo: int, task: int, cut: int) -> dict:
+def count_until(plan: LevelPlan, recipe: "ModelRecipe", lo: int, task: int, cut: int) -> dict:
     """For a run that stops at the transition with key ``cut``: what the level's expansion range
     starting at state ``lo`` generated up to and including it, and the new states up to it in
     order task ``task``'s part (the one whose range of parents holds the cut's), as the local
     engine counts a stop."""
-    kernels = worker_kernels(plan, model_holder)
+    kernels = worker_kernels(plan, recipe)
     model = kernels.model
     label_action = np.array(model.label_action, np.int64)
     fired = np.zeros(len(model.actions), np.int64)
