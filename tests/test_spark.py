@@ -437,18 +437,18 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
                              env={"SPARK_LOCAL_IP": "127.0.0.1"}, cwd=driver_dir)
         processes.append(cluster[0])
         code, spark = _cli_report(cluster)
-        local_run = _cli_start(tmp_path, "local", *check)  # after: it loads the kernels the driver compiled
-        processes.append(local_run[0])
-        local_code, local = _cli_report(local_run)
+        # the local engine's answer, here (after: it loads the kernels the driver compiled)
+        ran = CliRunner().invoke(cli, ["check", "--json", str(tmp_path / "local.json"), "--trace-dir",
+                                       str(tmp_path / "local"), "--no-color", *check])
+        local_code, local = ran.exit_code, json.loads((tmp_path / "local.json").read_text())
         assert (code, local_code) == (1, 1) and (spark["engine"], local["spark"]) == ("spark", None)
         _same_answer(spark, local)
         figures = spark["spark"]  # the driver's status store has the executors' figures too
         assert figures["available"] and figures["shuffle_read_bytes"] == figures["shuffle_write_bytes"] > 0
         # twice spark.default.parallelism partitions; one level of figures per level explored
         assert figures["partitions"] == 4 and [f["level"] for f in figures["levels"]] == list(range(spark["depth"]))
-        replay = subprocess.run([str(KRAFTCHECK), "trace", "replay", "--spec", check[1],
-                                 spark["violations"][0]["trace_file"]], capture_output=True, text=True, timeout=300)
-        assert replay.returncode == 0, replay.stdout + replay.stderr
+        replay = CliRunner().invoke(cli, ["trace", "replay", "--spec", check[1], spark["violations"][0]["trace_file"]])
+        assert replay.exit_code == 0, replay.output
         workers_used = ["Asked to launch executor" in p.read_text() for p in logs[1:]]
         assert workers_used == [True, True], "the check did not run on both workers"
         # the executors ran in their workers' directories, and wrote every level's parts (one a
