@@ -90,21 +90,27 @@ def test_min_isr_above_the_replication_factor_is_in_force_as_the_replication_fac
     assert (r.status, r.distinct_states) == ("holds", explore(model(min_isr=3, **QUIET)).distinct_states)
 
 
-def test_kafka_4_0_is_kafka_3_5_with_the_strict_hwm_rule_and_no_epoch_bump_on_shrinks():
+def test_kafka_4_0_is_kafka_3_5_with_the_strict_hwm_rule_no_epoch_bump_on_shrinks_and_fencing_in_the_hwm_wait():
+    """docs/model.md 2f and 2g: the strict HWM rule, no epoch bump on a shrink, and the caught-up
+    HWM rule's fencing check (KAFKA-15021, 3.6)."""
     from kraftcheck.specs.kafka.params import switches
     p40, p35 = switches(KafkaParams(protocol="kafka-4.0")), switches(KafkaParams(protocol="kafka-3.5"))
-    assert {k for k in p40 if p40[k] != p35[k]} == {"k_hwm_rule", "k_epoch_bump_on_shrink"}
+    assert {k for k in p40 if p40[k] != p35[k]} == {"k_hwm_rule", "k_epoch_bump_on_shrink", "k_hwm_wait_checks_fencing"}
     assert p40["k_elr"] == 0 and p40["k_hwm_rule"] == switches(KafkaParams())["k_hwm_rule"]
     assert p35["k_epoch_bump_on_shrink"] == 1 and p40["k_epoch_bump_on_shrink"] == 0
+    assert (p35["k_hwm_wait_checks_fencing"], p40["k_hwm_wait_checks_fencing"]) == (0, 1)
 
 
-def test_kafka_4_1_turns_elr_on_and_is_the_newest_code_read():
-    """4.1 differs from 4.0 by ELR on for new clusters (the seeds' Kafka documentation); the
-    newest code read (kafka-4.x) changes nothing the model sees after 4.1 (docs/model.md 4)."""
+def test_each_release_after_4_0_differs_from_the_one_before_as_docs_model_2f_says():
+    """4.1 turns ELR on for new clusters; 4.2 reads as 4.1; 4.3 completes a reassignment once the
+    adding replicas are in the ISR (KAFKA-19975); the newest trunk read (kafka-4.x) is 4.3."""
     from kraftcheck.specs.kafka.params import switches
-    p40, p41, p4x = (switches(KafkaParams(protocol=name)) for name in ("kafka-4.0", "kafka-4.1", "kafka-4.x"))
-    assert p41 == p4x
+    names = ("kafka-4.0", "kafka-4.1", "kafka-4.2", "kafka-4.3", "kafka-4.x")
+    p40, p41, p42, p43, p4x = (switches(KafkaParams(protocol=name)) for name in names)
     assert {k for k in p41 if p41[k] != p40[k]} == {"k_elr", "k_unclean_detect", "k_fallback", "k_min_isr_policy", "k_last_leader"}
+    assert p42 == p41
+    assert {k: (p42[k], p43[k]) for k in p43 if p43[k] != p42[k]} == {"k_complete_on_adding": (0, 1)}
+    assert p4x == p43
 
 
 def test_two_records_without_faults():
