@@ -1,5 +1,9 @@
 """Exceptions that carry a message meant for the user, not a traceback."""
 
+from __future__ import annotations
+
+from typing import Any
+
 
 class KraftcheckError(Exception):
     """Base of every error kraftcheck reports to a user as one clear line."""
@@ -81,9 +85,14 @@ def _fields_text(fields: dict) -> str:
     return ", ".join(f"{name}={value}" for name, value in fields.items())
 
 
-def wrote_and_declined(action: str) -> SpecError:
+def wrote_and_declined(action: str, function: Any = None) -> SpecError:
     """The one error every tier gives for an action that changed its successor ``t`` and then
     returned False: the compiled kernels would otherwise start the next instance from the written
-    successor, a silently wrong answer, where the interpreted ones refuse."""
-    return SpecError(f"action {action} changed the successor but returned False: an action that does not fire "
+    successor, a silently wrong answer, where the interpreted ones refuse. ``function``, the
+    action's function, puts its file and line first (the tiers cannot tell which write it was)."""
+    where = ""
+    code = getattr(getattr(function, "py_func", function), "__code__", None)
+    if code is not None:
+        where = f"{code.co_filename}:{code.co_firstlineno}: "
+    return SpecError(f"{where}action {action} changed the successor but returned False: an action that does not fire "
                      "must leave t as it found it; test its guard before writing t")

@@ -306,7 +306,7 @@ class Model:
         written = t.view(SUCCESSOR_ELEMENT)
         if not lab.action.fn(s[0], t[0], *lab.values):
             if tuple(written.tolist()) != tuple(flat):
-                raise wrote_and_declined(str(lab))
+                raise wrote_and_declined(str(lab), lab.action.fn)
             return None
         succ = tuple(written.tolist())
         self.layout.check_domains(succ, where=f"after {lab}: ")

@@ -94,7 +94,7 @@ class InterpretedKernels:
                     row = i * nlabels + label
                     if not fn(before, after, *values):
                         if not layout.unchanged(after, before):
-                            raise wrote_and_declined(str(self.model.labels[label]))
+                            raise wrote_and_declined(str(self.model.labels[label]), self.model.labels[label].action.fn)
                         out.labels[row] = NO_LABEL
                         continue
                     succ = layout.from_object(after)

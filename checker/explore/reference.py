@@ -178,7 +178,7 @@ class ReferenceExplorer:
                         after = copy_state(before)
                         if not fn(before, after, *values):
                             if not layout.unchanged(after, pristine):
-                                raise wrote_and_declined(str(model.labels[lab]))
+                                raise wrote_and_declined(str(model.labels[lab]), model.labels[lab].action.fn)
                             continue
                         succ = layout.from_object(after)
                         layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
