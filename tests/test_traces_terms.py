@@ -117,7 +117,7 @@ def test_the_report_in_markdown_and_jira(trace_file):
     for heading in ("# kafka: acked_writes_survive under kafka-3.5", "## Summary", "## Configuration", "## Steps",
                     "## Reproduce"):
         assert heading + "\n" in text
-    assert "**acked_writes_survive** (invariant) fails at step 15 of a 16-state counterexample" in text
+    assert "**acked_writes_survive** (invariant) fails at step 15 of the 16-state counterexample" in text
     assert "| 15 | Unfence(b=3) | BrokerHeartbeatRequest from broker 3" in text
     assert "leaderEpoch: 4 → 5" in text
     # the code paths column: the Kafka methods of specs/kafka/code_paths.py under the trace's preset

@@ -94,7 +94,7 @@ def summary_lines(view: TraceView) -> list[str]:
     params = view.attrs.get("params") or {}
     preset = params.get("protocol")
     where = f" under `{preset}`" if preset else ""
-    out = [f"**{v.get('check', 'a check')}** ({v.get('kind', 'check')}) fails at step {bad} of a {n}-state "
+    out = [f"**{v.get('check', 'a check')}** ({v.get('kind', 'check')}) fails at step {bad} of the {n}-state "
            f"counterexample{where}."]
     if v.get("doc"):
         out.append(f"The property: {v['doc']}")

@@ -79,6 +79,10 @@ def _unrenumbered(fn: Callable, counter: list, cache: dict) -> Callable:
     return clone
 
 
+def _records(n: int) -> str:
+    return f"{n} record" + ("" if n == 1 else "s")
+
+
 def replay_epochs(model, steps: Sequence[tuple[Optional[int], tuple[int, ...]]]):
     """(states with real epochs, partition records written per step, whether the replay agreed
     with the recorded states at every step)."""
@@ -290,7 +294,7 @@ class KafkaTerms:
             leader = before["metadata.leader"][f]
             out.append(f"FetchRequest(replicaId={f}, fetchOffset={len(before['log'][f])}, currentLeaderEpoch="
                        f"{before['metadata.leaderEpoch'][f]}) to leader {leader}; the response leaves broker {f} "
-                       f"with {len(after['log'][f])} records, highWatermark={after['highWatermark'][f]}")
+                       f"with {_records(len(after['log'][f]))}, highWatermark={after['highWatermark'][f]}")
         elif name == "SyncMetadata":
             pending = (after.get("metadata.pendingMinIsr") or {}).get(b)
             out.append(f"broker {b} applies the metadata log: leader {after['leader']}, leaderEpoch "
@@ -308,7 +312,7 @@ class KafkaTerms:
             out.append(f"leader {b} advances its highWatermark to {after['highWatermark'][b]}")
         elif name == "LossyShutdown":
             out.append(f"broker {b} stops uncleanly; its log keeps {len(after['log'][b])} of "
-                       f"{len(before['log'][b])} records")
+                       f"{_records(len(before['log'][b]))}")
         elif name == "LosslessShutdown":
             out.append(f"broker {b} stops uncleanly; its log is intact")
         elif name == "LagTimeout":
