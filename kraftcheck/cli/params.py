@@ -100,12 +100,16 @@ def derived_options(params_cls: type) -> list[click.Option]:
             options.append(click.Option([option_name(f.name), f"spec_{f.name}"], is_flag=True, default=None,
                                         help=help_text))
             continue
+        metavar = "N" if kind == "int" else None
         if meta.get("choices"):
-            ptype: Any = click.Choice([str(c) for c in meta["choices"]])
+            choices = [str(c) for c in meta["choices"]]
+            ptype: Any = click.Choice(choices)
+            if len("|".join(choices)) > 40:  # click's [a|b|...] would push --help past 80 columns
+                metavar = f.name.upper()
+                help_text = f"{help_text}: {', '.join(choices)}"
         else:
             ptype = click.INT if kind == "int" else click.STRING
         shown = "preset default" if default is None else default
         options.append(click.Option([option_name(f.name), f"spec_{f.name}"], type=ptype, default=None,
-                                    metavar="N" if kind == "int" else None,
-                                    help=f"{help_text} [default: {shown}]"))
+                                    metavar=metavar, help=f"{help_text} [default: {shown}]"))
     return options
