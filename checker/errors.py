@@ -65,9 +65,11 @@ class SpecRaised(SpecError):
         return "\n".join(lines)
 
 
-def spec_raised(function: str, error: BaseException, at: int | None = None) -> SpecRaised:
+def spec_raised(function: str, error: BaseException, at: int | None = None, compiled_too: bool = True) -> SpecRaised:
     """``function`` of a spec, run as Python, raised ``error``: the spec's line is the innermost
-    frame of its traceback outside numpy and kraftcheck's own checker (which called it)."""
+    frame of its traceback outside numpy and kraftcheck's own checker (which called it).
+    ``compiled_too`` False: a function only Python runs (the spec's parameters, ``fields()``...),
+    whose TypeError or AttributeError is its own error, not a tier's limit."""
     import os
     import traceback
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -78,7 +80,8 @@ def spec_raised(function: str, error: BaseException, at: int | None = None) -> S
     # the spec's error at once, not the first tier's limit to wait out for the compiled kernels
     missing_field = isinstance(error, AttributeError) and type(getattr(error, "obj", None)).__name__ == "State"
     return SpecRaised(function, f"{type(error).__name__}: {error}", file, line,
-                      python_only=isinstance(error, PYTHON_ONLY_ERRORS) and not missing_field, at=at)
+                      python_only=compiled_too and isinstance(error, PYTHON_ONLY_ERRORS) and not missing_field,
+                      at=at)
 
 
 def _fields_text(fields: dict) -> str:

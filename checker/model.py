@@ -50,7 +50,7 @@ def spec_call(spec: Spec, method: str) -> Any:
     except KraftcheckError:
         raise
     except Exception as e:  # noqa: BLE001 - the spec's own code failed
-        raise spec_raised(f"{method}() of spec {spec.name}", e) from None
+        raise spec_raised(f"{method}() of spec {spec.name}", e, compiled_too=False) from None
 
 
 def spec_instance(cls: type, values: dict[str, Any]) -> Spec:
@@ -68,7 +68,7 @@ def spec_instance(cls: type, values: dict[str, Any]) -> Spec:
         at = f" (at {raised.file}:{raised.line})" if raised.file else ""
         raise UsageError(f"spec {cls.name} refuses the parameters {given}: {raised.error}{at}") from None
     except Exception as e:  # noqa: BLE001 - the spec's own code failed
-        raise spec_raised(f"Params({given}) of spec {cls.name}", e) from None
+        raise spec_raised(f"Params({given}) of spec {cls.name}", e, compiled_too=False) from None
 
 
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:

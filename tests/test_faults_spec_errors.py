@@ -103,6 +103,13 @@ class FieldsRaise(Faulty):
         return [Int("x", 3 // (self.params.fault - 1))]
 
 
+class FieldsMisspell(Faulty):
+    name = "fields_misspell"
+
+    def fields(self):
+        return [Int("x", self.params.faultt)]
+
+
 class InitRaises(Faulty):
     name = "init_raises"
 
@@ -301,6 +308,11 @@ def test_fields_and_initial_states_that_raise_name_the_specs_line():
     with pytest.raises(SpecRaised, match=r"^initial_states\(\) of spec init_raises raised IndexError: .* at "
                                          rf"\S*test_faults_spec_errors\.py:{line_of('[0][self.params')}; "):
         Model(InitRaises(FaultyParams(1)))
+    # an AttributeError of code only Python runs is the spec's own error, not a tier's limit
+    with pytest.raises(SpecRaised, match=r"^fields\(\) of spec fields_misspell raised AttributeError: .* at "
+                                         rf"\S*test_faults_spec_errors\.py:{line_of('self.params.faultt')}; "
+                                         r"a spec's error stops the run, with no verdict"):
+        Model(FieldsMisspell(FaultyParams(1)))
 
 
 SPEC_FILE = '''
