@@ -34,6 +34,7 @@ def test_the_matrix_is_every_row_times_every_combination():
 @pytest.mark.parametrize("kwargs, words", [
     (dict(params={"nope": 1}), "has no parameter 'nope'"),
     (dict(vary={"rm": []}), "non-empty list"),
+    (dict(vary={"rm": [4, 4]}), "a value is listed twice"),
     (dict(rows=[("x", {}), ("x", {})]), "same name"),
 ])
 def test_bad_matrices_are_refused_before_anything_runs(kwargs, words):

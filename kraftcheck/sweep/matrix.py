@@ -88,6 +88,8 @@ def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any
     for key, values in vary.items():
         if not isinstance(values, list) or not values:
             raise UsageError(f"vary {key}: give a non-empty list of values")
+        if len({repr(v) for v in values}) != len(values):  # the same configuration would run twice
+            raise UsageError(f"vary {key}: a value is listed twice ({', '.join(map(str, values))}); list each once")
         fixed = [f"configuration {name}" if name else "--param or params" for name, row in [("", params), *rows]
                  if key in row]
         if fixed:  # the varied values would replace the fixed one without a word
