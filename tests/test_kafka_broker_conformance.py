@@ -12,34 +12,9 @@ leader's metadata view, brought up to the controller's state by ``SyncMetadata``
 from __future__ import annotations
 
 import pytest
+from test_kafka_code_paths import QUIET, enabled, model, run, shown  # noqa: F401 (the same walk helpers)
 
-from kraftcheck.checker.model import Model
-from kraftcheck.specs.kafka.params import KafkaParams
-from kraftcheck.specs.kafka.spec import KafkaReplication
-
-QUIET = dict(lossy_shutdowns=0, fences=0, isr_shrinks=0, min_isr_changes=0)
 OUT_B2 = 0b010 - 1  # the shrink parameter naming {b2}
-
-
-def model(**kw) -> Model:
-    return Model(KafkaReplication(KafkaParams(**kw)))
-
-
-def run(m: Model, steps, state=None):
-    state = m.initial[0] if state is None else state
-    for name, values in steps:
-        nxt = m.step(state, m.label_for(name, values))
-        assert nxt is not None, f"{name}{values} is not enabled"
-        state = nxt
-    return state
-
-
-def shown(m, state):
-    return m.layout.show(state)
-
-
-def enabled(m, state, name, values=()):
-    return m.step(state, m.label_for(name, values)) is not None
 
 
 CONTROLLER = ("c_isr", "c_elr", "c_leader", "c_epoch", "c_fenced", "c_last_leader")
