@@ -364,3 +364,15 @@ def test_an_internal_error_is_no_verdict_exit_2_not_1(monkeypatch, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "RuntimeError: a bug" in err and "kraftcheck: internal error" in err
+
+
+def test_more_fairness_requirements_than_liveness_supports_refuse_only_with_liveness():
+    from kraftcheck.checker.analyses.liveness_properties import unchecked_liveness
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.model import Model
+    from kraftcheck.pipeline import make_spec
+    # 4 brokers with --election any: partition_regains_leader has 68 fairness requirements (one per election)
+    model = Model(make_spec("kafka", {"brokers": 4, "min_isr": 3, "election": "any"}))
+    assert unchecked_liveness(model, checking=False) == ["partition_regains_leader", "acked_write_becomes_readable"]
+    with pytest.raises(SpecError, match="partition_regains_leader: 68 fairness requirements; at most 64 are supported"):
+        unchecked_liveness(model, checking=True)

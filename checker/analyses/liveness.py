@@ -116,7 +116,7 @@ def _instances(model: Model, text: str) -> Optional[list[int]]:
             if all(str(model.labels[i].shown_params()[k]).replace(" ", "") == v for k, v in bound.items())] or None
 
 
-def fairness_requirements(model: Model, fair) -> list[Requirement]:
+def fairness_requirements(model: Model, fair, most: Optional[int] = MAX_FAIR_ACTIONS) -> list[Requirement]:
     """Each fairness requirement of ``Liveness.fair`` and the labels it covers. An entry is a
     ``Fairness`` (``WF(...)`` / ``SF(...)``: the disjunction of its names) or a plain string (weak
     fairness of that name). A name is ``Name`` (the action as a whole: some instance must be
@@ -147,8 +147,8 @@ def fairness_requirements(model: Model, fair) -> list[Requirement]:
             # a lone weak name reads as the name itself; a fully bound instance as its label does
             shown = str(model.labels[labels[0]]) if "(" in texts[0] and len(labels) == 1 else texts[0]
         out.append(Requirement(shown, labels, strong))
-    if len(out) > MAX_FAIR_ACTIONS:
-        raise SpecError(f"{len(out)} fairness requirements; at most {MAX_FAIR_ACTIONS} are supported")
+    if most is not None and len(out) > most:
+        raise SpecError(f"{len(out)} fairness requirements; at most {most} are supported")
     return out
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from kraftcheck.checker.analyses.liveness import LivenessResult, check_all, fairness_requirements
+from kraftcheck.checker.analyses.liveness import MAX_FAIR_ACTIONS, LivenessResult, check_all, fairness_requirements
 from kraftcheck.checker.analyses.predicates import check_on
 from kraftcheck.checker.analyses.state_graph import CompiledGraph, GraphSummary, graph_to_analyse
 from kraftcheck.checker.errors import SpecError, UsageError
@@ -24,10 +24,12 @@ from kraftcheck.checker.spec import Liveness
 STRONG_FAIRNESS_BYTES = 24  # a state, beyond what every analysis needs (CompiledGraph.analysis_bytes)
 
 
-def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> list[Liveness]:
+def liveness_properties(model: Model, names: Optional[Sequence[str]] = None,
+                        most: Optional[int] = MAX_FAIR_ACTIONS) -> list[Liveness]:
     """The spec's liveness properties (``names``: only those), each one's fairness resolved against
     ``model`` and its predicates tried on the initial states: a ``UsageError`` or ``SpecError`` (one
-    line) for what cannot be checked, so that a command can refuse before it explores."""
+    line) for what cannot be checked, so that a command can refuse before it explores. ``most``:
+    the fairness requirements a property may have (None: no limit, for properties not checked)."""
     spec = model.spec
     props = spec.liveness()
     if not props:
@@ -42,7 +44,7 @@ def liveness_properties(model: Model, names: Optional[Sequence[str]] = None) -> 
         props = [p for p in props if p.name in names]
     for prop in props:
         try:
-            fairness_requirements(model, prop.fair)
+            fairness_requirements(model, prop.fair, most)
             for predicate in (prop.eventually, prop.after):
                 if predicate is not None:
                     check_on(model.layout, predicate, model.initial)
@@ -58,7 +60,8 @@ def unchecked_liveness(model: Model, checking: bool) -> list[str]:
     that declares none. Returns the names of those the run will not check (none if ``checking``)."""
     if not checking and not model.spec.liveness():
         return []
-    props = liveness_properties(model)
+    # the limit on fairness requirements is the liveness checker's: a run that does not check them is not refused
+    props = liveness_properties(model, most=MAX_FAIR_ACTIONS if checking else None)
     return [] if checking else [p.name for p in props]
 
 
