@@ -39,7 +39,7 @@ from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, no_progress
-from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
+from kraftcheck.checker.explore.run_limits import Clock, limit_reached, stop_at_max_depth
 from kraftcheck.checker.explore.spill import LevelSpill, spill_threshold
 from kraftcheck.checker.explore.tiers import COMPILE_MODES, Tiers, interpret_budget, start_kernels
 from kraftcheck.checker.explore.violations import Violations
@@ -299,8 +299,7 @@ class _Run:
         # replaces it by the same states mapped from disk) leaves no reference to it in memory
         self.frontier = level
         while self.frontier is not None and self.frontier.shape[0]:
-            if self.options.max_depth is not None and self.depth >= self.options.max_depth:
-                self.result.incomplete_reason = describe_limit(self.options, "max_depth")
+            if stop_at_max_depth(self.options, self.depth, self.result):
                 return
             self.frontier = self._expand_level()
 

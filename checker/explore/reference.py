@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, Violation, no_progress
-from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
+from kraftcheck.checker.explore.run_limits import Clock, limit_reached, stop_at_max_depth
 from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, spec_raised, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
@@ -163,8 +163,7 @@ class ReferenceExplorer:
 
         try:
             while frontier and not stop:
-                if options.max_depth is not None and depth >= options.max_depth:
-                    result.incomplete_reason = describe_limit(options, "max_depth")
+                if stop_at_max_depth(options, depth, result):
                     break
                 next_frontier: list[int] = []
                 for position, i in enumerate(frontier):

@@ -1,8 +1,8 @@
 """The limits that stop a run short, checked alike by every explorer, and the reason each gives.
 
 ``Options`` sets them (``--max-states``, ``--time-limit``, ``--max-memory``; ``--max-depth`` is a
-level's, checked before it is expanded); ``limit_reached`` says whether one is reached and why, in
-the words the report prints for an incomplete run.
+level's, checked before it is expanded: ``stop_at_max_depth``); ``limit_reached`` says whether one
+is reached and why, in the words the report prints for an incomplete run.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # result.py names these functions for its importers
-    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.checker.explore.result import Options, Result
 
 
 class Clock:
@@ -72,3 +72,17 @@ def limit_reached(options: Options, distinct: int, clock: Clock, more_work: bool
     if more_work and memory and memory_exceeded(options):
         return describe_limit(options, "max_memory")
     return None
+
+
+def depth_reached(options: Options, depth: int) -> bool:
+    """Whether a level at ``depth`` (the initial level's is 1) is at ``--max-depth``: its states
+    are counted and checked, not expanded."""
+    return options.max_depth is not None and depth >= options.max_depth
+
+
+def stop_at_max_depth(options: Options, depth: int, result: Result) -> bool:
+    """Whether the run stops before expanding its level at ``depth``; if so, ``result`` says why."""
+    if not depth_reached(options, depth):
+        return False
+    result.incomplete_reason = describe_limit(options, "max_depth")
+    return True

@@ -36,7 +36,7 @@ from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
                                                replay_path)
 from kraftcheck.checker.explore.spec_raised import placed
-from kraftcheck.checker.explore.run_limits import Clock, describe_limit, limit_reached
+from kraftcheck.checker.explore.run_limits import Clock, depth_reached, limit_reached, stop_at_max_depth
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import using_threads
 from kraftcheck.checker.stop import deferred, raise_if_stop_requested, stop_honoured, stop_requested
@@ -346,8 +346,7 @@ class _SparkRun:
         frontier = sum(self.part_counts[-1])
         while not stop and frontier:
             raise_if_stop_requested()
-            if self.options.max_depth is not None and self.depth >= self.options.max_depth:
-                self.result.incomplete_reason = describe_limit(self.options, "max_depth")
+            if stop_at_max_depth(self.options, self.depth, self.result):
                 return
             level = self.depth - 1
             self.meter.start(level)
@@ -474,8 +473,7 @@ class _SparkRun:
         per task. Returns whether the run stops at a violation, and how many new states the
         level has."""
         expansion = self.expansion
-        max_depth = self.options.max_depth
-        plan = self._plan(expansion.firsts, expand_next=max_depth is None or self.depth + 1 < max_depth)
+        plan = self._plan(expansion.firsts, expand_next=not depth_reached(self.options, self.depth + 1))
         recipe, p = self.recipe, self.partitions
         groups = tasks.stage_groups(p, self._stage_tasks(expansion))
         group_of = tuple(g for g, group in enumerate(groups) for _ in group)
