@@ -141,28 +141,28 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
     return data
 
 
-def file_record(size: int, digest: str) -> dict[str, Any]:
-    """What the manifest keeps of one level file."""
+def file_checksum(size: int, digest: str) -> dict[str, Any]:
+    """What the manifest keeps of one level file (an entry of its ``checksums``): its size and digest."""
     return {"bytes": size, DIGEST: digest}
 
 
-def check_level_file(path: Path, record: dict[str, Any]) -> None:
-    """``path`` is the file its run wrote: the recorded size, then the recorded digest."""
+def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
+    """``path`` is the file its run wrote: ``checksum``'s size, then its digest (``file_checksum``)."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise CheckpointDamaged(f"checkpoint file {path} is missing (the checkpoint records {record['bytes']:,} "
+        raise CheckpointDamaged(f"checkpoint file {path} is missing (the checkpoint records {checksum['bytes']:,} "
                                 f"bytes); {RESTORE}") from None
-    if size != record["bytes"]:
-        raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {record['bytes']:,} "
+    if size != checksum["bytes"]:
+        raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {checksum['bytes']:,} "
                                 f"(truncated or changed); {RESTORE}")
     try:
         digest = file_digest(path)
     except OSError as e:
         raise CheckpointDamaged(f"checkpoint file {path} cannot be read ({e.strerror or e}); {RESTORE}") from None
-    if digest != record[DIGEST]:
+    if digest != checksum[DIGEST]:
         raise CheckpointDamaged(f"checkpoint file {path} was changed after its run wrote it: its {DIGEST} is "
-                                f"{digest[:16]}..., its run recorded {record[DIGEST][:16]}... (same size, other "
+                                f"{digest[:16]}..., its run recorded {checksum[DIGEST][:16]}... (same size, other "
                                 f"content); {RESTORE}")
 
 

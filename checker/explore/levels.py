@@ -30,7 +30,7 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
-from kraftcheck.checker.explore.checkpoint import CheckpointDamaged, check_level_file, file_record
+from kraftcheck.checker.explore.checkpoint import CheckpointDamaged, check_level_file, file_checksum
 from kraftcheck.checker.files import DIGEST, file_digest
 
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
@@ -156,7 +156,7 @@ class DiskLevels(MemoryLevels):
         self.words_of_level: list[np.ndarray] = []
         # the mapping under each level's words, so expanded pages can be dropped from memory
         self._word_maps: list[Optional[mmap.mmap]] = []
-        # durable: per finished level, kind -> file_record (size and digest) of its file
+        # durable: per finished level, kind -> file_checksum (size and digest) of its file
         self.checksums: list[dict[str, dict]] = []
         self._hashes: Optional[tuple] = None  # of the level being built, as its bytes are written
         self._rehash = False  # a truncation made the running hashes wrong: hash the files once finished
@@ -246,8 +246,8 @@ class DiskLevels(MemoryLevels):
                 f.flush()
                 if self.durable:
                     os.fsync(f.fileno())
-                    entries[kind] = file_record(os.fstat(f.fileno()).st_size, file_digest(self.path(self.depth, kind))
-                                               if self._rehash else digest.hexdigest())
+                    entries[kind] = file_checksum(os.fstat(f.fileno()).st_size, file_digest(self.path(self.depth, kind))
+                                                 if self._rehash else digest.hexdigest())
                 f.close()
             self._files = self._hashes = None
             if self.durable and count:
@@ -301,11 +301,11 @@ class DiskLevels(MemoryLevels):
                                     f"{len(sizes)} and checksums of {len(checksums)}")
         for level in range(levels):
             for kind, size in zip(KINDS, (8 * self.nwords, 4, 2)):
-                record = checksums[level].get(kind)
-                if record is None or record["bytes"] != sizes[level] * size:
+                checksum = checksums[level].get(kind)
+                if checksum is None or checksum["bytes"] != sizes[level] * size:
                     raise CheckpointDamaged(f"checkpoint {self.directory}: level {level} holds {sizes[level]:,} "
-                                            f"states but its {kind} file is recorded as {record}")
-                check_level_file(self.path(level, kind), record)
+                                            f"states but its {kind} file is recorded as {checksum}")
+                check_level_file(self.path(level, kind), checksum)
         for level in range(levels):
             self._map_level(level)
         self.checksums = list(checksums)

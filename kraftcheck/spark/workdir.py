@@ -44,7 +44,7 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
-from kraftcheck.checker.explore.checkpoint import RESTORE, CheckpointDamaged, check_level_file, file_record
+from kraftcheck.checker.explore.checkpoint import RESTORE, CheckpointDamaged, check_level_file, file_checksum
 from kraftcheck.checker.files import file_digest
 
 INITIAL_PARENT = np.uint64(0xFFFFFFFFFFFFFFFF)  # the parent index of an initial state
@@ -86,7 +86,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
     """Write ``array``'s bytes to ``path`` atomically (temporary file in the same directory,
     rename); ``durable``: on disk (file and rename) before this returns, so that the manifest
     that names it, written after, never names data a crash can take back, and its size and
-    digest returned for the manifest (``checkpoint.file_record``; None if not durable). A full
+    digest returned for the manifest (``checkpoint.file_checksum``; None if not durable). A full
     disk raises ``OSError`` ENOSPC (numpy's own ``tofile`` says only "N requested and M written")."""
     root = path.parent.parent.parent  # every file is at ROOT/KIND/FOLDER/FILE
     if not root.is_dir():  # a work dir removed mid-run stays removed: no task recreates it
@@ -100,7 +100,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-                written = file_record(os.fstat(f.fileno()).st_size, file_digest(tmp))
+                written = file_checksum(os.fstat(f.fileno()).st_size, file_digest(tmp))
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half file
