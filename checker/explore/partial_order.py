@@ -1,0 +1,309 @@
+"""Breadth-first search with stubborn sets: how much a safety-preserving partial-order reduction
+would leave out of a model's state space, in plain Python, for measuring (bench/partial_order.py).
+
+At every state the search expands an *ample* set of enabled action instances instead of all of
+them, chosen so that every invariant and transition property gets the verdict the full search
+gives it. The conditions are the classic ones (Peled, "All from one, one for all: on model
+checking using representatives", CAV 1993; Clarke, Grumberg and Peled, *Model Checking*, MIT
+Press 1999, ch. 10; the ample set built as a stubborn set: Valmari, "Stubborn sets for reduced
+state space generation", Advances in Petri Nets 1990, LNCS 483):
+
+* C0: an ample set is empty only where nothing is enabled (it is grown from one enabled seed);
+* C1 (stubborn closure): an enabled instance in the set brings in every instance dependent on it
+  (``access.dependent``: one writes what the other reads or writes, over every state); a disabled
+  one brings in a *necessary enabling set*, every instance that may write an element it read on
+  this state while declining (the fields it read, recorded as it ran, crossed with the elements
+  its source may read: ``access.action_accesses``). The instances outside the set then cannot
+  enable it, and commute with the enabled instances in it;
+* C2 (visibility): an ample set that is not every enabled instance holds no *visible* instance,
+  one that may write an element a selected invariant, property or constraint reads
+  (``access.visible_positions``);
+* C3 (ignoring, for breadth-first search): a state is expanded by all its enabled instances unless
+  every successor of its ample set is a state not yet visited (and not itself). On a cycle of the
+  reduced graph, take the state visited first: the edge into it leaves a state that found it
+  visited already, and so was fully expanded; every cycle holds a fully expanded state, which is
+  Peled's cycle condition. (Bošnački, Leue and Lluch Lafuente, "Partial-order reduction for
+  general state exploring algorithms", SPIN 2006, LNCS 3925, discuss weaker provisos of this kind
+  for BFS; this one is the plainest sound one, and costs reduction where diamonds close.)
+
+Then every path of the full graph has a path of the reduced graph with the same sequence of
+visible values, up to repetition: an invariant (which reads only visible elements) is violated in
+the reduced graph if and only if in the full one. A transition property P(s, t) reads only visible
+elements too: a step that changes a visible element is kept (as its visible values); a step that
+changes none is judged as P(x, x) on a state x with those visible values, which the reduced
+search evaluates on every state it reaches; where that is false the reduction cannot decide P
+(``Reduced.undecided``) and the full search must. A violation found is real, but its trace need
+not be shortest: a check with the reduction re-runs the plain search for the trace.
+
+Not taken: symmetry, state or action constraints, fingerprints, limits, and the deadlock check
+(the model's ``check_deadlock`` must be off: a state with only self-loops needs its own care).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kraftcheck.checker.access import action_accesses, dependent, visible_positions
+from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.layout import state_copier
+from kraftcheck.checker.model import Model, python_function
+
+
+@dataclass
+class Reduced:
+    """What a reduced search found: counts as the reference explorer's (distinct, generated,
+    depth), the checks violated with the depth of the first violating state met, and how often
+    each condition forced a state to be expanded in full."""
+
+    distinct: int = 0
+    generated: int = 0
+    depth: int = 0
+    violated: dict = field(default_factory=dict)  # check name -> depth (states) of the first violation met
+    undecided: set = field(default_factory=set)  # transition properties P(x, x) false somewhere: not decided
+    reduced_states: int = 0  # states expanded by a proper subset of their enabled instances
+    full_single: int = 0  # states with at most one enabled instance (nothing to reduce)
+    full_visible: int = 0  # fully expanded: every stubborn set held an enabled visible instance
+    full_stubborn: int = 0  # fully expanded: the smallest stubborn set held every enabled instance
+    full_proviso: int = 0  # fully expanded by C3: an ample successor was visited already
+
+
+class _Recorder:
+    """A state handed to an action in place of the state itself, recording the fields read."""
+
+    __slots__ = ("_state", "_read")
+
+    def __init__(self, state, read: set) -> None:
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_read", read)
+
+    def __getattr__(self, name):
+        self._read.add(name)
+        return getattr(self._state, name)
+
+    def __setattr__(self, name, value) -> None:
+        setattr(self._state, name, value)
+
+
+def _bits(mask: int):
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+MODES = ("none", "visible", "reach")
+
+
+class _Sets:
+    """The static relations between instances that the stubborn sets are built from."""
+
+    def __init__(self, model: Model) -> None:
+        layout = model.layout
+        access = action_accesses(model)
+        n = len(access)
+        visible, _ = visible_positions(model)
+        self.visible = sum(1 << i for i, a in enumerate(access) if a.writes & visible)
+        self.dependents = [sum(1 << j for j in range(n) if j != i and dependent(access[i], access[j]))
+                           for i in range(n)]
+        writers: dict[int, int] = {}
+        for j, a in enumerate(access):
+            for pos in a.writes:
+                writers[pos] = writers.get(pos, 0) | (1 << j)
+        self.field_of = {e.flat: e.field.name for e in layout.elements}
+
+        def by_field(reads) -> dict[str, int]:
+            """Per field: the instances that may write one of ``reads``'s elements in it."""
+            out: dict[str, int] = {}
+            for pos in reads:
+                out[self.field_of[pos]] = out.get(self.field_of[pos], 0) | writers.get(pos, 0)
+            return out
+
+        self.enablers = [by_field(a.reads) for a in access]
+        everything = frozenset(writers)
+        check_reads = checks_reads(model, everything)
+        self.invariant_writers = [by_field(check_reads[x.name]) for x in model.invariants]
+        self.property_writers = [by_field(check_reads[x.name]) for x in model.properties]
+        # reach: every instance that may write what a transition property reads
+        self.property_relevant = 0
+        for x in model.properties:
+            for mask in by_field(check_reads[x.name]).values():
+                self.property_relevant |= mask
+
+
+def checks_reads(model: Model, everything: frozenset) -> dict[str, frozenset]:
+    """Per selected invariant and transition property, the positions it may read."""
+    from kraftcheck.checker.access import _access, _RecordingTranslator
+    t = _RecordingTranslator(model.layout)
+    out = {x.name: _access(t, x.fn, (0,), (), (), everything).reads for x in model.invariants}
+    out.update({x.name: _access(t, x.fn, (0, 1), (), (), everything).reads for x in model.properties})
+    return out
+
+
+def _fields_read(fn, *states) -> set:
+    """The fields ``fn`` reads of ``states`` (as it runs on them)."""
+    read: set = set()
+    fn(*(_Recorder(x, read) for x in states))
+    return read
+
+
+def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
+    """Breadth-first search of ``model`` to the end (``--continue``), every state expanded by a
+    stubborn set: ``visible`` (C0-C3), ``reach`` (up-sets), or ``none`` (the full search, for
+    comparison); see the module's docstring."""
+    if mode not in MODES:
+        raise UsageError(f"unknown reduction {mode!r}; choose from: {', '.join(MODES)}")
+    if model.constrained:
+        raise UsageError("the partial-order reduction does not take state or action constraints")
+    if model.check_deadlock:
+        raise UsageError("the partial-order reduction does not check deadlocks: build the model with deadlock=False")
+    layout = model.layout
+    actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
+    invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
+    properties = [(p.name, python_function(p.fn)) for p in model.properties]
+    copy_state = state_copier(layout)
+    sets = _Sets(model) if mode != "none" else None
+
+    out = Reduced()
+    index: dict = {}
+
+    def add(flat: tuple, depth: int) -> None:
+        index[flat] = len(index)
+        obj = layout.to_object(flat)
+        for name, fn in invariants:
+            if name not in out.violated and not fn(obj):
+                out.violated[name] = depth
+        if mode == "visible":
+            for name, fn in properties:
+                if name not in out.undecided and not fn(obj, obj):
+                    out.undecided.add(name)
+
+    frontier = []
+    for flat in model.initial:
+        out.generated += 1
+        if flat not in index:
+            add(flat, 1)
+            frontier.append(flat)
+    depth = 1 if frontier else 0
+    while frontier:
+        following = []
+        for flat in frontier:
+            before = layout.to_object(flat)
+            successors: dict[int, tuple] = {}
+            for lab, (fn, values) in enumerate(actions):
+                after = copy_state(before)
+                if fn(before, after, *values):
+                    successors[lab] = layout.from_object(after)
+            chosen = sorted(successors)
+            if mode == "visible":
+                if len(successors) > 1:
+                    ample = _visible_ample(successors, before, actions, sets, copy_state, out)
+                    if ample is not None and all(successors[lab] not in index and successors[lab] != flat
+                                                 for lab in ample):
+                        out.reduced_states += 1
+                        chosen = ample
+                    elif ample is not None:
+                        out.full_proviso += 1
+                elif successors:
+                    out.full_single += 1
+            elif mode == "reach" and successors:
+                chosen = _reach_ample(successors, before, actions, invariants, properties, sets, copy_state, out)
+            for lab in chosen:
+                succ = successors[lab]
+                out.generated += 1
+                after = layout.to_object(succ)
+                for name, prop in properties:
+                    if name not in out.violated and not prop(before, after):
+                        out.violated[name] = depth + 1
+                if succ not in index:
+                    add(succ, depth + 1)
+                    following.append(succ)
+        frontier = following
+        if frontier:
+            depth += 1
+    out.distinct, out.depth = len(index), depth
+    return out
+
+
+class _Closure:
+    """Stubborn sets on one state: the closure of a set of instances under C1."""
+
+    def __init__(self, successors, before, actions, sets: _Sets, copy_state) -> None:
+        self.enabled = sum(1 << lab for lab in successors)
+        self.before, self.actions, self.sets, self.copy_state = before, actions, sets, copy_state
+        self._enabling: dict[int, int] = {}  # disabled instance -> its necessary enabling set here
+
+    def necessary_enabling(self, lab: int) -> int:
+        """Every instance that may write an element ``lab`` read here while declining."""
+        if lab not in self._enabling:
+            fn, values = self.actions[lab]
+            read: set = set()
+            fn(_Recorder(self.before, read), _Recorder(self.copy_state(self.before), read), *values)
+            by_field = self.sets.enablers[lab]
+            mask = 0
+            for name in read:
+                mask |= by_field.get(name, 0)
+            self._enabling[lab] = mask
+        return self._enabling[lab]
+
+    def close(self, stubborn: int, stop: int = 0) -> int:
+        """The smallest superset of ``stubborn`` closed under C1 (or, as soon as it meets
+        ``stop``, what it has grown to)."""
+        done = 0
+        while stubborn & ~done and not stubborn & stop:
+            lab = (stubborn & ~done).bit_length() - 1
+            done |= 1 << lab
+            stubborn |= self.sets.dependents[lab] if self.enabled >> lab & 1 else self.necessary_enabling(lab)
+        return stubborn
+
+
+def _visible_ample(successors, before, actions, sets: _Sets, copy_state, out: Reduced) -> Optional[list[int]]:
+    """The enabled instances of the smallest stubborn set grown from one enabled invisible seed
+    (C0-C2 of the module's docstring), or None (counted) when every such set is all of them."""
+    closure = _Closure(successors, before, actions, sets, copy_state)
+    enabled = closure.enabled
+    enabled_visible = enabled & sets.visible
+    best: Optional[int] = None
+    seeds = enabled & ~sets.visible
+    for seed in _bits(seeds):
+        stubborn = closure.close(1 << seed, stop=enabled_visible)
+        if stubborn & enabled_visible:
+            continue
+        ample = stubborn & enabled
+        if best is None or bin(ample).count("1") < bin(best).count("1"):
+            best = ample
+            if ample & (ample - 1) == 0:
+                break
+    if best is None or best == enabled:
+        if best is None:
+            out.full_visible += 1
+        else:
+            out.full_stubborn += 1
+        return None
+    return list(_bits(best))
+
+
+def _reach_ample(successors, before, actions, invariants, properties, sets: _Sets, copy_state,
+                 out: Reduced) -> list[int]:
+    """The enabled instances of the stubborn set closed over the up-sets of every check on this
+    state (``reach`` in the module's docstring): for an invariant that holds here and for P(x, x)
+    of a transition property, the instances that may write an element it read here; for a
+    transition property, every instance that may write what it reads."""
+    closure = _Closure(successors, before, actions, sets, copy_state)
+    required = sets.property_relevant
+    for (name, fn), writers in zip(invariants, sets.invariant_writers):
+        read: set = set()
+        if fn(_Recorder(before, read)):
+            for field_name in read:
+                required |= writers.get(field_name, 0)
+    for (name, fn), writers in zip(properties, sets.property_writers):
+        read = set()
+        if fn(_Recorder(before, read), _Recorder(before, read)):
+            for field_name in read:
+                required |= writers.get(field_name, 0)
+    ample = closure.close(required) & closure.enabled
+    if ample == closure.enabled:
+        out.full_stubborn += 1
+    else:
+        out.reduced_states += 1
+    return list(_bits(ample))
