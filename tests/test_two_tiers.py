@@ -8,6 +8,7 @@ import pytest
 
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -225,7 +226,7 @@ class CompileWhenWaitedFor:
 
 
 @pytest.mark.parametrize("case", list(SHIPPED) + list(ODD))
-def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
+def test_one_answer_whatever_tier_runs(case, monkeypatch):
     """The default run ending while it still interprets (its kernels not compiled yet), and a run
     compiled first, give one answer: the same counts, coverage, violations and traces; or the
     same error in the same words (code numba refuses: numba's compile error naming the spec's
@@ -233,9 +234,8 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
     from kraftcheck.checker.explore import tiers
     compiled, _ = _outcome(case, "compiled")
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
-    # typed every time, not taken from an earlier run's acceptance (test below)
-    monkeypatch.setattr(tiers, "typed_marker_path", lambda module_path: tmp_path / "typed")
-    monkeypatch.setattr(tiers, "_TYPED_MODULES", set())
+    # the kernels just compiled are taken for not compiled, and their compile for one that is
+    # ready only once the run waits for it (the engine starts both itself)
     monkeypatch.setattr(tiers, "is_compiled", lambda shapes: False)
     monkeypatch.setattr(tiers, "BackgroundCompile", CompileWhenWaitedFor)
     interpreted, run = _outcome(case, "interpreted")
@@ -248,22 +248,43 @@ def test_one_answer_whatever_tier_runs(case, monkeypatch, tmp_path):
             assert 0 < run.interpreted_states < run.distinct_states and run.compile_s is not None
         else:
             assert run.interpreted_states > 0 and run.compile_s is None, "the run should have ended interpreting"
+            # it answered on numba's acceptance, typed now or kept from an earlier run (test below): numba
+            # accepts the spec's functions (a refusal is never kept, so the run typed every refused case)
+            from kraftcheck.checker.typing_check import check_spec_types
+            check_spec_types(Model(_spec(case)[0]))
+
+
+class Typings(RunObserver):
+    """Counts the times a run had numba type the spec's functions."""
+
+    def __init__(self):
+        self.count = 0
+
+    def typing_spec(self):
+        self.count += 1
 
 
 def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, tmp_path):
     """The type inference's acceptance is kept beside the kernel module (whose name is a digest
-    of the spec's sources): the next run of the same spec version and fields that ends while
-    interpreting answers without typing again; a refusal is never kept."""
+    of the spec's sources and fields) and in the process: the next run of the same spec version
+    and fields that ends while interpreting answers without typing again, and a new process (a
+    new ``TypingVerdicts``) knows it from the file; a refusal is never kept."""
     from kraftcheck.checker.explore import tiers
+    from kraftcheck.checker.explore.compiled import kernel_shapes
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "60")
     monkeypatch.setattr(tiers, "BackgroundCompile", CompileWhenWaitedFor)
-    monkeypatch.setattr(tiers, "_TYPED_MODULES", set())  # only the file tells, as to a new process
+    grid = Model(Grid(GridParams(3)))  # three rows: a grid no other test runs, so not typed in this process yet
+    refused = Model(odd_specs.PythonOnlyMethod(GridParams(1)))
     typed = []
-    check = tiers.check_spec_types
-    monkeypatch.setattr(tiers, "check_spec_types", lambda model: (typed.append(model.spec.name), check(model))[1])
     for _ in range(2):
-        assert Engine(compile="background").explore(Model(Grid(GridParams(1))), Options()).interpreted_states > 0
+        typings = Typings()
+        assert Engine(compile="background").explore(grid, Options(), observer=typings).interpreted_states > 0
+        typed.append(("grid", typings.count))
+        typings = Typings()
         with pytest.raises(SpecError, match="failed to compile"):
-            Engine(compile="background").explore(Model(odd_specs.PythonOnlyMethod(GridParams(1))), Options())
-    assert typed == ["grid", "python_only_method", "python_only_method"]
+            Engine(compile="background").explore(refused, Options(), observer=typings)
+        typed.append(("python_only_method", typings.count))
+    assert typed == [("grid", 1), ("python_only_method", 1), ("grid", 0), ("python_only_method", 1)]
+    assert tiers.TypingVerdicts().accepted(kernel_shapes(grid))
+    assert not tiers.TypingVerdicts().accepted(kernel_shapes(refused))

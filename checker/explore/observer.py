@@ -2,7 +2,8 @@
 
 An explorer calls an observer's methods at the run's events: it started (the checkpoint's
 manifest written, nothing explored yet), a level finished (durable, with a checkpoint), the
-compiled kernels are ready or the run waits for them, the run changed tiers, the run finished.
+compiled kernels are ready or the run waits for them, numba types the spec's functions, the run
+changed tiers, the run finished.
 Tests wait on these events instead of the clock, and tools can follow a run without patching it.
 Pass one to an explorer's ``explore(..., observer=...)``, or to ``kraftcheck.pipeline.run`` for a
 check run as the command line runs it; without one (the default) nothing is called.
@@ -37,6 +38,11 @@ class RunObserver:
     def waiting_for_compile(self) -> None:
         """The first tier's time is up (or its Python could not run the spec's code): the run
         waits for the background compile."""
+
+    def typing_spec(self) -> None:
+        """The run explored without its compiled kernels (or is about to, on an installation's
+        first run): numba's type inference checks the spec's functions now, before the answer,
+        as no earlier run's acceptance is known (``tiers.TypingVerdicts``)."""
 
     def tier_switched(self, form: str, distinct: int) -> None:
         """The run explores on with a compiled form (``form``: its kernel module's name) from

@@ -6,7 +6,8 @@ tier (the bytecode tier, ``bytecode_tier.py``, or for a spec whose functions do 
 Python one, ``interpreted.py``) for at most ``interpret_budget()`` seconds, then waits for them;
 the run takes each compiled form between two chunks once it is ready (``Tiers``). A run that ends
 first gives its answer only once numba is known to accept the spec's functions
-(``confirm_spec_compiles``). ``never`` and ``bytecode`` keep one tier throughout (tests).
+(``confirm_spec_compiles``; an acceptance is kept: ``TypingVerdicts``). ``never`` and ``bytecode``
+keep one tier throughout (tests).
 """
 
 from __future__ import annotations
@@ -40,9 +41,29 @@ COMPILE_MODES = ("now", "background", "never", "bytecode")
 # bytecode tier runs 20-40x faster than the Python one, so it gets longer (bench/RESULTS.md).
 INTERPRET_BUDGET_S = 1.0
 BYTECODE_BUDGET_S = 1.5
-# kernel modules (by name: a digest of the spec's sources and the versions) whose spec functions
-# numba's type inference accepted in this process, whatever kernel cache they were written to
-_TYPED_MODULES: set[str] = set()
+
+
+class TypingVerdicts:
+    """The kernel modules whose spec functions numba's type inference accepted (``typing_check``),
+    so that a later run of the same spec version and fields need not type them again: a file
+    beside the module (``typed_marker_path``: the module's name is a digest of the spec's sources
+    and of the kraftcheck and numba versions) tells later processes; in this process the module's
+    name tells, whatever kernel cache the file went to (a run with a fresh cache: tests). A
+    refusal is never kept. A new instance knows what a new process knows: the files."""
+
+    def __init__(self) -> None:
+        self.module_names: set[str] = set()
+
+    def accepted(self, shapes: KernelShapes) -> bool:
+        return shapes.module_name in self.module_names or typed_marker_path(shapes.module_path).exists()
+
+    def remember(self, shapes: KernelShapes) -> None:
+        atomic_write(typed_marker_path(shapes.module_path), f"numba {numba.__version__}\n")
+        self.module_names.add(shapes.module_name)
+
+
+# this process's: every run asks it
+TYPING_VERDICTS = TypingVerdicts()
 
 
 def start_kernels(model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
@@ -206,11 +227,12 @@ class Tiers:
             return
         if builder.failed():
             self.switch_when_compiled()  # raises the compile's error
-        marker = typed_marker_path(builder.shapes.module_path)
-        if marker.exists() or builder.shapes.module_name in _TYPED_MODULES:  # an earlier run typed it
+        if TYPING_VERDICTS.accepted(builder.shapes):  # an earlier run typed it
             self.spec_checked = True
             return
         self.announce(f"{builder.status}, {builder.elapsed:.0f} s", meanwhile)
+        if self.observer is not None:
+            self.observer.typing_spec()
         try:
             check_spec_types(self.model)
         except numba.core.errors.NumbaError as e:
@@ -219,8 +241,7 @@ class Tiers:
         except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
             self.switch_when_compiled(wait=True)
         else:
-            atomic_write(marker, f"numba {numba.__version__}\n")
-            _TYPED_MODULES.add(builder.shapes.module_name)
+            TYPING_VERDICTS.remember(builder.shapes)
         self.spec_checked = True
 
     def switch_when_compiled(self, wait: bool = False) -> None:
