@@ -520,15 +520,20 @@ def test_a_run_takes_over_the_helper_started_before_its_model(monkeypatch):
             pass
 
     monkeypatch.setattr(bytecode_tier, "InterpreterCompile", Helper)
-    monkeypatch.setattr(bytecode_tier, "_started_early", None)  # and back to what it was, whatever happens
     monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: False)
-    bytecode_tier.start_interpreter_compile()
-    bytecode_tier.start_interpreter_compile()  # one is enough
-    assert len(started) == 1
-    assert bytecode_tier.interpreter_compile() is started[0]
-    assert bytecode_tier.interpreter_compile() is not started[0] and len(started) == 2  # a later run: its own
-    monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: True)
-    assert bytecode_tier.interpreter_compile() is None
+    bytecode_tier.interpreter_compile().stop()  # one started early and not taken over yet (else a new one): gone
+    started.clear()
+    try:
+        bytecode_tier.start_interpreter_compile()
+        bytecode_tier.start_interpreter_compile()  # one is enough
+        assert len(started) == 1
+        assert bytecode_tier.interpreter_compile() is started[0]
+        assert bytecode_tier.interpreter_compile() is not started[0] and len(started) == 2  # a later run: its own
+        monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: True)
+        assert bytecode_tier.interpreter_compile() is None
+    finally:
+        monkeypatch.setattr(bytecode_tier.vm, "cached", lambda: False)
+        bytecode_tier.interpreter_compile()  # none of this test's left for a later run, whatever happened
 
 
 def test_a_background_compile_runs_at_the_lowest_priority(fresh_kernel_cache, monkeypatch, tmp_path):
