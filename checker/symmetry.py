@@ -7,10 +7,11 @@ moves when they are permuted. The group is the product of the sets' permutation 
 orbit is everything reached by permuting every set at once. ``Canonicaliser`` checks the
 declaration against the fields' own metadata, turns it into tables (for every permutation: which
 element goes where, how values map) and canonicalises states with them: in plain Python
-(``canonical_flat``, the twin the tests compare the kernel with) and with the compiled kernel
-``kernels.canonical.canonicalize_rows`` over a successor buffer. The canonical form is the
-lexicographically smallest flat state of the orbit, brute force over every permutation of the group
-(n0! x n1! x ...).
+(``canonical_flat``, the twin the tests compare the kernel with, brute force over every
+permutation of the group: n0! x n1! x ...) and with the compiled kernel
+``kernels.canonical.canonicalize_rows`` over a successor buffer, which finds the same state while
+trying far fewer permutations on far fewer elements (``KernelTables``). The canonical form is the
+lexicographically smallest flat state of the orbit.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, UsageError
-from kraftcheck.checker.kernels.canonical import canonicalize_rows
+from kraftcheck.checker.kernels.canonical import PLACE_BITS, PLACE_WORD, canonicalize_rows
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
 from kraftcheck.checker.layout import Layout
@@ -206,6 +207,49 @@ class PermutationTables:
         return tuple(out)
 
 
+class KernelTables:
+    """``PermutationTables`` as ``kernels.canonical.canonicalize_rows`` reads them: per compared
+    element (the ``varying`` ones, in flat order), where each permutation's image takes it from in
+    the packed words, how its value maps and under which guard; the leading compared elements
+    that stay in place (``prefix``), with the permutations ranked by the image each gives each
+    value, as bit masks."""
+
+    def __init__(self, layout: Layout, tables: PermutationTables, varying: np.ndarray) -> None:
+        elements = layout.elements
+
+        def place(j: int) -> int:
+            e = elements[j]
+            return (e.shift | e.word << PLACE_WORD | e.bits << PLACE_BITS) if e.bits else 0
+
+        nperms = tables.src.shape[0]
+        self.source = np.array([place(s) for j in varying for s in tables.src[:, j]], np.int64)
+        self.table = tables.value_table[varying].copy()
+        self.guard = np.array([place(g) if g >= 0 else -1 for g in tables.guard_elem[varying]], np.int64)
+        self.guard_value = tables.guard_value[varying].copy()
+        self.value_map = tables.value_map
+        self.dest = np.array([place(j) for j in varying], np.int64)
+        self.keep = np.full(layout.nwords, (1 << 64) - 1, np.uint64)
+        for j in varying:
+            e = elements[j]
+            self.keep[e.word] &= np.uint64(((1 << 64) - 1) ^ (((1 << e.bits) - 1) << e.shift))
+        stays = (tables.src[:, varying] == varying).all(axis=0) & (self.table >= 0)
+        self.prefix = int(np.argmin(stays)) if not stays.all() else len(varying)
+        nmask = (nperms + 63) // 64
+        ntables, width = self.value_map.shape[1:]
+        ranked = [[np.unique(self.value_map[:, t, v]) for v in range(width)] for t in range(ntables)]
+        self.nlevels = np.array([[len(images) for images in row] for row in ranked], np.int64)
+        self.levels = np.zeros((ntables, width, int(self.nlevels.max()), nmask), np.uint64)
+        bit = np.left_shift(np.uint64(1), (np.arange(nperms) % 64).astype(np.uint64))
+        word = np.arange(nperms) // 64
+        for t in range(ntables):
+            for v in range(width):
+                for level, image in enumerate(ranked[t][v]):
+                    hit = self.value_map[:, t, v] == image
+                    np.bitwise_or.at(self.levels[t, v, level], word[hit], bit[hit])
+        self.everyone = np.zeros(nmask, np.uint64)
+        np.bitwise_or.at(self.everyone, word, bit)
+
+
 class Canonicaliser:
     """Canonical forms of a model's states under its spec's symmetry; see the module docstring."""
 
@@ -214,15 +258,16 @@ class Canonicaliser:
         self.symmetry = as_symmetry_sets(sym)
         self.tables = PermutationTables(layout, sym)
         self.size = layout.size
-        self.elem_word = np.array([e.word for e in layout.elements], np.int64)
-        self.elem_shift = np.array([e.shift for e in layout.elements], np.int64)
-        self.elem_mask = np.array([(1 << e.bits) - 1 for e in layout.elements], np.int64)
-        self.elem_const = np.array([e.field.const if e.field.const is not None else -1 for e in layout.elements],
-                                   np.int64)
+        constant = np.array([e.field.const is not None for e in layout.elements], bool)
         moved = (self.tables.src != np.arange(self.size)).any(axis=0) | (self.tables.value_table >= 0)
-        self.varying = np.flatnonzero(moved & (self.elem_const < 0)).astype(np.int64)
+        # the elements some permutation may change, in flat order: the others are equal in every
+        # image, so comparing images on these alone orders them as on all elements
+        self.varying = np.flatnonzero(moved & ~constant).astype(np.int64)
+        self.kernel = KernelTables(layout, self.tables, self.varying)
         self.threads = thread_count()
-        self._scratch = [np.zeros((3, self.size), np.int64) for _ in range(self.threads)]
+        nmask, ncompared = self.kernel.everyone.shape[0], self.varying.shape[0]
+        self._scratch = [(np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64),
+                          np.zeros(layout.nwords, np.uint64)) for _ in range(self.threads)]
 
     @property
     def permutations(self) -> int:
@@ -252,15 +297,14 @@ class Canonicaliser:
             raise IndexError("canonicalize(): a row number is outside the buffer")
         if nrows == 0:
             return
-        t = self.tables
+        t = self.kernel
         parts = split(0, nrows, self.threads if nrows >= 1024 else 1)
 
         def part(j: int) -> None:
             a, b = parts[j]
-            scratch = self._scratch[j]
-            canonicalize_rows(words, hashes, rows, a, b, self.elem_word, self.elem_shift, self.elem_mask,
-                              self.elem_const, t.src, t.value_table, t.guard_elem, t.guard_value,
-                              t.value_map, self.size, self.varying, scratch[0], scratch[1], scratch[2])
+            cand, bestv, out = self._scratch[j]
+            canonicalize_rows(words, hashes, rows, a, b, t.source, t.table, t.guard, t.guard_value, t.value_map,
+                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, cand, bestv, out)
 
         run_parts(part, len(parts))
 

@@ -1,73 +1,144 @@
-"""Canonical forms of packed states under a spec's symmetry, by brute force over the permutations.
+"""Canonical forms of packed states under a spec's symmetry: the smallest image over the group,
+found without trying every permutation on every element.
 
 ``canonicalize_rows`` replaces each given row of a successor buffer by the lexicographically
 smallest flat state (compared element by element in flat order) among its images under every
 permutation of the group (the product of the spec's symmetry sets' permutation groups), repacks
 it and recomputes its fingerprint, so the visited set only ever sees canonical states. It is
 spec-independent: the layout and the permutations come as tables
-(``checker.symmetry.PermutationTables``), so it compiles once for every spec. The identity must be
+(``checker.symmetry.KernelTables``), so it compiles once for every spec. The identity must be
 permutation 0. Called through ``checker.symmetry.Canonicaliser``, which validates the arguments.
+
+Only the elements some permutation may change are compared (the others are equal in every
+image), in flat order, and read straight from the packed words: a state is never unpacked. The
+search has two stages:
+
+* The leading compared elements that stay in place and only have their value mapped (Kafka's
+  ISR, ELR and leader come first) cut the candidates at once: for each such value the tables list
+  the permutations by the image they give it, smallest first, as bit masks, and the candidates
+  become those of the first list that holds any. This keeps exactly the permutations whose image
+  is smallest on those elements, whatever they are.
+* Each remaining candidate is compared with the best so far from the first element after those,
+  and drops out at its first larger element (most do at once); the best one's image is read
+  lazily, once per element.
+
+The result is the same smallest image the brute force over every permutation gives (the readable
+twin, ``Canonicaliser.canonical_flat``, and the reference explorer's ``orbit_representative``
+compute it so); only the order of the work differs. A state whose best image is itself (most
+successors of a canonical state) is left as it is: only its fingerprint is computed.
 """
 
 from __future__ import annotations
 
-from numba import njit, uint64
+from numba import int64, njit, uint64
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from kraftcheck.checker.kernels.hashing import fingerprint_row
 
+# a compared element's place in the packed words, one int64: bits 0-5 shift, 6-31 word, 32- bits
+PLACE_WORD, PLACE_BITS, WORD_MASK = 6, 32, (1 << 26) - 1
+
 
 @njit(cache=True, nogil=True)
-def canonicalize_rows(words, hashes, rows, lo, hi, elem_word, elem_shift, elem_mask, elem_const, src, value_table,
-                      guard_elem, guard_value, value_map, size, varying, cur, cand, best):
+def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_value, value_map, dest, keep, prefix,
+                      levels, nlevels, everyone, cand, bestv, out):
     """Canonicalise ``words[rows[k]]`` for k in lo..hi in place, with fingerprints into ``hashes``.
 
-    ``elem_*`` place every flat element in the words (``elem_const`` >= 0: a constant);
-    ``src[p, j]`` is the element permutation p moves to j; its value v becomes
-    ``value_map[p, value_table[j], v]`` (members or subsets of one set; values past the table are
-    kept) unless ``value_table[j]`` is -1 (not a value that moves) or
-    ``cur[guard_elem[j]] == guard_value[j]`` (a filler).
-    ``varying`` lists, in flat order, the elements some permutation may change: the others are
-    equal in every image, so comparing images on ``varying`` alone orders them as on all elements.
-    ``cur``, ``cand`` and ``best`` are scratch rows of ``size`` int64 each (one set per thread).
+    Compared element i (in flat order) of permutation p's image is the element at
+    ``source[i * nperms + p]`` (a place: see PLACE_WORD), its value v becoming
+    ``value_map[p, table[i], v]`` (members or subsets of one set; values past the table are kept)
+    unless ``table[i]`` is -1 (not a value that moves) or the element at place ``guard[i]`` holds
+    ``guard_value[i]`` (a filler). ``dest[i]`` is element i's own place; ``keep`` masks, per word,
+    the bits of the elements never compared. The first ``prefix`` compared elements stay in place
+    (only their values map): for a value v of table t, ``levels[t, v, l]`` (l < ``nlevels[t, v]``)
+    is the bit mask (``everyone``'s words) of the permutations giving v its l-th smallest image.
+    ``cand`` (as many words as ``everyone``), ``bestv`` (one per compared element) and ``out``
+    (one per word) are scratch, one set per thread.
     """
-    nperms = src.shape[0]
-    nwords = words.shape[1]
+    nperms = value_map.shape[0]
     width = value_map.shape[2]
+    ncompared = table.shape[0]
+    nwords = words.shape[1]
+    nmask = everyone.shape[0]
+    # a place's value: words[r, place >> PLACE_WORD & WORD_MASK] >> (place & 63), masked to its
+    # place >> PLACE_BITS bits, written out where it is read (a helper taking the words would cost
+    # a reference count a call)
     for k in range(lo, hi):
         r = rows[k]
-        for j in range(size):
-            if elem_const[j] >= 0:
-                cur[j] = elem_const[j]
-            elif elem_mask[j] == 0:
-                cur[j] = 0
-            else:
-                cur[j] = int((words[r, elem_word[j]] >> uint64(elem_shift[j])) & uint64(elem_mask[j]))
-            best[j] = cur[j]
-        improved = False
-        for p in range(1, nperms):
-            order = 0  # 0: equal to best so far, -1: smaller
-            larger = False
-            for i in range(varying.shape[0]):
-                j = varying[i]
-                v = cur[src[p, j]]
-                table = value_table[j]
-                if table >= 0 and v < width and not (guard_elem[j] >= 0 and cur[guard_elem[j]] == guard_value[j]):
-                    v = value_map[p, table, v]
-                cand[j] = v
-                if order == 0:
-                    if v < best[j]:
-                        order = -1
-                    elif v > best[j]:
-                        larger = True
+        for w in range(nmask):
+            cand[w] = everyone[w]
+        for i in range(prefix):
+            g = guard[i]
+            if g >= 0 and int64((words[r, g >> PLACE_WORD & WORD_MASK] >> uint64(g & 63))
+                                & ((uint64(1) << uint64(g >> PLACE_BITS)) - uint64(1))) == guard_value[i]:
+                continue  # a filler: the same in every image
+            s = source[i * nperms]
+            v = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
+                      & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+            if v >= width:
+                continue
+            t = table[i]
+            for level in range(nlevels[t, v]):
+                hit = False
+                for w in range(nmask):
+                    if cand[w] & levels[t, v, level, w] != uint64(0):
+                        hit = True
+                if hit:
+                    for w in range(nmask):
+                        cand[w] &= levels[t, v, level, w]
+                    break
+        best = -1
+        known = prefix  # bestv[prefix:known] holds the best candidate's image
+        for w in range(nmask):
+            x = cand[w]
+            while x != uint64(0):
+                low = trailing_zeros(x)
+                x ^= uint64(1) << uint64(low)
+                p = w * 64 + int64(low)
+                if best < 0:
+                    best = p
+                    continue
+                for i in range(prefix, ncompared):
+                    t = table[i]
+                    mapped = t >= 0
+                    g = guard[i]
+                    if mapped and g >= 0:
+                        mapped = int64((words[r, g >> PLACE_WORD & WORD_MASK] >> uint64(g & 63))
+                                       & ((uint64(1) << uint64(g >> PLACE_BITS)) - uint64(1))) != guard_value[i]
+                    if i >= known:
+                        s = source[i * nperms + best]
+                        y = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
+                                  & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+                        if mapped and y < width:
+                            y = value_map[best, t, y]
+                        bestv[i] = y
+                        known = i + 1
+                    s = source[i * nperms + p]
+                    v = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
+                              & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+                    if mapped and v < width:
+                        v = value_map[p, t, v]
+                    if v != bestv[i]:
+                        if v < bestv[i]:
+                            best = p
+                            known = prefix
                         break
-            if not larger and order < 0:
-                for i in range(varying.shape[0]):
-                    best[varying[i]] = cand[varying[i]]
-                improved = True
-        if improved:
+        if best > 0:
             for w in range(nwords):
-                words[r, w] = uint64(0)
-            for j in range(size):
-                if elem_const[j] < 0 and elem_mask[j] != 0:
-                    words[r, elem_word[j]] |= uint64(best[j]) << uint64(elem_shift[j])
+                out[w] = words[r, w] & keep[w]
+            for i in range(ncompared):
+                t = table[i]
+                s = source[i * nperms + best]
+                v = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
+                          & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+                if t >= 0 and v < width:
+                    g = guard[i]
+                    if g < 0 or int64((words[r, g >> PLACE_WORD & WORD_MASK] >> uint64(g & 63))
+                                      & ((uint64(1) << uint64(g >> PLACE_BITS)) - uint64(1))) != guard_value[i]:
+                        v = value_map[best, t, v]
+                d = dest[i]
+                out[d >> PLACE_WORD & WORD_MASK] |= ((uint64(v) & ((uint64(1) << uint64(d >> PLACE_BITS)) - uint64(1)))
+                                                     << uint64(d & 63))
+            for w in range(nwords):
+                words[r, w] = out[w]
         hashes[r] = fingerprint_row(words, r)
