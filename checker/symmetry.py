@@ -30,6 +30,8 @@ from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.spec import Permuted, Spec, Symmetry
 
 MAX_PERMUTATIONS = 5040  # brute force: 7!, one set of 7 values or sets whose factorials multiply to at most this
+# rows remembered with their canonical forms, per worker thread (a successor is often met again soon)
+MEMO_SLOTS = 1 << 14
 MEMBER_TABLE, SUBSET_TABLE = 0, 1  # set s's value maps are tables 2s (members) and 2s + 1 (subsets)
 
 
@@ -268,6 +270,9 @@ class Canonicaliser:
         nmask, ncompared = self.kernel.everyone.shape[0], self.varying.shape[0]
         self._scratch = [(np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64),
                           np.zeros(layout.nwords, np.uint64)) for _ in range(self.threads)]
+        self._memo = [(np.zeros(MEMO_SLOTS, np.uint64), np.zeros(MEMO_SLOTS, np.bool_),
+                       np.zeros((MEMO_SLOTS, 2 * layout.nwords), np.uint64), np.zeros(MEMO_SLOTS, np.uint64))
+                      for _ in range(self.threads)]
 
     @property
     def permutations(self) -> int:
@@ -304,7 +309,8 @@ class Canonicaliser:
             a, b = parts[j]
             cand, bestv, out = self._scratch[j]
             canonicalize_rows(words, hashes, rows, a, b, t.source, t.table, t.guard, t.guard_value, t.value_map,
-                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, cand, bestv, out)
+                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, cand, bestv, out,
+                              *self._memo[j])
 
         run_parts(part, len(parts))
 

@@ -206,7 +206,7 @@ def random_walk_states(m: Model, count: int, seed: int, length: int = 24) -> lis
 def test_canonical_kernel_agrees_with_its_python_twin_over_24_and_120_permutations(which):
     """Four brokers (24 permutations) and 120 permutations (the kernel's candidate masks take two
     words): the kernel's search gives the twin's smallest image, also from a random member of
-    each orbit, so that the best candidate changes along the way."""
+    each orbit, so that the best candidate changes along the way, and again from its memo."""
     if which.startswith("kafka"):
         m = kafka(**dict(NO_FAULTS, brokers=4, min_isr=3, fences=1, isr_shrinks=1))
     else:
@@ -217,12 +217,16 @@ def test_canonical_kernel_agrees_with_its_python_twin_over_24_and_120_permutatio
     rng = random.Random(11)
     sample = random_walk_states(m, 80, seed=5)
     sample += [canon.tables.image(s, rng.randrange(1, canon.permutations)) for s in sample]
-    got, hashes = canon.canonical_words(np.array([m.layout.pack(s) for s in sample], np.uint64))
+    words = np.array([m.layout.pack(s) for s in sample], np.uint64)
+    got, hashes = canon.canonical_words(words)
     twin = [canon.canonical_flat(s) for s in sample]
     assert [m.layout.unpack(row.tolist()) for row in got] == twin
     from kraftcheck.checker.kernels.hashing import fingerprints
     assert (hashes == fingerprints(got)).all()
     assert sum(c != s for s, c in zip(sample, twin)) > len(sample) // 4
+    # the same rows again (in another order) find their canonical forms in the kernel's memo
+    again, rehashed = canon.canonical_words(words[::-1])
+    assert (again == got[::-1]).all() and (rehashed == hashes[::-1]).all()
 
 
 def test_every_invariant_and_property_is_permutation_invariant(violating_states):

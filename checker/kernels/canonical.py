@@ -41,7 +41,7 @@ PLACE_WORD, PLACE_BITS, WORD_MASK = 6, 32, (1 << 26) - 1
 
 @njit(cache=True, nogil=True)
 def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_value, value_map, dest, keep, prefix,
-                      levels, nlevels, everyone, cand, bestv, out):
+                      levels, nlevels, everyone, cand, bestv, out, memo_key, memo_filled, memo_words, memo_hash):
     """Canonicalise ``words[rows[k]]`` for k in lo..hi in place, with fingerprints into ``hashes``.
 
     Compared element i (in flat order) of permutation p's image is the element at
@@ -54,6 +54,12 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
     is the bit mask (``everyone``'s words) of the permutations giving v its l-th smallest image.
     ``cand`` (as many words as ``everyone``), ``bestv`` (one per compared element) and ``out``
     (one per word) are scratch, one set per thread.
+
+    ``memo_*`` remember recent rows (a slot per fingerprint's low bits, a power of two of them; one
+    memo per thread, kept between calls): ``memo_key`` the row's fingerprint, ``memo_words`` its
+    words then its canonical form's, ``memo_hash`` the canonical form's fingerprint. A row met
+    again (the same successor reached from several states, as commuting actions do) takes its
+    canonical form from there, after its words are compared in full.
     """
     nperms = value_map.shape[0]
     width = value_map.shape[2]
@@ -63,8 +69,26 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
     # a place's value: words[r, place >> PLACE_WORD & WORD_MASK] >> (place & 63), masked to its
     # place >> PLACE_BITS bits, written out where it is read (a helper taking the words would cost
     # a reference count a call)
+    slots = memo_key.shape[0]
     for k in range(lo, hi):
         r = rows[k]
+        raw = fingerprint_row(words, r)
+        slot = int64(raw & uint64(slots - 1))
+        if memo_filled[slot] and memo_key[slot] == raw:
+            same = True
+            for w in range(nwords):
+                if memo_words[slot, w] != words[r, w]:
+                    same = False
+                    break
+            if same:
+                for w in range(nwords):
+                    words[r, w] = memo_words[slot, nwords + w]
+                hashes[r] = memo_hash[slot]
+                continue
+        memo_filled[slot] = True
+        memo_key[slot] = raw
+        for w in range(nwords):
+            memo_words[slot, w] = words[r, w]
         for w in range(nmask):
             cand[w] = everyone[w]
         for i in range(prefix):
@@ -141,4 +165,8 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
                                                      << uint64(d & 63))
             for w in range(nwords):
                 words[r, w] = out[w]
-        hashes[r] = fingerprint_row(words, r)
+            raw = fingerprint_row(words, r)
+        hashes[r] = raw
+        for w in range(nwords):
+            memo_words[slot, nwords + w] = words[r, w]
+        memo_hash[slot] = raw
