@@ -31,7 +31,7 @@ from kraftcheck.checker.spec import Permuted, Spec, Symmetry
 
 MAX_PERMUTATIONS = 5040  # brute force: 7!, one set of 7 values or sets whose factorials multiply to at most this
 # rows remembered with their canonical forms, per worker thread (a successor is often met again soon)
-MEMO_SLOTS = 1 << 14
+MEMO_SLOTS = 1 << 12
 MEMBER_TABLE, SUBSET_TABLE = 0, 1  # set s's value maps are tables 2s (members) and 2s + 1 (subsets)
 
 
