@@ -1,42 +1,59 @@
 """Breadth-first search with stubborn sets: how much a safety-preserving partial-order reduction
 would leave out of a model's state space, in plain Python, for measuring (bench/partial_order.py).
 
-At every state the search expands an *ample* set of enabled action instances instead of all of
-them, chosen so that every invariant and transition property gets the verdict the full search
-gives it. The conditions are the classic ones (Peled, "All from one, one for all: on model
-checking using representatives", CAV 1993; Clarke, Grumberg and Peled, *Model Checking*, MIT
-Press 1999, ch. 10; the ample set built as a stubborn set: Valmari, "Stubborn sets for reduced
-state space generation", Advances in Petri Nets 1990, LNCS 483):
+At every state the search expands the enabled instances of a *stubborn set* of action instances
+instead of all of them (Valmari, "Stubborn sets for reduced state space generation", Advances in
+Petri Nets 1990, LNCS 483). Both reductions below share its closure:
 
-* C0: an ample set is empty only where nothing is enabled (it is grown from one enabled seed);
-* C1 (stubborn closure): an enabled instance in the set brings in every instance dependent on it
-  (``access.dependent``: one writes what the other reads or writes, over every state); a disabled
-  one brings in a *necessary enabling set*, every instance that may write an element it read on
-  this state while declining (the fields it read, recorded as it ran, crossed with the elements
-  its source may read: ``access.action_accesses``). The instances outside the set then cannot
-  enable it, and commute with the enabled instances in it;
-* C2 (visibility): an ample set that is not every enabled instance holds no *visible* instance,
-  one that may write an element a selected invariant, property or constraint reads
-  (``access.visible_positions``);
-* C3 (ignoring, for breadth-first search): a state is expanded by all its enabled instances unless
-  every successor of its ample set is a state not yet visited (and not itself). On a cycle of the
-  reduced graph, take the state visited first: the edge into it leaves a state that found it
-  visited already, and so was fully expanded; every cycle holds a fully expanded state, which is
-  Peled's cycle condition. (Bošnački, Leue and Lluch Lafuente, "Partial-order reduction for
-  general state exploring algorithms", SPIN 2006, LNCS 3925, discuss weaker provisos of this kind
-  for BFS; this one is the plainest sound one, and costs reduction where diamonds close.)
+* an enabled instance in the set brings in every instance dependent on it (``access.dependent``:
+  one may write what the other reads or writes, on any state);
+* a disabled one brings in a *necessary enabling set*: every instance that may write an element
+  it read on this state while declining (the fields it read, recorded as it ran, crossed with the
+  elements its source may read, ``access.action_accesses``). An action is deterministic: on any
+  state that agrees on those elements it reads the same and declines again.
 
-Then every path of the full graph has a path of the reduced graph with the same sequence of
-visible values, up to repetition: an invariant (which reads only visible elements) is violated in
-the reduced graph if and only if in the full one. A transition property P(s, t) reads only visible
-elements too: a step that changes a visible element is kept (as its visible values); a step that
-changes none is judged as P(x, x) on a state x with those visible values, which the reduced
-search evaluates on every state it reaches; where that is false the reduction cannot decide P
-(``Reduced.undecided``) and the full search must. A violation found is real, but its trace need
-not be shortest: a check with the reduction re-runs the plain search for the trace.
+So along any path from the state that uses no instance of the set, the disabled ones stay
+disabled and the enabled ones stay enabled and commute with every step taken: a path ``v a w``
+with ``a`` the first instance of the set on it can be reordered ``a v w``, to the same state,
+with ``a`` expanded here.
+
+``visible``: the ample sets of Peled ("All from one, one for all: on model checking using
+representatives", CAV 1993; Clarke, Grumberg and Peled, *Model Checking*, MIT Press 1999, ch. 10),
+which keep every sequence of *visible* values (the elements the selected checks read,
+``access.visible_positions``) up to repetition:
+
+* C0, C1: the closure of one enabled seed, the smallest over every seed;
+* C2: a state is expanded in full unless its ample set holds no visible instance (one that may
+  write a visible element);
+* C3, for breadth-first search: a state is expanded in full unless every successor of its ample
+  set is a state not visited yet (and not itself). On a cycle of the reduced graph, the edge into
+  the state visited first leaves a state that found it visited, which was therefore expanded in
+  full: every cycle holds a fully expanded state, Peled's cycle condition. (Bošnački, Leue and
+  Lluch Lafuente, "Partial-order reduction for general state exploring algorithms", SPIN 2006,
+  LNCS 3925, study weaker provisos for BFS; this is the plainest sound one.)
+
+An invariant reads only visible elements, so it is violated in the reduced graph if and only if
+in the full one. A transition property P(s, t) reads visible elements too: a step that changes a
+visible element is kept (as its visible values); one that changes none is judged as P(x, x),
+which the reduced search evaluates on every state it reaches; where that is false it cannot
+decide P (``Reduced.undecided``). A violation it finds is real, but the trace need not be the
+shortest (the step a check reads may be put off).
+
+``reach``: reachability of each check's violation, with *up-sets* (Schmidt, "Stubborn sets for
+standard properties", ICATPN 1999, LNCS 1639): the set is the closure of, for every invariant that
+holds on the state, the instances that may write an element it read there (a violation further on
+needs one of them first), and for every transition property, every instance that may write
+something it reads, and the instances that may write what P(x, x) read on the state. Take a
+shortest path from a reached state to a violation: it holds an instance of the set (the up-set),
+the first of them is enabled here (else it would stay disabled) and moves to the front, and the
+rest is one step shorter; by induction the reduced graph reaches the same violation in as many
+steps. (A state where P(x, x) is false is expanded in full: a step from it that writes nothing P
+reads violates P.) So each check is violated if and only if it is in the full graph, at the same (shortest)
+depth, and no cycle proviso is needed; a state from which no check can change is not expanded.
 
 Not taken: symmetry, state or action constraints, fingerprints, limits, and the deadlock check
-(the model's ``check_deadlock`` must be off: a state with only self-loops needs its own care).
+(the model's ``check_deadlock`` must be off: a state whose only successors are itself needs its
+own care).
 """
 
 from __future__ import annotations
@@ -298,9 +315,12 @@ def _reach_ample(successors, before, actions, invariants, properties, sets: _Set
                 required |= writers.get(field_name, 0)
     for (name, fn), writers in zip(properties, sets.property_writers):
         read = set()
-        if fn(_Recorder(before, read), _Recorder(before, read)):
-            for field_name in read:
-                required |= writers.get(field_name, 0)
+        if not fn(_Recorder(before, read), _Recorder(before, read)):
+            # a step here that writes nothing P reads violates P: every step here is judged
+            out.full_stubborn += 1
+            return sorted(successors)
+        for field_name in read:
+            required |= writers.get(field_name, 0)
     ample = closure.close(required) & closure.enabled
     if ample == closure.enabled:
         out.full_stubborn += 1
