@@ -268,7 +268,7 @@ class Canonicaliser:
         self.kernel = KernelTables(layout, self.tables, self.varying)
         self.threads = thread_count()
         nmask, ncompared = self.kernel.everyone.shape[0], self.varying.shape[0]
-        self._scratch = [(np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64),
+        self._scratch = [(np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64), np.zeros(ncompared + 1, np.int64),
                           np.zeros(layout.nwords, np.uint64)) for _ in range(self.threads)]
         self._memo = [(np.zeros(MEMO_SLOTS, np.uint64), np.zeros(MEMO_SLOTS, np.bool_),
                        np.zeros((MEMO_SLOTS, 2 * layout.nwords), np.uint64), np.zeros(MEMO_SLOTS, np.uint64))
@@ -307,9 +307,8 @@ class Canonicaliser:
 
         def part(j: int) -> None:
             a, b = parts[j]
-            cand, bestv, out = self._scratch[j]
             canonicalize_rows(words, hashes, rows, a, b, t.source, t.table, t.guard, t.guard_value, t.value_map,
-                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, cand, bestv, out,
+                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, *self._scratch[j],
                               *self._memo[j])
 
         run_parts(part, len(parts))

@@ -20,7 +20,8 @@ search has two stages:
   is smallest on those elements, whatever they are.
 * Each remaining candidate is compared with the best so far from the first element after those,
   and drops out at its first larger element (most do at once); the best one's image is read
-  lazily, once per element.
+  lazily, once per element, and an element both take from the same place, its value unmapped, is
+  not read at all (a swap of two brokers leaves the others' elements where they are).
 
 The result is the same smallest image the brute force over every permutation gives (the readable
 twin, ``Canonicaliser.canonical_flat``, and the reference explorer's ``orbit_representative``
@@ -41,7 +42,7 @@ PLACE_WORD, PLACE_BITS, WORD_MASK = 6, 32, (1 << 26) - 1
 
 @njit(cache=True, nogil=True)
 def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_value, value_map, dest, keep, prefix,
-                      levels, nlevels, everyone, cand, bestv, out, memo_key, memo_filled, memo_words, memo_hash):
+                      levels, nlevels, everyone, cand, bestv, seen, out, memo_key, memo_filled, memo_words, memo_hash):
     """Canonicalise ``words[rows[k]]`` for k in lo..hi in place, with fingerprints into ``hashes``.
 
     Compared element i (in flat order) of permutation p's image is the element at
@@ -52,8 +53,9 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
     the bits of the elements never compared. The first ``prefix`` compared elements stay in place
     (only their values map): for a value v of table t, ``levels[t, v, l]`` (l < ``nlevels[t, v]``)
     is the bit mask (``everyone``'s words) of the permutations giving v its l-th smallest image.
-    ``cand`` (as many words as ``everyone``), ``bestv`` (one per compared element) and ``out``
-    (one per word) are scratch, one set per thread.
+    ``cand`` (as many words as ``everyone``), ``bestv`` (one per compared element), ``seen`` (one
+    more: which of ``bestv`` hold the present best candidate's image, by a count kept in its last
+    entry between calls) and ``out`` (one per word) are scratch, one set per thread.
 
     ``memo_*`` remember recent rows (a slot per fingerprint's low bits, a power of two of them; one
     memo per thread, kept between calls): ``memo_key`` the row's fingerprint, ``memo_words`` its
@@ -112,7 +114,7 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
                         cand[w] &= levels[t, v, level, w]
                     break
         best = -1
-        known = prefix  # bestv[prefix:known] holds the best candidate's image
+        epoch = seen[ncompared] + 1  # bestv[i] holds the best candidate's image where seen[i] == epoch
         for w in range(nmask):
             x = cand[w]
             while x != uint64(0):
@@ -123,30 +125,33 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
                     best = p
                     continue
                 for i in range(prefix, ncompared):
+                    sp = source[i * nperms + p]
+                    sb = source[i * nperms + best]
                     t = table[i]
+                    if sp == sb and t < 0:
+                        continue  # the same element, its value unmapped: equal
                     mapped = t >= 0
                     g = guard[i]
                     if mapped and g >= 0:
                         mapped = int64((words[r, g >> PLACE_WORD & WORD_MASK] >> uint64(g & 63))
                                        & ((uint64(1) << uint64(g >> PLACE_BITS)) - uint64(1))) != guard_value[i]
-                    if i >= known:
-                        s = source[i * nperms + best]
-                        y = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
-                                  & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+                    if seen[i] != epoch:
+                        y = int64((words[r, sb >> PLACE_WORD & WORD_MASK] >> uint64(sb & 63))
+                                  & ((uint64(1) << uint64(sb >> PLACE_BITS)) - uint64(1)))
                         if mapped and y < width:
                             y = value_map[best, t, y]
                         bestv[i] = y
-                        known = i + 1
-                    s = source[i * nperms + p]
-                    v = int64((words[r, s >> PLACE_WORD & WORD_MASK] >> uint64(s & 63))
-                              & ((uint64(1) << uint64(s >> PLACE_BITS)) - uint64(1)))
+                        seen[i] = epoch
+                    v = int64((words[r, sp >> PLACE_WORD & WORD_MASK] >> uint64(sp & 63))
+                              & ((uint64(1) << uint64(sp >> PLACE_BITS)) - uint64(1)))
                     if mapped and v < width:
                         v = value_map[p, t, v]
                     if v != bestv[i]:
                         if v < bestv[i]:
                             best = p
-                            known = prefix
+                            epoch += 1
                         break
+        seen[ncompared] = epoch
         if best > 0:
             for w in range(nwords):
                 out[w] = words[r, w] & keep[w]
