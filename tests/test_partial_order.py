@@ -91,6 +91,8 @@ def test_hand_counted_reductions():
     assert (visible.reduced_states, visible.full_single) == (2, 1)
     assert (reach.distinct, reach.generated, reach.depth) == (2, 2, 2)
     assert full.violated == visible.violated == reach.violated == {}
+    # without the visibility condition Raise(0) may lead: 000 -> 100 -> 110 -> 111
+    assert explore_reduced(model, "dependence").distinct == 4
 
 
 def test_a_violation_is_found_reduced_but_not_always_at_its_shortest_depth():

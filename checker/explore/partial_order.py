@@ -109,7 +109,7 @@ def _bits(mask: int):
         mask ^= low
 
 
-MODES = ("none", "visible", "reach")
+MODES = ("none", "visible", "reach", "dependence")
 
 
 class _Sets:
@@ -166,8 +166,10 @@ def _fields_read(fn, *states) -> set:
 
 def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
     """Breadth-first search of ``model`` to the end (``--continue``), every state expanded by a
-    stubborn set: ``visible`` (C0-C3), ``reach`` (up-sets), or ``none`` (the full search, for
-    comparison); see the module's docstring."""
+    stubborn set: ``visible`` (C0-C3), ``reach`` (up-sets), ``none`` (the full search, for
+    comparison) or ``dependence`` (C0, C1 and C3 without the visibility condition: it preserves no
+    check's verdict, and measures what the dependency relation alone would let a reduction leave
+    out); see the module's docstring."""
     if mode not in MODES:
         raise UsageError(f"unknown reduction {mode!r}; choose from: {', '.join(MODES)}")
     if model.constrained:
@@ -212,9 +214,10 @@ def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
                 if fn(before, after, *values):
                     successors[lab] = layout.from_object(after)
             chosen = sorted(successors)
-            if mode == "visible":
+            if mode in ("visible", "dependence"):
                 if len(successors) > 1:
-                    ample = _visible_ample(successors, before, actions, sets, copy_state, out)
+                    visible = sets.visible if mode == "visible" else 0
+                    ample = _visible_ample(successors, before, actions, sets, visible, copy_state, out)
                     if ample is not None and all(successors[lab] not in index and successors[lab] != flat
                                                  for lab in ample):
                         out.reduced_states += 1
@@ -274,14 +277,16 @@ class _Closure:
         return stubborn
 
 
-def _visible_ample(successors, before, actions, sets: _Sets, copy_state, out: Reduced) -> Optional[list[int]]:
-    """The enabled instances of the smallest stubborn set grown from one enabled invisible seed
-    (C0-C2 of the module's docstring), or None (counted) when every such set is all of them."""
+def _visible_ample(successors, before, actions, sets: _Sets, visible: int, copy_state,
+                   out: Reduced) -> Optional[list[int]]:
+    """The enabled instances of the smallest stubborn set grown from one enabled seed that holds no
+    enabled ``visible`` instance (C0-C2 of the module's docstring), or None (counted) when every
+    such set is all of them."""
     closure = _Closure(successors, before, actions, sets, copy_state)
     enabled = closure.enabled
-    enabled_visible = enabled & sets.visible
+    enabled_visible = enabled & visible
     best: Optional[int] = None
-    seeds = enabled & ~sets.visible
+    seeds = enabled & ~visible
     for seed in _bits(seeds):
         stubborn = closure.close(1 << seed, stop=enabled_visible)
         if stubborn & enabled_visible:
