@@ -51,6 +51,9 @@ steps. (A state where P(x, x) is false is expanded in full: a step from it that 
 reads violates P.) So each check is violated if and only if it is in the full graph, at the same (shortest)
 depth, and no cycle proviso is needed; a state from which no check can change is not expanded.
 
+``dependence`` drops C2: it preserves no check's verdict, and shows what the dependency relation
+alone would let a reduction leave out.
+
 Not taken: symmetry, state or action constraints, fingerprints, limits, and the deadlock check
 (the model's ``check_deadlock`` must be off: a state whose only successors are itself needs its
 own care).
