@@ -31,10 +31,17 @@ successors of a canonical state) is left as it is: only its fingerprint is compu
 
 from __future__ import annotations
 
-from numba import int64, njit, uint64
-from numba.cpython.unsafe.numbers import trailing_zeros
+from numba import config, int64, njit, uint64
 
 from kraftcheck.checker.kernels.hashing import fingerprint_row
+
+if config.DISABLE_JIT:  # interpreted kernels (NUMBA_DISABLE_JIT=1) cannot call numba's intrinsic
+    def trailing_zeros(x):
+        """The number of zero bits below the lowest one of ``x`` (not 0)."""
+        x = int(x)
+        return (x & -x).bit_length() - 1
+else:
+    from numba.cpython.unsafe.numbers import trailing_zeros
 
 # a compared element's place in the packed words, one int64: bits 0-5 shift, 6-31 word, 32- bits
 PLACE_WORD, PLACE_BITS, WORD_MASK = 6, 32, (1 << 26) - 1
