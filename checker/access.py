@@ -44,8 +44,8 @@ class Access:
 
 
 class _RecordingTranslator(Translator):
-    """The bytecode translator with the parameters bound to constants, recording every element
-    (or bounded range of elements) loaded from and stored to the state."""
+    """The bytecode translator with the parameters bound to constants, recording every position of
+    the state a load or store may reach."""
 
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout, Assembler())
@@ -128,22 +128,22 @@ def action_accesses(model) -> list[Access]:
     return [_access(t, lab.action.fn, (0, 1), lab.values, (1,), everything) for lab in model.labels]
 
 
+def check_accesses(model) -> dict[str, Access]:
+    """Per selected invariant, transition property and constraint of ``model`` (by name), what it
+    may read."""
+    everything = _variable_positions(model.layout)
+    t = _RecordingTranslator(model.layout)
+    checks = [(x.name, x.fn, (0,)) for x in list(model.invariants) + list(model.constraints)]
+    checks += [(x.name, x.fn, (0, 1)) for x in list(model.properties) + list(model.action_constraints)]
+    return {name: _access(t, fn, states, (), (), everything) for name, fn, states in checks}
+
+
 def visible_positions(model) -> tuple[frozenset, list[str]]:
     """The positions the selected invariants and transition properties (and the constraints) may
     read, and the names of the checks the translator could not read (which then read all)."""
-    layout = model.layout
-    everything = _variable_positions(layout)
-    t = _RecordingTranslator(layout)
-    out: set = set()
-    unread: list[str] = []
-    checks = [(x.name, x.fn, (0,)) for x in list(model.invariants) + list(model.constraints)]
-    checks += [(x.name, x.fn, (0, 1)) for x in list(model.properties) + list(model.action_constraints)]
-    for name, fn, states in checks:
-        a = _access(t, fn, states, (), (), everything)
-        if a.everything:
-            unread.append(name)
-        out |= a.reads
-    return frozenset(out), unread
+    accesses = check_accesses(model)
+    visible = frozenset().union(*(a.reads for a in accesses.values()))
+    return visible, [name for name, a in accesses.items() if a.everything]
 
 
 def dependent(a: Access, b: Access) -> bool:

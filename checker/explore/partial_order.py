@@ -64,7 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from kraftcheck.checker.access import action_accesses, dependent, visible_positions
+from kraftcheck.checker.access import action_accesses, check_accesses, dependent, visible_positions
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.model import Model, python_function
@@ -106,6 +106,7 @@ class _Recorder:
 
 
 def _bits(mask: int):
+    """The positions of a bit set's members, lowest first."""
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1
@@ -140,8 +141,7 @@ class _Sets:
             return out
 
         self.enablers = [by_field(a.reads) for a in access]
-        everything = frozenset(writers)
-        check_reads = checks_reads(model, everything)
+        check_reads = {name: a.reads for name, a in check_accesses(model).items()}
         self.invariant_writers = [by_field(check_reads[x.name]) for x in model.invariants]
         self.property_writers = [by_field(check_reads[x.name]) for x in model.properties]
         # reach: every instance that may write what a transition property reads
@@ -149,22 +149,6 @@ class _Sets:
         for x in model.properties:
             for mask in by_field(check_reads[x.name]).values():
                 self.property_relevant |= mask
-
-
-def checks_reads(model: Model, everything: frozenset) -> dict[str, frozenset]:
-    """Per selected invariant and transition property, the positions it may read."""
-    from kraftcheck.checker.access import _access, _RecordingTranslator
-    t = _RecordingTranslator(model.layout)
-    out = {x.name: _access(t, x.fn, (0,), (), (), everything).reads for x in model.invariants}
-    out.update({x.name: _access(t, x.fn, (0, 1), (), (), everything).reads for x in model.properties})
-    return out
-
-
-def _fields_read(fn, *states) -> set:
-    """The fields ``fn`` reads of ``states`` (as it runs on them)."""
-    read: set = set()
-    fn(*(_Recorder(x, read) for x in states))
-    return read
 
 
 def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
