@@ -238,12 +238,15 @@ class KernelTables:
         self.prefix = int(np.argmin(stays)) if not stays.all() else len(varying)
         nmask = (nperms + 63) // 64
         ntables, width = self.value_map.shape[1:]
-        ranked = [[np.unique(self.value_map[:, t, v]) for v in range(width)] for t in range(ntables)]
-        self.nlevels = np.array([[len(images) for images in row] for row in ranked], np.int64)
-        self.levels = np.zeros((ntables, width, int(self.nlevels.max()), nmask), np.uint64)
+        used = sorted(set(self.table[:self.prefix].tolist()))  # only the prefix's tables are read
+        ranked = {t: [np.unique(self.value_map[:, t, v]) for v in range(width)] for t in used}
+        self.nlevels = np.zeros((ntables, width), np.int64)
+        for t in used:
+            self.nlevels[t] = [len(images) for images in ranked[t]]
+        self.levels = np.zeros((ntables, width, max(1, int(self.nlevels.max())), nmask), np.uint64)
         bit = np.left_shift(np.uint64(1), (np.arange(nperms) % 64).astype(np.uint64))
         word = np.arange(nperms) // 64
-        for t in range(ntables):
+        for t in used:
             for v in range(width):
                 for level, image in enumerate(ranked[t][v]):
                     hit = self.value_map[:, t, v] == image
