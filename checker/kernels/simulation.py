@@ -14,7 +14,6 @@ import numpy as np
 from numba import njit, uint64
 
 from kraftcheck.checker.kernels.hashing import mix64
-from kraftcheck.checker.kernels.rows import same_row
 
 # what a random number is for (the "purpose" hashed with the seed, behaviour and step)
 PICK_SUCCESSOR = 1
@@ -57,65 +56,64 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
     with a candidate (by the word of purpose PICK_ACTION), then uniformly among that action's
     candidates (PICK_SUCCESSOR): an action with many instances (an ISR shrink per subset of
     followers) no longer crowds out one with few (a produce, a fetch).
+
+    One pass over a walker's rows gathers its candidates (in row order), and the pick is made
+    among them: most rows of a model with many actions hold no successor, and this kernel runs
+    on one thread beside the parallel successor kernels.
     """
     with_props = props.shape[0] > 1
     nactions = action_on.shape[1]
+    nwords = words.shape[1]
     per_action = np.zeros(nactions, np.int64)
+    candidates = np.empty(stride, np.int64)
     for i in range(nwalkers):
         count = np.int64(0)  # not the literal 0: numba would compile below() for it as well
         moved[i] = 0
-        if by_action:
-            for a in range(nactions):
-                per_action[a] = 0
         for r in range(i * stride, i * stride + stride):
-            kind = row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r)
-            if kind != NOT_A_MOVE:
-                moved[i] = 1
-            if kind == CANDIDATE:
-                count += 1
-                if by_action:
-                    per_action[label_action[labels[r]]] += 1
+            lab = labels[r]
+            if lab == no_label:
+                continue
+            same = True
+            for w in range(nwords):
+                if words[r, w] != sources[i, w]:
+                    same = False
+                    break
+            if same:  # a self-loop leads nowhere new
+                continue
+            moved[i] = 1
+            if (with_props and props[r] & blocked) or action_on[i, label_action[lab]] == 0:
+                continue
+            candidates[count] = r
+            count += 1
         if count == 0:
             chosen[i] = -1
             continue
+        if not by_action:
+            chosen[i] = candidates[below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), count)]
+            continue
+        for a in range(nactions):
+            per_action[a] = 0
+        kinds = np.int64(0)
+        for c in range(count):
+            a = label_action[labels[candidates[c]]]
+            if per_action[a] == 0:
+                kinds += 1
+            per_action[a] += 1
+        k = below(random_word(seed, behaviours[i], steps[i], PICK_ACTION), kinds)
         action = -1
-        if by_action:
-            kinds = np.int64(0)
-            for a in range(nactions):
-                if per_action[a]:
-                    kinds += 1
-            k = below(random_word(seed, behaviours[i], steps[i], PICK_ACTION), kinds)
-            for a in range(nactions):
-                if per_action[a]:
-                    if k == 0:
-                        action = a
-                        break
-                    k -= 1
-            count = per_action[action]
-        k = below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), count)
-        for r in range(i * stride, i * stride + stride):
-            if row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i,
-                        r) == CANDIDATE and (action < 0 or label_action[labels[r]] == action):
+        for a in range(nactions):
+            if per_action[a]:
                 if k == 0:
-                    chosen[i] = r
+                    action = a
                     break
                 k -= 1
-
-
-# what row_kind says of a candidate row
-NOT_A_MOVE, NOT_TAKEN, CANDIDATE = 0, 1, 2
-
-
-@njit(cache=True, inline="always")
-def row_kind(labels, words, sources, props, blocked, label_action, action_on, with_props, no_label, i, r):
-    """Row r of walker i: NOT_A_MOVE (no successor, or the walker's own state), NOT_TAKEN (a move
-    outside the action constraints or the walker's actions), or CANDIDATE."""
-    lab = labels[r]
-    if lab == no_label or same_row(words, r, sources, i):
-        return NOT_A_MOVE
-    if (with_props and props[r] & blocked) or action_on[i, label_action[lab]] == 0:
-        return NOT_TAKEN
-    return CANDIDATE
+        k = below(random_word(seed, behaviours[i], steps[i], PICK_SUCCESSOR), per_action[action])
+        for c in range(count):
+            if label_action[labels[candidates[c]]] == action:
+                if k == 0:
+                    chosen[i] = candidates[c]
+                    break
+                k -= 1
 
 
 @njit(cache=True)
