@@ -102,6 +102,20 @@ def _write_map(map_path: str) -> None:
         label = f"cfunc.{obj._pyfunc.__module__}.{obj.__name__}"
         starts[obj.address] = label
         add_library(obj._library, label)
+    for obj in _all_dispatchers():  # those held elsewhere than in a module's globals
+        label = f"{obj.py_func.__module__}.{obj.py_func.__qualname__}"
+        for cres in obj.overloads.values():
+            add_library(cres.library, label)
+            try:
+                addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+                if addr:
+                    starts.setdefault(addr, label)
+            except Exception:
+                pass
+    import gc  # noqa: PLC0415
+    from numba.core.codegen import CodeLibrary  # noqa: PLC0415
+    for lib in [o for o in gc.get_objects() if isinstance(o, CodeLibrary)]:
+        add_library(lib, lib.name)  # every other compiled library: helpers not inlined, linked ones
     addrs = sorted(starts)
     with open(map_path, "w") as out:
         for k, a in enumerate(addrs):
@@ -115,6 +129,12 @@ def _all_cfuncs():
     import gc  # noqa: PLC0415
     from numba.core.ccallback import CFunc  # noqa: PLC0415
     return [o for o in gc.get_objects() if isinstance(o, CFunc)]
+
+
+def _all_dispatchers():
+    import gc  # noqa: PLC0415
+    from numba.core.registry import CPUDispatcher  # noqa: PLC0415
+    return [o for o in gc.get_objects() if isinstance(o, CPUDispatcher)]
 
 
 def _short(name: str) -> str:

@@ -281,6 +281,31 @@ def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ..
     return action_writes(action.fn, fields, [p.count for p in action.params])
 
 
+def packing_fire(model: Model, ai: int) -> tuple[list[int], list[tuple[int, int]]] | None:
+    """For the ``fire`` kernel of action ``ai`` of a large layout, when it packs its successors
+    itself (``_packing_fire_kernel``): the elements the action may write whatever its parameters
+    (flat indices), and those it writes at a parameter ((the field's first element, parameter
+    number)), as ``writes.action_writes`` reads them. None when the reading cannot tell, when a
+    transition property could write ``t``, or when a successor row (the state's elements long)
+    cannot hold the packed words, the fingerprint and the domain flag: then the generic kernel
+    packs whole successors."""
+    layout = model.layout
+    if layout.size < layout.nwords + 2:
+        return None
+    action = model.actions[ai]
+    writes = action_writes(action.fn, layout.fields, [p.count for p in action.params])
+    if writes is None or any(action_writes(p.fn, layout.fields, []) != () for p in model.kernel_properties):
+        return None
+    static, indexed = [], []
+    for w in writes:  # by flat index only: where an element sits in the words is the table's
+        span = layout.field_slices[w.field]
+        if w.param is None:
+            static += range(span.start, span.stop)
+        else:
+            indexed.append((span.start, w.param))
+    return static, indexed
+
+
 def _selected_bits_lines(select: str, prefix: str, n: int, indent: str = "    ") -> list[str]:
     """Lines that give each of the spec's ``n`` checks the bit it sets in a violation mask:
     ``{prefix}k`` is ``1 << (selected checks before k)`` if check k is selected in the run-time
@@ -486,7 +511,7 @@ def table_expand_source() -> str:
         "from numba import carray, int64, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.addresses import as_voidptr, keep_alive",
-        "from kraftcheck.checker.kernels.layout_table import pack",
+        "from kraftcheck.checker.kernels.layout_table import pack, take_packed",
         "from kraftcheck.checker.kernels.prefetch import prefetch_row",
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
@@ -496,10 +521,11 @@ def table_expand_source() -> str:
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        "def expand(fire, instances, flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv, dense,",
-        "           sources, source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at,",
-        "           select):",
-        '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]."""',
+        "def expand(fire, instances, packs, flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv,",
+        "           dense, sources, source_offset, seen, seen_mask, generation, tally, stride, base, fired_at,",
+        "           properties_at, select):",
+        '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]; ``packs``: ``fire``',
+        '    leaves its successors packed (``codegen._packing_fire_kernel``)."""',
         "    batch = max(1, BATCH_ROWS // max(instances, 1))",
         "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int64)",
         "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
@@ -513,6 +539,10 @@ def table_expand_source() -> str:
         "    props_at = uint64(succ_props.ctypes.data)",
         "    flat_at = uint64(flat.ctypes.data)",
         "    flat_stride = uint64(flat.strides[0])",
+        "    words_at = uint64(sources.ctypes.data)",
+        "    words_stride = uint64(sources.strides[0])",
+        "    cv_at = uint64(cv.ctypes.data)",
+        "    nwords = out_words.shape[1]",
         *_ring_setup_lines(),
         "    i = lo",
         "    while i < hi:",
@@ -530,7 +560,8 @@ def table_expand_source() -> str:
         "                for r in range(q * stride + base, q * stride + base + instances):",
         "                    out_label[r] = NO_LABEL",
         "        n = fire(flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at, sources_at,",
-        "                 props_at, base, select)",
+        "                 props_at, base, select, words_at + uint64(source_offset + i) * words_stride, words_stride,",
+        "                 cv_at)",
         "        if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
         "            err[0] = i + succ_sources[0]",
         "            err[1] = succ_labels[0]",
@@ -540,7 +571,12 @@ def table_expand_source() -> str:
         "            label = succ_labels[k]",
         "            source = i + succ_sources[k]",
         "            row = source * stride + label",
-        "            if not pack(succ[k], pack_words, pack_hashes, (pushed % PENDING) if dense else row, cv):",
+        "            at = (pushed % PENDING) if dense else row",
+        "            if packs:",
+        "                ok = take_packed(succ, k, pack_words, pack_hashes, at, nwords)",
+        "            else:",
+        "                ok = pack(succ[k], pack_words, pack_hashes, at, cv)",
+        "            if not ok:",
         *_placed_successor_lines("            ", True, "source"),
         # only when some are selected: out_prop has a row per candidate only then
         "            if select:",
@@ -552,6 +588,8 @@ def table_expand_source() -> str:
         "        i = j",
         *_ring_end_lines(),
         "    keep_alive(succ_owner)",
+        "    keep_alive(sources)",
+        "    keep_alive(cv)",
         "    keep_alive(succ_labels)",
         "    keep_alive(succ_sources)",
         "    keep_alive(succ_props)",
@@ -574,7 +612,8 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         instances *= p.count
     lines = [
         # compiled by kernels.table_expand, as a C callback (numba.cfunc)
-        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select):",
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, words_at,",
+        "         words_stride, cv_at):",
         f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
@@ -612,6 +651,124 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
     if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
         lines.append(f"{indent}elif {dirty}:")
         lines += [f"{body}labels[0] = base + {flat_expr}", f"{body}sources[0] = j", f"{body}return -1"]
+    lines.append("    return n")
+    return lines
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct ``indices`` as runs of consecutive ones: (first, end) each."""
+    out: list[tuple[int, int]] = []
+    for k in sorted(set(indices)):
+        if out and out[-1][1] == k:
+            out[-1] = (out[-1][0], k + 1)
+        else:
+            out.append((k, k + 1))
+    return out
+
+
+def _runs_constant(name: str, indices: list[int]) -> str:
+    runs = _runs(indices)
+    return f"{name} = np.array({[list(r) for r in runs]!r}, np.int64).reshape({len(runs)}, 2)"
+
+
+def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
+                         elements: tuple[list[int], list[tuple[int, int]]]) -> list[str]:
+    """The ``fire`` kernel of action ``ai`` when what it and the transition properties do with ``t``
+    is known (``fire_elements``): the other form (``_fire_kernel``) copies each source whole into
+    a successor row and the generic kernel packs that row whole, 180 elements for the Kafka model
+    where an action writes a few. This one copies each source into one scratch successor (whole:
+    one vectorised copy costs less than copying only what the action reads, bench/RESULTS.md), and
+    for each instance that fires packs the source's packed words with only the written elements
+    that changed replaced (``WRITTEN``, and an element a parameter indexes), fingerprints them,
+    and leaves in row ``n`` of ``succ`` the words, the
+    fingerprint and whether an element left its domain (``layout_table.take_packed`` reads them).
+    Then it restores the written elements from the source."""
+    action = model.actions[ai]
+    static, indexed = elements
+    instances = 1
+    for p in action.params:
+        instances *= p.count
+    params = [f"p{j}" for j in range(len(action.params))]
+    lines = [
+        _runs_constant("WRITTEN", static),
+        "",
+        "",
+        # compiled by kernels.table_expand, as a C callback (numba.cfunc)
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, words_at,",
+        "         words_stride, cv_at):",
+        f'    """{action.name}: every instance on a batch of states; the successors packed into succ_at\'s rows."""',
+        *_selected_bits_lines("select", "pb", len(props)),
+        f"    rows = max(count * {instances}, 1)",
+        "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
+        "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
+        "    props = carray(as_voidptr(props_at), rows, np.uint64)",
+        "    row_bytes = uint64(8 * SIZE)",
+        "    nw = carray(as_voidptr(cv_at), 2, np.int32)[1]",
+        "    cv = carray(as_voidptr(cv_at), 3 + nw + 5 * SIZE, np.int32)",
+        "    t_at = succ_at + uint64(rows) * row_bytes  # the scratch successor: the row after the last",
+        "    tf = carray(as_voidptr(t_at), SIZE, np.int64)",
+        "    t = carray(as_voidptr(t_at), 1, SUCCESSOR_DTYPE)[0]",
+        "    n = 0",
+        "    for j in range(count):",
+        "        sf_at = states_at + uint64(j) * state_stride",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
+        "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
+        "        source_words = carray(as_voidptr(words_at + uint64(j) * words_stride), nw, np.uint64)",
+        "        restore(sf, tf)",
+    ]
+    indent = "        "
+    for j, p in enumerate(action.params):
+        lines.append(f"{indent}for p{j} in range({p.count}):")
+        indent += "    "
+    flat_expr = "0"
+    for j, p in enumerate(action.params):
+        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
+    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
+    body = indent + "    "
+    lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
+    if props:
+        lines += [f"{body}m = uint64(0)"]
+        lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
+        lines.append(f"{body}props[n] = m")
+    lines += [
+        f"{body}out = carray(as_voidptr(succ_at + uint64(n) * row_bytes), SIZE, np.uint64)",
+        f"{body}for w in range(nw):",
+        f"{body}    out[w] = source_words[w]",
+        f"{body}bad = uint64(0)",
+        # an element written with the value it had is left as the source's words hold it (in its
+        # domain): an action's helpers write whole fields, of which a few elements change
+        f"{body}for r in range(WRITTEN.shape[0]):",
+        f"{body}    for k in range(WRITTEN[r, 0], WRITTEN[r, 1]):",
+        f"{body}        if tf[k] != sf[k]:",
+        f"{body}            bad |= pack_element(out, tf[k], k, cv)",
+        *[f"{body}if tf[{first} + p{j}] != sf[{first} + p{j}]:\n{body}    bad |= pack_element(out, tf[{first} + p{j}], {first} + p{j}, cv)"
+          for first, j in indexed],
+        f"{body}h = uint64(GOLDEN)",
+        f"{body}for w in range(nw):",
+        f"{body}    h = fingerprint_step(h, out[w])",
+        f"{body}out[nw] = h",
+        f"{body}out[nw + 1] = bad",
+        f"{body}for r in range(WRITTEN.shape[0]):",
+        f"{body}    k = uint64(WRITTEN[r, 0])",
+        f"{body}    while k < uint64(WRITTEN[r, 1]):",
+        f"{body}        tf[k] = sf[k]",
+        f"{body}        k += uint64(1)",
+        *[f"{body}tf[{first} + p{j}] = sf[{first} + p{j}]" for first, j in indexed],
+        f"{body}n += 1",
+    ]
+    if may_decline_after_touching(action.fn):  # an instance that wrote t and declined: say which
+        lines += [
+            f"{indent}else:",
+            f"{body}dirty = False",
+            f"{body}for r in range(WRITTEN.shape[0]):",
+            f"{body}    for k in range(WRITTEN[r, 0], WRITTEN[r, 1]):",
+            f"{body}        dirty |= tf[k] != sf[k]",
+            *[f"{body}dirty |= tf[{first} + p{j}] != sf[{first} + p{j}]" for first, j in indexed],
+            f"{body}if dirty:",
+            f"{body}    labels[0] = base + {flat_expr}",
+            f"{body}    sources[0] = j",
+            f"{body}    return -1",
+        ]
     lines.append("    return n")
     return lines
 
@@ -775,6 +932,22 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
+    if table and packing_fire(model, ai) is not None:
+        return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
+            "import numpy as np",
+            "from numba import carray, uint64",
+            "",
+            "from kraftcheck.checker.kernels.addresses import as_voidptr",
+            "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
+            "from kraftcheck.checker.kernels.inlining import inlined",
+            "from kraftcheck.checker.kernels.layout_table import pack_element",
+            *imports.lines(),
+            *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
+            "SIZE = STATE_DTYPE.itemsize // 4",
+            f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
+            *_packing_fire_kernel(model, ai, name, props, packing_fire(model, ai)),
+            "",
+        ])
     if table:
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
@@ -856,8 +1029,9 @@ def _expanders_line(model: Model, action_modules: list[str], table_module: str |
     if table_module is None:
         return "EXPANDERS = (" + "".join(f'generated_module("{m}", __file__).expand, ' for m in action_modules) + ")"
     instances = [int(np.prod([p.count for p in a.params], dtype=np.int64)) for a in model.actions]
-    return ("EXPANDERS = (" + "".join(f'TableExpander(_table_expand, generated_module("{m}", __file__).fire, {n}), '
-                                      for m, n in zip(action_modules, instances)) + ")")
+    packs = [packing_fire(model, ai) is not None for ai in range(len(model.actions))]
+    return ("EXPANDERS = (" + "".join(f'TableExpander(_table_expand, generated_module("{m}", __file__).fire, {n}, {p}), '
+                                      for m, n, p in zip(action_modules, instances, packs)) + ")")
 
 
 def _model_source(model: Model, layout_module: str, invariants_module: str, action_modules: list[str],

@@ -7,8 +7,8 @@ and restores only that before the next instance; this module says what can be wr
 it cannot tell (then the kernel packs and restores everything, as before).
 
 The reading is conservative: a use of the successor it does not recognise makes it give up.
-Recognised, in the action's own body (not in functions it calls; a function or lambda defined in
-the body makes it give up):
+Recognised, in the action's own body and in the module-level helpers it hands ``t`` to (read the
+same way, a few calls deep; a function or lambda defined in a body makes it give up):
 
 * ``t.f = ...``, ``t.f += ...`` (also as a tuple target): field ``f`` is written, all of it;
 * ``t.f[p] = ...``, ``t.f[p] += ...`` with ``p`` an action parameter the body never assigns and
@@ -17,11 +17,15 @@ the body makes it give up):
 * ``t.f[i]`` read, ``f`` one-dimensional and ``i`` surely one integer (a literal, a parameter the
   body never assigns, a ``for i in range(...)`` variable, arithmetic on those), and ``t.g`` read,
   ``g`` scalar: not a write (the value read is an integer);
+* ``t.f[x]`` read where it is at once compared or computed with (``t.f[b] == 2``,
+  ``t.f[b] + 1``, a test), whatever ``x``: not a write (nothing keeps the value to write through);
 * ``t.f`` read otherwise (an array handed to a call, aliased, ``len(t.f)``): all of ``f``, since
-  what receives the array may write it.
+  what receives the array may write it;
+* ``h(..., t, ...)``, ``t`` bare and positional, ``h`` a function of the module: what ``h``
+  writes through that parameter, an element counting as its whole field.
 
-Anything else that names ``t`` (handing ``t`` itself to a helper, reassigning it, an attribute
-that is not a field) means unknown. ``tests/test_writes.py`` checks the claims against what every
+Anything else that names ``t`` (handing it by keyword or to something not a module's function,
+reassigning it, an attribute that is not a field) means unknown. ``tests/test_writes.py`` checks the claims against what every
 action of every spec actually writes on reachable states.
 """
 
@@ -50,14 +54,65 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
     the order of ``fields``; None if its source does not say (see the module docstring).
     ``param_counts``: how many values each parameter takes (an element write needs them all to
     index the field)."""
+    shapes = tuple((f.name, f.shape) for f in fields)
+    found = _use(fn, fields, param_counts, 1, (), _HELPERS.setdefault(shapes, {}))
+    if found is None:
+        return None
+    whole, elements = found
+    out: list[Write] = []
+    for f in fields:
+        if f.name in whole:
+            out.append(Write(f.name))
+        else:
+            out += [Write(f.name, j) for name, j in sorted(elements) if name == f.name]
+    return tuple(out)
+
+
+# Where a value read from ``t`` is consumed at once (a comparison, arithmetic, the test of an
+# ``if`` or ``while``): a view read there is not kept, so nothing is written through it. Not
+# ``and``/``or`` or ``x if c else y``, which give back an operand itself.
+_CONSUMING = (ast.Compare, ast.BinOp, ast.UnaryOp, ast.If, ast.While)
+
+# What each helper handed ``t`` writes, per set of fields (their names and shapes decide it): a
+# model's actions share most helpers, and every run generates its kernels' source anew.
+_HELPERS: dict = {}
+
+# How many calls deep a helper handed ``t`` is read; past it the reading gives up.
+HELPER_DEPTH = 12
+
+
+def _use(fn: Callable, fields: Sequence[Field], param_counts: Optional[Sequence[int]], successor_index: int,
+         stack: tuple, helpers: dict) -> Optional[tuple[set, set]]:
+    """(fields written whole, (field, parameter) elements written) by ``fn`` with ``t`` its
+    parameter ``successor_index``; ``param_counts`` None for a helper (then no parameter is an
+    action's, and an element it writes counts as its whole field). None if it cannot tell.
+    ``helpers`` remembers the helpers read."""
+    py = getattr(fn, "py_func", fn)
+    if py in stack or len(stack) > HELPER_DEPTH:
+        return None
+    if param_counts is None:
+        key = (py, successor_index)
+        if key not in helpers:
+            helpers[key] = _read_use(fn, fields, None, successor_index, stack, helpers)
+        return helpers[key]
+    return _read_use(fn, fields, param_counts, successor_index, stack, helpers)
+
+
+def _read_use(fn: Callable, fields: Sequence[Field], param_counts: Optional[Sequence[int]], successor_index: int,
+              stack: tuple, helpers: dict) -> Optional[tuple[set, set]]:
+    py = getattr(fn, "py_func", fn)
     func = _flat_function(fn)
     if func is None:
         return None
     args = func.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or len(args.args) != 2 + len(param_counts):
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
         return None
-    successor = args.args[1].arg
-    params = {a.arg: j for j, a in enumerate(args.args[2:])}
+    if param_counts is not None and len(args.args) != 2 + len(param_counts):
+        return None
+    if len(args.args) <= successor_index:
+        return None
+    successor = args.args[successor_index].arg
+    params = {a.arg: j for j, a in enumerate(args.args[2:])} if param_counts is not None else {}
     by_name = {f.name: f for f in fields}
     assigned = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     assigned |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
@@ -71,6 +126,16 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
         if not (isinstance(node, ast.Name) and node.id == successor):
             continue
         attr = parents.get(node)
+        if isinstance(attr, ast.Call) and node in attr.args and isinstance(attr.func, ast.Name):
+            # ``t`` handed on, bare and positional, to a helper of the module: read the helper
+            helper = getattr(py, "__globals__", {}).get(attr.func.id)
+            if helper is None or not callable(helper):
+                return None
+            inner = _use(helper, fields, None, attr.args.index(node), stack + (py,), helpers)
+            if inner is None:
+                return None
+            whole |= inner[0] | {name for name, _ in inner[1]}
+            continue
         if not (isinstance(attr, ast.Attribute) and attr.value is node and attr.attr in by_name):
             return None
         field = by_name[attr.attr]
@@ -82,6 +147,9 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
         sub = parents.get(attr)
         one_index = (isinstance(sub, ast.Subscript) and sub.value is attr and len(field.shape) == 1
                      and _integer_index(sub.slice, integers))
+        if isinstance(sub, ast.Subscript) and sub.value is attr and isinstance(sub.ctx, ast.Load) \
+                and isinstance(parents.get(sub), _CONSUMING):
+            continue  # compared or computed with at once: whatever the index, nothing can write through it
         if not one_index:
             whole.add(field.name)  # a view of it, perhaps written through
         elif isinstance(sub.ctx, ast.Load):
@@ -91,13 +159,7 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
             elements.add((field.name, params[sub.slice.id]))
         else:
             whole.add(field.name)
-    out: list[Write] = []
-    for f in fields:
-        if f.name in whole:
-            out.append(Write(f.name))
-        else:
-            out += [Write(f.name, j) for name, j in sorted(elements) if name == f.name]
-    return tuple(out)
+    return whole, elements
 
 
 def _flat_function(fn: Callable) -> Optional[ast.FunctionDef]:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from numba import njit
 
 from kraftcheck.api import make_spec
-from kraftcheck.checker.codegen import NO_LABEL, kernel_writes
+from kraftcheck.checker.codegen import NO_LABEL, kernel_writes, packing_fire
 from kraftcheck.checker.explore.compiled import Kernels
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.model import Model
@@ -85,6 +85,43 @@ def successor_handed_on(s, t, p):
     return True
 
 
+def element_helper(x, p, t):
+    x.e[p] = 2
+    if t.grid[p][0] == 1 and x.e[p + 1] > 0:  # reads, compared at once: not writes
+        x.flag = 1
+
+
+def successor_handed_on_elsewhere(s, t, p):
+    element_helper(t, p, s)
+    return True
+
+
+def successor_handed_by_keyword(s, t, p):
+    helper(t=t)
+    return True
+
+
+def successor_handed_to_a_builtin(s, t, p):
+    print(t)
+    return True
+
+
+def calls_itself(x):
+    x.n = 1
+    calls_itself(x)
+
+
+def successor_handed_to_a_recursive_helper(s, t, p):
+    calls_itself(t)
+    return True
+
+
+def view_kept_by_or(s, t, p):
+    v = t.grid[p] or t.grid[0]
+    v[0] = 1
+    return True
+
+
 def successor_reassigned(s, t, p):
     t = s
     return True
@@ -118,7 +155,19 @@ def test_a_parameter_with_more_values_than_the_field_has_elements_is_not_an_elem
     assert action_writes(element_write, FIELDS, [4]) == (Write("n"), Write("e"))
 
 
-@pytest.mark.parametrize("fn", [successor_handed_on, successor_reassigned, unknown_attribute])
+def test_a_helper_handed_the_successor_is_read_and_its_element_writes_count_whole():
+    assert writes_of(successor_handed_on) == (Write("n"),)
+    # the helper's parameter p is not the action's: its element write is the whole field; the
+    # source handed as its third parameter is not read as a successor
+    assert writes_of(successor_handed_on_elsewhere) == (Write("e"), Write("flag"))
+
+
+def test_a_view_that_and_or_or_gives_back_counts_as_written():
+    assert writes_of(view_kept_by_or) == (Write("grid"),)
+
+
+@pytest.mark.parametrize("fn", [successor_reassigned, unknown_attribute, successor_handed_by_keyword,
+                                successor_handed_to_a_builtin, successor_handed_to_a_recursive_helper])
 def test_any_other_use_of_the_successor_is_unknown(fn):
     assert writes_of(fn) is None
 
@@ -249,20 +298,19 @@ def _reading(model: Model, ai: int) -> tuple[Write, ...] | None:
 @pytest.mark.parametrize("spec,params", CASES)
 def test_what_each_action_writes_is_within_what_its_kernel_packs(spec, params):
     """Every element an action changes on reachable states is one the static reading
-    (``action_writes``) names, and an action's kernel packs and restores what the reading names, or
-    the whole state when a transition property's writes cannot be read. The Kafka model's property
-    cannot be, so its kernels pack whole states; its readings (Produce's, AdvanceHighWatermark's, ...:
-    not every action's is read) are checked all the same, as the small specs' are (every action's)."""
+    (``action_writes``) names, and an action's kernel packs and restores what the reading names.
+    Every action of every spec is read, the Kafka model's through the helpers they hand ``t`` to,
+    and no transition property writes ``t``: so each of the Kafka model's ``fire`` kernels packs
+    its successors itself (``codegen.packing_fire``)."""
     model = Model(make_spec(spec, params))
     interpreted = InterpretedKernels(model)
     layout = model.layout
     claims = [_reading(model, ai) for ai in range(len(model.actions))]
-    property_could_write = any(action_writes(p.fn, layout.fields, []) != () for p in model.kernel_properties)
-    assert property_could_write == (spec == "kafka")
-    assert [kernel_writes(model, ai) for ai in range(len(model.actions))] == \
-        [None if property_could_write else c for c in claims]
-    if spec != "kafka":
-        assert all(c is not None for c in claims), claims
+    assert all(action_writes(p.fn, layout.fields, []) == () for p in model.kernel_properties)
+    assert [kernel_writes(model, ai) for ai in range(len(model.actions))] == claims
+    assert all(c is not None for c in claims), claims
+    if spec == "kafka":
+        assert all(packing_fire(model, ai) is not None for ai in range(len(model.actions)))
     checked = 0
     for flat in reachable(model, interpreted, 400):
         for label, lab in enumerate(model.labels):

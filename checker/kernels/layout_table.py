@@ -19,8 +19,9 @@ The table, an int32 array (``table``):
 then SIZE each:       ``lo``, ``span``: v is in the element's domain if
                       lo <= v < lo + span (a constant c has lo = c, span = 1);
                       ``shift``; ``mask``, the element's bits set (0 when it takes
-                      none: a constant, or a domain of one value). An element
-                      is packed as v - lo and unpacked as lo + its bits.
+                      none: a constant, or a domain of one value); ``word``, the
+                      packed word that holds it. An element is packed as v - lo
+                      and unpacked as lo + its bits.
 ====================  ============================================================
 
 The kernels index the table with unsigned integers, test a domain with one unsigned comparison
@@ -47,14 +48,15 @@ def table(layout) -> np.ndarray:
         starts[e.word + 1] = e.flat + 1
     for j in range(1, nwords + 1):  # a word's elements end where the next word's start
         starts[j] = max(starts[j], starts[j - 1])
-    lo, span, shift, mask = [], [], [], []
+    lo, span, shift, mask, word = [], [], [], [], []
     for e in layout.elements:
         const = e.field.const
         lo.append(e.field.lo if const is None else const)
         span.append(e.field.domain if const is None else 1)
         shift.append(e.shift)
         mask.append((1 << e.bits) - 1 if const is None else 0)
-    out = np.array([n, nwords, *starts, *lo, *span, *shift, *mask], np.int64)
+        word.append(e.word)
+    out = np.array([n, nwords, *starts, *lo, *span, *shift, *mask, *word], np.int64)
     if out.max() > np.iinfo(np.int32).max or out.min() < np.iinfo(np.int32).min:
         raise ValueError("a domain or constant of this layout does not fit the table's int32 entries")
     return out.astype(np.int32)
@@ -66,6 +68,12 @@ def _columns(cv):
     n = uint64(cv[0])
     lo = uint64(HEADER + cv[1] + 1)
     return lo, lo + n, lo + uint64(2) * n, lo + uint64(3) * n
+
+
+@njit(cache=True, inline="always")
+def word_column(cv):
+    """Where the table's ``word`` column starts, as an unsigned index."""
+    return uint64(HEADER + cv[1] + 1) + uint64(4) * uint64(cv[0])
 
 
 @njit(cache=True)
@@ -91,6 +99,34 @@ def pack(f, words, hashes, row, cv):
     if bad:
         return False
     hashes[row] = h
+    return True
+
+
+@njit(cache=True, inline="always")
+def pack_element(words, value, k, cv):
+    """Put ``value``, element ``k``'s, into its place in ``words`` (one packed state, the other
+    elements' bits kept); 1 if it is outside the element's domain (or changes a constant), else 0
+    (``pack``'s test, element by element)."""
+    lo, span, shift, mask = _columns(cv)
+    e = uint64(k)
+    d = uint64(value - cv[lo + e])
+    m = uint64(cv[mask + e])
+    sh = uint64(cv[shift + e])
+    w = cv[word_column(cv) + e]
+    words[w] = (words[w] & ~(m << sh)) | ((d & m) << sh)
+    return uint64(d >= uint64(cv[span + e]))
+
+
+@njit(cache=True, inline="always")
+def take_packed(succ, k, words, hashes, row, nwords):
+    """Copy the successor a ``fire`` kernel packed itself into row ``k`` of ``succ`` (its words,
+    then its fingerprint, then 1 if an element was outside its domain) to ``words[row]`` and
+    ``hashes[row]``; False, and ``hashes[row]`` not written, if an element was outside."""
+    for w in range(nwords):
+        words[row, w] = uint64(succ[k, w])
+    if succ[k, nwords + 1] != 0:
+        return False
+    hashes[row] = uint64(succ[k, nwords])
     return True
 
 

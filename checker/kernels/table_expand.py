@@ -25,9 +25,11 @@ from numba.core.caching import FunctionCache
 # states (int32 rows), the bytes from one to the next, how many; the addresses (``kernels.addresses``:
 # no reference counting) of the successor rows (one per instance and state, and one more), of their
 # labels, of their states' places in the batch and of their transition-property masks; the
-# action's first label; the selected properties' mask. Returns the instances that fired.
+# action's first label; the selected properties' mask; the address of the batch's first packed
+# source state, the bytes from one to the next, and the address of the layout's table (a ``fire``
+# that packs its successors itself reads them). Returns the instances that fired.
 FIRE_SIGNATURE = types.int64(types.uint64, types.uint64, types.int64, types.uint64, types.uint64, types.uint64,
-                             types.uint64, types.int64, types.int64)
+                             types.uint64, types.int64, types.int64, types.uint64, types.uint64, types.uint64)
 FIRE_TYPE = types.FunctionType(FIRE_SIGNATURE)
 
 
@@ -48,16 +50,17 @@ class _FireAddress(types.WrapperAddressProtocol):
 
 class TableExpander:
     """One action of a large layout: ``kernel`` (the generic expand kernel) with the action's
-    ``fire`` (the generated Python function, compiled here as a C callback) and its number of
-    instances bound, called with the arguments of a generated expand kernel
-    (``codegen._action_kernel``)."""
+    ``fire`` (the generated Python function, compiled here as a C callback), its number of
+    instances and whether ``fire`` packs its successors itself (``packs``) bound, called with the
+    arguments of a generated expand kernel (``codegen._action_kernel``)."""
 
-    def __init__(self, kernel, fire, instances: int) -> None:
+    def __init__(self, kernel, fire, instances: int, packs: bool = False) -> None:
         if instances < 0:
             raise ValueError(f"an action has at least 0 instances, not {instances}")
         self.kernel = kernel
         self.fire = fire
         self.instances = instances
+        self.packs = bool(packs)
         self._compiled = None
         self._address = None
         self._entry_points: dict = {}
@@ -89,13 +92,13 @@ class TableExpander:
         if with_fire:
             self.compile_fire()
         if entry is None:
-            entry = self.kernel.compile((FIRE_TYPE, types.int64) + tuple(typeof(a) for a in args))
+            entry = self.kernel.compile((FIRE_TYPE, types.int64, types.boolean) + tuple(typeof(a) for a in args))
             self._entry_points[key] = entry
         return entry
 
     def __call__(self, *args):
         entry = self._entry_point(args)
-        return entry(self._address, self.instances, *args)
+        return entry(self._address, self.instances, self.packs, *args)
 
 
 def _type_key(value) -> tuple:
