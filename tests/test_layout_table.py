@@ -115,6 +115,39 @@ def test_table_pack_refuses_exactly_what_the_reference_refuses(data):
     assert bad == expected
 
 
+@given(st.data())
+@settings(max_examples=80, deadline=None)
+def test_packing_one_element_over_a_states_words_gives_the_references_words(data):
+    """``pack_element``, with which a ``fire`` kernel packs only what its action wrote: the source's
+    words with one element replaced are the reference's words of the changed state, and a value
+    outside the element's domain (or a constant changed) is flagged, as ``pack`` refuses it."""
+    layout = data.draw(st.sampled_from([_ODD, _NEGATIVE]))
+    flat = list(_random_flats(layout, np.random.default_rng(data.draw(st.integers(0, 1000))), 1)[0])
+    element = data.draw(st.sampled_from(layout.elements))
+    near = (st.integers(element.field.lo - 3, element.field.hi + 3) if element.field.const is None
+            else st.integers(element.field.const - 2, element.field.const + 2))
+    value = data.draw(st.one_of(near, st.sampled_from([2**32 + element.field.lo, 2**31, -2**40])))
+    words = np.array(layout.pack(tuple(flat)), np.uint64)
+    bad = layout_table.pack_element(words, value, element.flat, layout_table.table(layout))
+    flat[element.flat] = value
+    try:
+        layout.check_domains(tuple(flat))
+    except Exception:
+        assert bad == 1
+        return
+    assert bad == 0
+    assert tuple(int(w) for w in words) == layout.pack(tuple(flat))
+
+
+def test_a_successor_a_fire_kernel_packed_is_taken_unless_flagged():
+    succ = np.array([[7, -1, 12345, 0], [8, 9, 99, 1]], np.int64)  # two words, fingerprint, flag
+    words, hashes = np.zeros((2, 2), np.uint64), np.zeros(2, np.uint64)
+    assert layout_table.take_packed(succ, 0, words, hashes, 1, 2)
+    assert words[1].tolist() == [7, 2**64 - 1] and hashes[1] == 12345
+    assert not layout_table.take_packed(succ, 1, words, hashes, 0, 2)
+    assert hashes[0] == 0
+
+
 @pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout()], ids=["odd", "negative"])
 def test_set_consts_writes_constants_and_one_value_elements(layout):
     f = np.full(layout.size, 99, ELEMENT)
