@@ -20,6 +20,7 @@ from test_conformance import CASES, _model, _reference
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.explore import simulate as simulate_module
 from kraftcheck.checker.explore.simulate import SimulationOptions, simulate, without_cycles
+from kraftcheck.checker.model import Model
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
 
 
@@ -143,7 +144,7 @@ def test_the_default_depth_is_twice_the_levels_of_a_model_the_probe_exhausts():
 
 def test_swarm_behaviours_take_fewer_kinds_of_action():
     model = _model("two_phase", {"rm": 3})
-    uniform = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True))
+    uniform = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, strategy="uniform"))
     swarm = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, strategy="swarm"))
     assert swarm.simulation["swarm"] and swarm.simulation["strategy"] == "swarm"
     assert swarm.simulation["actions_taken"] != uniform.simulation["actions_taken"]
@@ -163,6 +164,22 @@ def test_by_action_takes_an_action_with_few_instances_more_often():
         assert sim["strategy"] == strategy and not sim["swarm"]
         taken[strategy] = (sim["actions_taken"]["TMAbort"] + sim["actions_taken"]["TMCommit"]) / sim["states"]
     assert taken["by-action"] > taken["uniform"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_by_action_opens_a_lock_that_uniform_does_not(seed):
+    """tests/simulation_deep_bug.py: 8 turns in a row open the lock, any of 12 scrambles starts
+    again. Uniform turns once in 13 steps and does not open it in 200 behaviours; by-action
+    turns every other step and opens it within a few dozen (the seed fixes which)."""
+    from simulation_deep_bug import Lock
+    model = Model(Lock(Lock.Params()))
+    uniform = simulate(model, SimulationOptions(seed=seed, max_behaviours=200, strategy="uniform"), compile="never")
+    assert uniform.status == "incomplete" and uniform.simulation["behaviours"] == 200
+    by_action = simulate(model, SimulationOptions(seed=seed, max_behaviours=200, strategy="by-action"),
+                         compile="never")
+    assert by_action.status == "violated" and by_action.simulation["found_in_behaviour"]["lock_stays_shut"] < 50
+    assert [v.check for v in by_action.violations] == ["lock_stays_shut"]
+    assert len(by_action.violations[0].steps) >= 9  # the initial state and 8 turns at least
 
 
 # -- the command
