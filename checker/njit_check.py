@@ -10,6 +10,7 @@ any exploring.
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
 import types
 from typing import Any, Callable, Iterator
@@ -74,10 +75,12 @@ def _plain_helpers(py: types.FunctionType, registered: set[int],
             yield value, py
 
 
-def _global_names(code: types.CodeType) -> Iterator[str]:
-    for instruction in dis.get_instructions(code):
-        if instruction.opname == "LOAD_GLOBAL":
-            yield instruction.argval
+@functools.lru_cache(maxsize=None)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names ``code`` loads. Remembered per code object: every Model reads its spec's
+    helpers again (one per counterexample written), and disassembling them took 0.2 s a time."""
+    names = [i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):  # comprehensions, nested functions
-            yield from _global_names(const)
+            names += _global_names(const)
+    return tuple(names)

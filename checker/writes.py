@@ -32,6 +32,7 @@ action of every spec actually writes on reachable states.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -55,7 +56,11 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
     ``param_counts``: how many values each parameter takes (an element write needs them all to
     index the field)."""
     shapes = tuple((f.name, f.shape) for f in fields)
-    found = _use(fn, fields, param_counts, 1, (), _HELPERS.setdefault(shapes, {}))
+    key = (getattr(fn, "py_func", fn), tuple(param_counts))
+    helpers = _HELPERS.setdefault(shapes, {})
+    if key not in helpers:
+        helpers[key] = _use(fn, fields, param_counts, 1, (), helpers)
+    found = helpers[key]
     if found is None:
         return None
     whole, elements = found
@@ -73,8 +78,9 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
 # ``and``/``or`` or ``x if c else y``, which give back an operand itself.
 _CONSUMING = (ast.Compare, ast.BinOp, ast.UnaryOp, ast.If, ast.While)
 
-# What each helper handed ``t`` writes, per set of fields (their names and shapes decide it): a
-# model's actions share most helpers, and every run generates its kernels' source anew.
+# What each action and each helper handed ``t`` writes, per set of fields (their names and shapes
+# decide it): a model's actions share most helpers, and the kernels' sources are generated anew
+# for every model built.
 _HELPERS: dict = {}
 
 # How many calls deep a helper handed ``t`` is read; past it the reading gives up.
@@ -166,7 +172,12 @@ def _flat_function(fn: Callable) -> Optional[ast.FunctionDef]:
     """The syntax tree of ``fn`` (a numba dispatcher is read through its ``py_func``), or None if
     its source cannot be read, is not one ``def``, or defines a function, lambda or class inside:
     their parameters could shadow the outer ones, and they could be handed ``t``."""
-    py = getattr(fn, "py_func", fn)
+    return _parsed(getattr(fn, "py_func", fn))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(py: Callable) -> Optional[ast.FunctionDef]:
+    """``_flat_function`` of a Python function, parsed once (the trees are only read)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(py)))
     except (OSError, TypeError, SyntaxError):
