@@ -26,7 +26,9 @@ search has two stages:
 The result is the same smallest image the brute force over every permutation gives (the readable
 twin, ``Canonicaliser.canonical_flat``, and the reference explorer's ``orbit_representative``
 compute it so); only the order of the work differs. A state whose best image is itself (most
-successors of a canonical state) is left as it is: only its fingerprint is computed.
+successors of a canonical state) is left as it is: only its fingerprint is computed. A row met
+again soon (a successor reached from several states) takes its canonical form from a small memo
+of recent rows.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def canonicalize_rows(words, hashes, rows, lo, hi, source, table, guard, guard_v
     entry between calls) and ``out`` (one per word) are scratch, one set per thread.
 
     ``memo_*`` remember recent rows (a slot per fingerprint's low bits, a power of two of them; one
-    memo per thread, kept between calls): ``memo_key`` the row's fingerprint, ``memo_words`` its
+    memo per thread, kept between calls): ``memo_filled`` whether a slot holds a row yet,
+    ``memo_key`` the row's fingerprint, ``memo_words`` its
     words then its canonical form's, ``memo_hash`` the canonical form's fingerprint. A row met
     again (the same successor reached from several states, as commuting actions do) takes its
     canonical form from there, after its words are compared in full.
