@@ -151,12 +151,13 @@ class _Sets:
                 self.property_relevant |= mask
 
 
-def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
+def explore_reduced(model: Model, mode: str = "reach", closure: Optional[type] = None) -> Reduced:
     """Breadth-first search of ``model`` to the end (``--continue``), every state expanded by a
     stubborn set: ``visible`` (C0-C3), ``reach`` (up-sets), ``none`` (the full search, for
     comparison) or ``dependence`` (C0, C1 and C3 without the visibility condition: it preserves no
     check's verdict, and measures what the dependency relation alone would let a reduction leave
-    out); see the module's docstring."""
+    out); see the module's docstring. ``closure``: a subclass of ``Closure`` to build the stubborn
+    sets with (default ``Closure``)."""
     if mode not in MODES:
         raise UsageError(f"unknown reduction {mode!r}; choose from: {', '.join(MODES)}")
     if model.constrained:
@@ -169,6 +170,7 @@ def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
     properties = [(p.name, python_function(p.fn)) for p in model.properties]
     copy_state = state_copier(layout)
     sets = _Sets(model) if mode != "none" else None
+    closure = closure or Closure
 
     out = Reduced()
     index: dict = {}
@@ -204,7 +206,7 @@ def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
             if mode in ("visible", "dependence"):
                 if len(successors) > 1:
                     visible = sets.visible if mode == "visible" else 0
-                    ample = _visible_ample(successors, before, actions, sets, visible, copy_state, out)
+                    ample = _visible_ample(closure(successors, before, actions, sets, copy_state), visible, out)
                     if ample is not None and all(successors[lab] not in index and successors[lab] != flat
                                                  for lab in ample):
                         out.reduced_states += 1
@@ -214,7 +216,8 @@ def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
                 elif successors:
                     out.full_single += 1
             elif mode == "reach" and successors:
-                chosen = _reach_ample(successors, before, actions, invariants, properties, sets, copy_state, out)
+                chosen = _reach_ample(closure(successors, before, actions, sets, copy_state), invariants, properties,
+                                      out)
             for lab in chosen:
                 succ = successors[lab]
                 out.generated += 1
@@ -232,10 +235,12 @@ def explore_reduced(model: Model, mode: str = "reach") -> Reduced:
     return out
 
 
-class _Closure:
-    """Stubborn sets on one state: the closure of a set of instances under C1."""
+class Closure:
+    """Stubborn sets on one state: the closure of a set of instances under C1. (A subclass may
+    change the closure for measuring: bench/partial_order.py's optimistic bound.)"""
 
     def __init__(self, successors, before, actions, sets: _Sets, copy_state) -> None:
+        self.successors = successors  # enabled instance -> its successor (a flat state)
         self.enabled = sum(1 << lab for lab in successors)
         self.before, self.actions, self.sets, self.copy_state = before, actions, sets, copy_state
         self._enabling: dict[int, int] = {}  # disabled instance -> its necessary enabling set here
@@ -264,12 +269,10 @@ class _Closure:
         return stubborn
 
 
-def _visible_ample(successors, before, actions, sets: _Sets, visible: int, copy_state,
-                   out: Reduced) -> Optional[list[int]]:
+def _visible_ample(closure: Closure, visible: int, out: Reduced) -> Optional[list[int]]:
     """The enabled instances of the smallest stubborn set grown from one enabled seed that holds no
     enabled ``visible`` instance (C0-C2 of the module's docstring), or None (counted) when every
     such set is all of them."""
-    closure = _Closure(successors, before, actions, sets, copy_state)
     enabled = closure.enabled
     enabled_visible = enabled & visible
     best: Optional[int] = None
@@ -292,13 +295,12 @@ def _visible_ample(successors, before, actions, sets: _Sets, visible: int, copy_
     return list(_bits(best))
 
 
-def _reach_ample(successors, before, actions, invariants, properties, sets: _Sets, copy_state,
-                 out: Reduced) -> list[int]:
+def _reach_ample(closure: Closure, invariants, properties, out: Reduced) -> list[int]:
     """The enabled instances of the stubborn set closed over the up-sets of every check on this
     state (``reach`` in the module's docstring): for an invariant that holds here and for P(x, x)
     of a transition property, the instances that may write an element it read here; for a
     transition property, every instance that may write what it reads."""
-    closure = _Closure(successors, before, actions, sets, copy_state)
+    sets, before = closure.sets, closure.before
     required = sets.property_relevant
     for (name, fn), writers in zip(invariants, sets.invariant_writers):
         read: set = set()
@@ -310,7 +312,7 @@ def _reach_ample(successors, before, actions, invariants, properties, sets: _Set
         if not fn(_Recorder(before, read), _Recorder(before, read)):
             # a step here that writes nothing P reads violates P: every step here is judged
             out.full_stubborn += 1
-            return sorted(successors)
+            return list(_bits(closure.enabled))
         for field_name in read:
             required |= writers.get(field_name, 0)
     ample = closure.close(required) & closure.enabled
