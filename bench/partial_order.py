@@ -24,6 +24,7 @@ reduction's verdict differs from the full search's.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 
@@ -82,13 +83,14 @@ class OptimisticClosure(Closure):
     instances, so the counts indicate how far such a reduction could go (an indication, not a
     proof: smaller sets at each state need not mean fewer states in all)."""
 
-    def __init__(self, successors, before, actions, sets, copy_state) -> None:
+    def __init__(self, successors, before, actions, sets, copy_state, layout) -> None:
         super().__init__(successors, before, actions, sets, copy_state)
+        self.layout = layout
         self._against: dict[int, int] = {}
 
     def _fire(self, flat, lab):
         fn, values = self.actions[lab]
-        layout = LAYOUT[0]
+        layout = self.layout
         before = layout.to_object(flat)
         after = self.copy_state(before)
         return layout.from_object(after) if fn(before, after, *values) else None
@@ -111,9 +113,6 @@ class OptimisticClosure(Closure):
             done |= 1 << lab
             stubborn |= self._not_commuting(lab) if self.enabled >> lab & 1 else self.necessary_enabling(lab)
         return stubborn
-
-
-LAYOUT: list = [None]  # the model's layout, for OptimisticClosure (one model at a time)
 
 
 def independence(model: Model) -> tuple[int, float, int]:
@@ -187,9 +186,9 @@ def main(argv=None) -> int:
             runs[mode] = explore_reduced(model, mode)
             seconds[mode] = time.perf_counter() - start
         if args.optimistic:
-            LAYOUT[0] = model.layout
+            optimistic = functools.partial(OptimisticClosure, layout=model.layout)
             for mode in ("reach", "dependence"):
-                runs["optimistic " + mode] = explore_reduced(model, mode, closure=OptimisticClosure)
+                runs["optimistic " + mode] = explore_reduced(model, mode, closure=optimistic)
         full = runs["none"]
         expected = {v.check: len(v.steps) for v in reference.violations}  # shortest trace, in states
         same = ((full.distinct, full.generated, full.depth) == (reference.distinct_states, reference.states_generated,

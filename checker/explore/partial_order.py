@@ -62,7 +62,7 @@ own care).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from kraftcheck.checker.access import action_accesses, check_accesses, dependent, visible_positions
 from kraftcheck.checker.errors import UsageError
@@ -151,13 +151,13 @@ class _Sets:
                 self.property_relevant |= mask
 
 
-def explore_reduced(model: Model, mode: str = "reach", closure: Optional[type] = None) -> Reduced:
+def explore_reduced(model: Model, mode: str = "reach", closure: Optional[Callable[..., "Closure"]] = None) -> Reduced:
     """Breadth-first search of ``model`` to the end (``--continue``), every state expanded by a
     stubborn set: ``visible`` (C0-C3), ``reach`` (up-sets), ``none`` (the full search, for
     comparison) or ``dependence`` (C0, C1 and C3 without the visibility condition: it preserves no
     check's verdict, and measures what the dependency relation alone would let a reduction leave
-    out); see the module's docstring. ``closure``: a subclass of ``Closure`` to build the stubborn
-    sets with (default ``Closure``)."""
+    out); see the module's docstring. ``closure``: what builds the stubborn sets on a state, called as
+    ``Closure`` is (default ``Closure``; bench/partial_order.py passes a subclass)."""
     if mode not in MODES:
         raise UsageError(f"unknown reduction {mode!r}; choose from: {', '.join(MODES)}")
     if model.constrained:
