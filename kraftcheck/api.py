@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.simulate import DEFAULT_STRATEGY
 from kraftcheck.checker.explore.result import ProgressFn, Result, no_progress
 from kraftcheck.checker.spec import Spec
 from kraftcheck.pipeline import explorer_for, make_spec  # noqa: F401 (API: an explorer by its command-line name)
@@ -39,21 +40,22 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
 
 def simulate(spec: Union[str, type, Spec], *, seed: int = 0, depth: Optional[int] = None,
              max_behaviours: Optional[int] = None, time_limit: Optional[float] = None, keep_going: bool = False,
-             strategy: str = "uniform", swarm: bool = False, invariants: Optional[Sequence[str]] = None,
+             strategy: Optional[str] = None, swarm: bool = False, invariants: Optional[Sequence[str]] = None,
              constraints: Optional[Sequence[str]] = None, deadlock: Optional[bool] = None,
              trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
              threads: Optional[int] = None, **params: Any) -> Result:
     """Random behaviours of ``spec`` (``kraftcheck check --simulate``): the Result, whose
     ``simulation`` holds the figures and whose ``status`` is ``violated`` or ``incomplete`` (a
     simulation is never exhaustive). Without ``max_behaviours`` or ``time_limit`` it runs until
-    the first violation (with ``keep_going``: until interrupted). ``strategy``: "uniform",
-    "by-action" or "swarm" (``swarm=True`` is short for the last), as ``--strategy``."""
-    if swarm and strategy not in ("uniform", "swarm"):
+    the first violation (with ``keep_going``: until interrupted). ``strategy``: "by-action"
+    (None: the default), "uniform" or "swarm" (``swarm=True`` is short for the last), as ``--strategy``."""
+    if swarm and strategy not in (None, "swarm"):
         raise UsageError(f"swarm=True is short for strategy='swarm'; it cannot go with strategy={strategy!r}")
     return run(CheckRequest(spec, params, invariants=tuple(invariants or ()), keep_going=keep_going,
                             constraints=None if constraints is None else tuple(constraints), deadlock=deadlock,
                             time_limit=time_limit, compile="now", threads=threads,
-                            simulation=Simulation(seed, depth, max_behaviours, "swarm" if swarm else strategy),
+                            simulation=Simulation(seed, depth, max_behaviours,
+                                                  "swarm" if swarm else strategy or DEFAULT_STRATEGY),
                             trace_dir=None if trace_dir is None else str(trace_dir)), progress)
 
 

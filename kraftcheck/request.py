@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.simulate import DEFAULT_STRATEGY
 from kraftcheck.checker.limits import check_number
 
 ENGINES = ("engine", "reference", "spark")
@@ -41,7 +42,7 @@ class Simulation:
     seed: Optional[int] = None
     depth: Optional[int] = None
     max_behaviours: Optional[int] = None
-    strategy: str = "uniform"  # one of checker/explore/simulate.py's STRATEGIES
+    strategy: str = DEFAULT_STRATEGY  # one of checker/explore/simulate.py's STRATEGIES
 
 
 @dataclass(frozen=True)

@@ -96,10 +96,11 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
 @click.option("--max-behaviours", type=int, callback=positive, metavar="N",
               help="--simulate: stop after N behaviours.")
 @click.option("--strategy", type=click.Choice(["uniform", "by-action", "swarm"]),
-              help="--simulate: how a behaviour picks its next state: uniformly among its successors "
-                   "(uniform); uniformly among the enabled actions, then among that action's successors, so "
-                   "an action with many instances does not crowd out one with few (by-action); or uniformly, "
-                   "each behaviour with only a random half of the actions (swarm testing).  [default: uniform]")
+              help="--simulate: how a behaviour picks its next state: uniformly among the enabled actions, "
+                   "then among that action's successors, so an action with many instances does not crowd out "
+                   "one with few (by-action); uniformly among its successors (uniform, TLC's way); or "
+                   "uniformly, each behaviour with only a random half of the actions (swarm testing).  "
+                   "[default: by-action]")
 @click.option("--swarm", is_flag=True, help="--simulate: short for --strategy swarm.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
 @click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.simulate import DEFAULT_STRATEGY
 
 
 def refuse_without_simulate(seed: Optional[int], depth: Optional[int], max_behaviours: Optional[int],
@@ -22,4 +23,4 @@ def simulation_strategy(swarm: bool, strategy: Optional[str]) -> str:
     """The strategy --strategy and --swarm (its short form) ask for, refused if they disagree."""
     if swarm and strategy not in (None, "swarm"):
         raise UsageError(f"--swarm is short for --strategy swarm; it cannot go with --strategy {strategy}")
-    return "swarm" if swarm else strategy or "uniform"
+    return "swarm" if swarm else strategy or DEFAULT_STRATEGY
