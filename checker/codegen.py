@@ -282,16 +282,12 @@ def kernel_writes(model: Model, ai: int, table: bool = False) -> tuple[Write, ..
 
 
 def packing_fire(model: Model, ai: int) -> tuple[list[int], list[tuple[int, int]]] | None:
-    """For the ``fire`` kernel of action ``ai`` of a large layout, when it packs its successors
-    itself (``_packing_fire_kernel``): the elements the action may write whatever its parameters
+    """For the ``fire`` kernel of action ``ai`` of a large layout, when it notes only what each
+    successor changed (``_packing_fire_kernel``): the elements the action may write whatever its parameters
     (flat indices), and those it writes at a parameter ((the field's first element, parameter
-    number)), as ``writes.action_writes`` reads them. None when the reading cannot tell, when a
-    transition property could write ``t``, or when a successor row (the state's elements long)
-    cannot hold the packed words, the fingerprint and the domain flag: then the generic kernel
-    packs whole successors."""
+    number)), as ``writes.action_writes`` reads them. None when the reading cannot tell, or when a
+    transition property could write ``t``: then the generic kernel packs whole successors."""
     layout = model.layout
-    if layout.size < layout.nwords + 2:
-        return None
     action = model.actions[ai]
     writes = action_writes(action.fn, layout.fields, [p.count for p in action.params])
     if writes is None or any(action_writes(p.fn, layout.fields, []) != () for p in model.kernel_properties):
@@ -511,7 +507,7 @@ def table_expand_source() -> str:
         "from numba import carray, int64, njit, uint64",
         "",
         "from kraftcheck.checker.kernels.addresses import as_voidptr, keep_alive",
-        "from kraftcheck.checker.kernels.layout_table import pack, take_packed",
+        "from kraftcheck.checker.kernels.layout_table import pack, pack_changes",
         "from kraftcheck.checker.kernels.prefetch import prefetch_row",
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
@@ -527,7 +523,8 @@ def table_expand_source() -> str:
         '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]; ``packs``: ``fire``',
         '    leaves its successors packed (``codegen._packing_fire_kernel``)."""',
         "    batch = max(1, BATCH_ROWS // max(instances, 1))",
-        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1]), np.int64)",
+        # a fire that notes what its successors changed writes (element, value) pairs: rows twice as wide
+        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1] * (2 if packs else 1)), np.int64)",
         "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_sources = np.empty(max(batch * instances, 1), np.int64)",
         "    succ_props = np.zeros(max(batch * instances, 1), np.uint64)",
@@ -539,10 +536,8 @@ def table_expand_source() -> str:
         "    props_at = uint64(succ_props.ctypes.data)",
         "    flat_at = uint64(flat.ctypes.data)",
         "    flat_stride = uint64(flat.strides[0])",
-        "    words_at = uint64(sources.ctypes.data)",
-        "    words_stride = uint64(sources.strides[0])",
-        "    cv_at = uint64(cv.ctypes.data)",
-        "    nwords = out_words.shape[1]",
+        "    succ_changes = np.zeros(max(batch * instances, 1), np.int64)",
+        "    changes_at = uint64(succ_changes.ctypes.data)",
         *_ring_setup_lines(),
         "    i = lo",
         "    while i < hi:",
@@ -560,8 +555,7 @@ def table_expand_source() -> str:
         "                for r in range(q * stride + base, q * stride + base + instances):",
         "                    out_label[r] = NO_LABEL",
         "        n = fire(flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at, sources_at,",
-        "                 props_at, base, select, words_at + uint64(source_offset + i) * words_stride, words_stride,",
-        "                 cv_at)",
+        "                 props_at, base, select, changes_at)",
         "        if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
         "            err[0] = i + succ_sources[0]",
         "            err[1] = succ_labels[0]",
@@ -573,7 +567,8 @@ def table_expand_source() -> str:
         "            row = source * stride + label",
         "            at = (pushed % PENDING) if dense else row",
         "            if packs:",
-        "                ok = take_packed(succ, k, pack_words, pack_hashes, at, nwords)",
+        "                ok = pack_changes(succ, k, succ_changes[k], sources, source_offset + source, pack_words,",
+        "                                  pack_hashes, at, cv)",
         "            else:",
         "                ok = pack(succ[k], pack_words, pack_hashes, at, cv)",
         "            if not ok:",
@@ -588,8 +583,7 @@ def table_expand_source() -> str:
         "        i = j",
         *_ring_end_lines(),
         "    keep_alive(succ_owner)",
-        "    keep_alive(sources)",
-        "    keep_alive(cv)",
+        "    keep_alive(succ_changes)",
         "    keep_alive(succ_labels)",
         "    keep_alive(succ_sources)",
         "    keep_alive(succ_props)",
@@ -612,8 +606,7 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         instances *= p.count
     lines = [
         # compiled by kernels.table_expand, as a C callback (numba.cfunc)
-        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, words_at,",
-        "         words_stride, cv_at):",
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at):",
         f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
@@ -673,38 +666,44 @@ def _runs_constant(name: str, indices: list[int]) -> str:
 
 def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
                          elements: tuple[list[int], list[tuple[int, int]]]) -> list[str]:
-    """The ``fire`` kernel of action ``ai`` when what it and the transition properties do with ``t``
-    is known (``fire_elements``): the other form (``_fire_kernel``) copies each source whole into
-    a successor row and the generic kernel packs that row whole, 180 elements for the Kafka model
-    where an action writes a few. This one copies each source into one scratch successor (whole:
-    one vectorised copy costs less than copying only what the action reads, bench/RESULTS.md), and
-    for each instance that fires packs the source's packed words with only the written elements
-    that changed replaced (``WRITTEN``, and an element a parameter indexes), fingerprints them,
-    and leaves in row ``n`` of ``succ`` the words, the
-    fingerprint and whether an element left its domain (``layout_table.take_packed`` reads them).
-    Then it restores the written elements from the source."""
+    """The ``fire`` kernel of action ``ai`` when what it writes is known (``packing_fire``). The
+    other form (``_fire_kernel``) leaves each successor whole (180 elements for the Kafka model)
+    for the generic kernel to pack whole, where an action writes a few. This one copies each
+    source into one scratch successor, and for each instance that fires leaves in row ``n`` of
+    ``succ`` only the written elements (``WRITTEN``, and an element a parameter indexes) whose
+    value changed, as (element, value) pairs, and their number in ``changes[n]``; the generic
+    kernel packs them over the source's packed words (``layout_table.pack_changes``), compiled
+    once for every spec. Pairs that would not fit the row (more changed elements than half the
+    state's) leave the whole successor instead, with ``changes[n]`` -1. Then the written
+    elements are restored from the source."""
     action = model.actions[ai]
     static, indexed = elements
     instances = 1
     for p in action.params:
         instances *= p.count
     params = [f"p{j}" for j in range(len(action.params))]
+
+    def note(index: str, indent: str) -> list[str]:
+        """Lines that note element ``index`` if its value changed."""
+        return [f"{indent}if tf[{index}] != sf[{index}]:",
+                f"{indent}    out[changed + changed] = {index}",
+                f"{indent}    out[changed + changed + 1] = tf[{index}]",
+                f"{indent}    changed += 1"]
+
     lines = [
         _runs_constant("WRITTEN", static),
         "",
         "",
         # compiled by kernels.table_expand, as a C callback (numba.cfunc)
-        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, words_at,",
-        "         words_stride, cv_at):",
-        f'    """{action.name}: every instance on a batch of states; the successors packed into succ_at\'s rows."""',
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at):",
+        f'    """{action.name}: every instance on a batch of states; what each successor changed into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
         "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
         "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
-        "    row_bytes = uint64(8 * SIZE)",
-        "    nw = carray(as_voidptr(cv_at), 2, np.int32)[1]",
-        "    cv = carray(as_voidptr(cv_at), 3 + nw + 5 * SIZE, np.int32)",
+        "    changes = carray(as_voidptr(changes_at), rows, np.int64)",
+        "    row_bytes = uint64(16 * SIZE)  # rows of 2 * SIZE: room for a pair per element",
         "    t_at = succ_at + uint64(rows) * row_bytes  # the scratch successor: the row after the last",
         "    tf = carray(as_voidptr(t_at), SIZE, np.int64)",
         "    t = carray(as_voidptr(t_at), 1, SUCCESSOR_DTYPE)[0]",
@@ -713,7 +712,6 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         "        sf_at = states_at + uint64(j) * state_stride",
         "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
         "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
-        "        source_words = carray(as_voidptr(words_at + uint64(j) * words_stride), nw, np.uint64)",
         "        restore(sf, tf)",
     ]
     indent = "        "
@@ -731,23 +729,13 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
         lines.append(f"{body}props[n] = m")
     lines += [
-        f"{body}out = carray(as_voidptr(succ_at + uint64(n) * row_bytes), SIZE, np.uint64)",
-        f"{body}for w in range(nw):",
-        f"{body}    out[w] = source_words[w]",
-        f"{body}bad = uint64(0)",
-        # an element written with the value it had is left as the source's words hold it (in its
-        # domain): an action's helpers write whole fields, of which a few elements change
+        f"{body}out = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 2 * SIZE, np.int64)",
+        f"{body}changed = 0",
         f"{body}for r in range(WRITTEN.shape[0]):",
         f"{body}    for k in range(WRITTEN[r, 0], WRITTEN[r, 1]):",
-        f"{body}        if tf[k] != sf[k]:",
-        f"{body}            bad |= pack_element(out, tf[k], k, cv)",
-        *[f"{body}if tf[{first} + p{j}] != sf[{first} + p{j}]:\n{body}    bad |= pack_element(out, tf[{first} + p{j}], {first} + p{j}, cv)"
-          for first, j in indexed],
-        f"{body}h = uint64(GOLDEN)",
-        f"{body}for w in range(nw):",
-        f"{body}    h = fingerprint_step(h, out[w])",
-        f"{body}out[nw] = h",
-        f"{body}out[nw + 1] = bad",
+        *note("k", body + "        "),
+        *[line for first, j in indexed for line in note(f"{first} + p{j}", body)],
+        f"{body}changes[n] = changed",
         f"{body}for r in range(WRITTEN.shape[0]):",
         f"{body}    k = uint64(WRITTEN[r, 0])",
         f"{body}    while k < uint64(WRITTEN[r, 1]):",
@@ -938,9 +926,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from numba import carray, uint64",
             "",
             "from kraftcheck.checker.kernels.addresses import as_voidptr",
-            "from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step",
             "from kraftcheck.checker.kernels.inlining import inlined",
-            "from kraftcheck.checker.kernels.layout_table import pack_element",
             *imports.lines(),
             *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
             "SIZE = STATE_DTYPE.itemsize // 4",

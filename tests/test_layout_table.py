@@ -127,8 +127,8 @@ def test_packing_one_element_over_a_states_words_gives_the_references_words(data
     near = (st.integers(element.field.lo - 3, element.field.hi + 3) if element.field.const is None
             else st.integers(element.field.const - 2, element.field.const + 2))
     value = data.draw(st.one_of(near, st.sampled_from([2**32 + element.field.lo, 2**31, -2**40])))
-    words = np.array(layout.pack(tuple(flat)), np.uint64)
-    bad = layout_table.pack_element(words, value, element.flat, layout_table.table(layout))
+    words = np.array([layout.pack(tuple(flat))], np.uint64)
+    bad = layout_table.pack_element(words, 0, value, element.flat, layout_table.table(layout))
     flat[element.flat] = value
     try:
         layout.check_domains(tuple(flat))
@@ -136,16 +136,37 @@ def test_packing_one_element_over_a_states_words_gives_the_references_words(data
         assert bad == 1
         return
     assert bad == 0
-    assert tuple(int(w) for w in words) == layout.pack(tuple(flat))
+    assert tuple(int(w) for w in words[0]) == layout.pack(tuple(flat))
 
 
-def test_a_successor_a_fire_kernel_packed_is_taken_unless_flagged():
-    succ = np.array([[7, -1, 12345, 0], [8, 9, 99, 1]], np.int64)  # two words, fingerprint, flag
-    words, hashes = np.zeros((2, 2), np.uint64), np.zeros(2, np.uint64)
-    assert layout_table.take_packed(succ, 0, words, hashes, 1, 2)
-    assert words[1].tolist() == [7, 2**64 - 1] and hashes[1] == 12345
-    assert not layout_table.take_packed(succ, 1, words, hashes, 0, 2)
-    assert hashes[0] == 0
+@given(st.data())
+@settings(max_examples=40, deadline=None)
+def test_packing_what_a_fire_kernel_noted_gives_the_references_words_and_fingerprint(data):
+    """``pack_changes``: a successor a ``fire`` kernel left as (element, value) pairs, packed over
+    its source's words, is the reference's packing of the changed state; out of a domain, refused."""
+    layout = data.draw(st.sampled_from([_ODD, _NEGATIVE]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    source, target = _random_flats(layout, rng, 2)
+    changed = [e.flat for e in layout.elements if source[e.flat] != target[e.flat]]
+    flat = list(source)
+    succ = np.zeros((2, layout.size), np.int64)
+    for c, k in enumerate(changed[: layout.size // 2]):
+        succ[1, 2 * c], succ[1, 2 * c + 1] = k, target[k]
+        flat[k] = target[k]
+    n = min(len(changed), layout.size // 2)
+    spoil = data.draw(st.booleans()) and n > 0
+    if spoil:  # the last pair's value one past its element's domain (a constant: changed)
+        e = layout.elements[int(succ[1, 2 * (n - 1)])]
+        succ[1, 2 * (n - 1) + 1] = (e.field.hi + 1) if e.field.const is None else e.field.const + 1
+    sources = np.array([layout.pack(source)], np.uint64)
+    words, hashes = np.zeros((3, layout.nwords), np.uint64), np.zeros(3, np.uint64)
+    ok = layout_table.pack_changes(succ, 1, n, sources, 0, words, hashes, 2, layout_table.table(layout))
+    assert ok == (not spoil)
+    if ok:
+        assert tuple(int(w) for w in words[2]) == layout.pack(tuple(flat))
+        assert int(hashes[2]) == fingerprint_reference(layout.pack(tuple(flat)))
+    else:
+        assert hashes[2] == 0
 
 
 @pytest.mark.parametrize("layout", [_odd_layout(), _negative_layout()], ids=["odd", "negative"])

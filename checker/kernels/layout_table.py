@@ -103,8 +103,8 @@ def pack(f, words, hashes, row, cv):
 
 
 @njit(cache=True, inline="always")
-def pack_element(words, value, k, cv):
-    """Put ``value``, element ``k``'s, into its place in ``words`` (one packed state, the other
+def pack_element(words, row, value, k, cv):
+    """Put ``value``, element ``k``'s, into its place in ``words[row]`` (a packed state, the other
     elements' bits kept); 1 if it is outside the element's domain (or changes a constant), else 0
     (``pack``'s test, element by element)."""
     lo, span, shift, mask = _columns(cv)
@@ -113,20 +113,27 @@ def pack_element(words, value, k, cv):
     m = uint64(cv[mask + e])
     sh = uint64(cv[shift + e])
     w = cv[word_column(cv) + e]
-    words[w] = (words[w] & ~(m << sh)) | ((d & m) << sh)
+    words[row, w] = (words[row, w] & ~(m << sh)) | ((d & m) << sh)
     return uint64(d >= uint64(cv[span + e]))
 
 
 @njit(cache=True, inline="always")
-def take_packed(succ, k, words, hashes, row, nwords):
-    """Copy the successor a ``fire`` kernel packed itself into row ``k`` of ``succ`` (its words,
-    then its fingerprint, then 1 if an element was outside its domain) to ``words[row]`` and
-    ``hashes[row]``; False, and ``hashes[row]`` not written, if an element was outside."""
-    for w in range(nwords):
-        words[row, w] = uint64(succ[k, w])
-    if succ[k, nwords + 1] != 0:
+def pack_changes(succ, k, changed, sources, source, words, hashes, row, cv):
+    """Pack the successor a ``fire`` kernel left as the ``changed`` (element, value) pairs of row
+    ``k`` of ``succ`` (``codegen._packing_fire_kernel``) over its source's packed words
+    ``sources[source]``, into ``words[row]``, and its fingerprint into ``hashes[row]``; False,
+    ``hashes[row]`` not written, if a value is outside its element's domain (``pack``'s test)."""
+    for w in range(sources.shape[1]):
+        words[row, w] = sources[source, w]
+    bad = uint64(0)
+    for c in range(changed):
+        bad |= pack_element(words, row, succ[k, 2 * c + 1], succ[k, 2 * c], cv)
+    if bad:
         return False
-    hashes[row] = uint64(succ[k, nwords])
+    h = uint64(GOLDEN)
+    for w in range(sources.shape[1]):
+        h = fingerprint_step(h, words[row, w])
+    hashes[row] = h
     return True
 
 

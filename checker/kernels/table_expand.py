@@ -25,11 +25,11 @@ from numba.core.caching import FunctionCache
 # states (int32 rows), the bytes from one to the next, how many; the addresses (``kernels.addresses``:
 # no reference counting) of the successor rows (one per instance and state, and one more), of their
 # labels, of their states' places in the batch and of their transition-property masks; the
-# action's first label; the selected properties' mask; the address of the batch's first packed
-# source state, the bytes from one to the next, and the address of the layout's table (a ``fire``
-# that packs its successors itself reads them). Returns the instances that fired.
+# action's first label; the selected properties' mask; the address of the successors' counts of
+# changed elements (written by a ``fire`` that notes only what its action changed: ``packs``).
+# Returns the instances that fired.
 FIRE_SIGNATURE = types.int64(types.uint64, types.uint64, types.int64, types.uint64, types.uint64, types.uint64,
-                             types.uint64, types.int64, types.int64, types.uint64, types.uint64, types.uint64)
+                             types.uint64, types.int64, types.int64, types.uint64)
 FIRE_TYPE = types.FunctionType(FIRE_SIGNATURE)
 
 
@@ -51,8 +51,8 @@ class _FireAddress(types.WrapperAddressProtocol):
 class TableExpander:
     """One action of a large layout: ``kernel`` (the generic expand kernel) with the action's
     ``fire`` (the generated Python function, compiled here as a C callback), its number of
-    instances and whether ``fire`` packs its successors itself (``packs``) bound, called with the
-    arguments of a generated expand kernel (``codegen._action_kernel``)."""
+    instances and whether ``fire`` leaves only the elements each successor changed (``packs``)
+    bound, called with the arguments of a generated expand kernel (``codegen._action_kernel``)."""
 
     def __init__(self, kernel, fire, instances: int, packs: bool = False) -> None:
         if instances < 0:
