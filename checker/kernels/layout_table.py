@@ -76,6 +76,13 @@ def word_column(cv):
     return uint64(HEADER + cv[1] + 1) + uint64(4) * uint64(cv[0])
 
 
+@njit(cache=True, inline="always")
+def table_columns(cv):
+    """Where each column of the table starts: (lo, span, shift, mask, word)."""
+    lo, span, shift, mask = _columns(cv)
+    return lo, span, shift, mask, word_column(cv)
+
+
 @njit(cache=True)
 def pack(f, words, hashes, row, cv):
     """Pack the successor ``f`` (an int64 row, as actions write it) into ``words[row]`` and its
@@ -122,7 +129,9 @@ def pack_changes(succ, k, changed, sources, source, words, hashes, row, cv):
     """Pack the successor a ``fire`` kernel left as the ``changed`` (element, value) pairs of row
     ``k`` of ``succ`` (``codegen._packing_fire_kernel``) over its source's packed words
     ``sources[source]``, into ``words[row]``, and its fingerprint into ``hashes[row]``; False,
-    ``hashes[row]`` not written, if a value is outside its element's domain (``pack``'s test)."""
+    ``hashes[row]`` not written, if a value is outside its element's domain (``pack``'s test).
+    The expand kernel of large layouts does the same written out in its loop
+    (``codegen.table_expand_source``): this is its readable form, which the tests check."""
     for w in range(sources.shape[1]):
         words[row, w] = sources[source, w]
     bad = uint64(0)
