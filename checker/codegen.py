@@ -522,7 +522,7 @@ def table_expand_source() -> str:
         "           dense, sources, source_offset, seen, seen_mask, generation, tally, stride, base, fired_at,",
         "           properties_at, select):",
         '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]; ``packs``: ``fire``',
-        '    leaves its successors packed (``codegen._packing_fire_kernel``)."""',
+        '    leaves the elements each successor changed (``codegen._packing_fire_kernel``)."""',
         "    batch = max(1, BATCH_ROWS // max(instances, 1))",
         # a fire that notes what its successors changed writes (element, value) pairs: rows twice as wide
         "    succ_owner = np.empty((batch * instances + 1, flat.shape[1] * (2 if packs else 1)), np.int64)",
@@ -610,6 +610,29 @@ def table_expand_source() -> str:
     ]) + "\n"
 
 
+def _fire_instance_lines(action, name: str, props: list[str]) -> tuple[list[str], str, str, str]:
+    """A ``fire`` kernel's loop over the instances of ``action`` on state ``j``, down to what runs
+    when one fires: its label and its state's place noted, and the mask of the selected
+    transition properties it violates. Returns the lines, the indent of the ``if`` that calls the
+    action, that of its body, and the expression of the instance's number."""
+    lines, indent = [], "        "
+    for j, p in enumerate(action.params):
+        lines.append(f"{indent}for p{j} in range({p.count}):")
+        indent += "    "
+    flat_expr = "0"
+    for j, p in enumerate(action.params):
+        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
+    params = [f"p{j}" for j in range(len(action.params))]
+    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
+    body = indent + "    "
+    lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
+    if props:
+        lines += [f"{body}m = uint64(0)"]
+        lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
+        lines.append(f"{body}props[n] = m")
+    return lines, indent, body, flat_expr
+
+
 def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str]:
     """The ``fire`` kernel of action ``ai`` of a large layout (``kernels.table_expand``): every
     instance of it on ``count`` states, the first at address ``states_at``, the next
@@ -643,21 +666,8 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
         "        restore(sf, succ[n])",
     ]
-    indent = "        "
-    for j, p in enumerate(action.params):
-        lines.append(f"{indent}for p{j} in range({p.count}):")
-        indent += "    "
-    flat_expr = "0"
-    for j, p in enumerate(action.params):
-        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
-    params = [f"p{j}" for j in range(len(action.params))]
-    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
-    body = indent + "    "
-    lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
-    if props:
-        lines += [f"{body}m = uint64(0)"]
-        lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
-        lines.append(f"{body}props[n] = m")
+    instance_lines, indent, body, flat_expr = _fire_instance_lines(action, name, props)
+    lines += instance_lines
     lines += [f"{body}n += 1", f"{body}restore(sf, succ[n])",
               f"{body}t = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 1, SUCCESSOR_DTYPE)[0]"]
     dirty = declined_dirty_expr(model, ai, "succ[n]", "sf")
@@ -693,15 +703,13 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
     ``succ`` only the written elements (``WRITTEN``, and an element a parameter indexes) whose
     value changed, as (element, value) pairs, and their number in ``changes[n]``; the generic
     kernel packs them over the source's packed words (``layout_table.pack_changes``), compiled
-    once for every spec. Pairs that would not fit the row (more changed elements than half the
-    state's) leave the whole successor instead, with ``changes[n]`` -1. Then the written
-    elements are restored from the source."""
+    once for every spec; its rows are twice the state's elements wide, so every element fits.
+    Then the written elements are restored from the source."""
     action = model.actions[ai]
     static, indexed = elements
     instances = 1
     for p in action.params:
         instances *= p.count
-    params = [f"p{j}" for j in range(len(action.params))]
 
     def note(index: str, indent: str) -> list[str]:
         """Lines that note element ``index`` if its value changed."""
@@ -734,20 +742,8 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
         "        restore(sf, tf)",
     ]
-    indent = "        "
-    for j, p in enumerate(action.params):
-        lines.append(f"{indent}for p{j} in range({p.count}):")
-        indent += "    "
-    flat_expr = "0"
-    for j, p in enumerate(action.params):
-        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
-    lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
-    body = indent + "    "
-    lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
-    if props:
-        lines += [f"{body}m = uint64(0)"]
-        lines += [f"{body}if pb{k} and not {q}(s, t):\n{body}    m |= pb{k}" for k, q in enumerate(props)]
-        lines.append(f"{body}props[n] = m")
+    instance_lines, indent, body, flat_expr = _fire_instance_lines(action, name, props)
+    lines += instance_lines
     lines += [
         f"{body}out = carray(as_voidptr(succ_at + uint64(n) * row_bytes), 2 * SIZE, np.int64)",
         f"{body}changed = 0",
@@ -764,19 +760,10 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         *[f"{body}tf[{first} + p{j}] = sf[{first} + p{j}]" for first, j in indexed],
         f"{body}n += 1",
     ]
-    if may_decline_after_touching(action.fn):  # an instance that wrote t and declined: say which
-        lines += [
-            f"{indent}else:",
-            f"{body}dirty = False",
-            f"{body}for r in range(WRITTEN.shape[0]):",
-            f"{body}    for k in range(WRITTEN[r, 0], WRITTEN[r, 1]):",
-            f"{body}        dirty |= tf[k] != sf[k]",
-            *[f"{body}dirty |= tf[{first} + p{j}] != sf[{first} + p{j}]" for first, j in indexed],
-            f"{body}if dirty:",
-            f"{body}    labels[0] = base + {flat_expr}",
-            f"{body}    sources[0] = j",
-            f"{body}    return -1",
-        ]
+    dirty = declined_dirty_expr(model, ai, "tf", "sf")
+    if dirty is not None:  # an instance that wrote t and declined: say which (the caller re-runs it)
+        lines.append(f"{indent}elif {dirty}:")
+        lines += [f"{body}labels[0] = base + {flat_expr}", f"{body}sources[0] = j", f"{body}return -1"]
     lines.append("    return n")
     return lines
 
@@ -940,18 +927,20 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
-    if table and packing_fire(model, ai) is not None:
+    noted = packing_fire(model, ai) if table else None
+    if noted is not None:
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
             "from numba import carray, uint64",
             "",
             "from kraftcheck.checker.kernels.addresses import as_voidptr",
             "from kraftcheck.checker.kernels.inlining import inlined",
+            "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
             *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
             "SIZE = STATE_DTYPE.itemsize // 4",
             f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
-            *_packing_fire_kernel(model, ai, name, props, packing_fire(model, ai)),
+            *_packing_fire_kernel(model, ai, name, props, noted),
             "",
         ])
     if table:
