@@ -29,11 +29,11 @@ import sys
 import time
 
 from kraftcheck.checker.access import action_accesses, dependent, visible_positions
+from kraftcheck.checker.explore.interpreted import InterpretedKernels
 from kraftcheck.checker.explore.partial_order import Closure, explore_reduced
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
-from kraftcheck.checker.layout import state_copier
-from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.model import Model
 from kraftcheck.invariants import kafka_invariants
 from kraftcheck.pipeline import make_spec
 
@@ -129,15 +129,8 @@ def commuting(model: Model) -> tuple[int, int]:
     """Over the full graph: (pairs of distinct instances enabled on a state, those that commute
     there). A pair commutes at s when each stays enabled after the other and both orders reach
     the same state."""
-    layout = model.layout
-    actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
-    copy = state_copier(layout)
-
-    def fire(flat, lab):
-        fn, values = actions[lab]
-        before = layout.to_object(flat)
-        after = copy(before)
-        return layout.from_object(after) if fn(before, after, *values) else None
+    fire = InterpretedKernels(model).step  # the interpreted tier's successor (None: disabled)
+    actions = model.labels
 
     seen, frontier = set(model.initial), list(model.initial)
     together = commute = 0
