@@ -270,12 +270,20 @@ class Canonicaliser:
         self.varying = np.flatnonzero(moved & ~constant).astype(np.int64)
         self.kernel = KernelTables(layout, self.tables, self.varying)
         self.threads = thread_count()
-        nmask, ncompared = self.kernel.everyone.shape[0], self.varying.shape[0]
-        self._scratch = [(np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64), np.zeros(ncompared + 1, np.int64),
-                          np.zeros(layout.nwords, np.uint64)) for _ in range(self.threads)]
-        self._memo = [(np.zeros(MEMO_SLOTS, np.uint64), np.zeros(MEMO_SLOTS, np.bool_),
-                       np.zeros((MEMO_SLOTS, 2 * layout.nwords), np.uint64), np.zeros(MEMO_SLOTS, np.uint64))
-                      for _ in range(self.threads)]
+        # scratch and memo per part: part j of a call uses set j, so parts may run side by side
+        self._scratch: list[tuple[np.ndarray, ...]] = []
+        self._memo: list[tuple[np.ndarray, ...]] = []
+        self.reserve(self.threads)
+
+    def reserve(self, parts: int) -> None:
+        """Scratch and memo for ``parts`` parts at once (``canonicalize_part`` with j < parts).
+        Call it before the parts start: it is not safe while they run."""
+        nmask, ncompared, nwords = self.kernel.everyone.shape[0], self.varying.shape[0], self.layout.nwords
+        while len(self._scratch) < parts:
+            self._scratch.append((np.zeros(nmask, np.uint64), np.zeros(ncompared, np.int64),
+                                  np.zeros(ncompared + 1, np.int64), np.zeros(nwords, np.uint64)))
+            self._memo.append((np.zeros(MEMO_SLOTS, np.uint64), np.zeros(MEMO_SLOTS, np.bool_),
+                               np.zeros((MEMO_SLOTS, 2 * nwords), np.uint64), np.zeros(MEMO_SLOTS, np.uint64)))
 
     @property
     def permutations(self) -> int:
@@ -305,16 +313,20 @@ class Canonicaliser:
             raise IndexError("canonicalize(): a row number is outside the buffer")
         if nrows == 0:
             return
-        t = self.kernel
         parts = split(0, nrows, self.threads if nrows >= 1024 else 1)
+        self.reserve(len(parts))
+        run_parts(lambda j: self.canonicalize_part(j, words, hashes, rows, *parts[j]), len(parts))
 
-        def part(j: int) -> None:
-            a, b = parts[j]
-            canonicalize_rows(words, hashes, rows, a, b, t.source, t.table, t.guard, t.guard_value, t.value_map,
-                              t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, *self._scratch[j],
-                              *self._memo[j])
-
-        run_parts(part, len(parts))
+    def canonicalize_part(self, j: int, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, lo: int,
+                          hi: int) -> None:
+        """Replace ``words[rows[k]]`` (lo <= k < hi) by their canonical forms and ``hashes`` by their
+        fingerprints, in place, on the calling thread, with part j's scratch and memo (``reserve``):
+        a pass the engine runs on each part's own thread right after it is expanded. The arguments
+        are the caller's to get right (``canonicalize`` checks them)."""
+        t = self.kernel
+        canonicalize_rows(words, hashes, rows, lo, hi, t.source, t.table, t.guard, t.guard_value, t.value_map,
+                          t.dest, t.keep, t.prefix, t.levels, t.nlevels, t.everyone, *self._scratch[j],
+                          *self._memo[j])
 
     def canonical_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Canonical copies of a batch of packed states and their fingerprints (compiled)."""

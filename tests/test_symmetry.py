@@ -229,6 +229,41 @@ def test_canonical_kernel_agrees_with_its_python_twin_over_24_and_120_permutatio
     assert (again == got[::-1]).all() and (rehashed == hashes[::-1]).all()
 
 
+def test_canonicalised_distinct_successors_keep_each_state_once_with_its_smallest_row(violating_states):
+    """The distinct-successor path under --symmetry: a part's distinct successors, canonicalised
+    on the part's own scratch (``canonicalize_part``), may repeat; ``keep_first_dense`` keeps each
+    canonical state once, in the order first met, with the smallest candidate row of its copies."""
+    from kraftcheck.checker.kernels.successor_rows import keep_first_dense, seen_table_size
+    m, states = violating_states
+    canon = canonicaliser_for(m)
+    rng = random.Random(3)
+    sample = rng.sample(states, 200)
+    sample += [canon.tables.image(s, rng.randrange(1, canon.permutations)) for s in sample]
+    sample = list(dict.fromkeys(sample))  # distinct, as the kernels leave them
+    rng.shuffle(sample)
+    plo = 5  # a part's dense arrays start anywhere
+    n = plo + len(sample)
+    words = np.zeros((n, m.layout.nwords), np.uint64)
+    words[plo:] = [m.layout.pack(s) for s in sample]
+    hashes = np.zeros(n, np.uint64)
+    rows = np.zeros(n, np.int64)
+    rows[plo:] = rng.sample(range(10 * n), len(sample))
+    expected: dict[tuple[int, ...], int] = {}
+    for s, r in zip(sample, rows[plo:].tolist()):
+        c = canon.canonical_flat(s)
+        expected[c] = min(r, expected.get(c, r))
+    canon.reserve(2)
+    canon.canonicalize_part(1, words, hashes, np.arange(n, dtype=np.int64), plo, n)
+    seen = np.zeros(seen_table_size(len(sample)), np.int64)
+    end = keep_first_dense(words, hashes, rows, plo, n, seen, 1)
+    got = {m.layout.unpack(words[p].tolist()): int(rows[p]) for p in range(plo, end)}
+    assert end - plo == len(got) == len(expected) < len(sample)
+    assert got == expected
+    assert [m.layout.unpack(words[p].tolist()) for p in range(plo, end)] == list(expected)  # order first met
+    from kraftcheck.checker.kernels.hashing import fingerprints
+    assert (hashes[plo:end] == fingerprints(words[plo:end])).all()
+
+
 def test_every_invariant_and_property_is_permutation_invariant(violating_states):
     m, states = violating_states
     tables = PermutationTables(m.layout, m.spec.symmetry())

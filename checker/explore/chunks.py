@@ -3,14 +3,15 @@
 A chunk is split in parts, one a thread (``kernels.parts``). Two paths:
 
 - every candidate row (``ChunkExpansion.successors`` then ``collect_new``): the kernels write
-  every successor of every state; per part, its valid rows are gathered and, unless they must be
-  canonicalised first (``--symmetry``), go to the graph builder, or some are outside a state or
-  action constraint, bucketed by shard for the visited set on the part's own thread; then the
-  visited set marks first occurrences and a serial pass per part keeps the new states, in
-  (source state, label) order, with a parent and a label each.
+  every successor of every state; per part, on the part's own thread, its valid rows are
+  gathered, canonicalised (``--symmetry``) and, unless they go to the graph builder or some are
+  outside a state or action constraint, bucketed by shard for the visited set; then the visited
+  set marks first occurrences and a pass per part keeps the new states, in (source state, label)
+  order, with a parent and a label each.
 - distinct successors only (``distinct_chunk``, the compiled kernels' fastest path, taken when
-  none of the above needs every row): each part keeps only its distinct successors, and the new
-  states are collected from them in the same order.
+  nothing needs every row: neither the graph builder nor a constraint): each part keeps only its
+  distinct successors (under ``--symmetry`` canonicalised on the part's thread, and the repeats
+  that makes left out), and the new states are collected from them in the same order.
 
 Both give the same new states, counts and first violations: the choice changes only speed.
 """
@@ -30,8 +31,8 @@ from kraftcheck.checker.explore.tiers import Tiers
 from kraftcheck.checker.explore.violations import Violations
 from kraftcheck.checker.kernels.deadlock import first_stuck
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
-                                                      collect_dense_part, collect_part, seen_table_size, tally_width,
-                                                      valid_rows_part)
+                                                      collect_dense_part, collect_part, keep_first_dense,
+                                                      seen_table_size, tally_width, valid_rows_part)
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
 from kraftcheck.checker.model import DEADLOCK, Model
 
@@ -77,6 +78,7 @@ class ChunkExpansion:
         rows = tiers.buffers.valid.shape[0]
         self._seen = np.zeros((most_parts, seen_table_size(rows)), np.int64)
         self._generation = 0
+        self._dense_positions = np.empty(0, np.int64)
         self._repeat_tables = RepeatTables(most_parts, rows, tiers.kernels.nwords,
                                            tally_width(len(model.actions), model.kernel_property_count))
         self._fired_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
@@ -84,11 +86,17 @@ class ChunkExpansion:
 
     def distinct_successors_only(self) -> bool:
         """Whether chunks take the compiled kernels' distinct-successor path: the successors that
-        meet the visited set are all the engine needs, unless they must be canonicalised first
-        (--symmetry), every transition is kept (the state graph), or a state or action
-        constraint leaves some successors out (``every_row_needed``)."""
-        return (self.tiers.kernels.compiled and self.canon is None and self.graph_builder is None
-                and not every_row_needed(self.model))
+        meet the visited set are all the engine needs, unless every transition is kept (the state
+        graph) or a state or action constraint leaves some successors out (``every_row_needed``).
+        Under --symmetry each part's distinct successors are canonicalised, then the repeats
+        that makes are left out, before they meet the visited set."""
+        return self.tiers.kernels.compiled and self.graph_builder is None and not every_row_needed(self.model)
+
+    def _positions(self, n: int) -> np.ndarray:
+        """0, 1, ..., n - 1: the row numbers of the dense arrays, for the canonicaliser."""
+        if self._dense_positions.shape[0] < n:
+            self._dense_positions = np.arange(n, dtype=np.int64)
+        return self._dense_positions
 
     def canonicalize(self, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int) -> None:
         """Replace the given rows by their canonical forms (--symmetry): compiled (a kernel compiled
@@ -107,10 +115,11 @@ class ChunkExpansion:
         each part's (start, count) in ``buffers.valid``; the parts are contiguous, so the rows
         are ``valid[:sum of counts]``.
 
-        Per part, on its thread, right after its expansion: its valid rows, then (unless they
-        must be canonicalised first, or go to the graph builder) its rows for the visited set copied
-        to dense arrays and bucketed by shard, self-loops and repeats within the part left out
-        (``kernels/successor_rows.py``).
+        Per part, on its thread, right after its expansion: its valid rows, their canonical forms
+        (--symmetry, compiled or bytecode tier; the Python twin runs once every part is done),
+        then (unless they go to the graph builder, or a constraint must see them first) its rows
+        for the visited set copied to dense arrays and bucketed by shard, self-loops and repeats
+        within the part left out (``kernels/successor_rows.py``).
 
         A state with no successor but itself is a deadlock when the model checks for it, and
         successors outside a state or action constraint (TLC: counted as generated and checked
@@ -135,18 +144,25 @@ class ChunkExpansion:
                         self._seen[j], generation)
 
         stuck = [-1] * len(parts)
+        # the kernel canonicalises each part on its thread; the Python twin (the interpreted
+        # tier) once every part is done
+        canon_in_part = canon is not None and (kernels.compiled or isinstance(kernels, BytecodeKernels))
+        if canon_in_part:
+            canon.reserve(len(parts))
 
         def after_part(j: int, a: int, b: int) -> None:
             counts[j] = valid_rows_part(buf.labels, starts[j], b * stride, NO_LABEL, buf.valid)
             if deadlock:  # on the successors as computed, before any is canonicalised
                 stuck[j] = first_stuck(buf.words, buf.labels, level, lo, a, b, stride, NO_LABEL)
-            if canon is None and graph_builder is None and not filtered:
+            if canon_in_part:
+                canon.canonicalize_part(j, buf.words, buf.hashes, buf.valid, starts[j], starts[j] + counts[j])
+            if (canon is None or canon_in_part) and graph_builder is None and not filtered:
                 bucket(j)
 
         kernels.successors(level, lo, hi, buf, after_part)
-        if canon is not None:
+        if canon is not None and not canon_in_part:
             for j in range(len(parts)):
-                self.canonicalize(buf.words, buf.hashes, buf.valid[starts[j]:], counts[j])
+                canon.canonicalize_interpreted(buf.words, buf.hashes, buf.valid[starts[j]:], counts[j])
         stuck_at = [i for i in stuck if i >= 0]
         if stuck_at:
             i = min(stuck_at)
@@ -156,7 +172,7 @@ class ChunkExpansion:
         if filtered:
             rows = np.concatenate([buf.valid[start: start + count] for start, count in zip(starts, counts)])
             outside = self._leave_outside(level, lo, first_index, rows, found_here)
-        if (canon is not None or filtered) and graph_builder is None:
+        if (filtered or (canon is not None and not canon_in_part)) and graph_builder is None:
             run_parts(bucket, len(parts))
         if graph_builder is None:
             used = max(start + count for start, count in zip(starts, counts))  # positions in use
@@ -225,7 +241,9 @@ class ChunkExpansion:
     def distinct_chunk(self, level: np.ndarray, lo: int, hi: int, first_index: int,
                        found_here: dict[str, int]) -> tuple[int, int, np.ndarray]:
         """Expand ``level[lo:hi]`` keeping only each part's distinct successors (no self-loop or
-        repeat is ever written out), meet the visited set, and collect the new states into
+        repeat is ever written out; under --symmetry the part's thread then canonicalises them and
+        leaves out the repeats that makes, keeping each state's smallest candidate row, as the
+        candidate-row path would), meet the visited set, and collect the new states into
         ``buffers.new_rows``, ``new_parent`` and ``new_label`` in candidate order, as
         ``successors`` and ``collect_new`` do for every row. Transition properties violated here
         go to ``found_here``. Returns (transitions, new states, their words)."""
@@ -241,10 +259,23 @@ class ChunkExpansion:
         if deadlock:
             buf.labels[: (hi - lo) * stride: stride] = NO_LABEL
 
+        canon = self.canon
+        ends = [0] * len(parts)
+        if canon is not None:
+            canon.reserve(len(parts))
+            positions = self._positions(buf.dense_words.shape[0])
+            self._generation += 1
+            generation = self._generation
+
         def bucket(j: int, a: int, b: int, end: int) -> None:
+            if canon is not None:  # the part's distinct successors, canonicalised, may repeat
+                canon.canonicalize_part(j, buf.dense_words, buf.dense_hashes, positions, starts[j], end)
+                end = keep_first_dense(buf.dense_words, buf.dense_hashes, buf.dense_rows, starts[j], end,
+                                       self._seen[j], generation)
+            ends[j] = end
             bucket_dense_part(buf.dense_hashes, starts[j], end, shard_bits, buf.new_mark, buf.order, offsets[j])
 
-        ends = kernels.distinct_successors(level, lo, hi, buf, tables, bucket, mark_moves=deadlock)
+        kernels.distinct_successors(level, lo, hi, buf, tables, bucket, mark_moves=deadlock)
         if deadlock:
             stuck = np.flatnonzero(buf.labels[: (hi - lo) * stride: stride] == NO_LABEL)
             if stuck.size:

@@ -185,12 +185,12 @@ class Engine:
     def _chunk_states(self, model: Model, options: Options) -> int:
         """The most states a chunk holds (its buffers are sized for them): ``chunk_candidates``
         candidate rows if given, else as many as the path the run will take wants
-        (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are canonicalised or kept for the graph, or
+        (DISTINCT_CANDIDATES_PER_CHUNK unless the successors are kept for the graph, or
         every chunk is interpreted), and at most UNPACKED_BYTES_PER_CHUNK of unpacked states."""
         candidates = self.chunk_candidates
         if candidates is None:
             compiled = self.compile not in ("never", "bytecode") and not numba.config.DISABLE_JIT
-            distinct = compiled and not (options.symmetry or options.keep_graph or every_row_needed(model))
+            distinct = compiled and not (options.keep_graph or every_row_needed(model))
             candidates = DISTINCT_CANDIDATES_PER_CHUNK if distinct else CANDIDATES_PER_CHUNK
         unpacked = UNPACKED_BYTES_PER_CHUNK // (4 * model.layout.size)
         return max(1, min(candidates // max(1, len(model.labels)), unpacked))

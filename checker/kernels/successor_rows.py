@@ -324,6 +324,42 @@ def bucket_dense_part(hashes, plo, phi, shard_bits, dense_new, order, offsets):
     shard_bounds(offsets, plo)
 
 
+@njit(cache=True, nogil=True)
+def keep_first_dense(words, hashes, rows, plo, phi, seen, generation):
+    """Positions ``plo..phi-1`` of a part's dense arrays, distinct states until they were
+    replaced by their canonical forms (``--symmetry``), which may repeat: keep one position per
+    state, with the smallest candidate row ``rows[p]`` of its copies (the first occurrence in
+    candidate order), moved down to ``plo..`` in the order first met; return the end.
+
+    Repeats are found with ``seen`` as in ``bucket_part`` (at least ``seen_table_size(phi -
+    plo)`` entries, ``generation << 32 | position``, other generations empty)."""
+    mask = seen_table_size(phi - plo) - 1
+    stamp = int64(generation) << 32
+    nw = words.shape[1]
+    m = plo
+    for p in range(plo, phi):
+        h = hashes[p]
+        slot = int64(h >> uint64(32)) & mask
+        while True:
+            entry = seen[slot]
+            if entry >> 32 != generation:  # a state not met before in this part: kept at m
+                seen[slot] = stamp | m
+                if m != p:  # m < p: position m was read already
+                    for w in range(nw):
+                        words[m, w] = words[p, w]
+                    hashes[m] = h
+                    rows[m] = rows[p]
+                m += 1
+                break
+            other = entry & 0xFFFFFFFF
+            if hashes[other] == h and same_row(words, other, words, p):
+                if rows[p] < rows[other]:
+                    rows[other] = rows[p]
+                break
+            slot = (slot + 1) & mask
+    return m
+
+
 RADIX_BITS = 11  # digits of the row sort in collect_dense_part: 2048 counters, 16 KB, stay in L1
 
 
