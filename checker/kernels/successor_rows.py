@@ -176,6 +176,7 @@ def warm_up() -> None:
                 np.zeros(1, np.uint8), z.copy(), z.copy(), np.zeros(3, np.int64), np.zeros(2, np.int64), 1)
     collect_part(z, 0, 0, 1, np.zeros(1, np.uint8), np.zeros(1, np.uint16), z.copy(), 0, z.copy(), z.copy(),
                  z.copy(), np.zeros(1, np.uint32), np.zeros(1, np.uint16))
+    keep_first_dense(words.copy(), np.zeros(1, np.uint64), z.copy(), 0, 0, np.zeros(2, np.int64), 1)
 
 
 # --- The distinct-successor path: the action kernels keep only first occurrences (see
