@@ -2,8 +2,9 @@
 several chunk sizes, on the Kafka model's reachable states.
 
 The engine's distinct-successor path (``Kernels.distinct_successors``) runs every action's kernel
-over a chunk of unpacked states; here each runs alone on one chunk, timed by the thread's CPU
-(the minimum of ``--rounds``, the actions alternated), so a change to the kernels can be weighed
+over a chunk of unpacked states (a large layout's all in one call, a batch of states at a time);
+here each runs alone on one chunk, and then all in one call, timed by the thread's CPU (the
+minimum of ``--rounds``, the actions alternated), so a change to the kernels can be weighed
 without the visited set, the invariants and Python around them::
 
     KRAFTCHECK_THREADS=1 .venv/bin/python bench/action_kernels.py [--states 12000] [--rounds 9]
@@ -19,6 +20,7 @@ import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.explore.compiled import Kernels, RepeatTables
+from kraftcheck.checker.kernels.table_expand import TableExpansion
 from kraftcheck.checker.kernels.successor_rows import TALLY_LIMIT, TALLY_STOPPED
 from kraftcheck.checker.model import Model
 from kraftcheck.pipeline import make_spec
@@ -37,28 +39,41 @@ def reachable(kernels: Kernels, wanted: int) -> np.ndarray:
     return np.concatenate(levels)[:wanted].copy()
 
 
-def time_actions(kernels: Kernels, states: np.ndarray, rounds: int) -> list[float]:
-    """Each action kernel's thread CPU on ``states`` (one chunk), the minimum of ``rounds``."""
+def _calls(kernels: Kernels) -> list:
+    """Per action, a call running it alone on a chunk: a large layout's actions through the
+    generic kernel (``TableExpansion``, here of one action each; the engine runs them as one),
+    a small layout's through their own expand kernels."""
+    if kernels._expansion is None:
+        return [lambda *a, expand=expand, args=args: expand(a[0], a[1], a[2], kernels._scratch[0], *a[3:], *args)
+                for expand, args in kernels._expanders]
+    return [TableExpansion([expand], [args]) for expand, args in kernels._expanders]
+
+
+def time_actions(kernels: Kernels, states: np.ndarray, rounds: int, together: bool = False) -> list[float]:
+    """Each action kernel's thread CPU on ``states`` (one chunk), the minimum of ``rounds``; with
+    ``together``, a large layout's actions as the engine runs them, in one call (one figure)."""
     n = states.shape[0]
     out = kernels.buffers(n)
     tables = RepeatTables(1, n * kernels.nlabels, kernels.nwords, kernels.tally_width)
     kernels.module.unpack_range(states, 0, n, 0, out.flat, kernels.const_values)
     err = np.full(3, -1, np.int64)
     err[2] = 0
-    best = [float("inf")] * len(kernels._expanders)
+    calls = [kernels._expansion] if together else _calls(kernels)
+    best = [float("inf")] * len(calls)
     for _ in range(rounds):
-        for ai, (expand, (stride, base, fired_at, properties_at, select)) in enumerate(kernels._expanders):
+        for ai, call in enumerate(calls):
             tally = tables.tally[0]
             tally[:] = 0
             tally[TALLY_LIMIT] = tables.limit(tables.most)
             tally[TALLY_STOPPED] = -1
             start = time.thread_time()
-            expand(out.flat, 0, n, kernels._scratch[0], out.dense_words, out.dense_hashes, out.labels, out.props,
-                   err, kernels.const_values, True, states, 0, tables.tables[0], tables.most - 1,
-                   tables.next_generation(), tally, stride, base, fired_at, properties_at, select)
+            call(out.flat, 0, n, out.dense_words, out.dense_hashes, out.labels, out.props, err, kernels.const_values,
+                 True, states, 0, tables.tables[0], tables.most - 1, tables.next_generation(), tally)
             best[ai] = min(best[ai], time.thread_time() - start)
             if tally[TALLY_STOPPED] >= 0:
                 raise SystemExit("the repeat table filled up: give fewer --states")
+            if err[0] >= 0:
+                raise SystemExit(f"the kernels reported an error at state {err[0]} ({err[1]})")
     return best
 
 
@@ -82,10 +97,13 @@ def main() -> None:
     print("| --- | --- |")
     for (expand, _), action, ms in zip(kernels._expanders, kernels.model.actions, per_action):
         print(f"| {action.name} ({action.instances}) | {1e3 * ms:.2f} |")
-    print(f"| all | {1e3 * sum(per_action):.2f} |")
+    print(f"| all, each alone | {1e3 * sum(per_action):.2f} |")
+    if kernels._expansion is not None:
+        print(f"| all, in one call (the engine's way) | {1e3 * time_actions(kernels, states[:opts.states], opts.rounds, True)[0]:.2f} |")
     print()
+    together = kernels._expansion is not None
     for n in chunks:
-        total = sum(sum(time_actions(kernels, states[a:a + n], max(1, opts.rounds // 3)))
+        total = sum(sum(time_actions(kernels, states[a:a + n], max(1, opts.rounds // 3), together))
                     for a in range(0, states.shape[0] - n + 1, n))
         covered = (states.shape[0] // n) * n
         print(f"chunks of {n:,} states: {1e9 * total / covered:.0f} ns a state, every action")

@@ -51,7 +51,7 @@ NO_LABEL = MAX_LABELS  # marks an output row whose action instance is disabled
 INLINE_PACK_MAX_ELEMENTS = 32
 # The successor rows a large layout's ``fire`` kernel fills per call (``table_expand_source``):
 # enough states per call that the call costs little, few enough rows to stay in the caches.
-TABLE_EXPAND_BATCH_ROWS = 64
+TABLE_EXPAND_BATCH_STATES = 16
 
 KERNEL_DEPENDENCIES = ("kernels/hashing.py", "kernels/successor_rows.py", "kernels/rows.py",
                        "kernels/layout_table.py", "kernels/addresses.py")
@@ -496,12 +496,16 @@ def _ring_end_lines() -> list[str]:
 
 def table_expand_source() -> str:
     """The one expand kernel of every large layout (``kernels.table_expand``): like an action's
-    expand kernel (``_action_kernel``), but the action's instances run in ``fire``, a function
-    handed to it, on a batch of states at a time (a call through a function pointer per state
-    and action cost the Kafka model a third of its time); ``fire`` leaves the successors that
-    fired in rows of ``succ`` with their labels, sources and property masks, and they are packed
-    by the layout's table. A batch never takes the repeat table past its limit: it holds no more
-    states than the table has room for all instances of."""
+    expand kernel (``_action_kernel``), but for all actions at once, each running its instances in
+    its ``fire`` kernel, called through its address (``fires[a]``) on a batch of states at a time
+    (a call through a function pointer per state and action cost the Kafka model a third of its
+    time). The batch's states are widened once into the ``twin``, int64 rows in which every
+    action's ``fire`` builds its successors and restores them (``_packing_fire_kernel``), so a state
+    is copied once, not once per action, and stays in the caches while every action runs on it.
+    ``fire`` leaves the successors that fired in rows of ``succ`` with their labels, sources and
+    property masks, and they are packed by the layout's table. A batch never takes the repeat
+    table past its limit: it holds no more states than the table has room for all instances of
+    every action."""
     return "\n".join(_header("The expand kernel of every large layout") + [
         "import numpy as np",
         "from numba import carray, int64, njit, uint64",
@@ -512,101 +516,138 @@ def table_expand_source() -> str:
         "from kraftcheck.checker.kernels.prefetch import prefetch_row",
         "from kraftcheck.checker.kernels.successor_rows import (PENDING, TALLY_KEPT, TALLY_LIMIT, TALLY_STOPPED,",
         "                                                      note_property_rows)",
+        "from kraftcheck.checker.kernels.table_expand import UNEXPECTED_WRITE, call_fire",
         "",
         f"NO_LABEL = {NO_LABEL}",
-        f"BATCH_ROWS = {TABLE_EXPAND_BATCH_ROWS}",
+        f"BATCH_STATES = {TABLE_EXPAND_BATCH_STATES}",
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        "def expand(fire, instances, packs, flat, lo, hi, scratch, out_words, out_hash, out_label, out_prop, err, cv,",
-        "           dense, sources, source_offset, seen, seen_mask, generation, tally, stride, base, fired_at,",
+        "def expand(fires, instances, packs, bases, fired_ats, flat, lo, hi, out_words, out_hash, out_label, out_prop,",
+        "           err, cv, dense, sources, source_offset, seen, seen_mask, generation, tally, stride,",
         "           properties_at, select):",
-        '    """Every instance of ``fire``\'s action on the unpacked states flat[lo:hi]; ``packs``: ``fire``',
-        '    leaves the elements each successor changed (``codegen._packing_fire_kernel``)."""',
-        "    batch = max(1, BATCH_ROWS // max(instances, 1))",
+        '    """Every instance of every action (``fires[a]``, with ``instances[a]`` instances from label',
+        '    ``bases[a]``, its transitions counted at ``tally[fired_ats[a]]``) on the unpacked states',
+        '    flat[lo:hi]; ``packs[a]``: its ``fire`` leaves the elements each successor changed',
+        '    (``codegen._packing_fire_kernel``)."""',
+        "    nactions = fires.shape[0]",
+        "    total = 0",
+        "    most = 1",
+        "    for a in range(nactions):",
+        "        total += instances[a]",
+        "        most = max(most, instances[a])",
+        "    size = flat.shape[1]",
         # a fire that notes what its successors changed writes (element, value) pairs: rows twice as wide
-        "    succ_owner = np.empty((batch * instances + 1, flat.shape[1] * (2 if packs else 1)), np.int64)",
-        "    succ_labels = np.empty(max(batch * instances, 1), np.int64)",
-        "    succ_sources = np.empty(max(batch * instances, 1), np.int64)",
-        "    succ_props = np.zeros(max(batch * instances, 1), np.uint64)",
+        "    succ_owner = np.empty((BATCH_STATES * most + 1, 2 * size), np.int64)",
+        "    succ_labels = np.empty(BATCH_STATES * most, np.int64)",
+        "    succ_sources = np.empty(BATCH_STATES * most, np.int64)",
+        "    succ_props = np.zeros(BATCH_STATES * most, np.uint64)",
+        "    succ_changes = np.zeros(BATCH_STATES * most, np.int64)",
+        "    twin_owner = np.empty((BATCH_STATES, size), np.int64)",
         # fire and pack reach these through addresses (no reference counting: kernels.addresses)
         "    succ_at = uint64(succ_owner.ctypes.data)",
         "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int64)",
         "    labels_at = uint64(succ_labels.ctypes.data)",
         "    sources_at = uint64(succ_sources.ctypes.data)",
         "    props_at = uint64(succ_props.ctypes.data)",
+        "    changes_at = uint64(succ_changes.ctypes.data)",
+        "    twin_at = uint64(twin_owner.ctypes.data)",
         "    flat_at = uint64(flat.ctypes.data)",
         "    flat_stride = uint64(flat.strides[0])",
-        "    succ_changes = np.zeros(max(batch * instances, 1), np.int64)",
-        "    changes_at = uint64(succ_changes.ctypes.data)",
         "    col_lo, col_span, col_shift, col_mask, col_word = table_columns(cv)",
         "    nwords = sources.shape[1]",
         *_ring_setup_lines(),
+        "    failed = False",
         "    i = lo",
-        "    while i < hi:",
-        "        j = min(hi, i + batch)",
+        "    while i < hi and not failed:",
+        "        j = min(hi, i + BATCH_STATES)",
         "        if dense:",
         # queued successors may all enter the table: counting them keeps it within its limit
         "            room = limit - nd - (pushed - probed)",
-        "            if room < instances:",
+        "            if room < total:",
         "                tally[TALLY_STOPPED] = i",
         "                break",
-        "            if instances:",
-        "                j = min(j, i + room // instances)",
+        "            j = min(j, i + room // max(total, 1))",
         "        else:",
         "            for q in range(i, j):",
-        "                for r in range(q * stride + base, q * stride + base + instances):",
-        "                    out_label[r] = NO_LABEL",
-        "        n = fire(flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at, sources_at,",
-        "                 props_at, base, select, changes_at)",
-        "        if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
-        "            err[0] = i + succ_sources[0]",
-        "            err[1] = succ_labels[0]",
-        "            break",
-        "        fired += n",
-        "        for k in range(n):",
-        "            label = succ_labels[k]",
-        "            source = i + succ_sources[k]",
-        "            row = source * stride + label",
-        "            at = (pushed % PENDING) if dense else row",
+        "                for a in range(nactions):",
+        "                    for r in range(q * stride + bases[a], q * stride + bases[a] + instances[a]):",
+        "                        out_label[r] = NO_LABEL",
+        # the batch's rows lie one after another in both: one loop, which LLVM vectorises
+        "        batch_flat = carray(as_voidptr(flat_at + uint64(i) * flat_stride), (j - i) * size, np.int32)",
+        "        batch_twin = carray(as_voidptr(twin_at), (j - i) * size, np.int64)",
+        "        for x in range((j - i) * size):",
+        "            batch_twin[x] = batch_flat[x]",
+        "        for a in range(nactions):",
+        "            n = call_fire(fires[a], flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at,",
+        "                          sources_at, props_at, bases[a], select, changes_at, twin_at)",
+        "            if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
+        "                err[0] = i + succ_sources[0]",
+        "                err[1] = succ_labels[0]",
+        "                failed = True",
+        "                break",
+        "            fired += n",
+        "            tally[fired_ats[a]] += n",
+        "            for k in range(n):",
+        "                label = succ_labels[k]",
+        "                source = i + succ_sources[k]",
+        "                row = source * stride + label",
+        "                at = (pushed % PENDING) if dense else row",
         # the elements a fire noted, packed over the source's words: layout_table.pack_changes,
         # written out here because a call that takes arrays counts references on each
-        "            if packs:",
-        "                for w in range(nwords):",
-        "                    pack_words[at, w] = sources[source_offset + source, w]",
-        "                bad = False",
-        "                for c in range(succ_changes[k]):",
-        "                    e = uint64(succ[k, 2 * c])",
-        "                    d = uint64(succ[k, 2 * c + 1] - cv[col_lo + e])",
-        "                    bits = uint64(cv[col_mask + e])",
-        "                    shift = uint64(cv[col_shift + e])",
-        "                    wd = cv[col_word + e]",
-        "                    pack_words[at, wd] = (pack_words[at, wd] & ~(bits << shift)) | ((d & bits) << shift)",
-        "                    bad = bad | (d >= uint64(cv[col_span + e]))",
-        "                ok = not bad",
-        "                if ok:",
-        "                    h = uint64(GOLDEN)",
+        "                if packs[a]:",
         "                    for w in range(nwords):",
-        "                        h = fingerprint_step(h, pack_words[at, w])",
-        "                    pack_hashes[at] = h",
-        "            else:",
-        "                ok = pack(succ[k], pack_words, pack_hashes, at, cv)",
-        "            if not ok:",
-        *_placed_successor_lines("            ", True, "source"),
+        "                        pack_words[at, w] = sources[source_offset + source, w]",
+        "                    bad = False",
+        "                    for c in range(succ_changes[k]):",
+        "                        e = uint64(succ[k, 2 * c])",
+        "                        d = uint64(succ[k, 2 * c + 1] - cv[col_lo + e])",
+        "                        bits = uint64(cv[col_mask + e])",
+        "                        shift = uint64(cv[col_shift + e])",
+        "                        wd = cv[col_word + e]",
+        "                        pack_words[at, wd] = (pack_words[at, wd] & ~(bits << shift)) | ((d & bits) << shift)",
+        "                        bad = bad | (d >= uint64(cv[col_span + e]))",
+        "                    ok = not bad",
+        "                    if ok:",
+        "                        h = uint64(GOLDEN)",
+        "                        for w in range(nwords):",
+        "                            h = fingerprint_step(h, pack_words[at, w])",
+        "                        pack_hashes[at] = h",
+        "                else:",
+        "                    ok = pack(succ[k, :size], pack_words, pack_hashes, at, cv)",
+        "                if not ok:",
+        *_placed_successor_lines("                ", True, "source"),
         # only when some are selected: out_prop has a row per candidate only then
-        "            if select:",
-        "                m = succ_props[k]",
-        "                if not dense:",
-        "                    out_prop[row] = m",
-        "                elif m:",
-        "                    note_property_rows(tally, properties_at, m, row)",
+        "                if select:",
+        "                    m = succ_props[k]",
+        "                    if not dense:",
+        "                        out_prop[row] = m",
+        "                    elif m:",
+        "                        note_property_rows(tally, properties_at, m, row)",
+        # every fire restores what it writes: a twin left unequal to its state was written where
+        # the reading of the action's writes did not expect (its successors lack that write)
+        "        if not failed:",
+        "            unequal = False",
+        "            for x in range((j - i) * size):",
+        "                unequal |= batch_twin[x] != batch_flat[x]",
+        "            if unequal:",
+        "                for x in range((j - i) * size):",
+        "                    if batch_twin[x] != batch_flat[x]:",
+        "                        err[0] = i + x // size",
+        "                        err[1] = UNEXPECTED_WRITE - x % size",
+        "                        failed = True",
+        "                        break",
         "        i = j",
-        *_ring_end_lines(),
+        "    for k in range(probed, pushed):",
+        "        o = k % PENDING",
+        *_ring_probe_lines("        ", "o"),
+        "    tally[TALLY_KEPT] = nd",
         "    keep_alive(succ_owner)",
         "    keep_alive(succ_changes)",
         "    keep_alive(succ_labels)",
         "    keep_alive(succ_sources)",
         "    keep_alive(succ_props)",
+        "    keep_alive(twin_owner)",
     ]) + "\n"
 
 
@@ -639,25 +680,27 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
     ``state_stride`` bytes further. Each instance that fires leaves its successor in the next row
     of ``succ``, its label (``base`` + its instance) in ``labels``, its state's place in the batch
     in ``sources`` and the mask of the selected transition properties it violates in ``props``.
-    The successor is built in place, in the next row (a copy of the source until an instance
-    fires: an action that does not fire leaves ``t`` as it was); every array is reached through
-    an address (``kernels.addresses``), so a view costs no reference count. Returns how many
-    fired."""
+    The successor is built in place, in the first ``SIZE`` elements of the next row (rows are
+    ``2 * SIZE`` wide, as the other form's; a copy of the source until an instance fires: an
+    action that does not fire leaves ``t`` as it was); every array is reached through an address
+    (``kernels.addresses``), so a view costs no reference count. The batch's twin (``twin_at``)
+    is the other form's. Returns how many fired."""
     action = model.actions[ai]
     instances = 1
     for p in action.params:
         instances *= p.count
     lines = [
         # compiled by kernels.table_expand, as a C callback (numba.cfunc)
-        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at):",
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at,",
+        "         twin_at):",
         f'    """{action.name}: every instance on a batch of states; the successors into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
-        "    succ = carray(as_voidptr(succ_at), (rows + 1, SIZE), np.int64)",
+        "    succ = carray(as_voidptr(succ_at), (rows + 1, 2 * SIZE), np.int64)  # the generic kernel's rows",
         "    labels = carray(as_voidptr(labels_at), rows, np.int64)",
         "    sources = carray(as_voidptr(sources_at), rows, np.int64)",
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
-        "    row_bytes = uint64(8 * SIZE)",
+        "    row_bytes = uint64(16 * SIZE)",
         "    n = 0",
         "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_DTYPE)[0]",
         "    for j in range(count):",
@@ -704,7 +747,13 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
     value changed, as (element, value) pairs, and their number in ``changes[n]``; the generic
     kernel packs them over the source's packed words (``layout_table.pack_changes``), compiled
     once for every spec; its rows are twice the state's elements wide, so every element fits.
-    Then the written elements are restored from the source."""
+
+    The successor is built in the batch's row of the twin (``twin_at``: the batch's states as int64
+    rows, which the generic kernel widens once for all actions), and its written elements are
+    restored from the source after each instance that fires, so the next action finds the twin
+    equal to the states again and no action copies a state whole. The generic kernel checks that
+    once every action has run: an element written but not read as written (``checker/writes.py``)
+    leaves the twin unequal, unless a later action writes it again and so restores it."""
     action = model.actions[ai]
     static, indexed = elements
     instances = 1
@@ -723,7 +772,8 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         "",
         "",
         # compiled by kernels.table_expand, as a C callback (numba.cfunc)
-        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at):",
+        "def fire(states_at, state_stride, count, succ_at, labels_at, sources_at, props_at, base, select, changes_at,",
+        "         twin_at):",
         f'    """{action.name}: every instance on a batch of states; what each successor changed into succ_at\'s rows."""',
         *_selected_bits_lines("select", "pb", len(props)),
         f"    rows = max(count * {instances}, 1)",
@@ -732,15 +782,14 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         "    props = carray(as_voidptr(props_at), rows, np.uint64)",
         "    changes = carray(as_voidptr(changes_at), rows, np.int64)",
         "    row_bytes = uint64(16 * SIZE)  # rows of 2 * SIZE: room for a pair per element",
-        "    t_at = succ_at + uint64(rows) * row_bytes  # the scratch successor: the row after the last",
-        "    tf = carray(as_voidptr(t_at), SIZE, np.int64)",
-        "    t = carray(as_voidptr(t_at), 1, SUCCESSOR_DTYPE)[0]",
         "    n = 0",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
         "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
         "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
-        "        restore(sf, tf)",
+        "        t_at = twin_at + uint64(j) * uint64(8 * SIZE)",
+        "        tf = carray(as_voidptr(t_at), SIZE, np.int64)",
+        "        t = carray(as_voidptr(t_at), 1, SUCCESSOR_DTYPE)[0]",
     ]
     instance_lines, indent, body, flat_expr = _fire_instance_lines(action, name, props)
     lines += instance_lines

@@ -41,6 +41,7 @@ from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
+from kraftcheck.checker.kernels.table_expand import TableExpansion
 from kraftcheck.checker.kernels.threads import per_thread_rows
 from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, rehash
 
@@ -183,9 +184,9 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
             # a large layout's actions share one expand kernel (kernels.table_expand): the step of
             # each compiles its fire kernel, one step more (first: the longest) the shared kernel
             if k == 0:
-                steps.insert(0, ("expand kernel of large layouts", lambda expand=expand, args=args: expand.compile_kernel(
-                    flat, 0, 0, scratch, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally,
-                    *args)))
+                expansion = TableExpansion(module.EXPANDERS, module.EXPANDER_ARGS)
+                steps.insert(0, ("expand kernel of large layouts", lambda: expansion.compile_kernel(
+                    flat, 0, 0, words, hashes, labels, props, err, cv, False, words, 0, table, 0, 0, tally)))
             call = expand.compile_fire
         steps.append((shapes.kernel_names[k], call))
     for i, (what, call) in enumerate(steps):

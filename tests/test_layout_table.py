@@ -249,3 +249,26 @@ def test_packing_many_states_refuses_the_first_bad_state_as_the_reference_does(d
         with pytest.raises(type(expected)) as raised:
             layout.pack_many(flats)
         assert str(raised.value) == str(expected)
+
+
+def test_the_warm_up_compiles_the_table_expand_kernel_for_the_arguments_the_engine_gives(monkeypatch):
+    """A large layout's actions run as one call of the generic kernel (``TableExpansion``): if the
+    warm-up typed it otherwise than the engine calls it, a run would compile it again, slowly and
+    after the compiled marker said it was done."""
+    from kraftcheck.checker import codegen
+    from kraftcheck.checker.compile import compile_kernels
+    from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.specs.two_phase import TwoPhase
+
+    monkeypatch.setattr(codegen, "INLINE_PACK_MAX_ELEMENTS", -1)  # every layout packs by its table
+    model = Model(TwoPhase(TwoPhase.Params(rm=3)))
+    kernels = Kernels(model)
+    assert kernels.module.LAYOUT_TABLE
+    compile_kernels(kernels.module, kernel_shapes(model))
+    kernel = kernels.module.EXPANDERS[0].kernel
+    assert len(kernel.signatures) == 1
+    Engine(compile="now").explore(model, Options(keep_going=True))  # both paths: the distinct one, then rows
+    Engine(compile="now").explore(model, Options(keep_going=True, keep_graph=True))
+    assert len(kernel.signatures) == 1

@@ -484,3 +484,27 @@ def test_distinct_successors_refuse_buffers_not_from_the_compiled_kernels():
     tables = RepeatTables(kernels.threads, out.valid.shape[0], kernels.nwords, kernels.tally_width)
     with pytest.raises(ValueError, match="needs buffers from Kernels.buffers"):
         kernels.distinct_successors(kernels.pack(model.initial), 0, 1, out, tables, lambda *a: None)
+
+
+def test_a_write_the_reading_missed_stops_the_run_with_no_verdict(monkeypatch):
+    """The fire kernels restore only what the reading names, in the batch's twin the next action
+    runs on: a write it missed would give successors without it and leave the twin changed. The
+    generic kernel compares the twin with the states once every action has run, so such a run
+    stops (an internal error, exit 2) and names the element, instead of counting wrong states,
+    unless a later action writes that element again (it restores it): here the spec's last
+    action's reading misses an element, which no action after it can hide."""
+    from kraftcheck.checker import codegen
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+
+    real = codegen.packing_fire
+
+    def last_action_missing_an_element(model, ai):
+        found = real(model, ai)
+        return (found[0][1:], found[1]) if ai == len(model.actions) - 1 else found
+
+    monkeypatch.setattr(codegen, "packing_fire", last_action_missing_an_element)
+    monkeypatch.setattr(codegen, "INLINE_PACK_MAX_ELEMENTS", -1)  # every layout packs by its table
+    model = Model(make_spec("die_hard", {"small": 3, "big": 5}))
+    with pytest.raises(RuntimeError, match=r"wrote (small|big) .* did not expect it"):
+        Engine(compile="now").explore(model, Options(keep_going=True))

@@ -13,6 +13,7 @@ from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALLY_LIMIT, TALLY_STOPPED,
                                                       gather_part, reseat, seen_table_size, tally_width)
+from kraftcheck.checker.kernels.table_expand import UNEXPECTED_WRITE, TableExpansion
 from kraftcheck.checker.explore.spec_raised import run_guarded
 from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
 from kraftcheck.checker.model import Model
@@ -126,8 +127,11 @@ class Kernels:
     def __init__(self, model: Model, module=None) -> None:
         self.model = model
         self.module = module if module is not None else load_kernels(model)
-        # each action's kernel with the arguments that place it in this model (codegen)
+        # each action's kernel with the arguments that place it in this model (codegen); a large
+        # layout's actions run as one (kernels.table_expand), every action on a batch of states
         self._expanders = list(zip(self.module.EXPANDERS, self.module.EXPANDER_ARGS))
+        self._expansion = (TableExpansion(self.module.EXPANDERS, self.module.EXPANDER_ARGS)
+                           if self.module.LAYOUT_TABLE and self.module.EXPANDERS else None)
         self.nwords = model.layout.nwords
         self.nlabels = len(model.labels)
         # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
@@ -216,7 +220,10 @@ class Kernels:
             a, b = parts[j]
             scratch = self._scratch[j]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
-            for expand, (stride, base, fired_at, properties_at, select) in self._expanders:
+            if self._expansion is not None:
+                self._expansion(out.flat, a, b, out.words, out.hashes, out.labels, out.props, err, self.const_values,
+                                False, words, lo, unused, 0, 0, tallies[j])
+            for expand, (stride, base, fired_at, properties_at, select) in self._generated():
                 expand(out.flat, a, b, scratch, out.words, out.hashes, out.labels, out.props, err,
                        self.const_values, False, words, lo, unused, 0, 0, tallies[j], stride, base, fired_at,
                        properties_at, select)
@@ -265,13 +272,19 @@ class Kernels:
             size = tables.size_for(b - a)
             tally[TALLY_LIMIT] = tables.limit(size)
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
-            for expand, (stride, base, fired_at, properties_at, select) in self._expanders:
+            calls = [] if self._expansion is None else [
+                lambda start, size: self._expansion(out.flat, start, b, out.dense_words, out.dense_hashes, out.labels,
+                                                    out.props, err, self.const_values, True, words, lo, table,
+                                                    size - 1, generation, tally)]
+            calls += [lambda start, size, expand=expand, args=args: expand(
+                out.flat, start, b, scratch, out.dense_words, out.dense_hashes, out.labels, out.props, err,
+                self.const_values, True, words, lo, table, size - 1, generation, tally, *args)
+                for expand, args in self._generated()]
+            for call in calls:
                 start = a
                 while True:
                     tally[TALLY_STOPPED] = -1
-                    expand(out.flat, start, b, scratch, out.dense_words, out.dense_hashes, out.labels, out.props,
-                           err, self.const_values, True, words, lo, table, size - 1, generation, tally, stride, base,
-                           fired_at, properties_at, select)
+                    call(start, size)
                     if tally[TALLY_STOPPED] < 0:
                         break
                     start = int(tally[TALLY_STOPPED])
@@ -286,7 +299,21 @@ class Kernels:
         self._raise_domain_error(words, lo, err)
         return ends
 
+    def _generated(self) -> list:
+        """The actions whose expand kernels are generated whole (a small layout's: all of them),
+        each with its place in the model."""
+        return [] if self._expansion is not None else self._expanders
+
     def _raise_domain_error(self, words: np.ndarray, lo: int, err: np.ndarray) -> None:
+        if err[0] >= 0 and err[1] <= UNEXPECTED_WRITE:
+            e = UNEXPECTED_WRITE - int(err[1])
+            layout = self.model.layout
+            name = next((layout.element_name(x) for x in layout.elements if x.flat == e), f"element {e}")
+            raise RuntimeError(
+                f"an action of spec {self.model.spec.name} wrote {name} of the successor of chunk state "
+                f"{int(err[0])} where the reading of its writes (checker/writes.py) did not expect it, so "
+                f"its compiled successors lack that write; the run stops with no verdict (report this, "
+                f"with the spec)")
         if err[0] >= 0:  # re-run that step in Python for a precise message
             state = self.unpack(words[lo + err[0]: lo + err[0] + 1])[0]
             self.model.step(state, int(err[1]))
