@@ -36,7 +36,7 @@ import numpy as np
 
 from kraftcheck.checker import detached
 from kraftcheck.checker.codegen import KernelCacheUnusable, import_kernel_module, imported_modules, kernel_cache_problem
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import KraftcheckBug, KraftcheckError, SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import successor_rows
@@ -581,9 +581,19 @@ def _compile_job(job: dict) -> int:
     return 0
 
 
-def compile_error(model_name: str, error: BaseException) -> SpecError:
-    """A compile failure as one line: the line of the spec numba names (not the generated kernel
-    module's) and numba's reason, without its pipeline and source excerpts."""
+# A module kraftcheck generates (codegen's module names: "kc_", what it is, a 20-digit digest).
+GENERATED_MODULE = re.compile(r"kc_\w+_[0-9a-f]{20}\.py")
+# kraftcheck's own code that kernels compile in: its checker package (shipped specs live elsewhere)
+CHECKER_DIR = Path(__file__).resolve().parent
+# code numba names when a call meets one of its own or numpy's implementations: no one's fault in itself
+LIBRARY_DIRS = tuple(Path(m.__file__).resolve().parent for m in (numba, np))
+
+
+def compile_error(model_name: str, error: BaseException) -> KraftcheckError:
+    """A compile failure as one line, without numba's pipeline and source excerpts: numba's reason
+    and the first line of the spec it names (a SpecError). When every line numba names is
+    kraftcheck's own (a generated kernel module, a module of its checker package), the spec is
+    not at fault: that line, numba's reason and a request to report it (a KraftcheckBug)."""
     lines = [line.strip() for line in str(error).splitlines()]
     reason: list[str] = []
     for line in lines:
@@ -595,13 +605,36 @@ def compile_error(model_name: str, error: BaseException) -> SpecError:
             continue
         if line and not line.startswith(("Failed in ", "During: ")):
             reason.append(line)
-    places = [m.groups() for m in (re.match(r'File "(.+)", line (\d+)', line) for line in lines)
-              if m and not Path(m.group(1)).name.startswith("kc_")]
-    at = f" at {places[0][0]}:{places[0][1]}" if places else ""
+    places = [(m.group(1), m.group(2), _whose_code(m.group(1)))
+              for m in (re.match(r'File "(.+)", line (\d+)', line) for line in lines) if m]
     text = " ".join(" ".join(reason).split())[:400] or str(error).strip()[:400]
+    spec_places = [p for p in places if p[2] == "spec"]
+    own_places = [p for p in places if p[2] in ("generated", "kraftcheck")]
+    if own_places and not spec_places:
+        file, line, whose = own_places[0]
+        what = "a kernel module kraftcheck generated" if whose == "generated" else "a module of kraftcheck's"
+        return KraftcheckBug(f"kraftcheck's own kernel code failed to compile at {os.path.abspath(file)}:{line} "
+                             f"({what}), compiling the kernels of spec {model_name}: {text}; this is a bug of "
+                             "kraftcheck's, not of the spec (no verdict): please report it with the command that ran")
+    named = spec_places or [p for p in places if p[2] != "generated"]
+    at = f" at {named[0][0]}:{named[0][1]}" if named else ""
     return SpecError(f"the kernels of spec {model_name} failed to compile{at}: {text}; a spec's functions keep to "
                      "what both tiers run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
                      "docs/writing-a-spec.md, 'Action functions'): fix that line")
+
+
+def _whose_code(file: str) -> str:
+    """Whose a file numba names is (numba writes it relative to the working directory): "generated"
+    (a kernel module kraftcheck generated), "kraftcheck" (its checker package), "library" (numba's or
+    numpy's) or "spec" (anything else: a spec's module, its helpers, kraftcheck's shipped specs)."""
+    if GENERATED_MODULE.fullmatch(Path(file).name):
+        return "generated"
+    path = Path(os.path.abspath(file)).resolve()
+    if path.is_relative_to(CHECKER_DIR):
+        return "kraftcheck"
+    if any(path.is_relative_to(d) for d in LIBRARY_DIRS):
+        return "library"
+    return "spec"
 
 
 if __name__ == "__main__":

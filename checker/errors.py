@@ -17,6 +17,11 @@ class SpecError(KraftcheckError):
     """A spec broke its contract: a value outside its field's domain, a malformed layout."""
 
 
+class KraftcheckBug(KraftcheckError):
+    """A bug of kraftcheck's own that can be said in one line (a kernel of its own that numba
+    refuses): no verdict (exit 2), and not a SpecError, which would send the user to the spec."""
+
+
 # What Python raises on code numba compiles and runs (``s["name"]`` on the Python tier's states, a
 # method its objects lack): the first tier's limit, not the spec's error on a state. Everything
 # else a spec's function raises (ZeroDivisionError, IndexError, AssertionError, OverflowError, an

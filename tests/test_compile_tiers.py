@@ -659,3 +659,42 @@ def test_a_failed_compile_is_said_on_a_first_run_before_exploring(fresh_kernel_c
     monkeypatch.setattr(tiers, "compile_in_process", lambda shapes, processes=None: None)  # numba accepts it
     with pytest.raises(SpecError, match="compiling the kernels failed in the background: the worker's own error"):
         Engine(compile="background").explore(_model("two_phase", rm=2), Options())
+
+
+def test_a_kernel_of_kraftcheck_s_own_that_numba_refuses_is_its_bug_not_the_spec_s(fresh_kernel_cache, monkeypatch):
+    """A line numba refuses in a module kraftcheck generated, or in one of its checker package's
+    kernels, is kraftcheck's bug (KraftcheckBug, exit 2, asking for a report), not the spec's: the
+    spec wording would send the user after a bug in their spec. A spec's own line numba refuses
+    keeps the spec's wording. Each action kernel is generated here with one more line (its module
+    name, a digest of its text, is new and lands in this test's cache only)."""
+    import odd_specs
+
+    from kraftcheck.checker import codegen
+    from kraftcheck.checker.errors import KraftcheckBug
+    generated = codegen._action_kernel
+    added = []
+
+    def with_a_line_added(*args, **kwargs):
+        lines = generated(*args, **kwargs)
+        start = next(i for i, line in enumerate(lines) if line.startswith("def expand"))
+        body = next(i for i in range(start, len(lines)) if lines[i].endswith("):")) + 1  # past the signature
+        return lines[:body] + added + lines[body:]
+
+    monkeypatch.setattr(codegen, "_action_kernel", with_a_line_added)
+    added[:] = ['    refused = "a" + 1']  # in the generated module's own text
+    said = (r"^kraftcheck's own kernel code failed to compile at \S*/kc_die_hard_action_\w+\.py:\d+ \(a kernel "
+            r"module kraftcheck generated\), compiling the kernels of spec die_hard: No implementation of function "
+            r".*; this is a bug of kraftcheck's, not of the spec \(no verdict\): please report it")
+    with pytest.raises(KraftcheckBug, match=said):
+        Engine(compile="now").explore(_model("die_hard"), Options())
+    # a row function of kraftcheck's own (kernels.rows, which action kernels import), handed integers
+    added[:] = ["    refused = same_values(3, 4)"]
+    with pytest.raises(KraftcheckBug, match=r"^kraftcheck's own kernel code failed to compile at \S*/checker/kernels/"
+                                            r"rows\.py:\d+ \(a module of kraftcheck's\), compiling the kernels of "
+                                            r"spec die_hard: Unknown attribute 'shape'"):
+        Engine(compile="now").explore(_model("die_hard"), Options())
+    added[:] = []
+    line = next(i for i, text in enumerate(open(odd_specs.__file__), 1) if 's.marked + "1"' in text)
+    with pytest.raises(SpecError, match=r"^the kernels of spec adds_a_string failed to compile at \S*odd_specs\.py:%d: "
+                                        r".*a spec's functions keep to what both tiers run" % line):
+        Engine(compile="now").explore(Model(odd_specs.AddsAString(odd_specs.GridParams(1))), Options())
