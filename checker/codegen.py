@@ -753,7 +753,10 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
     restored from the source after each instance that fires, so the next action finds the twin
     equal to the states again and no action copies a state whole. The generic kernel checks that
     once every action has run: an element written but not read as written (``checker/writes.py``)
-    leaves the twin unequal, unless a later action writes it again and so restores it."""
+    leaves the twin unequal, and so does a spec that writes its source state ``s``. The check is
+    partial: a later action that names the element restores it (and its own successors may have
+    taken the stale value before), so the reading must stay sound; ``tests/test_writes.py``
+    checks it against what every shipped action writes."""
     action = model.actions[ai]
     static, indexed = elements
     instances = 1
@@ -1138,7 +1141,7 @@ def _generic_module_name(kind: str, source: str) -> str:
     """The name of a generated module that no spec's code enters (compiled once per
     installation): a digest of its text, the engine's kernels it compiles in, and the versions."""
     h = hashlib.sha256((source + __version__ + numba.__version__).encode())
-    for dep in sorted(KERNEL_DEPENDENCIES + ("kernels/prefetch.py",)):
+    for dep in sorted(KERNEL_DEPENDENCIES + ("kernels/prefetch.py", "kernels/table_expand.py")):
         h.update((Path(__file__).parent / dep).read_bytes())
     return f"kc_{kind}_{h.hexdigest()[:20]}"
 

@@ -15,6 +15,7 @@ from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, U
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
+from kraftcheck.checker.writes import source_writes
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
 DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
@@ -127,6 +128,12 @@ class Model:
         names = [a.name for a in self.actions]
         if len(set(names)) != len(names):
             raise SpecError(f"spec {spec.name}: duplicate action names")
+        for a in self.actions:
+            written = source_writes(a.fn)
+            if written is not None:
+                field, line, file = written
+                raise SpecError(f"action {a.name} assigns to its source state (s.{field}, {file}:{line}): an action "
+                                f"reads s and writes only t, the successor; write t.{field} instead")
         self.labels: list[Label] = []
         self.action_base: list[int] = []
         for i, a in enumerate(self.actions):

@@ -296,3 +296,50 @@ def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: i
     except MayDecline:
         return True
     return touched and not returns  # run off the end (None) after touching t
+
+
+def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optional[tuple[str, int, str]]:
+    """The first assignment to a field of ``fn``'s source state (its parameter ``source_index``,
+    ``s``), in its own body or a module helper it hands ``s`` to bare and positionally:
+    (field, line, file), or None. Only what is surely such a write counts (``s.f = ...``,
+    ``s.f[...] = ...``, ``s.f += ...``, also as a tuple target): the kernels read each source
+    state from the level's packed words, while the first tiers hand an action the state itself, so
+    a spec that writes ``s`` would be explored differently by each. A view of ``s`` aliased and
+    written through is not seen."""
+    py = getattr(fn, "py_func", fn)
+    func = _flat_function(fn)
+    if func is None or _depth > HELPER_DEPTH or len(func.args.args) <= source_index:
+        return None
+    source = func.args.args[source_index].arg
+    try:
+        file, first = inspect.getsourcefile(py) or "?", inspect.getsourcelines(py)[1]
+    except (OSError, TypeError):
+        file, first = "?", 1
+
+    def field_of(target: ast.expr) -> Optional[str]:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == source:
+            return target.attr
+        return None
+
+    for node in ast.walk(func):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for part in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
+                name = field_of(part)
+                if name is not None:
+                    return name, first + node.lineno - 1, file
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for k, arg in enumerate(node.args):
+                if isinstance(arg, ast.Name) and arg.id == source:
+                    helper = getattr(py, "__globals__", {}).get(node.func.id)
+                    if callable(helper) and getattr(helper, "py_func", helper) is not py:
+                        found = source_writes(helper, k, _depth + 1)
+                        if found is not None:
+                            return found
+    return None

@@ -628,3 +628,30 @@ class HandBackAndFail(HandBack):
 
     def actions(self):
         return [Action("Grow", through_a_big_product), Action("Read", read_the_table)]
+
+
+# ----------------------------------------------------------------------------------------------
+# An action that assigns to its source state: refused when the model is built
+
+
+@njit(cache=True)
+def _unmark(s):
+    s.marked = 0
+
+
+@njit(cache=True)
+def mark_and_reset_the_source(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = s.marked + 1
+    _unmark(s)
+    return True
+
+
+class AssignsToItsSource(Grid):
+    """An action that hands its source state to a helper that assigns to it."""
+
+    name = "assigns_to_its_source"
+
+    def actions(self):
+        return [Action("MarkAndResetTheSource", mark_and_reset_the_source)]

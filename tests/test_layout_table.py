@@ -272,3 +272,59 @@ def test_the_warm_up_compiles_the_table_expand_kernel_for_the_arguments_the_engi
     Engine(compile="now").explore(model, Options(keep_going=True))  # both paths: the distinct one, then rows
     Engine(compile="now").explore(model, Options(keep_going=True, keep_graph=True))
     assert len(kernel.signatures) == 1
+
+
+def _summary(result):
+    return (result.status, result.distinct_states, result.states_generated, result.depth, result.coverage(),
+            [(v.check, v.kind, v.depth) for v in result.violations])
+
+
+@pytest.mark.parametrize("cls,params", [("WideMixed", {}), ("WideOne", {})], ids=["mixed", "one-action"])
+def test_large_layout_kernels_agree_with_the_reference(cls, params):
+    """The table form's kernels (every action on a batch of states, fires noting what they
+    changed beside one packing whole rows and one action of no instances; a spec of one action)
+    count and find what the reference explorer does."""
+    import large_layout_specs
+
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    spec_class = getattr(large_layout_specs, cls)
+    model = Model(spec_class(spec_class.Params(**params)))
+    assert uses_layout_table(model.layout)
+    got = Engine(compile="now").explore(model, Options(keep_going=True))
+    assert got.interpreted_states == 0 and got.distinct_states > 40
+    assert _summary(got) == _summary(ReferenceExplorer().explore(model, Options(keep_going=True)))
+
+
+def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_run():
+    """The static reading sees an assignment to ``s`` (Model refuses it) but not a write through
+    a view of it; the kernels' twin check sees the state changed under them: no verdict."""
+    from large_layout_specs import WritesItsSourceThroughAView
+
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.result import Options
+
+    model = Model(WritesItsSourceThroughAView(WritesItsSourceThroughAView.Params()))
+    with pytest.raises(SpecError, match=r"wrote x\[7\] of its source state s \(from 0 to 1\)"):
+        Engine(compile="now").explore(model, Options(keep_going=True))
+
+
+def test_the_generic_expand_module_is_named_anew_when_an_engine_file_it_compiles_in_changes(monkeypatch):
+    """numba's cache knows only the generated file: an edit of a kernel module the generic kernel
+    imports must give it another name, or the old compiled code would be loaded."""
+    from pathlib import Path
+
+    from kraftcheck.checker import codegen
+
+    text = codegen.table_expand_source()
+    before = codegen._generic_module_name("table_expand", text)
+    read = Path.read_bytes
+    for imported in ("table_expand.py", "layout_table.py", "successor_rows.py", "addresses.py", "prefetch.py",
+                     "hashing.py"):
+        assert f"kernels.{imported[:-3]} import" in text
+        monkeypatch.setattr(Path, "read_bytes",
+                            lambda p, imported=imported: read(p) + (b"\n# edited\n" if p.name == imported else b""))
+        assert codegen._generic_module_name("table_expand", text) != before, imported

@@ -508,3 +508,37 @@ def test_a_write_the_reading_missed_stops_the_run_with_no_verdict(monkeypatch):
     model = Model(make_spec("die_hard", {"small": 3, "big": 5}))
     with pytest.raises(RuntimeError, match=r"wrote (small|big) .* did not expect it"):
         Engine(compile="now").explore(model, Options(keep_going=True))
+
+
+def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_built():
+    """The kernels read a source state from the level's packed words, the first tiers hand the
+    action the state itself: a spec that writes ``s`` would be explored differently by each, so
+    it is refused before anything runs, with the line (here in a helper handed ``s``)."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"action MarkAndResetTheSource assigns to its source state "
+                                        r"\(s\.marked, .*odd_specs\.py:\d+\).*write t\.marked instead"):
+        Model(odd_specs.AssignsToItsSource(odd_specs.AssignsToItsSource.Params()))
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("def a(s, t):\n    s.n = 1\n    return True\n", ("n", 2)),
+    ("def a(s, t, i):\n    s.grid[i][0] += 1\n    return True\n", ("grid", 2)),
+    ("def a(s, t):\n    t.n, s.flag = 1, True\n    return True\n", ("flag", 2)),
+    ("def a(s, t):\n    t.n = s.n + 1\n    x = s.grid[0, 0]\n    return x == 0\n", None),
+    ("def a(src, t):\n    t.n = src.n\n    return True\n", None),
+])
+def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
+    import importlib.util
+
+    from kraftcheck.checker.writes import source_writes
+
+    path = tmp_path / "action_module.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("action_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = source_writes(module.a)
+    assert (found if found is None else found[:2]) == expected

@@ -231,7 +231,7 @@ class Kernels:
                 after_part(j, a, b)
 
         run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
-        self._raise_domain_error(words, lo, err)
+        self._raise_domain_error(words, lo, err, out)
         return out
 
     def distinct_successors(self, words: np.ndarray, lo: int, hi: int, out: "ChunkBuffers",
@@ -296,7 +296,7 @@ class Kernels:
             after_part(j, a, b, ends[j])
 
         run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
-        self._raise_domain_error(words, lo, err)
+        self._raise_domain_error(words, lo, err, out)
         return ends
 
     def _generated(self) -> list:
@@ -304,11 +304,19 @@ class Kernels:
         each with its place in the model."""
         return [] if self._expansion is not None else self._expanders
 
-    def _raise_domain_error(self, words: np.ndarray, lo: int, err: np.ndarray) -> None:
+    def _raise_domain_error(self, words: np.ndarray, lo: int, err: np.ndarray, out: "ChunkBuffers") -> None:
         if err[0] >= 0 and err[1] <= UNEXPECTED_WRITE:
             e = UNEXPECTED_WRITE - int(err[1])
             layout = self.model.layout
-            name = next((layout.element_name(x) for x in layout.elements if x.flat == e), f"element {e}")
+            element = next((x for x in layout.elements if x.flat == e), None)
+            name = f"element {e}" if element is None else layout.element_name(element)
+            state = np.zeros((1, layout.size), ELEMENT)
+            self.module.unpack_rows(words[lo + err[0]: lo + err[0] + 1], state, self.const_values)
+            if state[0, e] != out.flat[err[0], e]:  # the state as unpacked no longer is: the spec wrote s
+                raise SpecError(
+                    f"an action of spec {self.model.spec.name} wrote {name} of its source state s "
+                    f"(from {int(state[0, e])} to {int(out.flat[err[0], e])}): an action reads s and writes "
+                    f"only t; fix the action that assigns to it")
             raise RuntimeError(
                 f"an action of spec {self.model.spec.name} wrote {name} of the successor of chunk state "
                 f"{int(err[0])} where the reading of its writes (checker/writes.py) did not expect it, so "

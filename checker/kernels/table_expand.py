@@ -72,7 +72,6 @@ class TableExpander:
         self.packs = bool(packs)
         self._compiled = None
         self._address = None
-        self._entry_points: dict = {}
 
     def cache_index_paths(self) -> list[str]:
         """Where numba's cache indexes what this expander compiles (``fire`` and the generic
