@@ -15,6 +15,7 @@ from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, U
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
+from kraftcheck.checker.action_returns import returns_nothing
 from kraftcheck.checker.writes import source_writes
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
@@ -129,6 +130,12 @@ class Model:
         if len(set(names)) != len(names):
             raise SpecError(f"spec {spec.name}: duplicate action names")
         for a in self.actions:
+            nothing = returns_nothing(a.fn)
+            if nothing is not None:
+                line, file, how = nothing
+                raise SpecError(f"action {a.name} may return nothing ({how}, {file}:{line}), which reads as False: "
+                                f"the action would silently not fire there; return True when it fires and False "
+                                f"when it does not")
             written = source_writes(a.fn)
             if written is not None:
                 field, line, file = written

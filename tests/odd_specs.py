@@ -655,3 +655,23 @@ class AssignsToItsSource(Grid):
 
     def actions(self):
         return [Action("MarkAndResetTheSource", mark_and_reset_the_source)]
+
+
+# ----------------------------------------------------------------------------------------------
+# An action that can end without a return: refused when the model is built
+
+
+@njit(cache=True)
+def mark_without_saying_it_fired(s, t):
+    if s.marked == 3:
+        return False
+    t.marked = s.marked + 1
+
+
+class ForgetsToReturn(Grid):
+    """An action whose body ends without ``return True``: it would never fire."""
+
+    name = "forgets_to_return"
+
+    def actions(self):
+        return [Action("MarkWithoutSayingItFired", mark_without_saying_it_fired)]

@@ -542,3 +542,37 @@ def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expect
     spec.loader.exec_module(module)
     found = source_writes(module.a)
     assert (found if found is None else found[:2]) == expected
+
+
+def test_an_action_that_can_end_without_a_return_is_refused_when_the_model_is_built():
+    """A missing ``return True`` reads as False in every tier: the action would silently never
+    fire where it should, and a check could hold for want of the states it reaches."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"action MarkWithoutSayingItFired may return nothing \(its body can end "
+                                        r"without a return, .*odd_specs\.py:\d+\)"):
+        Model(odd_specs.ForgetsToReturn(odd_specs.ForgetsToReturn.Params()))
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("def a(s, t):\n    if s.n:\n        return False\n    t.n = 1\n    return True\n", None),
+    ("def a(s, t):\n    if s.n:\n        return False\n    else:\n        return True\n", None),
+    ("def a(s, t):\n    if s.n:\n        return True\n", "its body can end without a return"),
+    ("def a(s, t):\n    if s.n:\n        return\n    return True\n", "a bare return"),
+    ("def a(s, t):\n    for i in range(3):\n        if s.n == i:\n            return True\n", "its body can end without a return"),
+    ("def a(s, t):\n    raise ValueError\n", None),
+])
+def test_returns_nothing_reads_every_path(tmp_path, source, expected):
+    import importlib.util
+
+    from kraftcheck.checker.action_returns import returns_nothing
+
+    path = tmp_path / "returning_module.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("returning_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = returns_nothing(module.a)
+    assert (found if found is None else found[2]) == expected
