@@ -361,14 +361,8 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         "        sf = flat[i]",
         "        restore(sf, tf)",
     ]
-    indent = "        "
-    params = [f"p{j}" for j in range(len(action.params))]
-    for j, p in enumerate(action.params):
-        lines.append(f"{indent}for p{j} in range({p.count}):")
-        indent += "    "
-    flat_expr = "0"
-    for j, p in enumerate(action.params):
-        flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
+    loops, indent, params, flat_expr = _instance_loops(action)
+    lines += loops
     lines.append(f"{indent}label = base + {flat_expr}")
     lines.append(f"{indent}row = i * stride + label")
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
@@ -652,11 +646,10 @@ def table_expand_source() -> str:
     ]) + "\n"
 
 
-def _fire_instance_lines(action, name: str, props: list[str]) -> tuple[list[str], str, str, str]:
-    """A ``fire`` kernel's loop over the instances of ``action`` on state ``j``, down to what runs
-    when one fires: its label and its state's place noted, and the mask of the selected
-    transition properties it violates. Returns the lines, the indent of the ``if`` that calls the
-    action, that of its body, and the expression of the instance's number."""
+def _instance_loops(action) -> tuple[list[str], str, list[str], str]:
+    """The nested loops over ``action``'s parameters (``p0``, ``p1``, ...) inside a kernel's loop
+    over states: their lines, the indent inside them, the parameters' names and the expression of
+    the instance's number."""
     lines, indent = [], "        "
     for j, p in enumerate(action.params):
         lines.append(f"{indent}for p{j} in range({p.count}):")
@@ -664,7 +657,15 @@ def _fire_instance_lines(action, name: str, props: list[str]) -> tuple[list[str]
     flat_expr = "0"
     for j, p in enumerate(action.params):
         flat_expr = f"({flat_expr}) * {p.count} + p{j}" if j else "p0"
-    params = [f"p{j}" for j in range(len(action.params))]
+    return lines, indent, [f"p{j}" for j in range(len(action.params))], flat_expr
+
+
+def _fire_instance_lines(action, name: str, props: list[str]) -> tuple[list[str], str, str, str]:
+    """A ``fire`` kernel's loop over the instances of ``action`` on state ``j``, down to what runs
+    when one fires: its label and its state's place noted, and the mask of the selected
+    transition properties it violates. Returns the lines, the indent of the ``if`` that calls the
+    action, that of its body, and the expression of the instance's number."""
+    lines, indent, params, flat_expr = _instance_loops(action)
     lines.append(f"{indent}if {name}({', '.join(['s', 't'] + params)}):")
     body = indent + "    "
     lines += [f"{body}labels[n] = base + {flat_expr}", f"{body}sources[n] = j"]
