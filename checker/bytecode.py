@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
+from kraftcheck.checker.action_returns import always_returns, returns_none
 from kraftcheck.checker.kernels import bytecode as vm
 from kraftcheck.checker.layout import Layout
 
@@ -194,10 +195,9 @@ def _parse(fn: Callable) -> _Function:
             assigned[node.target.id] = assigned.get(node.target.id, 0) + 1
         elif isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) and node is not tree:
             raise Untranslatable(f"{_where(py, node)} defines a function or class inside")
-        elif isinstance(node, ast.Return):
-            if node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
-                none = True
-    parsed = _Function(py, tree, assigned, none or not _always_returns(tree.body))
+        elif returns_none(node):
+            none = True
+    parsed = _Function(py, tree, assigned, none or not always_returns(tree.body))
     _parsed[key] = parsed
     return parsed
 
@@ -320,17 +320,6 @@ def _return_bools(func: "_Function") -> Optional[tuple]:
         _bools_pending.discard(key)
     func.return_bools = tuple(flags)
     return func.return_bools
-
-
-def _always_returns(body: Sequence[ast.stmt]) -> bool:
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, (ast.Return, ast.Raise)):
-        return True
-    if isinstance(last, ast.If):
-        return _always_returns(last.body) and _always_returns(last.orelse)
-    return False
 
 
 class _Frame:

@@ -298,6 +298,15 @@ def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: i
     return touched and not returns  # run off the end (None) after touching t
 
 
+def source_line(fn: Callable, node: ast.AST, last: bool = False) -> tuple[int, str]:
+    """The line (its last with ``last``) of ``node`` of ``fn``'s tree (``_flat_function``) in its
+    file, and the file: the tree is parsed from the source that starts at the function's first
+    line (its decorator's), which the code object knows."""
+    code = getattr(fn, "py_func", fn).__code__
+    line = (node.end_lineno or node.lineno) if last else node.lineno
+    return code.co_firstlineno + line - 1, code.co_filename
+
+
 def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optional[tuple[str, int, str]]:
     """The first assignment to a field of ``fn``'s source state (its parameter ``source_index``,
     ``s``), in its own body or a module helper it hands ``s`` to bare and positionally:
@@ -311,10 +320,6 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
     if func is None or _depth > HELPER_DEPTH or len(func.args.args) <= source_index:
         return None
     source = func.args.args[source_index].arg
-    try:
-        file, first = inspect.getsourcefile(py) or "?", inspect.getsourcelines(py)[1]
-    except (OSError, TypeError):
-        file, first = "?", 1
 
     def field_of(target: ast.expr) -> Optional[str]:
         while isinstance(target, ast.Subscript):
@@ -333,7 +338,7 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
             for part in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
                 name = field_of(part)
                 if name is not None:
-                    return name, first + node.lineno - 1, file
+                    return (name, *source_line(fn, node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             for k, arg in enumerate(node.args):
                 if isinstance(arg, ast.Name) and arg.id == source:

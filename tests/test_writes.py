@@ -531,17 +531,22 @@ def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_bu
     ("def a(src, t):\n    t.n = src.n\n    return True\n", None),
 ])
 def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
-    import importlib.util
-
     from kraftcheck.checker.writes import source_writes
 
-    path = tmp_path / "action_module.py"
+    found = source_writes(_function_a(tmp_path, source))
+    assert (found if found is None else found[:2]) == expected
+
+
+def _function_a(tmp_path, source: str):
+    """Function ``a`` of a module of ``source`` written to a file (so that its source can be read)."""
+    import importlib.util
+
+    path = tmp_path / "module_of_a.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location("action_module", path)
+    spec = importlib.util.spec_from_file_location("module_of_a", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    found = source_writes(module.a)
-    assert (found if found is None else found[:2]) == expected
+    return module.a
 
 
 def test_an_action_that_can_end_without_a_return_is_refused_when_the_model_is_built():
@@ -565,14 +570,7 @@ def test_an_action_that_can_end_without_a_return_is_refused_when_the_model_is_bu
     ("def a(s, t):\n    raise ValueError\n", None),
 ])
 def test_returns_nothing_reads_every_path(tmp_path, source, expected):
-    import importlib.util
-
     from kraftcheck.checker.action_returns import returns_nothing
 
-    path = tmp_path / "returning_module.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("returning_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found = returns_nothing(module.a)
+    found = returns_nothing(_function_a(tmp_path, source))
     assert (found if found is None else found[2]) == expected
