@@ -310,12 +310,11 @@ class Kernels:
             layout = self.model.layout
             element = next((x for x in layout.elements if x.flat == e), None)
             name = f"element {e}" if element is None else layout.element_name(element)
-            state = np.zeros((1, layout.size), ELEMENT)
-            self.module.unpack_rows(words[lo + err[0]: lo + err[0] + 1], state, self.const_values)
-            if state[0, e] != out.flat[err[0], e]:  # the state as unpacked no longer is: the spec wrote s
+            was = self.unpack(words[lo + err[0]: lo + err[0] + 1])[0][e]
+            if was != out.flat[err[0], e]:  # the state as unpacked no longer is: the spec wrote s
                 raise SpecError(
                     f"an action of spec {self.model.spec.name} wrote {name} of its source state s "
-                    f"(from {int(state[0, e])} to {int(out.flat[err[0], e])}): an action reads s and writes "
+                    f"(from {was} to {int(out.flat[err[0], e])}): an action reads s and writes "
                     f"only t; fix the action that assigns to it")
             raise RuntimeError(
                 f"an action of spec {self.model.spec.name} wrote {name} of the successor of chunk state "

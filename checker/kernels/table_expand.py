@@ -52,9 +52,8 @@ def call_fire(typingctx, address, states_at, state_stride, count, succ_at, label
         pointer = builder.inttoptr(args[0], function.as_pointer())
         return builder.call(pointer, [context.cast(builder, v, t, want)
                                       for v, t, want in zip(args[1:], signature.args[1:], arguments)])
-    return FIRE_SIGNATURE.return_type(types.uint64, *[a for a in (states_at, state_stride, count, succ_at,
-                                                                   labels_at, sources_at, props_at, base, select,
-                                                                   changes_at, twin_at)]), codegen
+    return FIRE_SIGNATURE.return_type(types.uint64, states_at, state_stride, count, succ_at, labels_at, sources_at,
+                                      props_at, base, select, changes_at, twin_at), codegen
 
 
 class TableExpander:
