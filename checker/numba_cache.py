@@ -15,8 +15,9 @@ every file in it checked against what was compiled into it.
   written without it) is taken for a missing one: said on stderr, removed, and numba compiles
   that function again and writes it anew. numba's own reader ignores the digest (pickle ignores
   bytes after its end), so the files stay readable by numba without kraftcheck. This covers
-  every numba cache of a process that imports ``kraftcheck.checker.codegen``: the generated
-  kernels', the installation's own kernels' and the spec files' functions'. It detects mistakes
+  every numba cache of a process that imports ``kraftcheck.checker.kernels`` (which installs it;
+  ``codegen`` imports it): the generated kernels', the installation's own kernels' and the spec
+  files' functions'. It detects mistakes
   (a swapped, edited, truncated or old file), not someone who can write the cache on purpose:
   the key is no secret.
 """

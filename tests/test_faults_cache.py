@@ -161,6 +161,20 @@ def test_compiled_code_swapped_between_kernels_is_compiled_again(warm, capsys, t
     assert _MISMATCH not in capsys.readouterr().err, "what was compiled again is taken as it is"
 
 
+def test_the_interpreters_helper_writes_numba_files_a_run_can_check(tmp_path, monkeypatch):
+    """An installation's first run has a helper process compile the interpreter while it compiles
+    its own kernels. The helper imports a kernel module and nothing else: its files had no digest,
+    so the run took each for a damaged one, said so on every first run and compiled the
+    interpreter again itself."""
+    from kraftcheck.checker.explore.bytecode_tier import InterpreterCompile
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    helper = InterpreterCompile()
+    helper.wait()
+    assert helper.process.returncode == 0
+    files = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert files and all(p.read_bytes()[-numba_cache._TRAILER_SIZE:].startswith(numba_cache._MARK) for p in files)
+
+
 def test_a_warm_cache_that_cannot_be_written_is_used_as_it_is(warm, monkeypatch):
     """A read-only cache holding the run's kernels (a CI cache, say) is used without a write;
     one that lacks them is refused before any work. (Read-only is simulated: the tests run as
