@@ -145,3 +145,24 @@ def test_a_fix_that_is_not_a_switch_is_refused_before_any_run(trace_file):
     out = CliRunner().invoke(cli, ["trace", "report", str(trace_file), "--with-fix", "fix-everything"])
     assert out.exit_code == 2 and "has no switch 'fix_everything'" in out.output
     assert "fix_reassignment_min_isr" in out.output and "running" not in out.output
+
+
+def test_a_pending_shrink_keeps_the_committed_isr_as_its_maximal_isr():
+    """Kafka's ``PendingShrinkIsr.maximalIsr`` is the last committed ISR (the HWM cannot pass a
+    follower being removed until the controller commits it); ``PendingExpandIsr``'s adds the new
+    member. The label says what the model's ``maximal_isr`` computes."""
+    from types import SimpleNamespace
+
+    from kraftcheck.invariants.kafka_state import maximal_isr
+    from kraftcheck.specs.kafka.trace_terms import KafkaTerms
+
+    terms = SimpleNamespace(n=3)
+    committed = SimpleNamespace(v_isr=[0b111, 0, 0], ap_state=0, ap_from=0, ap_live=0, ap_isr=0)
+    shrink = SimpleNamespace(v_isr=[0b111, 0, 0], ap_state=1, ap_from=0, ap_live=1, ap_isr=0b011)
+    expand = SimpleNamespace(v_isr=[0b011, 0, 0], ap_state=1, ap_from=0, ap_live=1, ap_isr=0b111)
+    label = KafkaTerms._partition_state
+    assert label(terms, committed, 0) == "CommittedPartitionState(isr=[1, 2, 3])"
+    assert label(terms, shrink, 0) == "PendingShrinkIsr(isr=[1, 2, 3], maximalIsr=[1, 2, 3])"
+    assert label(terms, expand, 0) == "PendingExpandIsr(isr=[1, 2], maximalIsr=[1, 2, 3])"
+    for s in (shrink, expand):  # the label's maximal ISR is the model's
+        assert label(terms, s, 0).endswith(f"maximalIsr={[b + 1 for b in range(3) if maximal_isr.py_func(s, 0) >> b & 1]})")

@@ -217,15 +217,17 @@ class KafkaTerms:
         return out
 
     def _partition_state(self, s, b: int) -> str:
-        """A leader's ``Partition.partitionState``: committed, or pending the AlterPartition it sent
-        (its maximal ISR, over which the HWM is computed, is then the proposed one)."""
+        """A leader's ``Partition.partitionState``: committed, or pending the AlterPartition it sent.
+        Its maximal ISR, over which the HWM is computed, is then the committed ISR with the
+        proposed one's members added (``invariants.kafka_state.maximal_isr``): for a shrink the committed ISR itself
+        (Kafka's ``PendingShrinkIsr.maximalIsr``), for an expansion the proposed one."""
         isr = _ids(s.v_isr[b], self.n)
         if s.ap_state == 0 or s.ap_from != b or not s.ap_live:
             return f"CommittedPartitionState(isr={isr})"
         proposed = _ids(s.ap_isr, self.n)
         kind = "PendingExpandIsr" if set(proposed) > set(isr) else \
             "PendingShrinkIsr" if set(proposed) < set(isr) else "PendingIsr"
-        return f"{kind}(isr={isr}, maximalIsr={proposed})"
+        return f"{kind}(isr={isr}, maximalIsr={_ids(int(s.v_isr[b]) | int(s.ap_isr), self.n)})"
 
     def _log(self, s, mask: int) -> list[str]:
         entries = sorted((int(s.rec_offset[r]), self.rec_names[r], int(s.rec_epoch[r]))
