@@ -30,6 +30,7 @@ import hmac
 import io
 import os
 import pickle
+import shutil
 import sys
 from pathlib import Path
 
@@ -85,12 +86,15 @@ def _digest(cache_file, path: str, content: bytes) -> bytes:
 
 def _matches(cache_file, path: str) -> bool:
     """Whether the file ``path`` (if it exists) ends with the digest of its name and content;
-    a missing or unreadable file is left to numba's own reader."""
+    a missing file is left to numba's own reader (nothing cached), one that cannot be read (a
+    folder where it should be) does not match: numba's reader would raise on it."""
     try:
         with open(path, "rb") as f:
             content = f.read()
-    except OSError:
+    except FileNotFoundError:
         return True
+    except OSError:
+        return False
     body, mark, digest = content[:-_TRAILER_SIZE], content[-_TRAILER_SIZE:-_DIGEST_SIZE], content[-_DIGEST_SIZE:]
     return (len(content) >= _TRAILER_SIZE and mark == _MARK
             and hmac.compare_digest(digest, _digest(cache_file, path, body)))
@@ -99,7 +103,10 @@ def _matches(cache_file, path: str) -> bool:
 def _drop(path: str, why: str) -> None:
     print(f"kernel cache: {path} {why}; recompiling it", file=sys.stderr, flush=True)
     try:
-        os.unlink(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)  # numba's save could not put its file in place of a folder
+        else:
+            os.unlink(path)
     except OSError:
         pass  # read-only: numba's save then fails, and a read-only run is refused (compile._load_read_only)
 

@@ -111,14 +111,21 @@ def _numba_files(cache: Path, action: str, ext: str) -> Path:
 _MISMATCH = "does not match what was compiled into it; recompiling it"
 
 
-@pytest.mark.parametrize("damage", ["index cut short", "compiled code without its digest"])
+@pytest.mark.parametrize("damage", ["index cut short", "compiled code without its digest",
+                                    "a folder for its index", "a folder for its compiled code"])
 def test_a_damaged_or_old_numba_file_is_compiled_again(warm, capsys, damage):
     """numba unpickled its index as it found it: one cut short raised on every run. A file
-    written before numba's files carried their digest (numba_cache) is compiled again too."""
+    written before numba's files carried their digest (numba_cache) is compiled again too. A
+    folder where a file should be (a file that cannot be read as well) was numba's traceback,
+    said as kraftcheck's bug."""
     cache, expected = warm
-    path = _numba_files(cache, "EmptyBig", "nbi" if damage == "index cut short" else "nbc")
+    path = _numba_files(cache, "EmptyBig", "nbi" if "index" in damage else "nbc")
     content = path.read_bytes()
-    path.write_bytes(content[:20] if damage == "index cut short" else content[:-numba_cache._TRAILER_SIZE])
+    if damage.startswith("a folder"):
+        path.unlink()
+        (path / "inside").mkdir(parents=True)
+    else:
+        path.write_bytes(content[:20] if damage == "index cut short" else content[:-numba_cache._TRAILER_SIZE])
     _forget_kernel_modules()
     result = Engine(compile="now").explore(_model(), Options(keep_going=True))
     assert f"kernel cache: {path} {_MISMATCH}" in capsys.readouterr().err
