@@ -11,9 +11,20 @@ is built. The bytecode tier reads a function's returns the same way (``always_re
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
+from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.writes import _flat_function, source_line
+
+# what a spec's function may return: Python's bool and numpy's (a comparison of array elements)
+BOOL_TYPES = (bool, np.bool_)
+_LITERAL_KINDS = {int: "an integer", float: "a number", complex: "a number", str: "a string", bytes: "bytes"}
+# literals that are surely no bool, as a return value (``returns_no_bool``), and what they are
+_NO_BOOL_NODES = ((ast.Tuple, "a tuple"), (ast.List, "a list"), (ast.Dict, "a dict"), (ast.Set, "a set"),
+                  (ast.ListComp, "a list"), (ast.SetComp, "a set"), (ast.DictComp, "a dict"),
+                  (ast.GeneratorExp, "a generator"), (ast.JoinedStr, "a string"), (ast.Lambda, "a function"))
 
 
 def always_returns(body: Sequence[ast.stmt]) -> bool:
@@ -46,3 +57,82 @@ def returns_nothing(fn: Callable) -> Optional[tuple[int, str, str]]:
     if not always_returns(func.body):
         return (*source_line(fn, func.body[-1], last=True), "its body can end without a return")
     return None
+
+
+def _no_bool_literal(value: ast.expr) -> Optional[str]:
+    """What the literal ``value`` is if it is surely no bool (None for a bool, or an expression
+    whose value only running it tells)."""
+    if isinstance(value, ast.Constant):
+        if isinstance(value.value, bool) or value.value is None:  # None: returns_nothing's
+            return None
+        return _LITERAL_KINDS.get(type(value.value), f"a {type(value.value).__name__}")
+    for kind, what in _NO_BOOL_NODES:
+        if isinstance(value, kind):
+            return what
+    return None
+
+
+def returns_no_bool(fn: Callable) -> Optional[tuple[int, str, str]]:
+    """Where ``fn`` returns a literal that is no bool (a tuple, a string, a number...): (line,
+    file, what it returns), or None (every literal it returns is a bool, or it returns computed
+    values, which the tiers check as they run, or its source cannot be read)."""
+    func = _flat_function(fn)
+    if func is None:
+        return None
+    returns = sorted((n for n in ast.walk(func) if isinstance(n, ast.Return)), key=lambda n: n.lineno)
+    for node in returns:  # the first in the source
+        if node.value is not None:
+            what = _no_bool_literal(node.value)
+            if what is not None:
+                line, file = source_line(fn, node)
+                return line, file, f"return {ast.unparse(node.value)}, {what}"
+    return None
+
+
+def not_a_bool(value: Any, function: str, fn: Callable) -> bool:
+    """``value``, which ``function`` (``fn``; "action Send", "invariant Safe"...) returned as
+    Python, as a bool; unless it is one (``BOOL_TYPES``), a SpecError naming the function, its
+    definition's line and what it returned. The tiers call it only for a value that is neither
+    True nor False (``r is not True and r is not False``), so a Python bool costs no call."""
+    if isinstance(value, BOOL_TYPES):
+        return bool(value)
+    raise no_bool_error(function, f"returned {_shown(value)} (defined at {defined_at(fn)})")
+
+
+def bool_checked(function: str, fn: Callable) -> Callable:
+    """``fn`` (``function`` of a spec, run as Python) with every value it returns checked to be a
+    bool (``not_a_bool``): for the explorers that call it from many places, where one more call
+    costs little beside the work of each (the reference explorer, trace stepping)."""
+    def checked(*args: Any) -> Any:
+        value = fn(*args)
+        return value if value is True or value is False else not_a_bool(value, function, fn)
+    checked.__wrapped__ = fn  # type: ignore[attr-defined]
+    return checked
+
+
+def defined_at(fn: Callable) -> str:
+    """``FILE:LINE`` of ``fn``'s definition (a numba dispatcher's too)."""
+    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "(no source)"
+
+
+def no_bool_error(function: str, what: str) -> SpecError:
+    """The one error for ``function`` ("action Send", "invariant Safe"...) giving something other
+    than a bool: ``what`` it gave, and where ("returned (1, 2), a value of type tuple (defined at
+    FILE:LINE)", "returns no bool (return 'yes', a string, at FILE:LINE)")."""
+    kind = "action" if function.startswith("action ") and not function.startswith("action constraint ") else ""
+    return SpecError(f"{function} {what}: it must return {bool_meaning(kind)}, a bool (a comparison, "
+                     f"True or False; bool(x) or x != 0 for a number): any other value each tier may read its "
+                     f"own way")
+
+
+def bool_meaning(kind: str) -> str:
+    """What a function of ``kind`` ("action", "invariant"...) returns."""
+    return "True when it fires and False when it does not" if kind == "action" else \
+        "True where it holds and False where it does not"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{text}, a value of type {type(value).__name__}"

@@ -15,7 +15,8 @@ from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, U
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
 from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
-from kraftcheck.checker.action_returns import returns_nothing
+from kraftcheck.checker.action_returns import (bool_meaning, no_bool_error, not_a_bool, returns_no_bool,
+                                              returns_nothing)
 from kraftcheck.checker.writes import source_writes
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
@@ -96,6 +97,34 @@ def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     return clone
 
 
+# what a function that gives None, which reads as False, would silently do
+_NOTHING_MEANS = {"action": "the action would silently not fire there",
+                  "invariant": "the invariant would be reported violated there",
+                  "transition property": "the property would be reported violated there",
+                  "constraint": "the state would silently be left out of the search",
+                  "action constraint": "the step would silently be left out of the search"}
+
+
+def _refuse_returns(kind: str, name: str, fn: Callable[..., Any]) -> None:
+    """Refuse the ``kind`` ("action", "invariant"...) ``name`` if its source shows it may return
+    nothing or returns a literal that is no bool (``action_returns``): a SpecError saying where."""
+    nothing = returns_nothing(fn)
+    if nothing is not None:
+        line, file, how = nothing
+        raise SpecError(f"{kind} {name} may return nothing ({how}, {file}:{line}), which reads as False: "
+                        f"{_NOTHING_MEANS[kind]}; return {bool_meaning(kind)}")
+    literal = returns_no_bool(fn)
+    if literal is not None:
+        line, file, what = literal
+        raise no_bool_error(f"{kind} {name}", f"returns no bool ({what}, at {file}:{line})")
+
+
+def _bool(value: Any, kind: str, x: Any) -> bool:
+    """``value``, which the spec's ``kind`` ``x`` (an Action, Invariant...) returned, checked to
+    be a bool (``action_returns.not_a_bool``)."""
+    return value if value is True or value is False else not_a_bool(value, f"{kind} {x.name}", x.fn)
+
+
 @dataclass(frozen=True)
 class Label:
     """One action instance."""
@@ -130,12 +159,7 @@ class Model:
         if len(set(names)) != len(names):
             raise SpecError(f"spec {spec.name}: duplicate action names")
         for a in self.actions:
-            nothing = returns_nothing(a.fn)
-            if nothing is not None:
-                line, file, how = nothing
-                raise SpecError(f"action {a.name} may return nothing ({how}, {file}:{line}), which reads as False: "
-                                f"the action would silently not fire there; return True when it fires and False "
-                                f"when it does not")
+            _refuse_returns("action", a.name, a.fn)
             written = source_writes(a.fn)
             if written is not None:
                 field, line, file = written
@@ -185,6 +209,10 @@ class Model:
         self.property_select = sum(1 << k for k, x in enumerate(self.spec_properties) if x in all_properties)
 
         self._select_constraints(spec, known, constraints)
+        for kind, items in (("invariant", self.spec_invariants), ("transition property", self.spec_properties),
+                            ("constraint", self.spec_constraints), ("action constraint", self.spec_action_constraints)):
+            for x in items:
+                _refuse_returns(kind, x.name, x.fn)
         #: whether a reachable state with no successor other than itself is a violation
         #: (``deadlock``: None takes the spec's ``check_deadlock``, as TLC's CHECK_DEADLOCK)
         self.check_deadlock: bool = bool(spec.check_deadlock if deadlock is None else deadlock)
@@ -270,11 +298,11 @@ class Model:
     def _in_model(self, before: tuple[int, ...] | None, after: tuple[int, ...]) -> bool:
         if self.constraints:
             s = self.layout.structured_from_flat(after)[0]
-            if not all(c.fn(s) for c in self.constraints):
+            if not all(_bool(c.fn(s), "constraint", c) for c in self.constraints):
                 return False
         if before is not None and self.action_constraints:
             s, t = self.layout.structured_from_flat(before)[0], self.layout.successor_structured_from_flat(after)[0]
-            return all(c.fn(s, t) for c in self.action_constraints)
+            return all(_bool(c.fn(s, t), "action constraint", c) for c in self.action_constraints)
         return True
 
     def _constraint_raised(self, before: tuple[int, ...] | None, after: tuple[int, ...],
@@ -318,7 +346,7 @@ class Model:
         s = self.layout.structured_from_flat(flat)
         t = self.layout.successor_structured_from_flat(flat)
         written = t.view(SUCCESSOR_ELEMENT)
-        if not lab.action.fn(s[0], t[0], *lab.values):
+        if not _bool(lab.action.fn(s[0], t[0], *lab.values), "action", lab.action):
             if tuple(written.tolist()) != tuple(flat):
                 raise wrote_and_declined(str(lab), lab.action.fn)
             return None
@@ -328,11 +356,11 @@ class Model:
 
     def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
         s = self.layout.structured_from_flat(flat)[0]
-        return [inv.name for inv in self.invariants if not inv.fn(s)]
+        return [inv.name for inv in self.invariants if not _bool(inv.fn(s), "invariant", inv)]
 
     def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
         s, t = self.layout.structured_from_flat(before)[0], self.layout.successor_structured_from_flat(after)[0]
-        return [p.name for p in self.properties if not p.fn(s, t)]
+        return [p.name for p in self.properties if not _bool(p.fn(s, t), "transition property", p)]
 
     def enabled_labels(self, flat: tuple[int, ...]) -> list[int]:
         return [lab for lab in range(len(self.labels)) if self.step(flat, lab) is not None]
