@@ -348,13 +348,18 @@ class Translator:
         self.writable: tuple[int, ...] = ()
         self.fold_successor_consts = True
         self.wrote_a_const = False
+        self.returns_bool = False
         self.stack: list[_Frame] = []
 
     # -- programs
-    def program(self, fn: Callable, states: Sequence[int], params: int = 0, writable: tuple[int, ...] = ()
-                ) -> tuple[int, list[int]]:
+    def program(self, fn: Callable, states: Sequence[int], params: int = 0, writable: tuple[int, ...] = (),
+                returns_bool: bool = False) -> tuple[int, list[int]]:
         """Translate ``fn(*states, *params)`` (states given as spaces) into a program: its start
-        and the registers of its parameters."""
+        and the registers of its parameters. With ``returns_bool`` (a spec's action or check), a
+        return of a value that is surely no bool (a number, a field) does not translate: the
+        bytecode would read it as its truth, where the Python tier refuses it
+        (``action_returns.not_a_bool``)."""
+        self.returns_bool = returns_bool
         func = _parse(fn)
         args = [a.arg for a in func.tree.args.args]
         if len(args) != len(states) + params:
@@ -476,6 +481,8 @@ class Translator:
         if frame.result is None:  # the program's own function
             if value is NONE:
                 value = Const(0)
+            elif self.returns_bool and isinstance(value, (Const, Reg)) and not value.maybe_bool:
+                raise self.fail(node, "returns a value that is no bool")
             self.asm.emit(vm.RET, self.reg_of(value, node).r)
             frame.defined = None
             return
@@ -1110,13 +1117,13 @@ def translate(model) -> Programs:
     for lab in model.labels:
         key = id(lab.action)
         if key not in starts:
-            starts[key] = t.program(lab.action.fn, (0, 1), len(lab.values), writable=(1,))
+            starts[key] = t.program(lab.action.fn, (0, 1), len(lab.values), writable=(1,), returns_bool=True)
         start, regs = starts[key]
         label_start.append(start)
         label_args.append(list(lab.values) + [0] * (width - len(lab.values)))
         arg_regs.append(regs + [-1] * (width - len(regs)))
-    props = [t.program(p.fn, (0, 1))[0] for p in model.properties + model.action_constraints]
-    checks = [t.program(c.fn, (0,))[0] for c in model.invariants + model.constraints]
+    props = [t.program(p.fn, (0, 1), returns_bool=True)[0] for p in model.properties + model.action_constraints]
+    checks = [t.program(c.fn, (0,), returns_bool=True)[0] for c in model.invariants + model.constraints]
     return Programs(asm.array(), asm.nregs, np.array(asm.tables or [0], np.int64), np.array(label_start, np.int64),
                     np.array(label_args, np.int64).reshape(len(model.labels), width),
                     np.array(arg_regs, np.int64).reshape(len(model.labels), width),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kraftcheck.checker.action_returns import bool_checked
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.model import Model, python_function
@@ -21,9 +22,13 @@ class Stepper:
     def __init__(self, model: Model, compiled: bool = False) -> None:
         self.model = model
         self.compiled = compiled
-        self._actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
-        self._invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
-        self._properties = [(p.name, python_function(p.fn)) for p in model.properties]
+        # each value they return checked to be a bool (checker/action_returns.py)
+        self._actions = [(bool_checked(f"action {lab.name}", python_function(lab.action.fn)), lab.values)
+                         for lab in model.labels]
+        self._invariants = [(inv.name, bool_checked(f"invariant {inv.name}", python_function(inv.fn)))
+                            for inv in model.invariants]
+        self._properties = [(p.name, bool_checked(f"transition property {p.name}", python_function(p.fn)))
+                            for p in model.properties]
         self._copy = state_copier(model.layout)
 
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from kraftcheck.checker.action_returns import not_a_bool
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised, wrote_and_declined
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
@@ -92,7 +93,10 @@ class InterpretedKernels:
                 for label, (fn, values) in enumerate(self.actions):
                     k = -1
                     row = i * nlabels + label
-                    if not fn(before, after, *values):
+                    fires = fn(before, after, *values)
+                    if fires is not True and fires is not False:  # the identity tests cost next to nothing
+                        fires = not_a_bool(fires, f"action {self.model.labels[label].action.name}", fn)
+                    if not fires:
                         if not layout.unchanged(after, before):
                             raise wrote_and_declined(str(self.model.labels[label]), self.model.labels[label].action.fn)
                         out.labels[row] = NO_LABEL
@@ -109,7 +113,10 @@ class InterpretedKernels:
                     if self.properties:
                         mask = 0
                         for k, prop in enumerate(self.properties):
-                            if not prop(before, after):
+                            holds = prop(before, after)
+                            if holds is not True and holds is not False:
+                                holds = not_a_bool(holds, self._property_names[k], prop)
+                            if not holds:
                                 mask |= 1 << k
                         out.props[row] = mask
                     after = copy(before)
@@ -128,7 +135,10 @@ class InterpretedKernels:
         fn, values = self.actions[label]
         before = self.layout.to_object(flat)
         after = self.copy(before)
-        if not fn(before, after, *values):
+        fires = fn(before, after, *values)
+        if fires is not True and fires is not False:
+            fires = not_a_bool(fires, f"action {self.model.labels[label].action.name}", fn)
+        if not fires:
             return None
         succ = self.layout.from_object(after)
         self.layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
@@ -147,7 +157,10 @@ class InterpretedKernels:
                 state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
                 mask = 0
                 for k, inv in enumerate(self.invariants):
-                    if not inv(state):
+                    holds = inv(state)
+                    if holds is not True and holds is not False:
+                        holds = not_a_bool(holds, self._invariant_names[k], inv)
+                    if not holds:
                         mask |= 1 << k
                 out[j] = mask
         except KraftcheckError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
+from kraftcheck.checker.action_returns import bool_checked
 from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, Violation, no_progress
 from kraftcheck.checker.explore.run_limits import Clock, limit_reached, stop_at_max_depth
 from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, spec_raised, wrote_and_declined
@@ -30,11 +31,16 @@ class ReferenceExplorer:
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress,
                 observer: Optional[RunObserver] = None) -> Result:
         layout = model.layout
-        actions = [(python_function(lab.action.fn), lab.values) for lab in model.labels]
-        invariants = [(inv.name, python_function(inv.fn)) for inv in model.invariants]
-        properties = [(p.name, python_function(p.fn)) for p in model.properties]
-        constraints = [python_function(c.fn) for c in model.constraints]
-        action_constraints = [python_function(c.fn) for c in model.action_constraints]
+        # each value they return checked to be a bool (``action_returns``)
+        actions = [(bool_checked(f"action {lab.name}", python_function(lab.action.fn)), lab.values)
+                   for lab in model.labels]
+        invariants = [(inv.name, bool_checked(f"invariant {inv.name}", python_function(inv.fn)))
+                      for inv in model.invariants]
+        properties = [(p.name, bool_checked(f"transition property {p.name}", python_function(p.fn)))
+                      for p in model.properties]
+        constraints = [bool_checked(f"constraint {c.name}", python_function(c.fn)) for c in model.constraints]
+        action_constraints = [bool_checked(f"action constraint {c.name}", python_function(c.fn))
+                              for c in model.action_constraints]
         constrained = model.constrained
         fired = [0] * len(model.actions)
         new_states = [0] * len(model.actions)
