@@ -10,6 +10,10 @@ state the kernels hand them, and the ``@njit`` helpers they call, and raises num
 error for the first it refuses. It lowers and optimises nothing, so it takes a fraction of what
 compiling the same functions takes (bench/RESULTS.md, "The answer waits for numba's typing").
 
+The types it infers are also the one place where the compiled kernels' reading of what each of
+these functions returns is known: one whose return type is not boolean (a tuple, a string, an
+integer) is refused (``action_returns``), before the compiled kernels give any answer.
+
 Calls to the spec's own ``@njit`` helpers are typed the same way (their return type inferred, no
 code generated); numba's own library functions (``@overload`` implementations of numpy and
 builtins) are resolved as numba always does, which may compile them.
@@ -29,6 +33,7 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import cpu_target
 
+from kraftcheck.checker.action_returns import defined_at, no_bool_error
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model
 
@@ -141,17 +146,22 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
     and state constraint on a state, every transition property and action constraint on a step."""
     state, succ = state_type(model.layout), successor_type(model.layout)
     calls = [(f"action {a.name}", a.fn, (state, succ) + (numba.types.int64,) * len(a.params)) for a in model.actions]
-    calls += [(f"invariant {x.name}", x.fn, (state,)) for x in model.kernel_invariants]
-    calls += [(f"transition property {x.name}", x.fn, (state, succ)) for x in model.kernel_properties]
+    calls += [(f"invariant {x.name}", x.fn, (state,)) for x in model.spec_invariants]
+    calls += [(f"constraint {x.name}", x.fn, (state,)) for x in model.spec_constraints]
+    calls += [(f"transition property {x.name}", x.fn, (state, succ)) for x in model.spec_properties]
+    calls += [(f"action constraint {x.name}", x.fn, (state, succ)) for x in model.spec_action_constraints]
     return calls
 
 
 def check_spec_types(model: Model) -> None:
     """Type every function of ``model``'s spec that its kernels call; raise numba's error
-    (``numba.core.errors.NumbaError``) for the first that numba refuses. Nothing is compiled."""
+    (``numba.core.errors.NumbaError``) for the first that numba refuses, a SpecError for the
+    first whose return type is not boolean. Nothing is compiled."""
     if numba.config.DISABLE_JIT:  # everything runs as Python then
         return
     typer = _Typer()
     with _typing_only(typer):
-        for _what, fn, args in kernel_calls(model):
-            typer.return_type(fn, args)
+        for what, fn, args in kernel_calls(model):
+            returned = typer.return_type(fn, args)
+            if not isinstance(returned, numba.types.Boolean):
+                raise no_bool_error(what, f"returns a value numba types as {returned} (defined at {defined_at(fn)})")

@@ -6,8 +6,9 @@ tier (the bytecode tier, ``bytecode_tier.py``, or for a spec whose functions do 
 Python one, ``interpreted.py``) for at most ``interpret_budget()`` seconds, then waits for them;
 the run takes each compiled form between two chunks once it is ready (``Tiers``). A run that ends
 first gives its answer only once numba is known to accept the spec's functions
-(``confirm_spec_compiles``; an acceptance is kept: ``TypingVerdicts``). ``never`` and ``bytecode``
-keep one tier throughout (tests).
+(``confirm_spec_compiles``; an acceptance is kept: ``TypingVerdicts``), and compiled kernels
+explore only once numba's typing has said that every function returns a bool (``type_spec_once``,
+``confirm_spec_compiles``). ``never`` and ``bytecode`` keep one tier throughout (tests).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.codegen import uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
                                         typed_marker_path)
-from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.errors import KraftcheckError, SpecError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile
 from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
@@ -44,26 +45,56 @@ BYTECODE_BUDGET_S = 1.5
 
 
 class TypingVerdicts:
-    """The kernel modules whose spec functions numba's type inference accepted (``typing_check``),
-    so that a later run of the same spec version and fields need not type them again: a file
-    beside the module (``typed_marker_path``: the module's name is a digest of the spec's sources
-    and of the kraftcheck and numba versions) tells later processes; in this process the module's
-    name tells, whatever kernel cache the file went to (a run with a fresh cache: tests). A
-    refusal is never kept. A new instance knows what a new process knows: the files."""
+    """The kernel modules whose spec functions numba's type inference accepted (``typing_check``:
+    every one typed, every one returning a bool), so that a later run of the same spec version
+    and fields need not type them again: a file beside the module (``typed_marker_path``: the
+    module's name is a digest of the spec's sources and of the kraftcheck and numba versions)
+    tells later processes, if it says the return types were checked (``TYPED_MARKER_TEXT``: an
+    older marker, written before they were, does not); in this process the module's name tells,
+    whatever kernel cache the file went to (a run with a fresh cache: tests). A refusal is never
+    kept. A new instance knows what a new process knows: the files."""
 
     def __init__(self) -> None:
         self.module_names: set[str] = set()
 
     def accepted(self, shapes: KernelShapes) -> bool:
-        return shapes.module_name in self.module_names or typed_marker_path(shapes.module_path).exists()
+        if shapes.module_name in self.module_names:
+            return True
+        try:
+            return typed_marker_path(shapes.module_path).read_text() == TYPED_MARKER_TEXT
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def remember(self, shapes: KernelShapes) -> None:
-        atomic_write(typed_marker_path(shapes.module_path), f"numba {numba.__version__}\n")
+        atomic_write(typed_marker_path(shapes.module_path), TYPED_MARKER_TEXT)
         self.module_names.add(shapes.module_name)
+
+
+# what a typing marker says: numba's version, and that the return types were checked
+TYPED_MARKER_TEXT = f"numba {numba.__version__}; every function returns a bool\n"
 
 
 # this process's: every run asks it
 TYPING_VERDICTS = TypingVerdicts()
+
+
+def type_spec_once(model: Model, shapes: KernelShapes, progress: Optional[ProgressFn] = None, t0: float = 0.0) \
+        -> None:
+    """Before compiled kernels (``shapes``' or another form of them) explore: numba's type
+    inference of the spec's functions (``typing_check``), unless a run of this spec version and
+    fields did it (``TYPING_VERDICTS``). Its refusal is raised as ``--compile now`` gives it
+    (``compile_error``), a function whose return type is not boolean as a SpecError: a compiled
+    kernel reads such a value its own way (``action_returns``). Nothing is typed when numba is
+    disabled (the kernels then run the functions as Python)."""
+    if numba.config.DISABLE_JIT or TYPING_VERDICTS.accepted(shapes):
+        return
+    if progress is not None:
+        progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling="numba types the spec's functions"))
+    try:
+        check_spec_types(model)
+    except numba.core.errors.NumbaError as e:
+        raise compile_error(model.spec.name, e) from None
+    TYPING_VERDICTS.remember(shapes)
 
 
 def start_kernels(model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
@@ -100,6 +131,7 @@ def _first_tier(model: Model, shapes: KernelShapes, load_interpreter: bool = Tru
     else:
         quick = kernel_shapes(model, table=True)
         if is_compiled(quick):
+            type_spec_once(model, shapes)
             return Kernels(model, compile_in_process(quick)), BackgroundCompile(shapes)
         builder = BackgroundCompile([quick, shapes])
     try:
@@ -110,7 +142,11 @@ def _first_tier(model: Model, shapes: KernelShapes, load_interpreter: bool = Tru
 
 
 def compile_now(model: Model, shapes: KernelShapes, progress: ProgressFn, t0: float) -> Kernels:
-    """The compiled kernels, compiled in this process (each kernel's start told to ``progress``)."""
+    """The compiled kernels, compiled in this process (each kernel's start told to ``progress``),
+    once numba's typing has accepted the spec's functions (``type_spec_once``: before the compile,
+    so that a refusal comes first)."""
+    type_spec_once(model, shapes, progress, t0)
+
     def on_kernel(i: int, n: int, what: str) -> None:
         progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling=f"kernel {i + 1}/{n}: {what}"))
 
@@ -173,9 +209,10 @@ class Tiers:
         self.buffers = kernels.buffers(chunk_states)
         self.announce, self.report, self.states_found, self.observer = announce, report, states_found, observer
         # whether numba's verdict on the spec's functions is known (its refusal raised): the
-        # kernels were compiled before the run (or it interprets throughout: compile "never");
-        # else a compiled form, the background compile's failure or the typing check
-        # (typing_check) tells
+        # kernels were compiled before the run, after numba typed the spec's functions
+        # (``type_spec_once``), or it interprets throughout (compile "never"); else the typing
+        # check (typing_check) tells, before any compiled form is taken, or the background
+        # compile's failure
         self.spec_checked = builder is None or kernels.compiled
         self.interpret_budget = interpret_budget(isinstance(kernels, BytecodeKernels)) if builder is not None else 0.0
         self.waiting = False  # the first tier's time is up: waiting for the compile
@@ -214,35 +251,34 @@ class Tiers:
 
     def confirm_spec_compiles(self, meanwhile: str = "explored; numba types the spec's functions before the answer") \
             -> None:
-        """Before a run that interpreted gives its answer: raise the compile error that
-        ``--compile now`` would raise (``compile_error``) if numba refuses the spec's functions.
-        Known once a compiled form is ready; else numba's type inference of the spec's
-        functions, without compiling them (``typing_check``), or the background compile's
+        """Before a run that interpreted gives its answer, and before it takes a compiled form:
+        raise the compile error that ``--compile now`` would raise (``compile_error``) if numba
+        refuses the spec's functions, and the SpecError of one whose return type is not boolean
+        (which a compiled form, compiled or not, does not say): numba's type inference of the
+        spec's functions, without compiling them (``typing_check``), or the background compile's
         failure."""
         if self.spec_checked:
             return
         builder = self.builder
-        if builder.ready_form() is not None:
-            self.spec_checked = True
-            return
         if builder.failed():
-            self.switch_when_compiled()  # raises the compile's error
+            self._raise_compile_failure()
         if TYPING_VERDICTS.accepted(builder.shapes):  # an earlier run typed it
             self.spec_checked = True
             return
         self.announce(f"{builder.status}, {builder.elapsed:.0f} s", meanwhile)
         if self.observer is not None:
             self.observer.typing_spec()
+        self.spec_checked = True  # the verdict, whatever it is, is asked for once
         try:
             check_spec_types(self.model)
         except numba.core.errors.NumbaError as e:
-            self.spec_checked = True  # the verdict: refused
             raise compile_error(self.model.spec.name, e) from None
+        except KraftcheckError:  # a function whose return type is not boolean
+            raise
         except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
             self.switch_when_compiled(wait=True)
         else:
             TYPING_VERDICTS.remember(builder.shapes)
-        self.spec_checked = True
 
     def switch_when_compiled(self, wait: bool = False) -> None:
         """Take each form of the compiled kernels once the background compile has it (between
@@ -252,10 +288,16 @@ class Tiers:
         if builder is None:
             return
         if not self.kernels.compiled and (wait or self.clock.elapsed >= self.interpret_budget):
+            if not builder.failed():  # typed while the compile goes on (its failure: raised below)
+                self.confirm_spec_compiles(meanwhile="numba types the spec's functions while the kernels compile")
             self._wait_for_compile(past_time_limit=wait)
         ready = builder.ready_form()
         using = getattr(self.kernels.module, "__name__", None) if self.kernels.compiled else None
         if ready is not None and ready.module_name != using:
+            # compiled kernels explore only a spec whose functions numba has typed: the return
+            # types are known there, not from a compile that succeeded (typing_check)
+            if not builder.failed():
+                self.confirm_spec_compiles()
             # both forms pack states into the same words, so the visited set and the levels
             # carry over from one to the other
             self.kernels = Kernels(self.model, compile_in_process(ready))  # loads from numba's cache
@@ -263,22 +305,26 @@ class Tiers:
             # a region of them (Kernels.dense_start) that the interpreted tier's do not have
             self.buffers = self.kernels.buffers(self.chunk_states)
             self.result.compile_s = builder.ready.get(ready.module_name, builder.finished_s)
-            self.spec_checked = True  # a compiled form compiles every function of the spec
             if ready is builder.shapes:
                 self.builder = None
             if self.observer is not None:
                 self.observer.tier_switched(ready.module_name, self.states_found())
         elif builder.failed():
-            self.spec_checked = True  # the error raised here is numba's verdict
-            # compile here, so the error is numba's own (it names the spec's line)
-            try:
-                compile_in_process(builder.shapes, processes=1)
-            except numba.core.errors.NumbaError as e:
-                raise compile_error(self.model.spec.name, e) from None
-            except KeyError:
-                raise_missing_field(self.model)
-                raise
-            raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
+            self._raise_compile_failure()
+
+    def _raise_compile_failure(self) -> None:
+        """The background compile failed: raise its error, numba's own (it names the spec's line)
+        from a compile here."""
+        builder = self.builder
+        self.spec_checked = True  # the error raised here is numba's verdict
+        try:
+            compile_in_process(builder.shapes, processes=1)
+        except numba.core.errors.NumbaError as e:
+            raise compile_error(self.model.spec.name, e) from None
+        except KeyError:
+            raise_missing_field(self.model)
+            raise
+        raise SpecError(f"compiling the kernels failed in the background: {builder.error_text()[-2000:]}")
 
     def _wait_for_compile(self, past_time_limit: bool = False) -> None:
         """Leave the cores to the background compile until it has a form ready, fails, or the

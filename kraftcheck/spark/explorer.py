@@ -253,12 +253,16 @@ def run_identity_on_spark(model: Model, partitions: int, fingerprints: bool = Fa
 
 
 def _driver_kernels(model: Model) -> Any:
-    """Compile the kernels on the driver (into the shared cache the executors then load from)."""
+    """Compile the kernels on the driver (into the shared cache the executors then load from),
+    once numba's typing has accepted the spec's functions and their return types (``type_spec_once``)."""
     import numba
     from kraftcheck.checker.compile import compile_error, compile_in_process
     from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
+    from kraftcheck.checker.explore.tiers import type_spec_once
+    shapes = kernel_shapes(model)
+    type_spec_once(model, shapes)
     try:
-        return Kernels(model, compile_in_process(kernel_shapes(model)))
+        return Kernels(model, compile_in_process(shapes))
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
 
