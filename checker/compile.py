@@ -589,11 +589,24 @@ CHECKER_DIR = Path(__file__).resolve().parent
 LIBRARY_DIRS = tuple(Path(m.__file__).resolve().parent for m in (numba, np))
 
 
+# numba's refusal to bind an inlined call's arguments ("Cannot bind 'args=[Var(a, FILE:LINE)]' to
+# signature ...") names no File line, only where the call's arguments come from: a line of the
+# calling function, its file's name without its folder
+_ARGUMENT_PLACE = re.compile(r"Var\([^,()]+, ([^\s,():]+\.py):(\d+)\)")
+
+
 def compile_error(model_name: str, error: BaseException) -> KraftcheckError:
     """A compile failure as one line, without numba's pipeline and source excerpts: numba's reason
     and the first line of the spec it names (a SpecError). When every line numba names is
     kraftcheck's own (a generated kernel module, a module of its checker package), the spec is
-    not at fault: that line, numba's reason and a request to report it (a KraftcheckBug)."""
+    not at fault: that line, numba's reason and a request to report it (a KraftcheckBug).
+
+    A call numba inlines (every action, in its kernel) that it cannot bind names no File line,
+    only where its arguments come from: in a kernel module kraftcheck generated, the call is
+    kraftcheck's own, with the arguments the model's build has checked the spec's function takes
+    (``model._refuse_arity``), so the fault is kraftcheck's; elsewhere, a file's name without its
+    folder does not say whose it is. When numba names no place at all, whose code it is
+    cannot be told, and the error says so rather than send the user to a line."""
     lines = [line.strip() for line in str(error).splitlines()]
     reason: list[str] = []
     for line in lines:
@@ -607,6 +620,11 @@ def compile_error(model_name: str, error: BaseException) -> KraftcheckError:
             reason.append(line)
     places = [(m.group(1), m.group(2), _whose_code(m.group(1)))
               for m in (re.match(r'File "(.+)", line (\d+)', line) for line in lines) if m]
+    call = None  # an inlined call numba could not bind: where its arguments are (a file's name, a line)
+    if not places:
+        call = next(((m.group(1), m.group(2)) for m in _ARGUMENT_PLACE.finditer(str(error))), None)
+        if call is not None and GENERATED_MODULE.fullmatch(call[0]):
+            places = [(_generated_module_path(call[0]), call[1], "generated")]
     text = " ".join(" ".join(reason).split())[:400] or str(error).strip()[:400]
     spec_places = [p for p in places if p[2] == "spec"]
     own_places = [p for p in places if p[2] in ("generated", "kraftcheck")]
@@ -617,10 +635,22 @@ def compile_error(model_name: str, error: BaseException) -> KraftcheckError:
                              f"({what}), compiling the kernels of spec {model_name}: {text}; this is a bug of "
                              "kraftcheck's, not of the spec (no verdict): please report it with the command that ran")
     named = spec_places or [p for p in places if p[2] != "generated"]
-    at = f" at {named[0][0]}:{named[0][1]}" if named else ""
-    return SpecError(f"the kernels of spec {model_name} failed to compile{at}: {text}; a spec's functions keep to "
-                     "what both tiers run, interpreted and compiled (integers, fields, min/max, loops, @njit helpers: "
-                     "docs/writing-a-spec.md, 'Action functions'): fix that line")
+    keep_to = ("a spec's functions keep to what both tiers run, interpreted and compiled (integers, fields, min/max, "
+               "loops, @njit helpers: docs/writing-a-spec.md, 'Action functions')")
+    if not named:
+        named_by = f"numba names only where the arguments of a call it could not bind come from, {call[0]}:" \
+                   f"{call[1]} (no folder)" if call else "numba names no line"
+        return SpecError(f"the kernels of spec {model_name} failed to compile: {text}; {named_by}, so whose code it "
+                         f"is cannot be told (no verdict): {keep_to}; if the spec's do, it is kraftcheck's bug: please "
+                         "report it with the command that ran")
+    return SpecError(f"the kernels of spec {model_name} failed to compile at {named[0][0]}:{named[0][1]}: {text}; "
+                     f"{keep_to}: fix that line")
+
+
+def _generated_module_path(name: str) -> str:
+    """Where the generated kernel module ``name`` (a file's name, no folder) is: the kernel cache."""
+    from kraftcheck.checker.codegen import cache_dir
+    return str(cache_dir() / name)
 
 
 def _whose_code(file: str) -> str:

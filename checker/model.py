@@ -6,6 +6,7 @@ instead of the state itself; a trace is rebuilt by replaying labels from an init
 
 from __future__ import annotations
 
+import inspect
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -105,6 +106,30 @@ _NOTHING_MEANS = {"action": "the action would silently not fire there",
                   "action constraint": "the step would silently be left out of the search"}
 
 
+# what the kernels and tiers hand each kind of function, after an action's parameters
+_CALLED_WITH = {"action": "s, t", "invariant": "s", "constraint": "s", "transition property": "s, t",
+                "action constraint": "s, t"}
+
+
+def _refuse_arity(kind: str, name: str, fn: Callable[..., Any], params: Sequence[str] = ()) -> None:
+    """Refuse the ``kind`` ``name`` unless ``fn`` can be called as every tier calls it: the state
+    (and the successor), then one argument per declared parameter (``params``, an action's)."""
+    py = python_function(fn)
+    args = _CALLED_WITH[kind].split(", ") + list(params)
+    try:
+        inspect.signature(py).bind(*args)
+    except TypeError as e:
+        code = py.__code__
+        declared = f"; its declared parameters: {', '.join(params) or 'none'}" if kind == "action" else ""
+        raise SpecError(f"{kind} {name} ({code.co_filename}:{code.co_firstlineno}) cannot be called as every tier "
+                        f"calls it, {py.__name__}({', '.join(args)}) ({e}{declared}): an "
+                        f"action takes the state s, the successor t and one argument per Param it declares; an "
+                        f"invariant or a constraint takes s; a transition property or an action constraint s and "
+                        f"t") from None
+    except ValueError:  # no signature to read: what calls it says
+        return
+
+
 def _refuse_returns(kind: str, name: str, fn: Callable[..., Any]) -> None:
     """Refuse the ``kind`` ("action", "invariant"...) ``name`` if its source shows it may return
     nothing or returns a literal that is no bool (``action_returns``): a SpecError saying where."""
@@ -159,6 +184,7 @@ class Model:
         if len(set(names)) != len(names):
             raise SpecError(f"spec {spec.name}: duplicate action names")
         for a in self.actions:
+            _refuse_arity("action", a.name, a.fn, [p.name for p in a.params])
             _refuse_returns("action", a.name, a.fn)
             written = source_writes(a.fn)
             if written is not None:
@@ -212,6 +238,7 @@ class Model:
         for kind, items in (("invariant", self.spec_invariants), ("transition property", self.spec_properties),
                             ("constraint", self.spec_constraints), ("action constraint", self.spec_action_constraints)):
             for x in items:
+                _refuse_arity(kind, x.name, x.fn)
                 _refuse_returns(kind, x.name, x.fn)
         #: whether a reachable state with no successor other than itself is a violation
         #: (``deadlock``: None takes the spec's ``check_deadlock``, as TLC's CHECK_DEADLOCK)

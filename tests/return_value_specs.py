@@ -141,3 +141,38 @@ class ConstraintCounts(Counter):
 
     def constraints(self):
         return [Constraint("below_top", below_top)]
+
+
+# ----------------------------------------------------------------------------------------------
+# functions that cannot be called as every tier calls them: refused when the model is built
+
+
+@njit(cache=True)
+def inc_by(s, t, step):
+    if s.x + step > s.top:
+        return False
+    t.x = s.x + step
+    return True
+
+
+class UndeclaredParameter(Counter):
+    """An action taking a parameter its Action does not declare."""
+
+    name = "undeclared_parameter"
+
+    def actions(self):
+        return [Action("IncBy", inc_by)]
+
+
+@njit(cache=True)
+def x_never_drops(s, t):
+    return t.x >= s.x
+
+
+class StepAsInvariant(Counter):
+    """A transition property (s, t) declared as an invariant."""
+
+    name = "step_as_invariant"
+
+    def invariants(self):
+        return [Invariant("x_never_drops", x_never_drops)]

@@ -1,0 +1,85 @@
+"""Who is at fault when a spec's function cannot be called as the kernels call it: the spec, when
+its function's parameters do not fit what every tier hands it (refused when the model is built);
+kraftcheck, when numba cannot bind a call a kernel module it generated makes, which numba's
+message places by its arguments only (compile.compile_error)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+
+import numba
+import pytest
+
+import return_value_specs as specs
+from kraftcheck.checker.compile import compile_error
+from kraftcheck.checker.errors import KraftcheckBug, SpecError
+from kraftcheck.checker.model import Model
+
+SPECS_FILE = inspect.getsourcefile(specs)
+
+
+@pytest.mark.parametrize("cls, said", [
+    (specs.UndeclaredParameter, "action IncBy ({file}:{line}) cannot be called as every tier calls it, inc_by(s, t) "
+                                "(missing a required argument: 'step'; its declared parameters: none): an action takes "
+                                "the state s, the successor t and one argument per Param it declares"),
+    (specs.StepAsInvariant, "invariant x_never_drops ({file}:{line}) cannot be called as every tier calls it, "
+                            "x_never_drops(s) (missing a required argument: 't'): "),
+])
+def test_a_function_whose_parameters_do_not_fit_its_calls_is_refused_when_the_model_is_built(cls, said):
+    fn = specs.inc_by if cls is specs.UndeclaredParameter else specs.x_never_drops
+    with pytest.raises(SpecError) as e:
+        Model(cls(cls.Params()))
+    assert said.format(file=SPECS_FILE, line=fn.py_func.__code__.co_firstlineno) in str(e.value)
+
+
+CALLER = '''
+from numba import njit
+
+
+def two(a, b):
+    return a + b
+
+
+inlined_two = njit(inline="always")(two)
+
+
+@njit
+def kernel(a):
+    return inlined_two(a)
+'''
+
+
+def _unbindable_call(directory, name: str) -> numba.core.errors.TypingError:
+    """numba's own refusal of an inlined call with an argument missing, made in module ``name``."""
+    path = directory / name
+    path.write_text(CALLER)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(numba.core.errors.TypingError) as e:
+        module.kernel(1)
+    assert "Cannot bind" in str(e.value) and 'File "' not in str(e.value)  # what this test is about
+    return e.value
+
+
+def test_an_unbindable_call_in_a_generated_kernel_module_is_kraftcheck_s_bug(tmp_path, monkeypatch):
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    from kraftcheck.checker.codegen import cache_dir
+    name = "kc_counter_action_Inc_0123456789abcdef0123.py"  # a generated module's name
+    error = compile_error("counter", _unbindable_call(tmp_path, name))
+    assert isinstance(error, KraftcheckBug)
+    assert re.match(rf"kraftcheck's own kernel code failed to compile at {re.escape(str(cache_dir() / name))}:\d+ \(a "
+                    r"kernel module kraftcheck generated\), compiling the kernels of spec counter: Cannot bind", str(error))
+    assert "this is a bug of kraftcheck's, not of the spec (no verdict): please report it" in str(error)
+
+
+def test_an_unbindable_call_elsewhere_says_whose_it_is_cannot_be_told(tmp_path):
+    error = compile_error("counter", _unbindable_call(tmp_path, "helpers_of_mine.py"))
+    assert type(error) is SpecError
+    assert re.search(r"; numba names only where the arguments of a call it could not bind come from, "
+                     r"helpers_of_mine\.py:\d+ \(no folder\), so whose code it is cannot be told \(no verdict\): a "
+                     r"spec's functions keep to what both tiers run", str(error))
+    assert "if the spec's do, it is kraftcheck's bug: please report it" in str(error)
+    assert "fix that line" not in str(error)
