@@ -21,8 +21,9 @@ same way, a few calls deep; a function or lambda defined in a body makes it give
   ``t.f[b] + 1``, a test), whatever ``x``: not a write (nothing keeps the value to write through);
 * ``t.f`` read otherwise (an array handed to a call, aliased, ``len(t.f)``): all of ``f``, since
   what receives the array may write it;
-* ``h(..., t, ...)``, ``t`` bare and positional, ``h`` a function of the module: what ``h``
-  writes through that parameter, an element counting as its whole field.
+* ``h(..., t, ...)``, ``t`` bare and positional, ``h`` a function of the module (not a name the
+  body binds, a parameter or a variable, which may hold another function): what ``h`` writes
+  through that parameter, an element counting as its whole field.
 
 Anything else that names ``t`` (handing it by keyword or to something not a module's function,
 reassigning it, an attribute that is not a field) means unknown. ``tests/test_writes.py`` checks the claims against what every
@@ -124,6 +125,7 @@ def _read_use(fn: Callable, fields: Sequence[Field], param_counts: Optional[Sequ
     assigned |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
     if successor in assigned:
         return None
+    local = _local_names(func)
     integers = _range_loop_variables(func) | (set(params) - assigned)
     parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
     whole: set[str] = set()
@@ -134,7 +136,8 @@ def _read_use(fn: Callable, fields: Sequence[Field], param_counts: Optional[Sequ
         attr = parents.get(node)
         if isinstance(attr, ast.Call) and node in attr.args and isinstance(attr.func, ast.Name):
             # ``t`` handed on, bare and positional, to a helper of the module: read the helper
-            helper = getattr(py, "__globals__", {}).get(attr.func.id)
+            # (a name the body binds calls what it holds, not the module's function of that name)
+            helper = None if attr.func.id in local else getattr(py, "__globals__", {}).get(attr.func.id)
             if helper is None or not callable(helper):
                 return None
             inner = _use(helper, fields, None, attr.args.index(node), stack + (py,), helpers)
@@ -191,6 +194,14 @@ def _parsed(py: Callable) -> Optional[ast.FunctionDef]:
     return func
 
 
+def _local_names(func: ast.FunctionDef) -> set[str]:
+    """The names ``func`` binds, its parameters and what its body assigns: a call through one of
+    them calls what it holds (numba compiles a function held in a variable or handed as an
+    argument), not the module's function that may bear the same name."""
+    return ({a.arg for a in func.args.args}
+            | {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)})
+
+
 def _range_loop_variables(func: ast.FunctionDef) -> set[str]:
     """Names assigned only as the target of ``for name in range(...)``: integers."""
     targets = [n.target for n in ast.walk(func)
@@ -237,6 +248,7 @@ def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: i
         return True
     py = getattr(fn, "py_func", fn)  # its module's globals name the helpers it calls
     successor = func.args.args[successor_index].arg
+    local = _local_names(func)
 
     def mentions(node: ast.AST) -> int:
         return sum(isinstance(n, ast.Name) and n.id == successor for n in ast.walk(node))
@@ -246,7 +258,7 @@ def may_decline_after_touching(fn: Callable, successor_index: int = 1, _depth: i
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
             return False
         at = [k for k, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == successor]
-        if len(at) != 1 or mentions(node) != 1 or _depth >= 4:
+        if len(at) != 1 or mentions(node) != 1 or _depth >= 4 or node.func.id in local:
             return False
         helper = getattr(py, "__globals__", {}).get(node.func.id)
         return helper is not None and not may_decline_after_touching(helper, at[0], _depth + 1)
@@ -320,6 +332,7 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
     if func is None or _depth > HELPER_DEPTH or len(func.args.args) <= source_index:
         return None
     source = func.args.args[source_index].arg
+    local = _local_names(func)
 
     def field_of(target: ast.expr) -> Optional[str]:
         while isinstance(target, ast.Subscript):
@@ -339,7 +352,7 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
                 name = field_of(part)
                 if name is not None:
                     return (name, *source_line(fn, node))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local:
             for k, arg in enumerate(node.args):
                 if isinstance(arg, ast.Name) and arg.id == source:
                     helper = getattr(py, "__globals__", {}).get(node.func.id)
