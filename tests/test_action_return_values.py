@@ -122,6 +122,24 @@ def test_a_typing_marker_that_did_not_check_return_types_is_not_trusted(tmp_path
         type_spec_once(model, shapes)
 
 
+def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, monkeypatch):
+    """A read-only cache holding the run's kernels is used as it is: the acceptance stays in this
+    process, and nothing is written there."""
+    from pathlib import Path
+
+    from kraftcheck.checker import codegen
+    from kraftcheck.checker.compile import typed_marker_path
+    from kraftcheck.checker.explore.compiled import kernel_shapes
+    from kraftcheck.checker.explore.tiers import TypingVerdicts
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    shapes = kernel_shapes(_model(specs.Counter))
+    monkeypatch.setitem(codegen._cache_problems, Path(shapes.module_path).parent, "Read-only file system")
+    verdicts = TypingVerdicts()
+    verdicts.remember(shapes)
+    assert verdicts.accepted(shapes) and not TypingVerdicts().accepted(shapes)
+    assert not typed_marker_path(shapes.module_path).exists()
+
+
 def test_trace_stepping_refuses_it_interpreted_and_compiled():
     from kraftcheck.traces.stepping import Stepper
     model = _model(specs.GivesAPair)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numba
 
 from kraftcheck.checker.bytecode import Untranslatable
-from kraftcheck.checker.codegen import uses_layout_table
+from kraftcheck.checker.codegen import kernel_cache_problem, uses_layout_table
 from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
                                         typed_marker_path)
 from kraftcheck.checker.errors import KraftcheckError, SpecError, UsageError
@@ -66,8 +67,14 @@ class TypingVerdicts:
             return False
 
     def remember(self, shapes: KernelShapes) -> None:
-        atomic_write(typed_marker_path(shapes.module_path), TYPED_MARKER_TEXT)
         self.module_names.add(shapes.module_name)
+        # a kernel cache that cannot be written is used only as it is (when it holds the run's
+        # kernels): nothing is written there, and a later process types the spec again
+        if kernel_cache_problem(Path(shapes.module_path).parent) is None:
+            try:
+                atomic_write(typed_marker_path(shapes.module_path), TYPED_MARKER_TEXT)
+            except OSError:
+                pass
 
 
 # what a typing marker says: numba's version, and that the return types were checked
