@@ -173,7 +173,7 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
         and not (request.checkpoint or request.resume)
     return Options(max_states=request.max_states, max_depth=request.max_depth, time_limit=request.time_limit,
                    keep_going=keep_going, max_memory=request.max_memory, fingerprints=request.fingerprints,
-                   checkpoint_dir=request.checkpoint or request.resume, resume=bool(request.resume),
+                   compact=request.compact, checkpoint_dir=request.checkpoint or request.resume, resume=bool(request.resume),
                    keep_graph=keep_graph, symmetry=request.symmetry, threads=threads)
 
 

@@ -87,6 +87,7 @@ class CheckRequest:
     compile: str = _option("--compile", "background")
     spark: SparkSettings = SparkSettings()
     fingerprints: bool = _option("--fingerprints", False)
+    compact: bool = _option("--compact", False)
     symmetry: bool = _option("--symmetry", False)
     checkpoint: Optional[str] = _option("--checkpoint")
     resume: Optional[str] = _option("--resume")
@@ -139,6 +140,8 @@ class CheckRequest:
             from kraftcheck.checker.explore.checkpoint import check_resume_dir
             check_resume_dir(self.resume)  # a mistyped path: refused before any work, and nothing created
         check_output_dir(self.checkpoint or self.resume, "--checkpoint" if self.checkpoint else "--resume")
+        if self.compact:
+            self._check_compact()
         if self.symmetry and self.engine == "spark":
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
         if self.symmetry and self.graph_analyses:
@@ -150,7 +153,8 @@ class CheckRequest:
         """The exhaustive search's options that mean nothing for random behaviours."""
         if self.engine != "engine":
             raise UsageError(f"--simulate runs on the compiled engine, not --engine {self.engine}")
-        for flag, given in (("--fingerprints", self.fingerprints), ("--symmetry", self.symmetry),
+        for flag, given in (("--fingerprints", self.fingerprints), ("--compact", self.compact),
+                            ("--symmetry", self.symmetry),
                             ("--checkpoint", self.checkpoint), ("--resume", self.resume)):
             if given:
                 raise UsageError(f"{flag} is an option of the exhaustive search; --simulate keeps no visited states")
@@ -163,6 +167,18 @@ class CheckRequest:
         if self.graph_analyses:
             raise UsageError("--availability, --liveness and --dump-graph need every state; --simulate explores "
                              "random behaviours")
+
+    def _check_compact(self) -> None:
+        """--compact is one of the compiled engine's visited sets: the others are refused with it."""
+        if self.engine != "engine":
+            raise UsageError(f"--compact is a visited set of the compiled engine; --engine {self.engine} keeps "
+                             "its own: give one of them")
+        if self.fingerprints:
+            raise UsageError("--compact keeps every state exactly in fewer bytes, --fingerprints keeps 64-bit "
+                             "fingerprints only: give one of them")
+        if self.graph_analyses:
+            raise UsageError("--availability, --liveness and --dump-graph record the state graph, whose set numbers "
+                             "every state; --compact keeps another set: leave it out")
 
     def _check_spark(self) -> None:
         given = self.spark.given()

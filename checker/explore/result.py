@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.limits import check_count, check_number
 from kraftcheck.checker.model import Model
 
@@ -22,6 +22,7 @@ class Options:
     max_memory: Optional[int] = None   # stop (incomplete) once the process uses more bytes than this
     keep_going: bool = False           # --continue: find the shortest violation of each check
     fingerprints: bool = False         # --fingerprints: keep 64-bit fingerprints, not whole states
+    compact: bool = False              # --compact: keep states tree-compressed (exact, fewer bytes)
     checkpoint_dir: Optional[str] = None  # --checkpoint / --resume: levels on disk there, resumable
     resume: bool = False               # continue the run whose checkpoint is in checkpoint_dir
     keep_graph: bool = False           # also keep every transition, for the graph analyses (engine only; needs keep_going)
@@ -35,6 +36,10 @@ class Options:
         check_number("time_limit", self.time_limit, "seconds")
         check_count("max_memory", self.max_memory)
         check_count("threads", self.threads)
+        if self.compact and (self.fingerprints or self.keep_graph):
+            other = "--fingerprints" if self.fingerprints else "recording the state graph"
+            raise UsageError(f"--compact keeps every state exactly in fewer bytes; {other} keeps another set: "
+                             "give one of them")
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ it holds; how many bytes; and, resuming a checkpoint, to be rebuilt from the sta
 checkpoint's levels. A set writes no checkpoint of its own: every state it holds is in the run's
 levels, which the checkpoint keeps, so ``restore`` from them is its whole checkpoint.
 
-Three sets answer (``visited_set_for`` chooses): ``VisitedSet``, the packed states themselves
-(exact); ``FingerprintSet``, their 64-bit fingerprints (TLC's, exact up to collisions); and
-``StateIndex``, which also numbers every state and keeps its parent, for recording the state
-graph. The first two also take rows already bucketed by shard (``insert_bucketed``), the path
-of the engine's compiled chunks.
+Four sets answer (``visited_set_for`` chooses): ``VisitedSet``, the packed states themselves
+(exact); ``CompactVisitedSet``, the states tree-compressed (exact: each half of a state interned
+once, a state kept as the pair of its halves' indices, one word); ``FingerprintSet``, their 64-bit
+fingerprints (TLC's, exact up to collisions); and ``StateIndex``, which also numbers every state
+and keeps its parent, for recording the state graph. The first three also take rows already
+bucketed by shard (``insert_bucketed``), the path of the engine's compiled chunks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.kernels.state_index import StateIndex
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
+from kraftcheck.checker.kernels.visited_compact import CompactVisitedSet
 
 
 class VisitedStates(Protocol):
@@ -55,9 +57,11 @@ class ShardedVisitedStates(VisitedStates, Protocol):
 def visited_set_for(options: Options, nwords: int, shard_bits: int) -> Union[ShardedVisitedStates, StateIndex]:
     """The set a run keeps: the numbering index when it records the state graph (which needs
     every state's number, and answers "seen before?" too), fingerprints with ``--fingerprints``,
-    else the packed states."""
+    the tree-compressed states with ``--compact``, else the packed states."""
     if options.keep_graph:
         return StateIndex(nwords)
     if options.fingerprints:
         return FingerprintSet(shard_bits)
+    if options.compact:
+        return CompactVisitedSet(nwords, shard_bits)
     return VisitedSet(nwords, shard_bits)

@@ -70,6 +70,10 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
 @click.option("--fingerprints", is_flag=True,
               help="Keep 64-bit fingerprints of visited states instead of the states (TLC's way, 8 bytes a "
                    "state): exhaustive up to hash collisions, whose probability the report estimates.")
+@click.option("--compact", is_flag=True,
+              help="Keep visited states tree-compressed: each half of a state's words stored once, a state as "
+                   "the pair of its halves' numbers (8 bytes at the table's load). Exact, as the default set; "
+                   "fewer bytes when a model's states share their halves (the Kafka model's do), some more time.")
 @click.option("--symmetry", is_flag=True,
               help="Explore one state per orbit under the spec's symmetry (its sets of interchangeable "
                    "values permuted at once; Kafka: permuted brokers, with --election any); traces stay "
