@@ -267,7 +267,7 @@ class Tiers:
         if self.spec_checked:
             return
         builder = self.builder
-        if builder.failed():
+        if builder.failed() and builder.ready_form() is None:  # else a form compiled: numba accepts the functions
             self._raise_compile_failure()
         if TYPING_VERDICTS.accepted(builder.shapes):  # an earlier run typed it
             self.spec_checked = True
@@ -295,16 +295,15 @@ class Tiers:
         if builder is None:
             return
         if not self.kernels.compiled and (wait or self.clock.elapsed >= self.interpret_budget):
-            if not builder.failed():  # typed while the compile goes on (its failure: raised below)
-                self.confirm_spec_compiles(meanwhile="numba types the spec's functions while the kernels compile")
+            # typed while the compile goes on
+            self.confirm_spec_compiles(meanwhile="numba types the spec's functions while the kernels compile")
             self._wait_for_compile(past_time_limit=wait)
         ready = builder.ready_form()
         using = getattr(self.kernels.module, "__name__", None) if self.kernels.compiled else None
         if ready is not None and ready.module_name != using:
             # compiled kernels explore only a spec whose functions numba has typed: the return
             # types are known there, not from a compile that succeeded (typing_check)
-            if not builder.failed():
-                self.confirm_spec_compiles()
+            self.confirm_spec_compiles()
             # both forms pack states into the same words, so the visited set and the levels
             # carry over from one to the other
             self.kernels = Kernels(self.model, compile_in_process(ready))  # loads from numba's cache
