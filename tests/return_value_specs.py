@@ -176,3 +176,22 @@ class StepAsInvariant(Counter):
 
     def invariants(self):
         return [Invariant("x_never_drops", x_never_drops)]
+
+
+# ----------------------------------------------------------------------------------------------
+# a value that is a bool on every state Python meets, and that numba types as an integer
+
+
+@njit(cache=True)
+def x_not_past_top(s):
+    holds = s.x <= s.top
+    if s.x > s.top + 100:  # never so: Python never returns the integer
+        holds = 5
+    return holds
+
+
+class IntegerOnlyWhereUnreached(Counter):
+    name = "integer_only_where_unreached"
+
+    def invariants(self):
+        return [Invariant("x_not_past_top", x_not_past_top)]

@@ -87,6 +87,15 @@ def test_numba_typing_refuses_a_return_type_that_is_not_boolean(cls, function, f
     assert f"{function} returns a value numba types as {typed} {_defined(fn)}: it must return True " in str(e.value)
 
 
+@pytest.mark.parametrize("compile", ["background", "now"])
+def test_a_value_numba_types_as_an_integer_is_refused_where_python_never_meets_one(compile):
+    """Python's first tiers see only bools here: a run that ends in them answers only once numba's
+    typing has said what the compiled kernels would return; --compile now is refused first."""
+    with pytest.raises(SpecError, match="invariant x_not_past_top returns a value numba types as int64"):
+        Engine(compile=compile).explore(_model(specs.IntegerOnlyWhereUnreached), Options(threads=1))
+    assert Engine(compile="never").explore(_model(specs.IntegerOnlyWhereUnreached), Options()).status == "holds"
+
+
 def test_compiled_kernels_are_refused_before_they_compile(tmp_path, monkeypatch):
     """``--compile now`` and simulation: numba's typing first, nothing compiled."""
     from kraftcheck.checker.explore.simulate import simulate
