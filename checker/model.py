@@ -6,10 +6,13 @@ instead of the state itself; a trace is rebuilt by replaying labels from an init
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, UsageError, spec_raised,
                                       wrote_and_declined)
@@ -96,6 +99,19 @@ def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in py.__code__.co_names and hasattr(value, "py_func"):
             env[name] = python_function(value)
     return clone
+
+
+def python_arithmetic(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, which runs a spec's functions as Python, with numpy's integer division or modulo by
+    zero raising (FloatingPointError, a spec's error like any other): an array field's element is
+    a numpy integer there, and numpy's division by zero gives 0 with a warning where Python's
+    integers, the bytecode and the compiled kernels raise, so a Python tier would explore on and
+    give a verdict the others refuse. numpy's error state is per thread: set around each call."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(divide="raise"):
+            return fn(*args, **kwargs)
+    return run
 
 
 # what a function that gives None, which reads as False, would silently do

@@ -124,6 +124,37 @@ class StartsAtTwo(Faulty):
         yield {"x": 2}
 
 
+@njit(cache=True)
+def divide_by_an_element(s, t):
+    if s.c[0] >= 2:
+        return False
+    t.c[1] = (1 // (1 - s.c[0])) % 2  # by zero where c[0] is 1: an element is a numpy integer in Python
+    t.c[0] = s.c[0] + 1
+    return True
+
+
+class DividesByAnElement(Faulty):
+    name = "divides_by_an_element"
+
+    def fields(self):
+        return [Int("c", 2, (2,))]
+
+    def initial_states(self):
+        yield {}
+
+    def actions(self):
+        return [Action("Step", divide_by_an_element)]
+
+    def invariants(self):
+        return []
+
+    def properties(self):
+        return []
+
+    def constraints(self):
+        return []
+
+
 def _model(fault):
     """Without the constraint unless it is the one that raises: the engine's compiled kernels then
     take their distinct-successor path."""
@@ -156,6 +187,17 @@ def test_the_first_tiers_stop_at_the_spec_error(tier, fault, what):
                                          (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
 def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
     _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), what)
+
+
+@pytest.mark.parametrize("explorer", ["never", "bytecode", "reference"])
+def test_a_division_by_zero_of_an_array_element_stops_every_first_tier(explorer):
+    """An array field's element is a numpy integer in the Python tiers, and numpy divides it by
+    zero as 0 with a warning: the Python tier and the reference explorer said "holds" where the
+    compiled kernels and the bytecode stop with ZeroDivisionError."""
+    model = Model(DividesByAnElement(FaultyParams()))
+    run = ReferenceExplorer() if explorer == "reference" else Engine(compile=explorer)
+    with pytest.raises(SpecRaised, match=r"^action Step raised (ZeroDivisionError|FloatingPointError): .*divi"):
+        run.explore(model, Options(keep_going=True))
 
 
 @pytest.mark.parametrize("explorer", ["never", "bytecode", "reference"])

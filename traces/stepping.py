@@ -13,7 +13,7 @@ from typing import Optional
 from kraftcheck.checker.action_returns import bool_checked
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import state_copier
-from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.model import Model, python_arithmetic, python_function
 
 
 class Stepper:
@@ -31,6 +31,7 @@ class Stepper:
                             for p in model.properties]
         self._copy = state_copier(model.layout)
 
+    @python_arithmetic
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
         """The successor of ``flat`` under ``label``, or None when the action is disabled."""
         if self.compiled:
@@ -47,6 +48,7 @@ class Stepper:
         layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
         return succ
 
+    @python_arithmetic
     def successors(self, flat: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
         """Every (label, successor) of ``flat``; one copy per enabled action, not per label."""
         if self.compiled:
@@ -70,12 +72,14 @@ class Stepper:
                 raise SpecError(f"action {self.model.labels[lab]} changed the successor but returned False")
         return out
 
+    @python_arithmetic
     def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
         if self.compiled:
             return self.model.violated_invariants(flat)
         obj = self.model.layout.to_object(flat)
         return [name for name, fn in self._invariants if not fn(obj)]
 
+    @python_arithmetic
     def violated_properties(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
         if self.compiled:
             return self.model.violated_properties(before, after)

@@ -21,7 +21,7 @@ from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised, wrote_and_declined
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.layout import state_copier
-from kraftcheck.checker.model import Model, python_function
+from kraftcheck.checker.model import Model, python_arithmetic, python_function
 
 
 class InterpretedKernels:
@@ -77,6 +77,7 @@ class InterpretedKernels:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {hi - lo}")
         return hi, out
 
+    @python_arithmetic
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None, out=None,
                    after_part: Optional[Callable[[int, int, int], None]] = None):
         """Every successor of ``words[lo:hi]`` at row ``i * nlabels + label``, as ``Kernels.successors``
@@ -130,6 +131,7 @@ class InterpretedKernels:
             after_part(0, 0, hi - lo)
         return out
 
+    @python_arithmetic
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
         """The successor of ``flat`` under ``label`` (None if disabled), interpreted."""
         fn, values = self.actions[label]
@@ -144,6 +146,7 @@ class InterpretedKernels:
         self.layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
         return succ
 
+    @python_arithmetic
     def violations(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None) -> np.ndarray:
         """Bitmask of violated invariants (bit k = ``model.invariants[k]``) for ``words[lo:hi]``."""
         self._check_batch(words)

@@ -16,7 +16,7 @@ from kraftcheck.checker.explore.run_limits import Clock, limit_reached, stop_at_
 from kraftcheck.checker.errors import KraftcheckError, SpecError, SpecRaised, spec_raised, wrote_and_declined
 from kraftcheck.checker.layout import state_copier
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
-from kraftcheck.checker.model import DEADLOCK, Model, python_function, raising_function
+from kraftcheck.checker.model import DEADLOCK, Model, python_arithmetic, python_function, raising_function
 from kraftcheck.checker.explore.concrete import concrete_trace
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.spec_raised import placed
@@ -28,6 +28,7 @@ class ReferenceExplorer:
 
     name = "reference"
 
+    @python_arithmetic
     def explore(self, model: Model, options: Options = Options(), progress: ProgressFn = no_progress,
                 observer: Optional[RunObserver] = None) -> Result:
         layout = model.layout
