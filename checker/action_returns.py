@@ -1,11 +1,26 @@
-"""Whether an action function always returns a value: a static reading of its source.
+"""What a spec's functions return: a bool, on every path.
 
-An action returns True when it fires and False when it does not. One whose body can end
-without a ``return`` (or that returns None, ``return`` alone included) gives None there, which
-every tier reads as False: the action silently never fires on those states, and a check can then
-hold only because part of the space was never reached. The model refuses such an action when it
-is built. The bytecode tier reads a function's returns the same way (``always_returns``,
-``returns_none``) to know whether it may give None.
+An action returns True when it fires and False when it does not; an invariant, a transition
+property and a constraint return whether they hold. One whose body can end without a ``return``
+(or that returns None, ``return`` alone included) gives None there, which every tier reads as
+False: an action silently never fires on those states, a constraint leaves them out, and a check
+can then hold only because part of the space was never reached. Any other value that is not a
+bool (a tuple, a string) is read by its truth in Python and by whatever numba makes of it in the
+compiled kernels, which need not agree. An integer's truth happens to be read alike by every
+tier, but nothing tells a flag of 0 or 1 from a count returned by mistake (numba types both as an
+integer), and every shipped and test spec returns bools: so an integer is refused too, with the
+fix said (``x != 0``, ``bool(x)``). Python's bool and numpy's (an array element compared) are
+bools. Every such function is held to one:
+
+- the model refuses, when it is built, a function that may return nothing (``returns_nothing``)
+  or returns a literal that is no bool (``returns_no_bool``: ``return (1, 2)``, ``"yes"``, ``1``);
+- the tiers that run the functions as Python check each value (``not_a_bool``, after an identity
+  test against True and False that costs next to nothing; ``bool_checked``);
+- numba's typing of the functions (``typing_check``) refuses one whose return type is not
+  boolean, before compiled kernels explore or a run gives its answer.
+
+The bytecode tier reads a function's returns the same way (``always_returns``, ``returns_none``)
+to know whether it may give None.
 """
 
 from __future__ import annotations
