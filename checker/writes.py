@@ -198,7 +198,11 @@ def _local_names(func: ast.FunctionDef) -> set[str]:
     """The names ``func`` binds, its parameters and what its body assigns: a call through one of
     them calls what it holds (numba compiles a function held in a variable or handed as an
     argument), not the module's function that may bear the same name."""
-    return ({a.arg for a in func.args.args}
+    args = func.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *(a for a in (args.vararg, args.kwarg) if a)]
+    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(func) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names}
+    return ({a.arg for a in params} | imported
             | {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)})
 
 

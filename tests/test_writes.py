@@ -155,6 +155,21 @@ def successor_handed_with_a_function(s, t, p):
     return True
 
 
+def calls_its_keyword_default(x, *, writes_nothing_to=helper):
+    writes_nothing_to(x)  # the keyword-only parameter's function, not the module's of that name
+
+
+def successor_handed_to_a_keyword_default(s, t, p):
+    calls_its_keyword_default(t)
+    return True
+
+
+def successor_handed_to_an_imported_name(s, t, p):
+    from math import floor as writes_nothing_to  # noqa: F401 (a name the body binds by import)
+    writes_nothing_to(t)
+    return True
+
+
 def test_element_writes_by_a_parameter_and_whole_fields_otherwise():
     assert writes_of(element_write) == (Write("n"), Write("e", 0))
     assert writes_of(reads_only_elements_and_scalars) == (Write("flag"),)
@@ -191,13 +206,14 @@ def test_any_other_use_of_the_successor_is_unknown(fn):
     assert writes_of(fn) is None
 
 
-@pytest.mark.parametrize("fn", [local_name_shadows_a_helper, successor_handed_with_a_function])
+@pytest.mark.parametrize("fn", [local_name_shadows_a_helper, successor_handed_with_a_function,
+                                successor_handed_to_a_keyword_default, successor_handed_to_an_imported_name])
 def test_a_call_through_a_local_name_is_unknown(fn):
-    """A function called through a name the body binds (assigned, or a parameter) is not the
-    module's function of that name: reading that one claimed the action wrote nothing while numba
-    called a function that wrote t.n, and the compiled kernels, packing only what the reading
-    claims, lost the write (a small layout's run held where the reference explorer found the
-    invariant violated)."""
+    """A function called through a name the body binds (assigned, imported, or a parameter of any
+    kind) is not the module's function of that name: reading that one claimed the action wrote
+    nothing while numba called a function that wrote t.n, and the compiled kernels, packing only
+    what the reading claims, lost the write (a small layout's run held where the reference
+    explorer found the invariant violated)."""
     assert writes_of(fn) is None
 
 
