@@ -156,7 +156,9 @@ def successor_handed_with_a_function(s, t, p):
 
 
 def calls_its_keyword_default(x, *, writes_nothing_to=helper):
-    writes_nothing_to(x)  # the keyword-only parameter's function, not the module's of that name
+    # the keyword-only parameter's function, not the module's of that name (a function with
+    # parameters other than plain positional ones is not read at all: unknown either way)
+    writes_nothing_to(x)
 
 
 def successor_handed_to_a_keyword_default(s, t, p):
