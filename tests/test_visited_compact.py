@@ -171,3 +171,22 @@ def test_the_command_line_runs_compact(tmp_path):
         reports.append(json.loads((tmp_path / "r.json").read_text()))
     counts = [{k: r[k] for k in ("distinct_states", "states_generated", "depth")} for r in reports]
     assert counts[0]["distinct_states"] > 288 and counts[1] == counts[0]
+
+
+def test_two_threads_fill_the_half_tables_as_one():
+    """Above a few thousand rows each part of a half table is filled by one of two threads: the
+    marks and counts are still Python's set's, batch after batch."""
+    from kraftcheck.checker.kernels.threads import using_threads
+    rng = np.random.default_rng(11)
+    compact, seen = CompactVisitedSet(3, shard_bits=2, initial_shard_cap=4), set()
+    with using_threads(2):
+        for _ in range(4):
+            words = rng.integers(0, 40, (20_000, 3), dtype=np.uint64) * np.uint64(2**40 + 1)
+            is_new = compact.insert(words, fingerprints(words), np.arange(20_000, dtype=np.int64))
+            expected = []
+            for row in map(tuple, words.tolist()):
+                expected.append(row not in seen)
+                seen.add(row)
+            assert is_new.astype(bool).tolist() == expected
+    assert len(compact) == len(seen) and compact.distinct_halves == (len({r[:1] for r in seen}),
+                                                                      len({r[1:] for r in seen}))

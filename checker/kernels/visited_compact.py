@@ -1,8 +1,8 @@
 """The compact exact visited set: tree compression of packed states (Laarman et al., as in LTSmin).
 
 A packed state is split into two halves, its first ``split`` words and the rest. Each half is
-interned in a table of the distinct halves seen so far, which numbers it (a 31-bit index, in the
-order halves first occur). The state itself is kept as the pair of its halves' indices, one
+interned in a table of the distinct halves seen so far, which numbers it (a 31-bit index that
+never changes). The state itself is kept as the pair of its halves' indices, one
 word, in a sharded root table (``visited.VisitedSet`` of one word a state). The map from a state
 to its pair is one to one (a half's index names exactly one half), so the set is exact: no state
 is ever omitted or counted twice, as with the packed states themselves. What it saves is the
@@ -15,9 +15,10 @@ A state of one word is split into its low 32 and high 31 bits.
 
 Threads: the engine gives rows bucketed by the top bits of the state's fingerprint and each
 thread owns whole shards of the root; the two half tables are shared by every shard, so they are
-filled before the root, each by one thread (the two at once), and the root's shards then in
-parallel as ``VisitedSet``'s are. Each half table grows as the root's shards do (Lemire's
-multiply-shift home slots, by 1.15 once it passes 1 GiB), alone.
+filled before the root: each is split in parts by the top bits of the half's fingerprint, and
+each part is filled by one thread; then the root's shards in parallel, as ``VisitedSet``'s are.
+Each part of a half table grows alone, as the root's shards do (Lemire's multiply-shift home
+slots, by 1.15 once the table passes 1 GiB), so growing holds one part or shard twice at most.
 
 The readable reference is Python's ``set`` of the states' words (``tests/test_visited_compact.py``).
 """
@@ -27,14 +28,14 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
-from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step, fingerprints
+from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step
+from kraftcheck.checker.kernels.prefetch import prefetch_row
 from kraftcheck.checker.kernels.threads import run_parts, thread_count
 from kraftcheck.checker.kernels.visited import (COARSE_GROWTH, EMPTY, FINE_GROWTH_FROM_BYTES, GROWTH, MAX_LOAD,
-                                                MAX_SHARD_CAPACITY, VisitedSet, bucket_by_shard, home_slot,
-                                                restore_from, rows_in_use)
+                                                MAX_SHARD_CAPACITY, PREFETCH_DISTANCE, VisitedSet, bucket_by_shard,
+                                                home_slot, restore_from, rows_in_use)
 
 MAX_HALVES = (1 << 31) - 1  # a half's index takes 31 bits, so a pair of them is never all ones
-LOW32 = np.uint64(0xFFFFFFFF)
 # The root holds one word a state: a higher load costs fewer bytes than it costs probes (as for
 # fingerprints), and its bytes are most of the set's.
 ROOT_MAX_LOAD = 0.85
@@ -51,63 +52,110 @@ def half_hash(words, row, lo, hi):
 
 @njit(cache=True, inline="always")
 def _same_half(table, slot, words, row, lo):
-    for k in range(table.shape[1]):
+    for k in range(table.shape[1] - 1):
         if table[slot, k] != words[row, lo + k]:
             return False
     return True
 
 
 @njit(cache=True, inline="always")
-def _intern_one(table, index, count, words, row, lo):
-    """The index of the half ``words[row, lo:lo + table.shape[1]]``; a new half gets ``count``."""
+def _intern_one(table, number, words, row, lo, h):
+    """The index of the half ``words[row, lo:lo + width]`` (fingerprint ``h``) in one part of a
+    half table (a slot: the half's ``width`` words, then its index); a new half gets ``number``."""
     capacity = table.shape[0]
-    slot = home_slot(half_hash(words, row, lo, lo + table.shape[1]), capacity)
+    width = table.shape[1] - 1
+    slot = home_slot(h, capacity)
     while True:
         if table[slot, 0] == EMPTY:
-            for k in range(table.shape[1]):
+            for k in range(width):
                 table[slot, k] = words[row, lo + k]
-            index[slot] = count
-            return count
+            table[slot, width] = number
+            return number
         if _same_half(table, slot, words, row, lo):
-            return int64(index[slot])
+            return int64(table[slot, width])
         slot += 1
         if slot == capacity:
             slot = 0
 
 
-@njit(cache=True, nogil=True)
-def intern_halves(table, index, count, words, lo, order, first, last, out):
-    """Intern the half ``words[r, lo:lo + table.shape[1]]`` of each row r of ``order[first:last]``
-    (rows may repeat); ``out[r]`` its index. Returns the number of halves held afterwards (the new
-    ones numbered from ``count`` on, in row order). The table has room for every row's half."""
+@njit(cache=True)
+def mark_rows(order, first, last, given):
+    """``given[r] = 1`` for each row r of ``order[first:last]``."""
     for j in range(first, last):
-        r = order[j]
-        i = _intern_one(table, index, count, words, r, lo)
-        if i == count:
-            count += 1
-        out[r] = i
-    return count
+        given[order[j]] = 1
+
+
+@njit(cache=True)
+def half_hashes(words, given, split, part_bits, left_hashes, right_hashes, part_rows):
+    """For each given row r, in row order (the words read in order): the fingerprints of its
+    halves ``words[r, :split]`` and ``words[r, split:]``; ``part_rows[h, p]`` counts the given
+    rows whose half h falls in part p of its table (the top ``part_bits`` of its fingerprint)."""
+    shift = uint64(64 - part_bits)
+    nwords = words.shape[1]
+    for r in range(given.shape[0]):
+        if given[r]:
+            a = half_hash(words, r, 0, split)
+            b = half_hash(words, r, split, nwords)
+            left_hashes[r], right_hashes[r] = a, b
+            part_rows[0, int64(a >> shift)] += 1
+            part_rows[1, int64(b >> shift)] += 1
 
 
 @njit(cache=True, nogil=True)
-def rehash_halves(old, old_index, new, new_index):
+def intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes, given, out):
+    """Intern the half at ``words[r, lo:]`` of each given row r, in row order, in the part of
+    the half table ``tables`` (one table a part; a slot: the half's words, then its index) its
+    fingerprint's top ``part_bits`` choose, for the parts p with p % threads == thread (this
+    thread's: no other writes them). ``out[r]``: the half's index, its part's own number for it
+    times the number of parts plus the part; a new half in part p gets the number ``counts[p]``,
+    which then grows by one. Every part has room for every given row's half. The home slot of
+    the given row PREFETCH_DISTANCE ahead is prefetched."""
+    nparts = len(tables)
+    shift = uint64(64 - part_bits)
+    n = given.shape[0]
+    ahead = 0  # the row whose home slot is prefetched next
+    pending = 0  # given rows prefetched and not yet interned
+    for r in range(n):
+        while pending < PREFETCH_DISTANCE and ahead < n:
+            if given[ahead]:
+                p = int64(hashes[ahead] >> shift)
+                if p % threads == thread:
+                    prefetch_row(tables[p], home_slot(hashes[ahead], tables[p].shape[0]))
+                    pending += 1
+            ahead += 1
+        if not given[r]:
+            continue
+        p = int64(hashes[r] >> shift)
+        if p % threads != thread:
+            continue
+        pending -= 1
+        number = counts[p] * nparts + p
+        i = _intern_one(tables[p], number, words, r, lo, hashes[r])
+        if i == number:
+            counts[p] += 1
+        out[r] = i
+
+
+@njit(cache=True, nogil=True)
+def rehash_halves(old, new):
     """Move every half of ``old`` (with its index) into the larger ``new``."""
+    width = old.shape[1] - 1
     for j in range(old.shape[0]):
         if old[j, 0] != EMPTY:
-            i = _intern_one(new, new_index, old_index[j], old, j, 0)
-            if i != old_index[j]:
+            number = int64(old[j, width])
+            if _intern_one(new, number, old, j, 0, half_hash(old, j, 0, width)) != number:
                 raise RuntimeError("internal: a half table holds a half twice")
 
 
-@njit(cache=True, nogil=True)
-def pair_keys(left, right, order, first, last, keys, key_hashes):
-    """A state's key, its halves' indices as one word (left's high), and the key's fingerprint
-    (which places it in the root's shard table), for each row of ``order[first:last]``."""
-    for j in range(first, last):
-        r = order[j]
-        key = (uint64(left[r]) << uint64(32)) | uint64(right[r])
-        keys[r, 0] = key
-        key_hashes[r] = fingerprint_step(uint64(GOLDEN), key)
+@njit(cache=True)
+def pair_keys(given, left, right, keys, key_hashes):
+    """A given state's key, its halves' indices as one word (left's high), and the key's
+    fingerprint (which places it in the root's shard table)."""
+    for r in range(given.shape[0]):
+        if given[r]:
+            key = (uint64(left[r]) << uint64(32)) | uint64(right[r])
+            keys[r, 0] = key
+            key_hashes[r] = fingerprint_step(uint64(GOLDEN), key)
 
 
 @njit(cache=True)
@@ -119,41 +167,49 @@ def split_single_words(words, out):
 
 
 class HalfTable:
-    """The distinct halves of width ``nwords`` words: an open-addressing table of the halves with
-    each one's index beside it, grown (alone) before each batch so that the batch fits."""
+    """The distinct halves of width ``nwords`` words, in ``2 ** part_bits`` parts by the top bits
+    of the half's fingerprint: each an open-addressing table of halves, a slot holding the half's
+    words and then its index, grown alone (so growing holds one part twice at most) before a batch so that the
+    batch fits. Parts are filled in parallel, each by one thread."""
 
-    def __init__(self, nwords: int, initial_cap: int = 1 << 10, max_load: float = MAX_LOAD,
+    def __init__(self, nwords: int, part_bits: int = 4, initial_cap: int = 1 << 10, max_load: float = MAX_LOAD,
                  growth: float = GROWTH, fine_growth_from_bytes: int = FINE_GROWTH_FROM_BYTES) -> None:
-        self.nwords = nwords
+        self.nwords, self.part_bits, self.nparts = nwords, part_bits, 1 << part_bits
         self.max_load, self.growth, self.fine_growth_from_bytes = max_load, growth, fine_growth_from_bytes
-        self.table = np.full((initial_cap, nwords), EMPTY, np.uint64)
-        self.index = np.zeros(initial_cap, np.uint32)
-        self.count = 0
+        # a slot: the half's words, then its index (beside it, so that a hit costs one cache line)
+        self.tables = [np.full((initial_cap, nwords + 1), EMPTY, np.uint64) for _ in range(self.nparts)]
+        self.counts = np.zeros(self.nparts, np.int64)  # halves a part holds; its kernel counts new ones on
+        self.max_part_count = (MAX_HALVES + 1) // self.nparts  # a part's numbers times nparts stay 31 bits
+
+    @property
+    def count(self) -> int:
+        return int(self.counts.sum())
 
     @property
     def nbytes(self) -> int:
-        return self.table.nbytes + self.index.nbytes
+        return sum(t.nbytes for t in self.tables)
 
-    def reserve(self, load: int) -> None:
-        """Grow until ``load`` halves fit under the maximum load factor."""
-        if load > MAX_HALVES:
+    def _reserve(self, part: int, load: int) -> None:
+        """Grow part ``part`` until ``load`` halves fit under the maximum load factor."""
+        if load > self.max_part_count:
             raise MemoryError(f"the compact visited set would hold more than {MAX_HALVES} distinct halves")
-        cap = self.table.shape[0]
-        factor = self.growth if self.nbytes >= self.fine_growth_from_bytes else COARSE_GROWTH
+        table = self.tables[part]
+        cap = table.shape[0]
+        fine = table.nbytes * self.nparts >= self.fine_growth_from_bytes  # parts fill evenly
+        factor = self.growth if fine else COARSE_GROWTH
         while load > self.max_load * cap:
             cap = int(cap * factor) + 1
         if cap > MAX_SHARD_CAPACITY:
             raise MemoryError(f"a half table of the visited set would need {cap} slots (at most {MAX_SHARD_CAPACITY})")
-        if cap != self.table.shape[0]:
-            table = np.full((cap, self.nwords), EMPTY, np.uint64)
-            index = np.zeros(cap, np.uint32)
-            rehash_halves(self.table, self.index, table, index)
-            self.table, self.index = table, index
+        if cap != table.shape[0]:
+            new = np.full((cap, self.nwords + 1), EMPTY, np.uint64)
+            rehash_halves(table, new)
+            self.tables[part] = new
 
-    def intern(self, words: np.ndarray, lo: int, order: np.ndarray, first: int, last: int, out: np.ndarray) -> None:
-        """``out[r]``: the index of the half ``words[r, lo:lo + nwords]``, r in ``order[first:last]``."""
-        self.reserve(self.count + (last - first))
-        self.count = intern_halves(self.table, self.index, self.count, words, lo, order, first, last, out)
+    def reserve(self, part_rows: np.ndarray) -> None:
+        """Make room in each part p for ``part_rows[p]`` more halves."""
+        for p in np.flatnonzero(part_rows).tolist():
+            self._reserve(p, self.counts[p] + int(part_rows[p]))
 
 
 class CompactVisitedSet:
@@ -161,7 +217,9 @@ class CompactVisitedSet:
     (``visited_sets.VisitedStates``, exact), with validated calls.
 
     ``split``: the words of a state's first half (default: half its words, rounded down; a state
-    of one word is split into 32 and 31 bits).
+    of one word is split into 32 and 31 bits). The Kafka model's states at ``--records 2`` (3
+    words) share their halves most at the word boundaries so: 33,128 distinct first words and
+    4,769,531 distinct pairs of the last two over its first 60,007,838 states (bench/RESULTS.md).
     """
 
     def __init__(self, nwords: int, shard_bits: int = 6, initial_shard_cap: int = 1 << 10,
@@ -175,15 +233,18 @@ class CompactVisitedSet:
         if not 1 <= self.split < width:
             raise ValueError(f"split must be 1..{width - 1} words for a state of {nwords}")
         self.width = width
-        self.halves = (HalfTable(self.split, initial_shard_cap, fine_growth_from_bytes=fine_growth_from_bytes),
-                       HalfTable(width - self.split, initial_shard_cap, fine_growth_from_bytes=fine_growth_from_bytes))
+        self.halves = tuple(HalfTable(nw, initial_cap=initial_shard_cap, fine_growth_from_bytes=fine_growth_from_bytes)
+                            for nw in (self.split, width - self.split))
         self.root = VisitedSet(1, shard_bits, initial_shard_cap, ROOT_MAX_LOAD, GROWTH,
                                fine_growth_from_bytes=fine_growth_from_bytes)
         self.shard_bits, self.nshards = shard_bits, self.root.nshards
         self._offsets = np.zeros(self.nshards + 1, np.int64)
         self._order = np.empty(0, np.int64)
-        # per row of a call: the halves' indices, the pair key and its fingerprint (reused buffers)
-        self._left = self._right = np.empty(0, np.int64)
+        # per row of a call: each half's fingerprint and index, the pair key and its fingerprint
+        # (buffers reused from call to call)
+        self._given = np.empty(0, np.uint8)
+        self._half_hashes = (np.empty(0, np.uint64), np.empty(0, np.uint64))
+        self._indices = (np.empty(0, np.uint32), np.empty(0, np.uint32))
         self._keys = np.empty((0, 1), np.uint64)
         self._key_hashes = np.empty(0, np.uint64)
         self._split_words = np.empty((0, 2), np.uint64)
@@ -245,24 +306,31 @@ class CompactVisitedSet:
                 self._split_words = np.empty((nrows, 2), np.uint64)
             split_single_words(words, self._split_words[:nrows])
             words = self._split_words[:nrows]
-        if self._left.shape[0] < nrows:
-            size = max(nrows, 2 * self._left.shape[0])
-            self._left, self._right = np.empty(size, np.int64), np.empty(size, np.int64)
+        if self._keys.shape[0] < nrows:
+            size = max(nrows, 2 * self._keys.shape[0])
+            self._given = np.empty(size, np.uint8)
+            self._half_hashes = (np.empty(size, np.uint64), np.empty(size, np.uint64))
+            self._indices = (np.empty(size, np.uint32), np.empty(size, np.uint32))
             self._keys, self._key_hashes = np.empty((size, 1), np.uint64), np.empty(size, np.uint64)
-        # every part's rows, in the engine's order: order[offsets[j, 0]:offsets[j, -1]] for each part j
-        spans = [(int(offsets[j, 0]), int(offsets[j, -1])) for j in range(offsets.shape[0])]
-        left, right, keys, key_hashes = self._left, self._right, self._keys, self._key_hashes
-        halves = ((self.halves[0], 0, left), (self.halves[1], self.split, right))
-        threads = min(2, thread_count()) if sum(b - a for a, b in spans) > 4096 else 1
+        given = self._given[:nrows]
+        given[:] = 0
+        for j in range(offsets.shape[0]):  # part j's rows: order[offsets[j, 0]:offsets[j, -1]]
+            mark_rows(order, offsets[j, 0], offsets[j, -1], given)
+        nparts = self.halves[0].nparts
+        part_rows = np.zeros((2, nparts), np.int64)
+        half_hashes(words, given, self.split, self.halves[0].part_bits, self._half_hashes[0], self._half_hashes[1],
+                    part_rows)
+        for table, rows in zip(self.halves, part_rows):
+            table.reserve(rows)
+        # each part of a half table is filled by one thread (both halves' parts p % threads == t by thread t)
+        threads = min(thread_count(), nparts) if part_rows[0].sum() > 4096 else 1
+        jobs = [(tuple(table.tables), table.counts, table.part_bits, lo, hashes_, out)
+                for table, lo, hashes_, out in zip(self.halves, (0, self.split), self._half_hashes, self._indices)]
 
-        def intern(which: int) -> None:
-            for t in range(which, 2, threads):
-                table, lo, out = halves[t]
-                for a, b in spans:
-                    if b > a:
-                        table.intern(words, lo, order, a, b, out)
+        def intern(thread: int) -> None:
+            for tables, counts, part_bits, lo, hashes_, out in jobs:
+                intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes_, given, out)
 
         run_parts(intern, threads)
-        for a, b in spans:
-            pair_keys(left, right, order, a, b, keys, key_hashes)
-        self.root.insert_bucketed(keys[:nrows], key_hashes, order, offsets, is_new)
+        pair_keys(given, self._indices[0], self._indices[1], self._keys, self._key_hashes)
+        self.root.insert_bucketed(self._keys[:nrows], self._key_hashes, order, offsets, is_new)
