@@ -325,7 +325,7 @@ def source_line(fn: Callable, node: ast.AST, last: bool = False) -> tuple[int, s
 
 def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optional[tuple[str, int, str]]:
     """The first assignment to a field of ``fn``'s source state (its parameter ``source_index``,
-    ``s``), in its own body or a module helper it hands ``s`` to bare and positionally:
+    ``s``), in its own body or a module helper it hands ``s`` to bare (by position or keyword):
     (field, line, file), or None. Only what is surely such a write counts (``s.f = ...``,
     ``s.f[...] = ...``, ``s.f += ...``, also as a tuple target): the kernels read each source
     state from the level's packed words, while the first tiers hand an action the state itself, so
@@ -357,11 +357,18 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
                 if name is not None:
                     return (name, *source_line(fn, node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local:
-            for k, arg in enumerate(node.args):
-                if isinstance(arg, ast.Name) and arg.id == source:
-                    helper = getattr(py, "__globals__", {}).get(node.func.id)
-                    if callable(helper) and getattr(helper, "py_func", helper) is not py:
-                        found = source_writes(helper, k, _depth + 1)
-                        if found is not None:
-                            return found
+            helper = getattr(py, "__globals__", {}).get(node.func.id)
+            if not callable(helper) or getattr(helper, "py_func", helper) is py:
+                continue
+            handed = [k for k, arg in enumerate(node.args) if isinstance(arg, ast.Name) and arg.id == source]
+            by_keyword = [kw.arg for kw in node.keywords
+                          if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id == source]
+            if by_keyword:  # the helper's parameter of that name
+                tree = _flat_function(helper)
+                names = [a.arg for a in tree.args.args] if tree is not None else []
+                handed += [names.index(name) for name in by_keyword if name in names]
+            for k in handed:
+                found = source_writes(helper, k, _depth + 1)
+                if found is not None:
+                    return found
     return None

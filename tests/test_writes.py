@@ -583,6 +583,7 @@ def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_bu
     ("def a(s, t):\n    t.n, s.flag = 1, True\n    return True\n", ("flag", 2)),
     ("def a(s, t):\n    t.n = s.n + 1\n    x = s.grid[0, 0]\n    return x == 0\n", None),
     ("def a(src, t):\n    t.n = src.n\n    return True\n", None),
+    ("def h(src, dst):\n    src.n = 1\n\n\ndef a(s, t):\n    h(dst=t, src=s)\n    return True\n", ("n", 2)),
 ])
 def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
     from kraftcheck.checker.writes import source_writes
