@@ -24,6 +24,7 @@ from kraftcheck.checker.action_returns import (bool_meaning, no_bool_error, not_
 from kraftcheck.checker.writes import source_writes
 
 MAX_LABELS = 65535  # labels are stored as uint16 per state
+MAX_WORDS = 64  # the visited sets' kernels take a packed state of at most this many words
 DEADLOCK = "deadlock"  # the name (and kind) of a deadlock violation
 
 
@@ -193,6 +194,10 @@ class Model:
                  deadlock: bool | None = None) -> None:
         self.spec = spec
         self.layout = Layout(spec_call(spec, "fields"))
+        if self.layout.nwords > MAX_WORDS:
+            raise SpecError(f"spec {spec.name}: a state takes {self.layout.nwords} 64-bit words "
+                            f"({self.layout.state_bits} bits of fields); at most {MAX_WORDS}: give its fields "
+                            "fewer elements or narrower domains")
         self.actions: list[Action] = list(spec_call(spec, "actions"))
         if not self.actions:
             raise SpecError(f"spec {spec.name} declares no actions")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 from numba import njit
 
-from kraftcheck.checker.errors import SpecRaised
+from kraftcheck.checker.errors import SpecError, SpecRaised
 from kraftcheck.checker.explore.engine import Engine
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
@@ -187,6 +187,21 @@ def test_the_first_tiers_stop_at_the_spec_error(tier, fault, what):
                                          (CONSTRAINT, "constraint inside"), (PROPERTY, "transition property forward")])
 def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
     _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), what)
+
+
+class TooWide(Faulty):
+    name = "too_wide"
+
+    def fields(self):
+        return [Int("x", 3, (5000,))]  # 2 bits each: over 64 words
+
+
+def test_a_state_wider_than_the_engine_packs_is_refused_when_the_model_is_built():
+    """The visited sets take states of at most 64 words: a wider layout was a ValueError of the
+    engine's, said as kraftcheck's internal error, once the run had started."""
+    with pytest.raises(SpecError, match=r"^spec too_wide: a state takes \d+ 64-bit words \(\d+ bits of fields\); "
+                                        r"at most 64"):
+        Model(TooWide(FaultyParams()))
 
 
 @pytest.mark.parametrize("explorer", ["never", "bytecode", "reference"])
