@@ -353,6 +353,7 @@ class Model:
             return all(_bool(c.fn(s, t), "action constraint", c) for c in self.action_constraints)
         return True
 
+    @python_arithmetic
     def _constraint_raised(self, before: tuple[int, ...] | None, after: tuple[int, ...],
                            error: Exception) -> SpecRaised:
         """The constraint that raised ``error`` on ``after`` (from ``before``), run again as

@@ -189,6 +189,26 @@ def test_the_reference_explorer_stops_at_the_spec_error(fault, what):
     _assert_stops(lambda: ReferenceExplorer().explore(_model(fault), Options(keep_going=True)), what)
 
 
+@njit(cache=True)
+def divides_in_a_constraint(s):
+    return 1 // (1 - s.c[0]) >= 0
+
+
+class ConstraintDividesByAnElement(DividesByAnElement):
+    name = "constraint_divides_by_an_element"
+
+    def constraints(self):
+        return [Constraint("inside", divides_in_a_constraint)]
+
+
+def test_a_constraint_the_compiled_code_found_dividing_by_zero_is_found_again_in_python():
+    """The compiled constraint raises ZeroDivisionError with no line; run again as Python to name
+    it, numpy's division by zero of an element gave 0, and the error said none raised there."""
+    model = Model(ConstraintDividesByAnElement(FaultyParams()))
+    with pytest.raises(SpecRaised, match=r"^constraint inside raised FloatingPointError: divide by zero"):
+        model.in_model(None, (1, 0))
+
+
 class TooWide(Faulty):
     name = "too_wide"
 
