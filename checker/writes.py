@@ -323,11 +323,16 @@ def source_line(fn: Callable, node: ast.AST, last: bool = False) -> tuple[int, s
     return code.co_firstlineno + line - 1, code.co_filename
 
 
+# numpy's array methods that change the array they are called on
+_IN_PLACE = ("fill", "sort", "partition", "put", "itemset", "resize")
+
+
 def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optional[tuple[str, int, str]]:
     """The first assignment to a field of ``fn``'s source state (its parameter ``source_index``,
     ``s``), in its own body or a module helper it hands ``s`` to bare (by position or keyword):
     (field, line, file), or None. Only what is surely such a write counts (``s.f = ...``,
-    ``s.f[...] = ...``, ``s.f += ...``, also as a tuple target): the kernels read each source
+    ``s.f[...] = ...``, ``s.f += ...``, also as a tuple target, and a field changed in place by
+    one of numpy's methods, ``s.f.fill(0)``, ``np.copyto(s.f, ...)``, ``out=s.f``): the kernels read each source
     state from the level's packed words, while the first tiers hand an action the state itself, so
     a spec that writes ``s`` would be explored differently by each. A view of ``s`` aliased and
     written through is not seen."""
@@ -351,6 +356,12 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optio
             targets = list(node.targets)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
+        if isinstance(node, ast.Call):  # an array changed in place: s.f.fill(0), np.copyto(s.f, ...), out=s.f
+            changed = [node.func.value] if isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE else []
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "copyto" and node.args:
+                changed.append(node.args[0])
+            changed += [kw.value for kw in node.keywords if kw.arg == "out"]
+            targets += changed
         for target in targets:
             for part in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
                 name = field_of(part)

@@ -584,6 +584,10 @@ def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_bu
     ("def a(s, t):\n    t.n = s.n + 1\n    x = s.grid[0, 0]\n    return x == 0\n", None),
     ("def a(src, t):\n    t.n = src.n\n    return True\n", None),
     ("def h(src, dst):\n    src.n = 1\n\n\ndef a(s, t):\n    h(dst=t, src=s)\n    return True\n", ("n", 2)),
+    ("def a(s, t, i):\n    s.grid[i].fill(0)\n    return True\n", ("grid", 2)),
+    ("import numpy as np\ndef a(s, t):\n    np.add(s.e, 1, out=s.e)\n    return True\n", ("e", 3)),
+    ("import numpy as np\ndef a(s, t):\n    np.copyto(s.e, t.e)\n    return True\n", ("e", 3)),
+    ("def a(s, t):\n    t.e.sort()\n    x = s.e.copy()\n    x.sort()\n    return True\n", None),
 ])
 def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
     from kraftcheck.checker.writes import source_writes
