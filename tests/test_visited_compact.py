@@ -141,17 +141,18 @@ def test_compact_runs_count_as_exact_runs(name, params, options, monkeypatch):
     assert held[0] >= compact.distinct_states
 
 
-def test_a_compact_run_resumes_from_its_checkpoint(tmp_path):
+@pytest.mark.parametrize("stopped_compact, resumed_compact", [(True, True), (True, False), (False, True)])
+def test_a_compact_run_resumes_from_its_checkpoint(tmp_path, stopped_compact, resumed_compact):
     """The set is rebuilt from the checkpoint's levels (``restore``) and the run ends as an
-    uninterrupted one."""
+    uninterrupted one; a checkpoint holds levels, not the set, so either set resumes it."""
     cls = spec_class("two_phase")
     model = lambda: Model(cls(cls.Params(rm=6)))  # noqa: E731
     full = Engine().explore(model(), Options(keep_going=True))
     stopped = Engine().explore(model(), Options(keep_going=True, max_depth=9, checkpoint_dir=str(tmp_path),
-                                                compact=True))
+                                                compact=stopped_compact))
     assert stopped.status == "incomplete"
     resumed = Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True,
-                                                compact=True))
+                                                compact=resumed_compact))
     assert resumed.resumed_from_level == 9
     assert _summary(resumed) == _summary(full)
 
