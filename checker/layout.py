@@ -161,13 +161,18 @@ class Layout:
         arr[:] = items
         return arr.reshape(f.shape).tolist()
 
-    def to_object(self, flat: tuple[int, ...]) -> "State":
+    def to_object(self, flat: tuple[int, ...], read_only: bool = False) -> "State":
         """A mutable Python state for the interpreted tier, the reference explorer and trace
         stepping: scalar fields as ints, array fields as numpy int64 arrays of their shape (views
         of one buffer), so that a spec's function reads and writes them as it does a compiled
         structured state's: ``s.g[i, j]``, ``s.g[i][j]``, slices, ``.shape``, numpy's array methods
-        (``s.c.sum()``, ``.any()``, ``.copy()``) and operators."""
+        (``s.c.sum()``, ``.any()``, ``.copy()``) and operators. ``read_only``: its arrays cannot be
+        written (numpy's ValueError), nor any view of them, though a copy can (``state_copier``):
+        the source state ``s`` handed to a spec's function, which a write through a view of a
+        field would change unseen."""
         buf = np.array(flat, np.int64)
+        if read_only:
+            buf.flags.writeable = False
         state = State()
         d = state.__dict__
         for name, pos in self._scalars:

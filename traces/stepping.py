@@ -38,7 +38,7 @@ class Stepper:
             return self.model.step(flat, label)
         layout = self.model.layout
         fn, values = self._actions[label]
-        before = layout.to_object(flat)
+        before = layout.to_object(flat, read_only=True)
         after = self._copy(before)
         if not fn(before, after, *values):
             if layout.from_object(after) != tuple(flat):
@@ -59,7 +59,7 @@ class Stepper:
                     out.append((lab, succ))
             return out
         layout = self.model.layout
-        before = layout.to_object(flat)
+        before = layout.to_object(flat, read_only=True)
         after = self._copy(before)
         out = []
         for lab, (fn, values) in enumerate(self._actions):
@@ -76,7 +76,7 @@ class Stepper:
     def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:
         if self.compiled:
             return self.model.violated_invariants(flat)
-        obj = self.model.layout.to_object(flat)
+        obj = self.model.layout.to_object(flat, read_only=True)
         return [name for name, fn in self._invariants if not fn(obj)]
 
     @python_arithmetic
@@ -84,5 +84,5 @@ class Stepper:
         if self.compiled:
             return self.model.violated_properties(before, after)
         layout = self.model.layout
-        b, a = layout.to_object(before), layout.to_object(after)
+        b, a = layout.to_object(before, read_only=True), layout.to_object(after, read_only=True)
         return [name for name, fn in self._properties if not fn(b, a)]

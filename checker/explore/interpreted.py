@@ -89,7 +89,7 @@ class InterpretedKernels:
         try:
             for i in range(hi - lo):
                 source = layout.unpack(words[lo + i].tolist())
-                before = layout.to_object(source)
+                before = layout.to_object(source, read_only=True)
                 after = copy(before)  # reused while actions are disabled: they must not touch it
                 for label, (fn, values) in enumerate(self.actions):
                     k = -1
@@ -135,7 +135,7 @@ class InterpretedKernels:
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
         """The successor of ``flat`` under ``label`` (None if disabled), interpreted."""
         fn, values = self.actions[label]
-        before = self.layout.to_object(flat)
+        before = self.layout.to_object(flat, read_only=True)
         after = self.copy(before)
         fires = fn(before, after, *values)
         if fires is not True and fires is not False:
@@ -157,7 +157,7 @@ class InterpretedKernels:
         k = j = 0
         try:
             for j in range(hi - lo):
-                state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()))
+                state = self.layout.to_object(self.layout.unpack(words[lo + j].tolist()), read_only=True)
                 mask = 0
                 for k, inv in enumerate(self.invariants):
                     holds = inv(state)

@@ -79,7 +79,7 @@ class ReferenceExplorer:
 
         def step(flat: tuple[int, ...], lab: int):
             fn, values = actions[lab]
-            before = layout.to_object(flat)
+            before = layout.to_object(flat, read_only=True)
             after = copy_state(before)
             return layout.from_object(after) if fn(before, after, *values) else None
 
@@ -176,7 +176,7 @@ class ReferenceExplorer:
                 for position, i in enumerate(frontier):
                     raise_if_stop_requested()
                     source = states[i]
-                    before = layout.to_object(source)
+                    before = layout.to_object(source, read_only=True)
                     pristine = copy_state(before)  # what an action that does not fire leaves
                     moved = False  # a successor other than the state itself (else: a deadlock)
                     for lab, (fn, values) in enumerate(actions):
