@@ -564,6 +564,23 @@ def test_a_write_the_reading_missed_stops_the_run_with_no_verdict(monkeypatch):
         Engine(compile="now").explore(model, Options(keep_going=True))
 
 
+@pytest.mark.parametrize("explorer", ["reference", "never", "bytecode"])
+def test_a_write_through_a_view_of_the_source_state_stops_the_python_tiers(explorer):
+    """The model's build cannot see ``cells = s.x; cells[7] = 1``: the Python tiers hand ``s``
+    read-only, so the write raises there (each of them said "holds" before)."""
+    import large_layout_specs
+
+    from kraftcheck.checker.errors import SpecRaised
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    cls = large_layout_specs.WritesItsSourceThroughAView
+    run = ReferenceExplorer() if explorer == "reference" else Engine(compile=explorer)
+    with pytest.raises(SpecRaised, match=r"^action Inc.* raised ValueError: assignment destination is read-only"):
+        run.explore(Model(cls(cls.Params())), Options(keep_going=True))
+
+
 def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_built():
     """The kernels read a source state from the level's packed words, the first tiers hand the
     action the state itself: a spec that writes ``s`` would be explored differently by each, so
