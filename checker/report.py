@@ -52,6 +52,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "first_tier": result.first_tier,
         "first_tier_python_because": result.first_tier_python_because,
         "fingerprints": result.fingerprints,
+        "compact": result.compact,
         "collision_probability": result.collision_probability,
         "symmetry": result.symmetry,
         "checkpoint_dir": result.checkpoint_dir,

@@ -18,8 +18,9 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
           max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
-          fingerprints: bool = False, symmetry: bool = False, constraints: Optional[Sequence[str]] = None,
-          deadlock: Optional[bool] = None, threads: Optional[int] = None, **params: Any) -> Result:
+          fingerprints: bool = False, compact: bool = False, symmetry: bool = False,
+          constraints: Optional[Sequence[str]] = None, deadlock: Optional[bool] = None, threads: Optional[int] = None,
+          **params: Any) -> Result:
     """Explore ``spec`` with parameters ``params`` and return the Result.
 
     ``result.status`` is ``holds``, ``violated`` or ``incomplete``; counts are TLC's. With
@@ -27,14 +28,15 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     (``violation.trace_file``), as ``kraftcheck check`` does; one the disk refuses is named in
     ``result.unwritten`` instead. ``constraints``: the names of the state and action constraints
     to apply (default all the spec declares); ``deadlock``: check for deadlocks (default: the
-    spec's ``check_deadlock``, on unless it declares otherwise). ``threads``: worker threads
+    spec's ``check_deadlock``, on unless it declares otherwise). ``compact``: keep the visited
+    states tree-compressed (``--compact``: exact, in fewer bytes). ``threads``: worker threads
     (default ``KRAFTCHECK_THREADS``, else every usable CPU).
     """
     return run(CheckRequest(spec, params, invariants=tuple(invariants or ()), keep_going=keep_going,
                             constraints=None if constraints is None else tuple(constraints), deadlock=deadlock,
                             max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                             max_memory_gib=max_memory_gib, engine=engine, compile=compile,
-                            fingerprints=fingerprints, symmetry=symmetry, threads=threads,
+                            fingerprints=fingerprints, compact=compact, symmetry=symmetry, threads=threads,
                             trace_dir=None if trace_dir is None else str(trace_dir)), progress)
 
 

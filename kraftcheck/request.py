@@ -207,7 +207,7 @@ class CheckRequest:
         return {"invariants": list(self.invariants), "continue": keep_going, "max_states": self.max_states,
                 "max_depth": self.max_depth, "time_limit": self.time_limit, "max_memory_bytes": self.max_memory,
                 "engine": self.engine, "compile": self.compile, "fingerprints": self.fingerprints,
-                "checkpoint": self.checkpoint, "resume": self.resume, "symmetry": self.symmetry,
+                "compact": self.compact, "checkpoint": self.checkpoint, "resume": self.resume, "symmetry": self.symmetry,
                 "constraints": constraints, "deadlock": deadlock}
 
     def command_arguments(self) -> list[str]:

@@ -172,6 +172,16 @@ def test_the_command_line_runs_compact(tmp_path):
         reports.append(json.loads((tmp_path / "r.json").read_text()))
     counts = [{k: r[k] for k in ("distinct_states", "states_generated", "depth")} for r in reports]
     assert counts[0]["distinct_states"] > 288 and counts[1] == counts[0]
+    # the report says which set counted them, in its options and its result
+    assert [(r["options"]["compact"], r["compact"]) for r in reports] == [(False, False), (True, True)]
+
+
+def test_the_python_api_takes_compact():
+    from kraftcheck import api
+
+    plain, compact = (api.check("two_phase", rm=4, compact=c) for c in (False, True))
+    assert (compact.compact, plain.compact) == (True, False)
+    assert (compact.distinct_states, compact.states_generated) == (plain.distinct_states, plain.states_generated)
 
 
 def test_two_threads_fill_the_half_tables_as_one():

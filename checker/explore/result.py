@@ -146,6 +146,7 @@ class Result:
     compiled_in_background: bool = False  # compile_s ran beside the exploration
     compile_continues: bool = False  # the run ended first and left the background compile to finish
     fingerprints: bool = False  # visited states kept as fingerprints: exhaustive up to collisions
+    compact: bool = False  # visited states kept tree-compressed (--compact): exact, as the packed states
     collision_probability: Optional[dict[str, float]] = None  # TLC's two estimates, with fingerprints
     checkpoint_dir: Optional[str] = None  # where the run's levels and checkpoint are
     graph: Any = None  # with Options.keep_graph and a complete run: the CompiledGraph (analyses/state_graph.py)
@@ -184,7 +185,7 @@ class Result:
             self.fired = [int(x) for x in fired]
         if new_states is not None:
             self.new_states = [int(x) for x in new_states]
-        self.fingerprints, self.symmetry = options.fingerprints, options.symmetry
+        self.fingerprints, self.symmetry, self.compact = options.fingerprints, options.symmetry, options.compact
         if options.fingerprints:
             self.collision_probability = collision_probability
         self.conclude(violations, options.keep_going)
