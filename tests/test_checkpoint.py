@@ -112,6 +112,35 @@ def test_a_run_stopped_before_its_first_level_resumes_from_the_start(tmp_path):
     assert "that run already finished" in said.output
 
 
+@pytest.mark.parametrize("checkpoint", [False, True], ids=["in-memory", "checkpoint"])
+def test_a_stop_within_a_level_reports_the_counts_of_the_finished_levels(tmp_path, monkeypatch, checkpoint):
+    """An interrupt (or a full disk) between two chunks of a level: the distinct states and the
+    depth are those of the finished levels, which the checkpoint holds, and so are the
+    transitions and each action's tally, as a run cut at that depth gives them; the partial
+    level's successors counted too made the counts disagree with each other."""
+    from kraftcheck.checker.explore import engine as engine_module
+
+    chunks = {"started": 0}
+
+    def stop_at_the_fortieth_chunk():
+        chunks["started"] += 1
+        if chunks["started"] == 40:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine_module, "raise_if_stop_requested", stop_at_the_fortieth_chunk)
+    model = _model("two_phase", rm=5)
+    options = Options(keep_going=True, checkpoint_dir=str(tmp_path) if checkpoint else None)
+    stopped = Engine(compile="now", chunk_candidates=256).explore(model, options)
+    assert stopped.interrupted and stopped.depth > 1
+    monkeypatch.undo()
+    cut = Engine(compile="now").explore(model, Options(keep_going=True, max_depth=stopped.depth))
+    assert _summary(stopped)[1:] == _summary(cut)[1:]
+    if checkpoint:
+        resumed = Engine(compile="now").explore(model, Options(keep_going=True, checkpoint_dir=str(tmp_path),
+                                                               resume=True))
+        assert _summary(resumed) == _summary(Engine(compile="now").explore(model, Options(keep_going=True)))
+
+
 def test_violations_found_before_the_checkpoint_survive_the_resume(tmp_path):
     full = Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True))
     Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True, max_depth=8,

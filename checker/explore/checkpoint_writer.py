@@ -85,6 +85,7 @@ class CheckpointWriter:
         run.generated, run.elapsed_before = restore_counts(manifest, run.result, run.fired, run.new_per_action,
                                                            run.violations.note)
         run.interpreted_states = manifest["interpreted_states"]
+        run.note_finished_level()
         run.result.resumed_from_level = run.depth
         return level
 

@@ -160,6 +160,7 @@ class Engine:
                 run.tiers.confirm_spec_compiles()  # the answer is given only for a spec numba accepts
             except KeyboardInterrupt:
                 stop_honoured()
+                run.stopped_within_level = True
                 result.interrupted = True
                 result.incomplete_reason = "interrupted"
             except SpecError:
@@ -168,6 +169,7 @@ class Engine:
             except OSError as e:  # a full disk ends the run incomplete; what it found is kept
                 if not is_disk_full(e):
                     raise
+                run.stopped_within_level = True
                 result.incomplete_reason = disk_full_reason(e, run.spill_dir or options.checkpoint_dir)
             finally:
                 if interpreter is not None:
@@ -236,6 +238,11 @@ class _Run:
         self.chunks = ChunkExpansion(model, self.tiers, self.visited, self.graph_builder, canon, self.violations,
                                      self.fired, self.new_per_action, shard_bits)
         self.generated = 0
+        # the counts when the last level was finished: a run stopped within a level (an interrupt,
+        # a full disk) reports these, which its distinct states and depth (finished levels only)
+        # and its checkpoint agree with; the partial level is redone on a resume
+        self.at_finished_level: tuple[int, Any, Any] = (0, self.fired.copy(), self.new_per_action.copy())
+        self.stopped_within_level = False
         self.elapsed_before = 0.0  # exploration time of the run this one resumes
         self.clock: Optional[Clock] = None
         self.last_progress = 0.0
@@ -337,6 +344,7 @@ class _Run:
             self.levels.truncate_pending(keep)
             self.generated = cut + 1
         level = self.levels.finish_level()
+        self.note_finished_level()
         if stop:
             return None
         self._level_finished()
@@ -407,10 +415,15 @@ class _Run:
             self._report(force=False)
             lo = hi
         nxt = self.levels.finish_level()
+        self.note_finished_level()
         if nxt.shape[0]:  # an empty level ends the run: a resume before its final manifest redoes this expansion
             self._level_finished()
         self._report(force=True)
         return nxt
+
+    def note_finished_level(self) -> None:
+        """The counts a stop within the next level reports (``at_finished_level``)."""
+        self.at_finished_level = (self.generated, self.fired.copy(), self.new_per_action.copy())
 
     def _level_finished(self) -> None:
         """A level is finished: durable in the checkpoint, then told to the observer."""
@@ -510,8 +523,10 @@ class _Run:
             past_cut = [fingerprints(np.ascontiguousarray(w)) for w in self.past_cut if w.shape[0]]
             probability = self.visited.collision_probability(self.generated,
                                                              np.concatenate(past_cut) if past_cut else None)
-        r.settle(self.options, list(self.violations.found.values()), self.distinct, self.generated, self.depth,
-                 self.elapsed, self.fired, self.new_per_action, probability)
+        generated, fired, new_per_action = (self.at_finished_level if self.stopped_within_level
+                                            else (self.generated, self.fired, self.new_per_action))
+        r.settle(self.options, list(self.violations.found.values()), self.distinct, generated, self.depth,
+                 self.elapsed, fired, new_per_action, probability)
         if self.graph_builder is not None and not r.incomplete_reason and not r.interrupted:
             r.graph = self.graph_builder.finish(self.depth)
             r.graph.build_s = r.elapsed_s
