@@ -1,7 +1,8 @@
 """Small specs with a large layout (over 32 elements), so that their kernels take the table form
 (``kernels/table_expand.py``): every action's ``fire`` run as one call on batches of states, each
 noting what it changed, one that packs its whole successor, an action of no instances, a spec of
-one action, and a spec that writes its source state through a view. An importable module, so that
+one action, a spec whose only action has no instances (with a small-layout twin), and a spec that
+writes its source state through a view. An importable module, so that
 the compiled kernels can import them."""
 
 from __future__ import annotations
@@ -157,3 +158,23 @@ class WritesItsSourceThroughAView(Wide):
     def actions(self):
         n = self.params.n
         return [Action("Inc", inc_and_mark_the_source, (Param("i", n),)), Action("Dec", dec, (Param("i", n),))]
+
+
+class WideStill(Wide):
+    """Only an action of no instances: no state has a successor, each initial state is a deadlock."""
+
+    name = "wide_still"
+    check_deadlock = True
+
+    def actions(self):
+        return [Action("ClearFirst", clear_first, (Param("i", self.params.none),))]
+
+
+class NarrowStill(WideStill):
+    """WideStill with a small layout (6 cells: unrolled kernels, not the table form)."""
+
+    name = "narrow_still"
+
+    def fields(self):
+        return [Int("x", 3, (6,)), Int("cap", 3), Int("budget", 15), Int("limit", 99)]
+

@@ -298,6 +298,28 @@ def test_large_layout_kernels_agree_with_the_reference(cls, params):
     assert _summary(got) == _summary(ReferenceExplorer().explore(model, Options(keep_going=True)))
 
 
+@pytest.mark.parametrize("cls", ["WideStill", "NarrowStill"], ids=["table-form", "small-layout"])
+@pytest.mark.parametrize("deadlock", [True, False], ids=["deadlock", "no-deadlock-check"])
+def test_a_spec_of_no_action_instances_has_its_initial_states_only(cls, deadlock):
+    """No action instance: the candidate rows per state are 0, which the chunk kernels cannot
+    index by; the engine gives what the reference explorer does (a deadlock at the first initial
+    state, or the initial states holding), on both layouts."""
+    import large_layout_specs
+
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    spec_class = getattr(large_layout_specs, cls)
+    model = Model(spec_class(spec_class.Params()))
+    assert len(model.labels) == 0 and uses_layout_table(model.layout) == (cls == "WideStill")
+    model.check_deadlock = deadlock
+    got = Engine(compile="now").explore(model, Options(keep_going=True))
+    want = ReferenceExplorer().explore(model, Options(keep_going=True))
+    assert _summary(got) == _summary(want) and got.distinct_states == 1
+    assert [v.check for v in got.violations] == (["deadlock"] if deadlock else [])
+
+
 def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_run():
     """The static reading sees an assignment to ``s`` (Model refuses it) but not a write through
     a view of it; the kernels' twin check sees the state changed under them: no verdict."""

@@ -47,7 +47,7 @@ from kraftcheck.checker.explore.visited_sets import visited_set_for
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.successor_rows import valid_rows_part
 from kraftcheck.checker.kernels.threads import thread_count, using_threads
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.model import DEADLOCK, Model
 from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.symmetry import canonicaliser_for
 from kraftcheck.checker.symmetry_check import check_symmetry
@@ -356,6 +356,8 @@ class _Run:
         new_so_far = 0
         chunks, violations = self.chunks, self.violations
         stride = chunks.stride
+        if stride == 0:
+            return self._level_without_successors(first)
         lo = 0
         while lo < self.frontier.shape[0]:
             raise_if_stop_requested()
@@ -418,6 +420,20 @@ class _Run:
         self.note_finished_level()
         if nxt.shape[0]:  # an empty level ends the run: a resume before its final manifest redoes this expansion
             self._level_finished()
+        self._report(force=True)
+        return nxt
+
+    def _level_without_successors(self, first: int) -> np.ndarray:
+        """The frontier of a model with no action instances (a parameter of 0, say): no state has a
+        successor, so each is a deadlock, the first reported if deadlocks are checked; the next
+        level is empty and the run ends (the chunk kernels index candidate rows by the instances)."""
+        level = self.frontier
+        self.levels.release(level, level.shape[0])
+        self.expanded += level.shape[0]
+        if level.shape[0] and self.model.check_deadlock and DEADLOCK not in self.violations.found:
+            self.violations.note(DEADLOCK, DEADLOCK, first, -1)
+        nxt = self.levels.finish_level()
+        self.note_finished_level()
         self._report(force=True)
         return nxt
 
