@@ -327,59 +327,89 @@ def source_line(fn: Callable, node: ast.AST, last: bool = False) -> tuple[int, s
 _IN_PLACE = ("fill", "sort", "partition", "put", "itemset", "resize")
 
 
-def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0) -> Optional[tuple[str, int, str]]:
+def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0,
+                  _view_of: Optional[str] = None) -> Optional[tuple[str, int, str]]:
     """The first assignment to a field of ``fn``'s source state (its parameter ``source_index``,
     ``s``), in its own body or a module helper it hands ``s`` to bare (by position or keyword):
     (field, line, file), or None. Only what is surely such a write counts (``s.f = ...``,
     ``s.f[...] = ...``, ``s.f += ...``, also as a tuple target, and a field changed in place by
-    one of numpy's methods, ``s.f.fill(0)``, ``np.copyto(s.f, ...)``, ``out=s.f``): the kernels read each source
-    state from the level's packed words, while the first tiers hand an action the state itself, so
-    a spec that writes ``s`` would be explored differently by each. A view of ``s`` aliased and
-    written through is not seen."""
+    one of numpy's methods, ``s.f.fill(0)``, ``np.copyto(s.f, ...)``, ``out=s.f``), also through a
+    view of a field named in the body (``cells = s.f`` or ``row = s.f[i]``, then ``cells[k] = ...``
+    or ``row.fill(0)``) or handed to a module helper that writes its parameter: the kernels read
+    each source state from the level's packed words, while the first tiers hand an action the
+    state itself, so a spec that writes ``s`` would be explored differently by each. A view that
+    leaves the body otherwise (returned, stored, handed to a function not of the module) is not
+    followed. ``_view_of``: the parameter is a view of that field of the state, not the state."""
     py = getattr(fn, "py_func", fn)
     func = _flat_function(fn)
     if func is None or _depth > HELPER_DEPTH or len(func.args.args) <= source_index:
         return None
-    source = func.args.args[source_index].arg
     local = _local_names(func)
+    # the names that hold the state ("") or a view of one of its fields (the field's name)
+    held = {func.args.args[source_index].arg: _view_of or ""}
 
-    def field_of(target: ast.expr) -> Optional[str]:
-        while isinstance(target, ast.Subscript):
-            target = target.value
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == source:
-            return target.attr
+    def view_of(expr: ast.expr) -> Optional[str]:
+        """The field ``expr`` is a view of (an element of it, maybe), "" for the state itself."""
+        subscripted = False
+        while isinstance(expr, ast.Subscript):
+            expr, subscripted = expr.value, True
+        if isinstance(expr, ast.Name) and expr.id in held:
+            return None if subscripted and held[expr.id] == "" else held[expr.id]
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and held.get(expr.value.id) == "":
+            return expr.attr
         return None
+
+    growing = True
+    while growing:  # names bound to a view, or to one of a view, until no more are found
+        growing = False
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name, field = node.targets[0].id, view_of(node.value)
+                if field is not None and name not in held:
+                    held[name] = field
+                    growing = True
+
+    def field_of(target: ast.expr, changed_whole: bool) -> Optional[str]:
+        """The field a write to ``target`` changes: a subscript of a field or view, a field, or
+        (``changed_whole``: changed in place) a view itself."""
+        if isinstance(target, ast.Subscript) or changed_whole:
+            field = view_of(target)
+            return field or None
+        if isinstance(target, ast.Attribute):
+            return view_of(target) or None
+        return None  # a name bound again: no write
 
     for node in ast.walk(func):
         targets = []
         if isinstance(node, (ast.Assign, ast.Delete)):
-            targets = list(node.targets)
+            targets = [(t, False) for t in node.targets]
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
+            # ``cells += 1`` changes a view in place, but a name bound to ``s.n`` holds a number: a
+            # name alone is not read as a write (the fields' shapes are not known here)
+            targets = [(node.target, False)]
         if isinstance(node, ast.Call):  # an array changed in place: s.f.fill(0), np.copyto(s.f, ...), out=s.f
             changed = [node.func.value] if isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE else []
             if isinstance(node.func, ast.Attribute) and node.func.attr == "copyto" and node.args:
                 changed.append(node.args[0])
             changed += [kw.value for kw in node.keywords if kw.arg == "out"]
-            targets += changed
-        for target in targets:
+            targets += [(t, True) for t in changed]
+        for target, whole in targets:
             for part in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
-                name = field_of(part)
+                name = field_of(part, whole)
                 if name is not None:
                     return (name, *source_line(fn, node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in local:
             helper = getattr(py, "__globals__", {}).get(node.func.id)
             if not callable(helper) or getattr(helper, "py_func", helper) is py:
                 continue
-            handed = [k for k, arg in enumerate(node.args) if isinstance(arg, ast.Name) and arg.id == source]
-            by_keyword = [kw.arg for kw in node.keywords
-                          if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id == source]
-            if by_keyword:  # the helper's parameter of that name
-                tree = _flat_function(helper)
-                names = [a.arg for a in tree.args.args] if tree is not None else []
-                handed += [names.index(name) for name in by_keyword if name in names]
-            for k in handed:
-                found = source_writes(helper, k, _depth + 1)
+            handed = [(k, view_of(arg)) for k, arg in enumerate(node.args)]
+            tree = _flat_function(helper) if node.keywords else None
+            names = [a.arg for a in tree.args.args] if tree is not None else []
+            handed += [(names.index(kw.arg), view_of(kw.value)) for kw in node.keywords if kw.arg in names]
+            for k, field in handed:
+                if field is None:
+                    continue
+                found = source_writes(helper, k, _depth + 1, field or None)
                 if found is not None:
                     return found
     return None

@@ -2,7 +2,7 @@
 (``kernels/table_expand.py``): every action's ``fire`` run as one call on batches of states, each
 noting what it changed, one that packs its whole successor, an action of no instances, a spec of
 one action, a spec whose only action has no instances (with a small-layout twin), and a spec that
-writes its source state through a view. An importable module, so that
+writes its source state through a view the static reading does not follow. An importable module, so that
 the compiled kernels can import them."""
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ def inc_and_mark_the_source(s, t, i):
         return False
     t.x[i] = s.x[i] + 1
     if i == 5:
-        cells = s.x  # a view of the source state, written through: no reading sees it
-        cells[7] = 1
+        kept = (s.x, 0)  # a view of the source state kept in a tuple, written through: no reading sees it
+        kept[0][7] = 1
     return True
 
 

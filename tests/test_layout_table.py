@@ -321,8 +321,9 @@ def test_a_spec_of_no_action_instances_has_its_initial_states_only(cls, deadlock
 
 
 def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_run():
-    """The static reading sees an assignment to ``s`` (Model refuses it) but not a write through
-    a view of it; the kernels' twin check sees the state changed under them: no verdict."""
+    """The static reading sees an assignment to ``s`` and a write through a view bound to a name
+    (Model refuses both) but not through a view kept in a tuple; the kernels' twin check sees the
+    state changed under them: no verdict."""
     from large_layout_specs import WritesItsSourceThroughAView
 
     from kraftcheck.checker.errors import SpecError

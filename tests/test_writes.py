@@ -566,8 +566,8 @@ def test_a_write_the_reading_missed_stops_the_run_with_no_verdict(monkeypatch):
 
 @pytest.mark.parametrize("explorer", ["reference", "never", "bytecode"])
 def test_a_write_through_a_view_of_the_source_state_stops_the_python_tiers(explorer):
-    """The model's build cannot see ``cells = s.x; cells[7] = 1``: the Python tiers hand ``s``
-    read-only, so the write raises there (each of them said "holds" before)."""
+    """The model's build cannot see a view of ``s`` kept in a tuple and written through: the
+    Python tiers hand ``s`` read-only, so the write raises there (each of them said "holds" before)."""
     import large_layout_specs
 
     from kraftcheck.checker.errors import SpecRaised
@@ -605,6 +605,15 @@ def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_bu
     ("import numpy as np\ndef a(s, t):\n    np.add(s.e, 1, out=s.e)\n    return True\n", ("e", 3)),
     ("import numpy as np\ndef a(s, t):\n    np.copyto(s.e, t.e)\n    return True\n", ("e", 3)),
     ("def a(s, t):\n    t.e.sort()\n    x = s.e.copy()\n    x.sort()\n    return True\n", None),
+    # through a view named in the body, or handed to a helper that writes its parameter
+    ("def a(s, t):\n    cells = s.e\n    cells[1] = 2\n    return True\n", ("e", 3)),
+    ("def a(s, t, i):\n    row = s.grid[i]\n    part = row[1:]\n    part.fill(0)\n    return True\n", ("grid", 4)),
+    ("def h(cells):\n    cells[0] = 1\n\n\ndef a(s, t):\n    h(s.e)\n    return True\n", ("e", 2)),
+    ("def h(x, cells):\n    cells[0] = x\n\n\ndef a(s, t):\n    h(1, cells=s.e)\n    return True\n", ("e", 2)),
+    ("def a(s, t):\n    x = s.n\n    x += 1\n    t.n = x\n    return True\n", None),
+    ("def h(cells):\n    return cells[0] == 1\n\n\ndef a(s, t):\n    return h(s.e)\n", None),
+    ("def a(s, t):\n    cells = s.e.copy()\n    cells[0] = 1\n    t.e[0] = cells[0]\n    return True\n", None),
+    ("def a(s, t):\n    cells = t.e\n    cells[0] = s.e[1]\n    return True\n", None),
 ])
 def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
     from kraftcheck.checker.writes import source_writes
