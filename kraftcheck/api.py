@@ -66,5 +66,7 @@ def run(request: CheckRequest, progress: ProgressFn = no_progress) -> Result:
     Result, with the trace files the disk refused in ``result.unwritten``."""
     from kraftcheck import pipeline
     checked = pipeline.run(request, pipeline.Silent(progress))
+    if checked.cut_short is not None:  # Ctrl-C after the exploration: the caller asked to stop
+        raise KeyboardInterrupt
     checked.result.unwritten = checked.unwritten
     return checked.result

@@ -24,6 +24,7 @@ from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, Result
 from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Spec
+from kraftcheck.checker.stop import stop_honoured
 from kraftcheck.request import CheckRequest, ENGINES
 from kraftcheck.specs import checked_spec_class, spec_class
 
@@ -74,7 +75,8 @@ class Prepared:
 @dataclass
 class Checked:
     """One run's result on its way out: the trace files written, the files the disk refused
-    (the explorer's among them), the analyses' findings (analyses.GraphAnalyses) if any ran."""
+    (the explorer's among them), the analyses' findings (analyses.GraphAnalyses) if any ran, and
+    what an interrupt (Ctrl-C, SIGTERM) once the exploration was over cut short, if one did."""
 
     prepared: Prepared
     result: Result
@@ -82,6 +84,7 @@ class Checked:
     trace_files: dict[str, str] = field(default_factory=dict)
     unwritten: list = field(default_factory=list)
     analyses: Any = None
+    cut_short: Optional[str] = None  # what the run was doing when an interrupt came after the exploration
 
 
 def explorer_for(engine: str, compile: str = "background", spark: Optional[dict[str, Any]] = None) -> Any:
@@ -179,8 +182,8 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
 
 def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserver] = None) -> Result:
     """Explore (or simulate) the prepared model with progress on ``reporter`` and the run's events
-    on ``observer`` (an exploration's: checker/explore/observer.py); the result, checked on the
-    spec's stricter variant."""
+    on ``observer`` (an exploration's: checker/explore/observer.py); the result (``finish`` checks
+    its counterexamples on the spec's stricter variant)."""
     request, model, options = prepared.request, prepared.model, prepared.options
     if request.simulation is not None:
         reporter.note(f"simulating {model.spec.title()}: random behaviours, seed {options.seed}, strategy "
@@ -199,16 +202,15 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
             result = explorer.explore(model, options, reporter.progress, observer)
     finally:
         reporter.stop_progress()
-    from kraftcheck.checker.explore.concrete import check_in_stricter_variant
-    check_in_stricter_variant(model, result.violations)
     return result
 
 
 def write_traces(model: Model, result: Result, run_options: dict[str, Any], trace_dir: Optional[str],
-                 unwritten: list) -> dict[str, str]:
+                 unwritten: list, written: Optional[dict[str, str]] = None) -> dict[str, str]:
     """Each violation's trace file, one by one: one the disk refuses is added to ``unwritten``
-    and the next still written. Returns check name -> file written."""
-    written: dict[str, str] = {}
+    and the next still written. Returns check name -> file written (``written``, filled as each
+    is written, if given)."""
+    written = {} if written is None else written
     if trace_dir is None or not result.violations:
         return written
     from kraftcheck.traces import counterexample_file
@@ -220,11 +222,29 @@ def write_traces(model: Model, result: Result, run_options: dict[str, Any], trac
 
 
 def finish(prepared: Prepared, result: Result, reporter: Reporter) -> Checked:
-    """The trace files first, then the whole-graph analyses the request asks for (their lassos
-    go beside the traces); the summary and the JSON report are the caller's to give."""
+    """The counterexamples checked on the spec's stricter variant, their trace files, then the
+    whole-graph analyses the request asks for (their lassos go beside the traces); the summary
+    and the JSON report are the caller's to give. An interrupt meanwhile ends this early, not the
+    run's answer: what it cut short is in ``cut_short`` (the analyses' findings then unknown)."""
     request, run_options = prepared.request, prepared.run_options()
     checked = Checked(prepared, result, run_options, unwritten=list(result.unwritten))
-    checked.trace_files = write_traces(prepared.model, result, run_options, request.trace_dir, checked.unwritten)
+    doing = "checking the counterexamples on the spec's stricter variant"
+    try:
+        from kraftcheck.checker.explore.concrete import check_in_stricter_variant
+        check_in_stricter_variant(prepared.model, result.violations)
+        doing = "writing the trace files"
+        write_traces(prepared.model, result, run_options, request.trace_dir, checked.unwritten, checked.trace_files)
+        doing = "analysing the state graph"
+        _analyse(prepared, result, reporter, checked)
+    except KeyboardInterrupt:
+        stop_honoured()
+        checked.cut_short = doing
+    return checked
+
+
+def _analyse(prepared: Prepared, result: Result, reporter: Reporter, checked: Checked) -> None:
+    """The whole-graph analyses the request asks for, their findings into ``checked``."""
+    request, run_options = prepared.request, checked.run_options
     if request.graph_analyses and request.simulation is None:
         from kraftcheck.analyses import analyse_after_check
         spec = prepared.model.spec
@@ -240,7 +260,6 @@ def finish(prepared: Prepared, result: Result, reporter: Reporter) -> Checked:
                 if v.trace_file:
                     checked.trace_files[v.check] = v.trace_file
             checked.unwritten += checked.analyses.unwritten
-    return checked
 
 
 def run(request: CheckRequest, reporter: Reporter, observer: Optional[RunObserver] = None) -> Checked:

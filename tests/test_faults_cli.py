@@ -481,3 +481,26 @@ def test_importing_kraftcheck_imports_nothing_else():
                                "print(sorted(set(sys.modules) - before))"], capture_output=True, text=True,
                               timeout=60, check=True).stdout
     assert imported.strip() == "['kraftcheck', 'kraftcheck.cli']"
+
+
+@pytest.mark.parametrize("where", ["traces", "stricter-variant"])
+def test_an_interrupt_after_the_exploration_still_gives_the_summary_and_the_report(tmp_path, monkeypatch, where):
+    """Ctrl-C (or SIGTERM) once the exploration is over, while the counterexamples are checked on
+    the stricter variant or their trace files written: exit 130 as for any interrupt, but after
+    the verdict, the counts and the JSON report of what was found (it was only 'interrupted')."""
+    import kraftcheck.checker.explore.concrete as concrete
+    import kraftcheck.traces as traces
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(traces if where == "traces" else concrete,
+                        "counterexample_file" if where == "traces" else "check_in_stricter_variant", interrupted)
+    report = tmp_path / "r.json"
+    said = CliRunner().invoke(cli, ["check", "--spec", "two_phase_eager_commit", "--param", "rm=3", "--no-color",
+                                    "--trace-dir", str(tmp_path / "traces"), "--json", str(report)])
+    assert said.exit_code == 130, said.output
+    assert "tc_consistent" in said.output and "interrupted after the exploration" in said.output
+    found = json.loads(report.read_text())
+    assert found["result"] == "violated" and found["violations"][0]["trace_file"] is None
+    assert not list((tmp_path / "traces").glob("*.json"))

@@ -9,7 +9,9 @@ it stopped early.
 
 The exit code is the verdict's: 1 if anything was violated, however the run ended (a full disk,
 a limit), else 3 if the run could not finish or an output could not be written, else 0. An
-analysis that failed makes it 2, and the JSON report then says ``error``, never ``holds``.
+analysis that failed makes it 2, and the JSON report then says ``error``, never ``holds``. An
+interrupt once the exploration was over (``Checked.cut_short``: while writing the traces, say)
+makes it 130, after the summary and the JSON report of what was found.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Outcome:
         self.unwritten: list[UnwrittenFile] = checked.unwritten
         self.analyses: Any = checked.analyses  # analyses.GraphAnalyses
         self.error: Optional[str] = None if checked.analyses is None else checked.analyses.error
+        # an interrupt once the exploration was over: the verdict stands, some outputs are missing
+        self.cut_short = checked.cut_short
+        if self.cut_short == "analysing the state graph":  # then the analyses' answer is not known
+            self.error = "interrupted while analysing the state graph: its results are not known"
 
     def report(self, json_path: Optional[str]) -> int:
         """The summary, the analyses' sections, the JSON report, what was not written; the exit code."""
@@ -66,6 +72,9 @@ class Outcome:
         if result.interrupted:
             what = "simulated" if result.simulation is not None else "explored"
             t.error(f"interrupted; the statistics above cover what was {what} so far")
+        elif self.cut_short is not None:
+            t.error(f"interrupted after the exploration, while {self.cut_short}: the counts and verdict above "
+                    f"stand; a violation shown without a trace file has none")
         if result.checkpoint_dir and (result.interrupted or result.incomplete_reason) and \
                 not (result.incomplete_reason or "").startswith(DISK_FULL):
             # the option the command gave the directory with: a resumed run's is --resume already
@@ -86,6 +95,8 @@ class Outcome:
             print_analyses(self.terminal, self.analyses)
 
     def exit_code(self) -> int:
+        if self.cut_short is not None:
+            return EXIT_INTERRUPTED
         if self.error is not None:
             return EXIT_USAGE
         code = exit_code(self.result)

@@ -36,6 +36,8 @@ def _run_one(item: tuple[int, Configuration, str]) -> tuple[int, dict | None, fl
                                pipeline.Silent(no_progress))
     except KraftcheckError as e:
         return index, None, time.monotonic() - started, f"refused: {e}"
+    if checked.cut_short is not None:  # stopped after its exploration: its outputs are partial
+        raise KeyboardInterrupt
     report = build_report(checked.result, {**checked.run_options, "sweep": "spark"}, checked.trace_files,
                           not_checked=checked.prepared.not_checked, unwritten=checked.unwritten)
     return index, report, time.monotonic() - started, ""
