@@ -163,6 +163,27 @@ def rows_in_use(rows: np.ndarray, nrows: int) -> int:
     return int(rows[:nrows].max()) + 1 if nrows else 0
 
 
+def insert_as_one_part(visited, words: np.ndarray, hashes: np.ndarray, rows: np.ndarray, nrows: int | None,
+                       is_new: np.ndarray | None) -> np.ndarray:
+    """``insert`` of a sharded set (``VisitedSet``, ``visited_compact.CompactVisitedSet``: its
+    ``shard_bits`` and reusable ``_order``, ``_offsets``), whose words and fingerprints the caller
+    has checked: ``rows[:nrows]`` bucketed by shard (the top bits of their fingerprints, as the
+    engine buckets them), then ``insert_bucketed`` as one part. Returns the first-occurrence marks."""
+    if rows.dtype != np.int64:
+        raise TypeError("insert() needs int64 row numbers")
+    nrows = rows.shape[0] if nrows is None else nrows
+    used = rows_in_use(rows, nrows)
+    if visited._order.shape[0] < nrows:
+        visited._order = np.empty(max(nrows, 2 * visited._order.shape[0]), np.int64)
+    bucket_by_shard(hashes, rows, nrows, visited.shard_bits, visited._order, visited._offsets)
+    if is_new is None:
+        is_new = np.zeros(words.shape[0], np.uint8)
+    else:
+        is_new[:used] = 0
+    visited.insert_bucketed(words, hashes, visited._order, visited._offsets.reshape(1, -1), is_new)
+    return is_new
+
+
 class VisitedSet:
     """Python face of the sharded table: capacity management and validated calls.
 
@@ -220,19 +241,7 @@ class VisitedSet:
             raise TypeError(f"insert() needs a 2-D uint64 array with {self.nwords} words per row")
         if hashes.shape[0] < words.shape[0] or hashes.dtype != np.uint64:
             raise TypeError("insert() needs one uint64 fingerprint per row")
-        if rows.dtype != np.int64:
-            raise TypeError("insert() needs int64 row numbers")
-        nrows = rows.shape[0] if nrows is None else nrows
-        used = rows_in_use(rows, nrows)
-        if self._order.shape[0] < nrows:
-            self._order = np.empty(max(nrows, 2 * self._order.shape[0]), np.int64)
-        bucket_by_shard(hashes, rows, nrows, self.shard_bits, self._order, self._offsets)
-        if is_new is None:
-            is_new = np.zeros(words.shape[0], np.uint8)
-        else:
-            is_new[:used] = 0
-        self.insert_bucketed(words, hashes, self._order, self._offsets.reshape(1, -1), is_new)  # one part
-        return is_new
+        return insert_as_one_part(self, words, hashes, rows, nrows, is_new)
 
     def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
                         is_new: np.ndarray) -> None:

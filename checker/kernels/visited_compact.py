@@ -32,8 +32,8 @@ from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step
 from kraftcheck.checker.kernels.prefetch import prefetch_row
 from kraftcheck.checker.kernels.threads import run_parts, thread_count
 from kraftcheck.checker.kernels.visited import (COARSE_GROWTH, EMPTY, FINE_GROWTH_FROM_BYTES, GROWTH, MAX_LOAD,
-                                                MAX_SHARD_CAPACITY, PREFETCH_DISTANCE, VisitedSet, bucket_by_shard,
-                                                home_slot, restore_from, rows_in_use)
+                                                MAX_SHARD_CAPACITY, PREFETCH_DISTANCE, VisitedSet, home_slot,
+                                                insert_as_one_part, restore_from)
 
 MAX_HALVES = (1 << 31) - 1  # a half's index takes 31 bits, so a pair of them is never all ones
 # The root holds one word a state: a higher load costs fewer bytes than it costs probes (as for
@@ -275,20 +275,8 @@ class CompactVisitedSet:
                is_new: np.ndarray | None = None) -> np.ndarray:
         """As ``VisitedSet.insert``: a uint8 array over ``words``, 1 on first occurrences."""
         self._check(words, hashes, "insert")
-        if rows.dtype != np.int64:
-            raise TypeError("insert() needs int64 row numbers")
-        nrows = rows.shape[0] if nrows is None else nrows
-        used = rows_in_use(rows, nrows)
-        if self._order.shape[0] < nrows:
-            self._order = np.empty(max(nrows, 2 * self._order.shape[0]), np.int64)
         # shards by the state's fingerprint, as the engine buckets them (the same state, the same shard)
-        bucket_by_shard(hashes, rows, nrows, self.shard_bits, self._order, self._offsets)
-        if is_new is None:
-            is_new = np.zeros(words.shape[0], np.uint8)
-        else:
-            is_new[:used] = 0
-        self.insert_bucketed(words, hashes, self._order, self._offsets.reshape(1, -1), is_new)
-        return is_new
+        return insert_as_one_part(self, words, hashes, rows, nrows, is_new)
 
     def insert_bucketed(self, words: np.ndarray, hashes: np.ndarray, order: np.ndarray, offsets: np.ndarray,
                         is_new: np.ndarray) -> None:
