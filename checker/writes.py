@@ -338,15 +338,17 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0,
     or ``row.fill(0)``) or handed to a module helper that writes its parameter: the kernels read
     each source state from the level's packed words, while the first tiers hand an action the
     state itself, so a spec that writes ``s`` would be explored differently by each. A view that
-    leaves the body otherwise (returned, stored, handed to a function not of the module) is not
-    followed. ``_view_of``: the parameter is a view of that field of the state, not the state."""
+    leaves the body otherwise (returned, stored, handed to a function not of the module), or a
+    name also bound to something else (``x = x.copy()``; the reading does not follow the order of
+    the statements), is not followed: only a sure write is refused. ``_view_of``: the parameter is a view of that field of the state, not the state."""
     py = getattr(fn, "py_func", fn)
     func = _flat_function(fn)
     if func is None or _depth > HELPER_DEPTH or len(func.args.args) <= source_index:
         return None
     local = _local_names(func)
     # the names that hold the state ("") or a view of one of its fields (the field's name)
-    held = {func.args.args[source_index].arg: _view_of or ""}
+    source = func.args.args[source_index].arg
+    held = {source: _view_of or ""}
 
     def view_of(expr: ast.expr) -> Optional[str]:
         """The field ``expr`` is a view of (an element of it, maybe), "" for the state itself."""
@@ -359,15 +361,32 @@ def source_writes(fn: Callable, source_index: int = 0, _depth: int = 0,
             return expr.attr
         return None
 
+    # every binding of each name in the body: the value of ``name = value``, None for any other
+    # (a loop's or a tuple's target, an import); ``cells += 1`` leaves an array bound as it was
+    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    bindings: dict[str, list[Optional[ast.expr]]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            parent = parents.get(node)
+            if isinstance(parent, ast.AugAssign):
+                continue
+            whole = isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node
+            bindings.setdefault(node.id, []).append(parent.value if whole else None)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                bindings.setdefault((a.asname or a.name).split(".")[0], []).append(None)
+    if source in bindings:  # the parameter bound again in the body: it may no longer be the state or its view
+        return None
     growing = True
-    while growing:  # names bound to a view, or to one of a view, until no more are found
+    while growing:  # names bound only to views of one field, or to views of those, until no more are found
         growing = False
-        for node in ast.walk(func):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                name, field = node.targets[0].id, view_of(node.value)
-                if field is not None and name not in held:
-                    held[name] = field
-                    growing = True
+        for name, values in bindings.items():
+            if name in held:
+                continue
+            fields = {view_of(v) if v is not None else None for v in values}
+            if len(fields) == 1 and None not in fields:
+                held[name] = fields.pop()
+                growing = True
 
     def field_of(target: ast.expr, changed_whole: bool) -> Optional[str]:
         """The field a write to ``target`` changes: a subscript of a field or view, a field, or

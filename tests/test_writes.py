@@ -614,6 +614,13 @@ def test_an_action_assigning_to_its_source_state_is_refused_when_the_model_is_bu
     ("def h(cells):\n    return cells[0] == 1\n\n\ndef a(s, t):\n    return h(s.e)\n", None),
     ("def a(s, t):\n    cells = s.e.copy()\n    cells[0] = 1\n    t.e[0] = cells[0]\n    return True\n", None),
     ("def a(s, t):\n    cells = t.e\n    cells[0] = s.e[1]\n    return True\n", None),
+    # a name also bound to something else is not surely a view where it is written through
+    ("def h(x):\n    x = x.copy()\n    x[0] = 0\n    return x[1] == 0\n\n\ndef a(s, t):\n    return h(s.e)\n", None),
+    ("def a(s, t, i):\n    row = s.grid[i]\n    n = row[0]\n    row = t.grid[i]\n    row[1] = n\n    return True\n",
+     None),
+    ("def a(s, t):\n    for i in range(2):\n        row = s.grid[i]\n        row[0] = 1\n    return True\n", ("grid", 4)),
+    ("def a(s, t, i):\n    row = s.grid[0]\n    if i:\n        row = s.grid[1]\n    row[0] = 1\n    return True\n",
+     ("grid", 5)),
 ])
 def test_source_writes_names_only_sure_assignments_to_s(tmp_path, source, expected):
     from kraftcheck.checker.writes import source_writes
