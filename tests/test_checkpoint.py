@@ -141,6 +141,26 @@ def test_a_stop_within_a_level_reports_the_counts_of_the_finished_levels(tmp_pat
         assert _summary(resumed) == _summary(Engine(compile="now").explore(model, Options(keep_going=True)))
 
 
+@pytest.mark.parametrize("spec,options", [("two_phase", dict(keep_going=True, max_states=3000)),
+                                          ("two_phase_eager_commit", dict())], ids=["max-states", "violation"])
+def test_an_interrupt_after_a_run_cut_within_a_level_keeps_its_counts(monkeypatch, spec, options):
+    """A run a limit or its first violation cut within a level, then interrupted before its answer
+    (while numba types the spec's functions, say): the counts are the cut run's, the partial
+    level's included; its distinct states took them in while its transitions did not."""
+    from kraftcheck.checker.explore.tiers import Tiers
+
+    model = _model(spec, rm=5)
+    cut = Engine(compile="now").explore(model, Options(**options))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Tiers, "confirm_spec_compiles", interrupted)
+    stopped = Engine(compile="now").explore(model, Options(**options))
+    assert stopped.interrupted
+    assert _summary(stopped)[1:] == _summary(cut)[1:]
+
+
 def test_violations_found_before_the_checkpoint_survive_the_resume(tmp_path):
     full = Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True))
     Engine().explore(_model("two_phase_eager_commit", rm=4), Options(keep_going=True, max_depth=8,

@@ -412,6 +412,7 @@ class _Run:
             new_so_far += n
             if self._limits_hit(new_so_far, more_work=hi < level.shape[0] or new_so_far > 0):
                 self.levels.finish_level()  # the partial level counts, as in the reference explorer
+                self.note_finished_level()  # and so do its counts, should an interrupt come after
                 self._report(force=True)
                 return None
             self._report(force=False)
