@@ -504,3 +504,19 @@ def test_an_interrupt_after_the_exploration_still_gives_the_summary_and_the_repo
     found = json.loads(report.read_text())
     assert found["result"] == "violated" and found["violations"][0]["trace_file"] is None
     assert not list((tmp_path / "traces").glob("*.json"))
+
+
+def test_an_interrupt_during_the_graph_analyses_gives_no_verdict(tmp_path, monkeypatch):
+    """Ctrl-C while the state graph is analysed: exit 130 after the counts, the JSON report's
+    result an error (the analyses' answer is not known), and nothing said of a verdict standing."""
+    import kraftcheck.analyses as analyses
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(analyses, "analyse_after_check", interrupted)
+    report = tmp_path / "r.json"
+    said = CliRunner().invoke(cli, ["check", "--spec", "mutex", "--liveness", "--no-color", "--json", str(report)])
+    assert said.exit_code == 130, said.output
+    assert "while analysing the state graph" in said.output and "verdict above stand" not in said.output
+    assert json.loads(report.read_text())["result"] == "error"

@@ -73,8 +73,9 @@ class Outcome:
             what = "simulated" if result.simulation is not None else "explored"
             t.error(f"interrupted; the statistics above cover what was {what} so far")
         elif self.cut_short is not None:
-            t.error(f"interrupted after the exploration, while {self.cut_short}: the counts and verdict above "
-                    f"stand; a violation shown without a trace file has none")
+            stand = "the counts above stand (the analyses' error says what is not known)" if self.error is not None \
+                else "the counts and verdict above stand; a violation shown without a trace file has none"
+            t.error(f"interrupted after the exploration, while {self.cut_short}: {stand}")
         if result.checkpoint_dir and (result.interrupted or result.incomplete_reason) and \
                 not (result.incomplete_reason or "").startswith(DISK_FULL):
             # the option the command gave the directory with: a resumed run's is --resume already
