@@ -168,6 +168,16 @@ def test_local_masters_get_task_retries():
         ["local[1,4]", "local[2,4]", "local[*,4]", "local[2,3]", "spark://h:7077"]
 
 
+def test_a_model_with_no_action_instances_is_refused_before_spark_starts():
+    """Spark's tasks index candidate rows by the action instances: with none, the check is sent
+    to the local engine, which explores the initial states alone (exit 2, Spark never started)."""
+    import large_layout_specs
+
+    model = Model(large_layout_specs.NarrowStill(large_layout_specs.NarrowStill.Params()))
+    with pytest.raises(UsageError, match=r"no action instances.*--engine engine"):
+        SparkExplorer().explore(model, Options(keep_going=True))
+
+
 # -- a work dir belongs to one run ------------------------------------------------------------------
 
 def test_a_busy_work_dir_is_refused_naming_its_holder(tmp_path):

@@ -81,6 +81,9 @@ class SparkExplorer:
                 observer: Optional[RunObserver] = None) -> Result:
         if options.symmetry:
             raise UsageError("--symmetry works with the compiled engine and --engine reference, not on Spark")
+        if not model.labels:  # its tasks index candidate rows by the instances, 0 of them
+            raise UsageError(f"{model.spec.title()} has no action instances, so only its initial states: check it "
+                             f"with the local engine (--engine engine), not on Spark")
         if options.checkpoint_dir and self.work_dir and Path(options.checkpoint_dir) != Path(self.work_dir):
             raise UsageError("give the Spark run's directory once: --work-dir, --checkpoint or --resume")
         readiness.no_executor_wait(self.conf, self.wait_s)  # a bad setting refused before anything starts
