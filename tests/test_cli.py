@@ -163,7 +163,7 @@ def test_an_interrupted_run_prints_the_statistics_so_far_then_exits_130(tmp_path
     for label, value in (("distinct states", report["distinct_states"]),
                          ("states generated", report["states_generated"])):
         assert re.search(rf"{label}\s+{value:,}\b", out), (label, out)
-    assert "interrupted; the statistics above cover what was explored so far" in " ".join(err.split())
+    assert "interrupted; the statistics above cover the levels finished so far" in " ".join(err.split())
 
 
 def test_specs_lists_every_spec_with_parameters():

@@ -61,7 +61,8 @@ class Outcome:
             from kraftcheck.checker.report import build_report, write_report
             report = {**build_report(result, self.run_options, self.trace_files, not_checked=self.not_checked,
                                      unwritten=self.unwritten, error=self.error),
-                      **(self.analyses.found if self.analyses is not None else {})}
+                      **(self.analyses.found if self.analyses is not None else {}),
+                      "cut_short": self.cut_short}
             write_kept("the JSON report", json_path, lambda: write_report(report, json_path), self.unwritten)
         for u in self.unwritten:
             t.error(str(u))
@@ -70,8 +71,11 @@ class Outcome:
         if result.incomplete_reason and result.incomplete_reason.startswith(DISK_FULL):
             t.error(stopped_by_full_disk(result.incomplete_reason, result.checkpoint_dir))
         if result.interrupted:
-            what = "simulated" if result.simulation is not None else "explored"
-            t.error(f"interrupted; the statistics above cover what was {what} so far")
+            # the reference explorer counts every state it reached; the engine and Spark the levels
+            # they finished, which a resume continues from
+            what = "what was simulated so far" if result.simulation is not None else \
+                "what was explored so far" if result.engine == "reference" else "the levels finished so far"
+            t.error(f"interrupted; the statistics above cover {what}")
         elif self.cut_short is not None:
             stand = "the counts above stand (the analyses' error says what is not known)" if self.error is not None \
                 else "the counts and verdict above stand; a violation shown without a trace file has none"
