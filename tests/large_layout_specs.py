@@ -1,7 +1,7 @@
 """Small specs with a large layout (over 32 elements), so that their kernels take the table form
 (``kernels/table_expand.py``): every action's ``fire`` run as one call on batches of states, each
 noting what it changed, one that packs its whole successor, an action of no instances, a spec of
-one action, a spec whose only action has no instances (with a small-layout twin), and a spec that
+one action, a spec whose only action has no instances, and a spec that
 writes its source state through a view the static reading does not follow. An importable module, so that
 the compiled kernels can import them."""
 
@@ -168,13 +168,3 @@ class WideStill(Wide):
 
     def actions(self):
         return [Action("ClearFirst", clear_first, (Param("i", self.params.none),))]
-
-
-class NarrowStill(WideStill):
-    """WideStill with a small layout (6 cells: unrolled kernels, not the table form)."""
-
-    name = "narrow_still"
-
-    def fields(self):
-        return [Int("x", 3, (6,)), Int("cap", 3), Int("budget", 15), Int("limit", 99)]
-

@@ -298,21 +298,21 @@ def test_large_layout_kernels_agree_with_the_reference(cls, params):
     assert _summary(got) == _summary(ReferenceExplorer().explore(model, Options(keep_going=True)))
 
 
-@pytest.mark.parametrize("cls", ["WideStill", "NarrowStill"], ids=["table-form", "small-layout"])
 @pytest.mark.parametrize("deadlock", [True, False], ids=["deadlock", "no-deadlock-check"])
-def test_a_spec_of_no_action_instances_has_its_initial_states_only(cls, deadlock):
+def test_a_spec_of_no_action_instances_has_its_initial_states_only(deadlock):
     """No action instance: the candidate rows per state are 0, which the chunk kernels cannot
     index by; the engine gives what the reference explorer does (a deadlock at the first initial
-    state, or the initial states holding), on both layouts."""
+    state, or the initial states holding). The engine takes such a frontier before any chunk
+    kernel, whatever the layout (the small layout's kernels failed the same way): one layout is
+    tried, the table form, whose kernels the other tests here have compiled already."""
     import large_layout_specs
 
     from kraftcheck.checker.explore.engine import Engine
     from kraftcheck.checker.explore.reference import ReferenceExplorer
     from kraftcheck.checker.explore.result import Options
 
-    spec_class = getattr(large_layout_specs, cls)
-    model = Model(spec_class(spec_class.Params()))
-    assert len(model.labels) == 0 and uses_layout_table(model.layout) == (cls == "WideStill")
+    model = Model(large_layout_specs.WideStill(large_layout_specs.WideStill.Params()))
+    assert len(model.labels) == 0 and uses_layout_table(model.layout)
     model.check_deadlock = deadlock
     got = Engine(compile="now").explore(model, Options(keep_going=True))
     want = ReferenceExplorer().explore(model, Options(keep_going=True))

@@ -173,7 +173,7 @@ def test_a_model_with_no_action_instances_is_refused_before_spark_starts():
     to the local engine, which explores the initial states alone (exit 2, Spark never started)."""
     import large_layout_specs
 
-    model = Model(large_layout_specs.NarrowStill(large_layout_specs.NarrowStill.Params()))
+    model = Model(large_layout_specs.WideStill(large_layout_specs.WideStill.Params()))
     with pytest.raises(UsageError, match=r"no action instances.*--engine engine"):
         SparkExplorer().explore(model, Options(keep_going=True))
 
