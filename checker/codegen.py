@@ -827,14 +827,25 @@ class _Imports:
 
     def __init__(self) -> None:
         self.by_module: dict[str, list[str]] = {}
+        self.checked: list[tuple[str, str]] = []
 
     def alias(self, fn: Callable, what: str, local: str) -> str:
         module, name = _import_path(fn, what)
         self.by_module.setdefault(module, []).append(f"{name} as {local}")
+        self.checked.append((local, what))
         return local
 
     def lines(self) -> list[str]:
-        return [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(self.by_module.items())]
+        """The imports; with numba disabled (``NUMBA_DISABLE_JIT=1``) the functions run as Python,
+        where nothing types their returns, so each value is checked as the Python tiers check it
+        (``action_returns.bool_checked``): a tuple would otherwise fire an action by its truth."""
+        return [f"from {m} import {', '.join(sorted(set(ns)))}" for m, ns in sorted(self.by_module.items())] + [
+            "from numba import config as _numba_config",
+            "",
+            "if _numba_config.DISABLE_JIT:",
+            "    from kraftcheck.checker.action_returns import bool_checked",
+            *[f"    {local} = bool_checked({what!r}, {local})" for local, what in self.checked],
+        ]
 
 
 def _header(what: str) -> list[str]:
@@ -980,7 +991,8 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
     imports = _Imports()
     action = model.actions[ai]
     name = imports.alias(action.fn, f"action {action.name}", "action")
-    props = [imports.alias(p.fn, f"property {p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
+    props = [imports.alias(p.fn, f"{'transition property' if k < len(model.spec_properties) else 'action constraint'} "
+                                 f"{p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
     noted = packing_fire(model, ai) if table else None
     if noted is not None:
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
@@ -1044,8 +1056,8 @@ def _invariants_source(model: Model, layout_module: str) -> str:
     compiled in, those ``select`` names (a mask in the spec's order) are evaluated, so runs that
     check different selections share it."""
     imports = _Imports()
-    names = [imports.alias(inv.fn, f"invariant {inv.name}", f"invariant{k}")
-             for k, inv in enumerate(model.kernel_invariants)]
+    names = [imports.alias(inv.fn, f"{'invariant' if k < len(model.spec_invariants) else 'constraint'} {inv.name}",
+                           f"invariant{k}") for k, inv in enumerate(model.kernel_invariants)]
     checks = [f"            if ib{k} and not {n}(s):\n                m |= ib{k}" for k, n in enumerate(names)]
     out = _header(f"The invariants kernel of spec {model.spec.name}") + [
         "from numba import njit, uint64",

@@ -169,6 +169,39 @@ def test_the_command_line_exits_2_with_the_function_and_writes_no_file(tmp_path)
     assert not report.exists() and not traces.exists()
 
 
+JIT_DISABLED_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+import return_value_specs as specs
+from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+for name in ("GivesAPair", "InvariantCounts", "ConstraintCounts"):
+    cls = getattr(specs, name)
+    try:
+        result = Engine(compile="now").explore(Model(cls(cls.Params())), Options(keep_going=True, threads=1))
+        print(name, "gave", result.status)
+    except SpecError as e:
+        print(name, "refused:", e)
+"""
+
+
+def test_with_numba_disabled_the_compiled_kernels_check_each_value(tmp_path):
+    """NUMBA_DISABLE_JIT=1 runs the compiled kernels' code as Python, where no typing sees the
+    returns: each value is checked there as in the Python tiers."""
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, "-c", JIT_DISABLED_RUN.format(tests=os.path.dirname(SPECS_FILE))],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    said = run.stdout.splitlines()
+    assert len(said) == len(COMPUTED), run.stdout
+    for line, (cls, function, fn, returned, _numba) in zip(said, COMPUTED):
+        # the values are numpy's there (np.int32(4) for Python's 4)
+        assert line.startswith(f"{cls.__name__} refused: {function} returned ") and \
+            f" {_defined(fn)}: it must return " in line, line
+
+
 @pytest.mark.parametrize("explorer", [Engine(compile="never"), Engine(compile="bytecode"), ReferenceExplorer(),
                                       Engine(compile="now")],
                          ids=["python tier", "bytecode tier", "reference explorer", "compiled"])
