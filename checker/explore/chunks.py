@@ -1,6 +1,7 @@
 """Expanding one chunk of a level: its successors, the visited set, and the new states in order.
 
-A chunk is split in parts, one a thread (``kernels.parts``). Two paths:
+A chunk is split in parts (``kernels.parts``: a few a thread, which the threads take one by one).
+Two paths:
 
 - every candidate row (``ChunkExpansion.successors`` then ``collect_new``): the kernels write
   every successor of every state; per part, on the part's own thread, its valid rows are
@@ -25,7 +26,7 @@ import numpy as np
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.errors import SpecRaised
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels
-from kraftcheck.checker.explore.compiled import RepeatTables
+from kraftcheck.checker.explore.compiled import RepeatTables, most_parts
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.tiers import Tiers
 from kraftcheck.checker.explore.violations import Violations
@@ -33,7 +34,7 @@ from kraftcheck.checker.kernels.deadlock import first_stuck
 from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, bucket_dense_part, bucket_part,
                                                       collect_dense_part, collect_part, keep_first_dense,
                                                       seen_table_size, tally_width, valid_rows_part)
-from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, thread_count
+from kraftcheck.checker.kernels.threads import per_thread_rows, run_taking, thread_count
 from kraftcheck.checker.model import DEADLOCK, Model
 
 
@@ -60,7 +61,7 @@ def close_gaps(columns: tuple[np.ndarray, ...], starts: list[int], counts: list[
 class ChunkExpansion:
     """What a run's chunks share: the kernels and buffers (``tiers``), the visited set (or the
     graph builder, which numbers every state), the canonicaliser under ``--symmetry``, the
-    violations found, and per part of a chunk (at most one a thread) the tables its passes use.
+    violations found, and per part of a chunk the tables its passes use.
     Each action's ``fired`` and ``new_per_action`` counts are added up in place."""
 
     def __init__(self, model: Model, tiers: Tiers, visited: Any, graph_builder: Any, canon: Any,
@@ -70,19 +71,20 @@ class ChunkExpansion:
         self.label_action = np.array(model.label_action, np.int64)
         self.stride = len(model.labels)  # candidate rows per source state
         self.shard_bits = shard_bits
-        most_parts = max(1, thread_count())
+        threads = max(1, thread_count())
+        parts = most_parts(threads)
         # per part: shard offsets of its rows for the visited set, and its coverage counts
-        self._offsets = per_thread_rows(most_parts, (1 << shard_bits) + 1, np.int64)
+        self._offsets = per_thread_rows(parts, (1 << shard_bits) + 1, np.int64)
         # per part, the table that finds repeats within the part (bucket_part); pages untouched
         # beyond what the largest part uses are never allocated
         rows = tiers.buffers.valid.shape[0]
-        self._seen = np.zeros((most_parts, seen_table_size(rows)), np.int64)
+        self._seen = np.zeros((parts, seen_table_size(rows)), np.int64)
         self._generation = 0
         self._dense_positions = np.empty(0, np.int64)
-        self._repeat_tables = RepeatTables(most_parts, rows, tiers.kernels.nwords,
+        self._repeat_tables = RepeatTables(threads, rows, tiers.kernels.nwords,
                                            tally_width(len(model.actions), model.kernel_property_count))
-        self._fired_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
-        self._new_parts = per_thread_rows(most_parts, len(model.actions), np.int64)
+        self._fired_parts = per_thread_rows(parts, len(model.actions), np.int64)
+        self._new_parts = per_thread_rows(parts, len(model.actions), np.int64)
 
     def distinct_successors_only(self) -> bool:
         """Whether chunks take the compiled kernels' distinct-successor path: the successors that
@@ -173,7 +175,7 @@ class ChunkExpansion:
             rows = np.concatenate([buf.valid[start: start + count] for start, count in zip(starts, counts)])
             outside = self._leave_outside(level, lo, first_index, rows, found_here)
         if (filtered or (canon is not None and not canon_in_part)) and graph_builder is None:
-            run_parts(bucket, len(parts))
+            run_taking(lambda j, _: bucket(j), len(parts))
         if graph_builder is None:
             used = max(start + count for start, count in zip(starts, counts))  # positions in use
             self.visited.insert_bucketed(buf.dense_words[:used], buf.dense_hashes[:used], buf.order, offsets,
@@ -224,12 +226,12 @@ class ChunkExpansion:
         found = [0] * len(spans)
         fired, new = self._fired_parts, self._new_parts
 
-        def part(j: int) -> None:
+        def part(j: int, _: int) -> None:
             start, count = spans[j]
             found[j] = collect_part(buf.valid, start, count, stride, buf.new_mark, buf.labels, self.label_action,
                                     first_index, fired[j], new[j], buf.new_rows, buf.new_parent, buf.new_label)
 
-        run_parts(part, len(spans))
+        run_taking(part, len(spans))
         close_gaps((buf.new_rows, buf.new_parent, buf.new_label), [start for start, _ in spans], found)
         if len(spans):
             self.fired += fired[: len(spans)].sum(axis=0)
@@ -298,14 +300,14 @@ class ChunkExpansion:
         found = [0] * len(parts)
         new = self._new_parts
 
-        def collect(j: int) -> None:
+        def collect(j: int, _: int) -> None:
             a, b = parts[j]
             row_bits = ((b - a) * stride).bit_length()  # the part's rows, from its first
             found[j] = collect_dense_part(buf.dense_rows, starts[j], ends[j], a * stride, row_bits, buf.new_mark,
                                           stride, self.label_action, first_index, new[j], buf.probe, buf.order,
                                           buf.new_rows, buf.new_parent, buf.new_label, buf.new_pos)
 
-        run_parts(collect, len(parts))
+        run_taking(collect, len(parts))
         close_gaps((buf.new_rows, buf.new_parent, buf.new_label, buf.new_pos), starts, found)
         self.new_per_action += new[: len(parts)].sum(axis=0)
         new[: len(parts)] = 0

@@ -15,7 +15,7 @@ from kraftcheck.checker.kernels.successor_rows import (NO_ROW, TALLY_FIRED, TALL
                                                       gather_part, reseat, seen_table_size, tally_width)
 from kraftcheck.checker.kernels.table_expand import UNEXPECTED_WRITE, TableExpansion
 from kraftcheck.checker.explore.spec_raised import run_guarded
-from kraftcheck.checker.kernels.threads import per_thread_rows, run_parts, split, thread_count
+from kraftcheck.checker.kernels.threads import per_thread_rows, run_taking, split, thread_count
 from kraftcheck.checker.model import Model
 
 
@@ -61,6 +61,21 @@ def _thread_rows(threads: int, size: int, element: type) -> list[np.ndarray]:
     return [rows[stride * j: stride * j + 2] for j in range(threads)]
 
 
+# A chunk is split in this many parts a thread, which the threads take one by one as they finish
+# the last (``threads.run_taking``), so a thread that is slow to start its part (the pool's worker
+# waking, another process on its core) leaves it to the one that is done. More parts a thread
+# would balance finer, but each part catches only its own repeats: with 4, the default Kafka check
+# sent 7% more successors to the visited set and took 8% longer on two idle cores
+# (bench/RESULTS.md, "Where two threads' wall seconds go").
+PARTS_PER_THREAD = 1
+
+
+def most_parts(threads: int) -> int:
+    """The most parts a chunk is split in with ``threads`` threads (one thread: one part, as many
+    repeats caught within it as can be)."""
+    return threads * PARTS_PER_THREAD if threads > 1 else 1
+
+
 # A part's repeat table is sized for this load at the expected number of states, and grows when
 # it would pass the maximum (linear probing stays short up to about 0.75).
 REPEAT_TABLE_LOAD = 0.6
@@ -68,11 +83,12 @@ REPEAT_TABLE_MAX_LOAD = 0.75
 
 
 class RepeatTables:
-    """Per part of a chunk (at most one per thread), the table that finds repeats among its
-    successors (``successor_rows.keep_first_lines``) and its tally. A part uses the first entries of
-    its table, enough for what it is likely to keep at a load of 0.6 (so they stay in the
-    caches), and grows within a chunk when that was too little; the rest of its pages are never
-    touched."""
+    """Per thread, the table that finds repeats among the successors of the part it expands
+    (``successor_rows.keep_first_lines``), and per part of a chunk its tally. A part uses the
+    first entries of its thread's table, enough for what it is likely to keep at a load of 0.6 (so
+    they stay in the caches), and grows within a chunk when that was too little; the rest of its
+    pages are never touched. Each part has a generation of its own, so the entries of the parts a
+    thread expanded before count as empty."""
 
     def __init__(self, parts: int, rows: int, nwords: int, tally_width: int) -> None:
         # a part keeps at most a successor per candidate row: twice that many entries always do
@@ -82,10 +98,16 @@ class RepeatTables:
         self.generation = 0
         self.per_state = 1.0  # distinct successors a state kept in the last part
 
-    def next_generation(self) -> int:
-        """A generation for a new chunk: the tables' entries of earlier ones count as empty."""
-        self.generation += 1
-        return self.generation
+    def next_generation(self, count: int = 1) -> int:
+        """The first of ``count`` new generations (one a part of a new chunk): the tables'
+        entries of earlier ones count as empty."""
+        self.generation += count
+        return self.generation - count + 1
+
+    def tally_parts(self, parts: int) -> None:
+        """Room in ``tally`` for ``parts`` parts."""
+        if self.tally.shape[0] < parts:
+            self.tally = per_thread_rows(parts, self.tally.shape[1], np.int64)
 
     def size_for(self, states: int) -> int:
         """Entries of the table for a part of ``states`` states: a power of two, for a quarter
@@ -97,11 +119,11 @@ class RepeatTables:
         has to: it has twice as many entries as a part has candidate rows."""
         return size if size == self.most else int(size * REPEAT_TABLE_MAX_LOAD)
 
-    def grow(self, j: int, size: int, generation: int, out: "ChunkBuffers", first: int) -> int:
-        """Part j's table (``size`` entries) is too small for its next state: move its entries to
-        the dense arrays from position ``first``, and back into four times the entries (at most
-        all)."""
-        table = self.tables[j]
+    def grow(self, slot: int, size: int, generation: int, out: "ChunkBuffers", first: int) -> int:
+        """The table of thread ``slot`` (``size`` entries) is too small for its part's next state:
+        move the part's entries to the dense arrays from position ``first``, and back into four
+        times the entries (at most all)."""
+        table = self.tables[slot]
         kept = gather_part(table, size, generation, out.dense_words, out.dense_hashes, out.dense_rows, first)
         bigger = min(self.most, 4 * size)
         reseat(table, size, bigger - 1, generation, out.dense_words, out.dense_hashes, out.dense_rows, first,
@@ -137,6 +159,7 @@ class Kernels:
         # the constants' values, or the whole layout table (codegen.layout_values): every kernel's cv
         self.const_values = layout_values(model.layout, self.module.LAYOUT_TABLE)
         self.threads = thread_count()
+        self.most_parts = most_parts(self.threads)
         # Per thread two scratch rows for the action kernels (row 1 the successor, of int64) and
         # one for the invariants (a state, of int32), far enough apart that threads never write
         # to the same cache line (false sharing halved throughput).
@@ -146,10 +169,11 @@ class Kernels:
         self.tally_width = tally_width(self.nactions, model.kernel_property_count)
 
     def _parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        return split(lo, hi, self.threads if hi - lo >= 256 else 1)
+        return split(lo, hi, self.most_parts if hi - lo >= 256 else 1)
 
     def parts(self, n: int) -> list[tuple[int, int]]:
-        """How ``successors`` splits ``n`` states among the threads: (first, end) per part."""
+        """How ``successors`` and ``distinct_successors`` split ``n`` states into parts (at most
+        ``most_parts``), which the threads take one by one: (first, end) per part."""
         return self._parts(0, n)
 
     def _check_batch(self, words: np.ndarray) -> None:
@@ -176,20 +200,21 @@ class Kernels:
         return [tuple(int(x) for x in r) for r in rows]
 
     def buffers(self, states: int) -> "ChunkBuffers":
-        """Buffers for chunks of up to ``states`` states (rounded up to a multiple of the threads,
-        so that every part has a region of the dense arrays of its own: ``dense_start``)."""
-        states = -(-states // self.threads) * self.threads
+        """Buffers for chunks of up to ``states`` states (rounded up to a multiple of
+        ``most_parts``, so that every part has a region of the dense arrays of its own:
+        ``dense_start``)."""
+        states = -(-states // self.most_parts) * self.most_parts
         return ChunkBuffers(states, self.nlabels, self.model.layout, bool(self.model.kernel_property_count))
 
     def dense_start(self, j: int, out: "ChunkBuffers") -> int:
         """Where part j's distinct successors start in ``out``'s dense arrays: the same place
         whatever the chunk's size, so that chunks of changing sizes touch no more pages than
         the largest part keeps (at ``a * nlabels``, the regions of chunks of many sizes left
-        half the buffers resident). ``out`` must come from ``buffers`` (a multiple of the
-        threads in states): a chunk of at most ``out.states`` states split among the threads
-        has parts of at most ``out.states // threads`` states, hence as many rows of their own
+        half the buffers resident). ``out`` must come from ``buffers`` (a multiple of
+        ``most_parts`` in states): a chunk of at most ``out.states`` states split in parts has
+        parts of at most ``out.states // most_parts`` states, hence as many rows of their own
         (a chunk too small to split is one part, at 0)."""
-        return j * (out.states // self.threads) * self.nlabels
+        return j * (out.states // self.most_parts) * self.nlabels
 
     def successors(self, words: np.ndarray, lo: int = 0, hi: Optional[int] = None,
                    out: Optional["ChunkBuffers"] = None,
@@ -201,7 +226,7 @@ class Kernels:
         model has transition properties, the mask of those it violates. ``after_part(j, a, b)``,
         if given, runs on the thread that expanded part j (states ``lo + a .. lo + b - 1``, the
         parts of ``parts(hi - lo)``) right after it, so a pass over the part's rows needs no
-        second hand-off to the threads.
+        second hand-off to the threads. Parts run side by side in no set order.
         """
         self._check_batch(words)
         hi = words.shape[0] if hi is None else hi
@@ -216,9 +241,9 @@ class Kernels:
         tallies = per_thread_rows(len(parts), self.tally_width, np.int64)  # counted, not read
         unused = np.zeros((1, self.nwords + 1), np.uint64)
 
-        def expand_part(j: int) -> None:
+        def expand_part(j: int, slot: int) -> None:
             a, b = parts[j]
-            scratch = self._scratch[j]
+            scratch = self._scratch[slot]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
             if self._expansion is not None:
                 self._expansion(out.flat, a, b, out.words, out.hashes, out.labels, out.props, err, self.const_values,
@@ -230,7 +255,7 @@ class Kernels:
             if after_part is not None:
                 after_part(j, a, b)
 
-        run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts)))
         self._raise_domain_error(words, lo, err, out)
         return out
 
@@ -245,27 +270,30 @@ class Kernels:
         ``out.dense_words``, ``out.dense_hashes`` and ``out.dense_rows``, in no particular order;
         its counts (transitions per action, first rows violating each transition property) are in
         ``tables.tally[j]``. ``after_part(j, a, b, end)`` runs on the part's thread once its
-        kernels are done (``end``: the position after its last). Returns each part's end.
+        kernels are done (``end``: the position after its last); parts run side by side in no set
+        order. Returns each part's end.
 
         ``mark_moves`` (the deadlock check): the kernels set ``out.labels[i * nlabels]`` to 0 for
         each state i of the chunk with a successor other than itself, and leave it otherwise.
         """
         self._check_batch(words)
-        if out.states % self.threads:
+        if out.states % self.most_parts:
             raise ValueError(f"distinct_successors() needs buffers from Kernels.buffers (a multiple of "
-                             f"{self.threads} states), got {out.states}")
+                             f"{self.most_parts} states), got {out.states}")
         if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
             raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
                              f"for buffers of {out.states}")
         err = np.full(3, -1, np.int64)
         err[2] = 1 if mark_moves else 0  # read by the kernels on this path only (codegen._ring_setup_lines)
         parts = self._parts(0, hi - lo)
-        generation = tables.next_generation()
+        first_generation = tables.next_generation(len(parts))
+        tables.tally_parts(len(parts))
         ends = [0] * len(parts)
 
-        def expand_part(j: int) -> None:
+        def expand_part(j: int, slot: int) -> None:
             a, b = parts[j]
-            scratch, tally, table = self._scratch[j], tables.tally[j], tables.tables[j]
+            scratch, tally, table = self._scratch[slot], tables.tally[j], tables.tables[slot]
+            generation = first_generation + j
             first = self.dense_start(j, out)
             tally[:] = 0
             tally[TALLY_FIRED + self.nactions:] = NO_ROW
@@ -288,14 +316,14 @@ class Kernels:
                     if tally[TALLY_STOPPED] < 0:
                         break
                     start = int(tally[TALLY_STOPPED])
-                    size = tables.grow(j, size, generation, out, first)
+                    size = tables.grow(slot, size, generation, out, first)
                     tally[TALLY_LIMIT] = tables.limit(size)
             kept = gather_part(table, size, generation, out.dense_words, out.dense_hashes, out.dense_rows, first)
             tables.observe(b - a, kept)
             ends[j] = first + kept
             after_part(j, a, b, ends[j])
 
-        run_guarded(self.model, words, lo, hi, False, lambda: run_parts(expand_part, len(parts)))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts)))
         self._raise_domain_error(words, lo, err, out)
         return ends
 
@@ -336,12 +364,12 @@ class Kernels:
         if (self.model.invariants or self.model.constraints) and hi > lo:
             parts = self._parts(lo, hi)
 
-            def check_part(j: int) -> None:
+            def check_part(j: int, slot: int) -> None:
                 a, b = parts[j]
-                self.module.check(words, a, b, a - lo, self._state_scratch[j], out, self.const_values,
+                self.module.check(words, a, b, a - lo, self._state_scratch[slot], out, self.const_values,
                                   self.module.INVARIANT_SELECT)
 
-            run_guarded(self.model, words, lo, hi, True, lambda: run_parts(check_part, len(parts)))
+            run_guarded(self.model, words, lo, hi, True, lambda: run_taking(check_part, len(parts)))
         return out
 
 

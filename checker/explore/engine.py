@@ -62,9 +62,12 @@ SUCCESSORS_PER_CHUNK = 1 << 16
 # within a chunk instead of in the visited set.
 DISTINCT_CANDIDATES_PER_CHUNK = 1 << 22
 DISTINCT_SUCCESSORS_PER_CHUNK = 1 << 21
-# Whatever the path, a chunk's unpacked states (an int32 row each, which every action kernel
-# reads) stay within this: past it they leave the cache.
-UNPACKED_BYTES_PER_CHUNK = 8 << 20
+# Whatever the path, a chunk's unpacked states (an int32 row each) stay within this. A large
+# layout's actions read them 16 states at a time, so a chunk need not fit a cache; each chunk
+# costs hand-offs to the threads and Python's work between its steps, which fewer, larger chunks
+# pay less often (8 MiB, when every action's kernel passed over the whole chunk: bench/RESULTS.md,
+# "Where two threads' wall seconds go").
+UNPACKED_BYTES_PER_CHUNK = 32 << 20
 # Parent links are uint32 and all ones marks an initial state: a state numbered past this could
 # not be a parent. The run stops (incomplete) before it expands such a state.
 MAX_NUMBERED_STATES = INITIAL_PARENT - 1

@@ -6,6 +6,7 @@ disjoint slices from Python threads scale the same on a few cores and compile on
 
 from __future__ import annotations
 
+import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -105,6 +106,36 @@ def run_parts(fn: Callable[[int], None], parts: int) -> None:
     if error is not None:
         raise error
     held.raise_if_signalled()
+
+
+def run_taking(fn: Callable[[int, int], None], parts: int) -> None:
+    """Call ``fn(part, slot)`` for every part 0 .. parts - 1 on up to ``thread_count()`` threads
+    (``run_parts``), each taking the next part nobody has taken yet, in increasing order, until
+    none is left; ``slot`` is the thread's own number (0 .. threads - 1: what it may use as its
+    own scratch). With more parts than threads, a thread that is slow (its parts have more work,
+    or the system ran something else on its core) takes fewer parts instead of holding the
+    others at the end of the call, where one part a thread would. An error stops every thread
+    at its next part and is re-raised as ``run_parts`` does."""
+    slots = min(parts, thread_count())
+    if slots <= 1:
+        for p in range(parts):
+            fn(p, 0)
+        return
+    taken = itertools.count()  # next() on it is one step under the GIL: no part is taken twice
+    failed: list[bool] = []
+
+    def take(slot: int) -> None:
+        while not failed:
+            p = next(taken)
+            if p >= parts:
+                return
+            try:
+                fn(p, slot)
+            except BaseException:
+                failed.append(True)
+                raise
+
+    run_parts(take, slots)
 
 
 CACHE_LINE = 64

@@ -24,7 +24,7 @@ from numba import int64, njit, uint64
 from kraftcheck.checker.kernels.hashing import fingerprint_row, fingerprints
 from kraftcheck.checker.kernels.prefetch import prefetch_row
 from kraftcheck.checker.kernels.rows import same_row
-from kraftcheck.checker.kernels.threads import run_parts, thread_count
+from kraftcheck.checker.kernels.threads import run_taking
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 # A shard grows once its load would pass MAX_LOAD, by GROWTH: between growths the load stays in
@@ -257,15 +257,17 @@ class VisitedSet:
         offsets = np.ascontiguousarray(offsets)  # callers' rows may be padded apart; one compiled layout
         per_shard = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0).tolist()
         rows = sum(per_shard)
-        threads = min(thread_count(), self.nshards) if rows > 4096 else 1
 
-        def insert_shards(first: int) -> None:
-            for k in range(first, self.nshards, threads):
-                if per_shard[k]:
-                    self._reserve(k, self.shard_counts[k] + per_shard[k])
-                    self.shard_counts[k] += insert_shard(self.shards[k], words, hashes, order, offsets, k, is_new)
+        def insert_into(k: int, _: int) -> None:
+            if per_shard[k]:
+                self._reserve(k, self.shard_counts[k] + per_shard[k])
+                self.shard_counts[k] += insert_shard(self.shards[k], words, hashes, order, offsets, k, is_new)
 
-        run_parts(insert_shards, threads)
+        if rows > 4096:  # the threads take the shards one by one: a shard's growth holds up no other
+            run_taking(insert_into, self.nshards)
+        else:
+            for k in range(self.nshards):
+                insert_into(k, 0)
 
     def _reserve(self, k: int, load: int) -> None:
         """Grow shard k until ``load`` states fit under the maximum load factor."""
