@@ -1127,11 +1127,17 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
 
 def _dependency_digest(model: Model) -> str:
     """Digest of every source file the generated module compiles in."""
-    files = {Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES}
-    for fn in [a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties + model.constraints
-                                               + model.action_constraints]:
+    return sources_digest([a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties
+                                                           + model.constraints + model.action_constraints],
+                          [Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES])
+
+
+def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
+    """Digest of the source files of the spec's ``functions``, of every module of their packages
+    (spec functions call helpers from other modules of their package) and of ``extra_files``."""
+    files = set(extra_files)
+    for fn in functions:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
-    # Spec functions call helpers from other modules of their package: include the whole package.
     for f in list(files):
         if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
             files.update(f.parent.glob("*.py"))
@@ -1217,9 +1223,10 @@ def _write(directory: Path, name: str, source: str) -> Path:
 
 
 def _forget_compiled(directory: Path) -> None:
-    """Remove the markers that say a model's kernels are compiled or typed: any of them may
-    gather the module found damaged."""
-    for marker in [*directory.glob("*.py.compiled"), *directory.glob("*.py.typed")]:
+    """Remove the markers that say a model's kernels are compiled: any of them may gather the
+    module found damaged. The spec's typing verdicts (``compile.typed_marker_path``) stay: they
+    are of the spec's own sources, which no damaged kernel module changes."""
+    for marker in directory.glob("*.py.compiled"):
         try:
             marker.unlink()
         except FileNotFoundError:

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import hashlib
 import threading
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numba
@@ -33,9 +35,11 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import cpu_target
 
+from kraftcheck.checker import __version__
 from kraftcheck.checker.action_returns import defined_at, no_bool_error
+from kraftcheck.checker.codegen import sources_digest
 from kraftcheck.checker.layout import Layout
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.model import Model, python_function
 
 # dispatchers of these packages are numba's own (overloads it implements in Python): resolved as
 # numba resolves them
@@ -151,6 +155,21 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
     calls += [(f"transition property {x.name}", x.fn, (state, succ)) for x in model.spec_properties]
     calls += [(f"action constraint {x.name}", x.fn, (state, succ)) for x in model.spec_action_constraints]
     return calls
+
+
+def typing_key(model: Model) -> str:
+    """A digest of everything ``check_spec_types`` reads for ``model``: the sources of the spec's
+    functions and of their packages, each call it types with its argument types (the structured
+    state's field names and shapes, not the fields' ranges: configurations of a spec that differ
+    only in their bounds share one verdict), this module's source, and the kraftcheck and numba
+    versions."""
+    calls = kernel_calls(model)
+    h = hashlib.sha256(f"kraftcheck {__version__}; numba {numba.__version__}\n".encode())
+    h.update(sources_digest([fn for _, fn, _ in calls], [Path(__file__)]).encode())
+    for what, fn, args in calls:
+        py = python_function(fn)
+        h.update(f"{what}; {py.__module__}.{py.__qualname__}; {args}\n".encode())
+    return h.hexdigest()
 
 
 def check_spec_types(model: Model) -> None:

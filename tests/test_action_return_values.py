@@ -116,19 +116,36 @@ def test_the_spark_driver_refuses_before_it_compiles(tmp_path, monkeypatch):
 
 
 def test_a_typing_marker_that_did_not_check_return_types_is_not_trusted(tmp_path, monkeypatch):
-    """A marker an older kraftcheck wrote beside the same kernel module (its name does not
-    change with kraftcheck's code) said nothing of return types: the spec is typed again."""
+    """A marker that does not say the return types were checked (an older kraftcheck's text) says
+    nothing of them: the spec is typed again."""
     from kraftcheck.checker.compile import typed_marker_path
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.tiers import TypingVerdicts, type_spec_once
+    from kraftcheck.checker.typing_check import typing_key
     import numba
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     model = _model(specs.InvariantCounts)
     shapes = kernel_shapes(model)
-    typed_marker_path(shapes.module_path).write_text(f"numba {numba.__version__}\n")
-    assert not TypingVerdicts().accepted(shapes)
+    typed_marker_path(shapes, model.spec.name, typing_key(model)).write_text(f"numba {numba.__version__}\n")
+    assert not TypingVerdicts().accepted(model, shapes)
     with pytest.raises(SpecError, match="invariant room_left returns a value numba types as int64"):
         type_spec_once(model, shapes)
+
+
+def test_configurations_that_differ_in_bounds_only_share_one_typing(tmp_path, monkeypatch):
+    """The typing reads the fields' names and shapes, not their ranges: a run of another bound
+    (its own kernels) takes the verdict a run of the first wrote; another spec's functions do
+    not."""
+    from kraftcheck.checker.explore.compiled import kernel_shapes
+    from kraftcheck.checker.explore.tiers import TypingVerdicts
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    small, large = (Model(specs.Counter(specs.CounterParams(top=top))) for top in (3, 9))
+    small_shapes, large_shapes = kernel_shapes(small), kernel_shapes(large)
+    assert small_shapes.module_name != large_shapes.module_name  # x's range differs: kernels of their own
+    TypingVerdicts().remember(small, small_shapes)
+    assert TypingVerdicts().accepted(large, large_shapes)
+    other = _model(specs.ConstraintCounts)
+    assert not TypingVerdicts().accepted(other, kernel_shapes(other))
 
 
 def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, monkeypatch):
@@ -137,16 +154,16 @@ def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, m
     from pathlib import Path
 
     from kraftcheck.checker import codegen
-    from kraftcheck.checker.compile import typed_marker_path
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.tiers import TypingVerdicts
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
-    shapes = kernel_shapes(_model(specs.Counter))
+    model = _model(specs.Counter)
+    shapes = kernel_shapes(model)
     monkeypatch.setitem(codegen._cache_problems, Path(shapes.module_path).parent, "Read-only file system")
     verdicts = TypingVerdicts()
-    verdicts.remember(shapes)
-    assert verdicts.accepted(shapes) and not TypingVerdicts().accepted(shapes)
-    assert not typed_marker_path(shapes.module_path).exists()
+    verdicts.remember(model, shapes)
+    assert verdicts.accepted(model, shapes) and not TypingVerdicts().accepted(model, shapes)
+    assert not list(tmp_path.rglob("*.typed"))
 
 
 def test_trace_stepping_refuses_it_interpreted_and_compiled():

@@ -265,10 +265,10 @@ class Typings(RunObserver):
 
 
 def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, tmp_path):
-    """The type inference's acceptance is kept beside the kernel module (whose name is a digest
-    of the spec's sources and fields) and in the process: the next run of the same spec version
-    and fields that ends while interpreting answers without typing again, and a new process (a
-    new ``TypingVerdicts``) knows it from the file; a refusal is never kept."""
+    """The type inference's acceptance is kept in the kernel cache (under a digest of the spec's
+    sources and of its fields' names and shapes) and in the process: the next run of the same spec
+    version and fields that ends while interpreting answers without typing again, and a new
+    process (a new ``TypingVerdicts``) knows it from the file; a refusal is never kept."""
     from kraftcheck.checker.explore import tiers
     from kraftcheck.checker.explore.compiled import kernel_shapes
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
@@ -286,5 +286,5 @@ def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, t
             Engine(compile="background").explore(refused, Options(), observer=typings)
         typed.append(("python_only_method", typings.count))
     assert typed == [("grid", 1), ("python_only_method", 1), ("grid", 0), ("python_only_method", 1)]
-    assert tiers.TypingVerdicts().accepted(kernel_shapes(grid))
-    assert not tiers.TypingVerdicts().accepted(kernel_shapes(refused))
+    assert tiers.TypingVerdicts().accepted(grid, kernel_shapes(grid))
+    assert not tiers.TypingVerdicts().accepted(refused, kernel_shapes(refused))

@@ -34,7 +34,7 @@ from kraftcheck.checker.explore.run_limits import Clock
 from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.typing_check import check_spec_types
+from kraftcheck.checker.typing_check import check_spec_types, typing_key
 
 # "never": the Python tier throughout; "bytecode": the bytecode tier throughout (both for tests)
 COMPILE_MODES = ("now", "background", "never", "bytecode")
@@ -46,33 +46,36 @@ BYTECODE_BUDGET_S = 1.5
 
 
 class TypingVerdicts:
-    """The kernel modules whose spec functions numba's type inference accepted (``typing_check``:
-    every one typed, every one returning a bool), so that a later run of the same spec version
-    and fields need not type them again: a file beside the module (``typed_marker_path``: the
-    module's name is a digest of the spec's sources and of the kraftcheck and numba versions)
-    tells later processes, if it says the return types were checked (``TYPED_MARKER_TEXT``: an
-    older marker, written before they were, does not); in this process the module's name tells,
+    """The spec versions and state types whose functions numba's type inference accepted
+    (``typing_check``: every one typed, every one returning a bool), so that a later run need not
+    type them again. A verdict is kept under ``typing_key``: a digest of the spec's sources, of
+    the calls typed and their argument types (the fields' names and shapes, not their ranges: the
+    configurations of a spec that differ in their bounds only share it) and of the kraftcheck and
+    numba versions. A file in the kernel cache (``typed_marker_path``) tells later processes, if
+    it says the return types were checked (``TYPED_MARKER_TEXT``); in this process the key tells,
     whatever kernel cache the file went to (a run with a fresh cache: tests). A refusal is never
     kept. A new instance knows what a new process knows: the files."""
 
     def __init__(self) -> None:
-        self.module_names: set[str] = set()
+        self.keys: set[str] = set()
 
-    def accepted(self, shapes: KernelShapes) -> bool:
-        if shapes.module_name in self.module_names:
+    def accepted(self, model: Model, shapes: KernelShapes) -> bool:
+        key = typing_key(model)
+        if key in self.keys:
             return True
         try:
-            return typed_marker_path(shapes.module_path).read_text() == TYPED_MARKER_TEXT
+            return typed_marker_path(shapes, model.spec.name, key).read_text() == TYPED_MARKER_TEXT
         except (OSError, UnicodeDecodeError):
             return False
 
-    def remember(self, shapes: KernelShapes) -> None:
-        self.module_names.add(shapes.module_name)
+    def remember(self, model: Model, shapes: KernelShapes) -> None:
+        key = typing_key(model)
+        self.keys.add(key)
         # a kernel cache that cannot be written is used only as it is (when it holds the run's
         # kernels): nothing is written there, and a later process types the spec again
         if kernel_cache_problem(Path(shapes.module_path).parent) is None:
             try:
-                atomic_write(typed_marker_path(shapes.module_path), TYPED_MARKER_TEXT)
+                atomic_write(typed_marker_path(shapes, model.spec.name, key), TYPED_MARKER_TEXT)
             except OSError:
                 pass
 
@@ -93,7 +96,7 @@ def type_spec_once(model: Model, shapes: KernelShapes, progress: Optional[Progre
     (``compile_error``), a function whose return type is not boolean as a SpecError: a compiled
     kernel reads such a value its own way (``action_returns``). Nothing is typed when numba is
     disabled (the kernels then run the functions as Python)."""
-    if numba.config.DISABLE_JIT or TYPING_VERDICTS.accepted(shapes):
+    if numba.config.DISABLE_JIT or TYPING_VERDICTS.accepted(model, shapes):
         return
     if progress is not None:
         progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling="numba types the spec's functions"))
@@ -101,7 +104,7 @@ def type_spec_once(model: Model, shapes: KernelShapes, progress: Optional[Progre
         check_spec_types(model)
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
-    TYPING_VERDICTS.remember(shapes)
+    TYPING_VERDICTS.remember(model, shapes)
 
 
 def start_kernels(model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
@@ -269,7 +272,7 @@ class Tiers:
         builder = self.builder
         if builder.failed() and builder.ready_form() is None:  # else a form compiled: numba accepts the functions
             self._raise_compile_failure()
-        if TYPING_VERDICTS.accepted(builder.shapes):  # an earlier run typed it
+        if TYPING_VERDICTS.accepted(self.model, builder.shapes):  # an earlier run typed it
             self.spec_checked = True
             return
         self.announce(f"{builder.status}, {builder.elapsed:.0f} s", meanwhile)
@@ -285,7 +288,7 @@ class Tiers:
         except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
             self.switch_when_compiled(wait=True)
         else:
-            TYPING_VERDICTS.remember(builder.shapes)
+            TYPING_VERDICTS.remember(self.model, builder.shapes)
 
     def switch_when_compiled(self, wait: bool = False) -> None:
         """Take each form of the compiled kernels once the background compile has it (between
