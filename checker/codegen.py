@@ -1134,10 +1134,13 @@ def _dependency_digest(model: Model) -> str:
 
 def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     """Digest of the source files of the spec's ``functions``, of every module of their packages
-    (spec functions call helpers from other modules of their package) and of ``extra_files``."""
+    (spec functions call helpers from other modules of their package), of the modules they reach
+    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and of
+    ``extra_files``."""
     files = set(extra_files)
     for fn in functions:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
+        files.update(Path(f) for f in numba_cache.reachable_files(python_function(fn)) or ())
     for f in list(files):
         if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
             files.update(f.parent.glob("*.py"))

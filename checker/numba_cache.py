@@ -20,6 +20,15 @@ every file in it checked against what was compiled into it.
   files' functions'. It detects mistakes
   (a swapped, edited, truncated or old file), not someone who can write the cache on purpose:
   the key is no secret.
+* numba keeps a function compiled as long as its own source file is unchanged, though it compiled
+  in the helpers the function calls from other files: a spec's invariant calling a helper of
+  another module kept the helper's old code after the helper was edited (and a run said "holds"
+  where the edited spec is violated). ``tolerate_damage`` also makes the source stamp of a spec's
+  function (every function outside kraftcheck's engine, the generated kernel modules and the
+  installed packages) cover the sources it can reach (``reachable_files``), so a cache entry
+  compiled against other sources is stale: numba compiles the function again, silently, as for an
+  edit of its own file. The generated kernel modules' names cover the same files
+  (``codegen.sources_digest``).
 """
 
 from __future__ import annotations
@@ -30,8 +39,11 @@ import hmac
 import io
 import os
 import pickle
+import re
 import shutil
 import sys
+import sysconfig
+import types
 from pathlib import Path
 
 from numba.core import caching
@@ -129,11 +141,135 @@ def _check_numba_internals(cache_file) -> None:
         ("a source stamp kept as _source_stamp", "__init__", "_source_stamp"),
         ("its index path kept as _index_path", "__init__", "_index_path"),
     ] if name not in names(method)]
+    cache_init = getattr(caching.Cache.__init__, "_numba_init", caching.Cache.__init__)
+    if "IndexDataCacheFile" not in getattr(getattr(cache_init, "__code__", None), "co_names", ()):
+        missing.append("a function's cache file made in Cache.__init__")
     if cache_file is None or missing:
         import numba
         changed = "no IndexDataCacheFile" if cache_file is None else f"changed ({'; '.join(missing)})"
         raise ImportError(f"kraftcheck cannot check numba {numba.__version__}'s cache files: "
                           f"numba.core.caching has {changed}; install a numba version kraftcheck supports")
+
+
+_ENGINE = os.path.dirname(os.path.abspath(__file__))  # kraftcheck.checker: versioned with the installation
+# the standard library's and the installed packages' folders (a venv's site-packages)
+_INSTALLED = tuple(sorted({os.path.abspath(p) for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                           if (p := sysconfig.get_paths().get(k))}))
+_GENERATED = re.compile(r"kc_\w+_[0-9a-f]{20}$")  # a generated kernel module's name
+_file_digests: dict[str, tuple[tuple[int, int], bytes]] = {}  # path -> ((mtime_ns, size), SHA-256)
+
+
+def _tracked(module: dict) -> str | None:
+    """The source file of the module whose globals are ``module``, if its functions' sources are
+    tracked: not kraftcheck's engine, a generated kernel module (its name covers its sources) or an
+    installed package's (but kraftcheck's own Kafka model)."""
+    path, name = module.get("__file__"), module.get("__name__") or ""
+    if not isinstance(path, str) or not path.endswith(".py") or _GENERATED.match(name):
+        return None
+    path = os.path.abspath(path)
+    if path.startswith(_ENGINE + os.sep):
+        return None
+    if not name.startswith("kraftcheck.") and any(path.startswith(root + os.sep) for root in _INSTALLED):
+        return None  # the Kafka model of an installed kraftcheck is tracked: it is a spec
+    return path
+
+
+def _function_of(value):
+    """The Python function ``value`` is (a numba dispatcher's own), or None."""
+    try:
+        value = getattr(value, "py_func", value)
+    except Exception:  # an object whose attributes are computed, and fail
+        return None
+    return value if isinstance(value, types.FunctionType) else None
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` and the functions defined in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _file_digest(path: str) -> bytes:
+    """The SHA-256 of the file ``path``, read again only when its modification time or size changed."""
+    try:
+        st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size)
+        known = _file_digests.get(path)
+        if known is None or known[0] != stamp:
+            with open(path, "rb") as f:
+                known = _file_digests[path] = (stamp, hashlib.sha256(f.read()).digest())
+        return known[1]
+    except OSError:
+        return b"missing"
+
+
+def reachable_files(py_func) -> set[str] | None:
+    """The source files ``py_func`` can reach: its module's, and those of the functions, numba
+    dispatchers, classes and modules it names (globals, attributes of a module it names, its
+    closure), and in turn theirs; each with the other modules of its package folder, as
+    ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
+    a package). Modules of kraftcheck's engine, generated kernel modules and installed packages end
+    the walk. None for a function of kraftcheck's engine, a generated kernel module or an installed
+    package."""
+    if _tracked(py_func.__globals__) is None:
+        return None
+    files: set[str] = set()
+    seen: set[int] = set()
+    todo = [py_func]
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        function = _function_of(value)
+        if isinstance(value, types.ModuleType):
+            module, names = vars(value), None
+        elif function is not None:
+            module, names = function.__globals__, _names(function.__code__)
+        elif isinstance(value, type):
+            module, names = vars(sys.modules.get(getattr(value, "__module__", None) or "", sys)), None
+        else:
+            continue
+        path = _tracked(module)
+        if path is None:
+            continue
+        files.add(path)
+        folder = os.path.dirname(path)
+        if os.path.exists(os.path.join(folder, "__init__.py")):
+            files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+        if function is not None:
+            named = [module[n] for n in names if n in module]
+            named += [c.cell_contents for c in function.__closure__ or () if _has_contents(c)]
+            ids = {id(v) for v in named}
+            for m in named:  # grows: an attribute of a module it names (kafka_state.records_below)
+                if isinstance(m, types.ModuleType):
+                    found = [v for n in names if id(v := vars(m).get(n)) not in ids]
+                    ids.update(id(v) for v in found)
+                    named += found
+            todo += named
+    return files
+
+
+def reachable_sources_digest(py_func) -> str | None:
+    """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked."""
+    files = reachable_files(py_func)
+    if files is None:
+        return None
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + _file_digest(path))
+    return h.hexdigest()
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:  # an empty cell
+        return False
 
 
 def tolerate_damage() -> None:
@@ -177,3 +313,31 @@ def tolerate_damage() -> None:
     cache_file._load_index, cache_file._load_data = _load_index, _load_data
     cache_file._open_for_write = _open_for_write
     cache_file._kraftcheck_tolerant = True
+
+    cache_file._source_stamp = property(_source_stamp, _set_source_stamp)
+    cache_init = caching.Cache.__init__
+
+    def __init__(self, py_func):
+        cache_init(self, py_func)
+        self._cache_file._kraftcheck_py_func = py_func
+
+    __init__._numba_init = cache_init
+    caching.Cache.__init__ = __init__
+
+
+def _source_stamp(cache_file):
+    """numba's source stamp of a function's cache file (its own file's), with the digest of the
+    sources the function reaches (``reachable_sources_digest``) if they are tracked: a cache entry
+    compiled against other sources is then stale, as for an edit of its own file. Taken when numba
+    first reads or writes the cache, once every module it reaches is imported, and kept."""
+    own = cache_file.__dict__.get("_numba_source_stamp")
+    py_func = cache_file.__dict__.pop("_kraftcheck_py_func", None)
+    if py_func is not None:
+        sources = reachable_sources_digest(py_func)
+        if sources is not None:
+            own = cache_file.__dict__["_numba_source_stamp"] = (own, sources)
+    return own
+
+
+def _set_source_stamp(cache_file, stamp) -> None:
+    cache_file.__dict__["_numba_source_stamp"] = stamp

@@ -1,8 +1,8 @@
 """Faults in the kernel cache, done on purpose (issue 46): a generated kernel changed or cut short,
 numba's files cut short, without their digest or swapped between kernels, a spec file loaded by
-path and then imported as a module, a cache that cannot be written or is a file, and the
-background compiles runs leave behind (one per cache, one per kernel key, ``kraftcheck cache
-status`` and ``clear``).
+path and then imported as a module, a spec's helper edited in another file, a cache that cannot
+be written or is a file, and the background compiles runs leave behind (one per cache, one per
+kernel key, ``kraftcheck cache status`` and ``clear``).
 
 die_hard's kernels, compiled once in the suite's cache (``warm_die_hard``), serve every test that
 needs compiled kernels, from a cache of this module's own.
@@ -327,3 +327,88 @@ def test_cache_status_and_clear_know_the_debug_modes_caches(tmp_path, monkeypatc
         os.close(codegen._in_use.pop(caches[1]))
     cleared = CliRunner().invoke(cli, ["cache", "clear"])
     assert cleared.exit_code == 0 and not any(c.exists() for c in caches), cleared.output
+
+
+_BOUNDED_SPEC = '''
+"""x counts to 4; the invariant says x < bound(), a helper of another file."""
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck.checker.spec import Action, Int, Invariant, Spec
+from {helpers} import bound
+
+
+@njit(cache=True)
+def inc(s, t):
+    if s.x >= 4:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def below_bound(s):
+    return s.x < bound()
+
+
+@dataclass(frozen=True)
+class BoundedParams:
+    pass
+
+
+class Bounded(Spec):
+    name = "bounded"
+    summary = "x counts to 4 below a helper's bound"
+    Params = BoundedParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        return [{{"x": 0}}]
+
+    def actions(self):
+        return [Action("Inc", inc)]
+
+    def invariants(self):
+        return [Invariant("below_bound", below_bound)]
+'''
+
+_BOUND = "from numba import njit\n\n\n@njit(cache=True)\ndef bound():\n    return {}\n"
+
+
+@pytest.mark.parametrize("layout", ["package", "file"])
+def test_a_helper_edited_in_another_file_is_compiled_again(tmp_path, layout):
+    """An invariant calls a helper of another file; the helper is edited between two compiled runs.
+    numba keeps a function compiled as long as its own file is unchanged: the second run took the
+    invariant compiled with the old helper and said 'holds' (exit 0) where the reference explorer
+    says 'violated' (exit 1). Each run is a process of its own, as numba's in-memory dispatchers
+    would hide its cache files."""
+    folder = tmp_path / "src" / ("bounded" if layout == "package" else "")
+    folder.mkdir(parents=True, exist_ok=True)
+    if layout == "package":
+        (folder / "__init__.py").write_text("")
+        (folder / "spec.py").write_text(_BOUNDED_SPEC.format(helpers="bounded.helpers"))
+        spec = "bounded.spec:Bounded"
+    else:  # a spec file that is no package's, its helper beside it
+        (folder / "bounded_spec.py").write_text(_BOUNDED_SPEC.format(helpers="bounded_helpers"))
+        spec = f"{folder / 'bounded_spec.py'}:Bounded"
+    helpers = folder / ("helpers.py" if layout == "package" else "bounded_helpers.py")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src"), "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"),
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "KRAFTCHECK_THREADS": "1"}
+
+    def exit_code(*options: str) -> int:
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", spec, "-q", *options],
+                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
+        assert "recompiling" not in out.stderr  # a stale entry after an edit is no damage
+        return out.returncode
+
+    helpers.write_text(_BOUND.format(10))
+    assert exit_code("--compile", "now") == 0
+    assert list((tmp_path / "numba").rglob("*below_bound*.nbi"))  # the invariant's cache is on disk
+    helpers.write_text(_BOUND.format(2))
+    assert exit_code("--engine", "reference") == 1
+    assert exit_code("--compile", "now") == 1
