@@ -80,13 +80,11 @@ def marker_path(module_path: str | Path) -> Path:
     return Path(str(module_path) + ".compiled")
 
 
-def typed_marker_path(shapes: KernelShapes, spec_name: str, key: str) -> Path:
+def typed_marker_path(shapes: KernelShapes, key: str) -> Path:
     """The file, in the kernel cache of ``shapes``' module, that says numba's type inference
-    accepted every function of spec ``spec_name`` its kernels call, typed as ``key`` says
-    (``typing_check.typing_key``), so that a later run of the same spec version and state type
-    need not type them again. It is no kernel's marker: a damaged kernel module leaves it."""
-    safe = "".join(c if c.isalnum() else "_" for c in spec_name)
-    return Path(shapes.module_path).parent / f"kc_{safe}_types_{key[:24]}.typed"
+    accepted the call of a spec function ``key`` names (``typing_check.typing_keys``), so that a
+    later run need not type it again. It is no kernel's marker: a damaged kernel module leaves it."""
+    return Path(shapes.module_path).parent / f"kc_types_{key[:32]}.typed"
 
 
 def is_compiled(shapes: KernelShapes) -> bool:

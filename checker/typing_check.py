@@ -26,7 +26,7 @@ import dis
 import hashlib
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator, Optional
 
 import numba
 from numba.core import compiler, typed_passes, typing
@@ -157,30 +157,37 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
     return calls
 
 
-def typing_key(model: Model) -> str:
-    """A digest of everything ``check_spec_types`` reads for ``model``: the sources of the spec's
-    functions and of their packages, each call it types with its argument types (the structured
-    state's field names and shapes, not the fields' ranges: configurations of a spec that differ
-    only in their bounds share one verdict), this module's source, and the kraftcheck and numba
-    versions."""
-    calls = kernel_calls(model)
-    h = hashlib.sha256(f"kraftcheck {__version__}; numba {numba.__version__}\n".encode())
-    h.update(sources_digest([fn for _, fn, _ in calls], [Path(__file__)]).encode())
-    for what, fn, args in calls:
+def typing_keys(model: Model) -> list[str]:
+    """Per call ``kernel_calls(model)`` gives, in its order, a digest of everything typing it
+    reads: the sources the function reaches (its own file, its package, the modules it names:
+    ``codegen.sources_digest``), what it is, its argument types (the structured state's field
+    names and shapes, not the fields' ranges: configurations of a spec that differ in their bounds
+    only share each verdict, and one with an action more types that action alone), this module's
+    source, and the kraftcheck and numba versions."""
+    versions = f"kraftcheck {__version__}; numba {numba.__version__}\n"
+    keys = []
+    for what, fn, args in kernel_calls(model):
         py = python_function(fn)
+        h = hashlib.sha256(versions.encode())
+        h.update(sources_digest([fn], [Path(__file__)]).encode())
         h.update(f"{what}; {py.__module__}.{py.__qualname__}; {args}\n".encode())
-    return h.hexdigest()
+        keys.append(h.hexdigest())
+    return keys
 
 
-def check_spec_types(model: Model) -> None:
-    """Type every function of ``model``'s spec that its kernels call; raise numba's error
-    (``numba.core.errors.NumbaError``) for the first that numba refuses, a SpecError for the
-    first whose return type is not boolean. Nothing is compiled."""
+def check_spec_types(model: Model, only: Optional[Collection[str]] = None) -> None:
+    """Type every function of ``model``'s spec that its kernels call (with ``only``, the calls
+    whose ``typing_keys`` it holds); raise numba's error (``numba.core.errors.NumbaError``) for
+    the first that numba refuses, a SpecError for the first whose return type is not boolean.
+    Nothing is compiled."""
     if numba.config.DISABLE_JIT:  # everything runs as Python then
         return
+    calls = kernel_calls(model)
+    if only is not None:
+        calls = [call for call, key in zip(calls, typing_keys(model)) if key in only]
     typer = _Typer()
     with _typing_only(typer):
-        for what, fn, args in kernel_calls(model):
+        for what, fn, args in calls:
             returned = typer.return_type(fn, args)
             if not isinstance(returned, numba.types.Boolean):
                 raise no_bool_error(what, f"returns a value numba types as {returned} (defined at {defined_at(fn)})")

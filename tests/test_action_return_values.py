@@ -121,12 +121,13 @@ def test_a_typing_marker_that_did_not_check_return_types_is_not_trusted(tmp_path
     from kraftcheck.checker.compile import typed_marker_path
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.tiers import TypingVerdicts, type_spec_once
-    from kraftcheck.checker.typing_check import typing_key
+    from kraftcheck.checker.typing_check import typing_keys
     import numba
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     model = _model(specs.InvariantCounts)
     shapes = kernel_shapes(model)
-    typed_marker_path(shapes, model.spec.name, typing_key(model)).write_text(f"numba {numba.__version__}\n")
+    for key in typing_keys(model):
+        typed_marker_path(shapes, key).write_text(f"numba {numba.__version__}\n")
     assert not TypingVerdicts().accepted(model, shapes)
     with pytest.raises(SpecError, match="invariant room_left returns a value numba types as int64"):
         type_spec_once(model, shapes)
@@ -134,18 +135,20 @@ def test_a_typing_marker_that_did_not_check_return_types_is_not_trusted(tmp_path
 
 def test_configurations_that_differ_in_bounds_only_share_one_typing(tmp_path, monkeypatch):
     """The typing reads the fields' names and shapes, not their ranges: a run of another bound
-    (its own kernels) takes the verdict a run of the first wrote; another spec's functions do
-    not."""
+    (its own kernels) takes the verdicts a run of the first wrote; a spec with a function of its
+    own types that one alone (its invariant: the action is Counter's)."""
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.tiers import TypingVerdicts
+    from kraftcheck.checker.typing_check import kernel_calls, typing_keys
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     small, large = (Model(specs.Counter(specs.CounterParams(top=top))) for top in (3, 9))
     small_shapes, large_shapes = kernel_shapes(small), kernel_shapes(large)
     assert small_shapes.module_name != large_shapes.module_name  # x's range differs: kernels of their own
-    TypingVerdicts().remember(small, small_shapes)
+    TypingVerdicts().remember(typing_keys(small), small_shapes)
     assert TypingVerdicts().accepted(large, large_shapes)
     other = _model(specs.ConstraintCounts)
-    assert not TypingVerdicts().accepted(other, kernel_shapes(other))
+    assert TypingVerdicts().untyped(other, kernel_shapes(other)) == typing_keys(other)[-1:]
+    assert [what for what, _, _ in kernel_calls(other)][-1] == "constraint below_top"
 
 
 def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, monkeypatch):
@@ -156,12 +159,13 @@ def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, m
     from kraftcheck.checker import codegen
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.tiers import TypingVerdicts
+    from kraftcheck.checker.typing_check import typing_keys
     monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
     model = _model(specs.Counter)
     shapes = kernel_shapes(model)
     monkeypatch.setitem(codegen._cache_problems, Path(shapes.module_path).parent, "Read-only file system")
     verdicts = TypingVerdicts()
-    verdicts.remember(model, shapes)
+    verdicts.remember(typing_keys(model), shapes)
     assert verdicts.accepted(model, shapes) and not TypingVerdicts().accepted(model, shapes)
     assert not list(tmp_path.rglob("*.typed"))
 

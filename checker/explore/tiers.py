@@ -34,7 +34,7 @@ from kraftcheck.checker.explore.run_limits import Clock
 from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.typing_check import check_spec_types, typing_key
+from kraftcheck.checker.typing_check import check_spec_types, typing_keys
 
 # "never": the Python tier throughout; "bytecode": the bytecode tier throughout (both for tests)
 COMPILE_MODES = ("now", "background", "never", "bytecode")
@@ -46,38 +46,48 @@ BYTECODE_BUDGET_S = 1.5
 
 
 class TypingVerdicts:
-    """The spec versions and state types whose functions numba's type inference accepted
-    (``typing_check``: every one typed, every one returning a bool), so that a later run need not
-    type them again. A verdict is kept under ``typing_key``: a digest of the spec's sources, of
-    the calls typed and their argument types (the fields' names and shapes, not their ranges: the
-    configurations of a spec that differ in their bounds only share it) and of the kraftcheck and
-    numba versions. A file in the kernel cache (``typed_marker_path``) tells later processes, if
-    it says the return types were checked (``TYPED_MARKER_TEXT``); in this process the key tells,
-    whatever kernel cache the file went to (a run with a fresh cache: tests). A refusal is never
-    kept. A new instance knows what a new process knows: the files."""
+    """The calls of spec functions numba's type inference accepted (``typing_check``: typed, and
+    returning a bool), so that a later run need not type them again. A verdict is kept per call,
+    under its ``typing_keys`` digest: of the sources the function reaches, of its argument types
+    (the fields' names and shapes, not their ranges: the configurations of a spec that differ in
+    their bounds only share it, and a configuration with an action more types that action alone)
+    and of the kraftcheck and numba versions. A file in the kernel cache (``typed_marker_path``)
+    tells later processes, if it says the return type was checked (``TYPED_MARKER_TEXT``); in
+    this process the key tells, whatever kernel cache the file went to (a run with a fresh cache:
+    tests). A refusal is never kept. A new instance knows what a new process knows: the files."""
 
     def __init__(self) -> None:
         self.keys: set[str] = set()
 
+    def untyped(self, model: Model, shapes: KernelShapes) -> list[str]:
+        """The keys of ``model``'s calls that no verdict accepts yet."""
+        return [key for key in typing_keys(model) if not self._known(key, shapes)]
+
     def accepted(self, model: Model, shapes: KernelShapes) -> bool:
-        key = typing_key(model)
+        return not self.untyped(model, shapes)
+
+    def _known(self, key: str, shapes: KernelShapes) -> bool:
         if key in self.keys:
             return True
         try:
-            return typed_marker_path(shapes, model.spec.name, key).read_text() == TYPED_MARKER_TEXT
+            known = typed_marker_path(shapes, key).read_text() == TYPED_MARKER_TEXT
         except (OSError, UnicodeDecodeError):
             return False
+        if known:
+            self.keys.add(key)
+        return known
 
-    def remember(self, model: Model, shapes: KernelShapes) -> None:
-        key = typing_key(model)
-        self.keys.add(key)
+    def remember(self, keys: list[str], shapes: KernelShapes) -> None:
+        """``keys``' calls were typed and accepted."""
+        self.keys.update(keys)
         # a kernel cache that cannot be written is used only as it is (when it holds the run's
-        # kernels): nothing is written there, and a later process types the spec again
+        # kernels): nothing is written there, and a later process types the calls again
         if kernel_cache_problem(Path(shapes.module_path).parent) is None:
-            try:
-                atomic_write(typed_marker_path(shapes, model.spec.name, key), TYPED_MARKER_TEXT)
-            except OSError:
-                pass
+            for key in keys:
+                try:
+                    atomic_write(typed_marker_path(shapes, key), TYPED_MARKER_TEXT)
+                except OSError:
+                    pass
 
 
 # what a typing marker says: numba's version, and that the return types were checked
@@ -96,15 +106,16 @@ def type_spec_once(model: Model, shapes: KernelShapes, progress: Optional[Progre
     (``compile_error``), a function whose return type is not boolean as a SpecError: a compiled
     kernel reads such a value its own way (``action_returns``). Nothing is typed when numba is
     disabled (the kernels then run the functions as Python)."""
-    if numba.config.DISABLE_JIT or TYPING_VERDICTS.accepted(model, shapes):
+    untyped = [] if numba.config.DISABLE_JIT else TYPING_VERDICTS.untyped(model, shapes)
+    if not untyped:
         return
     if progress is not None:
         progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling="numba types the spec's functions"))
     try:
-        check_spec_types(model)
+        check_spec_types(model, only=untyped)
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
-    TYPING_VERDICTS.remember(model, shapes)
+    TYPING_VERDICTS.remember(untyped, shapes)
 
 
 def start_kernels(model: Model, mode: str, interpreter: Optional[InterpreterCompile], progress: ProgressFn,
@@ -272,7 +283,8 @@ class Tiers:
         builder = self.builder
         if builder.failed() and builder.ready_form() is None:  # else a form compiled: numba accepts the functions
             self._raise_compile_failure()
-        if TYPING_VERDICTS.accepted(self.model, builder.shapes):  # an earlier run typed it
+        untyped = TYPING_VERDICTS.untyped(self.model, builder.shapes)
+        if not untyped:  # earlier runs typed every call
             self.spec_checked = True
             return
         self.announce(f"{builder.status}, {builder.elapsed:.0f} s", meanwhile)
@@ -280,7 +292,7 @@ class Tiers:
             self.observer.typing_spec()
         self.spec_checked = True  # the verdict, whatever it is, is asked for once
         try:
-            check_spec_types(self.model)
+            check_spec_types(self.model, only=untyped)
         except numba.core.errors.NumbaError as e:
             raise compile_error(self.model.spec.name, e) from None
         except KraftcheckError:  # a function whose return type is not boolean
@@ -288,7 +300,7 @@ class Tiers:
         except Exception:  # noqa: BLE001 - the check itself failed (numba's internals moved): the compile decides
             self.switch_when_compiled(wait=True)
         else:
-            TYPING_VERDICTS.remember(self.model, builder.shapes)
+            TYPING_VERDICTS.remember(untyped, builder.shapes)
 
     def switch_when_compiled(self, wait: bool = False) -> None:
         """Take each form of the compiled kernels once the background compile has it (between
