@@ -138,11 +138,19 @@ def every_row_chunks(plan: "LevelPlan", kernels: Any, words: np.ndarray, lo: int
 _rooms: dict[str, tuple[Any, Any]] = {}  # model identity -> (buffers, repeat tables), per worker
 
 
+# At most this many bytes of unpacked states a task's chunk: the local engine's chunks of 32 MiB
+# reserve about four times the address space (0.72 against 0.19 GiB for the default Kafka model's
+# buffers and repeat table), a worker keeps up to ROOMS_KEPT of them, and an executor may run under
+# an address-space cap (spark.executor.pyspark.memory); nothing measured says larger chunks help
+# Spark's tasks, which fill every chunk whole.
+TASK_UNPACKED_BYTES_PER_CHUNK = 8 << 20
+
+
 def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None) -> tuple[Any, Any]:
     """The chunk buffers and repeat tables of the distinct-successor path for chunks of
-    ``states`` states; by default the local engine's chunks (DISTINCT_CANDIDATES_PER_CHUNK
-    candidate rows, at most UNPACKED_BYTES_PER_CHUNK of unpacked states), allocated once per
-    worker and model (their pages are touched only as far as a chunk uses them)."""
+    ``states`` states; by default the local engine's number of candidate rows
+    (DISTINCT_CANDIDATES_PER_CHUNK), at most TASK_UNPACKED_BYTES_PER_CHUNK of unpacked states,
+    allocated once per worker and model (their pages are touched only as far as a chunk uses them)."""
     from kraftcheck.checker.explore.compiled import RepeatTables
 
     def new_room(states: int) -> tuple[Any, Any]:
@@ -153,9 +161,9 @@ def _distinct_room(plan: "LevelPlan", kernels: Any, states: Optional[int] = None
         return new_room(states)
     room = _rooms.get(plan.kernels_key)
     if room is None:
-        from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK, UNPACKED_BYTES_PER_CHUNK
+        from kraftcheck.checker.explore.engine import DISTINCT_CANDIDATES_PER_CHUNK
         room = new_room(max(1, min(DISTINCT_CANDIDATES_PER_CHUNK // plan.nlabels,
-                                   UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size))))
+                                   TASK_UNPACKED_BYTES_PER_CHUNK // (4 * kernels.model.layout.size))))
         if len(_rooms) >= ROOMS_KEPT:
             _rooms.pop(next(iter(_rooms)))
         _rooms[plan.kernels_key] = room
