@@ -36,3 +36,22 @@ def test_an_interrupt_while_the_pool_starts_a_worker_is_raised_after_the_parts_a
                            text=True, timeout=120, env={**os.environ, "KRAFTCHECK_THREADS": "2"})
     assert child.returncode == 0, child.stderr
     assert "interrupted once the parts were done: [0, 1]" in child.stdout, child.stdout + child.stderr
+
+
+def test_parts_taken_by_threads_use_no_slot_past_the_scratch_sized_for_them():
+    """``run_taking`` numbers each thread's slot below ``threads`` (what the caller sized its
+    scratch for when it was built), though the run's thread count has grown since, and every part
+    runs once."""
+    import threading
+
+    from kraftcheck.checker.kernels.threads import run_taking, using_threads
+    seen, lock = [], threading.Lock()
+
+    def part(j: int, slot: int) -> None:
+        with lock:
+            seen.append((j, slot))
+
+    with using_threads(4):
+        run_taking(part, 12, threads=2)
+    assert sorted(j for j, _ in seen) == list(range(12))
+    assert {slot for _, slot in seen} <= {0, 1}

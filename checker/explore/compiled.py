@@ -255,7 +255,7 @@ class Kernels:
             if after_part is not None:
                 after_part(j, a, b)
 
-        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts)))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts), self.threads))
         self._raise_domain_error(words, lo, err, out)
         return out
 
@@ -323,7 +323,7 @@ class Kernels:
             ends[j] = first + kept
             after_part(j, a, b, ends[j])
 
-        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts)))
+        run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts), self.threads))
         self._raise_domain_error(words, lo, err, out)
         return ends
 
@@ -369,7 +369,7 @@ class Kernels:
                 self.module.check(words, a, b, a - lo, self._state_scratch[slot], out, self.const_values,
                                   self.module.INVARIANT_SELECT)
 
-            run_guarded(self.model, words, lo, hi, True, lambda: run_taking(check_part, len(parts)))
+            run_guarded(self.model, words, lo, hi, True, lambda: run_taking(check_part, len(parts), self.threads))
         return out
 
 

@@ -108,15 +108,16 @@ def run_parts(fn: Callable[[int], None], parts: int) -> None:
     held.raise_if_signalled()
 
 
-def run_taking(fn: Callable[[int, int], None], parts: int) -> None:
+def run_taking(fn: Callable[[int, int], None], parts: int, threads: Optional[int] = None) -> None:
     """Call ``fn(part, slot)`` for every part 0 .. parts - 1 on up to ``thread_count()`` threads
-    (``run_parts``), each taking the next part nobody has taken yet, in increasing order, until
-    none is left; ``slot`` is the thread's own number (0 .. threads - 1: what it may use as its
-    own scratch). With more parts than threads, a thread that is slow (its parts have more work,
+    (at most ``threads``: the scratch a caller sized when it was built, whatever the count is
+    now) (``run_parts``), each taking the next part nobody has taken yet, in increasing order,
+    until none is left; ``slot`` is the thread's own number (0 .. threads - 1: what it may use as
+    its own scratch). With more parts than threads, a thread that is slow (its parts have more work,
     or the system ran something else on its core) takes fewer parts instead of holding the
     others at the end of the call, where one part a thread would. An error stops every thread
     at its next part and is re-raised as ``run_parts`` does."""
-    slots = min(parts, thread_count())
+    slots = min(parts, thread_count(), threads if threads is not None else parts)
     if slots <= 1:
         for p in range(parts):
             fn(p, 0)
