@@ -26,7 +26,7 @@ import dis
 import hashlib
 import threading
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 import numba
 from numba.core import compiler, typed_passes, typing
@@ -37,7 +37,7 @@ from numba.core.registry import cpu_target
 
 from kraftcheck.checker import __version__
 from kraftcheck.checker.action_returns import defined_at, no_bool_error
-from kraftcheck.checker.codegen import sources_digest
+from kraftcheck.checker.codegen import source_files
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model, python_function
 
@@ -160,31 +160,37 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
 def typing_keys(model: Model) -> list[str]:
     """Per call ``kernel_calls(model)`` gives, in its order, a digest of everything typing it
     reads: the sources the function reaches (its own file, its package, the modules it names:
-    ``codegen.sources_digest``), what it is, its argument types (the structured state's field
+    ``codegen.source_files``), what it is, its argument types (the structured state's field
     names and shapes, not the fields' ranges: configurations of a spec that differ in their bounds
     only share each verdict, and one with an action more types that action alone), this module's
-    source, and the kraftcheck and numba versions."""
-    versions = f"kraftcheck {__version__}; numba {numba.__version__}\n"
+    source, and the kraftcheck and numba versions. Each file is read once, however many calls
+    reach it."""
+    versions = f"kraftcheck {__version__}; numba {numba.__version__}\n".encode()
+    contents: dict[Path, bytes] = {}
     keys = []
     for what, fn, args in kernel_calls(model):
         py = python_function(fn)
-        h = hashlib.sha256(versions.encode())
-        h.update(sources_digest([fn], [Path(__file__)]).encode())
+        h = hashlib.sha256(versions)
+        for f in source_files([fn], [Path(__file__)]):
+            if f not in contents:
+                contents[f] = hashlib.sha256(f.read_bytes()).digest()
+            h.update(f.name.encode() + contents[f])
         h.update(f"{what}; {py.__module__}.{py.__qualname__}; {args}\n".encode())
         keys.append(h.hexdigest())
     return keys
 
 
-def check_spec_types(model: Model, only: Optional[Collection[str]] = None) -> None:
-    """Type every function of ``model``'s spec that its kernels call (with ``only``, the calls
-    whose ``typing_keys`` it holds); raise numba's error (``numba.core.errors.NumbaError``) for
-    the first that numba refuses, a SpecError for the first whose return type is not boolean.
-    Nothing is compiled."""
+def check_spec_types(model: Model) -> None:
+    """Type every function of ``model``'s spec that its kernels call (``check_calls``)."""
+    check_calls(kernel_calls(model))
+
+
+def check_calls(calls: list[tuple[str, Callable[..., Any], tuple]]) -> None:
+    """Type each of ``calls`` (as ``kernel_calls`` gives them); raise numba's error
+    (``numba.core.errors.NumbaError``) for the first that numba refuses, a SpecError for the
+    first whose return type is not boolean. Nothing is compiled."""
     if numba.config.DISABLE_JIT:  # everything runs as Python then
         return
-    calls = kernel_calls(model)
-    if only is not None:
-        calls = [call for call, key in zip(calls, typing_keys(model)) if key in only]
     typer = _Typer()
     with _typing_only(typer):
         for what, fn, args in calls:

@@ -144,10 +144,10 @@ def test_configurations_that_differ_in_bounds_only_share_one_typing(tmp_path, mo
     small, large = (Model(specs.Counter(specs.CounterParams(top=top))) for top in (3, 9))
     small_shapes, large_shapes = kernel_shapes(small), kernel_shapes(large)
     assert small_shapes.module_name != large_shapes.module_name  # x's range differs: kernels of their own
-    TypingVerdicts().remember(typing_keys(small), small_shapes)
+    TypingVerdicts().remember(TypingVerdicts().untyped(small, small_shapes), small_shapes)
     assert TypingVerdicts().accepted(large, large_shapes)
     other = _model(specs.ConstraintCounts)
-    assert TypingVerdicts().untyped(other, kernel_shapes(other)) == typing_keys(other)[-1:]
+    assert [key for key, _ in TypingVerdicts().untyped(other, kernel_shapes(other))] == typing_keys(other)[-1:]
     assert [what for what, _, _ in kernel_calls(other)][-1] == "constraint below_top"
 
 
@@ -165,7 +165,7 @@ def test_a_kernel_cache_that_cannot_be_written_gets_no_typing_marker(tmp_path, m
     shapes = kernel_shapes(model)
     monkeypatch.setitem(codegen._cache_problems, Path(shapes.module_path).parent, "Read-only file system")
     verdicts = TypingVerdicts()
-    verdicts.remember(typing_keys(model), shapes)
+    verdicts.remember(verdicts.untyped(model, shapes), shapes)
     assert verdicts.accepted(model, shapes) and not TypingVerdicts().accepted(model, shapes)
     assert not list(tmp_path.rglob("*.typed"))
 

@@ -34,7 +34,7 @@ from kraftcheck.checker.explore.run_limits import Clock
 from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.typing_check import check_spec_types, typing_keys
+from kraftcheck.checker.typing_check import check_calls, check_spec_types, kernel_calls, typing_keys
 
 # "never": the Python tier throughout; "bytecode": the bytecode tier throughout (both for tests)
 COMPILE_MODES = ("now", "background", "never", "bytecode")
@@ -59,9 +59,10 @@ class TypingVerdicts:
     def __init__(self) -> None:
         self.keys: set[str] = set()
 
-    def untyped(self, model: Model, shapes: KernelShapes) -> list[str]:
-        """The keys of ``model``'s calls that no verdict accepts yet."""
-        return [key for key in typing_keys(model) if not self._known(key, shapes)]
+    def untyped(self, model: Model, shapes: KernelShapes) -> list[tuple[str, tuple]]:
+        """``model``'s calls (``kernel_calls``) that no verdict accepts yet, each with its key."""
+        return [(key, call) for key, call in zip(typing_keys(model), kernel_calls(model))
+                if not self._known(key, shapes)]
 
     def accepted(self, model: Model, shapes: KernelShapes) -> bool:
         return not self.untyped(model, shapes)
@@ -77,8 +78,9 @@ class TypingVerdicts:
             self.keys.add(key)
         return known
 
-    def remember(self, keys: list[str], shapes: KernelShapes) -> None:
-        """``keys``' calls were typed and accepted."""
+    def remember(self, calls: list[tuple[str, tuple]], shapes: KernelShapes) -> None:
+        """``calls`` (as ``untyped`` gives them) were typed and accepted."""
+        keys = [key for key, _ in calls]
         self.keys.update(keys)
         # a kernel cache that cannot be written is used only as it is (when it holds the run's
         # kernels): nothing is written there, and a later process types the calls again
@@ -112,7 +114,7 @@ def type_spec_once(model: Model, shapes: KernelShapes, progress: Optional[Progre
     if progress is not None:
         progress(Progress(0, 0, 0, 0, time.perf_counter() - t0, compiling="numba types the spec's functions"))
     try:
-        check_spec_types(model, only=untyped)
+        check_calls([call for _, call in untyped])
     except numba.core.errors.NumbaError as e:
         raise compile_error(model.spec.name, e) from None
     TYPING_VERDICTS.remember(untyped, shapes)
@@ -292,7 +294,7 @@ class Tiers:
             self.observer.typing_spec()
         self.spec_checked = True  # the verdict, whatever it is, is asked for once
         try:
-            check_spec_types(self.model, only=untyped)
+            check_calls([call for _, call in untyped])
         except numba.core.errors.NumbaError as e:
             raise compile_error(self.model.spec.name, e) from None
         except KraftcheckError:  # a function whose return type is not boolean
