@@ -1132,11 +1132,11 @@ def _dependency_digest(model: Model) -> str:
                           [Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES])
 
 
-def source_files(functions: list[Callable], extra_files: list[Path]) -> list[Path]:
-    """The source files of the spec's ``functions``, every module of their packages (spec
-    functions call helpers from other modules of their package), the modules they reach
-    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and
-    ``extra_files``, in order."""
+def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
+    """Digest of the source files of the spec's ``functions``, of every module of their packages
+    (spec functions call helpers from other modules of their package), of the modules they reach
+    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and of
+    ``extra_files``."""
     files = set(extra_files)
     for fn in functions:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
@@ -1144,13 +1144,8 @@ def source_files(functions: list[Callable], extra_files: list[Path]) -> list[Pat
     for f in list(files):
         if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
             files.update(f.parent.glob("*.py"))
-    return sorted(files)
-
-
-def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
-    """Digest of the names and contents of ``source_files(functions, extra_files)``."""
     h = hashlib.sha256()
-    for f in source_files(functions, extra_files):
+    for f in sorted(files):
         h.update(str(f.name).encode())
         h.update(f.read_bytes())
     return h.hexdigest()

@@ -192,7 +192,7 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _file_digest(path: str) -> bytes:
+def file_digest(path: str) -> bytes:
     """The SHA-256 of the file ``path``, read again only when its modification time or size changed."""
     try:
         st = os.stat(path)
@@ -260,7 +260,7 @@ def reachable_sources_digest(py_func) -> str | None:
         return None
     h = hashlib.sha256()
     for path in sorted(files):
-        h.update(path.encode() + b"\0" + _file_digest(path))
+        h.update(path.encode() + b"\0" + file_digest(path))
     return h.hexdigest()
 
 

@@ -25,7 +25,6 @@ import contextlib
 import dis
 import hashlib
 import threading
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numba
@@ -35,9 +34,9 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import cpu_target
 
-from kraftcheck.checker import __version__
+from kraftcheck.checker import __version__, numba_cache
 from kraftcheck.checker.action_returns import defined_at, no_bool_error
-from kraftcheck.checker.codegen import source_files
+from kraftcheck.checker.codegen import sources_digest
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model, python_function
 
@@ -159,22 +158,19 @@ def kernel_calls(model: Model) -> list[tuple[str, Callable[..., Any], tuple]]:
 
 def typing_keys(model: Model) -> list[str]:
     """Per call ``kernel_calls(model)`` gives, in its order, a digest of everything typing it
-    reads: the sources the function reaches (its own file, its package, the modules it names:
-    ``codegen.source_files``), what it is, its argument types (the structured state's field
-    names and shapes, not the fields' ranges: configurations of a spec that differ in their bounds
-    only share each verdict, and one with an action more types that action alone), this module's
-    source, and the kraftcheck and numba versions. Each file is read once, however many calls
-    reach it."""
+    reads: the sources the function reaches (as its numba cache entries cover them:
+    ``numba_cache.reachable_sources_digest``; for a function whose sources are not tracked, its
+    package's: ``codegen.sources_digest``), what it is, its argument types (the structured
+    state's field names and shapes, not the fields' ranges: configurations of a spec that differ
+    in their bounds only share each verdict, and one with an action more types that action alone),
+    this module's source, and the kraftcheck and numba versions."""
     versions = f"kraftcheck {__version__}; numba {numba.__version__}\n".encode()
-    contents: dict[Path, bytes] = {}
+    this_module = numba_cache.file_digest(__file__)
     keys = []
     for what, fn, args in kernel_calls(model):
         py = python_function(fn)
-        h = hashlib.sha256(versions)
-        for f in source_files([fn], [Path(__file__)]):
-            if f not in contents:
-                contents[f] = hashlib.sha256(f.read_bytes()).digest()
-            h.update(f.name.encode() + contents[f])
+        sources = numba_cache.reachable_sources_digest(py) or sources_digest([fn], [])
+        h = hashlib.sha256(versions + this_module + sources.encode())
         h.update(f"{what}; {py.__module__}.{py.__qualname__}; {args}\n".encode())
         keys.append(h.hexdigest())
     return keys
