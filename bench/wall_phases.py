@@ -78,24 +78,31 @@ def run_parts(fn, parts):
 
     t = time.perf_counter()
     region(name, lambda: orig_run_parts(part, parts))()
-    w = time.perf_counter() - t
+    tally(name, time.perf_counter() - t, cpus, walls, ends)
+
+
+def tally(name, wall, cpus, walls, ends):
+    """Add one hand-off to ``parts_stats[name]``: its wall, its threads' CPU and wall, how long the
+    calling thread (``ends[0]``) waited for the last, and the spread of the threads' ends (0:
+    a thread that took no part)."""
     p = parts_stats[name]
     p[0] += 1
-    p[1] += w
+    p[1] += wall
     p[2] += sum(cpus)
     p[3] += sum(walls)
-    if parts > 1:
-        p[4] += max(ends) - ends[0]
-        p[5] += max(ends) - min(ends)
+    ran = [e for e in ends if e]
+    if len(ran) > 1:
+        p[4] += max(ran) - ends[0] if ends[0] else 0.0
+        p[5] += max(ran) - min(ran)
 
 
 orig_run_taking = getattr(threads_mod, "run_taking", None)
 
 
-def run_taking(fn, parts):
+def run_taking(fn, parts, threads=None):
     caller = sys._getframe(1).f_code.co_name
     name = f"run_taking[{caller}]"
-    nslots = max(1, min(parts, threads_mod.thread_count()))
+    nslots = max(1, min(parts, threads_mod.thread_count(), threads if threads is not None else parts))
     ends = [0.0] * nslots
     cpus = [0.0] * nslots
     walls = [0.0] * nslots
@@ -111,17 +118,8 @@ def run_taking(fn, parts):
             walls[slot] += ends[slot] - t
 
     t = time.perf_counter()
-    region(name, lambda: orig_run_taking(part, parts))()
-    w = time.perf_counter() - t
-    p = parts_stats[name]
-    p[0] += 1
-    p[1] += w
-    p[2] += sum(cpus)
-    p[3] += sum(walls)
-    ran = [e for e in ends if e]
-    if len(ran) > 1:
-        p[4] += max(ran) - ends[0] if ends[0] else 0.0
-        p[5] += max(ran) - min(ran)
+    region(name, lambda: orig_run_taking(part, parts, threads))()
+    tally(name, time.perf_counter() - t, cpus, walls, ends)
 
 
 def patch():

@@ -1,6 +1,7 @@
 """Expanding one chunk of a level: its successors, the visited set, and the new states in order.
 
-A chunk is split in parts (``kernels.parts``: a few a thread, which the threads take one by one).
+A chunk is split in parts (``kernels.parts``: ``compiled.PARTS_PER_THREAD`` a thread, which the
+threads take one by one).
 Two paths:
 
 - every candidate row (``ChunkExpansion.successors`` then ``collect_new``): the kernels write
