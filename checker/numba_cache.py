@@ -29,6 +29,13 @@ every file in it checked against what was compiled into it.
   compiled against other sources is stale: numba compiles the function again, silently, as for an
   edit of its own file. The generated kernel modules' names cover the same files
   (``codegen.sources_digest``).
+* The same holds inside the engine: an engine kernel compiles in the jitted helpers it calls from
+  other files of the engine (``rows.same_row`` in the visited set's kernels), and a generated
+  kernel module the engine's kernels it calls. An installation from a wheel writes every file
+  anew, so numba's stamp (modification time and size) changes with it; a source checkout does
+  not: a pull that changed only a helper's file left its callers' cache entries compiled against
+  the old helper. The stamp of those functions covers the engine files they reach
+  (``reachable_files(..., engine=True)``) as well.
 """
 
 from __future__ import annotations
@@ -159,16 +166,16 @@ _GENERATED = re.compile(r"kc_\w+_[0-9a-f]{20}$")  # a generated kernel module's 
 _file_digests: dict[str, tuple[tuple[int, int], bytes]] = {}  # path -> ((mtime_ns, size), SHA-256)
 
 
-def _tracked(module: dict) -> str | None:
+def _tracked(module: dict, engine: bool = False) -> str | None:
     """The source file of the module whose globals are ``module``, if its functions' sources are
-    tracked: not kraftcheck's engine, a generated kernel module (its name covers its sources) or an
-    installed package's (but kraftcheck's own Kafka model)."""
+    tracked: not a generated kernel module (its name covers its sources) or an installed package's
+    (but kraftcheck's own Kafka model), and kraftcheck's engine only with ``engine``."""
     path, name = module.get("__file__"), module.get("__name__") or ""
     if not isinstance(path, str) or not path.endswith(".py") or _GENERATED.match(name):
         return None
     path = os.path.abspath(path)
     if path.startswith(_ENGINE + os.sep):
-        return None
+        return path if engine else None
     if not name.startswith("kraftcheck.") and any(path.startswith(root + os.sep) for root in _INSTALLED):
         return None  # the Kafka model of an installed kraftcheck is tracked: it is a spec
     return path
@@ -206,15 +213,25 @@ def file_digest(path: str) -> bytes:
         return b"missing"
 
 
-def reachable_files(py_func) -> set[str] | None:
+def _engines_own(module: dict) -> bool:
+    """Whether the module whose globals are ``module`` is kraftcheck's engine's or a generated
+    kernel module."""
+    path, name = module.get("__file__"), module.get("__name__") or ""
+    return bool(_GENERATED.match(name)) or (
+        isinstance(path, str) and os.path.abspath(path).startswith(_ENGINE + os.sep))
+
+
+def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     """The source files ``py_func`` can reach: its module's, and those of the functions, numba
     dispatchers, classes and modules it names (globals, attributes of a module it names, its
     closure), and in turn theirs; each with the other modules of its package folder, as
     ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
-    a package). Modules of kraftcheck's engine, generated kernel modules and installed packages end
-    the walk. None for a function of kraftcheck's engine, a generated kernel module or an installed
-    package."""
-    if _tracked(py_func.__globals__) is None:
+    a package). Generated kernel modules and installed packages end the walk, and so do the modules
+    of kraftcheck's engine unless ``engine``. None for a function of kraftcheck's engine or a
+    generated kernel module (unless ``engine``: then only for the others), or an installed
+    package's."""
+    start = py_func.__globals__
+    if engine != _engines_own(start) or (not engine and _tracked(start) is None):
         return None
     files: set[str] = set()
     seen: set[int] = set()
@@ -233,13 +250,14 @@ def reachable_files(py_func) -> set[str] | None:
             module, names = vars(sys.modules.get(getattr(value, "__module__", None) or "", sys)), None
         else:
             continue
-        path = _tracked(module)
-        if path is None:
+        path = _tracked(module, engine)
+        if path is not None:
+            files.add(path)
+            folder = os.path.dirname(path)
+            if os.path.exists(os.path.join(folder, "__init__.py")):
+                files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+        elif module is not start:  # a generated module's own text is its name's: walk what it calls
             continue
-        files.add(path)
-        folder = os.path.dirname(path)
-        if os.path.exists(os.path.join(folder, "__init__.py")):
-            files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
         if function is not None:
             named = [module[n] for n in names if n in module]
             named += [c.cell_contents for c in function.__closure__ or () if _has_contents(c)]
@@ -253,14 +271,17 @@ def reachable_files(py_func) -> set[str] | None:
     return files
 
 
-def reachable_sources_digest(py_func) -> str | None:
-    """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked."""
-    files = reachable_files(py_func)
+def reachable_sources_digest(py_func, engine: bool = False) -> str | None:
+    """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked: of
+    their contents and file names, not their folders, so that two checkouts of the same sources
+    sharing a kernel cache (a generated module's numba files are in the cache) agree on it rather
+    than each compiling again what the other wrote."""
+    files = reachable_files(py_func, engine)
     if files is None:
         return None
     h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.encode() + b"\0" + file_digest(path))
+    for name, digest in sorted((os.path.basename(path).encode(), file_digest(path)) for path in files):
+        h.update(name + b"\0" + digest)
     return h.hexdigest()
 
 
@@ -327,13 +348,14 @@ def tolerate_damage() -> None:
 
 def _source_stamp(cache_file):
     """numba's source stamp of a function's cache file (its own file's), with the digest of the
-    sources the function reaches (``reachable_sources_digest``) if they are tracked: a cache entry
+    sources the function reaches (``reachable_sources_digest``) if they are tracked, or of the
+    engine's files for a function of the engine or of a generated kernel module: a cache entry
     compiled against other sources is then stale, as for an edit of its own file. Taken when numba
     first reads or writes the cache, once every module it reaches is imported, and kept."""
     own = cache_file.__dict__.get("_numba_source_stamp")
     py_func = cache_file.__dict__.pop("_kraftcheck_py_func", None)
     if py_func is not None:
-        sources = reachable_sources_digest(py_func)
+        sources = reachable_sources_digest(py_func) or reachable_sources_digest(py_func, engine=True)
         if sources is not None:
             own = cache_file.__dict__["_numba_source_stamp"] = (own, sources)
     return own

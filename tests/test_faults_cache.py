@@ -412,3 +412,52 @@ def test_a_helper_edited_in_another_file_is_compiled_again(tmp_path, layout):
     helpers.write_text(_BOUND.format(2))
     assert exit_code("--engine", "reference") == 1
     assert exit_code("--compile", "now") == 1
+
+
+_ENGINE_RUN = '''
+import sys
+from kraftcheck.checker import numba_cache
+numba_cache.tolerate_damage()  # as importing kraftcheck.checker.kernels does
+numba_cache._ENGINE = sys.argv[1]  # the folder below stands for kraftcheck's engine
+sys.path.insert(0, sys.argv[1])
+from fakeengine.kern import total
+print(total(1))
+'''
+
+
+def test_an_engine_helper_changed_in_a_checkout_is_compiled_again(tmp_path):
+    """A source checkout changes a jitted helper's file of the engine and not its caller's (a pull
+    of a commit that touched only ``rows.same_row``, say): numba kept the caller compiled with the
+    old helper, as its own file is unchanged. A folder stands for the engine here
+    (``numba_cache._ENGINE``); each run is a process of its own."""
+    package = tmp_path / "fakeengine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kern.py").write_text("from numba import njit\n\nfrom fakeengine.helper import bump\n\n\n"
+                                     "@njit(cache=True)\ndef total(x):\n    return bump(x) + 1\n")
+    helper = package / "helper.py"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", _ENGINE_RUN, str(tmp_path)],
+                             capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "recompiling" not in out.stderr  # a stale entry after an edit is no damage
+        return out.stdout.strip()
+
+    helper.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + 10\n")
+    assert run() == "12"
+    assert list((tmp_path / "numba").rglob("*total*.nbi"))  # the caller's cache is on disk
+    helper.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + 20\n")
+    assert run() == "22"
+
+
+def test_an_engine_kernel_s_stamp_covers_the_engine_files_it_reaches():
+    from kraftcheck.checker import numba_cache
+    from kraftcheck.checker.kernels import visited
+
+    files = {os.path.basename(f) for f in numba_cache.reachable_files(visited.rehash.py_func, engine=True)}
+    assert {"visited.py", "hashing.py", "rows.py"} <= files
+    assert numba_cache.reachable_files(visited.rehash.py_func) is None  # a spec's walk stops at the engine
+    stamp = visited.rehash._cache._cache_file._source_stamp
+    assert stamp[1] == numba_cache.reachable_sources_digest(visited.rehash.py_func, engine=True)
