@@ -170,6 +170,29 @@ def test_violations_found_before_the_checkpoint_survive_the_resume(tmp_path):
     assert resumed.resumed_from_level == 8 and _summary(resumed) == _summary(full)
 
 
+def test_an_interrupt_while_a_resume_rebuilds_its_visited_set_reports_the_checkpoints_counts(tmp_path, monkeypatch):
+    """Ctrl-C while a resumed run rebuilds its visited set from the checkpoint's levels (minutes
+    for a large run): the statistics are those of the levels finished so far, the checkpoint's,
+    its violations included, and the checkpoint still resumes; the levels' distinct states with no
+    transitions and no violation would say 'incomplete' of a run that had found one."""
+    from kraftcheck.checker.kernels.visited import VisitedSet
+
+    model = lambda: _model("two_phase_eager_commit", rm=4)  # noqa: E731
+    stopped = Engine().explore(model(), Options(keep_going=True, max_depth=8, checkpoint_dir=str(tmp_path)))
+    assert stopped.violations
+
+    def interrupted(self, words):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(VisitedSet, "restore", interrupted)
+    cut = Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    assert cut.interrupted and cut.resumed_from_level == 8
+    assert _summary(cut) == _summary(stopped)
+    monkeypatch.undo()
+    resumed = Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    assert _summary(resumed) == _summary(Engine().explore(model(), Options(keep_going=True)))
+
+
 def _cli(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 

@@ -76,17 +76,19 @@ class CheckpointWriter:
             run.levels.reopen(0, [])
             return None
         level = run.levels.reopen(manifest["levels"], manifest["sizes"], manifest["checksums"])
+        # the counts and violations before the visited set is rebuilt (minutes for a large run):
+        # a stop meanwhile reports the levels finished so far, the checkpoint's, as any stop does
+        run.generated, run.elapsed_before = restore_counts(manifest, run.result, run.fired, run.new_per_action,
+                                                           run.violations.note)
+        run.interpreted_states = manifest["interpreted_states"]
+        run.note_finished_level()
+        run.result.resumed_from_level = run.depth
         for words in run.levels.words_of_level:
             run.visited.restore(words)
             run.levels.release(words, words.shape[0])
         if len(run.visited) != run.distinct:
             raise SpecError(f"checkpoint {self.directory}: its levels hold {run.distinct} states but "
                             f"{len(run.visited)} distinct ones; the files are damaged")
-        run.generated, run.elapsed_before = restore_counts(manifest, run.result, run.fired, run.new_per_action,
-                                                           run.violations.note)
-        run.interpreted_states = manifest["interpreted_states"]
-        run.note_finished_level()
-        run.result.resumed_from_level = run.depth
         return level
 
     @staticmethod
