@@ -193,6 +193,20 @@ def test_an_interrupt_while_a_resume_rebuilds_its_visited_set_reports_the_checkp
     assert _summary(resumed) == _summary(Engine().explore(model(), Options(keep_going=True)))
 
 
+def test_a_checkpoint_that_went_on_past_its_violations_resumes_with_continue_only(tmp_path):
+    """A --continue run's checkpoint holds violations its run went past. Resumed without
+    --continue, a run would stop after one chunk of the next level (counts of no run) and mark
+    the checkpoint finished, so that it could never be continued: refused, saying what to give."""
+    from kraftcheck.checker.errors import UsageError
+
+    model = lambda: _model("two_phase_eager_commit", rm=4)  # noqa: E731
+    Engine().explore(model(), Options(keep_going=True, max_depth=8, checkpoint_dir=str(tmp_path)))
+    with pytest.raises(UsageError, match="resume it with --continue"):
+        Engine().explore(model(), Options(checkpoint_dir=str(tmp_path), resume=True))
+    resumed = Engine().explore(model(), Options(keep_going=True, checkpoint_dir=str(tmp_path), resume=True))
+    assert _summary(resumed) == _summary(Engine().explore(model(), Options(keep_going=True)))
+
+
 def _cli(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 

@@ -221,7 +221,7 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
         if not resume:
             check_new_checkpoint_dir(directory)
         identity = run_identity(model, options.fingerprints, options.symmetry)
-        yield HeldCheckpoint(identity, check_resumable(directory, identity) if resume else None)
+        yield HeldCheckpoint(identity, check_resumable(directory, identity, options.keep_going) if resume else None)
     finally:
         hold.release()
         if created:  # refused before its first manifest: leave no empty directory behind
@@ -231,9 +231,11 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
                 pass
 
 
-def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]:
+def check_resumable(directory: Path, identity: dict[str, Any], keep_going: bool = True) -> dict[str, Any]:
     """The manifest of a checkpoint this run may resume; a clear refusal otherwise. (Its level
-    files are checked against it when they are mapped: ``DiskLevels.reopen``.)"""
+    files are checked against it when they are mapped: ``DiskLevels.reopen``.) ``keep_going``:
+    whether this run goes on past a violation (--continue), as a run that found one and went on
+    must be resumed."""
     manifest = read_manifest(directory)
     if manifest is None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
@@ -255,6 +257,9 @@ def check_resumable(directory: Path, identity: dict[str, Any]) -> dict[str, Any]
     if manifest.get("finished"):
         raise UsageError(f"--resume {directory}: that run already finished ({manifest.get('status')}); "
                          "nothing to resume")
+    if manifest.get("found") and not keep_going:  # a run without --continue stops at its first violation
+        raise UsageError(f"--resume {directory}: its run went on past the violations it found "
+                         f"({', '.join(manifest['found'])}), as --continue does; resume it with --continue")
     return manifest
 
 

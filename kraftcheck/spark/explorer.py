@@ -119,7 +119,8 @@ class SparkExplorer:
         """The partitions of the run in ``root``, which this run may resume: of this model, not
         finished, every file as its manifest says; a clear refusal (exit 2) otherwise."""
         partitions = read_manifest(root)["identity"].get("partitions")
-        manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints))
+        manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints),
+                                   options.keep_going)
         damaged = workdir.damage(str(root), manifest, partitions)
         if damaged:
             raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
