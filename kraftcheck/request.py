@@ -140,6 +140,7 @@ class CheckRequest:
             from kraftcheck.checker.explore.checkpoint import check_resume_dir
             check_resume_dir(self.resume)  # a mistyped path: refused before any work, and nothing created
         check_output_dir(self.checkpoint or self.resume, "--checkpoint" if self.checkpoint else "--resume")
+        self._refuse_outputs_over_the_checkpoint()
         if self.compact:
             self._check_compact()
         if self.symmetry and self.engine == "spark":
@@ -167,6 +168,20 @@ class CheckRequest:
         if self.graph_analyses:
             raise UsageError("--availability, --liveness and --dump-graph need every state; --simulate explores "
                              "random behaviours")
+
+    def _refuse_outputs_over_the_checkpoint(self) -> None:
+        """An output must not replace a file of the run's checkpoint (``--json DIR/checkpoint.json``):
+        the run would end saying to resume a checkpoint its own report had overwritten."""
+        directory = self.checkpoint or self.resume or self.spark.work_dir
+        if not directory:
+            return
+        from kraftcheck.checker.explore.checkpoint import is_run_file
+        from kraftcheck.checker.files import descriptor_of
+        for flag, path in (("--json", self.json_path), ("--dump-graph", self.dump_graph),
+                           ("--trace-dir", self.trace_dir)):
+            if path and descriptor_of(path) is None and is_run_file(directory, path):
+                raise UsageError(f"{flag} {path} names a file of the run's own checkpoint in {directory}, which "
+                                 "writing there would replace; give another name (beside the checkpoint is fine)")
 
     def _check_compact(self) -> None:
         """--compact is one of the compiled engine's visited sets: the others are refused with it."""

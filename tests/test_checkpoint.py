@@ -234,6 +234,25 @@ def test_refusals(tmp_path):
     assert both.exit_code == 2 and "not both" in both.stderr
 
 
+def test_a_report_over_a_file_of_the_checkpoint_is_refused_before_any_work(tmp_path):
+    """--json DIR/checkpoint.json would replace the manifest once the run ends, which then says to
+    resume it: refused at once, creating nothing; a report beside the checkpoint is written."""
+    refused = "names a file of the run's own checkpoint"
+    run_dir = tmp_path / "ck"
+    args = ["check", "--spec", "two_phase", "--param", "rm=3", "--no-color"]
+    for target in (run_dir / "checkpoint.json", run_dir / "level-0002.words"):
+        said = _cli(*args, "--max-depth", "3", "--checkpoint", str(run_dir), "--json", str(target))
+        assert said.exit_code == 2 and refused in " ".join(said.stderr.split()), said.output
+        assert not run_dir.exists()
+    assert _cli(*args, "--max-depth", "3", "--checkpoint", str(run_dir)).exit_code == 3
+    manifest = (run_dir / "checkpoint.json").read_bytes()
+    said = _cli(*args, "--resume", str(run_dir), "--json", str(run_dir / "checkpoint.json"))
+    assert said.exit_code == 2 and refused in " ".join(said.stderr.split()), said.output
+    assert (run_dir / "checkpoint.json").read_bytes() == manifest
+    assert _cli(*args, "--resume", str(run_dir), "--json", str(run_dir / "report.json")).exit_code == 0
+    assert json.loads((run_dir / "report.json").read_text())["resumed_from_level"] == 3
+
+
 def _run(args, **kw):
     return subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", *args, "--quiet"], **kw)
 

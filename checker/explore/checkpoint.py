@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
@@ -191,6 +192,23 @@ def check_resume_dir(directory: Optional[Union[str, Path]]) -> None:
         raise UsageError(f"--resume {directory}: not a directory; give the directory of the run to continue")
     if not (directory / MANIFEST).exists():
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
+
+
+# what a run keeps in its directory besides its levels' files (level-*): the manifest and the
+# lock; a Spark work dir keeps its levels, visited set and candidates in folders of these names
+RUN_DIR_ENTRIES = (MANIFEST, LOCK_FILE, "levels", "visited", "candidates")
+
+
+def is_run_file(directory: Union[str, Path], path: Union[str, Path]) -> bool:
+    """Whether ``path`` (its symlinks followed) is one of the files a run keeps in its checkpoint
+    directory ``directory``, or inside one of its folders: an output written there replaces it."""
+    root = Path(os.path.realpath(Path(directory).expanduser()))
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        first = target.relative_to(root).parts[0]
+    except (ValueError, IndexError):  # elsewhere, or the directory itself
+        return False
+    return first in RUN_DIR_ENTRIES or first.startswith("level-")
 
 
 class HeldCheckpoint(NamedTuple):
