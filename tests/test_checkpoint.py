@@ -253,6 +253,20 @@ def test_a_report_over_a_file_of_the_checkpoint_is_refused_before_any_work(tmp_p
     assert json.loads((run_dir / "report.json").read_text())["resumed_from_level"] == 3
 
 
+def test_a_resume_leaves_files_of_other_names_in_the_checkpoint(tmp_path):
+    """A resume removes what its stopped run wrote past the last finished level, and only that: a
+    file of the user's whose name starts as a level's (notes, a copy of a level) stays, and is no
+    error."""
+    run_dir = tmp_path / "ck"
+    args = ["check", "--spec", "two_phase", "--param", "rm=3", "--no-color"]
+    assert _cli(*args, "--max-depth", "3", "--checkpoint", str(run_dir)).exit_code == 3
+    notes, copy = run_dir / "level-notes.txt", run_dir / "level-0003.words.copy"
+    notes.write_text("resumed with rm=3\n")
+    copy.write_bytes(b"")
+    assert _cli(*args, "--resume", str(run_dir)).exit_code == 0
+    assert notes.exists() and copy.exists()
+
+
 def _run(args, **kw):
     return subprocess.Popen([sys.executable, "-m", "kraftcheck", "check", *args, "--quiet"], **kw)
 

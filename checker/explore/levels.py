@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -35,6 +36,7 @@ from kraftcheck.checker.files import DIGEST, file_digest
 
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
 KINDS = ("words", "parents", "labels")  # a level's files
+LEVEL_FILE = re.compile(r"level-(\d{4,})\.(?:words|parents|labels)")  # how ``path`` names them
 
 
 class MemoryLevels:
@@ -309,8 +311,9 @@ class DiskLevels(MemoryLevels):
         for level in range(levels):
             self._map_level(level)
         self.checksums = list(checksums)
-        for extra in self.directory.glob("level-*"):
-            if int(extra.name.split("-")[1].split(".")[0]) >= levels:
+        for extra in self.directory.glob("level-*"):  # a file of another name is not the run's: left
+            written = LEVEL_FILE.fullmatch(extra.name)
+            if written and int(written.group(1)) >= levels:
                 extra.unlink()
         return self.words_of_level[-1] if levels else np.zeros((0, self.nwords), np.uint64)
 
