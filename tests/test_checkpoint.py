@@ -207,6 +207,19 @@ def test_a_checkpoint_that_went_on_past_its_violations_resumes_with_continue_onl
     assert _summary(resumed) == _summary(Engine().explore(model(), Options(keep_going=True)))
 
 
+def test_a_resume_whose_visited_set_outgrows_the_memory_budget_stops_while_rebuilding_it(tmp_path):
+    """The visited set a resume rebuilds from the checkpoint's levels may not fit (the checkpoint
+    moved to a smaller machine): --max-memory stops the run while the set is rebuilt, before any
+    state is expanded, with the checkpoint's counts and the checkpoint resumable, as it stops any
+    run, rather than once the whole set is in memory (or the system has killed the run)."""
+    model = lambda: _model("two_phase", rm=5)  # noqa: E731
+    stopped = Engine().explore(model(), Options(max_depth=8, checkpoint_dir=str(tmp_path)))
+    cut = Engine().explore(model(), Options(max_memory=1, checkpoint_dir=str(tmp_path), resume=True))
+    assert cut.incomplete_reason.startswith("stopped at --max-memory")
+    assert _summary(cut)[1:] == _summary(stopped)[1:]
+    resumed = Engine().explore(model(), Options(checkpoint_dir=str(tmp_path), resume=True))
+    assert _summary(resumed) == _summary(Engine().explore(model(), Options()))
+
 def _cli(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 

@@ -21,8 +21,10 @@ from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, HeldCheckpoint, counts_for_manifest, restore_counts,
                                                   write_manifest)
 from kraftcheck.checker.explore.levels import MemoryLevels
-from kraftcheck.checker.explore.result import Result
+from kraftcheck.checker.explore.result import Options, Result
+from kraftcheck.checker.explore.run_limits import Clock, limit_reached
 from kraftcheck.checker.explore.violations import Violations
+from kraftcheck.checker.kernels.visited import RESTORE_CHUNK_STATES
 
 
 class CheckpointedRun(Protocol):
@@ -40,6 +42,8 @@ class CheckpointedRun(Protocol):
     depth: int
     distinct: int
     elapsed: float  # exploration time, this run's and the runs' it resumes
+    options: Options  # its limits
+    clock: Clock  # its time limit
 
 
 class CheckpointWriter:
@@ -69,7 +73,8 @@ class CheckpointWriter:
     def resume(self, run: CheckpointedRun) -> Optional[np.ndarray]:
         """Continue the run kept in the checkpoint: map its levels, rebuild the visited set from
         their words, restore the counters; returns the frontier, its last finished level (None:
-        it stopped before its first level was durable, and starts again from the initial states)."""
+        it stopped before its first level was durable, and starts again from the initial states;
+        empty: a limit, its memory say, stopped it while the set was rebuilt)."""
         manifest = self.resumed_manifest  # checked resumable under the directory's hold
         run.result.resumed_from_level = 0
         if manifest["levels"] == 0:  # stopped before its first level was durable: from the start
@@ -84,7 +89,14 @@ class CheckpointWriter:
         run.note_finished_level()
         run.result.resumed_from_level = run.depth
         for words in run.levels.words_of_level:
-            run.visited.restore(words)
+            for lo in range(0, words.shape[0], RESTORE_CHUNK_STATES):
+                run.visited.restore(words[lo: lo + RESTORE_CHUNK_STATES])
+                # a set that outgrows --max-memory here (a resume on a smaller machine) stops the
+                # run incomplete, with the checkpoint's counts, rather than having it killed
+                reason = limit_reached(run.options, run.distinct, run.clock, more_work=True)
+                if reason is not None:
+                    run.result.incomplete_reason = reason
+                    return level[:0]
             run.levels.release(words, words.shape[0])
         if len(run.visited) != run.distinct:
             raise SpecError(f"checkpoint {self.directory}: its levels hold {run.distinct} states but "
