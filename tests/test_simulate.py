@@ -182,6 +182,22 @@ def test_by_action_opens_a_lock_that_uniform_does_not(seed):
     assert len(by_action.violations[0].steps) >= 9  # the initial state and 8 turns at least
 
 
+def test_an_interrupted_simulation_says_so_in_its_reason(monkeypatch):
+    """Ctrl-C or SIGTERM stops a simulation as it stops an exhaustive run: its reason (the JSON
+    report's incomplete_reason) is 'interrupted', as every explorer's, not the one of a
+    simulation that ran to its end, which a program reading the report would take it for."""
+    calls = []
+
+    def stop_at_the_third_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_module, "raise_if_stop_requested", stop_at_the_third_step)
+    result = simulate(_model("two_phase", {"rm": 3}), SimulationOptions(seed=1, keep_going=True,
+                                                                        max_behaviours=100_000))
+    assert result.interrupted and (result.status, result.incomplete_reason) == ("incomplete", "interrupted")
+
 # -- the command
 def _kraftcheck(*args, cwd):
     env = {**os.environ, "COLUMNS": "200"}  # the summary's lines unwrapped

@@ -208,6 +208,7 @@ class Simulator:
         except KeyboardInterrupt:
             stop_honoured()
             run.result.interrupted = True
+            run.result.incomplete_reason = "interrupted"  # as every explorer says it, in the report too
         return run.finish()
 
 
