@@ -48,24 +48,48 @@ class MemoryLevels:
         self.labels: list[np.ndarray] = []   # per finished level, uint16 label
         self.level_start: list[int] = []     # global index of each level's first state
         self.distinct = 0
-        self.pending_words: list[np.ndarray] = []
         self.pending_parents: list[np.ndarray] = []
         self.pending_labels: list[np.ndarray] = []
+        # The words of the level being built go into one buffer, and the next level's into the
+        # buffer of the level just expanded: a level's words were concatenated from its chunks into
+        # fresh memory, and first touching a large array's fresh pages (huge pages the kernel may
+        # have to compact first) cost more than the copy, on one thread between the hand-offs.
+        self._building = np.empty((0, nwords), np.uint64)
+        self._built = 0
+        self._starts: list[int] = []  # where each chunk's words start in ``_building``
+        self._expanding = np.empty((0, nwords), np.uint64)  # the buffer of the last finished level
+        # the most rows each buffer has held: its pages written so far stay resident
+        self._building_touched = self._expanding_touched = 0
 
     @property
     def depth(self) -> int:
         return len(self.level_start)
 
     def add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray) -> None:
-        """New states of the level being built (parents and labels are copied: they are views of
-        the engine's reused buffers; ``words`` is the engine's own fresh array)."""
-        self.pending_words.append(np.asarray(words, np.uint64).reshape(-1, self.nwords))
+        """New states of the level being built (copied: parents and labels are views of the
+        engine's reused buffers)."""
+        words = np.asarray(words, np.uint64).reshape(-1, self.nwords)
+        end = self._built + words.shape[0]
+        if end > self._building.shape[0]:  # twice what is needed: a growing level seldom outgrows it
+            bigger = np.empty((max(2 * end, 1024), self.nwords), np.uint64)  # untouched rows take no memory
+            bigger[: self._built] = self._building[: self._built]
+            self._building, self._building_touched = bigger, self._built
+        self._building[self._built: end] = words
+        self._starts.append(self._built)
+        self._built = end
+        self._building_touched = max(self._building_touched, end)
         self.pending_parents.append(np.array(parents, np.uint32))
         self.pending_labels.append(np.array(labels, np.uint16))
 
+    @property
+    def pending_words(self) -> list[np.ndarray]:
+        """The words of each chunk of the level being built (views of its buffer)."""
+        ends = self._starts[1:] + [self._built]
+        return [self._building[a: b] for a, b in zip(self._starts, ends)]
+
     def truncate_pending(self, keep_last: int) -> None:
         """Keep only the first ``keep_last`` states of the last chunk added."""
-        self.pending_words[-1] = self.pending_words[-1][:keep_last]
+        self._built = min(self._built, self._starts[-1] + keep_last)
         self.pending_parents[-1] = self.pending_parents[-1][:keep_last]
         self.pending_labels[-1] = self.pending_labels[-1][:keep_last]
 
@@ -75,18 +99,27 @@ class MemoryLevels:
 
     def held_bytes(self, frontier: np.ndarray) -> int:
         """Bytes of memory the levels will hold at most: every finished level's parents and
-        labels, ``frontier`` (the engine holds the words of the level it expands), and the level
-        being built twice over (``finish_level`` concatenates its chunks)."""
-        pending = sum(w.nbytes + p.nbytes + lab.nbytes
-                      for w, p, lab in zip(self.pending_words, self.pending_parents, self.pending_labels))
-        return sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes + 2 * pending
+        labels, ``frontier`` (the engine holds the words of the level it expands), the words of the
+        level being built twice over (its buffer grows by copying them) or what its buffer held
+        before, if more, and its parents and labels twice over (``finish_level`` concatenates
+        them)."""
+        pending = sum(p.nbytes + lab.nbytes for p, lab in zip(self.pending_parents, self.pending_labels))
+        row = 8 * self.nwords
+        return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes
+                + row * max(2 * self._built, self._building_touched) + 2 * pending)
 
     def finish_level(self) -> np.ndarray:
-        """Close the level being built (if it has states) and return its words (the new frontier)."""
-        words = np.concatenate(self.pending_words) if self.pending_words else np.empty((0, self.nwords), np.uint64)
+        """Close the level being built (if it has states) and return its words (the new frontier).
+        They are a view of a buffer the level after next is built in: the engine expands the
+        frontier before it finishes the next level, and drops it then."""
+        words = self._building[: self._built]
         if words.shape[0]:
             self._add_finished_level(np.concatenate(self.pending_parents), np.concatenate(self.pending_labels))
-        self.pending_words, self.pending_parents, self.pending_labels = [], [], []
+        self._building, self._expanding = self._expanding, self._building
+        self._building_touched, self._expanding_touched = self._expanding_touched, self._building_touched
+        self._built = 0
+        self._starts = []
+        self.pending_parents, self.pending_labels = [], []
         return words
 
     def _add_finished_level(self, parents: np.ndarray, labels: np.ndarray) -> None:
