@@ -107,10 +107,17 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_checkpoint_is_refused_naming_the_file_and_left_as_it_is(checkpoint, damage):
+def test_a_damaged_checkpoint_is_refused_naming_the_file_and_left_as_it_is(checkpoint, damage, monkeypatch):
+    """Refused before the kernels are loaded or compiled (a cold compile takes minutes; a Ctrl-C
+    while the files were checked after it reported a run of no states)."""
     do, said = DAMAGE[damage]
     do(checkpoint)
     before = _contents(checkpoint)
+
+    def start_kernels(*_):
+        raise AssertionError("the kernels were started before the checkpoint's files were checked")
+
+    monkeypatch.setattr("kraftcheck.checker.explore.engine.start_kernels", start_kernels)
     with pytest.raises(CheckpointDamaged) as refused:
         _resume(checkpoint)
     assert isinstance(refused.value, UsageError)  # exit 2

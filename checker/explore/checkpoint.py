@@ -147,20 +147,38 @@ def file_checksum(size: int, digest: str) -> dict[str, Any]:
     return {"bytes": size, DIGEST: digest}
 
 
+LEVEL_KINDS = ("words", "parents", "labels")  # a level's files
+
+
+def level_path(directory: Path, level: int, kind: str) -> Path:
+    """The file of ``kind`` (one of ``LEVEL_KINDS``) of level ``level`` in a checkpoint directory."""
+    return Path(directory) / f"level-{level:04d}.{kind}"
+
+
+# the digests check_level_file found, by path, with the file's identity, size and modification
+# time then: a resume checks its level files before anything is compiled, and again when it maps
+# them, without reading gigabytes twice
+_digests_found: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+
+
 def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
     """``path`` is the file its run wrote: ``checksum``'s size, then its digest (``file_checksum``)."""
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except FileNotFoundError:
         raise CheckpointDamaged(f"checkpoint file {path} is missing (the checkpoint records {checksum['bytes']:,} "
                                 f"bytes); {RESTORE}") from None
+    size = st.st_size
     if size != checksum["bytes"]:
         raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {checksum['bytes']:,} "
                                 f"(truncated or changed); {RESTORE}")
+    signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    known = _digests_found.get(str(path))
     try:
-        digest = file_digest(path)
+        digest = known[1] if known is not None and known[0] == signature else file_digest(path)
     except OSError as e:
         raise CheckpointDamaged(f"checkpoint file {path} cannot be read ({e.strerror or e}); {RESTORE}") from None
+    _digests_found[str(path)] = (signature, digest)
     if digest != checksum[DIGEST]:
         raise CheckpointDamaged(f"checkpoint file {path} was changed after its run wrote it: its {DIGEST} is "
                                 f"{digest[:16]}..., its run recorded {checksum[DIGEST][:16]}... (same size, other "
@@ -239,7 +257,10 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
         if not resume:
             check_new_checkpoint_dir(directory)
         identity = run_identity(model, options.fingerprints, options.symmetry)
-        yield HeldCheckpoint(identity, check_resumable(directory, identity, options.keep_going) if resume else None)
+        manifest = check_resumable(directory, identity, options.keep_going) if resume else None
+        if manifest is not None:  # damaged level files refused before anything is compiled
+            check_level_files(directory, manifest)
+        yield HeldCheckpoint(identity, manifest)
     finally:
         hold.release()
         if created:  # refused before its first manifest: leave no empty directory behind
@@ -249,9 +270,27 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
                 pass
 
 
+def forget_found_digests() -> None:
+    """The level files were mapped: later checks read them again."""
+    _digests_found.clear()
+
+
+def check_level_files(directory: Path, manifest: dict[str, Any]) -> None:
+    """Every file of the finished levels a local run's ``manifest`` records is as its run wrote it
+    (``check_level_file``; ``levels.DiskLevels.reopen`` checks them again as it maps them, and
+    checks each file's size against the level's states)."""
+    _digests_found.clear()
+    checksums = manifest.get("checksums") or []
+    for level in range(min(int(manifest.get("levels", 0)), len(checksums))):
+        for kind in LEVEL_KINDS:
+            if isinstance(checksums[level], dict) and isinstance(checksums[level].get(kind), dict):
+                check_level_file(level_path(directory, level, kind), checksums[level][kind])
+
+
 def check_resumable(directory: Path, identity: dict[str, Any], keep_going: bool = True) -> dict[str, Any]:
     """The manifest of a checkpoint this run may resume; a clear refusal otherwise. (Its level
-    files are checked against it when they are mapped: ``DiskLevels.reopen``.) ``keep_going``:
+    files are checked against it by ``check_level_files``, and when they are mapped:
+    ``DiskLevels.reopen``.) ``keep_going``:
     whether this run goes on past a violation (--continue), as a run that found one and went on
     must be resumed."""
     manifest = read_manifest(directory)

@@ -31,11 +31,12 @@ from typing import Optional
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
-from kraftcheck.checker.explore.checkpoint import CheckpointDamaged, check_level_file, file_checksum
+from kraftcheck.checker.explore.checkpoint import (LEVEL_KINDS, CheckpointDamaged, check_level_file, file_checksum,
+                                                   forget_found_digests, level_path)
 from kraftcheck.checker.files import DIGEST, file_digest
 
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
-KINDS = ("words", "parents", "labels")  # a level's files
+KINDS = LEVEL_KINDS  # a level's files
 LEVEL_FILE = re.compile(r"level-(\d{4,})\.(?:words|parents|labels)")  # how ``path`` names them
 
 
@@ -197,7 +198,7 @@ class DiskLevels(MemoryLevels):
         self._rehash = False  # a truncation made the running hashes wrong: hash the files once finished
 
     def path(self, level: int, kind: str) -> Path:
-        return self.directory / f"level-{level:04d}.{kind}"
+        return level_path(self.directory, level, kind)
 
     def _open(self) -> tuple:
         if self._files is None:
@@ -343,6 +344,7 @@ class DiskLevels(MemoryLevels):
                 check_level_file(self.path(level, kind), checksum)
         for level in range(levels):
             self._map_level(level)
+        forget_found_digests()
         self.checksums = list(checksums)
         for extra in self.directory.glob("level-*"):  # a file of another name is not the run's: left
             written = LEVEL_FILE.fullmatch(extra.name)
