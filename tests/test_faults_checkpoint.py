@@ -287,3 +287,15 @@ def test_a_spark_work_dir_is_refused_under_other_spec_code(tmp_path):
         check_resumable(tmp_path, identity)
     write_manifest(tmp_path, identity, {"levels": 1})
     assert check_resumable(tmp_path, identity)["levels"] == 1
+
+
+def test_a_resume_with_a_max_depth_its_run_is_past_is_refused(checkpoint, monkeypatch):
+    """It reported 'stopped at --max-depth 4' with the checkpoint's larger depth (exit 3)."""
+    monkeypatch.setattr("kraftcheck.checker.explore.engine.start_kernels", lambda *_: pytest.fail("started"))
+    before = _contents(checkpoint)
+    with pytest.raises(UsageError, match=f"at depth {STOP_AT} already, past --max-depth 4; give --max-depth {STOP_AT}"):
+        Engine().explore(_model(), Options(checkpoint_dir=str(checkpoint), resume=True, max_depth=4))
+    assert _contents(checkpoint) == before
+    monkeypatch.undo()
+    same = Engine().explore(_model(), Options(checkpoint_dir=str(checkpoint), resume=True, max_depth=STOP_AT))
+    assert same.status == "incomplete" and same.depth == STOP_AT  # the run's own bound still resumes

@@ -259,6 +259,7 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
         identity = run_identity(model, options.fingerprints, options.symmetry)
         manifest = check_resumable(directory, identity, options.keep_going) if resume else None
         if manifest is not None:  # damaged level files refused before anything is compiled
+            check_resume_depth(directory, int(manifest["levels"]), options.max_depth)
             check_level_files(directory, manifest)
         yield HeldCheckpoint(identity, manifest)
     finally:
@@ -268,6 +269,14 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
                 directory.rmdir()  # only if empty
             except OSError:
                 pass
+
+
+def check_resume_depth(directory: Path, levels: int, max_depth: Optional[int]) -> None:
+    """A resume asks for no depth its checkpoint's run is already past: it would report
+    'stopped at --max-depth' with a larger depth."""
+    if max_depth is not None and levels > max_depth:
+        raise UsageError(f"--resume {directory}: its run is at depth {levels} already, past --max-depth {max_depth}; "
+                         f"give --max-depth {levels} or more, or none")
 
 
 def forget_found_digests() -> None:

@@ -29,8 +29,8 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
-from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resumable, counts_for_manifest, read_manifest,
-                                                   restore_counts, run_identity, write_manifest)
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resume_depth, check_resumable, counts_for_manifest,
+                                                   read_manifest, restore_counts, run_identity, write_manifest)
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
@@ -121,6 +121,7 @@ class SparkExplorer:
         partitions = read_manifest(root)["identity"].get("partitions")
         manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints),
                                    options.keep_going)
+        check_resume_depth(root, len(manifest.get("level_files", [])), options.max_depth)
         damaged = workdir.damage(str(root), manifest, partitions)
         if damaged:
             raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
