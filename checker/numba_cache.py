@@ -182,12 +182,18 @@ def _tracked(module: dict, engine: bool = False) -> str | None:
 
 
 def _function_of(value):
-    """The Python function ``value`` is (a numba dispatcher's own), or None."""
+    """The Python function ``value`` is (a numba dispatcher's own, or the one that defines a numba
+    intrinsic), or None."""
     try:
         value = getattr(value, "py_func", value)
+        if not isinstance(value, types.FunctionType) and isinstance(getattr(value, "_defn", None), types.FunctionType):
+            value = value._defn  # numba.extending.intrinsic
     except Exception:  # an object whose attributes are computed, and fail
         return None
     return value if isinstance(value, types.FunctionType) else None
+
+
+_MOST_ITEMS = 10_000  # a larger container a function names is taken for data, not walked
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -226,7 +232,8 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     dispatchers, classes and modules it names (globals, attributes of a module it names, its
     closure), and in turn theirs; each with the other modules of its package folder, as
     ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
-    a package). Generated kernel modules and installed packages end the walk, and so do the modules
+    a package); the functions that define numba intrinsics it names, and what tuples, lists, sets
+    and dicts it names hold, are followed too. Generated kernel modules and installed packages end the walk, and so do the modules
     of kraftcheck's engine unless ``engine``. None for a function of kraftcheck's engine or a
     generated kernel module (unless ``engine``: then only for the others), or an installed
     package's."""
@@ -241,6 +248,10 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
         if id(value) in seen:
             continue
         seen.add(id(value))
+        if isinstance(value, (tuple, list, set, frozenset, dict)):  # functions kept in a container
+            if len(value) <= _MOST_ITEMS:
+                todo += list(value.values() if isinstance(value, dict) else value)
+            continue
         function = _function_of(value)
         if isinstance(value, types.ModuleType):
             module, names = vars(value), None

@@ -421,22 +421,33 @@ from kraftcheck.checker import numba_cache
 numba_cache.tolerate_damage()  # as importing kraftcheck.checker.kernels does
 numba_cache._ENGINE = sys.argv[1]  # the folder below stands for kraftcheck's engine
 sys.path.insert(0, sys.argv[1])
-from fakeengine.kern import total
+from fakeengine.kern.total import total
 print(total(1))
 '''
 
+_ENGINE_HELPERS = {
+    "njit": "from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + {}\n",
+    # what checker/kernels/prefetch.py and addresses.py are: code numba generates, not a function it compiles
+    "intrinsic": ("from llvmlite import ir\nfrom numba import types\nfrom numba.extending import intrinsic\n\n\n"
+                  "@intrinsic\ndef bump(typingctx, x):\n    def codegen(context, builder, signature, args):\n"
+                  "        return builder.add(args[0], ir.Constant(args[0].type, {}))\n"
+                  "    return types.int64(types.int64), codegen\n"),
+}
 
-def test_an_engine_helper_changed_in_a_checkout_is_compiled_again(tmp_path):
-    """A source checkout changes a jitted helper's file of the engine and not its caller's (a pull
-    of a commit that touched only ``rows.same_row``, say): numba kept the caller compiled with the
-    old helper, as its own file is unchanged. A folder stands for the engine here
+
+@pytest.mark.parametrize("kind", _ENGINE_HELPERS)
+def test_an_engine_helper_changed_in_a_checkout_is_compiled_again(tmp_path, kind):
+    """A source checkout changes a helper's file of the engine, in another folder, and not its
+    caller's (a pull of a commit that touched only ``rows.same_row``, say): numba kept the caller
+    compiled with the old helper, as its own file is unchanged. A folder stands for the engine here
     (``numba_cache._ENGINE``); each run is a process of its own."""
-    package = tmp_path / "fakeengine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "kern.py").write_text("from numba import njit\n\nfrom fakeengine.helper import bump\n\n\n"
-                                     "@njit(cache=True)\ndef total(x):\n    return bump(x) + 1\n")
-    helper = package / "helper.py"
+    for folder in ("fakeengine", "fakeengine/kern", "fakeengine/helpers"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "fakeengine/kern/total.py").write_text(
+        "from numba import njit\n\nfrom fakeengine.helpers.bump import bump\n\n\n"
+        "@njit(cache=True)\ndef total(x):\n    return bump(x) + 1\n")
+    helper = tmp_path / "fakeengine/helpers/bump.py"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
 
     def run() -> str:
@@ -446,10 +457,10 @@ def test_an_engine_helper_changed_in_a_checkout_is_compiled_again(tmp_path):
         assert "recompiling" not in out.stderr  # a stale entry after an edit is no damage
         return out.stdout.strip()
 
-    helper.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + 10\n")
+    helper.write_text(_ENGINE_HELPERS[kind].format(10))
     assert run() == "12"
     assert list((tmp_path / "numba").rglob("*total*.nbi"))  # the caller's cache is on disk
-    helper.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef bump(x):\n    return x + 20\n")
+    helper.write_text(_ENGINE_HELPERS[kind].format(20))
     assert run() == "22"
 
 
