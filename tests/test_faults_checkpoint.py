@@ -299,3 +299,23 @@ def test_a_resume_with_a_max_depth_its_run_is_past_is_refused(checkpoint, monkey
     monkeypatch.undo()
     same = Engine().explore(_model(), Options(checkpoint_dir=str(checkpoint), resume=True, max_depth=STOP_AT))
     assert same.status == "incomplete" and same.depth == STOP_AT  # the run's own bound still resumes
+
+
+def test_a_level_file_changed_in_place_after_the_check_is_still_found(checkpoint, tmp_path):
+    """A resume's level files are checked before anything is compiled and again as they are mapped,
+    the second time from the digest the first found if the file looks unchanged: a byte changed in
+    place with its modification time put back is still found (its change time moved), and outside a
+    resume nothing is remembered."""
+    from kraftcheck.checker.explore import checkpoint as ck
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    path, recorded = checkpoint / "level-0002.words", manifest["checksums"][2]["words"]
+    ck.check_level_files(checkpoint, manifest)
+    st = path.stat()
+    _flip_a_bit(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(CheckpointDamaged, match="was changed after its run wrote it"):
+        check_level_file(path, recorded)
+    ck.forget_found_digests()
+    _flip_a_bit(path)  # back as written: found so, and then remembered by nothing
+    check_level_file(path, recorded)
+    assert not ck._digests_found

@@ -155,10 +155,13 @@ def level_path(directory: Path, level: int, kind: str) -> Path:
     return Path(directory) / f"level-{level:04d}.{kind}"
 
 
-# the digests check_level_file found, by path, with the file's identity, size and modification
-# time then: a resume checks its level files before anything is compiled, and again when it maps
-# them, without reading gigabytes twice
-_digests_found: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+# Between check_level_files (a resume, before anything is compiled) and forget_found_digests (its
+# levels mapped, or the run over), the digests check_level_file found, by path, with the file's
+# identity, size and change times then: mapping the files checks them again without reading
+# gigabytes twice. Outside that window nothing is remembered (Spark's work dir checks, a second
+# resume in one process).
+_digests_found: dict[str, tuple[tuple[int, ...], str]] = {}
+_remembering = False
 
 
 def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
@@ -172,13 +175,14 @@ def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
     if size != checksum["bytes"]:
         raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {checksum['bytes']:,} "
                                 f"(truncated or changed); {RESTORE}")
-    signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    known = _digests_found.get(str(path))
+    signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # utime cannot set ctime back
+    known = _digests_found.get(str(path)) if _remembering else None
     try:
         digest = known[1] if known is not None and known[0] == signature else file_digest(path)
     except OSError as e:
         raise CheckpointDamaged(f"checkpoint file {path} cannot be read ({e.strerror or e}); {RESTORE}") from None
-    _digests_found[str(path)] = (signature, digest)
+    if _remembering:
+        _digests_found[str(path)] = (signature, digest)
     if digest != checksum[DIGEST]:
         raise CheckpointDamaged(f"checkpoint file {path} was changed after its run wrote it: its {DIGEST} is "
                                 f"{digest[:16]}..., its run recorded {checksum[DIGEST][:16]}... (same size, other "
@@ -263,6 +267,7 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
             check_level_files(directory, manifest)
         yield HeldCheckpoint(identity, manifest)
     finally:
+        forget_found_digests()  # if the run never mapped its levels
         hold.release()
         if created:  # refused before its first manifest: leave no empty directory behind
             try:
@@ -280,7 +285,9 @@ def check_resume_depth(directory: Path, levels: int, max_depth: Optional[int]) -
 
 
 def forget_found_digests() -> None:
-    """The level files were mapped: later checks read them again."""
+    """The level files were mapped (or the run is over): later checks read them again."""
+    global _remembering
+    _remembering = False
     _digests_found.clear()
 
 
@@ -288,7 +295,9 @@ def check_level_files(directory: Path, manifest: dict[str, Any]) -> None:
     """Every file of the finished levels a local run's ``manifest`` records is as its run wrote it
     (``check_level_file``; ``levels.DiskLevels.reopen`` checks them again as it maps them, and
     checks each file's size against the level's states)."""
+    global _remembering
     _digests_found.clear()
+    _remembering = True
     checksums = manifest.get("checksums") or []
     for level in range(min(int(manifest.get("levels", 0)), len(checksums))):
         for kind in LEVEL_KINDS:

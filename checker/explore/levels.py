@@ -100,13 +100,14 @@ class MemoryLevels:
 
     def held_bytes(self, frontier: np.ndarray) -> int:
         """Bytes of memory the levels will hold at most: every finished level's parents and
-        labels, ``frontier`` (the engine holds the words of the level it expands), the words of the
-        level being built twice over (its buffer grows by copying them) or what its buffer held
+        labels, ``frontier`` (the engine holds the words of the level it expands) or what its
+        buffer held before, if more, the words of the level being built twice over (its buffer grows by copying them) or what its buffer held
         before, if more, and its parents and labels twice over (``finish_level`` concatenates
         them)."""
         pending = sum(p.nbytes + lab.nbytes for p, lab in zip(self.pending_parents, self.pending_labels))
         row = 8 * self.nwords
-        return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels)) + frontier.nbytes
+        return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels))
+                + max(frontier.nbytes, row * self._expanding_touched)
                 + row * max(2 * self._built, self._building_touched) + 2 * pending)
 
     def finish_level(self) -> np.ndarray:

@@ -121,7 +121,7 @@ class SparkExplorer:
         partitions = read_manifest(root)["identity"].get("partitions")
         manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints),
                                    options.keep_going)
-        check_resume_depth(root, len(manifest.get("level_files", [])), options.max_depth)
+        check_resume_depth(root, len(manifest.get("level_start", [])), options.max_depth)
         damaged = workdir.damage(str(root), manifest, partitions)
         if damaged:
             raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
