@@ -233,10 +233,10 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     closure), and in turn theirs; each with the other modules of its package folder, as
     ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
     a package); the functions that define numba intrinsics it names, and what tuples, lists, sets
-    and dicts it names hold, are followed too. Generated kernel modules and installed packages end the walk, and so do the modules
-    of kraftcheck's engine unless ``engine``. None for a function of kraftcheck's engine or a
-    generated kernel module (unless ``engine``: then only for the others), or an installed
-    package's."""
+    and dicts it names hold, are followed too. Generated kernel modules and installed packages end
+    the walk, and so do the modules of kraftcheck's engine unless ``engine``. None for a function
+    of kraftcheck's engine or a generated kernel module (unless ``engine``: then only for the
+    others), or an installed package's."""
     start = py_func.__globals__
     if engine != _engines_own(start) or (not engine and _tracked(start) is None):
         return None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
@@ -155,13 +156,15 @@ def level_path(directory: Path, level: int, kind: str) -> Path:
     return Path(directory) / f"level-{level:04d}.{kind}"
 
 
+LEVEL_FILE = re.compile(rf"level-(\d{{4,}})\.(?:{'|'.join(LEVEL_KINDS)})")  # the names level_path gives
+
+
 # Between check_level_files (a resume, before anything is compiled) and forget_found_digests (its
 # levels mapped, or the run over), the digests check_level_file found, by path, with the file's
 # identity, size and change times then: mapping the files checks them again without reading
-# gigabytes twice. Outside that window nothing is remembered (Spark's work dir checks, a second
-# resume in one process).
-_digests_found: dict[str, tuple[tuple[int, ...], str]] = {}
-_remembering = False
+# gigabytes twice. Outside that window (None) nothing is remembered (Spark's work dir checks, a
+# second resume in one process).
+_digests_found: Optional[dict[str, tuple[tuple[int, ...], str]]] = None
 
 
 def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
@@ -176,12 +179,12 @@ def check_level_file(path: Path, checksum: dict[str, Any]) -> None:
         raise CheckpointDamaged(f"checkpoint file {path} has {size:,} bytes where its run wrote {checksum['bytes']:,} "
                                 f"(truncated or changed); {RESTORE}")
     signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # utime cannot set ctime back
-    known = _digests_found.get(str(path)) if _remembering else None
+    known = None if _digests_found is None else _digests_found.get(str(path))
     try:
         digest = known[1] if known is not None and known[0] == signature else file_digest(path)
     except OSError as e:
         raise CheckpointDamaged(f"checkpoint file {path} cannot be read ({e.strerror or e}); {RESTORE}") from None
-    if _remembering:
+    if _digests_found is not None:
         _digests_found[str(path)] = (signature, digest)
     if digest != checksum[DIGEST]:
         raise CheckpointDamaged(f"checkpoint file {path} was changed after its run wrote it: its {DIGEST} is "
@@ -286,18 +289,16 @@ def check_resume_depth(directory: Path, levels: int, max_depth: Optional[int]) -
 
 def forget_found_digests() -> None:
     """The level files were mapped (or the run is over): later checks read them again."""
-    global _remembering
-    _remembering = False
-    _digests_found.clear()
+    global _digests_found
+    _digests_found = None
 
 
 def check_level_files(directory: Path, manifest: dict[str, Any]) -> None:
     """Every file of the finished levels a local run's ``manifest`` records is as its run wrote it
     (``check_level_file``; ``levels.DiskLevels.reopen`` checks them again as it maps them, and
     checks each file's size against the level's states)."""
-    global _remembering
-    _digests_found.clear()
-    _remembering = True
+    global _digests_found
+    _digests_found = {}
     checksums = manifest.get("checksums") or []
     for level in range(min(int(manifest.get("levels", 0)), len(checksums))):
         for kind in LEVEL_KINDS:

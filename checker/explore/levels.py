@@ -24,20 +24,17 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-import re
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
-from kraftcheck.checker.explore.checkpoint import (LEVEL_KINDS, CheckpointDamaged, check_level_file, file_checksum,
-                                                   forget_found_digests, level_path)
+from kraftcheck.checker.explore.checkpoint import (LEVEL_FILE, LEVEL_KINDS, CheckpointDamaged, check_level_file,
+                                                   file_checksum, forget_found_digests, level_path)
 from kraftcheck.checker.files import DIGEST, file_digest
 
 INITIAL_PARENT = 0xFFFFFFFF  # the parent index of an initial state
-KINDS = LEVEL_KINDS  # a level's files
-LEVEL_FILE = re.compile(r"level-(\d{4,})\.(?:words|parents|labels)")  # how ``path`` names them
 
 
 class MemoryLevels:
@@ -100,10 +97,9 @@ class MemoryLevels:
 
     def held_bytes(self, frontier: np.ndarray) -> int:
         """Bytes of memory the levels will hold at most: every finished level's parents and
-        labels, ``frontier`` (the engine holds the words of the level it expands) or what its
-        buffer held before, if more, the words of the level being built twice over (its buffer grows by copying them) or what its buffer held
-        before, if more, and its parents and labels twice over (``finish_level`` concatenates
-        them)."""
+        labels; the words of the level expanded (``frontier``) and of the level being built twice
+        over (its buffer grows by copying them), or for each what its buffer held before, if more;
+        and the parents and labels being built twice over (``finish_level`` concatenates them)."""
         pending = sum(p.nbytes + lab.nbytes for p, lab in zip(self.pending_parents, self.pending_labels))
         row = 8 * self.nwords
         return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels))
@@ -204,8 +200,8 @@ class DiskLevels(MemoryLevels):
     def _open(self) -> tuple:
         if self._files is None:
             level = self.depth
-            self._files = tuple(open(self.path(level, kind), "w+b") for kind in KINDS)
-            self._hashes = tuple(hashlib.new(DIGEST) for _ in KINDS) if self.durable else None
+            self._files = tuple(open(self.path(level, kind), "w+b") for kind in LEVEL_KINDS)
+            self._hashes = tuple(hashlib.new(DIGEST) for _ in LEVEL_KINDS) if self.durable else None
             self._rehash = False
         return self._files
 
@@ -279,7 +275,7 @@ class DiskLevels(MemoryLevels):
         self._pending = self._last_chunk = 0
         if self._files is not None:
             entries = {}
-            for kind, f, digest in zip(KINDS, self._files, self._hashes or (None,) * len(KINDS)):
+            for kind, f, digest in zip(LEVEL_KINDS, self._files, self._hashes or (None,) * len(LEVEL_KINDS)):
                 f.flush()
                 if self.durable:
                     os.fsync(f.fileno())
@@ -337,7 +333,7 @@ class DiskLevels(MemoryLevels):
             raise CheckpointDamaged(f"checkpoint {self.directory}: it records {levels} levels but sizes of "
                                     f"{len(sizes)} and checksums of {len(checksums)}")
         for level in range(levels):
-            for kind, size in zip(KINDS, (8 * self.nwords, 4, 2)):
+            for kind, size in zip(LEVEL_KINDS, (8 * self.nwords, 4, 2)):
                 checksum = checksums[level].get(kind)
                 if checksum is None or checksum["bytes"] != sizes[level] * size:
                     raise CheckpointDamaged(f"checkpoint {self.directory}: level {level} holds {sizes[level]:,} "
