@@ -84,8 +84,9 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
                    "their share of --max-memory go to a temporary directory.)")
 @click.option("--resume", metavar="DIR",
               help="Continue the run checkpointed in DIR from its last finished level (same spec, "
-                   "parameters and checks; --continue if its run went on past a violation). Every file of the checkpoint is checked against its checksum "
-                   "first; a damaged checkpoint, or one another run holds, is refused.")
+                   "parameters and checks; --continue if its run went on past a violation). Every file "
+                   "of the checkpoint is checked against its checksum first; a damaged checkpoint, or one "
+                   "another run holds, is refused.")
 @click.option("--simulate", is_flag=True,
               help="Instead of the exhaustive search, run random behaviours (TLC's -simulate) on the compiled "
                    "kernels, checking every state generated; stops at the first violation (or, with --continue, "
