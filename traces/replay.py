@@ -227,6 +227,9 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     if attrs.get("lasso") is not None:
         _replay_lasso(graph, model, stepper, states, spec)
         return
+    if violation is not None and (violation["kind"] == "deadlock") != (violation["check"] == "deadlock"):
+        raise ReplayError(f"a deadlock is recorded as check 'deadlock' of kind deadlock, the file says "
+                          f"{violation['kind']} {violation['check']!r}", field="graph.violation.kind")
     if violation is not None and violation["kind"] == "deadlock":
         if violation["step"] != n - 1:
             raise ReplayError(f"the deadlock is recorded at step {violation['step']} but the trace ends at step "
@@ -243,6 +246,12 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         check, at = violation["check"], violation["step"]
         if check not in report.checks:
             raise ReplayError(f"spec {spec.name} has no check {check!r}", field="graph.violation.check")
+        kind = "invariant" if check in {i.name for i in model.invariants} else "property"
+        if violation["kind"] != kind:
+            raise ReplayError(f"{check} is an {kind} of spec {spec.name}, the file says it is a {violation['kind']}"
+                              if kind == "invariant" else
+                              f"{check} is a transition property of spec {spec.name}, the file says it is an "
+                              f"{violation['kind']}", field="graph.violation.kind")
         if at != n - 1:
             raise ReplayError(f"the violation is recorded at step {at} but the trace ends at step {n - 1}",
                               field="graph.violation.step")

@@ -2,9 +2,14 @@
 ``--format jira``), in its spec's terms; ``--with-fix NAME`` re-runs the check on the trace's
 configuration with a fix switch on and adds its verdict.
 
-Exit codes: 0 the report is written (whatever the fixes' verdicts); 2 the file cannot be read or
-is not a counterexample, or a ``--with-fix`` name is not a switch of the spec; 3 the output could
-not be written.
+The trace is replayed against its spec first: a file that is not a behaviour of the spec reaching
+its recorded violation (an edited state or step, another spec's parameters) gets no report. The
+spec is looked up by the name the file holds among registered specs only, never imported from a
+path the file names; a spec loaded from a file or module is given with ``--spec``.
+
+Exit codes: 0 the report is written (whatever the fixes' verdicts); 2 the file cannot be read, is
+not a counterexample or does not replay, its spec cannot be found, or a ``--with-fix`` name is not
+a switch of the spec; 3 the output could not be written.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def _defaults(cls) -> dict:
     return out
 
 
-def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: Optional[float]) -> FixVerdict:
+def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[float]) -> FixVerdict:
     from kraftcheck.api import check
 
     started = time.monotonic()
@@ -66,7 +71,7 @@ def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: O
             click.echo(f"  {key}: depth {p.depth}, {p.distinct:,} states, {p.elapsed_s:.0f} s", err=True)
 
     try:
-        result = check(spec_name, time_limit=time_limit, progress=progress, **{**params, key: True})
+        result = check(spec, time_limit=time_limit, progress=progress, **{**params, key: True})
     except KraftcheckError as e:
         return FixVerdict(key, "refused", str(e), command)
     took = f"{time.monotonic() - started:.0f} s"
@@ -94,20 +99,35 @@ def _run_fix(spec_name: str, params: dict, key: str, command: str, time_limit: O
               help="File to write (atomically); '-' or none: standard output.")
 @click.option("--model-names", is_flag=True,
               help="The model's own fields and values instead of the spec's domain terms.")
+@click.option("--spec", "spec_ref", metavar="REF",
+              help="The spec, for a trace of one loaded from a file or module (file.py:Class, module:Class); "
+                   "a trace only names its spec, and kraftcheck never imports code a file names.")
 def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, ...], fix_time_limit: Optional[float],
-               output: Optional[Path], model_names: bool) -> None:
+               output: Optional[Path], model_names: bool, spec_ref: Optional[str]) -> None:
     """A bug report of a counterexample: summary, configuration, steps, reproduction, fix verdicts."""
     from kraftcheck.cli.trace_cmd import _check_output, _open, _shown  # that module registers this command
+    from kraftcheck.traces.replay import replay
 
     _check_output(output)
-    graph, _ = _open(file, variant)
+    graph, run = _open(file, variant)
     attrs = graph.graph
     if not attrs.get("violation"):
         _fail(f"{file}: the trace violates nothing; a report needs a counterexample")
+    if run is not None and spec_ref:
+        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
     try:
-        cls = spec_class(attrs["spec"])
+        # a name read from the file is looked up among registered specs only: a trace must not make
+        # kraftcheck import the code it names
+        cls = spec_class(spec_ref) if spec_ref else spec_class(attrs["spec"], names_only=True)
     except KraftcheckError as e:
-        _fail(str(e))
+        hint = "" if spec_ref else ("; a spec loaded from a file or module is not looked up from a trace: name it "
+                                    "with --spec file.py:Class (or module:Class)")
+        _fail(f"{e}{hint}")
+    if run is None:  # a scenario's graph is stepped by its spec; a file's says what anyone wrote in it
+        checked = replay(graph, spec=cls)
+        if checked.error is not None:
+            _fail(f"{file} is not a valid trace, no report written: {checked.error} (kraftcheck trace replay "
+                  "shows every step)")
     params = dict(attrs.get("params") or {})
     keys = [_switch(cls, name, params) for name in fixes]  # every name checked before any run
     defaults = _defaults(cls)
@@ -118,7 +138,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     for key in keys:
         fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True})
         click.echo(f"running: {fix_command}", err=True)
-        verdicts.append(_run_fix(attrs["spec"], params, key, fix_command, fix_time_limit))
+        verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit))
     text = report(_shown(graph, model_names), fmt, command=command, trace_file=str(file), fixes=verdicts,
                   defaults=defaults) + "\n"
     if output is None or to_stdout(output):

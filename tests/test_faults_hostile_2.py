@@ -1,0 +1,89 @@
+"""A hostile user's inputs: tampered trace files, signals other than Ctrl-C and SIGTERM, manifests
+that could let the CI gate pass when it should not. Each case failed before its fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck import traces
+from traces_support import RUN_OPTIONS, eager_commit_violation
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    model, violation = eager_commit_violation()
+    return traces.write_counterexample(model, violation, RUN_OPTIONS, tmp_path_factory.mktemp("t"))
+
+
+def _cli(*args):
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def _tampered(trace_file, tmp_path, edit, name="tampered.json"):
+    data = json.loads(trace_file.read_text())
+    edit(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _node(data, step):
+    return next(n for n in data["nodes"] if n["id"] == step)
+
+
+# ----------------------------------------------------------------------------------------------
+# trace report: a bug report only of a trace that replays
+
+
+def test_report_refuses_a_trace_with_an_edited_state(trace_file, tmp_path):
+    path = _tampered(trace_file, tmp_path, lambda d: _node(d, 3)["state"].update(msg_abort=True))
+    result = _cli("trace", "report", path)
+    assert result.exit_code == 2, result.output
+    assert "not a valid trace, no report written" in result.output and "step 3, msg_abort" in result.output
+    assert "## Steps" not in result.output
+
+
+def test_report_refuses_a_trace_of_other_parameters_and_writes_no_file(trace_file, tmp_path):
+    out = tmp_path / "report.md"
+    path = _tampered(trace_file, tmp_path, lambda d: d["graph"]["params"].update(rm=4))
+    result = _cli("trace", "report", path, "-o", out)
+    assert result.exit_code == 2 and "rm_state[rm4]" in result.output
+    assert not out.exists()
+
+
+def test_report_of_the_untouched_trace_is_written(trace_file):
+    result = _cli("trace", "report", trace_file)
+    assert result.exit_code == 0 and "## Steps" in result.output
+
+
+def test_report_never_imports_the_code_a_trace_names(trace_file, tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    path = _tampered(trace_file, tmp_path, lambda d: d["graph"].update(spec=f"{evil}:Evil"))
+    result = _cli("trace", "report", path)
+    assert result.exit_code == 2 and "--spec file.py:Class" in result.output
+    assert not marker.exists()
+
+
+def test_report_takes_the_spec_with_spec_and_checks_its_name(trace_file, tmp_path):
+    assert _cli("trace", "report", trace_file, "--spec", "two_phase_eager_commit").exit_code == 0
+    result = _cli("trace", "report", trace_file, "--spec", "two_phase")
+    assert result.exit_code == 2 and "the spec given is 'two_phase'" in result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# trace replay: the violation's kind is the spec's
+
+
+@pytest.mark.parametrize("kind, said", [("property", "is an invariant of spec two_phase_eager_commit"),
+                                        ("deadlock", "a deadlock is recorded as check 'deadlock'")])
+def test_replay_refuses_a_violation_of_another_kind(trace_file, tmp_path, kind, said):
+    path = _tampered(trace_file, tmp_path, lambda d: d["graph"]["violation"].update(kind=kind))
+    report = traces.replay(traces.load(path))
+    assert not report.ok and said in str(report.error) and report.error.field == "graph.violation.kind"
+    assert _cli("trace", "replay", path, "--quiet").exit_code == 1
