@@ -1,4 +1,4 @@
-"""A request to stop a run (Ctrl-C, SIGTERM) that cannot be lost.
+"""A request to stop a run (Ctrl-C, SIGTERM, SIGHUP) that cannot be lost.
 
 Python raises ``KeyboardInterrupt`` wherever the main thread happens to be when the signal
 arrives. If that is a finalizer (numba's compiler frees LLVM objects in ``__del__``, which the
@@ -22,6 +22,14 @@ from __future__ import annotations
 import _signal
 import signal
 
+# SIGHUP: a closed terminal or a dropped ssh session; its default action ended the process with
+# no summary, no report and a spilled levels directory left behind. Not on every platform.
+_HANGUP = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
+# the signals that stop a run; SIGINT and SIGHUP are left ignored where they are (a background job
+# of a non-interactive shell, nohup), as Python leaves them
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM) + _HANGUP
+LEFT_IGNORED = (signal.SIGINT,) + _HANGUP
+
 _requested = False
 _deferring = 0  # how many deferred() blocks are in force
 _signals = 0  # how many signals the handler has had (deferred.signalled: one came during a block)
@@ -36,13 +44,13 @@ def _on_signal(signum, frame) -> None:
 
 
 def install_stop_handlers() -> None:
-    """Ctrl-C, and SIGTERM too, stop a run: statistics so far, a resumable checkpoint, exit 130.
-    SIGTERM because batch schedulers and ``timeout`` stop jobs with it, and a job that a
-    non-interactive shell started in the background has SIGINT ignored; SIGINT is left ignored
-    then, as Python leaves it."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    """Ctrl-C, and SIGTERM and SIGHUP too, stop a run: statistics so far, a resumable checkpoint,
+    exit 130. SIGTERM because batch schedulers and ``timeout`` stop jobs with it, and a job that a
+    non-interactive shell started in the background has SIGINT ignored; SIGHUP because a terminal
+    or ssh session closing sends it. SIGINT and SIGHUP are left ignored where they are (nohup)."""
+    for sig in STOP_SIGNALS:
+        if sig not in LEFT_IGNORED or signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _on_signal)
 
 
 def stop_requested() -> bool:
@@ -62,12 +70,12 @@ def stop_honoured() -> None:
 
 
 class deferred:
-    """A ``with`` block in which Ctrl-C and SIGTERM only leave the stop request (no
+    """A ``with`` block in which Ctrl-C, SIGTERM and SIGHUP only leave the stop request (no
     ``KeyboardInterrupt`` where the main thread happens to be); the block raises it itself with
     ``raise_if_stop_requested`` where it can stop cleanly, or after it with ``raise_if_signalled``.
     In the main thread it installs the stop handlers for the block if they are not (an API
     caller's process; with ``install_handlers=False`` it then changes nothing), and puts back
-    what was there; SIGINT left ignored stays ignored. In any other thread it changes nothing:
+    what was there; SIGINT or SIGHUP left ignored stays ignored. In any other thread it changes nothing:
     the signals are the main thread's, which must not lose them to another thread's block."""
 
     def __init__(self, install_handlers: bool = True) -> None:
@@ -82,7 +90,7 @@ class deferred:
         import threading  # here, not on top: the command line imports this module before anything
         if threading.current_thread() is not threading.main_thread():
             return self
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             # _signal's: signal.getsignal converts to an enum through an exception when the handler
             # is a function, microseconds at each of run_parts' blocks (several per batch)
             before = _signal.getsignal(sig)

@@ -427,7 +427,7 @@ main()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_the_command_is_still_importing_exits_130(signum, tmp_path):
     """The command's modules take half a second to import, in which an interrupt was click's
     "Aborted!" and exit 1, and SIGTERM ended the process as 143: the CLI's handlers are installed
@@ -463,7 +463,7 @@ main()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_at_the_entry_points_first_import_exits_130(signum):
     """The entry point's first lines install a handler that needs only ``signal``; before, it
     imported the engine's stop handlers (and with them kraftcheck.checker) first, and a signal

@@ -87,3 +87,70 @@ def test_replay_refuses_a_violation_of_another_kind(trace_file, tmp_path, kind, 
     report = traces.replay(traces.load(path))
     assert not report.ok and said in str(report.error) and report.error.field == "graph.violation.kind"
     assert _cli("trace", "replay", path, "--quiet").exit_code == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# SIGHUP (a terminal or ssh session that closed) stops a run as SIGTERM does
+
+HANG_UP_AT_LEVEL = """
+import sys, threading
+from kraftcheck import pipeline
+from kraftcheck.checker.explore import engine
+from kraftcheck.checker.explore.observer import RunObserver
+from kraftcheck.checker.stop import install_stop_handlers
+from kraftcheck.cli.outcome import Outcome
+from kraftcheck.cli.terminal import Terminal
+from kraftcheck.request import CheckRequest
+
+engine.spill_threshold = lambda options, spill_levels_at=None: 0  # levels spill from the first
+
+class HoldAtLevel(RunObserver):
+    def level_finished(self, depth, distinct, generated):
+        if depth == 5:
+            print("held", flush=True)
+            threading.Event().wait()  # until the signal's KeyboardInterrupt
+
+install_stop_handlers()
+terminal = Terminal(quiet=True)
+request = CheckRequest(spec="two_phase", params={"rm": 5}, compile="now")
+sys.exit(Outcome(terminal, pipeline.run(request, terminal, HoldAtLevel())).report(sys.argv[1]))
+"""
+
+
+def test_sighup_stops_a_run_with_its_report_and_removes_its_spilled_levels(tmp_path):
+    """SIGHUP's default action ended the process (the shell's 129) with no summary and no JSON
+    report, and left the levels' temporary directory behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    report = tmp_path / "r.json"
+    run = subprocess.Popen([sys.executable, "-c", HANG_UP_AT_LEVEL, str(report)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(spill)},
+                           preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    assert run.stdout.readline() == "held\n", run.stderr.read()
+    assert list(spill.iterdir()), "the run did not spill its levels"
+    os.kill(run.pid, signal.SIGHUP)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130, err
+    assert not list(spill.iterdir())
+    said = json.loads(report.read_text())
+    assert said["result"] == "incomplete" and said["incomplete_reason"] == "interrupted"
+
+
+def test_sighup_left_ignored_stays_ignored():
+    """Under nohup a run goes on when its terminal closes."""
+    import subprocess
+    import sys
+
+    code = ("import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+            "from kraftcheck.checker.stop import install_stop_handlers, deferred\n"
+            "install_stop_handlers()\n"
+            "with deferred():\n"
+            "    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
+            "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "True\n", done.stderr

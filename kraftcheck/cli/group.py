@@ -32,5 +32,5 @@ def cli() -> None:
 
     Exit codes: 0 every invariant holds over the complete state space; 1 an invariant is
     violated; 2 usage or input error; 3 exploration incomplete (a limit was hit);
-    130 interrupted (Ctrl-C or SIGTERM).
+    130 interrupted (Ctrl-C, SIGTERM or SIGHUP).
     """

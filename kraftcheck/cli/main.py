@@ -1,6 +1,6 @@
 """Entry point of the ``kraftcheck`` console script.
 
-Ctrl-C and SIGTERM end every command with exit 130 and the line "kraftcheck: error: interrupted".
+Ctrl-C, SIGTERM and SIGHUP end every command with exit 130 and the line "kraftcheck: error: interrupted".
 Before this module's first lines only the interpreter's start runs, and the import of the two
 packages above it, ``kraftcheck`` and ``kraftcheck.cli``, which import nothing (their names are
 imported on first use); a signal then gets its default action (Ctrl-C: a KeyboardInterrupt
@@ -25,7 +25,7 @@ EXIT_INTERRUPTED = 130
 def _interrupted_while_starting(signum: int, frame: object) -> None:
     """Exit 130 at once: nothing has started that a stop would have to save."""
     import os
-    for each in (_signal.SIGINT, _signal.SIGTERM):
+    for each in _STOP_SIGNALS:
         _signal.signal(each, _signal.SIG_IGN)
     try:
         os.write(2, b"kraftcheck: error: interrupted\n")
@@ -34,12 +34,16 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     raise SystemExit(EXIT_INTERRUPTED)
 
 
-# SIGINT left ignored if it is (a background job of a non-interactive shell), as install_stop_handlers does;
-# the handlers before are put back at the end of this module (below), so that importing it changes nothing
-_handlers_before = {each: _signal.getsignal(each) for each in (_signal.SIGINT, _signal.SIGTERM)}
-if _handlers_before[_signal.SIGINT] is not _signal.SIG_IGN:
-    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
-_signal.signal(_signal.SIGTERM, _interrupted_while_starting)
+# checker.stop's STOP_SIGNALS, said again here: that module is imported only once these handlers are in
+_HANGUP = (_signal.SIGHUP,) if hasattr(_signal, "SIGHUP") else ()
+_STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM) + _HANGUP
+# SIGINT (a background job of a non-interactive shell) and SIGHUP (nohup) left ignored if they are, as
+# install_stop_handlers does; the handlers before are put back at the end of this module (below), so
+# that importing it changes nothing
+_handlers_before = {each: _signal.getsignal(each) for each in _STOP_SIGNALS}
+for _each in _STOP_SIGNALS:
+    if _each == _signal.SIGTERM or _handlers_before[_each] is not _signal.SIG_IGN:
+        _signal.signal(_each, _interrupted_while_starting)
 
 import errno  # noqa: E402 - after the handlers, so that an interrupt while these import is exit 130
 import gc  # noqa: E402
@@ -151,7 +155,7 @@ def _internal_error() -> int:
 def _interrupted() -> int:
     """Say so once and exit 130; a second signal while saying it changes nothing."""
     import signal
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     _say("kraftcheck: error: interrupted\n")
     return EXIT_INTERRUPTED
