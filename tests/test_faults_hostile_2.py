@@ -154,3 +154,24 @@ def test_sighup_left_ignored_stays_ignored():
             "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout == "True\n", done.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# kraftcheck ci: two manifests in one directory
+
+
+def test_ci_refuses_to_choose_between_two_manifests(tmp_path, monkeypatch):
+    """kraftcheck.toml was run and pyproject.toml's [tool.kraftcheck] ignored: the gate passed (exit
+    0) on one file's checks while the other's failing check never ran."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "kraftcheck.toml").write_text('[checks.ok]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.kraftcheck.checks.broken]\n'
+                                             'spec = "die_hard"\nexpect = "holds"\n')
+    result = _cli("ci", "--no-color")
+    assert result.exit_code == 2 and "name the one to run" in result.output
+    assert not (tmp_path / "kraftcheck-ci").exists()
+    assert _cli("ci", "--no-color", "pyproject.toml").exit_code == 1
+    # a pyproject.toml without the table is any project's
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert _cli("ci", "--no-color").exit_code == 0

@@ -104,11 +104,28 @@ def find_manifest(given: Optional[str]) -> Path:
         if not path.is_file():
             raise ManifestError(f"manifest {given} does not exist")
         return path
-    for candidate in (DEFAULT_MANIFEST, "pyproject.toml"):
-        if Path(candidate).is_file():
-            return Path(candidate)
+    own, project = Path(DEFAULT_MANIFEST), Path("pyproject.toml")
+    if own.is_file():
+        # checks in both would have the gate pass on one file's while the other's never ran
+        if project.is_file() and _has_tool_table(project):
+            raise ManifestError(f"both {DEFAULT_MANIFEST} and pyproject.toml's [tool.kraftcheck] hold a manifest; "
+                                f"keep one, or name the one to run: kraftcheck ci {DEFAULT_MANIFEST}")
+        return own
+    if project.is_file():
+        return project
     raise ManifestError(f"no {DEFAULT_MANIFEST} (or pyproject.toml with [tool.kraftcheck]) in this directory; "
                         "name the manifest: kraftcheck ci PATH")
+
+
+def _has_tool_table(path: Path) -> bool:
+    """Whether ``path`` (a pyproject.toml) has a [tool.kraftcheck] table; one that cannot be read or
+    parsed is not this command's to judge when another manifest was chosen, so it says no."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "kraftcheck" in tool
 
 
 def load(path: Path) -> Manifest:
