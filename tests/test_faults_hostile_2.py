@@ -175,3 +175,20 @@ def test_ci_refuses_to_choose_between_two_manifests(tmp_path, monkeypatch):
     # a pyproject.toml without the table is any project's
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     assert _cli("ci", "--no-color").exit_code == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# kraftcheck sweep: a matrix file whose tables are not tables
+
+
+@pytest.mark.parametrize("text, said", [('vary = [1, 2]\n', "vary must be a table"),
+                                        ('params = 3\n', "params must be a table"),
+                                        ('spec = 3\n', "spec must be a name"),
+                                        ('configurations = 3\n', "configurations must be [[configurations]]")])
+def test_a_matrix_whose_tables_are_not_tables_is_one_line(tmp_path, text, said):
+    """Each was a TypeError said as kraftcheck's internal error, with its traceback."""
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(text)
+    result = _cli("sweep", matrix, "--out", tmp_path / "o")
+    assert result.exit_code == 2 and said in result.output and "internal error" not in result.output
+    assert not (tmp_path / "o").exists()

@@ -135,6 +135,13 @@ def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configura
     unknown = set(data) - FILE_KEYS
     if unknown:
         raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}; a matrix file has {', '.join(sorted(FILE_KEYS))}")
+    for key, what in (("params", "a table: params = { key = value }"), ("vary", "a table: [vary] with key = [values]")):
+        if not isinstance(data.get(key, {}), dict):
+            raise UsageError(f"{path}: {key} must be {what}, got {data[key]!r}")
+    if not isinstance(data.get("configurations", []), list):
+        raise UsageError(f"{path}: configurations must be [[configurations]] tables, each a name and a params table")
+    if not isinstance(data.get("spec", ""), str):
+        raise UsageError(f"{path}: spec must be a name, file.py:Class or module:Class, got {data['spec']!r}")
     rows = []
     for i, row in enumerate(data.get("configurations", [])):
         if not isinstance(row, dict) or set(row) - ROW_KEYS or not isinstance(row.get("params", {}), dict):
