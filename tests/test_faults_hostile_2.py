@@ -192,3 +192,37 @@ def test_a_matrix_whose_tables_are_not_tables_is_one_line(tmp_path, text, said):
     result = _cli("sweep", matrix, "--out", tmp_path / "o")
     assert result.exit_code == 2 and said in result.output and "internal error" not in result.output
     assert not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# kraftcheck ci and sweep: a run directory the disk refuses
+
+
+def _full_disk(*args, **kwargs):
+    import errno
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_ci_says_a_check_whose_run_directory_the_disk_refused_was_not_run(tmp_path, monkeypatch):
+    """It was kraftcheck's internal error with a traceback, the checks already judged lost."""
+    import kraftcheck.ci.runner as runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    monkeypatch.setattr(runner, "prepare_dir", _full_disk)
+    result = _cli("ci", "--no-color", "--junit", tmp_path / "j.xml")
+    assert result.exit_code == 3, result.output
+    said = " ".join(result.output.split())
+    assert "jugs: not started" in said and "the disk is full" in said and "internal error" not in said
+    assert 'name="exploration"' in (tmp_path / "j.xml").read_text()
+
+
+def test_sweep_says_a_configuration_whose_run_directory_the_disk_refused_was_not_run(tmp_path, monkeypatch):
+    import kraftcheck.ci.runner as runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "prepare_dir", _full_disk)
+    result = _cli("sweep", "--spec", "die_hard", "--vary", "small=3,2")
+    assert result.exit_code == 2, result.output
+    assert result.output.count("not started: its run directory") == 2 and "internal error" not in result.output

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from kraftcheck.checker.disk_full import unwritten_reason
 from kraftcheck.ci.manifest import Check
 from kraftcheck.request import default_max_memory_gib
 from kraftcheck.specs import REGISTRY
@@ -110,7 +111,11 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                running.append(_start(waiting.pop(0), root, out, threads, memory_share, env, on_event))
+                check = waiting.pop(0)
+                try:
+                    running.append(_start(check, root, out, threads, memory_share, env, on_event))
+                except OSError as e:  # its run directory (a full disk): this check cannot run, the others may
+                    done[check.name] = _not_started(check, root, out, e, on_event)
             time.sleep(POLL_S)
             for job in list(running):
                 _forward_progress(job, on_event)
@@ -142,6 +147,19 @@ def _start(check: Check, root: Path, out: Path, threads: int, memory_share: floa
     process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
     return _Running(outcome, process, log, time.monotonic())
+
+
+def _not_started(check: Check, root: Path, out: Path, error: OSError, on_event: Event) -> Outcome:
+    """The outcome of a check whose run directory could not be written: no process, no report,
+    and the reason as the check's own error line (exit_code None says it never ran)."""
+    run_dir = (out / check.name).resolve()
+    reason = unwritten_reason(error)
+    outcome = Outcome(check, [], reproduce_command(check, root, run_dir), run_dir,
+                      output=f"kraftcheck: error: not started: its run directory {run_dir} could not be written: "
+                             f"{reason}")
+    on_event({"event": "finished", "check": check.name, "exit_code": None, "result": None, "killed": False,
+              "wall_s": 0.0})
+    return outcome
 
 
 def _forward_progress(job: _Running, on_event: Event) -> None:

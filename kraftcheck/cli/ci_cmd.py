@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kraftcheck.checker.disk_full import write_kept
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
@@ -117,7 +117,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         stream(event)
         if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
             finished.append(event["check"])
-            ended = "killed" if event["killed"] else (event["result"] or f"exit {event['exit_code']}")
+            ended = "killed" if event["killed"] else (event["result"] or ("not started" if event["exit_code"] is None
+                                                                            else f"exit {event['exit_code']}"))
             console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
 
     try:
@@ -148,8 +149,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer has; "
                       "prune it with --update-baseline")
     code = gate_exit_code(judgements)
-    _keep_failing_runs(judgements, out)
     unwritten = [stream.unwritten] if stream.unwritten else []
+    _keep_failing_runs(judgements, out, unwritten)
     if junit_path:
         from kraftcheck.ci.junit import write_junit
         write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
@@ -198,19 +199,25 @@ def _update_baseline(console: Console, path: Path, accepted: list[baselines.Find
     return now
 
 
-def _keep_failing_runs(judgements: list[Judgement], out: Path) -> None:
+def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[UnwrittenFile]) -> None:
     """A failing check keeps its directory, with its verdict and the command to reproduce it;
-    a passing one leaves nothing behind."""
+    a passing one leaves nothing behind. A file the disk refuses is noted in ``unwritten``: the
+    verdicts and the summary are still given."""
     for j in judgements:
         o = j.outcome
         if j.status == PASS:
             shutil.rmtree(o.run_dir, ignore_errors=True)
             continue
+        if not o.run_dir.is_dir():  # never started: its directory could not be written
+            continue
         verdict = {"check": j.name, "verdict": j.status, "problems": j.problems, "reproduce": o.reproduce,
                   "exit_code": o.exit_code,
                   "trace_files": [v["trace_file"] for v in (o.report or {}).get("violations", []) if v.get("trace_file")]}
-        atomic_write(o.run_dir / MARKER, json.dumps(verdict, indent=2) + "\n")
-        atomic_write(o.run_dir / "reproduce.sh", f"#!/bin/sh\n{o.reproduce}\n")
+        kept = {MARKER: json.dumps(verdict, indent=2) + "\n", "reproduce.sh": f"#!/bin/sh\n{o.reproduce}\n"}
+        for name, text in kept.items():
+            path = o.run_dir / name
+            write_kept(f"check {j.name}'s {name}", path, lambda path=path, text=text: atomic_write(path, text),
+                       unwritten)
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()
 
