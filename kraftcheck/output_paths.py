@@ -115,6 +115,44 @@ def refuse_two_on_stdout(outputs: dict[str, Optional[os.PathLike | str]]) -> Non
         raise UsageError(f"{' and '.join(on_stdout)} both write to standard output; send one to a file")
 
 
+def _same_file_key(path: os.PathLike | str) -> Optional[str]:
+    """What ``path`` writes to, for comparing two outputs: None for standard output, a device or a
+    FIFO (written into, never replaced, so two of them harm nothing)."""
+    if to_stdout(path):
+        return None
+    real = os.path.realpath(Path(path).expanduser())
+    try:
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return None
+    except OSError:
+        pass  # not there yet: a new file
+    return real
+
+
+def refuse_same_file(outputs: dict[str, Optional[os.PathLike | str]]) -> None:
+    """No two outputs (option -> path) name the same file: the second written would replace the
+    first, whose loss nothing would say."""
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        key = None if path is None else _same_file_key(path)
+        if key is None:
+            continue
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {option} both name {path}; the second would replace the first: give "
+                             "each its own file")
+        seen[key] = option
+
+
+def refuse_replacing_input(output: Optional[os.PathLike | str], option: str, source: os.PathLike | str,
+                           what: str) -> None:
+    """``output`` must not be the file the command reads (``source``): writing it would replace it."""
+    if output is None or _same_file_key(output) is None:
+        return
+    if _same_file_key(output) == os.path.realpath(Path(source).expanduser()):
+        raise UsageError(f"{option} {output} is the {what} this command reads; writing there would replace it: "
+                         "choose another file")
+
+
 def to_stdout(path: Optional[os.PathLike | str]) -> bool:
     """``path`` is standard output (``-``, ``/dev/stdout``, ``/proc/self/fd/1``)."""
     return path is not None and (str(path) == STDOUT or descriptor_of(Path(path).expanduser()) == 1)

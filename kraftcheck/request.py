@@ -121,11 +121,12 @@ class CheckRequest:
         """Refuse, before any work, what these options cannot mean together and every output that
         cannot be written (``UsageError``, exit 2)."""
         from kraftcheck.output_paths import (check_graph_file, check_output_dir, check_output_file,
-                                          refuse_two_on_stdout)
+                                          refuse_same_file, refuse_two_on_stdout)
         if self.engine not in ENGINES:
             raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
         refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
+        refuse_same_file({"--json": self.json_path, "--dump-graph": self.dump_graph})
         if self.simulation is not None:
             self._refuse_with_simulate()
         # every output location is checked before exploring: a bad one must not cost the run

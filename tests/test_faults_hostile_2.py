@@ -226,3 +226,44 @@ def test_sweep_says_a_configuration_whose_run_directory_the_disk_refused_was_not
     result = _cli("sweep", "--spec", "die_hard", "--vary", "small=3,2")
     assert result.exit_code == 2, result.output
     assert result.output.count("not started: its run directory") == 2 and "internal error" not in result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# two outputs naming one file, an output naming the file read
+
+
+def test_json_and_dump_graph_naming_one_file_are_refused(tmp_path):
+    """The JSON report replaced the state graph written just before (exit 0, nothing said)."""
+    out = tmp_path / "same.graphml"
+    result = _cli("check", "--spec", "two_phase", "--param", "rm=2", "--json", out, "--dump-graph", out,
+                  "--trace-dir", tmp_path / "t")
+    assert result.exit_code == 2 and "both name" in result.output and "checking" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [("export", "--format", "dot"), ("report",)])
+def test_a_trace_command_never_writes_over_the_trace_it_reads(trace_file, tmp_path, command):
+    """`trace export T --format dot -o T` and `trace report T -o T` replaced the counterexample."""
+    import shutil
+    trace = tmp_path / "t.json"
+    shutil.copy(trace_file, trace)
+    link = tmp_path / "link.json"
+    link.symlink_to(trace)
+    before = trace.read_text()
+    for output in (trace, link):
+        result = _cli("trace", command[0], trace, *command[1:], "-o", output)
+        assert result.exit_code == 2 and "would replace it" in result.output
+    assert trace.read_text() == before
+
+
+def test_ci_outputs_never_replace_the_manifest_or_each_other(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    manifest = tmp_path / "kraftcheck.toml"
+    manifest.write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    before = manifest.read_text()
+    result = _cli("ci", "--no-color", "--junit", "kraftcheck.toml")
+    assert result.exit_code == 2 and "is the manifest this command reads" in result.output
+    assert manifest.read_text() == before
+    result = _cli("ci", "--no-color", "--junit", "j.xml", "--progress-json", "./j.xml")
+    assert result.exit_code == 2 and "both name" in result.output
+    assert not (tmp_path / "kraftcheck-ci").exists()

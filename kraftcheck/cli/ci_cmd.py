@@ -27,7 +27,8 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, run_checks
-from kraftcheck.output_paths import check_output_dir, check_output_file, check_replaceable, refuse_two_on_stdout, to_stdout
+from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_replacing_input,
+                                     refuse_same_file, refuse_two_on_stdout, to_stdout)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
 LOG_WIDTH = 140
@@ -107,6 +108,9 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     accepted = baselines.load(baseline_file)
     check_outputs(out, junit_path, progress_path, manifest.path if update_counts else None,
                   baseline_file if update_baseline else None)
+    for option, path in (("--junit", junit_path), ("--progress-json", progress_path)):
+        refuse_replacing_input(path, option, manifest.path, "manifest")
+        refuse_replacing_input(path, option, baseline_file, "baseline")
 
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)
@@ -172,6 +176,7 @@ def check_outputs(out: Path, junit_path: Optional[str], progress_path: Optional[
     check_output_file(junit_path, "--junit")
     check_output_file(progress_path, "--progress-json")
     refuse_two_on_stdout({"--junit": junit_path, "--progress-json": progress_path})
+    refuse_same_file({"--junit": junit_path, "--progress-json": progress_path})
     if manifest is not None:
         check_replaceable(manifest, "--update-counts")
     if baseline is not None:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
-from kraftcheck.output_paths import check_output_file, to_stdout
+from kraftcheck.output_paths import check_output_file, refuse_replacing_input, to_stdout
 from kraftcheck.checker.files import write_output
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
@@ -51,10 +51,12 @@ def _fail(message: str, code: int = EXIT_INPUT) -> None:
     sys.exit(code)
 
 
-def _check_output(output: Optional[Path], picture: bool = False) -> None:
-    """A bad output location is refused before any work (one line, exit 2)."""
+def _check_output(output: Optional[Path], source: Path, picture: bool = False) -> None:
+    """A bad output location, or the file read (``source``: the trace would be replaced), is refused
+    before any work (one line, exit 2)."""
     try:
         check_output_file(output, "--output")
+        refuse_replacing_input(output, "--output", source, "trace or scenario file")
     except KraftcheckError as e:
         _fail(str(e))
     if picture and Path(output).suffix.lower() not in (".svg", ".png"):
@@ -133,7 +135,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     """
     from kraftcheck.traces.export import export
 
-    _check_output(output)
+    _check_output(output, file)
     graph, _ = _open(file, variant)
     text = export(_shown(graph, model_names), fmt)
     if output is None:
@@ -159,7 +161,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
     """A picture: lanes for the controller and each broker, time flowing down."""
     from kraftcheck.traces.render import render
 
-    _check_output(output, picture=True)
+    _check_output(output, file, picture=True)
     graph, _ = _open(file, variant)
     try:
         render(_shown(graph, model_names), output, dpi=dpi)

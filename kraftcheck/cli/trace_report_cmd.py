@@ -108,7 +108,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     from kraftcheck.cli.trace_cmd import _check_output, _open, _shown  # that module registers this command
     from kraftcheck.traces.replay import replay
 
-    _check_output(output)
+    _check_output(output, file)
     graph, run = _open(file, variant)
     attrs = graph.graph
     if not attrs.get("violation"):
