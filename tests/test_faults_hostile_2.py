@@ -209,7 +209,8 @@ def test_ci_says_a_check_whose_run_directory_the_disk_refused_was_not_run(tmp_pa
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\n'
+                                              'violates = ["big_jug_never_holds_4"]\n')
     monkeypatch.setattr(runner, "prepare_dir", _full_disk)
     result = _cli("ci", "--no-color", "--junit", tmp_path / "j.xml")
     assert result.exit_code == 3, result.output
