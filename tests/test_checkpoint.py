@@ -397,3 +397,31 @@ def test_the_memory_budget_stops_a_checkpointed_run_resumably(tmp_path):
     assert resumed.exit_code == 0
     report = json.loads(resumed.stdout)
     assert (report["distinct_states"], report["depth"]) == (8832, 17)
+
+
+def test_a_fingerprint_run_stopped_while_its_set_is_rebuilt_gives_no_collision_estimate(tmp_path, monkeypatch):
+    """With --fingerprints, a resume stopped partway through rebuilding its set from the
+    checkpoint's levels holds only some of the checkpoint's fingerprints: TLC's estimates from
+    them (fewer states, wider gaps) would understate the collision probability of the states the
+    report counts, so the run gives none."""
+    from kraftcheck.checker.kernels import visited
+    from kraftcheck.checker.explore import checkpoint_writer
+
+    model = lambda: _model("two_phase_eager_commit", rm=4)  # noqa: E731
+    options = dict(keep_going=True, fingerprints=True, checkpoint_dir=str(tmp_path))
+    stopped = Engine().explore(model(), Options(max_depth=8, **options))
+    assert stopped.collision_probability is not None and stopped.distinct_states > 40
+    monkeypatch.setattr(checkpoint_writer, "RESTORE_CHUNK_STATES", 16)
+    restore = visited.FingerprintSet.restore
+    calls = []
+
+    def restore_then_stop(self, words):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(words.shape[0])
+        restore(self, words)
+
+    monkeypatch.setattr(visited.FingerprintSet, "restore", restore_then_stop)
+    cut = Engine().explore(model(), Options(resume=True, **options))
+    assert cut.interrupted and len(calls) == 1 and cut.distinct_states == stopped.distinct_states
+    assert cut.collision_probability is None

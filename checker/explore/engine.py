@@ -539,7 +539,9 @@ class _Run:
         r = self.result
         r.interpreted_states = self.interpreted_states
         probability = None
-        if self.options.fingerprints:
+        # a run stopped while its visited set was rebuilt from a checkpoint holds only part of
+        # the checkpoint's fingerprints: estimates from them would understate the collisions
+        if self.options.fingerprints and len(self.visited) >= self.distinct:
             past_cut = [fingerprints(np.ascontiguousarray(w)) for w in self.past_cut if w.shape[0]]
             probability = self.visited.collision_probability(self.generated,
                                                              np.concatenate(past_cut) if past_cut else None)

@@ -296,6 +296,9 @@ class Terminal:
             p = result.collision_probability
             stats.add_row("collision probability",
                           f"{p['optimistic']:.1e} optimistic, {p['from_fingerprints']:.1e} from the fingerprints")
+        elif result.fingerprints and result.simulation is None and result.spark is None:
+            stats.add_row("collision probability", "not estimated: the run stopped while it rebuilt its visited "
+                                                   "set from the checkpoint")
         self.out.print(stats)
         if result.spark is not None:
             self.out.print(spark_table(result.spark))
