@@ -197,16 +197,18 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
 
 def compile_processes() -> int:
     """How many processes compile one model's kernels together: ``KRAFTCHECK_COMPILE_PROCESSES``,
-    else one per core this process may run on, at most ``MAX_COMPILE_PROCESSES``."""
-    text = os.environ.get("KRAFTCHECK_COMPILE_PROCESSES", "").strip()
-    if text:
-        if not text.isdigit() or int(text) < 1:
-            raise SpecError(f"KRAFTCHECK_COMPILE_PROCESSES must be a whole number of at least 1, not {text!r}")
-        return int(text)
+    else one per core this process may run on, at most ``MAX_COMPILE_PROCESSES``. The variable is
+    taken up to the cores or ``MAX_COMPILE_PROCESSES``, whichever is more: each helper is an
+    interpreter with numba loaded (hundreds of MB), and a count such as 99999 started that many."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
+    text = os.environ.get("KRAFTCHECK_COMPILE_PROCESSES", "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise SpecError(f"KRAFTCHECK_COMPILE_PROCESSES must be a whole number of at least 1, not {text!r}")
+        return min(int(text), max(cores, MAX_COMPILE_PROCESSES))
     return max(1, min(cores, MAX_COMPILE_PROCESSES))
 
 

@@ -268,3 +268,17 @@ def test_ci_outputs_never_replace_the_manifest_or_each_other(tmp_path, monkeypat
     result = _cli("ci", "--no-color", "--junit", "j.xml", "--progress-json", "./j.xml")
     assert result.exit_code == 2 and "both name" in result.output
     assert not (tmp_path / "kraftcheck-ci").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# environment variables at their edges
+
+
+def test_a_huge_compile_process_count_starts_no_more_processes_than_cores_or_four(monkeypatch):
+    """KRAFTCHECK_COMPILE_PROCESSES=99999 started 99,998 helper interpreters on a cold compile."""
+    from kraftcheck.checker.compile import MAX_COMPILE_PROCESSES, compile_processes
+    from kraftcheck.checker.kernels.threads import usable_cpus
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "99999")
+    assert compile_processes() == max(usable_cpus(), MAX_COMPILE_PROCESSES)
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "2")
+    assert compile_processes() == 2
