@@ -17,6 +17,7 @@ import errno
 import importlib
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -347,9 +348,12 @@ def keep_compiling() -> bool:
 def compile_time_limit() -> float:
     text = os.environ.get("KRAFTCHECK_COMPILE_TIME_LIMIT", "").strip()
     try:
-        return float(text) if text else COMPILE_TIME_LIMIT_S
+        limit = float(text) if text else COMPILE_TIME_LIMIT_S
     except ValueError:
-        raise SpecError(f"KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds, not {text!r}") from None
+        limit = math.nan
+    if not limit > 0:  # nan, 0 and below too: a background compile that stops before it starts
+        raise SpecError(f"KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds greater than 0, not {text!r}")
+    return limit
 
 
 def give_way(pid: int) -> bool:

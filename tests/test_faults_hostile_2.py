@@ -282,3 +282,22 @@ def test_a_huge_compile_process_count_starts_no_more_processes_than_cores_or_fou
     assert compile_processes() == max(usable_cpus(), MAX_COMPILE_PROCESSES)
     monkeypatch.setenv("KRAFTCHECK_COMPILE_PROCESSES", "2")
     assert compile_processes() == 2
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "soon"])
+def test_a_compile_time_limit_that_is_no_time_is_refused(monkeypatch, value):
+    """nan, 0 and negative limits were taken: a background compile stopped before it started."""
+    from kraftcheck.checker.compile import compile_time_limit
+    from kraftcheck.checker.errors import SpecError
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_TIME_LIMIT", value)
+    with pytest.raises(SpecError, match="KRAFTCHECK_COMPILE_TIME_LIMIT must be a number of seconds greater than 0"):
+        compile_time_limit()
+
+
+def test_an_interpret_budget_of_nan_is_refused(monkeypatch):
+    """nan was taken, a budget no elapsed time reaches: the run never waited for its compile."""
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.checker.explore.tiers import interpret_budget
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "nan")
+    with pytest.raises(UsageError, match="KRAFTCHECK_INTERPRET_S must be a number of seconds of at least 0"):
+        interpret_budget()

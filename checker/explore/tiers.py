@@ -211,7 +211,7 @@ def interpret_budget(bytecode: bool = False) -> float:
         budget = float(text) if text else (BYTECODE_BUDGET_S if bytecode else INTERPRET_BUDGET_S)
     except ValueError:
         budget = -1.0
-    if budget < 0:
+    if not budget >= 0:  # nan too, which no elapsed time would ever pass
         raise UsageError(f"KRAFTCHECK_INTERPRET_S must be a number of seconds of at least 0, not {text!r}")
     return budget
 
