@@ -301,3 +301,88 @@ def test_an_interpret_budget_of_nan_is_refused(monkeypatch):
     monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "nan")
     with pytest.raises(UsageError, match="KRAFTCHECK_INTERPRET_S must be a number of seconds of at least 0"):
         interpret_budget()
+
+
+# ----------------------------------------------------------------------------------------------
+# trace replay: a trace the run's constraints exclude
+
+
+def _counterexamples(ref, params, tmp_path):
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    from traces_support import RUN_OPTIONS
+
+    cls = spec_class(ref)
+    model = Model(cls(cls.Params(**params)))
+    result = ReferenceExplorer().explore(model, Options(keep_going=True))
+    options = dict(RUN_OPTIONS, constraints=[c.name for c in model.constraints + model.action_constraints])
+    return cls, [traces.write_counterexample(model, v, options, tmp_path) for v in result.violations]
+
+
+def _refingerprinted(data, cls):
+    """The file as an editor who knows the fingerprints would leave it."""
+    from kraftcheck.checker.model import Model
+    from kraftcheck.traces.states import fingerprint, flat_from_readable
+    layout = Model(cls(cls.Params(**data["graph"]["params"]))).layout
+    for node in data["nodes"]:
+        node["fingerprint"] = fingerprint(flat_from_readable(layout, node["state"]))
+    data["graph"]["fingerprints"] = [n["fingerprint"] for n in sorted(data["nodes"], key=lambda n: n["id"])]
+
+
+def test_replay_refuses_a_trace_through_a_state_outside_the_runs_constraint(tmp_path):
+    """Counters at limit 2, cap 3 holds (a state of sum 3 is generated, not expanded), but its
+    limit-3 counterexample, the limit edited to 2, replayed as valid, reaching sum 4 through sum 3."""
+    cls, (path,) = _counterexamples("constraint_specs:Counters", {"limit": 3, "cap": 3}, tmp_path)
+    assert traces.replay(traces.load(path), spec=cls).ok
+
+    def edit(data):
+        data["graph"]["params"]["limit"] = data["graph"]["settings"]["limit"] = 2
+        _refingerprinted(data, cls)
+    report = traces.replay(traces.load(_tampered(path, tmp_path, edit)), spec=cls)
+    assert not report.ok and report.error.field == "constraint" and report.error.step == 1
+    assert "outside constraint sum_at_most_limit" in str(report.error)
+
+
+def test_replay_refuses_a_step_the_runs_action_constraint_forbids(tmp_path):
+    """blocked: no counter rises to top beside a 0. A behaviour through such a step, (1,0) ->
+    (2,0) -> (2,1) breaking cap 2, written unblocked and then marked blocked, replayed as valid."""
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    from kraftcheck.traces.graph import build_trace
+    from kraftcheck.traces.states import flat_from_readable
+    from traces_support import RUN_OPTIONS
+
+    cls = spec_class("constraint_specs:Counters")
+    model = Model(cls(cls.Params(top=2, limit=4, cap=2)))
+    flats = [flat_from_readable(model.layout, {"c": {"k1": a, "k2": b}}) for a, b in ((1, 0), (2, 0), (2, 1))]
+    steps = [(None, flats[0]), (model.label_for("Inc", (0,)), flats[1]), (model.label_for("Inc", (1,)), flats[2])]
+    options = dict(RUN_OPTIONS, constraints=["sum_at_most_limit", "no_top_beside_zero"])
+    graph = build_trace(model, steps, violation={"check": "sum_at_most_cap", "kind": "invariant", "doc": "",
+                                                 "step": 2}, run_options=options)
+    path = tmp_path / "t.json"
+    traces.save(graph, path)
+    assert traces.replay(traces.load(path), spec=cls).ok
+
+    def edit(data):
+        data["graph"]["params"]["blocked"] = True
+        data["graph"]["settings"]["blocked"] = 1
+        _refingerprinted(data, cls)
+    report = traces.replay(traces.load(_tampered(path, tmp_path, edit)), spec=cls)
+    assert not report.ok and report.error.step == 1
+    assert "action constraint no_top_beside_zero" in str(report.error)
+
+
+@pytest.mark.parametrize("ref, params", [("constraint_specs:Counters", example)
+                                         for example in ({}, {"limit": 3, "cap": 3}, {"n": 3, "limit": 1, "cap": 1},
+                                                         {"blocked": True},
+                                                         {"n": 3, "top": 1, "limit": 2, "blocked": True})]
+                         + [("constraint_specs:Rising", {"forbidden": f}) for f in (0, 2, 3)])
+def test_every_counterexample_under_constraints_still_replays(tmp_path, ref, params):
+    """The check of what a run keeps accepts what the reference explorer finds: a deadlock inside
+    the constraint, initial states outside, the first state outside."""
+    cls, found = _counterexamples(ref, params, tmp_path)
+    for path in found:
+        report = traces.replay(traces.load(path), spec=cls)
+        assert report.ok, (path.name, report.error)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import networkx as nx
 
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
@@ -163,7 +163,10 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     attrs = graph.graph
     spec = rebuild_spec(attrs, spec_cls)
     report.spec = spec
-    model = Model(spec)
+    try:
+        model = Model(spec, constraints=_applied_constraints(attrs))
+    except UsageError as e:  # a constraint the spec does not declare
+        raise ReplayError(str(e), field="graph.run_options.constraints") from None
     stepper = Stepper(model, compiled=compiled)
     report.checks = model.check_names
     report.docs = {c.name: c.doc for c in list(model.invariants) + list(model.properties)}
@@ -224,6 +227,10 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         report.steps.append(StepCheck(step, action, failing, node.get("note")))
 
     violation = report.violation
+    # the states the run expanded: every one but the last, which it only generated and checked
+    # (a state outside the constraints is that too), unless the trace ends in a deadlock or a lasso
+    expanded = n if attrs.get("lasso") is not None or (violation or {}).get("kind") == "deadlock" else n - 1
+    _check_inside_constraints(stepper, states, expanded)
     if attrs.get("lasso") is not None:
         _replay_lasso(graph, model, stepper, states, spec)
         return
@@ -258,6 +265,33 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         if check not in report.steps[at].failing:
             raise ReplayError(f"the trace ends here, but {violation['kind']} {check} holds: "
                               "the trace does not reach its recorded violation", at, "violation")
+
+
+def _applied_constraints(attrs: Mapping[str, Any]) -> Optional[list[str]]:
+    """The constraints the trace's run applied (``run_options.constraints``, every one the spec
+    declares if the file does not say)."""
+    names = (attrs.get("run_options") or {}).get("constraints")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise ReplayError("must be a list of constraint names", field="graph.run_options.constraints")
+    return names
+
+
+def _check_inside_constraints(stepper: Stepper, states: list[tuple[int, ...]], expanded: int) -> None:
+    """The run keeps (and so expands) only states inside its state constraints reached by steps
+    inside its action constraints: each of the first ``expanded`` states must be one, or no run
+    could have taken the step after it."""
+    for i in range(expanded):
+        outside = stepper.outside_constraints(states[i])
+        if outside:
+            raise ReplayError(f"the state is outside constraint {outside[0]}, which the run applied: it keeps no "
+                              "such state, so no step leaves it", i, "constraint")
+        if i > 0:
+            broken = stepper.outside_action_constraints(states[i - 1], states[i])
+            if broken:
+                raise ReplayError(f"the step breaks action constraint {broken[0]}, which the run applied: it keeps "
+                                  "no state reached so, so no step leaves it", i, "constraint")
 
 
 def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: list[tuple[int, ...]], spec: Spec) -> None:
@@ -298,6 +332,10 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
             elem, why = first_difference(model, produced, states[start])
             raise ReplayError(f"{closing} from step {last} does not lead back to step {start}'s state: {why}",
                               last, elem)
+        broken = stepper.outside_action_constraints(states[last], produced)
+        if broken:
+            raise ReplayError(f"{closing}, the edge closing the cycle, breaks action constraint {broken[0]}, which the "
+                              "run applied: the state graph has no such edge", last, "constraint")
         props_failing = stepper.violated_properties(states[last], produced)
         if sorted(props_failing) != sorted(edge["violated"]):
             raise ReplayError(f"the spec says the failing properties on the closing edge are {sorted(props_failing)}, "

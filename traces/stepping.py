@@ -29,6 +29,10 @@ class Stepper:
                             for inv in model.invariants]
         self._properties = [(p.name, bool_checked(f"transition property {p.name}", python_function(p.fn)))
                             for p in model.properties]
+        self._constraints = [(c.name, bool_checked(f"constraint {c.name}", python_function(c.fn)))
+                             for c in model.constraints]
+        self._action_constraints = [(c.name, bool_checked(f"action constraint {c.name}", python_function(c.fn)))
+                                    for c in model.action_constraints]
         self._copy = state_copier(model.layout)
 
     @python_arithmetic
@@ -86,3 +90,16 @@ class Stepper:
         layout = self.model.layout
         b, a = layout.to_object(before, read_only=True), layout.to_object(after, read_only=True)
         return [name for name, fn in self._properties if not fn(b, a)]
+
+    @python_arithmetic
+    def outside_constraints(self, flat: tuple[int, ...]) -> list[str]:
+        """The state constraints the model applies that ``flat`` breaks (interpreted either way)."""
+        obj = self.model.layout.to_object(flat, read_only=True)
+        return [name for name, fn in self._constraints if not fn(obj)]
+
+    @python_arithmetic
+    def outside_action_constraints(self, before: tuple[int, ...], after: tuple[int, ...]) -> list[str]:
+        """The action constraints the model applies that the step ``before`` -> ``after`` breaks."""
+        layout = self.model.layout
+        b, a = layout.to_object(before, read_only=True), layout.to_object(after, read_only=True)
+        return [name for name, fn in self._action_constraints if not fn(b, a)]
