@@ -675,3 +675,43 @@ class ForgetsToReturn(Grid):
 
     def actions(self):
         return [Action("MarkWithoutSayingItFired", mark_without_saying_it_fired)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Two actions leaving their field's domain on different halves of the initial states: each half
+# of the first chunk is a part of its own, expanded on a thread of its own
+
+
+@njit(cache=True)
+def overflow_below_eight(s, t):
+    if s.a >= 8:
+        return False
+    t.c = 5  # c holds 0..3
+    return True
+
+
+@njit(cache=True)
+def overflow_from_eight(s, t):
+    if s.a < 8:
+        return False
+    t.c = 6
+    return True
+
+
+class OverflowingByHalves(Spec):
+    """512 initial states, a from 0 to 15 in order: below 8 one action leaves c's domain, from 8
+    the other does."""
+
+    name = "overflowing_by_halves"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("a", 15), Int("b", 31), Int("c", 3)]
+
+    def initial_states(self):
+        for a in range(16):
+            for b in range(32):
+                yield {"a": a, "b": b, "c": 0}
+
+    def actions(self):
+        return [Action("OverflowBelowEight", overflow_below_eight), Action("OverflowFromEight", overflow_from_eight)]

@@ -463,3 +463,15 @@ def test_the_debug_mode_compiles_with_bounds_checks_into_a_cache_of_its_own(monk
     assert numba.config.BOUNDSCHECK == 1
     assert codegen.cache_dir() != normal and codegen.cache_dir().parent == normal.parent
     assert numba.config.CACHE_DIR.startswith(str(tmp_path)) and not numba.config.CACHE_DIR.startswith(str(normal))
+
+
+def test_a_domain_error_found_by_two_threads_names_the_first_parts_action_and_state():
+    """Two parts of a chunk, on two threads, each meet an action leaving a field's domain: the
+    error is the first part's, its state with its action, on every run. The parts once wrote one
+    pair of cells, so the last part to write was named, and a state of one could be paired with
+    the other's action (then the message blamed an action that did nothing wrong there)."""
+    from odd_specs import OverflowingByHalves
+
+    for _ in range(5):
+        with pytest.raises(SpecError, match=r"^after OverflowBelowEight: field c = 5 is outside its domain"):
+            Engine(compile="now").explore(Model(OverflowingByHalves(OverflowingByHalves.Params())), Options(threads=2))

@@ -236,8 +236,8 @@ class Kernels:
         out = self.buffers(n) if out is None else out
         if out.states < n:
             raise ValueError(f"successors(): buffers hold {out.states} states, asked for {n}")
-        err = np.full(2, -1, np.int64)
         parts = self._parts(0, n)
+        errs = part_errors(len(parts), 2)
         tallies = per_thread_rows(len(parts), self.tally_width, np.int64)  # counted, not read
         unused = np.zeros((1, self.nwords + 1), np.uint64)
 
@@ -245,6 +245,7 @@ class Kernels:
             a, b = parts[j]
             scratch = self._scratch[slot]
             self.module.unpack_range(words, lo + a, lo + b, a, out.flat, self.const_values)
+            err = errs[j]
             if self._expansion is not None:
                 self._expansion(out.flat, a, b, out.words, out.hashes, out.labels, out.props, err, self.const_values,
                                 False, words, lo, unused, 0, 0, tallies[j])
@@ -256,7 +257,7 @@ class Kernels:
                 after_part(j, a, b)
 
         run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts), self.threads))
-        self._raise_domain_error(words, lo, err, out)
+        self._raise_domain_error(words, lo, first_error(errs), out)
         return out
 
     def distinct_successors(self, words: np.ndarray, lo: int, hi: int, out: "ChunkBuffers",
@@ -283,16 +284,16 @@ class Kernels:
         if not 0 <= lo <= hi <= words.shape[0] or out.states < hi - lo:
             raise IndexError(f"distinct_successors(): bad range {lo}..{hi} of {words.shape[0]} states "
                              f"for buffers of {out.states}")
-        err = np.full(3, -1, np.int64)
-        err[2] = 1 if mark_moves else 0  # read by the kernels on this path only (codegen._ring_setup_lines)
         parts = self._parts(0, hi - lo)
+        errs = part_errors(len(parts), 3)
+        errs[:, 2] = 1 if mark_moves else 0  # read by the kernels on this path only (codegen._ring_setup_lines)
         first_generation = tables.next_generation(len(parts))
         tables.tally_parts(len(parts))
         ends = [0] * len(parts)
 
         def expand_part(j: int, slot: int) -> None:
             a, b = parts[j]
-            scratch, tally, table = self._scratch[slot], tables.tally[j], tables.tables[slot]
+            scratch, tally, table, err = self._scratch[slot], tables.tally[j], tables.tables[slot], errs[j]
             generation = first_generation + j
             first = self.dense_start(j, out)
             tally[:] = 0
@@ -324,7 +325,7 @@ class Kernels:
             after_part(j, a, b, ends[j])
 
         run_guarded(self.model, words, lo, hi, False, lambda: run_taking(expand_part, len(parts), self.threads))
-        self._raise_domain_error(words, lo, err, out)
+        self._raise_domain_error(words, lo, first_error(errs), out)
         return ends
 
     def _generated(self) -> list:
@@ -371,6 +372,21 @@ class Kernels:
 
             run_guarded(self.model, words, lo, hi, True, lambda: run_taking(check_part, len(parts), self.threads))
         return out
+
+
+def part_errors(parts: int, width: int) -> np.ndarray:
+    """A row per part for what its kernels found wrong: ``[state, label]`` (and, on the distinct
+    path, the deadlock flag the kernels read), -1 while nothing is. Parts run on different
+    threads, and a state and a label written by two parts into one array could pair one part's
+    state with the other's label, and the error message name an action at a state where it did
+    nothing wrong."""
+    return np.full((max(parts, 1), width), -1, np.int64)
+
+
+def first_error(errs: np.ndarray) -> np.ndarray:
+    """The row of the first part whose kernels found something wrong (else the first row)."""
+    found = np.flatnonzero(errs[:, 0] >= 0)
+    return errs[found[0] if found.size else 0]
 
 
 def kernel_shapes(model: Model, table: bool | None = None) -> KernelShapes:
