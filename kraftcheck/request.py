@@ -109,8 +109,9 @@ class CheckRequest:
 
     @property
     def max_memory(self) -> Optional[int]:
-        """``max_memory_gib`` in bytes."""
-        return None if self.max_memory_gib is None else max(1, int(self.max_memory_gib * 2**30))
+        """``max_memory_gib`` in bytes, at most 2**62: a finite number of GiB such as 1e300 is
+        infinite in bytes, and no machine has more anyway."""
+        return None if self.max_memory_gib is None else max(1, int(min(self.max_memory_gib * 2**30, 2**62)))
 
     @property
     def explores_for_analyses(self) -> bool:

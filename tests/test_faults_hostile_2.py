@@ -386,3 +386,11 @@ def test_every_counterexample_under_constraints_still_replays(tmp_path, ref, par
     for path in found:
         report = traces.replay(traces.load(path), spec=cls)
         assert report.ok, (path.name, report.error)
+
+
+def test_a_huge_max_memory_is_no_limit_not_an_internal_error(tmp_path):
+    """--max-memory 1e300 (GiB) is infinite in bytes: int() of it raised OverflowError."""
+    result = _cli("check", "--spec", "two_phase", "--param", "rm=2", "--max-memory", "1e300", "--trace-dir",
+                  tmp_path / "t", "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "r.json").read_text())["options"]["max_memory_bytes"] == 2**62
