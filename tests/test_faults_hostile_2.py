@@ -394,3 +394,26 @@ def test_a_huge_max_memory_is_no_limit_not_an_internal_error(tmp_path):
                   tmp_path / "t", "--json", tmp_path / "r.json")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "r.json").read_text())["options"]["max_memory_bytes"] == 2**62
+
+
+# ----------------------------------------------------------------------------------------------
+# scenarios: an expectation of nothing
+
+
+def test_a_scenario_without_an_expectation_must_run_every_step(tmp_path):
+    """It was 'blocked at step 2 ... as expected', exit 0: a story that breaks passed replay."""
+    story = tmp_path / "s.yaml"
+    story.write_text("spec: two_phase\nparams: {rm: 2}\nsteps:\n  - RMPrepare(rm=rm1)\n  - TMCommit\n")
+    result = _cli("trace", "replay", story, "--quiet", "--no-color")
+    assert result.exit_code == 1 and "NOT as expected" in result.output and "blocked_at: 2" in result.output
+    story.write_text("spec: two_phase\nparams: {rm: 2}\nsteps:\n  - RMPrepare(rm=rm1)\n  - TMRcvPrepared(rm=rm1)\n")
+    assert _cli("trace", "replay", story, "--quiet").exit_code == 0
+
+
+@pytest.mark.parametrize("expect, said", [("{violates: []}", "must be a non-empty list"),
+                                          ("{holds: false}", "must be true")])
+def test_a_scenario_expecting_nothing_is_refused(tmp_path, expect, said):
+    story = tmp_path / "s.yaml"
+    story.write_text(f"spec: two_phase\nvariants:\n  a: {{expect: {expect}}}\nsteps:\n  - TMCommit\n")
+    result = _cli("trace", "replay", story, "--quiet")
+    assert result.exit_code == 2 and said in result.output

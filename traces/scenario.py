@@ -147,9 +147,11 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         expect = v.get("expect", {})
         if not isinstance(expect, dict) or not set(expect) <= set(EXPECT_KEYS):
             fail(f"expect takes {', '.join(EXPECT_KEYS)}", where=f"variants.{name}.expect")
-        if "violates" in expect and not (isinstance(expect["violates"], list)
+        if "violates" in expect and not (isinstance(expect["violates"], list) and expect["violates"]
                                          and all(isinstance(c, str) for c in expect["violates"])):
-            fail("must be a list of check names", where=f"variants.{name}.expect.violates")
+            fail("must be a non-empty list of check names", where=f"variants.{name}.expect.violates")
+        if "holds" in expect and expect["holds"] is not True:  # false would expect nothing at all
+            fail("must be true (or left out)", where=f"variants.{name}.expect.holds")
         if "blocked_at" in expect and not (isinstance(expect["blocked_at"], int) and expect["blocked_at"] >= 1):
             fail("must be a step number (from 1)", where=f"variants.{name}.expect.blocked_at")
     raw_steps = data.get("steps")
@@ -249,6 +251,10 @@ def _scenario_error(scenario: Scenario):
 
 def _judge(run: ScenarioRun, checks: list[str]) -> None:
     expect = run.expect
+    if not expect and run.blocked_at is not None:  # no expectation: the story is a behaviour, every step runs
+        run.problems.append(f"step {run.blocked_at} ({run.blocked_action}) is not enabled, and the variant expects "
+                            f"nothing else: every step must run (if the refusal is the story, expect "
+                            f"blocked_at: {run.blocked_at})")
     for check in expect.get("violates", []):
         if check not in checks:
             run.problems.append(f"expected check {check!r} does not exist (checks: {', '.join(checks)})")
