@@ -171,3 +171,28 @@ def test_the_command_line_runs_a_sweep_on_spark(spark_context, tmp_path, monkeyp
     rows = json.loads(done.stdout)["configurations"]
     assert [(r["configuration"], r["result"]) for r in rows] == [("rm=2", "holds"), ("rm=3", "holds")]
     assert started == [("local[1]", {"spark.task.maxFailures": "2"})] and stopped == [spark_context]
+
+
+def test_the_table_never_replaces_the_matrix_file_it_reads(tmp_path):
+    """--output naming the matrix file wrote the table over it (exit 0)."""
+    path = tmp_path / "m.toml"
+    text = 'spec = "two_phase"\n[vary]\nrm = [2]\n'
+    path.write_text(text)
+    result = _sweep(tmp_path, str(path), "--output", str(path))
+    assert result.exit_code == 2 and "is the matrix file this command reads" in result.stderr, result.stderr
+    assert path.read_text() == text and not (tmp_path / "runs").exists()
+
+
+def test_a_configuration_that_never_started_is_said_so_as_it_ends(tmp_path, monkeypatch):
+    """Its line said 'exit None': a run directory the disk refused has no exit code."""
+    import errno
+
+    import kraftcheck.ci.runner as runner
+
+    def full_disk(run_dir):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runner, "prepare_dir", full_disk)
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=2")
+    assert result.exit_code == 2
+    assert "01-rm=2: not started" in result.stderr and "exit None" not in result.stderr, result.stderr

@@ -18,7 +18,7 @@ from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
 from kraftcheck.cli.params import parse_param_args, parse_value
-from kraftcheck.output_paths import check_output_dir, check_output_file, to_stdout
+from kraftcheck.output_paths import check_output_dir, check_output_file, refuse_replacing_input, to_stdout
 from kraftcheck.cli.validate import positive_number
 from kraftcheck.sweep import matrix
 from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FORMATS, exit_code
@@ -65,6 +65,8 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                                   fingerprints, symmetry)
         matrix.check_configurations(configs)
         check_output_file(output, "--output")
+        if matrix_path:
+            refuse_replacing_input(output, "--output", matrix_path, "matrix file")
         check_output_dir(out_dir, "--out")
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
     except (KraftcheckError, FileExistsError) as e:
@@ -133,7 +135,9 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
     def on_event(event: dict) -> None:
         if event["event"] == "finished":
             done.append(event["check"])
-            ended = "killed" if event["killed"] else (event["result"] or f"exit {event['exit_code']}")
+            # no exit code: it never started (its run directory refused), as the row says
+            ended = "killed" if event["killed"] else (event["result"] or ("not started" if event["exit_code"] is None
+                                                                            else f"exit {event['exit_code']}"))
             click.echo(f"[{len(done)}/{len(configs)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)", err=True)
 
     if master is None:
