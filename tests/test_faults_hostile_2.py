@@ -417,3 +417,82 @@ def test_a_scenario_expecting_nothing_is_refused(tmp_path, expect, said):
     story.write_text(f"spec: two_phase\nvariants:\n  a: {{expect: {expect}}}\nsteps:\n  - TMCommit\n")
     result = _cli("trace", "replay", story, "--quiet")
     assert result.exit_code == 2 and said in result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# a spec's function that raises while a trace is replayed
+
+
+RAISING_SPEC = '''
+from dataclasses import dataclass
+from numba import njit
+from kraftcheck.checker.spec import Action, Int, Invariant, Spec
+
+
+@njit(cache=True)
+def inc(s, t):
+    if s.x < 5:
+        t.x = s.x + 1
+        return True
+    return False
+
+
+@njit(cache=True)
+def small(s):
+    if s.x == 4:
+        raise ValueError("boom")
+    return s.x != 3
+
+
+class Raising(Spec):
+    name = "raising_on_four"
+    check_deadlock = False
+
+    @dataclass(frozen=True)
+    class Params:
+        pass
+
+    def fields(self):
+        return [Int("x", 5)]
+
+    def initial_states(self):
+        return [{"x": 0}]
+
+    def actions(self):
+        return [Action("Inc", inc)]
+
+    def invariants(self):
+        return [Invariant("small", small, "x is not 3")]
+'''
+
+
+def test_a_spec_function_raising_in_replay_is_the_specs_error_not_kraftchecks(tmp_path):
+    """A trace edited one step past its violation, to x=4 where the invariant raises: replay and
+    report said 'internal error: a bug of kraftcheck's' with the spec's traceback."""
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    from kraftcheck.traces.graph import build_trace
+
+    source = tmp_path / "raising_spec.py"
+    source.write_text(RAISING_SPEC)
+    ref = f"{source}:Raising"
+    model = Model(spec_class(ref)())
+    flats = [(x,) for x in range(4)]
+    label = model.label_for("Inc", ())
+    graph = build_trace(model, [(None, flats[0])] + [(label, f) for f in flats[1:]],
+                        violation={"check": "small", "kind": "invariant", "doc": "", "step": 3})
+    path = tmp_path / "t.json"
+    traces.save(graph, path)
+    assert traces.replay(traces.load(path), spec=ref).ok
+
+    def past_the_violation(data):
+        last = dict(_node(data, 3), id=4, state={"x": 4}, violated=["small"])
+        data["nodes"].append(last)
+        data["edges"].append(dict(data["edges"][-1], source=3, target=4))
+        data["graph"]["violation"]["step"] = 4
+        _refingerprinted(data, spec_class(ref))
+    edited = _tampered(path, tmp_path, past_the_violation, "edited.json")
+    for command in ("replay", "report"):
+        result = _cli("trace", command, edited, "--spec", ref)
+        assert result.exit_code == 2, result.output
+        assert "invariant small raised ValueError: boom" in result.output and "internal error" not in result.output

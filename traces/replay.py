@@ -18,8 +18,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import networkx as nx
 
-from kraftcheck.checker.errors import KraftcheckError, UsageError
-from kraftcheck.checker.model import Model
+from kraftcheck.checker.errors import KraftcheckError, UsageError, spec_raised
+from kraftcheck.checker.model import Model, raising_function
 from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.errors import ReplayError, TraceFormatError
@@ -143,6 +143,7 @@ def replay(graph: nx.DiGraph, compiled: bool = False, spec: Union[type[Spec], st
     """Check ``graph`` against its spec step by step; see the module docstring.
 
     Never raises for a bad trace: the report's ``error`` holds the first problem (``ok`` is False).
+    A function of the spec that raises on a step is the spec's error (``SpecRaised``), not a verdict.
     ``compiled=True`` steps through the engine's compiled actions instead of interpreting them.
     ``spec`` is the spec class, or a reference to it (``file.py:Class``, ``module:Class``), for a
     trace of a spec that is not registered; a reference is imported, so pass only your own.
@@ -155,6 +156,12 @@ def replay(graph: nx.DiGraph, compiled: bool = False, spec: Union[type[Spec], st
         report.error = ReplayError(e.reason, e.step, e.field)
     except ReplayError as e:
         report.error = e
+    except KraftcheckError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the spec's own function raised: its error, as a check says it
+        if report.spec is None:
+            raise
+        raise spec_raised(raising_function(Model(report.spec), e), e) from None
     return report
 
 

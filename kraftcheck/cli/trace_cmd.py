@@ -213,7 +213,10 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
     if graph.graph.get("terms"):
         _fail(f"{file} is a trace shown in {graph.graph['terms']}'s terms (trace export --format json), which "
               "cannot be replayed: replay the trace file kraftcheck check wrote, or export it with --model-names")
-    report = replay_trace(graph, compiled=compiled, spec=spec)
+    try:
+        report = replay_trace(graph, compiled=compiled, spec=spec)
+    except KraftcheckError as e:  # the spec's own function raised: no verdict on the trace
+        _fail(str(e))
     if report.error is not None and report.spec is None and report.error.field == "graph.spec":
         _fail(str(report.error))  # no spec to replay against: the user must name one, not a bad step
     if report.error is not None:

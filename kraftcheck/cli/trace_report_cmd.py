@@ -124,7 +124,10 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
                                     "with --spec file.py:Class (or module:Class)")
         _fail(f"{e}{hint}")
     if run is None:  # a scenario's graph is stepped by its spec; a file's says what anyone wrote in it
-        checked = replay(graph, spec=cls)
+        try:
+            checked = replay(graph, spec=cls)
+        except KraftcheckError as e:  # the spec's own function raised: no verdict on the trace
+            _fail(str(e))
         if checked.error is not None:
             _fail(f"{file} is not a valid trace, no report written: {checked.error} (kraftcheck trace replay "
                   "shows every step)")
