@@ -503,3 +503,30 @@ def test_symmetry_a_spec_does_not_declare_is_refused_with_its_message(project):
     write_manifest(project, '[checks.jug]\nspec = "die_hard"\nexpect = "holds"\nsymmetry = "yes"\n')
     result = ci()
     assert result.exit_code == 2 and "checks.jug.symmetry: must be true or false, got 'yes'" in result.stderr
+
+
+def test_a_check_whose_process_cannot_start_says_so_not_that_its_directory_was_refused(project, monkeypatch):
+    """A process the system would not start (no memory to fork, too many processes) was said as
+    'its run directory ... could not be written', a full disk that never was; the log it had
+    opened was left open."""
+    import errno
+
+    write_manifest(project, '[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    logs = []
+    real_open = open
+
+    def tracked_open(path, *args, **kwargs):
+        f = real_open(path, *args, **kwargs)
+        logs.append(f)
+        return f
+
+    def no_fork(*args, **kwargs):
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(runner.subprocess, "Popen", no_fork)
+    monkeypatch.setattr(runner, "open", tracked_open, raising=False)
+    result = ci()
+    assert result.exit_code == 3, result.output
+    said = " ".join(result.output.split())
+    assert "its process could not be started: Resource temporarily unavailable" in said, said
+    assert "run directory" not in said and all(f.closed for f in logs) and logs

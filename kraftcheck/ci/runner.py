@@ -114,8 +114,8 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
                 check = waiting.pop(0)
                 try:
                     running.append(_start(check, root, out, threads, memory_share, env, on_event))
-                except OSError as e:  # its run directory (a full disk): this check cannot run, the others may
-                    done[check.name] = _not_started(check, root, out, e, on_event)
+                except _NotStarted as e:  # a full disk, no process to fork: this check cannot run, the others may
+                    done[check.name] = _not_started(check, root, out, e.reason, on_event)
             time.sleep(POLL_S)
             for job in list(running):
                 _forward_progress(job, on_event)
@@ -133,30 +133,44 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     return [done[c.name] for c in checks]
 
 
+class _NotStarted(Exception):
+    """A check that cannot run: ``reason`` says why (its run directory, its process)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _start(check: Check, root: Path, out: Path, threads: int, memory_share: float, env: dict,
            on_event: Event) -> _Running:
     run_dir = (out / check.name).resolve()
-    prepare_dir(run_dir)
     request = check.request.replace(json_path=str(run_dir / "report.json"), trace_dir=str(run_dir), threads=threads,
                                     max_memory_gib=check.request.max_memory_gib or round(memory_share, 2))
     command = [sys.executable, "-m", "kraftcheck", "check", *request.command_arguments(), "--no-color"]
     outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
-    (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2) + "\n")
-    log = open(run_dir / "output.log", "w+")
+    try:
+        prepare_dir(run_dir)
+        (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2)
+                                      + "\n")
+        log = open(run_dir / "output.log", "w+")
+    except OSError as e:
+        raise _NotStarted(f"its run directory {run_dir} could not be written: {unwritten_reason(e)}") from None
     on_event({"event": "started", "check": check.name, "command": outcome.reproduce})
-    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
+    try:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    except OSError as e:  # the system would not start it (no memory to fork, too many processes)
+        log.close()
+        raise _NotStarted(f"its process could not be started: {e.strerror or e}") from None
     return _Running(outcome, process, log, time.monotonic())
 
 
-def _not_started(check: Check, root: Path, out: Path, error: OSError, on_event: Event) -> Outcome:
-    """The outcome of a check whose run directory could not be written: no process, no report,
-    and the reason as the check's own error line (exit_code None says it never ran)."""
+def _not_started(check: Check, root: Path, out: Path, reason: str, on_event: Event) -> Outcome:
+    """The outcome of a check that could not run (``reason``): no process, no report, and the
+    reason as the check's own error line (exit_code None says it never ran)."""
     run_dir = (out / check.name).resolve()
-    reason = unwritten_reason(error)
     outcome = Outcome(check, [], reproduce_command(check, root, run_dir), run_dir,
-                      output=f"kraftcheck: error: not started: its run directory {run_dir} could not be written: "
-                             f"{reason}")
+                      output=f"kraftcheck: error: not started: {reason}")
     on_event({"event": "finished", "check": check.name, "exit_code": None, "result": None, "killed": False,
               "wall_s": 0.0})
     return outcome
