@@ -496,3 +496,17 @@ def test_a_spec_function_raising_in_replay_is_the_specs_error_not_kraftchecks(tm
         result = _cli("trace", command, edited, "--spec", ref)
         assert result.exit_code == 2, result.output
         assert "invariant small raised ValueError: boom" in result.output and "internal error" not in result.output
+
+
+def test_a_github_job_summary_the_system_refuses_is_one_line_not_an_internal_error(tmp_path, monkeypatch):
+    """An unwritable GITHUB_STEP_SUMMARY was a traceback and 'internal error' (exit 2) after every
+    check had run and passed; now the verdicts stand and the file is named (exit 3, as for --junit)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\n'
+                                              'violates = ["big_jug_never_holds_4"]\n')
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no" / "such" / "dir" / "summary.md"))
+    result = _cli("ci", "--no-color")
+    assert result.exit_code == 3, result.output
+    said = " ".join(result.output.split())
+    assert "1 of 1 checks pass; exit 3" in said and "the GitHub job summary (GITHUB_STEP_SUMMARY) was not written" in said

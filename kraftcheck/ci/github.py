@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement
 
 ICON = {PASS: "✅ pass", FAIL: "❌ fail", BUDGET: "⏱️ budget ran out", STOPPED: "⏹️ stopped before its end",
@@ -67,10 +68,16 @@ def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
     return "\n".join(rows) + "\n"
 
 
-def report_to_github(judgements: list[Judgement], exit_code: int, echo: Callable[[str], None]) -> None:
+def report_to_github(judgements: list[Judgement], exit_code: int, echo: Callable[[str], None]) -> list[UnwrittenFile]:
+    """The annotations, and the job summary appended to ``GITHUB_STEP_SUMMARY``; returns the
+    summary as an unwritten file if the system refused it (the verdicts still stand)."""
     for line in annotations(judgements):
         echo(line)
     path = os.environ.get("GITHUB_STEP_SUMMARY")
+    unwritten: list[UnwrittenFile] = []
     if path:
-        with open(path, "a", encoding="utf-8") as f:  # appended: other steps write to it too
-            f.write(summary_markdown(judgements, exit_code))
+        def append() -> None:
+            with open(path, "a", encoding="utf-8") as f:  # appended: other steps write to it too
+                f.write(summary_markdown(judgements, exit_code))
+        write_kept("the GitHub job summary (GITHUB_STEP_SUMMARY)", path, append, unwritten)
+    return unwritten

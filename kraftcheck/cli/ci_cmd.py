@@ -159,12 +159,13 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         from kraftcheck.ci.junit import write_junit
         write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
     code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
+    from kraftcheck.ci.github import report_to_github, under_github_actions
+    if under_github_actions():
+        unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
+        code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
     _print_summary(console, judgements, code, out)
     for u in unwritten:
         click.echo(f"kraftcheck: error: {u}", err=True)
-    from kraftcheck.ci.github import report_to_github, under_github_actions
-    if under_github_actions():
-        report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
     return code
 
 
