@@ -615,8 +615,12 @@ class Spec:
         return dataclasses.asdict(self.params)
 
     def changed_options(self) -> dict[str, Any]:
-        """The options whose values differ from the spec's defaults."""
-        defaults = dataclasses.asdict(self.Params())
+        """The options whose values differ from the spec's defaults (all of them when ``Params()``
+        cannot be built: a parameter without a default, or defaults the spec itself refuses)."""
+        try:
+            defaults = dataclasses.asdict(self.Params())
+        except Exception:  # noqa: BLE001 - the spec's own code: the run's parameters are valid, only a headline
+            defaults = {}
         return {k: v for k, v in self.options().items() if defaults.get(k, object()) != v}
 
     def title(self) -> str:

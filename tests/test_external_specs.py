@@ -141,6 +141,15 @@ def test_spec_file_violation_has_the_hand_counted_shortest_trace(spec_file, tmp_
     assert Path(violation["trace_file"]).parent == tmp_path
 
 
+def test_a_spec_file_whose_defaults_its_params_refuse_runs_with_parameters_it_takes(tmp_path):
+    """EvenJugs refuses its default big jug (5): a check with big=6 was kraftcheck's internal
+    error, its headline comparing the options with defaults that Params() raised on."""
+    ref = f"{Path(__file__).with_name('even_jugs.py')}:EvenJugs"
+    result = run("check", "--spec", ref, "--param", "big=6", "--trace-dir", str(tmp_path), "--no-color")
+    assert result.exit_code == 0, result.output
+    assert "even_jugs (small=3, big=6): all invariants hold" in result.output
+
+
 def test_spec_file_by_relative_path(spec_file, monkeypatch):
     monkeypatch.chdir(spec_file.parent.parent)
     result = run("check", "--spec", f"{spec_file.parent.name}/{spec_file.name}:Counters", "--json", "-")
