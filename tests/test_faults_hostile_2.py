@@ -509,4 +509,5 @@ def test_a_github_job_summary_the_system_refuses_is_one_line_not_an_internal_err
     result = _cli("ci", "--no-color")
     assert result.exit_code == 3, result.output
     said = " ".join(result.output.split())
-    assert "1 of 1 checks pass; exit 3" in said and "the GitHub job summary (GITHUB_STEP_SUMMARY) was not written" in said
+    assert "1 of 1 checks pass; exit 3" in said
+    assert "the GitHub job summary (GITHUB_STEP_SUMMARY) was not written" in said
