@@ -511,3 +511,9 @@ def test_a_github_job_summary_the_system_refuses_is_one_line_not_an_internal_err
     said = " ".join(result.output.split())
     assert "1 of 1 checks pass; exit 3" in said
     assert "the GitHub job summary (GITHUB_STEP_SUMMARY) was not written" in said
+
+
+def test_report_of_a_view_in_the_specs_terms_says_what_to_give_instead(trace_file, tmp_path):
+    path = _tampered(trace_file, tmp_path, lambda d: d["graph"].update(terms="kafka"))
+    result = _cli("trace", "report", path)
+    assert result.exit_code == 2 and "shown in kafka's terms" in result.output

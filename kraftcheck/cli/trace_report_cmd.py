@@ -123,6 +123,9 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
         hint = "" if spec_ref else ("; a spec loaded from a file or module is not looked up from a trace: name it "
                                     "with --spec file.py:Class (or module:Class)")
         _fail(f"{e}{hint}")
+    if attrs.get("terms"):
+        _fail(f"{file} is a trace shown in {attrs['terms']}'s terms (trace export --format json), which cannot be "
+              "replayed: report on the trace file kraftcheck check wrote, or export it with --model-names")
     if run is None:  # a scenario's graph is stepped by its spec; a file's says what anyone wrote in it
         try:
             checked = replay(graph, spec=cls)
