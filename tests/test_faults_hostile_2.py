@@ -517,3 +517,23 @@ def test_report_of_a_view_in_the_specs_terms_says_what_to_give_instead(trace_fil
     path = _tampered(trace_file, tmp_path, lambda d: d["graph"].update(terms="kafka"))
     result = _cli("trace", "report", path)
     assert result.exit_code == 2 and "shown in kafka's terms" in result.output
+
+
+def test_reports_reproduce_command_explores_what_the_run_did(tmp_path):
+    """The command named the spec by a name only a registered spec has, and left out the run's
+    --constraint and --no-deadlock: run as written it explored another state space."""
+    import shutil
+    from pathlib import Path
+    shutil.copy(Path(__file__).parent / "constraint_specs.py", tmp_path / "counters_spec.py")
+    ref = f"{tmp_path / 'counters_spec.py'}:Counters"
+    found = _cli("check", "--spec", ref, "--param", "n=3", "--param", "top=1", "--param", "limit=3", "--param",
+                 "cap=2", "--param", "blocked=true", "--constraint", "sum_at_most_limit", "--no-deadlock",
+                 "--engine", "reference", "--trace-dir", tmp_path / "t")
+    assert found.exit_code == 1, found.output
+    (trace,) = (tmp_path / "t").iterdir()
+    result = _cli("trace", "report", trace, "--spec", ref)
+    assert result.exit_code == 0, result.output
+    command = next(line for line in result.output.splitlines() if line.startswith("kraftcheck check"))
+    assert f"--spec {ref} " in command
+    assert "--constraint sum_at_most_limit --no-deadlock --invariant sum_at_most_cap" in command
+    assert "no_top_beside_zero" not in command

@@ -33,12 +33,15 @@ class FixVerdict:
 
 
 def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], default_spec: str,
-                      check: Optional[str] = None, extra: Mapping[str, Any] = None) -> str:
+                      check: Optional[str] = None, extra: Mapping[str, Any] = None,
+                      spec_ref: Optional[str] = None, options: Sequence[str] = ()) -> str:
     """The ``kraftcheck check`` command for the trace's spec and parameters, stopping at ``check``:
     every number (sizes and bounds, so that the command means the same if a default changes) and
-    every other parameter that differs from its default."""
+    every other parameter that differs from its default. ``spec_ref``: how the spec is loaded
+    when its name is not registered (``file.py:Class``); ``options``: the run's other options
+    that change what it finds (``run_options``)."""
     params = {**(attrs.get("params") or {}), **(extra or {})}
-    spec = attrs.get("spec", "?")
+    spec = spec_ref or attrs.get("spec", "?")
     words = ["kraftcheck", "check"]
     if spec != default_spec:
         words += ["--spec", spec]
@@ -56,9 +59,27 @@ def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], def
                 words += [flag, str(value)]
         elif value is not None:
             words += ["--param", f"{key}={_text(value)}"]
+    words += list(options)
     if check:
         words += ["--invariant", check]
     return " ".join(words)
+
+
+def run_option_words(run_options: Mapping[str, Any], declared_constraints: Sequence[str],
+                     spec_checks_deadlock: bool) -> list[str]:
+    """The options of the trace's run that change what a run finds, as ``kraftcheck check`` takes
+    them: the constraints it applied when not every one the spec declares (``--constraint``), and
+    deadlock checking when not the spec's default. Without them a reproduction could explore
+    another state space and stop elsewhere."""
+    words: list[str] = []
+    applied = run_options.get("constraints")
+    if isinstance(applied, list) and sorted(applied) != sorted(declared_constraints):
+        for name in applied:
+            words += ["--constraint", str(name)]
+    deadlock = run_options.get("deadlock")
+    if isinstance(deadlock, bool) and deadlock != spec_checks_deadlock:
+        words.append("--deadlock" if deadlock else "--no-deadlock")
+    return words
 
 
 def _same(a: Any, b: Any) -> bool:

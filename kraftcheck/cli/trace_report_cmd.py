@@ -26,7 +26,8 @@ from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import write_output
 from kraftcheck.output_paths import to_stdout
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
-from kraftcheck.traces.report import FORMATS, FixVerdict, reproduce_command, report
+from kraftcheck.traces.replay import rebuild_spec
+from kraftcheck.traces.report import FORMATS, FixVerdict, report, reproduce_command, run_option_words
 
 
 EXIT_UNWRITTEN = 3
@@ -58,7 +59,8 @@ def _defaults(cls) -> dict:
     return out
 
 
-def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[float]) -> FixVerdict:
+def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[float],
+             constraints: Optional[list] = None, deadlock: Optional[bool] = None) -> FixVerdict:
     from kraftcheck.api import check
 
     started = time.monotonic()
@@ -71,7 +73,8 @@ def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[fl
             click.echo(f"  {key}: depth {p.depth}, {p.distinct:,} states, {p.elapsed_s:.0f} s", err=True)
 
     try:
-        result = check(spec, time_limit=time_limit, progress=progress, **{**params, key: True})
+        result = check(spec, time_limit=time_limit, progress=progress, constraints=constraints, deadlock=deadlock,
+                       **{**params, key: True})
     except KraftcheckError as e:
         return FixVerdict(key, "refused", str(e), command)
     took = f"{time.monotonic() - started:.0f} s"
@@ -139,12 +142,20 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     defaults = _defaults(cls)
     check = attrs["violation"].get("check")
     invariant = check if attrs["violation"].get("kind") in ("invariant", "property") else None
-    command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant)
+    # the run's constraints and deadlock setting, so that the command explores what the run did
+    run_options = attrs.get("run_options") or {}
+    instance = rebuild_spec(attrs, cls)
+    declared = [c.name for c in list(instance.constraints()) + list(instance.action_constraints())]
+    options = run_option_words(run_options, declared, cls.check_deadlock)
+    applied = run_options.get("constraints") if isinstance(run_options.get("constraints"), list) else None
+    deadlock = run_options.get("deadlock") if isinstance(run_options.get("deadlock"), bool) else None
+    command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant, spec_ref=spec_ref, options=options)
     verdicts = []
     for key in keys:
-        fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True})
+        fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True}, spec_ref=spec_ref,
+                                        options=options)
         click.echo(f"running: {fix_command}", err=True)
-        verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit))
+        verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit, applied, deadlock))
     text = report(_shown(graph, model_names), fmt, command=command, trace_file=str(file), fixes=verdicts,
                   defaults=defaults) + "\n"
     if output is None or to_stdout(output):
