@@ -537,3 +537,42 @@ def test_reports_reproduce_command_explores_what_the_run_did(tmp_path):
     assert f"--spec {ref} " in command
     assert "--constraint sum_at_most_limit --no-deadlock --invariant sum_at_most_cap" in command
     assert "no_top_beside_zero" not in command
+
+
+# ----------------------------------------------------------------------------------------------
+# input files nested deeper than their parser goes, or not text
+
+
+def _deep(kind: str) -> str:
+    depth = 100_000 if kind == "json" else 20_000
+    return {"json": "[" * depth + "]" * depth, "yaml": "steps: " + "[" * depth + "]" * depth + "\n",
+            "toml": "x = " + "[" * depth + "]" * depth + "\n"}[kind]
+
+
+@pytest.mark.parametrize("name, text, command", [
+    ("t.json", _deep("json"), ("trace", "replay")),
+    ("s.yaml", _deep("yaml"), ("trace", "replay")),
+    ("s.yaml", b"\xa3\xff\x00binary", ("trace", "replay")),
+    ("kraftcheck.toml", _deep("toml"), ("ci",)),
+    ("m.toml", _deep("toml"), ("sweep",)),
+    ("m.toml", b"\xac\xff\x00binary", ("sweep",)),
+])
+def test_an_input_nested_too_deep_or_not_text_is_one_line(tmp_path, monkeypatch, name, text, command):
+    """Each was a RecursionError or UnicodeDecodeError said as kraftcheck's internal error."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    result = _cli(*command, path)
+    assert result.exit_code == 2 and "error" in result.output and "internal error" not in result.output
+
+
+def test_a_baseline_nested_too_deep_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\n'
+                                              'violates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "kraftcheck-baseline.json").write_text(_deep("json"))
+    result = _cli("ci", "--no-color")
+    assert result.exit_code == 2 and "is not a kraftcheck baseline" in result.output

@@ -60,7 +60,7 @@ def load(path: PathLike) -> nx.DiGraph:
 def from_text(raw: Union[str, bytes], source: str = "<trace>") -> nx.DiGraph:
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as e:  # RecursionError: nesting
         raise TraceFormatError(f"not valid JSON ({e}); a trace file is node-link JSON written by kraftcheck",
                                source=source) from None
     validate(data, source)

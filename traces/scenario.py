@@ -115,9 +115,11 @@ def load_scenario(path: Union[str, Path]) -> Scenario:
         text = Path(path).read_text()
     except OSError as e:
         raise ScenarioError(f"cannot read the file: {e.strerror or e}", source=source) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"not text ({e}); a scenario is YAML or JSON", source=source) from None
     try:
         data = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError) as e:  # nesting deeper than the parser goes too
         raise ScenarioError(f"not valid {'JSON' if source.endswith('.json') else 'YAML'}: {e}", source=source) from None
     return parse_scenario(data, source)
 

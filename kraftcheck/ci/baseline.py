@@ -52,7 +52,7 @@ def load(path: Path) -> list[Finding]:
             raise ValueError(f"version must be {FORMAT_VERSION}")
         return [Finding(f["check"], f["invariant"], f["signature"], int(f.get("depth", 0)),
                         tuple(f.get("actions", ()))) for f in data["findings"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise ManifestError(f"baseline {path} is not a kraftcheck baseline ({e}); fix it, or delete it and "
                             "run kraftcheck ci --update-baseline") from None
 

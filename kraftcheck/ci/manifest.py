@@ -139,6 +139,8 @@ def load(path: Path) -> Manifest:
     except tomllib.TOMLDecodeError as e:
         # the message ends with "(at line L, column C)"
         raise ManifestError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ManifestError(f"{path}: not valid TOML: nested deeper than a manifest can be") from None
     prefix: tuple[str, ...] = ()
     if path.name == "pyproject.toml":
         prefix = ("tool", "kraftcheck")

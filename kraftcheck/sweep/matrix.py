@@ -130,8 +130,12 @@ def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configura
         data = tomllib.loads(path.read_text())
     except OSError as e:
         raise UsageError(f"cannot read the matrix file {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not text ({e}); a matrix file is TOML") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested deeper than a matrix file can be") from None
     unknown = set(data) - FILE_KEYS
     if unknown:
         raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}; a matrix file has {', '.join(sorted(FILE_KEYS))}")
