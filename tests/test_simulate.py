@@ -47,8 +47,15 @@ def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords,
     behaviours = np.array(data.draw(st.lists(st.integers(0, 10**9), min_size=nwalkers, max_size=nwalkers)), np.int64)
     steps = np.array(data.draw(st.lists(st.integers(0, 100), min_size=nwalkers, max_size=nwalkers)), np.int64)
     chosen, moved = np.zeros(nwalkers, np.int64), np.zeros(nwalkers, np.uint8)
-    choose_successors(labels, words, sources, props, np.uint64(blocked), label_action, action_on, stride, nwalkers,
-                      NO_LABEL, np.uint64(seed), behaviours, steps, by_action, chosen, moved)
+    choose_successors(labels, words, sources, props, np.uint64(blocked), label_action, action_on, stride, 0,
+                      nwalkers, NO_LABEL, np.uint64(seed), behaviours, steps, by_action, chosen, moved)
+    # the walkers split in two calls (as the threads take them) choose the same
+    split_at = data.draw(st.integers(0, nwalkers))
+    halves = np.full(nwalkers, -2, np.int64), np.full(nwalkers, 7, np.uint8)
+    for first, end in ((0, split_at), (split_at, nwalkers)):
+        choose_successors(labels, words, sources, props, np.uint64(blocked), label_action, action_on, stride, first,
+                          end, NO_LABEL, np.uint64(seed), behaviours, steps, by_action, *halves)
+    assert (halves[0].tolist(), halves[1].tolist()) == (chosen.tolist(), moved.tolist())
     assert (chosen.tolist(), moved.tolist()) == choose_successors_reference(
         labels, words, sources, props, blocked, label_action, action_on.tolist(), stride, nwalkers, NO_LABEL, seed,
         behaviours, steps, by_action)

@@ -50,6 +50,7 @@ from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+from kraftcheck.checker.kernels.threads import run_taking, split, thread_count
 from kraftcheck.checker.model import DEADLOCK, Model
 
 # behaviours advanced together: enough that a step's successors keep both threads busy, few
@@ -65,6 +66,10 @@ PROBE_STATES_INTERPRETED = 2_000
 PROBE_CHUNK = 2048
 MIN_DEFAULT_DEPTH = 10
 STRATEGIES = ("uniform", "by-action", "swarm")
+# why a behaviour ends (the report's "ends"), by the code _advance gives it; GOES: it goes on
+ENDS = ("", "depth", "deadlock", "constraint", "no successor", "violation", "cut short")
+GOES = 0
+CHOOSE_SPLIT_FROM = 512  # walkers from which their picks are split among the threads
 # the strategy of a run that names none: of the three the one that reaches the Kafka model's deep
 # data-loss checks at four brokers (bench/RESULTS.md, "Simulation's default strategy")
 DEFAULT_STRATEGY = "by-action"
@@ -270,52 +275,33 @@ class _SimulationRun:
         """Start new behaviours in the free walkers (those from ``running`` on); one whose initial
         state violates an invariant or breaks a state constraint ends at once."""
         while self.running < self.batch and self._may_start():
-            numbers = []
-            while len(numbers) < self.batch - self.running and self._may_start():
-                numbers.append(self.next_behaviour)
-                self.next_behaviour += 1
-            ids = np.array(numbers, np.int64)
+            o = self.options
+            limits = [x for x in (self.stop_starting_at, o.max_behaviours) if x is not None]
+            count = min([self.batch - self.running] + [x - self.next_behaviour for x in limits])
+            ids = np.arange(self.next_behaviour, self.next_behaviour + count, dtype=np.int64)  # each may start
+            self.next_behaviour += count
             initial = np.zeros(len(ids), np.int64)
             on = np.ones((len(ids), len(self.model.actions)), np.uint8)
             behaviour_starts(np.uint64(self.options.seed), ids, len(self.model.initial),
                              self.options.strategy == "swarm", on,
                              initial)
-            for j, b in enumerate(numbers):
-                i = self.running
-                self.running += 1
-                self.behaviour[i] = b
-                self.step[i] = 0
-                self.action_on[i] = on[j]
-                self.cur[i] = self.initial_words[initial[j]]
-                self.paths[i, 0] = self.cur[i]
-                self.generated += 1
-                mask = int(self.initial_masks[initial[j]])
-                if mask & self.inv_bits:
-                    self._violated_invariants(i, mask, None)
-                    self._end(i, "violation")
-                elif mask & self.constraint_bits:
-                    self._end(i, "constraint")
-
-    def _end(self, i: int, why: str) -> None:
-        """Walker i's behaviour ends here (its state counted): move the last running walker into i."""
-        length = int(self.step[i]) + 1
-        f = self.figures
-        f.behaviours += 1
-        f.states += length
-        f.length_sum += length
-        f.length_min = length if f.behaviours == 1 else min(f.length_min, length)
-        f.length_max = max(f.length_max, length)
-        f.ends[why] += 1
-        last = self.running - 1
-        if i != last:
-            self.behaviour[i] = self.behaviour[last]
-            self.step[i] = self.step[last]
-            self.action_on[i] = self.action_on[last]
-            self.cur[i] = self.cur[last]
-            k = int(self.step[last]) + 1
-            self.paths[i, :k] = self.paths[last, :k]
-            self.path_labels[i, :k - 1] = self.path_labels[last, :k - 1]
-        self.running -= 1
+            first, end = self.running, self.running + count
+            self.behaviour[first:end] = ids
+            self.step[first:end] = 0
+            self.action_on[first:end] = on
+            self.cur[first:end] = self.initial_words[initial]
+            self.paths[first:end, 0] = self.cur[first:end]
+            self.generated += count
+            self.running = end
+            masks = self.initial_masks[initial]
+            why = np.zeros(end, np.int8)  # the walkers before first go on
+            violating = np.flatnonzero(masks & np.uint64(self.inv_bits))
+            for j in violating.tolist():
+                self._violated_invariants(first + j, int(masks[j]), None)
+            why[first + violating] = ENDS.index("violation")
+            outside = np.flatnonzero((why[first:] == GOES) & (masks & np.uint64(self.constraint_bits) != 0))
+            why[first + outside] = ENDS.index("constraint")
+            self._end_all(end, why)
 
     # -- violations
     def _trace(self, i: int, extra: Optional[tuple[int, np.ndarray]]) -> list[Step]:
@@ -375,9 +361,7 @@ class _SimulationRun:
                     for k, prop in enumerate(model.properties):
                         if int(props[p]) >> k & 1:
                             self._note_violation(prop.name, "property", r // nl, (r % nl, out.words[r]))
-            choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
-                              self.action_on, nl, n, NO_LABEL, np.uint64(self.options.seed), self.behaviour,
-                              self.step, self.by_action, self.chosen, self.moved)
+            self._choose(n, out)
             self._advance(n, out, rows, masks)
             if self._limit_hit():
                 break
@@ -385,20 +369,34 @@ class _SimulationRun:
             self._report(False)
         self._report(True)
 
+    def _choose(self, n: int, out: Any) -> None:
+        """Each of walkers 0..n-1 picks its successor (``chosen``, ``moved``), the walkers split
+        among the threads: one thread picking for a batch of 4,096 walkers of the four-broker
+        Kafka model took a seventh of a step."""
+        parts = split(0, n, thread_count() if n >= CHOOSE_SPLIT_FROM else 1)
+
+        def choose(j: int, _: int) -> None:
+            first, end = parts[j]
+            choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
+                              self.action_on, self.nl, first, end, NO_LABEL, np.uint64(self.options.seed),
+                              self.behaviour, self.step, self.by_action, self.chosen, self.moved)
+
+        run_taking(choose, len(parts))
+
     def _advance(self, n: int, out: Any, rows: np.ndarray, masks: np.ndarray) -> None:
         """Walkers 0..n-1 take their chosen successors; those whose behaviour ends here end."""
         nl = self.nl
         behaviour, chosen, moved = self.behaviour[:n], self.chosen[:n], self.moved[:n]
-        why = np.full(n, "", dtype=object)
+        why = np.zeros(n, np.int8)  # GOES on, or the ENDS index of why the behaviour ends here
         if self.model.check_deadlock:
             for i in np.flatnonzero(moved == 0):
                 self._note_violation(DEADLOCK, "deadlock", int(i), None)
         if self.stop_starting_at is not None:  # the lowest-numbered behaviour that has violated so far
-            why[behaviour == self.stop_starting_at] = "violation"
-            why[behaviour > self.stop_starting_at] = "cut short"
-        why[(why == "") & (moved == 0)] = "deadlock"
-        why[(why == "") & (chosen < 0)] = "no successor"
-        go = np.flatnonzero(why == "")
+            why[behaviour == self.stop_starting_at] = ENDS.index("violation")
+            why[behaviour > self.stop_starting_at] = ENDS.index("cut short")
+        why[(why == GOES) & (moved == 0)] = ENDS.index("deadlock")
+        why[(why == GOES) & (chosen < 0)] = ENDS.index("no successor")
+        go = np.flatnonzero(why == GOES)
         if go.size:
             r = chosen[go]
             s = self.step[go] + 1
@@ -407,13 +405,39 @@ class _SimulationRun:
             self.cur[go] = out.words[r]
             self.step[go] = s
             np.add.at(self.figures.taken, self.label_action[r % nl], 1)
-            row_mask = np.zeros(n * nl, np.uint64)
-            row_mask[rows] = masks
-            constrained = (row_mask[r] & np.uint64(self.constraint_bits)) != 0
-            why[go[constrained]] = "constraint"
-            why[go[~constrained & (s + 1 >= self.depth)]] = "depth"
-        for i in np.flatnonzero(why != "")[::-1]:  # highest first: _end moves the last walker down
-            self._end(int(i), str(why[i]))
+            # rows holds every row with a successor, in order: a chosen row is among them
+            constrained = (masks[np.searchsorted(rows, r)] & np.uint64(self.constraint_bits)) != 0
+            why[go[constrained]] = ENDS.index("constraint")
+            why[go[~constrained & (s + 1 >= self.depth)]] = ENDS.index("depth")
+        self._end_all(n, why)
+
+    def _end_all(self, n: int, why: np.ndarray) -> None:
+        """The behaviours of walkers 0..n-1 whose ``why`` is not GOES end here (their states
+        counted); running walkers past the survivors move into the ended ones' places."""
+        ended = np.flatnonzero(why != GOES)
+        if not ended.size:
+            return
+        lengths = self.step[ended] + 1
+        f = self.figures
+        f.length_min = int(lengths.min()) if f.behaviours == 0 else min(f.length_min, int(lengths.min()))
+        f.behaviours += int(ended.size)
+        f.states += int(lengths.sum())
+        f.length_sum += int(lengths.sum())
+        f.length_max = max(f.length_max, int(lengths.max()))
+        for code, count in enumerate(np.bincount(why[ended], minlength=len(ENDS)).tolist()):
+            if code != GOES:
+                f.ends[ENDS[code]] += count
+        survivors = n - int(ended.size)
+        holes = ended[ended < survivors]
+        movers = np.flatnonzero(why[survivors:n] == GOES) + survivors
+        if holes.size:
+            self.behaviour[holes] = self.behaviour[movers]
+            self.step[holes] = self.step[movers]
+            self.action_on[holes] = self.action_on[movers]
+            self.cur[holes] = self.cur[movers]
+            self.paths[holes] = self.paths[movers]
+            self.path_labels[holes] = self.path_labels[movers]
+        self.running -= int(ended.size)
 
     def _limit_hit(self) -> bool:
         if self.clock.expired():

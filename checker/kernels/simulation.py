@@ -39,9 +39,9 @@ def below(word, n):
 
 
 @njit(cache=True, nogil=True)
-def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, nwalkers,
+def choose_successors(labels, words, sources, props, blocked, label_action, action_on, stride, first, nwalkers,
                       no_label, seed, behaviours, steps, by_action, chosen, moved):
-    """For each walker i < ``nwalkers`` (its state ``sources[i]``, its candidate rows ``i * stride
+    """For each walker ``first`` <= i < ``nwalkers`` (its state ``sources[i]``, its candidate rows ``i * stride
     .. i * stride + stride - 1``): ``chosen[i]``, the row it takes, or -1 if it has none;
     ``moved[i]``, 1 if some successor differs from the state (else the state deadlocks, TLC's
     definition).
@@ -58,15 +58,15 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
     followers) no longer crowds out one with few (a produce, a fetch).
 
     One pass over a walker's rows gathers its candidates (in row order), and the pick is made
-    among them: most rows of a model with many actions hold no successor, and this kernel runs
-    on one thread beside the parallel successor kernels.
+    among them: most rows of a model with many actions hold no successor. A walker's pick
+    depends on nothing but its own rows, so the walkers may be split among threads (``first``).
     """
     with_props = props.shape[0] > 1
     nactions = action_on.shape[1]
     nwords = words.shape[1]
     per_action = np.zeros(nactions, np.int64)
     candidates = np.empty(stride, np.int64)
-    for i in range(nwalkers):
+    for i in range(first, nwalkers):
         count = np.int64(0)  # not the literal 0: numba would compile below() for it as well
         moved[i] = 0
         for r in range(i * stride, i * stride + stride):
@@ -145,7 +145,8 @@ def warm_up() -> None:
     labels = np.array([0, 65535], np.uint16)
     chosen = np.zeros(1, np.int64)
     moved = np.zeros(1, np.uint8)
-    choose_successors(labels, words, np.zeros((1, 1), np.uint64), np.zeros(1, np.uint64), 0,
-                      np.zeros(1, np.int64), np.ones((1, 1), np.uint8), 2, 1, 65535, 0,
+    # the argument types simulate.py passes (the seed a uint64): the signature a run uses is compiled
+    choose_successors(labels, words, np.zeros((1, 1), np.uint64), np.zeros(1, np.uint64), np.uint64(0),
+                      np.zeros(1, np.int64), np.ones((1, 1), np.uint8), 2, 0, 1, 65535, np.uint64(0),
                       np.zeros(1, np.int64), np.zeros(1, np.int64), True, chosen, moved)
     behaviour_starts(0, np.zeros(1, np.int64), 1, True, np.ones((1, 1), np.uint8), np.zeros(1, np.int64))
