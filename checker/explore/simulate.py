@@ -331,6 +331,22 @@ class _SimulationRun:
             if mask >> k & 1:
                 self._note_violation(inv.name, "invariant", i, extra)
 
+    def _note_successors(self, checks: list, kind: str, masks: np.ndarray, rows: np.ndarray, out: Any) -> None:
+        """Note what the successors at ``rows`` violate (bit k of ``masks[p]``: ``checks[k]`` fails
+        on ``rows[p]``): for each check the successor of the lowest-numbered behaviour (the first in
+        row order among its), the checks in the order of their first violating row, as one note
+        per violating successor would enter them (a run with --continue violates some check in
+        many successors a step)."""
+        firsts = []
+        for k in range(len(checks)):
+            at = np.flatnonzero(masks & np.uint64(1 << k))
+            if at.size:
+                firsts.append((int(at[0]), k, at))
+        for _, k, at in sorted(firsts, key=lambda first: first[:2]):
+            p = int(at[np.argmin(self.behaviour[rows[at] // self.nl])])
+            r = int(rows[p])
+            self._note_violation(checks[k].name, kind, r // self.nl, (r % self.nl, out.words[r]))
+
     # -- the loop
     def simulate(self) -> None:
         model, kernels, nl = self.model, self.kernels, self.nl
@@ -351,16 +367,10 @@ class _SimulationRun:
                 r = None if e.at is None else int(rows[e.at])
                 raise placed(model, e, None if r is None else self._trace(r // nl, (r % nl, out.words[r]))) from None
             props = out.props[rows] if model.properties and rows.size else None
-            bad = np.flatnonzero(masks & np.uint64(self.inv_bits)) if model.invariants else np.zeros(0, np.int64)
-            for p in bad:
-                r = int(rows[p])
-                self._violated_invariants(r // nl, int(masks[p]), (r % nl, out.words[r]))
+            if model.invariants and rows.size:
+                self._note_successors(model.invariants, "invariant", masks, rows, out)
             if props is not None:
-                for p in np.flatnonzero(props & np.uint64(self.prop_bits)):
-                    r = int(rows[p])
-                    for k, prop in enumerate(model.properties):
-                        if int(props[p]) >> k & 1:
-                            self._note_violation(prop.name, "property", r // nl, (r % nl, out.words[r]))
+                self._note_successors(model.properties, "property", props, rows, out)
             self._choose(n, out)
             self._advance(n, out, rows, masks)
             if self._limit_hit():
