@@ -50,6 +50,7 @@ from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+from kraftcheck.checker.kernels.successor_rows import valid_rows_part
 from kraftcheck.checker.kernels.threads import run_taking, split, thread_count
 from kraftcheck.checker.model import DEADLOCK, Model
 
@@ -358,7 +359,7 @@ class _SimulationRun:
                 out = kernels.successors(self.cur, 0, n, self.buffers)
             except SpecRaised as e:  # on walker e.at's state
                 raise placed(model, e, None if e.at is None else self._trace(e.at, None)) from None
-            rows = np.flatnonzero(out.labels[: n * nl] != NO_LABEL)
+            rows = out.valid[: valid_rows_part(out.labels, 0, n * nl, NO_LABEL, out.valid)]
             self.generated += rows.size
             try:
                 masks = kernels.violations(out.words[rows]) if (model.invariants or model.constraints) and rows.size \
@@ -414,7 +415,7 @@ class _SimulationRun:
             self.paths[go, s] = out.words[r]
             self.cur[go] = out.words[r]
             self.step[go] = s
-            np.add.at(self.figures.taken, self.label_action[r % nl], 1)
+            self.figures.taken += np.bincount(self.label_action[r % nl], minlength=self.figures.taken.shape[0])
             # rows holds every row with a successor, in order: a chosen row is among them
             constrained = (masks[np.searchsorted(rows, r)] & np.uint64(self.constraint_bits)) != 0
             why[go[constrained]] = ENDS.index("constraint")
