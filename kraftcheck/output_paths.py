@@ -153,6 +153,20 @@ def refuse_replacing_input(output: Optional[os.PathLike | str], option: str, sou
                          "choose another file")
 
 
+def refuse_inside(output: Optional[os.PathLike | str], option: str, directories: dict[str, os.PathLike | str],
+                  why: str) -> None:
+    """``output`` must not lie inside any of ``directories`` (what it stands for -> the directory):
+    the command empties or removes them (``why``), and the file with them."""
+    key = None if output is None else _same_file_key(output)
+    if key is None:
+        return
+    for what, directory in directories.items():
+        inside = os.path.realpath(Path(directory).expanduser())
+        if os.path.commonpath([key, inside]) == inside:
+            raise UsageError(f"{option} {output} is inside {what} ({directory}), which {why}, and the file with "
+                             "it: choose a file outside it")
+
+
 def to_stdout(path: Optional[os.PathLike | str]) -> bool:
     """``path`` is standard output (``-``, ``/dev/stdout``, ``/proc/self/fd/1``)."""
     return path is not None and (str(path) == STDOUT or descriptor_of(Path(path).expanduser()) == 1)

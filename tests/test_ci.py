@@ -530,3 +530,22 @@ def test_a_check_whose_process_cannot_start_says_so_not_that_its_directory_was_r
     said = " ".join(result.output.split())
     assert "its process could not be started: Resource temporarily unavailable" in said, said
     assert "run directory" not in said and all(f.closed for f in logs) and logs
+
+
+def test_a_report_file_inside_a_checks_run_directory_is_refused_before_any_check(project):
+    """A check's run directory is emptied before the check runs and removed once it passes: a
+    --progress-json or --junit file inside one went with it (exit 0, the progress stream gone).
+    Refused before any check runs; a file beside the run directories is fine."""
+    from kraftcheck.ci.runner import MARKER
+
+    write_manifest(project, HOLDS_AND_EXPECTED)
+    (project / "kraftcheck-ci" / "commit").mkdir(parents=True)  # as an earlier run that failed left it
+    (project / "kraftcheck-ci" / "commit" / MARKER).write_text("{}")
+    for option in ("--progress-json", "--junit"):
+        result = ci(option, "kraftcheck-ci/commit/report.out")
+        assert result.exit_code == 2, result.output
+        assert f"{option} kraftcheck-ci/commit/report.out is inside check commit's run directory" in result.output
+        assert (project / "kraftcheck-ci" / "commit" / MARKER).exists()  # nothing ran
+    result = ci("--progress-json", "kraftcheck-ci/progress.jsonl")
+    assert result.exit_code == 0, result.output
+    assert (project / "kraftcheck-ci" / "progress.jsonl").stat().st_size > 0

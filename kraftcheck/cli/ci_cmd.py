@@ -27,8 +27,8 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, run_checks
-from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_replacing_input,
-                                     refuse_same_file, refuse_two_on_stdout, to_stdout)
+from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
+                                     refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUDGET = 0, 1, 2, 3
 LOG_WIDTH = 140
@@ -108,9 +108,11 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     accepted = baselines.load(baseline_file)
     check_outputs(out, junit_path, progress_path, manifest.path if update_counts else None,
                   baseline_file if update_baseline else None)
+    run_dirs = {f"check {c.name}'s run directory": out / c.name for c in checks}
     for option, path in (("--junit", junit_path), ("--progress-json", progress_path)):
         refuse_replacing_input(path, option, manifest.path, "manifest")
         refuse_replacing_input(path, option, baseline_file, "baseline")
+        refuse_inside(path, option, run_dirs, "kraftcheck ci empties before the check runs and removes once it passes")
 
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)
