@@ -298,3 +298,29 @@ def test_the_local_engine_refuses_a_spark_work_dir_instead_of_failing_inside(tmp
     assert result.exit_code == 2, out
     assert "the checkpoint belongs to another run (engine: checkpoint \"spark\", this run null" in out, out
     assert "internal error" not in out and "Traceback" not in out
+
+
+def test_a_spark_call_whose_thread_fails_before_it_runs_is_an_error_not_a_wait_forever():
+    """PySpark's InheritableThread asks the JVM for the caller's job properties before the call
+    runs: with the JVM killed just then, that raised on the thread, the call never ran, and the
+    driver waited for it forever (the killed-JVM test timed out under load). The error is the
+    waiting thread's now, and no thread traceback is printed."""
+    import threading
+
+    from kraftcheck.spark.waiting import wait_for
+
+    class FailsFirst(threading.Thread):
+        def __init__(self, target, **kwargs):
+            def first_the_jvm():
+                raise ConnectionResetError("the JVM went away")
+            super().__init__(target=first_the_jvm, **kwargs)
+
+    printed = []
+    hook, threading.excepthook = threading.excepthook, printed.append
+    try:
+        with pytest.raises(ConnectionResetError, match="the JVM went away"):
+            wait_for(lambda: 1, lambda elapsed: None if elapsed < 10 else pytest.fail("still waiting"),
+                     lambda thread: None, "job", FailsFirst)
+    finally:
+        threading.excepthook = hook
+    assert not printed

@@ -33,7 +33,20 @@ def wait_for(call: Callable[[], Any], check: Callable[[float], None], abandon: C
         finally:
             done.set()
 
-    thread = thread_class(target=run, name=name, daemon=True)
+    class Guarded(thread_class):  # type: ignore[misc, valid-type]
+        """The thread class's own work around ``run`` can fail before ``run`` starts (PySpark's
+        InheritableThread asks the JVM for the caller's job properties first: a JVM gone by then
+        raised there); that error is handed over too, else the waiting thread would wait forever
+        and the error be printed as a thread's traceback."""
+
+        def run(self) -> None:
+            try:
+                super().run()
+            except BaseException as e:  # noqa: BLE001: handed to the waiting thread
+                box.setdefault("error", e)
+                done.set()
+
+    thread = Guarded(target=run, name=name, daemon=True)
     t0 = time.monotonic()
     thread.start()
     try:
