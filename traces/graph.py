@@ -74,8 +74,9 @@ def full_model(spec) -> Model:
     per violation it found, all of one spec (seven for the default Kafka check): the model, 0.1 s
     to build for the Kafka model, is built once for them. Only the last spec's is kept (a model
     holds its spec, so a cache keyed by specs would keep every one alive)."""
-    if _last_full and _last_full[0][0] is spec:
-        return _last_full[0][1]
+    last = _last_full[0] if _last_full else None  # read once: another thread may replace it
+    if last is not None and last[0] is spec:
+        return last[1]
     full = Model(spec)
     _last_full[:] = [(spec, full)]
     return full
