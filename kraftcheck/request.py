@@ -122,12 +122,16 @@ class CheckRequest:
         """Refuse, before any work, what these options cannot mean together and every output that
         cannot be written (``UsageError``, exit 2)."""
         from kraftcheck.output_paths import (check_graph_file, check_output_dir, check_output_file,
-                                          refuse_same_file, refuse_two_on_stdout)
+                                          refuse_replacing_input, refuse_same_file, refuse_two_on_stdout)
         if self.engine not in ENGINES:
             raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
         refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
         refuse_same_file({"--json": self.json_path, "--dump-graph": self.dump_graph})
+        spec_file = _spec_file(self.spec)
+        if spec_file is not None:  # the run reads it (and imports it again in its compile processes)
+            for option, path in (("--json", self.json_path), ("--dump-graph", self.dump_graph)):
+                refuse_replacing_input(path, option, spec_file, "spec file")
         if self.simulation is not None:
             self._refuse_with_simulate()
         # every output location is checked before exploring: a bad one must not cost the run
@@ -256,3 +260,11 @@ def _word(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _spec_file(spec: Any) -> Optional[str]:
+    """The file a ``file.py:Class`` reference names (None for a name, a module or a class)."""
+    if not isinstance(spec, str):
+        return None
+    where, sep, name = spec.rpartition(":")
+    return where if sep and where and (where.endswith(".py") or "/" in where or "\\" in where) else None

@@ -62,3 +62,19 @@ def test_trace_commands_refuse_a_bad_output(trace_file, a_file, command, output,
     assert result.exit_code == 2
     line = one_error_line(result)
     assert "--output" in line and message in line
+
+
+def test_an_output_naming_the_spec_file_a_check_reads_is_refused(tmp_path):
+    """'check --spec mine.py:Class --json mine.py' wrote the report over the spec's source (exit 1
+    or 0, the spec gone): refused before any work, the file untouched."""
+    import shutil
+    from pathlib import Path
+
+    spec = tmp_path / "my_jugs.py"
+    shutil.copy(Path(__file__).parent / "even_jugs.py", spec)
+    before = spec.read_text()
+    for option in ("--json", "--dump-graph"):
+        result = run("check", "--spec", f"{spec}:EvenJugs", "--param", "big=6", option, str(spec))
+        assert result.exit_code == 2, result.output
+        assert f"{option} {spec} is the spec file this command reads" in one_error_line(result)
+        assert spec.read_text() == before
