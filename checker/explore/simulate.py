@@ -263,23 +263,17 @@ class _SimulationRun:
                              new_states=[0] * len(model.actions))
 
     # -- behaviours starting and ending
-    def _may_start(self) -> bool:
-        o = self.options
-        b = self.next_behaviour
-        if self.stop_starting_at is not None and b >= self.stop_starting_at:
-            return False
-        if o.max_behaviours is not None and b >= o.max_behaviours:
-            return False
-        return True
+    def _startable(self) -> int:
+        """How many behaviours may start in the free walkers: none numbered at or past the
+        lowest-numbered violating one (without --continue) or --max-behaviours."""
+        limits = [x for x in (self.stop_starting_at, self.options.max_behaviours) if x is not None]
+        return max(0, min([self.batch - self.running] + [x - self.next_behaviour for x in limits]))
 
     def _fill(self) -> None:
         """Start new behaviours in the free walkers (those from ``running`` on); one whose initial
         state violates an invariant or breaks a state constraint ends at once."""
-        while self.running < self.batch and self._may_start():
-            o = self.options
-            limits = [x for x in (self.stop_starting_at, o.max_behaviours) if x is not None]
-            count = min([self.batch - self.running] + [x - self.next_behaviour for x in limits])
-            ids = np.arange(self.next_behaviour, self.next_behaviour + count, dtype=np.int64)  # each may start
+        while (count := self._startable()) > 0:
+            ids = np.arange(self.next_behaviour, self.next_behaviour + count, dtype=np.int64)
             self.next_behaviour += count
             initial = np.zeros(len(ids), np.int64)
             on = np.ones((len(ids), len(self.model.actions)), np.uint8)
@@ -429,11 +423,12 @@ class _SimulationRun:
         if not ended.size:
             return
         lengths = self.step[ended] + 1
+        states = int(lengths.sum())
         f = self.figures
         f.length_min = int(lengths.min()) if f.behaviours == 0 else min(f.length_min, int(lengths.min()))
         f.behaviours += int(ended.size)
-        f.states += int(lengths.sum())
-        f.length_sum += int(lengths.sum())
+        f.states += states
+        f.length_sum += states
         f.length_max = max(f.length_max, int(lengths.max()))
         for code, count in enumerate(np.bincount(why[ended], minlength=len(ENDS)).tolist()):
             if code != GOES:
