@@ -26,27 +26,23 @@ def wait_for(call: Callable[[], Any], check: Callable[[float], None], abandon: C
     done = threading.Event()
 
     def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as e:  # noqa: BLE001: handed to the waiting thread
-            box["error"] = e
-        finally:
-            done.set()
+        box["value"] = call()
 
-    class Guarded(thread_class):  # type: ignore[misc, valid-type]
-        """The thread class's own work around ``run`` can fail before ``run`` starts (PySpark's
-        InheritableThread asks the JVM for the caller's job properties first: a JVM gone by then
-        raised there); that error is handed over too, else the waiting thread would wait forever
-        and the error be printed as a thread's traceback."""
+    class Handing(thread_class):  # type: ignore[misc, valid-type]
+        """Hands ``call``'s error to the waiting thread, and so any error of the thread class's
+        own work around it, which can come before ``call`` starts (PySpark's InheritableThread asks
+        the JVM for the caller's job properties first: a JVM gone by then raised there, the
+        waiting thread waited forever and the error was printed as a thread's traceback)."""
 
         def run(self) -> None:
             try:
                 super().run()
             except BaseException as e:  # noqa: BLE001: handed to the waiting thread
-                box.setdefault("error", e)
+                box["error"] = e
+            finally:
                 done.set()
 
-    thread = Guarded(target=run, name=name, daemon=True)
+    thread = Handing(target=run, name=name, daemon=True)
     t0 = time.monotonic()
     thread.start()
     try:
