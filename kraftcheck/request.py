@@ -128,7 +128,8 @@ class CheckRequest:
         check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
         refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
         refuse_same_file({"--json": self.json_path, "--dump-graph": self.dump_graph})
-        spec_file = _spec_file(self.spec)
+        from kraftcheck.specs import reference_file
+        spec_file = reference_file(self.spec)
         if spec_file is not None:  # the run reads it (and imports it again in its compile processes)
             for option, path in (("--json", self.json_path), ("--dump-graph", self.dump_graph)):
                 refuse_replacing_input(path, option, spec_file, "spec file")
@@ -261,10 +262,3 @@ def _word(value: Any) -> str:
         return str(value).lower()
     return f"{value:g}" if isinstance(value, float) else str(value)
 
-
-def _spec_file(spec: Any) -> Optional[str]:
-    """The file a ``file.py:Class`` reference names (None for a name, a module or a class)."""
-    if not isinstance(spec, str):
-        return None
-    where, sep, name = spec.rpartition(":")
-    return where if sep and where and (where.endswith(".py") or "/" in where or "\\" in where) else None

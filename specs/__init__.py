@@ -73,11 +73,20 @@ def spec_class(ref: str, names_only: bool = False) -> type[Spec]:
         choices = ", ".join(spec_names())
         raise UsageError(f"unknown spec {ref!r}; choose one of: {choices} (or give file.py:Class or "
                          "module:Class)")
-    if where.endswith(".py") or "/" in where or "\\" in where:
+    if reference_file(ref) is not None:
         path = Path(where).expanduser().resolve()
         cls = _checked(_class_in(_load_file(path), name, str(path)), ref)
         return _remember(_own_name(cls, ref, plugins), f"{path}:{name}")
     return _remember(_own_name(_checked(_class_in(_import(where), name, where), ref), ref, plugins), ref)
+
+
+def reference_file(ref: object) -> str | None:
+    """The file a ``file.py:Class`` reference names, as given (None for a name, a module:Class or
+    anything else)."""
+    if not isinstance(ref, str):
+        return None
+    where, sep, name = ref.rpartition(":")
+    return where if sep and where and name and (where.endswith(".py") or "/" in where or "\\" in where) else None
 
 
 def checked_spec_class(cls: object) -> type[Spec]:
