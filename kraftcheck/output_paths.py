@@ -146,9 +146,8 @@ def refuse_same_file(outputs: dict[str, Optional[os.PathLike | str]]) -> None:
 def refuse_replacing_input(output: Optional[os.PathLike | str], option: str, source: os.PathLike | str,
                            what: str) -> None:
     """``output`` must not be the file the command reads (``source``): writing it would replace it."""
-    if output is None or _same_file_key(output) is None:
-        return
-    if _same_file_key(output) == os.path.realpath(Path(source).expanduser()):
+    key = None if output is None else _same_file_key(output)
+    if key is not None and key == os.path.realpath(Path(source).expanduser()):
         raise UsageError(f"{option} {output} is the {what} this command reads; writing there would replace it: "
                          "choose another file")
 
