@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kraftcheck import traces
+from kraftcheck.checker.errors import SpecRaised
 from traces_support import RUN_OPTIONS, eager_commit_violation
 
 
@@ -496,6 +497,9 @@ def test_a_spec_function_raising_in_replay_is_the_specs_error_not_kraftchecks(tm
         result = _cli("trace", command, edited, "--spec", ref)
         assert result.exit_code == 2, result.output
         assert "invariant small raised ValueError: boom" in result.output and "internal error" not in result.output
+    # stepped through the compiled functions, the spec's line is still found (as Python runs it again)
+    with pytest.raises(SpecRaised, match=r"^invariant small raised ValueError: boom at \S*raising_spec\.py:\d+;"):
+        traces.replay(traces.load(edited), spec=ref, compiled=True)
 
 
 def test_a_github_job_summary_the_system_refuses_is_one_line_not_an_internal_error(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from kraftcheck.checker.model import Label, Model
 from kraftcheck.traces.lanes import derive_touch, element_lanes, touch_to_dict
 from kraftcheck.traces.states import (element_names, field_description, fingerprint, readable_state,
                            state_fields)
-from kraftcheck.traces.stepping import Stepper
+from kraftcheck.traces.stepping import Stepper, spec_hook
 
 SCHEMA = "kraftcheck-trace"
 SCHEMA_VERSION = 1
@@ -96,7 +96,8 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     stepper = Stepper(full, compiled=compiled)
     layout = full.layout
     fields = state_fields(layout)
-    lanes = {lane: list(sel) for lane, sel in spec.lanes().items()}
+    lanes = {lane: list(sel) for lane, sel in spec_hook(spec, "lanes").items()}
+    options = spec_hook(spec, "options")
     elements = [e for f in fields for e in element_names(f)]
     lane_of = element_lanes(lanes, elements)
     index_of = {e: i for i, e in enumerate(name for f in layout.fields for name in element_names(f))}
@@ -115,7 +116,7 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
         before = steps[i - 1][1]
         params = lab.shown_params()
         changed = [e for e in elements if before[index_of[e]] != flat[index_of[e]]]
-        touch = spec.action_lanes(lab.name, dict(params)) or \
+        touch = spec_hook(spec, "action_lanes", lab.name, dict(params)) or \
             derive_touch(list(lanes), [lane_of[e] for e in changed], params)
         g.add_edge(i - 1, i, action=lab.name, params=jsonable(params), touch=touch_to_dict(touch),
                    violated=stepper.violated_properties(before, flat))
@@ -123,12 +124,12 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
 
     g.graph.update(
         schema=SCHEMA, schema_version=SCHEMA_VERSION, kind=kind, spec=spec.name,
-        params=jsonable(spec.options()),
+        params=jsonable(options),
         settings={f.name: jsonable(f.show_value(f.const)) for f in layout.fields if f.const is not None},
         run_options=jsonable(run_options or {}), violation=jsonable(violation) if violation else None,
         kraftcheck_version=__version__, fields=[field_description(f) for f in fields], lanes=lanes,
         check_docs={c.name: " ".join((c.doc or "").split()) for c in list(full.invariants) + list(full.properties)},
-        fingerprints=prints, trace_id=trace_id(spec.name, spec.options(), texts, prints),
+        fingerprints=prints, trace_id=trace_id(spec.name, options, texts, prints),
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     if extra:

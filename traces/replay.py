@@ -17,16 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import networkx as nx
+import numpy as np
 
-from kraftcheck.checker.errors import KraftcheckError, UsageError, spec_raised
-from kraftcheck.checker.model import Model, raising_function
+from kraftcheck.checker.errors import KraftcheckError, SpecRaised, UsageError, spec_raised
+from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.errors import ReplayError, TraceFormatError
 from kraftcheck.traces.files import to_json, validate
 from kraftcheck.traces.graph import action_text
 from kraftcheck.traces.states import DecodeError, element_names, fingerprint, flat_from_readable
-from kraftcheck.traces.stepping import Stepper
+from kraftcheck.traces.stepping import Stepper, spec_hook
 
 
 @dataclass
@@ -79,7 +80,9 @@ def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = No
         if isinstance(value, list):
             params[key] = tuple(value)
     try:
-        return cls(cls.Params(**params))
+        return spec_instance(cls, params)
+    except SpecRaised:  # the spec's own code failed, not the trace's parameters
+        raise
     except KraftcheckError as e:
         raise ReplayError(str(e), field="graph.params") from None
 
@@ -143,7 +146,8 @@ def replay(graph: nx.DiGraph, compiled: bool = False, spec: Union[type[Spec], st
     """Check ``graph`` against its spec step by step; see the module docstring.
 
     Never raises for a bad trace: the report's ``error`` holds the first problem (``ok`` is False).
-    A function of the spec that raises on a step is the spec's error (``SpecRaised``), not a verdict.
+    A function of the spec that raises on a step is the spec's error (``SpecRaised``), not a verdict
+    (``stepping`` tells it apart); any other exception is kraftcheck's own and propagates as it is.
     ``compiled=True`` steps through the engine's compiled actions instead of interpreting them.
     ``spec`` is the spec class, or a reference to it (``file.py:Class``, ``module:Class``), for a
     trace of a spec that is not registered; a reference is imported, so pass only your own.
@@ -156,12 +160,6 @@ def replay(graph: nx.DiGraph, compiled: bool = False, spec: Union[type[Spec], st
         report.error = ReplayError(e.reason, e.step, e.field)
     except ReplayError as e:
         report.error = e
-    except KraftcheckError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the spec's own function raised: its error, as a check says it
-        if report.spec is None:
-            raise
-        raise spec_raised(raising_function(Model(report.spec), e), e) from None
     return report
 
 
@@ -305,11 +303,10 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
     """A liveness counterexample (see traces.lasso): the closing edge leads back into the cycle, and
     the cycle is a fair behaviour in which the property's goal never holds after its trigger."""
     from kraftcheck.checker.analyses.liveness import fairness_requirements
-    from kraftcheck.checker.analyses.predicates import evaluate_one
     from kraftcheck.traces.files import STUTTERING
     lasso, violation = graph.graph["lasso"], graph.graph["violation"]
     last, start, trigger = len(states) - 1, lasso["cycle_start"], lasso["trigger"]
-    props = {p.name: p for p in spec.liveness()}
+    props = {p.name: p for p in spec_hook(spec, "liveness")}
     prop = props.get(violation["check"])
     if prop is None:
         raise ReplayError(f"spec {spec.name} has no liveness property {violation['check']!r}"
@@ -352,10 +349,10 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
     if prop.once and trigger != 0:
         raise ReplayError(f"{prop.formula()} is about behaviours from an initial state; the trigger must be "
                           f"step 0, not step {trigger}", trigger, "lasso.trigger")
-    if prop.after is not None and not evaluate_one(model.layout, prop.after, states[trigger]):
+    if prop.after is not None and not _holds(model, prop.after, states[trigger]):
         raise ReplayError(f"'{prop.after.description}' does not hold at the trigger step", trigger, "lasso.trigger")
     for i in range(trigger, last + 1):
-        if evaluate_one(model.layout, prop.eventually, states[i]):
+        if _holds(model, prop.eventually, states[i]):
             raise ReplayError(f"'{prop.eventually.description}' holds here, after the trigger: the behaviour does "
                               "not violate the property", i, "lasso")
     in_cycle = states[start: last + 1]
@@ -368,6 +365,18 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
         if not (taken or any(disabled)):
             raise ReplayError(f"the cycle is not fair to {req.name}: it is enabled in every state of the cycle and "
                               "never taken, which weak fairness forbids", start, "lasso.fair")
+
+
+def _holds(model: Model, predicate: Any, flat: tuple[int, ...]) -> bool:
+    """Whether the spec's ``predicate`` holds in ``flat``; what its function raises is the spec's error."""
+    columns = model.layout.columns(np.array([flat], np.int64))
+    try:
+        value = predicate.holds(columns)
+    except KraftcheckError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the spec's own function raised
+        raise spec_raised(f"the predicate '{predicate.description}'", e, compiled_too=False) from None
+    return bool(np.asarray(value).reshape(-1)[0])
 
 
 def _label_of(model: Model, edge: Mapping[str, Any], step: int) -> int:

@@ -33,9 +33,8 @@ from typing import Any, Optional, Union
 import networkx as nx
 import yaml
 
-from kraftcheck.checker.errors import KraftcheckError, spec_raised
-from kraftcheck.checker.model import Model, raising_function
-from kraftcheck.traces.errors import ScenarioError
+from kraftcheck.checker.model import Model
+from kraftcheck.traces.errors import ReplayError, ScenarioError
 from kraftcheck.traces.graph import build_trace
 from kraftcheck.traces.replay import find_action, parse_params, rebuild_spec
 from kraftcheck.traces.stepping import Stepper
@@ -196,19 +195,8 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
 
 def run_scenario(scenario: Scenario, variant: Optional[str] = None, compiled: bool = False) -> ScenarioRun:
     """Replay one variant (the first when None) and judge it against its expectation. A function
-    of the spec that raises is the spec's error (``SpecRaised``), not kraftcheck's."""
-    model_of: list[Model] = []
-    try:
-        return _run_scenario(scenario, variant, compiled, model_of)
-    except KraftcheckError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the spec's own function raised
-        if not model_of:
-            raise
-        raise spec_raised(raising_function(model_of[0], e), e) from None
-
-
-def _run_scenario(scenario: Scenario, variant: Optional[str], compiled: bool, model_of: list) -> ScenarioRun:
+    of the spec that raises is the spec's error (``SpecRaised``, told apart by ``stepping``), not
+    kraftcheck's; any other exception is kraftcheck's own and propagates as it is."""
     name = variant or next(iter(scenario.variants))
     if name not in scenario.variants:
         raise ScenarioError(f"no variant {name!r}; this scenario has: {', '.join(scenario.variants)}",
@@ -217,10 +205,9 @@ def _run_scenario(scenario: Scenario, variant: Optional[str], compiled: bool, mo
     params = {**scenario.params, **(spec_variant.get("params") or {})}
     try:
         spec = rebuild_spec({"spec": scenario.spec, "params": params})
-    except KraftcheckError as e:
+    except ReplayError as e:
         raise ScenarioError(str(e), source=scenario.path, field=f"variants.{name}.params") from None
     model = Model(spec)
-    model_of.append(model)
     stepper = Stepper(model, compiled=compiled)
     checks = model.check_names
     steps = [s for s in scenario.steps if s.only is None or name in s.only]

@@ -1,0 +1,75 @@
+"""Edges where kraftcheck could mislead its user: whose error an exception is, what a report's
+command reproduces, what a command may overwrite or delete, what a trace display vouches for.
+Each case failed before its fix."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kraftcheck import traces
+from kraftcheck.checker.errors import SpecRaised
+from traces_support import RUN_OPTIONS, eager_commit_violation
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    model, violation = eager_commit_violation()
+    return traces.write_counterexample(model, violation, RUN_OPTIONS, tmp_path_factory.mktemp("t"))
+
+
+def _cli(*args):
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def _entry(monkeypatch, capsys, *args):
+    """(exit code, standard error) of the command line's own entry point, its handlers included."""
+    from kraftcheck.cli import main as entry
+    monkeypatch.setattr(sys, "argv", ["kraftcheck", *map(str, args)])
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    return stop.value.code, capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# whose error: the spec's only when one of its functions raised
+
+
+def _a_bug(*args, **kwargs):  # stands for a bug in kraftcheck's own replay code
+    return {}["missing"]
+
+
+def test_a_bug_of_replay_is_kraftchecks_internal_error_not_the_specs(trace_file, monkeypatch, capsys):
+    """Any exception after the spec was rebuilt was said as the spec's error ('a function of spec
+    two_phase_eager_commit raised KeyError ... fix that line'), sending the user to kraftcheck's code."""
+    replay_module = importlib.import_module("kraftcheck.traces.replay")  # the package exports a function so named
+    monkeypatch.setattr(replay_module, "fingerprint", _a_bug)
+    with pytest.raises(KeyError):
+        traces.replay(traces.load(trace_file))
+    code, err = _entry(monkeypatch, capsys, "trace", "replay", trace_file)
+    assert code == 2 and "kraftcheck: internal error" in err and "bug of kraftcheck's" in err, err
+    assert "fix that line" not in err and "please report it" in err
+
+
+def test_a_bug_of_a_scenario_run_is_kraftchecks_internal_error_not_the_specs(monkeypatch):
+    from kraftcheck.traces import scenario as scenario_module
+    story = scenario_module.parse_scenario({"spec": "two_phase", "steps": ["TMCommit"]})
+    monkeypatch.setattr(scenario_module, "build_trace", _a_bug)
+    with pytest.raises(KeyError):
+        scenario_module.run_scenario(story)
+
+
+def test_a_spec_hook_raising_in_a_scenario_is_the_specs_error(monkeypatch):
+    """The narrower rule still names the spec's own code: lanes(), which traces call."""
+    from kraftcheck.specs import spec_class
+    from kraftcheck.traces.scenario import parse_scenario, run_scenario
+
+    def lanes(self):
+        raise ValueError("no lanes today")
+    monkeypatch.setattr(spec_class("two_phase"), "lanes", lanes)
+    with pytest.raises(SpecRaised, match=r"^lanes\(\) of spec two_phase raised ValueError: no lanes today at \S+"):
+        run_scenario(parse_scenario({"spec": "two_phase", "steps": ["TMCommit"]}))
