@@ -60,9 +60,10 @@ class SparkSettings:
                                   ("work_dir", self.work_dir), ("wait_s", self.wait_s)) if v is not None}
 
 
-def _option(flag: str, default: Any = None) -> Any:
-    """A field that is ``kraftcheck check``'s option ``flag`` (``command_arguments`` gives it so)."""
-    return field(default=default, metadata={"flag": flag})
+def _option(flag: str, default: Any = None, empty_flag: Optional[str] = None) -> Any:
+    """A field that is ``kraftcheck check``'s option ``flag`` (``command_arguments`` gives it so);
+    ``empty_flag``: the option that says an empty tuple, where it means other than the default."""
+    return field(default=default, metadata={"flag": flag, "empty_flag": empty_flag})
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class CheckRequest:
     spec: Any
     params: Mapping[str, Any] = field(default_factory=dict)
     invariants: tuple[str, ...] = _option("--invariant", ())
-    constraints: Optional[tuple[str, ...]] = _option("--constraint")
+    constraints: Optional[tuple[str, ...]] = _option("--constraint", empty_flag="--no-constraints")
     deadlock: Optional[bool] = _option("--deadlock")
     keep_going: bool = _option("--continue", False)
     max_states: Optional[int] = _option("--max-states")
@@ -235,8 +236,9 @@ class CheckRequest:
     def command_arguments(self) -> list[str]:
         """The ``kraftcheck check`` arguments that make this request (``spec`` a name or reference):
         ``kraftcheck ci`` and ``sweep`` run each check as such a process. Every field with a flag
-        that differs from its default is given: a tuple as the flag repeated, a true flag alone
-        (a tri-state one false as ``--no-...``), any other value after its flag."""
+        that differs from its default is given: a tuple as the flag repeated (an empty one as its
+        ``empty_flag``: ``--no-constraints``), a true flag alone (a tri-state one false as
+        ``--no-...``), any other value after its flag."""
         if not isinstance(self.spec, str):
             raise UsageError("a check run as a command names its spec (a name, file.py:Class or module:Class)")
         if self.simulation is not None or self.spark.given():
@@ -249,6 +251,8 @@ class CheckRequest:
             if flag is None or value == f.default:
                 continue
             if isinstance(value, tuple):
+                if not value and f.metadata["empty_flag"]:  # none, where the default (None) is all
+                    args.append(f.metadata["empty_flag"])
                 args += [word for item in value for word in (flag, item)]
             elif isinstance(value, bool):
                 args.append(flag if value else "--no-" + flag[2:])

@@ -73,3 +73,33 @@ def test_a_spec_hook_raising_in_a_scenario_is_the_specs_error(monkeypatch):
     monkeypatch.setattr(spec_class("two_phase"), "lanes", lanes)
     with pytest.raises(SpecRaised, match=r"^lanes\(\) of spec two_phase raised ValueError: no lanes today at \S+"):
         run_scenario(parse_scenario({"spec": "two_phase", "steps": ["TMCommit"]}))
+
+
+# ----------------------------------------------------------------------------------------------
+# a report's Reproduce command of a run that applied no constraint
+
+
+def test_reproduce_command_of_a_run_without_constraints_applies_none(tmp_path):
+    """kraftcheck.check(..., constraints=[]) violates; its report's command, with no way to say
+    'none', applied every constraint the spec declares and held (exit 0)."""
+    import shutil
+    from pathlib import Path
+
+    import kraftcheck
+    from kraftcheck.request import CheckRequest
+    shutil.copy(Path(__file__).parent / "constraint_specs.py", tmp_path / "counters_spec.py")
+    ref = f"{tmp_path / 'counters_spec.py'}:Counters"
+    params = {"n": 2, "top": 2, "limit": 1, "cap": 2}
+    found = kraftcheck.check(ref, constraints=[], engine="reference", trace_dir=str(tmp_path / "t"), **params)
+    assert found.status == "violated"
+    (trace,) = (tmp_path / "t").iterdir()
+    result = _cli("trace", "report", trace, "--spec", ref)
+    assert result.exit_code == 0, result.output
+    command = next(line for line in result.output.splitlines() if line.startswith("kraftcheck check"))
+    assert "--no-constraints" in command and "--constraint " not in command
+    again = _cli(*command.split()[1:], "--engine", "reference", "--trace-dir", tmp_path / "again", "--quiet")
+    assert again.exit_code == 1, again.output
+    # ci and sweep run a request as such a command too
+    assert "--no-constraints" in CheckRequest(ref, params, constraints=()).command_arguments()
+    refused = _cli("check", "--spec", ref, "--no-constraints", "--constraint", "sum_at_most_limit")
+    assert refused.exit_code == 2 and "cannot go with --constraint sum_at_most_limit" in refused.output

@@ -68,14 +68,13 @@ def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], def
 def run_option_words(run_options: Mapping[str, Any], declared_constraints: Sequence[str],
                      spec_checks_deadlock: bool) -> list[str]:
     """The options of the trace's run that change what a run finds, as ``kraftcheck check`` takes
-    them: the constraints it applied when not every one the spec declares (``--constraint``), and
-    deadlock checking when not the spec's default. Without them a reproduction could explore
-    another state space and stop elsewhere."""
+    them: the constraints it applied when not every one the spec declares (``--constraint``, or
+    ``--no-constraints`` for none), and deadlock checking when not the spec's default. Without them
+    a reproduction could explore another state space and stop elsewhere."""
     words: list[str] = []
     applied = run_options.get("constraints")
     if isinstance(applied, list) and sorted(applied) != sorted(declared_constraints):
-        for name in applied:
-            words += ["--constraint", str(name)]
+        words += [w for name in applied for w in ("--constraint", str(name))] or ["--no-constraints"]
     deadlock = run_options.get("deadlock")
     if isinstance(deadlock, bool) and deadlock != spec_checks_deadlock:
         words.append("--deadlock" if deadlock else "--no-deadlock")

@@ -53,6 +53,8 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
               help="Apply only this state or action constraint of the spec (repeatable): the search keeps "
                    "the states inside them, as TLC's CONSTRAINT and ACTION_CONSTRAINT. [default: all the spec "
                    "declares]")
+@click.option("--no-constraints", is_flag=True,
+              help="Apply none of the spec's state and action constraints: the search keeps every reachable state.")
 @click.option("--deadlock/--no-deadlock", default=None,
               help="Report a reachable state with no successor but itself as a violation (kind deadlock, "
                    "exit 1), as TLC's CHECK_DEADLOCK.  [default: on, unless the spec declares its terminal "
@@ -171,12 +173,16 @@ def request_from(given: dict[str, Any]) -> CheckRequest:
                                                     ("seed", "depth", "max_behaviours", "swarm", "strategy"))
     if not simulate:
         refuse_without_simulate(seed, depth, max_behaviours, swarm, strategy)
+    no_constraints = given.pop("no_constraints")
+    if no_constraints and given["constraints"]:
+        raise UsageError(f"--no-constraints applies none of the spec's constraints; it cannot go with --constraint "
+                         f"{given['constraints'][0]}: give one or the other")
     spark = SparkSettings(given.pop("master"), parse_spark_conf(given.pop("spark_conf")), given.pop("work_dir"),
                           given.pop("spark_wait"))
     return CheckRequest(**{
         **given,
         "params": spec_params(given["spec"], given["params"], derived),
-        "constraints": given["constraints"] or None,
+        "constraints": () if no_constraints else given["constraints"] or None,
         "max_memory_gib": given["max_memory_gib"] or default_max_memory_gib(),
         "spark": spark,
         "simulation": Simulation(seed, depth, max_behaviours, simulation_strategy(swarm, strategy))
