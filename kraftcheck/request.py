@@ -129,8 +129,8 @@ class CheckRequest:
         check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
         refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
         refuse_same_file({"--json": self.json_path, "--dump-graph": self.dump_graph})
-        from kraftcheck.specs import reference_file
-        spec_file = reference_file(self.spec)
+        from kraftcheck.specs import source_file
+        spec_file = source_file(self.spec)
         if spec_file is not None:  # the run reads it (and imports it again in its compile processes)
             for option, path in (("--json", self.json_path), ("--dump-graph", self.dump_graph)):
                 refuse_replacing_input(path, option, spec_file, "spec file")

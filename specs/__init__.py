@@ -89,6 +89,29 @@ def reference_file(ref: object) -> str | None:
     return where if sep and where and name and (where.endswith(".py") or "/" in where or "\\" in where) else None
 
 
+def source_file(spec: object) -> str | None:
+    """The file a spec's code is read from, for refusing an output over it: a ``file.py:Class``
+    reference's file; the module file of a ``module:Class`` reference, a registered or a plugin's
+    name (found on ``sys.path``, not run; only the packages above it are imported, as loading the
+    spec would); a class's or instance's own file. None when none is found (loading the spec
+    then says why)."""
+    if not isinstance(spec, str):
+        try:
+            return inspect.getsourcefile(spec if isinstance(spec, type) else type(spec))
+        except TypeError:  # a built-in: no file
+            return None
+    if reference_file(spec) is not None:
+        return reference_file(spec)
+    plugins = {} if spec in REGISTRY else plugin_specs()
+    module = REGISTRY[spec].split(":")[0] if spec in REGISTRY else plugins[spec].module if spec in plugins \
+        else spec.rpartition(":")[0]
+    try:
+        found = importlib.util.find_spec(module) if module else None
+    except Exception:  # noqa: BLE001 - a package above it that fails to import, or no module name: loading says so
+        return None
+    return found.origin if found is not None and found.has_location else None
+
+
 def checked_spec_class(cls: object) -> type[Spec]:
     """``cls`` if it is a usable spec class given directly (from Python): a Spec subclass with a
     name and Params, whose name is not another registered or installed spec's."""

@@ -103,3 +103,34 @@ def test_reproduce_command_of_a_run_without_constraints_applies_none(tmp_path):
     assert "--no-constraints" in CheckRequest(ref, params, constraints=()).command_arguments()
     refused = _cli("check", "--spec", ref, "--no-constraints", "--constraint", "sum_at_most_limit")
     assert refused.exit_code == 2 and "cannot go with --constraint sum_at_most_limit" in refused.output
+
+
+# ----------------------------------------------------------------------------------------------
+# an output over the spec's own file, the spec named as module:Class
+
+
+@pytest.mark.parametrize("option", ["--json", "--dump-graph"])
+def test_an_output_over_a_module_specs_file_is_refused(tmp_path, monkeypatch, option):
+    """Refused for --spec file.py:Class only: with --spec my_jugs:MyJugs the report was written over
+    my_jugs.py (exit 1)."""
+    module = f"my_jugs_{option[2:].replace('-', '_')}"  # a module name of its own: imported once a process
+    source = tmp_path / f"{module}.py"
+    text = "from kraftcheck.specs.die_hard import DieHard\n\n\nclass MyJugs(DieHard):\n    name = 'my_jugs'\n"
+    source.write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    output = source
+    if option == "--dump-graph":  # a GraphML file by its name; a symlink counts as the file it names
+        output = tmp_path / "g.graphml"
+        output.symlink_to(source)
+    result = _cli("check", "--spec", f"{module}:MyJugs", option, output, "--quiet", "--trace-dir", tmp_path / "t")
+    assert result.exit_code == 2 and f"{option} {output} is the spec file this command reads" in result.output
+    assert source.read_text() == text
+
+
+def test_the_source_file_of_each_kind_of_spec_reference():
+    from kraftcheck import specs
+    from kraftcheck.specs.die_hard import DieHard
+    assert specs.source_file("die_hard") == specs.source_file("kraftcheck.specs.die_hard:DieHard") == \
+        specs.source_file(DieHard) == sys.modules[DieHard.__module__].__file__
+    assert specs.source_file("mine.py:Mine") == "mine.py"
+    assert specs.source_file("no_such_module_here:Spec") is None and specs.source_file("no_such_spec") is None
