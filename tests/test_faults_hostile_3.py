@@ -134,3 +134,25 @@ def test_the_source_file_of_each_kind_of_spec_reference():
         specs.source_file(DieHard) == sys.modules[DieHard.__module__].__file__
     assert specs.source_file("mine.py:Mine") == "mine.py"
     assert specs.source_file("no_such_module_here:Spec") is None and specs.source_file("no_such_spec") is None
+
+
+# ----------------------------------------------------------------------------------------------
+# cache clear removes only what kraftcheck wrote
+
+
+@pytest.mark.parametrize("name", ["kernels", "kernels-debug", "numba-debug"])
+def test_cache_clear_refuses_a_folder_kraftcheck_did_not_write(tmp_path, monkeypatch, name):
+    """KRAFTCHECK_CACHE_DIR=$HOME: 'cache clear' removed $HOME/kernels (and kernels-debug,
+    numba-debug) whatever they held."""
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KRAFTCHECK_DEBUG_KERNELS", raising=False)
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "kc_x_model_0123456789abcdef0123.py").write_text("")  # a cache of kraftcheck's...
+    (tmp_path / name).mkdir(exist_ok=True)
+    (tmp_path / name / "thesis.tex").write_text("years of work")  # ...or a folder of the user's, so named
+    result = _cli("cache", "clear")
+    assert result.exit_code == 2 and f"{tmp_path / name} holds 'thesis.tex', which kraftcheck does not write" \
+        in result.output, result.output
+    assert (tmp_path / name / "thesis.tex").read_text() == "years of work" and (tmp_path / "kernels").is_dir()
+    (tmp_path / name / "thesis.tex").unlink()
+    assert _cli("cache", "clear").exit_code == 0 and not (tmp_path / "kernels").exists()

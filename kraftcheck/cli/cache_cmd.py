@@ -7,12 +7,14 @@ mode (``KRAFTCHECK_DEBUG_KERNELS``: ``kernels-debug`` and ``numba-debug``, or th
 ``kernels``). ``clear`` stops those compiles and removes all of them; it refuses (exit 2) while a
 process that uses a kernel cache runs (a check, or a Python session that ran one: each holds a
 shared lock on it, ``codegen.note_cache_in_use``), since removing kernels under it would break its
-next import of one.
+next import of one, and when a folder so named holds anything kraftcheck does not write there
+(``KRAFTCHECK_CACHE_DIR=$HOME`` names the user's own ``$HOME/kernels``, if there is one).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -44,6 +46,23 @@ def _models(directory: Path) -> list[tuple[str, bool]]:
         spec = module.stem[len("kc_"):].rsplit("_model_", 1)[0]
         found.append((f"{spec} ({module.stem.rsplit('_', 1)[1][:8]})", Path(f"{module}.compiled").exists()))
     return found
+
+
+# the names kraftcheck writes in a kernel cache, and numba in its cache (numba-debug): generated
+# modules and their markers (kc_...; .kc_... while written), the in-use lock, the background
+# compiles' register, Python's and numba's caches of the modules (numba's: a folder per source
+# folder, <name>_<sha1 of its path>, and its index and data files)
+_OWN_ENTRY = re.compile(r"\.?kc_.*|\.in-use|detached|__pycache__|kernels|.+_[0-9a-f]{40}|.+\.nb[ic]", re.DOTALL)
+
+
+def _not_a_cache_entry(directory: Path) -> str | None:
+    """The first name in ``directory`` that kraftcheck (or numba, in its cache) does not write,
+    if any: such a folder is not only a cache of kraftcheck's, and none of it may be removed."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None  # unreadable: removing it says why
+    return next((name for name in names if not _OWN_ENTRY.fullmatch(name)), None)
 
 
 def _file_in_the_way(directory: Path) -> Path | None:
@@ -115,7 +134,7 @@ def _say_compiles(running: list) -> None:
 @cache.command()
 def clear() -> None:
     """Stop the cache's background compiles and remove it, with the debug mode's caches beside
-    it (not while in use)."""
+    it (not while in use, nor a folder holding anything kraftcheck does not write there)."""
     try:
         _clear()
     except UsageError as e:
@@ -134,6 +153,12 @@ def _clear() -> None:
         click.echo(f"kernel cache {directory}: nothing to clear")
         return
     caches = [d for d in (directory, *beside) if d.exists()]
+    for d in caches:  # before anything is locked, stopped or removed
+        foreign = _not_a_cache_entry(d)
+        if foreign is not None:
+            raise UsageError(f"{d} holds {foreign!r}, which kraftcheck does not write there: it is not (only) a "
+                             f"kernel cache of kraftcheck's, so nothing was removed; remove what you mean to by hand, "
+                             f"or point KRAFTCHECK_CACHE_DIR at a folder of kraftcheck's own")
     locks = []
     try:
         for d in caches:  # every lock before anything is stopped: a refusal changes nothing
