@@ -5,6 +5,7 @@ Each case failed before its fix."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import pytest
@@ -156,3 +157,46 @@ def test_cache_clear_refuses_a_folder_kraftcheck_did_not_write(tmp_path, monkeyp
     assert (tmp_path / name / "thesis.tex").read_text() == "years of work" and (tmp_path / "kernels").is_dir()
     (tmp_path / name / "thesis.tex").unlink()
     assert _cli("cache", "clear").exit_code == 0 and not (tmp_path / "kernels").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# show, render and export say when the trace they display is not what its spec does
+
+
+def _edited(trace_file, tmp_path):
+    """The counterexample with one value of its last state changed (fingerprint and all left)."""
+    data = json.loads(trace_file.read_text())
+    last = max(data["nodes"], key=lambda n: n["id"])
+    last["state"]["tm_state"] = "aborted" if last["state"]["tm_state"] != "aborted" else "init"
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_show_render_and_export_say_a_tampered_trace_is_not_a_behaviour(trace_file, tmp_path):
+    """Each displayed an edited trace as if the spec had run it, with no word of doubt."""
+    edited = _edited(trace_file, tmp_path)
+    for args in (("show", edited), ("export", edited, "--format", "json"),
+                 ("render", edited, "-o", tmp_path / "t.svg")):
+        result = _cli("trace", *args)
+        assert result.exit_code == 0, result.output
+        assert "note: this trace is NOT a behaviour of its spec (step 5, tm_state: the action produces" \
+            in result.stderr and f"kraftcheck trace replay {edited}" in result.stderr, result.stderr
+        assert "NOT a behaviour" not in result.stdout
+    assert json.loads(_cli("trace", "export", edited, "--format", "json").stdout)["graph"]["spec"]
+    for args in (("show", trace_file), ("export", trace_file, "--format", "dot")):  # a true trace: nothing said
+        assert _cli("trace", *args).stderr == ""
+
+
+def test_show_says_a_trace_of_an_unregistered_spec_was_not_verified(tmp_path):
+    from test_faults_hostile_2 import RAISING_SPEC
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    from kraftcheck.traces.graph import build_trace
+    (tmp_path / "raising_spec.py").write_text(RAISING_SPEC)
+    model = Model(spec_class(f"{tmp_path / 'raising_spec.py'}:Raising")())
+    path = tmp_path / "t.json"
+    traces.save(build_trace(model, [(None, (0,)), (model.label_for("Inc", ()), (1,))]), path)
+    result = _cli("trace", "show", path)
+    assert result.exit_code == 0 and "note: not verified: its spec 'raising_on_four' is not registered here; " \
+        f"'kraftcheck trace replay {path} --spec file.py:Class'" in result.stderr, result.output

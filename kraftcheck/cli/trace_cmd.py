@@ -7,6 +7,8 @@ Exit codes: 0 success (``report``: kraftcheck/cli/trace_report_cmd.py; ``replay`
 scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
 2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
 names its spec, and a spec that is not registered is given with ``--spec file.py:Class``;
+``show``, ``render`` and ``export`` replay a trace file first and say on standard error when it is
+not a behaviour of its spec, or could not be checked (``_vouch``), which changes no exit code;
 3 (``export``) the ``--output`` file could not be written (a full disk), as for any output of
 ``kraftcheck check``.
 """
@@ -90,6 +92,32 @@ def _open(path: Path, variant: Optional[str]):
         _fail(str(e))
 
 
+def _vouch(graph, path: Path) -> None:
+    """Say on standard error when a trace file is not a behaviour of its spec, or could not be
+    checked: show, render and export display the file as written, which anyone may have edited,
+    so it is replayed first (interpreted, a fraction of a second). Standard output is untouched."""
+    how = f"kraftcheck trace replay {path}"
+    if graph.graph.get("terms"):
+        note = (f"not verified: a trace shown in {graph.graph['terms']}'s terms (an export) cannot be replayed; "
+                "replay the trace file kraftcheck check wrote")
+    else:
+        try:
+            report = replay_trace(graph)
+        except KraftcheckError as e:  # a function of the spec raised on one of its steps
+            report, note = None, f"not verified: {e}"
+        if report is None:
+            pass
+        elif report.ok:
+            return
+        elif report.spec is None and report.error.field == "graph.spec":
+            note = (f"not verified: its spec {graph.graph.get('spec')!r} is not registered here; "
+                    f"'{how} --spec file.py:Class' (or module:Class) checks it against its spec")
+        else:
+            note = (f"this trace is NOT a behaviour of its spec ({report.error}): shown as the file says, not as "
+                    f"the spec runs ('{how}' checks every step)")
+    click.echo(f"note: {note}", err=True)
+
+
 @click.group("trace")
 def trace() -> None:
     """Show, picture, export or replay a counterexample trace or an authored scenario."""
@@ -106,10 +134,16 @@ def trace() -> None:
 @_model_names
 def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no_color: bool,
          ascii_only: bool, width: Optional[int], model_names: bool) -> None:
-    """A table, one row per step: the action, what it writes or sends, and the values it changed."""
+    """A table, one row per step: the action, what it writes or sends, and the values it changed.
+
+    A trace file is replayed first: one that is not a behaviour of its spec, or whose spec is not
+    registered (not checked), is said so on standard error.
+    """
     from kraftcheck.traces.table import print_trace
 
     graph, run = _open(file, variant)
+    if run is None:
+        _vouch(graph, file)
     console = _console(no_color, width)
     try:
         print_trace(TraceView(_shown(graph, model_names)), console, full=full, lane=lane, ascii_only=ascii_only)
@@ -131,12 +165,15 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     """The trace in another graph format.
 
     Exit codes: 0 written; 2 the file cannot be read or is not a trace; 3 the output could not
-    be written (a full disk), said in one error line.
+    be written (a full disk), said in one error line. A trace file that is not a behaviour of its
+    spec, or could not be checked, is said so on standard error, as by show.
     """
     from kraftcheck.traces.export import export
 
     _check_output(output, file)
-    graph, _ = _open(file, variant)
+    graph, run = _open(file, variant)
+    if run is None:
+        _vouch(graph, file)
     text = export(_shown(graph, model_names), fmt)
     if output is None:
         click.echo(text, nl=False)
@@ -158,11 +195,17 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
 @_model_names
 def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model_names: bool) -> None:
-    """A picture: lanes for the controller and each broker, time flowing down."""
+    """A picture: lanes for the controller and each broker, time flowing down.
+
+    A trace file that is not a behaviour of its spec, or could not be checked, is said so on
+    standard error, as by show.
+    """
     from kraftcheck.traces.render import render
 
     _check_output(output, file, picture=True)
-    graph, _ = _open(file, variant)
+    graph, run = _open(file, variant)
+    if run is None:
+        _vouch(graph, file)
     try:
         render(_shown(graph, model_names), output, dpi=dpi)
     except KraftcheckError as e:
