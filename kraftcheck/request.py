@@ -144,6 +144,9 @@ class CheckRequest:
             raise UsageError("give --checkpoint DIR for a new run or --resume DIR to continue one, not both")
         if self.engine == "reference" and (self.checkpoint or self.resume):
             raise UsageError("--checkpoint and --resume work with the compiled engine, not --engine reference")
+        if self.engine == "reference" and self.threads is not None:  # KRAFTCHECK_THREADS, ambient, is not refused
+            raise UsageError(f"--threads {self.threads} sets the compiled engine's worker threads; --engine reference "
+                             "explores on one thread: leave --threads out")
         if self.engine == "engine" and self.resume:
             from kraftcheck.checker.explore.checkpoint import check_resume_dir
             check_resume_dir(self.resume)  # a mistyped path: refused before any work, and nothing created

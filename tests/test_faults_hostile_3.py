@@ -200,3 +200,18 @@ def test_show_says_a_trace_of_an_unregistered_spec_was_not_verified(tmp_path):
     result = _cli("trace", "show", path)
     assert result.exit_code == 0 and "note: not verified: its spec 'raising_on_four' is not registered here; " \
         f"'kraftcheck trace replay {path} --spec file.py:Class'" in result.stderr, result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# an option the chosen engine would ignore
+
+
+def test_threads_with_the_reference_engine_is_refused_not_ignored():
+    """--engine reference --threads 4 ran on one thread and said nothing of the 4."""
+    import kraftcheck
+    from kraftcheck.checker.errors import UsageError
+    result = _cli("check", "--spec", "two_phase", "--engine", "reference", "--threads", "4")
+    assert result.exit_code == 2 and "--threads 4 sets the compiled engine's worker threads; --engine reference " \
+        "explores on one thread" in result.output, result.output
+    with pytest.raises(UsageError, match="--engine reference explores on one thread"):
+        kraftcheck.check("two_phase", engine="reference", threads=2)

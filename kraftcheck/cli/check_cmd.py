@@ -130,7 +130,9 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
                    "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
                    "default 1.5 s, 1 s in Python, then wait) while other processes compile them at the lowest "
                    "priority, a small model's quick table form first (background); or compile them first (now).")
-@click.option("--threads", type=int, callback=positive, metavar="N", help="Worker threads. [default: CPU count]")
+@click.option("--threads", type=int, callback=positive, metavar="N",
+              help="Worker threads of the compiled engine (refused with --engine reference, which runs on one). "
+                   "[default: CPU count]")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary (the exit code and --json still tell).")
 @click.option("--no-color", is_flag=True, help="Plain text output.")
 def check(**given: Any) -> None:
