@@ -4,8 +4,10 @@ Each case failed before its fix."""
 
 from __future__ import annotations
 
+import errno
 import importlib
 import json
+import os
 import sys
 
 import pytest
@@ -215,3 +217,33 @@ def test_threads_with_the_reference_engine_is_refused_not_ignored():
         "explores on one thread" in result.output, result.output
     with pytest.raises(UsageError, match="--engine reference explores on one thread"):
         kraftcheck.check("two_phase", engine="reference", threads=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# a file size limit or a quota is not a full disk
+
+
+@pytest.mark.parametrize("code, said, advice", [
+    (errno.EFBIG, "the file size limit is exceeded", "raise the file size limit (ulimit -f)"),
+    (errno.EDQUOT, "the disk quota is exceeded", "free space within the quota, or have it raised")])
+def test_a_file_size_limit_or_a_quota_is_said_as_what_it_is(tmp_path, monkeypatch, code, said, advice):
+    """Under 'ulimit -f' (EFBIG: Python ignores SIGXFSZ) or a quota (EDQUOT) the run said 'the disk
+    is full' and told the user to free space."""
+    from kraftcheck.checker.explore import levels
+    add = levels.DiskLevels.add
+
+    def refused(self, *args):
+        if self.depth >= 3:
+            raise OSError(code, os.strerror(code))
+        return add(self, *args)
+    monkeypatch.setattr(levels.DiskLevels, "add", refused)
+    run = tmp_path / "cp"
+    result = _cli("check", "--spec", "two_phase", "--param", "rm=2", "--checkpoint", run, "--no-color",
+                  "--json", tmp_path / "r.json", "--trace-dir", tmp_path / "t")
+    out = " ".join(result.output.split())
+    assert result.exit_code == 3, out
+    assert f"kraftcheck: error: {said} writing in {run}: the run stopped before its end; {run} keeps the last " \
+        f"finished level: {advice}" in out and "the disk is full" not in out
+    assert json.loads((tmp_path / "r.json").read_text())["incomplete_reason"] == f"{said} writing in {run}"
+    from kraftcheck.checker.disk_full import unwritten_reason
+    assert unwritten_reason(OSError(code, os.strerror(code))) == f"{said} ({os.strerror(code)})"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kraftcheck.checker.disk_full import DISK_FULL, UnwrittenFile, stopped_by_full_disk, write_kept
+from kraftcheck.checker.disk_full import UnwrittenFile, is_disk_full_reason, stopped_by_full_disk, write_kept
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Result
 from kraftcheck.cli.terminal import Terminal
 from kraftcheck.pipeline import Checked
@@ -68,7 +68,7 @@ class Outcome:
             t.error(str(u))
         if self.error is not None:
             t.error(self.error)
-        if result.incomplete_reason and result.incomplete_reason.startswith(DISK_FULL):
+        if is_disk_full_reason(result.incomplete_reason):
             t.error(stopped_by_full_disk(result.incomplete_reason, result.checkpoint_dir))
         if result.interrupted:
             # the reference explorer counts every state it reached; the engine and Spark the levels
@@ -81,7 +81,7 @@ class Outcome:
                 else "the counts and verdict above stand; a violation shown without a trace file has none"
             t.error(f"interrupted after the exploration, while {self.cut_short}: {stand}")
         if result.checkpoint_dir and (result.interrupted or result.incomplete_reason) and \
-                not (result.incomplete_reason or "").startswith(DISK_FULL):
+                not is_disk_full_reason(result.incomplete_reason):
             # the option the command gave the directory with: a resumed run's is --resume already
             instead = "" if result.resumed else \
                 f" instead of {'--work-dir' if result.engine == 'spark' else '--checkpoint'}"
