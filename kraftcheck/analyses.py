@@ -26,6 +26,7 @@ from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.explore.result import ProgressFn, Result, Violation, no_progress
 from kraftcheck.checker.model import Model
 from kraftcheck.traces import dump_state_graph
+from kraftcheck.traces.state_graph import GRAPH_LIMIT_REASON, too_large as graph_too_large
 from kraftcheck.traces.analysis_traces import write_lasso_trace, write_stuck_trace
 from kraftcheck.traces.graph import jsonable
 from kraftcheck.traces.states import readable_state
@@ -58,8 +59,12 @@ def analyse_after_check(reporter: Any, result: Result, make_model: Callable[[], 
         reporter.error(f"--availability and --liveness need every state; the exploration stopped early "
                        f"({result.incomplete_reason}), so they did not run")
         availability = liveness = False
+    too_large = None
+    if dump_graph and (result.incomplete_reason or "").startswith(GRAPH_LIMIT_REASON):
+        # the check stopped at --graph-limit: the graph has more states, no need to explore it again
+        too_large, dump_graph = graph_too_large(result.model.spec, limit), None
     if not (dump_graph or availability or liveness):
-        return None
+        return None if too_large is None else GraphAnalyses(error=too_large)
     # only the analyses hold the check's graph (a list they take it out of), so it is freed once used
     built = [result.graph] if result.graph is not None else None
     result.graph = None

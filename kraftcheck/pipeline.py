@@ -174,10 +174,19 @@ def _options(request: CheckRequest, threads: Optional[int]) -> Any:
     # a pass of their own that builds it)
     keep_graph = request.explores_for_analyses and request.engine == "engine" and not request.fingerprints \
         and not (request.checkpoint or request.resume)
-    return Options(max_states=request.max_states, max_depth=request.max_depth, time_limit=request.time_limit,
+    return Options(max_states=_max_states(request), max_depth=request.max_depth, time_limit=request.time_limit,
                    keep_going=keep_going, max_memory=request.max_memory, fingerprints=request.fingerprints,
                    compact=request.compact, checkpoint_dir=request.checkpoint or request.resume, resume=bool(request.resume),
                    keep_graph=keep_graph, symmetry=request.symmetry, threads=threads)
+
+
+def _max_states(request: CheckRequest) -> Optional[int]:
+    """The run's --max-states, or --graph-limit when --dump-graph asks for a graph of at most that
+    many states: the graph has at least the check's states, so a check past the limit stops there
+    (``GRAPH_LIMIT_REASON``) rather than after exploring every state for a dump refused at once."""
+    if request.dump_graph and (request.max_states is None or request.graph_limit < request.max_states):
+        return request.graph_limit
+    return request.max_states
 
 
 def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserver] = None) -> Result:
@@ -202,6 +211,10 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
             result = explorer.explore(model, options, reporter.progress, observer)
     finally:
         reporter.stop_progress()
+    if options.max_states != request.max_states and result.incomplete_reason == f"stopped at --max-states " \
+            f"{options.max_states}":  # the limit the run stopped at is --graph-limit's
+        from kraftcheck.traces.state_graph import GRAPH_LIMIT_REASON
+        result.incomplete_reason = f"{GRAPH_LIMIT_REASON} {options.max_states} (the state graph to dump has more states)"
     return result
 
 

@@ -247,3 +247,23 @@ def test_a_file_size_limit_or_a_quota_is_said_as_what_it_is(tmp_path, monkeypatc
     assert json.loads((tmp_path / "r.json").read_text())["incomplete_reason"] == f"{said} writing in {run}"
     from kraftcheck.checker.disk_full import unwritten_reason
     assert unwritten_reason(OSError(code, os.strerror(code))) == f"{said} ({os.strerror(code)})"
+
+
+# ----------------------------------------------------------------------------------------------
+# --graph-limit found exceeded as the check goes, not after it
+
+
+def test_a_graph_over_the_limit_stops_the_check_there(tmp_path):
+    """--dump-graph with --graph-limit 100 of a 288-state model explored all 288 (any size: all of
+    them, however long) before refusing the dump (exit 2)."""
+    report = tmp_path / "r.json"
+    result = _cli("check", "--spec", "two_phase", "--param", "rm=3", "--dump-graph", tmp_path / "g.graphml",
+                  "--graph-limit", "100", "--json", report, "--trace-dir", tmp_path / "t")
+    assert result.exit_code == 2 and "has more than 100 states (--graph-limit 100)" in result.output, result.output
+    found = json.loads(report.read_text())
+    assert found["distinct_states"] < 288 and not (tmp_path / "g.graphml").exists()
+    assert found["incomplete_reason"].startswith("stopped at --graph-limit 100")
+    # a --max-states below the graph's limit is the run's own bound, said as such
+    result = _cli("check", "--spec", "two_phase", "--param", "rm=3", "--dump-graph", tmp_path / "g.graphml",
+                  "--graph-limit", "100", "--max-states", "50", "--json", report, "--trace-dir", tmp_path / "t")
+    assert json.loads(report.read_text())["incomplete_reason"] == "stopped at --max-states 50"

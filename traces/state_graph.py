@@ -26,6 +26,16 @@ from kraftcheck.traces.states import element_names, fingerprint, format_element,
 from kraftcheck.traces.stepping import Stepper
 
 DEFAULT_MAX_STATES = 20_000
+# how the reason of a check stopped at --graph-limit begins (kraftcheck.pipeline): the graph to dump
+# has at least the check's states, so it stops there rather than after exploring everything
+GRAPH_LIMIT_REASON = "stopped at --graph-limit"
+
+
+def too_large(spec: object, max_states: int) -> str:
+    """The refusal of a state graph of more than ``max_states`` states to dump."""
+    return (f"the reachable state graph of {spec!r} has more than {max_states:,} states (--graph-limit "
+            f"{max_states}): --dump-graph writes GraphML for small models; shrink the bounds (fewer brokers, values, "
+            f"faults) or raise --graph-limit if you have the memory and patience")
 
 
 @dataclass
@@ -56,10 +66,7 @@ def explore_graph(model: Model, max_states: int = DEFAULT_MAX_STATES) -> StateGr
 
     def add(flat: tuple[int, ...], par: int, lab: int) -> int:
         if len(states) >= max_states:
-            raise UsageError(
-                f"the reachable state graph of {model.spec!r} has more than {max_states} states; the "
-                f"whole-graph analyses are for small models: shrink the bounds (fewer brokers, values, "
-                f"faults) or raise the limit if you have the memory and patience")
+            raise UsageError(too_large(model.spec, max_states))
         index[flat] = len(states)
         states.append(flat)
         parent.append(par)

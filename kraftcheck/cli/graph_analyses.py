@@ -28,7 +28,8 @@ OPTIONS = [
     click.Option(["--dump-graph"], metavar="FILE.graphml",
                  help="Also write the whole reachable state graph as GraphML (small models only: --graph-limit)."),
     click.Option(["--graph-limit"], type=click.IntRange(min=1), default=20_000, metavar="N", show_default=True,
-                 help="Refuse --dump-graph above N distinct states."),
+                 help="Refuse --dump-graph above N distinct states: the check stops once it has found more "
+                      "(exit 2, before exploring the rest)."),
 ]
 
 
