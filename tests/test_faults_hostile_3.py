@@ -151,6 +151,7 @@ def test_cache_clear_refuses_a_folder_kraftcheck_did_not_write(tmp_path, monkeyp
     monkeypatch.delenv("KRAFTCHECK_DEBUG_KERNELS", raising=False)
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "kc_x_model_0123456789abcdef0123.py").write_text("")  # a cache of kraftcheck's...
+    (tmp_path / "kernels" / ".kraftcheck-numba.lock").write_text("")
     (tmp_path / name).mkdir(exist_ok=True)
     (tmp_path / name / "thesis.tex").write_text("years of work")  # ...or a folder of the user's, so named
     result = _cli("cache", "clear")

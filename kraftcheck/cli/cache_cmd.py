@@ -49,10 +49,11 @@ def _models(directory: Path) -> list[tuple[str, bool]]:
 
 
 # the names kraftcheck writes in a kernel cache, and numba in its cache (numba-debug): generated
-# modules and their markers (kc_...; .kc_... while written), the in-use lock, the background
-# compiles' register, Python's and numba's caches of the modules (numba's: a folder per source
-# folder, <name>_<sha1 of its path>, and its index and data files)
-_OWN_ENTRY = re.compile(r"\.?kc_.*|\.in-use|detached|__pycache__|kernels|.+_[0-9a-f]{40}|.+\.nb[ic]", re.DOTALL)
+# modules and their markers (kc_...; .kc_... while written), the in-use lock and other locks of
+# its own (.kraftcheck-...), the background compiles' register, Python's and numba's caches of the
+# modules (numba's: a folder per source folder, <name>_<sha1 of its path>, and its index and data files)
+_OWN_ENTRY = re.compile(r"\.?kc_.*|\.in-use|\.kraftcheck-.*|detached|__pycache__|kernels|.+_[0-9a-f]{40}|.+\.nb[ic]",
+                        re.DOTALL)
 
 
 def _not_a_cache_entry(directory: Path) -> str | None:
