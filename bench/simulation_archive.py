@@ -1,0 +1,169 @@
+"""Go-Explore-style simulation, measured against the four-broker acknowledged-write loss.
+
+An archive holds one state (and the path to it) per *cell*, a cell being the values of chosen
+elements of the state (by default every scalar field: the controller's view, the AlterPartition
+exchange, the ghost variables and the fault budgets; the per-broker arrays left out). Each round
+picks a batch of archived states, with weight 1 / sqrt(1 + times picked) (Ecoffet et al., 2021),
+and walks from each by-action (``choose_successors``) for ``--segment`` steps; every successor
+generated on the way is checked against ``--check`` and, if its cell is new, archived with its
+path. A walk never goes past ``--depth`` states from the initial state. Reproducible by seed (one
+thread; the archive's order is the rows' order).
+
+    .venv/bin/python bench/simulation_archive.py --seed 1 --time-limit 60
+    .venv/bin/python bench/simulation_archive.py --seed 2 --fields acked,committed,c_elr,log,hwm
+
+The found state's length (states from the initial one) and the seconds, walks, archive size and
+successors generated are printed; "found None" means no violation within the time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.explore.compiled import kernel_shapes
+from kraftcheck.checker.explore.tiers import compile_now
+from kraftcheck.checker.kernels.simulation import choose_successors, warm_up
+from kraftcheck.checker.kernels.successor_rows import valid_rows_part
+from kraftcheck.checker.kernels.threads import using_threads
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
+
+
+def cell_elements(layout, fields: str, exclude: str, arrays: bool) -> list:
+    """The elements whose values make a cell."""
+    named, left_out = set(filter(None, fields.split(","))), set(exclude.split(","))
+
+    def wanted(e) -> bool:
+        if not e.bits or e.field.const is not None:
+            return False
+        if named:
+            return e.field.name in named
+        return (arrays or not e.field.shape) and e.field.name not in left_out
+
+    return [e for e in layout.elements if wanted(e)]
+
+
+def cell_hasher(elements: list):
+    """A function from packed states to a 64-bit hash of their cells' values."""
+    word = np.array([e.word for e in elements])
+    shift = np.array([e.shift for e in elements], np.uint64)
+    mask = np.array([(1 << e.bits) - 1 for e in elements], np.uint64)
+    mults = (np.arange(1, len(elements) + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+
+    def cells(words: np.ndarray) -> np.ndarray:
+        values = (words[:, word] >> shift) & mask
+        h = np.zeros(words.shape[0], np.uint64)
+        for k in range(len(elements)):
+            h = (h ^ (values[:, k] + np.uint64(k * 1000003))) * mults[k]
+            h ^= h >> np.uint64(29)
+        return h
+
+    return cells
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--brokers", type=int, default=4)
+    ap.add_argument("--min-isr", type=int, default=3)
+    ap.add_argument("--election", default="any")
+    ap.add_argument("--check", default="acked_writes_survive")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--segment", type=int, default=8, help="steps of a walk from an archived state")
+    ap.add_argument("--batch", type=int, default=2048, help="walks a round")
+    ap.add_argument("--depth", type=int, default=28, help="states of a path at most")
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--capacity", type=int, default=400_000, help="cells the archive holds at most")
+    ap.add_argument("--fields", default="", help="the fields of a cell (default: the scalar fields)")
+    ap.add_argument("--exclude", default="", help="fields left out of the default cell")
+    ap.add_argument("--arrays", action="store_true", help="the default cell takes array fields too")
+    a = ap.parse_args()
+
+    cls = spec_class("kafka")
+    model = Model(cls(cls.Params(brokers=a.brokers, min_isr=a.min_isr, election=a.election)), check=[a.check])
+    with using_threads(1):
+        kernels = compile_now(model, kernel_shapes(model), lambda _: None, 0.0)
+        warm_up()
+        elements = cell_elements(model.layout, a.fields, a.exclude, a.arrays)
+        cells = cell_hasher(elements)
+        print("cell fields:", ", ".join(sorted({e.field.name for e in elements})), f"({len(elements)} elements)")
+        nw, nl, depth, cap = model.layout.nwords, len(model.labels), a.depth, a.capacity
+        paths = np.zeros((cap, depth, nw), np.uint64)
+        path_labels = np.zeros((cap, depth), np.int64)
+        length = np.zeros(cap, np.int64)
+        picked = np.zeros(cap, np.int64)
+        index: dict[int, int] = {}
+        initial = kernels.pack(model.initial)
+        size = 0
+        for i, c in enumerate(cells(initial).tolist()):
+            if c not in index:
+                index[c] = size
+                paths[size, 0] = initial[i]
+                length[size] = 1
+                size += 1
+        rng = np.random.default_rng(a.seed)
+        batch = a.batch
+        buffers = kernels.buffers(batch)
+        label_action = np.array(model.label_action, np.int64)
+        blocked = np.uint64(model.action_constraint_bits)
+        action_on = np.ones((batch, len(model.actions)), np.uint8)
+        chosen = np.zeros(batch, np.int64)
+        moved = np.zeros(batch, np.uint8)
+        t0 = time.perf_counter()
+        walks = generated = rounds = 0
+        found = None
+        while time.perf_counter() - t0 < a.time_limit and found is None:
+            weight = (length[:size] < depth) / np.sqrt(1 + picked[:size])
+            pick = rng.choice(size, size=batch, p=weight / weight.sum())
+            np.add.at(picked, pick, 1)
+            walk_paths, walk_labels, step = paths[pick].copy(), path_labels[pick].copy(), length[pick] - 1
+            cur = walk_paths[np.arange(batch), step].copy()
+            alive = np.arange(batch)
+            behaviours = np.arange(walks, walks + batch, dtype=np.int64)
+            walks += batch
+            for k in range(a.segment):
+                n = alive.size
+                if n == 0:
+                    break
+                out = kernels.successors(cur[alive], 0, n, buffers)
+                rows = out.valid[: valid_rows_part(out.labels, 0, n * nl, NO_LABEL, out.valid)]
+                generated += rows.size
+                bad = np.flatnonzero(kernels.violations(out.words[rows]) & np.uint64(1))
+                if bad.size:
+                    found = int(step[alive[int(rows[bad[0]]) // nl]]) + 2
+                    break
+                choose_successors(out.labels, out.words, cur[alive], out.props, blocked, label_action, action_on, nl,
+                                  0, n, NO_LABEL, np.uint64(a.seed), behaviours[alive],
+                                  np.full(n, rounds * 64 + k, np.int64), True, chosen, moved)
+                for j, c in enumerate(cells(out.words[rows]).tolist()):
+                    if c in index or size == cap:
+                        continue
+                    r = int(rows[j])
+                    i = alive[r // nl]
+                    s = int(step[i])
+                    if s + 1 >= depth:
+                        continue
+                    index[c] = size
+                    paths[size, : s + 1] = walk_paths[i, : s + 1]
+                    paths[size, s + 1] = out.words[r]
+                    path_labels[size, :s] = walk_labels[i, :s]
+                    path_labels[size, s] = r % nl
+                    length[size] = s + 2
+                    size += 1
+                go = (chosen[:n] >= 0) & (step[alive] + 2 < depth)
+                movers, r = alive[go], chosen[:n][go]
+                step[movers] += 1
+                walk_paths[movers, step[movers]] = out.words[r]
+                walk_labels[movers, step[movers] - 1] = r % nl
+                cur[movers] = out.words[r]
+                alive = movers
+            rounds += 1
+        print(f"seed {a.seed}: found {found} (states), {time.perf_counter() - t0:.1f} s, {walks:,} walks, "
+              f"archive {size:,} cells, {generated:,} successors generated")
+
+
+if __name__ == "__main__":
+    main()
