@@ -20,6 +20,15 @@ every file in it checked against what was compiled into it.
   files' functions'. It detects mistakes
   (a swapped, edited, truncated or old file), not someone who can write the cache on purpose:
   the key is no secret.
+* numba saves an entry of a function in three steps: it reads the function's index, writes it back
+  with the entry, and writes the entry's compiled code under the file name the index gives. Two
+  processes that both read the index before either wrote it (two configurations of a spec
+  compiling an invariant for their own structured states) both take ``.1.nbc``: the index names
+  one's signature and the file holds the other's code, which numba alone loads for a state it was
+  not compiled for (it refused the call: said as the spec's error, exit 2). ``tolerate_damage``
+  makes a save hold ``LOCK_FILE`` of the cache folder to itself and a load share it, and binds
+  each compiled file to the index entry it was written for (a digest of the entry's key before
+  the file's own digest): one found under another entry is said on stderr and compiled again.
 * numba keeps a function compiled as long as its own source file is unchanged, though it compiled
   in the helpers the function calls from other files: a spec's invariant calling a helper of
   another module kept the helper's old code after the helper was edited (and a run said "holds"
@@ -41,6 +50,7 @@ every file in it checked against what was compiled into it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import io
@@ -50,6 +60,7 @@ import re
 import shutil
 import sys
 import sysconfig
+import threading
 import types
 from pathlib import Path
 
@@ -119,6 +130,58 @@ def _matches(cache_file, path: str) -> bool:
             and hmac.compare_digest(digest, _digest(cache_file, path, body)))
 
 
+# in every numba cache folder: a save holds it to itself, a load shares it (``tolerate_damage``)
+LOCK_FILE = ".kraftcheck-numba.lock"
+
+
+@contextlib.contextmanager
+def _folder_lock(cache_file, exclusive: bool):
+    """Hold the lock of ``cache_file``'s folder while inside: to itself (a save, which creates the
+    file), or shared (a load, which writes nothing: a folder no save has locked yet goes without,
+    and the check of each compiled file's entry finds what a save beside it leaves half done). A
+    folder that cannot be written, or a file system without locks, goes without too: nothing
+    keeps another writer out."""
+    path = os.path.join(cache_file._cache_path, LOCK_FILE)
+    try:
+        fd = os.open(path, (os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY) | os.O_CLOEXEC, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except OSError:  # ENOLCK: a file system without locks
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+# the index entry a save or load of this thread is about (numba's key: signature, machine, bytecode)
+_entry = threading.local()
+_ENTRY_MARK = b"\n#kraftcheck-entry-1:"
+_ENTRY_SIZE = len(_ENTRY_MARK) + _DIGEST_SIZE
+_OTHER_ENTRY = "was compiled for another signature than its index entry names (two processes saved at once)"
+
+
+def _entry_block(key) -> bytes:
+    """What a compiled file holds, before its own digest, of the index entry ``key`` it was written
+    for. numba's reader ignores it as it ignores the digest (bytes after the pickle's end)."""
+    return _ENTRY_MARK + hashlib.blake2b(repr(key).encode(), key=_KEY, digest_size=_DIGEST_SIZE).digest()
+
+
+def _entry_of(path: str) -> bytes | None:
+    """The entry block of the compiled file ``path`` (whose digest matched), None if it has none:
+    written by a kraftcheck that did not bind compiled code to its entry."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-(_TRAILER_SIZE + _ENTRY_SIZE), os.SEEK_END)
+            block = f.read(_ENTRY_SIZE)
+    except OSError:
+        return None
+    return block if block.startswith(_ENTRY_MARK) else None
+
+
 def _drop(path: str, why: str) -> None:
     print(f"kernel cache: {path} {why}; recompiling it", file=sys.stderr, flush=True)
     try:
@@ -147,6 +210,9 @@ def _check_numba_internals(cache_file) -> None:
         ("its compiled files read from _data_path", "_load_data", "_data_path"),
         ("a source stamp kept as _source_stamp", "__init__", "_source_stamp"),
         ("its index path kept as _index_path", "__init__", "_index_path"),
+        ("an entry saved by save, its compiled file through _save_data", "save", "_save_data"),
+        ("an entry loaded by load, its compiled file through _load_data", "load", "_load_data"),
+        ("a cache folder kept as _cache_path", "__init__", "_cache_path"),
     ] if name not in names(method)]
     cache_init = getattr(caching.Cache.__init__, "_numba_init", caching.Cache.__init__)
     if "IndexDataCacheFile" not in getattr(getattr(cache_init, "__code__", None), "co_names", ()):
@@ -306,12 +372,30 @@ def _has_contents(cell) -> bool:
 
 def tolerate_damage() -> None:
     """Make numba write a digest at the end of every index and compiled-kernel file, and take a
-    file whose digest does not match, or that does not unpickle, for a missing one (once)."""
+    file whose digest does not match, or that does not unpickle, for a missing one (once); bind
+    each compiled file to its index entry, and save and load under the cache folder's lock."""
     cache_file = getattr(caching, "IndexDataCacheFile", None)
-    _check_numba_internals(cache_file)
     if getattr(cache_file, "_kraftcheck_tolerant", False):
-        return
+        return  # hooked already (the checks below would read the hooks)
+    _check_numba_internals(cache_file)
     load_index, load_data, open_for_write = cache_file._load_index, cache_file._load_data, cache_file._open_for_write
+    save, load = cache_file.save, cache_file.load
+
+    def _save(self, key, data):
+        with _folder_lock(self, exclusive=True):
+            _entry.key = key
+            try:
+                return save(self, key, data)
+            finally:
+                _entry.key = None
+
+    def _load(self, key):
+        with _folder_lock(self, exclusive=False):
+            _entry.key = key
+            try:
+                return load(self, key)
+            finally:
+                _entry.key = None
 
     def _load_index(self):
         if not _matches(self, self._index_path):
@@ -328,6 +412,11 @@ def tolerate_damage() -> None:
         if not _matches(self, path):
             _drop(path, _MISMATCH)
             raise OSError(f"{name} {_MISMATCH}")  # numba's load takes it for a missing file
+        entry = _entry_of(path)
+        if entry != _entry_block(getattr(_entry, "key", None)):
+            if entry is not None:  # else an older kraftcheck's file: compiled again, as a stale one, in silence
+                print(f"kernel cache: {path} {_OTHER_ENTRY}; recompiling it", file=sys.stderr, flush=True)
+            raise OSError(f"{name} {_OTHER_ENTRY}")  # numba compiles it and writes the file again
         try:
             return load_data(self, name)
         except _DAMAGED:
@@ -339,10 +428,13 @@ def tolerate_damage() -> None:
         buffer = io.BytesIO()
         yield buffer
         content = buffer.getvalue()
+        if filepath != self._index_path:
+            content += _entry_block(getattr(_entry, "key", None))
         with open_for_write(self, filepath) as f:  # numba's: a temporary file, renamed when whole
             f.write(content + _MARK + _digest(self, filepath, content))
 
     cache_file._load_index, cache_file._load_data = _load_index, _load_data
+    cache_file.save, cache_file.load = _save, _load
     cache_file._open_for_write = _open_for_write
     cache_file._kraftcheck_tolerant = True
 
