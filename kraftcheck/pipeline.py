@@ -211,8 +211,9 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
             result = explorer.explore(model, options, reporter.progress, observer)
     finally:
         reporter.stop_progress()
-    if options.max_states != request.max_states and result.incomplete_reason == f"stopped at --max-states " \
-            f"{options.max_states}":  # the limit the run stopped at is --graph-limit's
+    if request.simulation is None and options.max_states != request.max_states \
+            and result.incomplete_reason == f"stopped at --max-states {options.max_states}":
+        # the limit the run stopped at is --graph-limit's (a simulation's options have no state limit)
         from kraftcheck.traces.state_graph import GRAPH_LIMIT_REASON
         result.incomplete_reason = f"{GRAPH_LIMIT_REASON} {options.max_states} (the state graph to dump has more states)"
     return result
