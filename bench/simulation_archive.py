@@ -80,6 +80,9 @@ def main() -> None:
     ap.add_argument("--fields", default="", help="the fields of a cell (default: the scalar fields)")
     ap.add_argument("--exclude", default="", help="fields left out of the default cell")
     ap.add_argument("--arrays", action="store_true", help="the default cell takes array fields too")
+    ap.add_argument("--resample", action="store_true",
+                    help="a cell's state is a uniform sample of the states that reached it (reservoir), "
+                         "not the first")
     a = ap.parse_args()
 
     cls = spec_class("kafka")
@@ -95,6 +98,7 @@ def main() -> None:
         path_labels = np.zeros((cap, depth), np.int64)
         length = np.zeros(cap, np.int64)
         picked = np.zeros(cap, np.int64)
+        reached = np.zeros(cap, np.int64)
         index: dict[int, int] = {}
         initial = kernels.pack(model.initial)
         size = 0
@@ -138,21 +142,31 @@ def main() -> None:
                 choose_successors(out.labels, out.words, cur[alive], out.props, blocked, label_action, action_on, nl,
                                   0, n, NO_LABEL, np.uint64(a.seed), behaviours[alive],
                                   np.full(n, rounds * 64 + k, np.int64), True, chosen, moved)
+                draws = rng.random(rows.size) if a.resample else None
                 for j, c in enumerate(cells(out.words[rows]).tolist()):
-                    if c in index or size == cap:
-                        continue
                     r = int(rows[j])
                     i = alive[r // nl]
                     s = int(step[i])
                     if s + 1 >= depth:
                         continue
-                    index[c] = size
-                    paths[size, : s + 1] = walk_paths[i, : s + 1]
-                    paths[size, s + 1] = out.words[r]
-                    path_labels[size, :s] = walk_labels[i, :s]
-                    path_labels[size, s] = r % nl
-                    length[size] = s + 2
-                    size += 1
+                    at = index.get(c)
+                    if at is None:
+                        if size == cap:
+                            continue
+                        at = index[c] = size
+                        size += 1
+                        reached[at] = 1
+                    elif draws is None:
+                        continue
+                    else:
+                        reached[at] += 1
+                        if draws[j] * reached[at] >= 1:  # keep the old one with probability 1 - 1/reached
+                            continue
+                    paths[at, : s + 1] = walk_paths[i, : s + 1]
+                    paths[at, s + 1] = out.words[r]
+                    path_labels[at, :s] = walk_labels[i, :s]
+                    path_labels[at, s] = r % nl
+                    length[at] = s + 2
                 go = (chosen[:n] >= 0) & (step[alive] + 2 < depth)
                 movers, r = alive[go], chosen[:n][go]
                 step[movers] += 1
