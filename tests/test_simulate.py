@@ -149,6 +149,16 @@ def test_the_default_depth_is_twice_the_levels_of_a_model_the_probe_exhausts():
     assert f"{levels} levels of the whole state space" in result.simulation["depth_source"]
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_behaviours_are_as_long_as_depth_allows_even_one_state(depth):
+    """--depth 1: each behaviour is its initial state, no step taken (it indexed past its path)."""
+    model = _model("two_phase", {"rm": 2})
+    sim = simulate(model, SimulationOptions(seed=3, depth=depth, max_behaviours=40, keep_going=True)).simulation
+    assert sim["behaviours"] == 40 and sim["ends"]["depth"] == 40
+    assert sim["behaviour_length"] == {"min": depth, "mean": float(depth), "max": depth}
+    assert sim["states"] == 40 * depth and sum(sim["actions_taken"].values()) == 40 * (depth - 1)
+
+
 def test_swarm_behaviours_take_fewer_kinds_of_action():
     model = _model("two_phase", {"rm": 3})
     uniform = simulate(model, SimulationOptions(seed=2, max_behaviours=500, keep_going=True, strategy="uniform"))

@@ -296,6 +296,8 @@ class _SimulationRun:
             why[first + violating] = ENDS.index("violation")
             outside = np.flatnonzero((why[first:] == GOES) & (masks & np.uint64(self.constraint_bits) != 0))
             why[first + outside] = ENDS.index("constraint")
+            if self.depth == 1:  # a behaviour of one state is its initial state: none takes a step
+                why[first:][why[first:] == GOES] = ENDS.index("depth")
             self._end_all(end, why)
 
     # -- violations
