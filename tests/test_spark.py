@@ -27,7 +27,7 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.main import cli
-from kraftcheck.spark import SparkExplorer, workdir
+from kraftcheck.spark import SparkExplorer, leftovers, workdir
 from kraftcheck.specs import spec_class
 
 pytestmark = pytest.mark.spark
@@ -295,18 +295,26 @@ def _manifest_levels(work: Path) -> int:
 
 def test_killed_driver_resumes_to_identical_counts(spark_context, tmp_path):
     """SIGKILL the driver (and the Java process it started) after a few levels; --resume ends with
-    the uninterrupted run's counts, coverage and counterexamples."""
+    the uninterrupted run's counts, coverage and counterexamples. What the two left in the
+    temporary directory, its JVM's files included, is in one directory, which the next run removes."""
     work = tmp_path / "work"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     check = ["--spec", "two_phase_eager_commit", "--param", "rm=3", "--continue"]
     # one core: one Python worker to start, and the kill does not depend on the cores
     driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[1]",
                                "--work-dir", str(work), "-q"], start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "TMPDIR": str(temporary)})
     try:
         _wait_for("three finished levels", lambda: _manifest_levels(work) >= 3 or driver.poll() is not None, 300, [])
         assert driver.poll() is None, "the run finished before it could be killed"
     finally:
         _stop(driver, first=signal.SIGKILL)
+    scratch = list(temporary.glob(f"{leftovers.SCRATCH_PREFIX}{driver.pid}-*"))
+    assert len(scratch) == 1 and list(scratch[0].glob("liblz4-java-*.so")), "the JVM's files are the driver's"
+    assert not [p.name for p in temporary.iterdir() if p.name.startswith(("spark-", "liblz4-java-"))]
+    assert leftovers.sweep(str(temporary)) == scratch and not scratch[0].exists()
     killed_at = _manifest_levels(work)
     model = _model("two_phase_eager_commit", rm=3)
     # the resumed run on this process's context (the killed driver's was its own)
@@ -385,8 +393,13 @@ def test_standalone_cluster_runs_a_spec_file_in_a_relative_work_dir(tmp_path):
     Every process is stopped, also on failure."""
     port = _free_port()
     master_url = f"spark://127.0.0.1:{port}"
+    # the cluster's JVMs (master, workers, their executors) keep their files here, not in /tmp:
+    # the workers killed below, and their executors, never remove theirs
+    cluster_tmp = tmp_path / "cluster-tmp"
+    cluster_tmp.mkdir()
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parent.parent),
-           "SPARK_NO_DAEMONIZE": "1"}
+           "SPARK_NO_DAEMONIZE": "1", "SPARK_LOCAL_DIRS": str(cluster_tmp),
+           "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={cluster_tmp}"}
     spec_file = tmp_path / "specs" / "eager_commit_file.py"
     spec_file.parent.mkdir()
     text = (Path(__file__).parents[1] / "specs" / "two_phase_eager_commit.py").read_text()

@@ -467,30 +467,46 @@ def test_a_dead_drivers_directories_are_swept_and_a_live_ones_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n, kept in names.items() if kept)
 
 
+def test_the_driver_jvms_temporary_files_go_to_its_own_directory(spark_context):
+    """Spark's JVM keeps temporary files in java.io.tmpdir (what spark-submit stages, the lz4
+    library it unpacks), /tmp by default whatever TMPDIR says: a JVM killed outright left them
+    there, dozens a day. They go to the driver's own directory under TMPDIR, which the driver (or,
+    if it was killed, the next run) removes."""
+    import tempfile
+    scratch = spark_context._kraftcheck_scratch
+    assert scratch is not None and scratch.parent == Path(tempfile.gettempdir())
+    assert scratch.name.startswith(f"{leftovers.SCRATCH_PREFIX}{os.getpid()}-")
+    assert spark_context._jvm.System.getProperty("java.io.tmpdir") == str(scratch)
+
+
 # -- a lost driver JVM ------------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_a_killed_driver_jvm_ends_the_run_interrupted_with_its_statistics(tmp_path):
     """kill -9 of the driver's own Java process mid-run: exit 130 with the statistics of the
-    levels finished, the cause in one line and the resume hint; no traceback, and the driver's
-    scratch directory removed."""
+    levels finished, the cause in one line and the resume hint; no traceback, and nothing left in
+    the temporary directory: the JVM's own files (spark-*, liblz4-java-*.so) went to /tmp, and the
+    JVM killed outright never removed them."""
     import signal
-    import tempfile
 
     import psutil
     from test_spark import _wait_for
     work = tmp_path / "work"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     # one core: one Python worker to start, and the kill does not depend on the cores
     driver = subprocess.Popen([str(Path(sys.executable).parent / "kraftcheck"), "check", "--spec", "two_phase",
                                "--param", "rm=3", "--continue", "--engine", "spark", "--master", "local[1]",
                                "--work-dir", str(work), "--no-color"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                              env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+                              env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(temporary)})
     try:
         _wait_for("two finished levels", lambda: driver.poll() is not None or _finished_levels(work) >= 2, 300, [])
         assert driver.poll() is None, "the run ended before its JVM could be killed"
         jvms = [p for p in psutil.Process(driver.pid).children(recursive=True) if p.name() == "java"]
         assert len(jvms) == 1, jvms
+        (scratch,) = temporary.glob(f"{leftovers.SCRATCH_PREFIX}{driver.pid}-*")
+        assert f"-Djava.io.tmpdir={scratch}" in jvms[0].cmdline()
         jvms[0].kill()
         out, err = driver.communicate(timeout=120)
     finally:
@@ -503,7 +519,7 @@ def test_a_killed_driver_jvm_ends_the_run_interrupted_with_its_statistics(tmp_pa
     assert "distinct states" in out and "the Spark driver's Java process ended" in said, out + err
     assert "figures unavailable" not in said  # the levels finished before have theirs
     assert f"--resume {work}" in err
-    assert not list(Path(tempfile.gettempdir()).glob(f"{leftovers.SCRATCH_PREFIX}{driver.pid}-*"))
+    assert not list(temporary.iterdir())
 
 
 def _finished_levels(work: Path) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -47,9 +48,12 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
     then as long for an executor, saying so to ``progress``). Executors run this Python (the one
     that has kraftcheck and numba installed) unless ``spark.pyspark.python`` is given. Without
     ``master``: spark-submit's master when it started this process, else ``local[*]``; local
-    masters with task retries (``with_task_retries``). The driver's scratch files (block
-    managers, shuffle files) go to a directory of this process's own, removed by ``stop_context``
-    and, if this process dies first, by the next run (``leftovers``)."""
+    masters with task retries (``with_task_retries``). A driver JVM this call starts keeps its
+    files in a directory of this process's own, removed by ``stop_context`` and, if this process
+    dies first, by the next run (``leftovers``): its temporary files (``java.io.tmpdir``: what
+    spark-submit stages, the native libraries it unpacks) and, unless given, its scratch files
+    (block managers, shuffle files: ``spark.local.dir``). Their default, /tmp, kept what a JVM
+    killed outright never removed."""
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:
@@ -75,29 +79,34 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
             spark_conf.set(key, value)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    scratch = None
-    if not (spark_conf.contains("spark.local.dir") or os.environ.get("SPARK_LOCAL_DIRS") or under_spark_submit()
-            or SparkContext._gateway is not None):
-        scratch = leftovers.scratch_dir()
     where = master or "the submitted master"
     launched = SparkContext._gateway is None  # a JVM this call starts is this call's to end if it fails
+    scratch = leftovers.scratch_dir() if launched and not under_spark_submit() else None
+    jvm_env = {}
+    if scratch is not None:
+        # given by the environment: spark.local.dir makes Spark warn that a cluster may override it
+        jvm_env["SPARK_SUBMIT_OPTS"] = " ".join(
+            o for o in (os.environ.get("SPARK_SUBMIT_OPTS", ""), shlex.quote(f"-Djava.io.tmpdir={scratch}")) if o)
+        if not (spark_conf.contains("spark.local.dir") or os.environ.get("SPARK_LOCAL_DIRS")):
+            jvm_env["SPARK_LOCAL_DIRS"] = str(scratch)
 
     def end_jvm() -> None:
         if launched:
             end_driver_jvm()
 
     try:
+        before = {key: os.environ.get(key) for key in jvm_env}
         try:
-            # the driver's JVM (quick, or an error at once), its scratch in ``scratch``: given by
-            # the environment, as spark.local.dir makes Spark warn that a cluster may override it
-            if scratch is not None:
-                os.environ["SPARK_LOCAL_DIRS"] = str(scratch)
+            os.environ.update(jvm_env)  # the driver's JVM (quick, or an error at once) starts with them
             SparkContext._ensure_initialized(conf=spark_conf)
         except Exception as e:  # Java gateway
             raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
         finally:
-            if scratch is not None:
-                del os.environ["SPARK_LOCAL_DIRS"]
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
         waiting = f"starting Spark on {where}" + (" (registering with the master)" if not
                                                   str(master).startswith("local") else "")
         try:
