@@ -215,6 +215,33 @@ def test_an_interrupted_simulation_says_so_in_its_reason(monkeypatch):
                                                                         max_behaviours=100_000))
     assert result.interrupted and (result.status, result.incomplete_reason) == ("incomplete", "interrupted")
 
+@pytest.mark.parametrize("extra, says", [
+    ([], "interrupted; the statistics above cover what was simulated so far"),
+    (["-q", "--json", "r.json"], "interrupted; the JSON report's statistics cover what was simulated so far"),
+    (["-q"], "interrupted (--quiet: no statistics shown; --json FILE keeps them)")])
+def test_an_interrupted_command_says_where_its_statistics_are(monkeypatch, tmp_path, extra, says):
+    """Under --quiet no summary is printed: the interrupt's last line pointed at "the statistics
+    above" all the same."""
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+
+    calls = []
+
+    def stop_at_the_third_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_module, "raise_if_stop_requested", stop_at_the_third_step)
+    monkeypatch.chdir(tmp_path)
+    run = CliRunner().invoke(cli, ["check", "--spec", "two_phase", "--param", "rm=3", "--simulate", "--continue",
+                                   "--seed", "1", "--no-color", *extra], catch_exceptions=False)
+    assert run.exit_code == 130
+    assert says in " ".join(run.stderr.split())
+    assert ("behaviours" in run.stdout) == ("-q" not in extra)
+
+
 # -- the command
 def _kraftcheck(*args, cwd):
     env = {**os.environ, "COLUMNS": "200"}  # the summary's lines unwrapped

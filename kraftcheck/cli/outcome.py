@@ -75,7 +75,10 @@ class Outcome:
             # they finished, which a resume continues from
             what = "what was simulated so far" if result.simulation is not None else \
                 "what was explored so far" if result.engine == "reference" else "the levels finished so far"
-            t.error(f"interrupted; the statistics above cover {what}")
+            # under --quiet no summary was printed: say where the statistics are, if anywhere
+            where = "the statistics above" if not t.quiet else "the JSON report's statistics" if json_path else None
+            t.error(f"interrupted; {where} cover {what}" if where else
+                    f"interrupted (--quiet: no statistics shown; --json FILE keeps them)")
         elif self.cut_short is not None:
             stand = "the counts above stand (the analyses' error says what is not known)" if self.error is not None \
                 else "the counts and verdict above stand; a violation shown without a trace file has none"
