@@ -215,7 +215,8 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
             and result.incomplete_reason == f"stopped at --max-states {options.max_states}":
         # the limit the run stopped at is --graph-limit's (a simulation's options have no state limit)
         from kraftcheck.traces.state_graph import GRAPH_LIMIT_REASON
-        result.incomplete_reason = f"{GRAPH_LIMIT_REASON} {options.max_states} (the state graph to dump has more states)"
+        result.incomplete_reason = f"{GRAPH_LIMIT_REASON} {options.max_states} (the state graph to dump has more " \
+                                   "states)"
     return result
 
 
