@@ -74,6 +74,91 @@ def test_initial_states_outside_a_constraint_as_tlc_counts_them(explorer):
         assert violation.depth == 1 and violation.steps[0].state[0] == forbidden
 
 
+# one state, two successors violating one invariant: the first (row 0) inside the constraint, the
+# second (row 1) outside it
+FIRST_INSIDE_THEN_OUTSIDE = """
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck import Action, Constraint, Int, Invariant, Spec, param
+
+
+@njit(cache=True)
+def to_one(s, t):
+    if s.x != 0:
+        return False
+    t.x = 1
+    return True
+
+
+@njit(cache=True)
+def to_two(s, t):
+    if s.x != 0:
+        return False
+    t.x = 2
+    return True
+
+
+@njit(cache=True)
+def stays_zero(s):
+    return s.x == 0
+
+
+@njit(cache=True)
+def below_two(s):
+    return s.x < 2
+
+
+@dataclass(frozen=True)
+class P:
+    scale: int = param(1, "unused", minimum=1, maximum=1)
+
+
+class SuccOutside(Spec):
+    name = "succ_outside"
+    Params = P
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 2)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("ToOne", to_one), Action("ToTwo", to_two)]
+
+    def invariants(self):
+        return [Invariant("stays_zero", stays_zero)]
+
+    def constraints(self):
+        return [Constraint("below_two", below_two)]
+"""
+
+
+@pytest.fixture(scope="module")
+def first_inside_then_outside(tmp_path_factory):
+    """The spec's class, its file written once (compiled once for every test here)."""
+    path = tmp_path_factory.mktemp("succ_outside") / "succ_outside.py"
+    path.write_text(FIRST_INSIDE_THEN_OUTSIDE)
+    return spec_class(f"{path}:SuccOutside")
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+@pytest.mark.parametrize("explorer", [ReferenceExplorer, lambda: Engine(compile="bytecode")],
+                         ids=["reference", "engine"])  # the engine's tiers share the chunks' code: no compile
+def test_a_violation_is_found_at_the_first_successor_inside_or_outside_the_constraints(first_inside_then_outside,
+                                                                                       explorer, keep_going):
+    """Successors outside the constraints are checked before the chunk's new states: the engine
+    reported the later one outside (ToTwo) with one transition more counted, where the reference
+    explorer, taking the rows in order, finds ToOne."""
+    cls = first_inside_then_outside
+    result = explorer().explore(Model(cls(cls.Params())), Options(keep_going=keep_going))
+    assert [s.label for s in result.violations[0].steps] == [None, 0]  # ToOne
+    assert result.states_generated == (3 if keep_going else 2)
+
+
 def test_inner_fifo_without_its_constraint_keeps_the_longer_queues():
     """The constraint is what stops the search at queues of 3: an empty selection keeps every
     state the fields can hold (queues of 4 too, which the fields were sized for)."""

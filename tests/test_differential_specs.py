@@ -157,11 +157,6 @@ class TwoStarts(Spec):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the engine checks the initial states outside the state constraints before "
-                   "those inside (Engine._initial_level, checker/explore/engine.py): a run that stops at its first "
-                   "violation stops at a later initial state outside when an earlier one inside violates the same "
-                   "invariant, counting 2 states generated where the reference explorer counts 1, with the later "
-                   "state as the counterexample")
 def test_a_run_stops_at_the_first_violating_initial_state(tmp_path):
     path = tmp_path / "two_starts.py"
     path.write_text(FIRST_INITIAL_STATE_VIOLATES)

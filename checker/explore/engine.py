@@ -325,8 +325,12 @@ class _Run:
             masks = self._violations(init_words)
             outside = outside_constraints(self.model, masks)
             inside = np.flatnonzero(~outside)
-            found.update(self.violations.outside_constraints(masks[outside], np.flatnonzero(outside),
-                                                             lambda p: (-1 - p, -1)))
+            # an invariant is noted at the first initial state that violates it, as the reference
+            # explorer notes it: one outside the constraints only if no earlier state inside does
+            inside_masks = np.where(outside, np.uint64(0), masks & np.uint64((1 << len(self.model.invariants)) - 1))
+            before = np.bitwise_or.accumulate(np.concatenate([np.zeros(1, np.uint64), inside_masks[:-1]]))
+            found.update(self.violations.outside_constraints(masks[outside] & ~before[outside],
+                                                             np.flatnonzero(outside), lambda p: (-1 - p, -1)))
             init_words, hashes = init_words[inside], hashes[inside]
         if self.graph_builder is not None:
             is_new = self.graph_builder.add_initial(init_words, hashes)
@@ -403,7 +407,7 @@ class _Run:
             self.levels.add(new_words, buf.new_parent[:n], buf.new_label[:n])
             self.frontier_size = level.shape[0] - hi + new_so_far + n
             found_here.update(self._check_new(new_words, self.distinct + new_so_far, buf.new_rows[:n],
-                                              (buf.new_parent[:n], buf.new_label[:n])))
+                                              (buf.new_parent[:n], buf.new_label[:n]), found_here))
             if found_here and not self.options.keep_going:
                 if distinct_only:  # the rows after the cut are needed one by one: compute them all
                     self.kernels.successors(level, lo, hi, buf)
@@ -489,13 +493,15 @@ class _Run:
         return keep
 
     def _check_new(self, words: np.ndarray, first_index: int, rows: np.ndarray,
-                   steps: Optional[tuple[np.ndarray, np.ndarray]] = None) -> dict[str, int]:
+                   steps: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                   noted_in_chunk: Optional[dict[str, int]] = None) -> dict[str, int]:
         """Check invariants on new states (state ``first_index + i`` is ``words[i]``, candidate row
-        ``rows[i]``); the checks newly violated -> the row where each was first
-        (``Violations.of_invariants``)."""
+        ``rows[i]``); the checks newly violated, or violated at an earlier row than the chunk noted
+        them (``noted_in_chunk``) -> the row where each was first (``Violations.of_invariants``)."""
         if not self.model.invariants or not words.shape[0]:
             return {}
-        return self.violations.of_invariants(self._violations(words, first_index), first_index, rows, steps)
+        return self.violations.of_invariants(self._violations(words, first_index), first_index, rows, steps,
+                                             noted_in_chunk)
 
     def _violations(self, words: np.ndarray, first_index: Optional[int] = None) -> np.ndarray:
         """``kernels.violations(words)`` of states ``first_index`` on (None: the initial states,

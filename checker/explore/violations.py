@@ -90,12 +90,17 @@ class Violations:
                 del self.found_at[name]
 
     def of_invariants(self, masks: np.ndarray, first_index: int, rows: np.ndarray,
-                      steps: Optional[tuple[np.ndarray, np.ndarray]] = None) -> dict[str, int]:
+                      steps: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                      noted_in_chunk: Optional[dict[str, int]] = None) -> dict[str, int]:
         """The invariants newly violated by new states whose check masks are ``masks`` (state
         ``first_index + i`` is the i-th) -> the row (``rows[i]``) where each was violated first.
         ``steps``: each new state's parent and label, by which its violation is noted, so that
         its path is rebuilt from finished levels only (reading back the level being built
-        flushes its files, which a full disk refuses: the violation would be lost with the run)."""
+        flushes its files, which a full disk refuses: the violation would be lost with the run).
+        ``noted_in_chunk``: the checks the chunk has noted already (check -> row: on successors
+        outside the state constraints, checked before the new states); one that a new state at an
+        earlier row violates is noted again there, as the reference explorer, taking the rows in
+        order, finds it first."""
         bad = np.flatnonzero(masks)
         if not bad.size:
             return {}
@@ -105,7 +110,8 @@ class Violations:
             self.note(name, "invariant", *at)
             return int(rows[i])
 
-        return self._first_of_each(self.model.invariants, masks, bad, noted)
+        return self._first_of_each(self.model.invariants, masks, bad, noted,
+                                   lambda i: int(rows[i]), noted_in_chunk or {})
 
     def of_properties(self, props: np.ndarray, rows: np.ndarray, labels: np.ndarray, first: int,
                       stride: int) -> dict[str, int]:
@@ -132,16 +138,20 @@ class Violations:
 
         return self._first_of_each(self.model.invariants, masks, np.flatnonzero(masks), noted)
 
-    def _first_of_each(self, checks: list, masks: np.ndarray, candidates: np.ndarray, noted) -> dict[str, int]:
+    def _first_of_each(self, checks: list, masks: np.ndarray, candidates: np.ndarray, noted, row_of=None,
+                       noted_at: Optional[dict[str, int]] = None) -> dict[str, int]:
         """For each of ``checks`` (bit k of a mask is the k-th) not found violated before whose bit
         is set in ``masks`` at one of ``candidates`` (increasing): ``noted(name, candidate)`` at the
-        first such candidate, which notes the violation and gives the row it is said to be at."""
+        first such candidate, which notes the violation and gives the row it is said to be at.
+        A check found before at a row of ``noted_at`` (check -> row) is noted again if its first
+        candidate's row (``row_of(candidate)``) comes before that."""
         found: dict[str, int] = {}
         for k, check in enumerate(checks):
-            if check.name in self.found:
+            earlier_than = (noted_at or {}).get(check.name)
+            if check.name in self.found and earlier_than is None:
                 continue
             hits = candidates[(masks[candidates] >> np.uint64(k)) & np.uint64(1) == 1]
-            if hits.size:
+            if hits.size and (earlier_than is None or row_of(int(hits[0])) < earlier_than):
                 found[check.name] = noted(check.name, int(hits[0]))
         return found
 
