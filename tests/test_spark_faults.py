@@ -9,6 +9,7 @@ need no Spark are tested on their own parts.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -278,6 +279,20 @@ def test_a_failed_task_says_its_error_and_where_and_a_full_disk_is_a_full_disk(s
         spark_context.parallelize([0], 1).map(_finds_the_disk_full).collect()
     found = failures.disk_full(full.value)
     assert found is not None and found.filename == "/work/levels/level-0003/part-00001.words"
+    assert found.errno == errno.ENOSPC
+
+
+@pytest.mark.parametrize("code", [errno.EDQUOT, errno.EFBIG])
+def test_a_task_past_its_quota_or_file_size_limit_is_said_as_such(spark_context, code):
+    """A task's EDQUOT was said as a full disk (free space, not the quota), and its EFBIG (ulimit
+    -f) as a failed job, exit 2: each is now the errno's own reason, as on the local engine."""
+    def _refused(_):
+        raise OSError(code, os.strerror(code), "/work/levels/level-0003/part-00001.words")
+
+    with pytest.raises(Exception) as refused:
+        spark_context.parallelize([0], 1).map(_refused).collect()
+    found = failures.disk_full(refused.value)
+    assert found is not None and (found.errno, found.filename) == (code, "/work/levels/level-0003/part-00001.words")
 
 
 def test_a_full_disk_ends_the_run_incomplete_with_its_statistics_and_resumable(spark_context, tmp_path, monkeypatch):

@@ -4,23 +4,29 @@ py4j wraps a failed job in ``Py4JJavaError("An error occurred while calling ...c
 whose text is the whole Java stack; the cause a user can act on is further down: the Python
 traceback of the task (a ``PythonException``'s message) or the Java exception the task died of
 ("Python worker exited unexpectedly", an ``IOException``). ``task_error`` finds it and says it in
-one line with where it was raised. A task that found the disk full is a full disk (``OSError``
-ENOSPC), whichever executor met it, so the run ends as the local engine's does. A driver whose
+one line with where it was raised. A task that found no room for its bytes (a full disk, a quota,
+a file size limit: ``disk_full.NO_ROOM``) is that, with its own errno, whichever executor met it,
+so the run ends as the local engine's does. A driver whose
 Java process is gone (killed, crashed) cannot answer anything more: ``driver_jvm_lost`` tells.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import re
 import subprocess
 from typing import Any, Optional
 
-from kraftcheck.checker.disk_full import is_disk_full
+from kraftcheck.checker.disk_full import DISK_FULL_ERRNOS, is_disk_full
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
-_NO_SPACE_ERRNO = re.compile(r"\[Errno (?:28|122)\][^\n]*?(?::\s*'(?P<file>[^']*)')?[ \t]*$", re.M)
-_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded")
+# a task's Python error line (the file it names, if any), for each errno disk_full.NO_ROOM names
+_NO_SPACE_ERRNO = re.compile(r"\[Errno (?P<errno>" + "|".join(str(code) for code in DISK_FULL_ERRNOS)
+                             + r")\][^\n]*?(?::\s*'(?P<file>[^']*)')?[ \t]*$", re.M)
+# a Java one (a shuffle file, a block), by its message
+_NO_SPACE = {errno.ENOSPC: re.compile(r"No space left on device"), errno.EDQUOT: re.compile(r"Disk quota exceeded"),
+             errno.EFBIG: re.compile(r"File too large")}
 _PYSPARK_FRAME = ("pyspark.zip", "/pyspark/", "py4j")
 
 
@@ -101,10 +107,12 @@ def disk_full(error: BaseException) -> Optional[OSError]:
     if not type(error).__module__.startswith(("py4j", "pyspark")):
         return None
     text = "\n".join(message for _, message, _ in _chain(error)) or _text(error)
-    found = _NO_SPACE_ERRNO.search(text)  # a Python error line, with the file it names
-    if not found and not _NO_SPACE.search(text):  # a Java one (a shuffle file, a block)
-        return None
-    return OSError(errno.ENOSPC, "No space left on device", found.group("file") if found else None)
+    found = _NO_SPACE_ERRNO.search(text)
+    if found:
+        code = int(found.group("errno"))
+        return OSError(code, os.strerror(code), found.group("file"))
+    code = next((code for code, message in _NO_SPACE.items() if message.search(text)), None)
+    return None if code is None else OSError(code, os.strerror(code))
 
 
 JVM_EXIT_WAIT_S = 1.0  # how long an error is given to turn out a JVM's death
