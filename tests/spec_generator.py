@@ -124,6 +124,10 @@ class _Generator:
         self.consts: list[tuple[str, int]] = []
         self.functions: list[str] = []
         self.counter = 0
+        # wide fields (tens of bits, so that a state takes several words) come from a stream of
+        # their own, so that adding them left every other choice of a seed as it was
+        self.w = random.Random(f"wide {seed}")
+        self.wide: list[tuple[_Field, int, int]] = []  # the field, its step M and its count of values J
 
     # fields
 
@@ -154,6 +158,58 @@ class _Generator:
                                       f'Bool("ready", ({self.n},), index_labels={procs!r})'))
         for _ in range(self.r.randint(0, 2)):
             self.consts.append((self.fresh("k"), self.r.randint(-2, 3)))
+        self.make_wide_fields(procs)
+
+    def make_wide_fields(self, procs):
+        """Fields of 20 to 31 bits holding a few values lo + M * j, j < J: with the others they
+        fill more than one 63-bit word, and their values are far from 0."""
+        w = self.w
+        for i in range(w.choice((0, 1, 1, 2))):
+            per_process = w.random() < 0.5 and self.product() * 2 ** self.n <= 4 * MAX_PRODUCT
+            count = 2 if per_process else 4
+            while True:  # a field's values stay within int32 (checker/spec.py refuses others)
+                step = w.choice((2 ** w.randint(18, 30), 3 ** w.randint(12, 19), 1000003 * w.randint(1, 999)))
+                lo = w.choice((0, -(2 ** w.randint(20, 31)), -w.randint(1, 2 * 10 ** 9)))
+                hi = lo + step * (count - 1) + w.randint(0, 5)
+                if hi < 2 ** 31 and hi - lo < 2 ** 31 - 1:
+                    break
+            name = f"wide{i}"
+            if per_process:
+                f = _Field(name, "int", lo, hi, (self.n,), True,
+                           f'Int("{name}", {lo}, {hi}, ({self.n},), index_labels={procs!r})')
+            else:
+                f = _Field(name, "int", lo, hi, (), False, f'Int("{name}", {lo}, {hi})')
+            self.wide.append((f, step, count))
+
+    def wide_actions(self):
+        """An action per wide field, and an invariant that holds: the field keeps to its steps."""
+        w = self.w
+        actions = []
+        for i, (f, step, count) in enumerate(self.wide):
+            name, upper = f.name, f.name.upper()
+            params = "(Param(\"p\", {0}, self.procs), )".format(self.n) if f.shape else "()"
+            element = f"{name}[p]" if f.shape else name
+            small = [g for g in self.fields
+                     if g.shape == () and g.kind in ("int", "bool", "enum") and not g.holds_process]
+            guard = ""
+            if small and w.random() < 0.6:
+                g = w.choice(small)
+                guard = f"    if j == (s.{g.name} % {count}):\n        return False\n"
+            writes = f"    t.{element} = LO_{upper} + STEP_{upper} * ((j + {w.randint(1, count - 1)}) % {count})\n"
+            if small and w.random() < 0.4:
+                g = w.choice(small)
+                writes += f"    t.{g.name} = clamp(s.{g.name} + j % 2, {g.lo}, {g.hi})\n"
+            self.functions.append(
+                f"LO_{upper} = {f.lo}\nSTEP_{upper} = {step}\n\n\n"
+                f"@njit(cache=True)\ndef move_{name}(s, t{', p' if f.shape else ''}):\n"
+                f"    j = (s.{element} - LO_{upper}) // STEP_{upper}\n{guard}{writes}    return True\n")
+            actions.append(f'Action("Move{i}", move_{name}, {params})')
+            cells = f"s.{name}[i]" if f.shape else f"s.{name}"
+            loop = f"    for i in range({self.n}):\n    " if f.shape else ""
+            self.functions.append(
+                f"@njit(cache=True)\ndef {name}_in_steps(s):\n{loop}    if ({cells} - LO_{upper}) % STEP_{upper} "
+                f"!= 0:\n{'    ' if f.shape else ''}        return False\n    return True\n")
+        return actions
 
     def int_range(self):
         if self.r.random() < 0.4:
@@ -530,6 +586,11 @@ class _Generator:
                 if f.name not in values and not (f.lo <= 0 <= f.hi):
                     values[f.name] = f.lo if f.shape == () else \
                         ([f.lo] * f.shape[0] if len(f.shape) == 1 else [[f.lo] * f.shape[1]] * f.shape[0])
+            for f, step, count in self.wide:  # from their own stream, as everything of theirs
+                if f.shape:
+                    values[f.name] = [f.lo + step * self.w.randrange(count) for _ in range(self.n)]
+                else:
+                    values[f.name] = f.lo + step * self.w.randrange(count)
             if values not in states:
                 states.append(values)
         return states
@@ -544,6 +605,7 @@ class _Generator:
             elif f.per_process:
                 axes = "(0, 1)" if f.name.startswith("link") else "(0,)"
                 moved.append(f'Permuted("{f.name}", axes={axes})')
+        moved += [f'Permuted("{f.name}", axes=(0,))' for f, _, _ in self.wide if f.shape]
         return f"Symmetry(self.procs, ({''.join(m + ', ' for m in moved)}))"
 
     def source(self) -> str:
@@ -554,6 +616,8 @@ class _Generator:
         for i in range(r.randint(1, 2)):
             self.state_function(f"inv{i}", r.choice(("expr", "rare", "rare", "loop")))
             invariants.append(f'Invariant("Inv{i}", inv{i})')
+        actions += self.wide_actions()
+        invariants += [f'Invariant("{f.name}_in_steps", {f.name}_in_steps)' for f, _, _ in self.wide]
         extra = ""
         if r.random() < 0.35:
             self.state_function("within", "expr")
@@ -573,7 +637,8 @@ class _Generator:
             extra += '\n    def properties(self):\n        return [TransitionProperty("StepOk", step_ok)]\n'
         if self.symmetric:
             extra += f"\n    def symmetry(self):\n        return {self.symmetry_decl()}\n"
-        decls = [f.decl for f in self.fields] + [f'Const("{name}", {value})' for name, value in self.consts]
+        decls = [f.decl for f in self.fields + [f for f, _, _ in self.wide]]
+        decls += [f'Const("{name}", {value})' for name, value in self.consts]
         procs = tuple(f"p{i + 1}" for i in range(self.n))
         mode = ", symmetric" if self.symmetric else ""
         text = PRELUDE.format(seed=self.seed, mode=mode)

@@ -22,20 +22,32 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.specs import spec_class
 
-SEEDS = [108, 167, 239, 216, 22]
-COMPILED_SEED = 108  # the richest of them
-REDUCED_SEED = 239  # a symmetric one whose orbits are fewer than its states
+SEEDS = [379, 390, 72, 302, 229]
+COMPILED_SEED = 379  # symmetric, two words a state, most of the grammar
+REDUCED_SEED = 379  # a symmetric one whose orbits are fewer than its states
 
 # what each part of the grammar looks like in a generated spec's source (not in the helpers every spec has)
 GRAMMAR = {
-    "a negative range": r'Int\("\w+", -\d', "an enumeration": r"Enum\(", "a set": r"Set\(",
-    "an array of two axes": r", \(\d, \d\)", "a per-run setting": r"Const\(",
-    "a state constraint": "Constraint\\(\"Within",
-    "an action constraint": "ActionConstraint\\(\"", "a transition property": "TransitionProperty\\(\"",
-    "a symmetry": "def symmetry", "a loop": r"for i in range\((len\(s\.|s\.|\d)", "a numpy method": r"\.(sum|max|min)\(\)",
-    "modulo": r" % -?\d\)", "floor division": r" // -?\d\)", "a helper returning a tuple": r"split\(.*\)\[", "a conditional expression":
-    r"\) if .* else ", "a deadlock check": "check_deadlock = True", "a set of processes": 'Set\\("members"',
-    "a process named by a value": 'Enum\\("leader"', "a write guarded by its domain": r"return False\n    w\d = ",
+    "a negative range": r'Int\("\w+", -\d',
+    "an enumeration": r"Enum\(",
+    "a set": r"Set\(",
+    "an array of two axes": r", \(\d, \d\)",
+    "a per-run setting": r"Const\(",
+    "a field tens of bits wide": r"LO_WIDE\d = ",
+    "a state constraint": r'Constraint\("Within',
+    "an action constraint": r'ActionConstraint\("',
+    "a transition property": r'TransitionProperty\("',
+    "a symmetry": "def symmetry",
+    "a set of processes": r'Set\("members"',
+    "a process named by a value": r'Enum\("leader"',
+    "a deadlock check": "check_deadlock = True",
+    "a loop": r"for i in range\((len\(s\.|s\.|\d)",
+    "a numpy method": r"\.(sum|max|min)\(\)",
+    "modulo": r" % -?\d\)",
+    "floor division": r" // -?\d\)",
+    "a helper returning a tuple": r"split\(.*\)\[",
+    "a conditional expression": r"\) if .* else ",
+    "a write guarded by its domain": r"return False\n    w\d = ",
     "an index computed": r"\) % \d\]",
 }
 
