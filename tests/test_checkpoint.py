@@ -55,7 +55,8 @@ def test_a_run_stopped_by_a_limit_says_how_to_resume_as_a_hint_not_an_error(tmp_
                                     "--checkpoint", str(tmp_path / "run"), "--quiet", "--no-color"])
     assert said.exit_code == 3, said.output
     assert (f"kraftcheck: the last finished level is saved in {tmp_path / 'run'}: continue with the same "
-            f"command and --resume {tmp_path / 'run'} instead of --checkpoint") in " ".join(said.stderr.split())
+            f"command, a larger --max-depth and --resume {tmp_path / 'run'} instead of --checkpoint") \
+        in " ".join(said.stderr.split())
     assert "error" not in said.stderr
 
 

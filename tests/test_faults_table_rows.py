@@ -280,7 +280,8 @@ def test_the_resume_hint_names_the_option_the_command_gave(tmp_path):
     assert first.exit_code == 3 and f"--resume {run} instead of --checkpoint" in out, out
     again, out = _check("--spec", "two_phase", "--param", "rm=3", "--max-depth", "5", "--resume", str(run), "-q")
     assert again.exit_code == 3, out
-    assert f"continue with the same command and --resume {run}" in out and "instead of" not in out, out
+    assert f"continue with the same command, a larger --max-depth and --resume {run}" in out, out
+    assert "instead of" not in out, out
 
 
 # -- a Spark work dir given to the local engine's --resume -----------------------------------------------------

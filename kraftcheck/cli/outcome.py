@@ -78,7 +78,7 @@ class Outcome:
             # under --quiet no summary was printed: say where the statistics are, if anywhere
             where = "the statistics above" if not t.quiet else "the JSON report's statistics" if json_path else None
             t.error(f"interrupted; {where} cover {what}" if where else
-                    f"interrupted (--quiet: no statistics shown; --json FILE keeps them)")
+                    "interrupted (--quiet: no statistics shown; --json FILE keeps them)")
         elif self.cut_short is not None:
             stand = "the counts above stand (the analyses' error says what is not known)" if self.error is not None \
                 else "the counts and verdict above stand; a violation shown without a trace file has none"
@@ -88,8 +88,12 @@ class Outcome:
             # the option the command gave the directory with: a resumed run's is --resume already
             instead = "" if result.resumed else \
                 f" instead of {'--work-dir' if result.engine == 'spark' else '--checkpoint'}"
+            # the same bound would stop the resumed run where this one stopped
+            reason = result.incomplete_reason or ""
+            larger = next((f", a larger {bound}" for bound in ("--max-states", "--max-depth", "--max-memory", "--graph-limit")
+                           if reason.startswith(f"stopped at {bound}")), "")
             t.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
-                   f"command and --resume {result.checkpoint_dir}{instead}")
+                   f"command{larger} and --resume {result.checkpoint_dir}{instead}")
         return self.exit_code()
 
     def _print_summary(self) -> None:
