@@ -1,16 +1,19 @@
 """A differential fuzzing campaign: every explorer on generated specs, compared with the reference.
 
-    KRAFTCHECK_CACHE_DIR=/tmp/fuzz/cache nice -n 19 .venv/bin/python bench/fuzz_explorers.py --seeds 0..99
+    KRAFTCHECK_CACHE_DIR=/tmp/fuzz/cache nice -n 19 .venv/bin/python bench/fuzz_explorers.py --seeds 0..99 \
+        --table-layouts --min-states 20
 
 For each seed, tests/spec_generator.py writes a spec (kept in --out), and each explorer that
 applies explores it: the compiled engine on one thread and on two, with small chunks, its
 bytecode and interpreted first tiers alone, with --fingerprints, --compact, levels on disk
 (--checkpoint), a run stopped part way and resumed, the table form of the kernels, and (with
---spark) Spark in local mode; under --symmetry too when the spec declares a symmetry. Each is
-compared with the pure-Python reference explorer: status, initial states, distinct states, states
-generated, depth, coverage per action, and each violated check with its kind and the length of
-its shortest counterexample, on complete runs (--continue) and on runs that stop at the first
-violation. A spec error must be the same error on every explorer.
+--spark) Spark in local mode; and, but the interpreted tier and the resumed run, under --symmetry
+when the spec declares a symmetry. Each is compared with the pure-Python reference explorer:
+status, initial states, distinct states, states generated, depth, coverage per action, and each
+violated check with its kind and the length of its shortest counterexample, on complete runs
+(--continue) and on runs that stop at the first violation. A spec error must be the same error,
+on the same state, on every explorer. A simulation must find only the checks the search finds,
+no shorter, and the same behaviours compiled as interpreted.
 
 One line per seed; a disagreement prints what each side found and the spec's file, and the
 campaign ends with exit 1 if there was any.
@@ -58,11 +61,12 @@ def summary(result) -> dict:
 
 
 def outcome(explore):
-    """What an exploration gave: its summary, or the error it raised (its type and first line)."""
+    """What an exploration gave: its summary, or the error it raised (its type and message, with
+    the path to the state it was raised on)."""
     try:
         return summary(explore())
-    except Exception as error:  # a spec's error must be every explorer's
-        return {"error": type(error).__name__, "message": str(error).splitlines()[0][:200] if str(error) else ""}
+    except Exception as error:  # a spec's error must be every explorer's, on the same state
+        return {"error": type(error).__name__, "message": str(error)}
 
 
 class TableLayouts:
@@ -140,7 +144,8 @@ def simulation_disagreements(model_of, complete: dict) -> list[str]:
     return found
 
 
-def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None) -> tuple[str, list[str]]:
+def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None,
+               min_states: int = 0) -> tuple[str, list[str]]:
     """Explores the spec of ``seed`` every way; returns its line and the disagreements."""
     ref = spec_generator.write(seed, out)
     cls = spec_class(ref)
@@ -156,6 +161,8 @@ def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None) ->
         expected = outcome(lambda: ReferenceExplorer().explore(model_of(), options))
         if expected.get("status") == "incomplete":
             return f"{line} skipped: more than {MAX_STATES} states", []
+        if keep_going and expected.get("distinct", min_states) < min_states:
+            return f"{line} skipped: {expected['distinct']} states, fewer than --min-states", []
         runs = dict(explorers(symmetric, spark_context if keep_going else None))
         if keep_going and "error" not in expected:
             runs["resumed"] = lambda m, o: resumed(model_of, o, expected["distinct"])
@@ -179,15 +186,23 @@ def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None) ->
     if "error" not in complete:
         disagreements += simulation_disagreements(model_of, complete)
     if symmetric:
-        options = Options(keep_going=True, symmetry=True, max_states=MAX_STATES)
-        expected = outcome(lambda: ReferenceExplorer().explore(model_of(), options))
-        for name, explore in (("engine-symmetry", lambda m, o: Engine().explore(m, o)),
-                              ("bytecode-symmetry", lambda m, o: Engine(compile="bytecode").explore(m, o))):
-            got = outcome(lambda: explore(model_of(), options))
-            if got != expected:
-                disagreements.append(f"{name} (--symmetry): {difference(expected, got)}")
-        line += (f"; symmetry: error {expected['error']}" if "error" in expected
-                 else f"; symmetry {expected['distinct']} orbits")
+        for keep_going in (True, False):
+            options = Options(keep_going=keep_going, symmetry=True, max_states=MAX_STATES)
+            expected = outcome(lambda: ReferenceExplorer().explore(model_of(), options))
+            runs = {name: run for name, run in explorers(symmetric).items() if name != "interpreted"}
+            if table_layouts:
+                def in_table_form(m, o):
+                    with TableLayouts():
+                        return Engine(compile="now").explore(m, o)
+                runs["table-layouts"] = in_table_form
+            for name, explore in runs.items():
+                got = outcome(lambda: explore(model_of(), options))
+                if got != expected:
+                    disagreements.append(f"{name} (--symmetry{' --continue' if keep_going else ''}): "
+                                         f"{difference(expected, got)}")
+            if keep_going:
+                line += (f"; symmetry: error {expected['error']}" if "error" in expected
+                         else f"; symmetry {expected['distinct']} orbits")
     return line, disagreements
 
 
@@ -205,6 +220,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="/tmp/kraftcheck-fuzz", help="where the generated specs are kept")
     parser.add_argument("--table-layouts", action="store_true", help="also the kernels' table form (a second compile)")
     parser.add_argument("--spark", action="store_true", help="also Spark in local mode (local[2])")
+    parser.add_argument("--min-states", type=int, default=0,
+                        help="skip a spec with fewer distinct states than this (its compiles cost the same)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -219,7 +236,7 @@ def main(argv=None) -> int:
         for seed in seeds:
             t0 = time.perf_counter()
             try:
-                line, disagreements = check_seed(seed, out, args.table_layouts, spark_context)
+                line, disagreements = check_seed(seed, out, args.table_layouts, spark_context, args.min_states)
             except Exception:
                 line, disagreements = f"seed {seed:5d}", ["the campaign itself failed:\n" + traceback.format_exc()]
             print(f"{line} ({time.perf_counter() - t0:.1f} s){' DISAGREE' if disagreements else ''}", flush=True)
