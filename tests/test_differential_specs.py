@@ -177,3 +177,71 @@ def test_a_run_stops_at_the_first_violating_initial_state(tmp_path):
     assert (expected.states_generated, expected.violations[0].steps[-1].state) == (1, (0,))
     got = Engine(compile="bytecode").explore(Model(cls(cls.Params())), Options())
     assert (got.states_generated, got.violations[0].steps[-1].state) == (1, (0,))
+
+
+# Found by the fuzzer's simulation check, made small: the initial state violates one invariant,
+# its successors another.
+TWO_CHECKS = '''
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck import Action, Int, Invariant, Spec, param
+
+
+@njit(cache=True)
+def count(s, t):
+    if s.x == 3:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def started(s):
+    return s.x != 0
+
+
+@njit(cache=True)
+def below_two(s):
+    return s.x < 2
+
+
+@dataclass(frozen=True)
+class TwoChecksParams:
+    scale: int = param(1, "unused", minimum=1, maximum=1)
+
+
+class TwoChecks(Spec):
+    name = "two_checks"
+    Params = TwoChecksParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 3)]
+
+    def initial_states(self):
+        yield {}
+
+    def actions(self):
+        return [Action("Count", count)]
+
+    def invariants(self):
+        return [Invariant("started", started), Invariant("below_two", below_two)]
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="a simulation with --continue ends every behaviour at its first violating "
+                   "state (checker/explore/simulate.py, _advance: 'violation' among the ends), so when the initial "
+                   "states violate a check no behaviour takes a step and the checks violated past them are never "
+                   "found, however many behaviours run; the search finds both")
+def test_a_continued_simulation_finds_what_lies_past_a_violation(tmp_path):
+    from kraftcheck.checker.explore.simulate import SimulationOptions, simulate
+    path = tmp_path / "two_checks.py"
+    path.write_text(TWO_CHECKS)
+    cls = spec_class(f"{path}:TwoChecks")
+    searched = ReferenceExplorer().explore(Model(cls(cls.Params())), Options(keep_going=True))
+    assert sorted(v.check for v in searched.violations) == ["below_two", "started"]
+    simulated = simulate(Model(cls(cls.Params())), SimulationOptions(seed=1, depth=5, max_behaviours=50,
+                                                                     keep_going=True), compile="never")
+    assert sorted(v.check for v in simulated.violations) == ["below_two", "started"]
