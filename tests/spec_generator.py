@@ -3,10 +3,11 @@
 ``generate(seed)`` returns the source text of one spec module (class ``Fuzz``) and ``write(seed,
 folder)`` writes it as ``fuzz_<seed>.py``, loadable as ``fuzz_<seed>.py:Fuzz``. The spec uses only
 what docs/writing-a-spec.md documents: Int (ranges from a negative lo too), Bool, Enum, Set and
-Const fields, scalars and arrays of one or two axes; actions with parameters; guards and writes
-from a small grammar (comparisons, arithmetic kept in its field's domain by a clamp, a wrap or a
-guard, bit operations on sets, loops over an axis, module-level @njit helpers); invariants that
-may fail, and sometimes a state constraint, an action constraint, a transition property.
+Const fields, scalars and arrays of one or two axes, and fields tens of bits wide that make a state
+take two words; actions with parameters; guards and writes from a small grammar (comparisons,
+arithmetic kept in its field's domain by a clamp, a wrap or a guard, bit operations on sets,
+loops over an axis, module-level @njit helpers); invariants that may fail, and sometimes a state
+constraint, an action constraint, a transition property.
 
 Every spec is built around n interchangeable processes: arrays whose first axis is a process, a
 set of processes and a leader naming one. Half the seeds use only what treats the processes
