@@ -61,6 +61,7 @@ import shutil
 import sys
 import sysconfig
 import threading
+import time
 import types
 from pathlib import Path
 
@@ -148,13 +149,38 @@ def _folder_lock(cache_file, exclusive: bool):
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        except OSError:  # ENOLCK: a file system without locks
-            pass
+        _wait_for_lock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, cache_file._cache_path)
         yield
     finally:
         os.close(fd)
+
+
+LOCK_PATIENCE_S = 2.0  # a save takes milliseconds: a wait longer than this is said, once
+
+
+def _wait_for_lock(fd: int, mode: int, folder: str) -> None:
+    """Take the lock of ``fd`` in ``mode``; a wait past LOCK_PATIENCE_S (another process holding it,
+    stopped with Ctrl-Z, say) is said on stderr before it goes on waiting, rather than in silence."""
+    waited, pause = 0.0, 0.005
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if waited >= LOCK_PATIENCE_S:
+                break
+            time.sleep(pause)
+            waited += pause
+            pause = min(0.1, pause * 2)
+        except OSError:  # ENOLCK: a file system without locks
+            return
+    print(f"kernel cache: waiting for another process that holds {os.path.join(folder, LOCK_FILE)} "
+          f"(saving into or reading that folder); a stopped one (Ctrl-Z) holds it until it goes on or ends",
+          file=sys.stderr, flush=True)
+    try:
+        fcntl.flock(fd, mode)
+    except OSError:
+        pass
 
 
 # the index entry a save or load of this thread is about (numba's key: signature, machine, bytecode)

@@ -113,3 +113,28 @@ def test_compiled_code_an_older_kraftcheck_wrote_is_compiled_again_in_silence(sp
     again = _import(spec_dir)
     assert again.reading_ok(np.zeros(1, STATE)[0]) and "kernel cache" not in capsys.readouterr().err
     assert numba_cache._entry_of(path) == numba_cache._entry_block(_key(again.reading_ok, STATE)), "written anew"
+
+
+def test_a_wait_for_the_cache_folder_past_a_save_s_time_is_said(spec_dir, capsys, monkeypatch):
+    """Another process holding the folder's lock (stopped with Ctrl-Z while saving, say) kept a run
+    waiting without a word: past LOCK_PATIENCE_S the wait is said on stderr, and it goes on."""
+    module = _import(spec_dir)
+    assert module.reading_ok(np.zeros(1, STATE)[0])
+    cache_file = module.reading_ok._cache._cache_file
+    key = _key(module.reading_ok, STATE)
+    monkeypatch.setattr(numba_cache, "LOCK_PATIENCE_S", 0.05)
+    fd = os.open(os.path.join(cache_file._cache_path, numba_cache.LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    loaded = []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process saving, stopped
+        loading = threading.Thread(target=lambda: loaded.append(cache_file.load(key)), daemon=True)
+        loading.start()
+        loading.join(0.5)
+        assert loading.is_alive() and not loaded, "the load waits for the save"
+    finally:
+        os.close(fd)
+    loading.join(10)
+    assert not loading.is_alive() and loaded and loaded[0] is not None
+    said = capsys.readouterr().err
+    assert said.count("kernel cache: waiting for another process that holds") == 1, said
+    assert numba_cache.LOCK_FILE in said
