@@ -202,7 +202,18 @@ def test_show_says_a_trace_of_an_unregistered_spec_was_not_verified(tmp_path):
     traces.save(build_trace(model, [(None, (0,)), (model.label_for("Inc", ()), (1,))]), path)
     result = _cli("trace", "show", path)
     assert result.exit_code == 0 and "note: not verified: its spec 'raising_on_four' is not registered here; " \
-        f"'kraftcheck trace replay {path} --spec file.py:Class'" in result.stderr, result.output
+        "--spec file.py:Class (or module:Class) checks it" in result.stderr, result.output
+    # named with --spec (show, export and render had none: every such trace was "not verified"), it is checked
+    spec_ref = f"{tmp_path / 'raising_spec.py'}:Raising"
+    for args in (("show", path), ("export", path, "--format", "dot"), ("render", path, "-o", tmp_path / "t.svg")):
+        checked = _cli("trace", *args, "--spec", spec_ref)
+        assert checked.exit_code == 0 and "note:" not in checked.stderr, checked.output
+    data = json.loads(path.read_text())
+    data["nodes"][1]["state"]["x"] = 0  # Inc wrote 1
+    path.write_text(json.dumps(data))
+    edited = _cli("trace", "show", path, "--spec", spec_ref)
+    assert "note: this trace is NOT a behaviour of its spec" in edited.stderr, edited.output
+    assert f"kraftcheck trace replay {path} --spec {spec_ref}" in edited.stderr, edited.output
 
 
 # ----------------------------------------------------------------------------------------------

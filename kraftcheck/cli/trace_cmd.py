@@ -38,6 +38,10 @@ EXIT_OK, EXIT_BAD_TRACE, EXIT_INPUT, EXIT_UNWRITTEN = 0, 1, 2, 3
 
 _file = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 _variant = click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
+_spec_ref = click.option("--spec", "spec_ref", metavar="REF",
+                         help="The spec, for a trace of one loaded from a file or module (file.py:Class, "
+                              "module:Class); a trace only names its spec, and kraftcheck never imports code a "
+                              "file names.")
 _model_names = click.option("--model-names", is_flag=True,
                             help="The model's own fields and values (c_isr, v_pe_ok, renumbered epochs) instead of "
                                  "the spec's domain terms (Kafka: ISR, ELR, real epochs, the record each step writes).")
@@ -92,17 +96,22 @@ def _open(path: Path, variant: Optional[str]):
         _fail(str(e))
 
 
-def _vouch(graph, path: Path) -> None:
-    """Say on standard error when a trace file is not a behaviour of its spec, or could not be
-    checked: show, render and export display the file as written, which anyone may have edited,
-    so it is replayed first (interpreted, a fraction of a second). Standard output is untouched."""
-    how = f"kraftcheck trace replay {path}"
+def _vouch(graph, path: Path, spec_ref: Optional[str]) -> None:
+    """Say on standard error when a trace file is not a behaviour of its spec (``spec_ref``, the
+    command's --spec, for a spec not registered here), or could not be checked: show, render and
+    export display the file as written, which anyone may have edited, so it is replayed first
+    (interpreted, a fraction of a second). Standard output is untouched."""
+    how = f"kraftcheck trace replay {path}" + (f" --spec {spec_ref}" if spec_ref else "")
+    try:
+        spec = spec_class(spec_ref) if spec_ref else None
+    except KraftcheckError as e:
+        _fail(str(e))
     if graph.graph.get("terms"):
         note = (f"not verified: a trace shown in {graph.graph['terms']}'s terms (an export) cannot be replayed; "
                 "replay the trace file kraftcheck check wrote")
     else:
         try:
-            report = replay_trace(graph)
+            report = replay_trace(graph, spec=spec)
         except KraftcheckError as e:  # a function of the spec raised on one of its steps
             report, note = None, f"not verified: {e}"
         if report is None:
@@ -111,7 +120,7 @@ def _vouch(graph, path: Path) -> None:
             return
         elif report.spec is None and report.error.field == "graph.spec":
             note = (f"not verified: its spec {graph.graph.get('spec')!r} is not registered here; "
-                    f"'{how} --spec file.py:Class' (or module:Class) checks it against its spec")
+                    f"--spec file.py:Class (or module:Class) checks it against its spec")
         else:
             note = (f"this trace is NOT a behaviour of its spec ({report.error}): shown as the file says, not as "
                     f"the spec runs ('{how}' checks every step)")
@@ -132,18 +141,21 @@ def trace() -> None:
 @click.option("--ascii", "ascii_only", is_flag=True, help="ASCII borders and arrows only.")
 @click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit (default: the terminal's).")
 @_model_names
+@_spec_ref
 def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no_color: bool,
-         ascii_only: bool, width: Optional[int], model_names: bool) -> None:
+         ascii_only: bool, width: Optional[int], model_names: bool, spec_ref: Optional[str]) -> None:
     """A table, one row per step: the action, what it writes or sends, and the values it changed.
 
     A trace file is replayed first: one that is not a behaviour of its spec, or whose spec is not
-    registered (not checked), is said so on standard error.
+    registered (not checked; name it with --spec), is said so on standard error.
     """
     from kraftcheck.traces.table import print_trace
 
     graph, run = _open(file, variant)
     if run is None:
-        _vouch(graph, file)
+        _vouch(graph, file, spec_ref)
+    elif spec_ref:
+        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
     console = _console(no_color, width)
     try:
         print_trace(TraceView(_shown(graph, model_names)), console, full=full, lane=lane, ascii_only=ascii_only)
@@ -161,7 +173,9 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write (atomically); '-' or none: standard output.")
 @_model_names
-def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path], model_names: bool) -> None:
+@_spec_ref
+def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path], model_names: bool,
+               spec_ref: Optional[str]) -> None:
     """The trace in another graph format.
 
     Exit codes: 0 written; 2 the file cannot be read or is not a trace; 3 the output could not
@@ -173,7 +187,9 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     _check_output(output, file)
     graph, run = _open(file, variant)
     if run is None:
-        _vouch(graph, file)
+        _vouch(graph, file, spec_ref)
+    elif spec_ref:
+        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
     text = export(_shown(graph, model_names), fmt)
     if output is None:
         click.echo(text, nl=False)
@@ -194,7 +210,9 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
               help="Picture to write: a .svg or .png file.")
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
 @_model_names
-def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model_names: bool) -> None:
+@_spec_ref
+def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model_names: bool,
+               spec_ref: Optional[str]) -> None:
     """A picture: lanes for the controller and each broker, time flowing down.
 
     A trace file that is not a behaviour of its spec, or could not be checked, is said so on
@@ -205,7 +223,9 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
     _check_output(output, file, picture=True)
     graph, run = _open(file, variant)
     if run is None:
-        _vouch(graph, file)
+        _vouch(graph, file, spec_ref)
+    elif spec_ref:
+        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
     try:
         render(_shown(graph, model_names), output, dpi=dpi)
     except KraftcheckError as e:
@@ -219,9 +239,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
 @click.option("--all-variants/--one-variant", default=True,
               help="Scenario files: replay every variant (default) or only --variant / the first.")
 @click.option("--compiled", is_flag=True, help="Step through the engine's compiled actions.")
-@click.option("--spec", "spec_ref", metavar="REF",
-              help="The spec, for a trace of one loaded from a file or module (file.py:Class, module:Class); "
-                   "a trace only names its spec, and kraftcheck never imports code a file names.")
+@_spec_ref
 @click.option("--quiet", is_flag=True, help="Only the verdict, no table.")
 @click.option("--no-color", is_flag=True, help="Plain text.")
 @click.option("--width", type=click.IntRange(30, 1000), help="Columns to fit.")
