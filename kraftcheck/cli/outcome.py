@@ -90,8 +90,8 @@ class Outcome:
                 f" instead of {'--work-dir' if result.engine == 'spark' else '--checkpoint'}"
             # the same bound would stop the resumed run where this one stopped
             reason = result.incomplete_reason or ""
-            larger = next((f", a larger {bound}" for bound in ("--max-states", "--max-depth", "--max-memory", "--graph-limit")
-                           if reason.startswith(f"stopped at {bound}")), "")
+            bounds = ("--max-states", "--max-depth", "--max-memory", "--graph-limit")
+            larger = next((f", a larger {bound}" for bound in bounds if reason.startswith(f"stopped at {bound}")), "")
             t.hint(f"the last finished level is saved in {result.checkpoint_dir}: continue with the same "
                    f"command{larger} and --resume {result.checkpoint_dir}{instead}")
         return self.exit_code()

@@ -3,8 +3,8 @@ graph file, or replay it against its spec.
 
 Every subcommand takes a trace file written by ``kraftcheck check`` or a scenario file (YAML, or
 JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: the first).
-Exit codes: 0 success (``report``: kraftcheck/cli/trace_report_cmd.py; ``replay``: a valid behaviour that reaches its recorded violation, or a
-scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
+Exit codes: 0 success (``report``: kraftcheck/cli/trace_report_cmd.py; ``replay``: a valid behaviour
+that reaches its recorded violation, or a scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
 2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
 names its spec, and a spec that is not registered is given with ``--spec file.py:Class``;
 ``show``, ``render`` and ``export`` replay a trace file first and say on standard error when it is
