@@ -231,10 +231,6 @@ class TwoChecks(Spec):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="a simulation with --continue ends every behaviour at its first violating "
-                   "state (checker/explore/simulate.py, _advance: 'violation' among the ends), so when the initial "
-                   "states violate a check no behaviour takes a step and the checks violated past them are never "
-                   "found, however many behaviours run; the search finds both")
 def test_a_continued_simulation_finds_what_lies_past_a_violation(tmp_path):
     from kraftcheck.checker.explore.simulate import SimulationOptions, simulate
     path = tmp_path / "two_checks.py"

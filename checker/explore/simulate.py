@@ -293,7 +293,8 @@ class _SimulationRun:
             violating = np.flatnonzero(masks & np.uint64(self.inv_bits))
             for j in violating.tolist():
                 self._violated_invariants(first + j, int(masks[j]), None)
-            why[first + violating] = ENDS.index("violation")
+            if not self.options.keep_going:  # with --continue it goes on: other checks may fail past it
+                why[first + violating] = ENDS.index("violation")
             outside = np.flatnonzero((why[first:] == GOES) & (masks & np.uint64(self.constraint_bits) != 0))
             why[first + outside] = ENDS.index("constraint")
             if self.depth == 1:  # a behaviour of one state is its initial state: none takes a step
