@@ -4,7 +4,8 @@ graph file, or replay it against its spec.
 Every subcommand takes a trace file written by ``kraftcheck check`` or a scenario file (YAML, or
 JSON with ``steps``); for a scenario, ``--variant`` picks the setting (default: the first).
 Exit codes: 0 success (``report``: kraftcheck/cli/trace_report_cmd.py; ``replay``: a valid behaviour
-that reaches its recorded violation, or a scenario meeting every expectation); 1 ``replay`` found a bad step or an unmet expectation;
+that reaches its recorded violation, or a scenario meeting every expectation); 1 ``replay`` found a
+bad step or an unmet expectation;
 2 the file cannot be read or is not a trace, or (``replay``) its spec cannot be found: a trace
 names its spec, and a spec that is not registered is given with ``--spec file.py:Class``;
 ``show``, ``render`` and ``export`` replay a trace file first and say on standard error when it is
@@ -81,6 +82,9 @@ def _shown(graph, model_names: bool):
         return graph
 
 
+SPEC_OF_A_SCENARIO = "--spec applies to trace files only; a scenario replays the registered spec it names"
+
+
 def _open(path: Path, variant: Optional[str]):
     """(graph, scenario run or None) of a trace or scenario file."""
     if not path.exists():
@@ -94,6 +98,17 @@ def _open(path: Path, variant: Optional[str]):
         return load(path), None
     except KraftcheckError as e:
         _fail(str(e))
+
+
+def _open_to_display(path: Path, variant: Optional[str], spec_ref: Optional[str]):
+    """``_open`` for show, export and render: a trace file vouched for (``_vouch``) against its
+    spec, or ``spec_ref``'s; ``spec_ref`` refused for a scenario, before it runs."""
+    if spec_ref and path.exists() and is_scenario_file(path):
+        _fail(SPEC_OF_A_SCENARIO)
+    graph, run = _open(path, variant)
+    if run is None:
+        _vouch(graph, path, spec_ref)
+    return graph, run
 
 
 def _vouch(graph, path: Path, spec_ref: Optional[str]) -> None:
@@ -151,11 +166,7 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
     """
     from kraftcheck.traces.table import print_trace
 
-    graph, run = _open(file, variant)
-    if run is None:
-        _vouch(graph, file, spec_ref)
-    elif spec_ref:
-        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
+    graph, run = _open_to_display(file, variant, spec_ref)
     console = _console(no_color, width)
     try:
         print_trace(TraceView(_shown(graph, model_names)), console, full=full, lane=lane, ascii_only=ascii_only)
@@ -185,11 +196,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
     from kraftcheck.traces.export import export
 
     _check_output(output, file)
-    graph, run = _open(file, variant)
-    if run is None:
-        _vouch(graph, file, spec_ref)
-    elif spec_ref:
-        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
+    graph, run = _open_to_display(file, variant, spec_ref)
     text = export(_shown(graph, model_names), fmt)
     if output is None:
         click.echo(text, nl=False)
@@ -221,11 +228,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
     from kraftcheck.traces.render import render
 
     _check_output(output, file, picture=True)
-    graph, run = _open(file, variant)
-    if run is None:
-        _vouch(graph, file, spec_ref)
-    elif spec_ref:
-        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
+    graph, run = _open_to_display(file, variant, spec_ref)
     try:
         render(_shown(graph, model_names), output, dpi=dpi)
     except KraftcheckError as e:
@@ -253,7 +256,7 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
         _fail(f"{file}: no such file")
     if is_scenario_file(file):
         if spec_ref:
-            _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
+            _fail(SPEC_OF_A_SCENARIO)
         try:
             scenario = load_scenario(file)
             names = [variant] if variant or not all_variants else list(scenario.variants)
