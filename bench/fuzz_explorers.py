@@ -60,6 +60,23 @@ def summary(result) -> dict:
     }
 
 
+def in_table_form(model, options):
+    """The engine with the table form of every layout (``--table-layouts``)."""
+    with TableLayouts():
+        return Engine(compile="now").explore(model, options)
+
+
+def compared(runs: dict, model_of, options, expected: dict, how: str) -> list[str]:
+    """Each of ``runs`` (name -> explore(model, options)) whose outcome is not ``expected``, said
+    with ``how`` the runs were made and what differs."""
+    said = []
+    for name, explore in runs.items():
+        got = outcome(lambda: explore(model_of(), options))
+        if got != expected:
+            said.append(f"{name} ({how}): {difference(expected, got)}")
+    return said
+
+
 def outcome(explore):
     """What an exploration gave: its summary, or the error it raised (its type and message, with
     the path to the state it was raised on)."""
@@ -167,15 +184,8 @@ def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None,
         if keep_going and "error" not in expected:
             runs["resumed"] = lambda m, o: resumed(model_of, o, expected["distinct"])
         if table_layouts:
-            def in_table_form(m, o):
-                with TableLayouts():
-                    return Engine(compile="now").explore(m, o)
             runs["table-layouts"] = in_table_form
-        for name, explore in runs.items():
-            got = outcome(lambda: explore(model_of(), options))
-            if got != expected:
-                disagreements.append(f"{name} ({'--continue' if keep_going else 'first violation'}): "
-                                     f"{difference(expected, got)}")
+        disagreements += compared(runs, model_of, options, expected, "--continue" if keep_going else "first violation")
         if keep_going:
             complete = expected
             if "error" in expected:
@@ -191,15 +201,9 @@ def check_seed(seed: int, out: Path, table_layouts: bool, spark_context=None,
             expected = outcome(lambda: ReferenceExplorer().explore(model_of(), options))
             runs = {name: run for name, run in explorers(symmetric).items() if name != "interpreted"}
             if table_layouts:
-                def in_table_form(m, o):
-                    with TableLayouts():
-                        return Engine(compile="now").explore(m, o)
                 runs["table-layouts"] = in_table_form
-            for name, explore in runs.items():
-                got = outcome(lambda: explore(model_of(), options))
-                if got != expected:
-                    disagreements.append(f"{name} (--symmetry{' --continue' if keep_going else ''}): "
-                                         f"{difference(expected, got)}")
+            disagreements += compared(runs, model_of, options, expected,
+                                      f"--symmetry{' --continue' if keep_going else ''}")
             if keep_going:
                 line += (f"; symmetry: error {expected['error']}" if "error" in expected
                          else f"; symmetry {expected['distinct']} orbits")
