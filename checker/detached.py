@@ -104,6 +104,12 @@ def _stop(entry: Detached) -> None:
         process = psutil.Process(entry.pid)
         if process.ppid() != os.getpid():  # a child of this process is reaped by its Popen, not here
             process.wait(timeout=STOP_WAIT_S)
+    _remove_scratch(entry)
+
+
+def _remove_scratch(entry: Detached) -> None:
+    """The scratch folder of a compile that has ended: one that ended by a SIGKILL (ours, the OOM
+    killer's, kill -9) never ran the finally that removes it."""
     if entry.scratch and Path(entry.scratch).name.startswith(SCRATCH_PREFIX):  # a register names only those
         shutil.rmtree(entry.scratch, ignore_errors=True)
 
@@ -137,6 +143,8 @@ def _register(cache: Path, pid: int, started: float, key: str, what: str, scratc
             if _alive(entry) and entry.pid != pid:
                 alive.append((path, entry))
             else:
+                if not _alive(entry):
+                    _remove_scratch(entry)
                 path.unlink(missing_ok=True)
         same = [entry for _, entry in alive if entry.key == key]
         if same:
@@ -178,6 +186,8 @@ def stop_all(cache: Path) -> list[Detached]:
             if _alive(entry):
                 _stop(entry)
                 stopped.append(entry)
+            else:
+                _remove_scratch(entry)
             path.unlink(missing_ok=True)
     return stopped
 

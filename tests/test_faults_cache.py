@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,28 @@ def test_detached_compiles_one_per_key_and_one_per_cache(tmp_path):
 
 
 
+def test_a_detached_compile_killed_by_someone_else_has_its_scratch_removed_with_its_entry(tmp_path):
+    """A detached compile that ended without its finally (the OOM killer, kill -9) left its
+    scratch folder: the next leave or cache clear saw its entry dead and dropped the entry only."""
+    for drop in (lambda: detached.leave(tmp_path, later.pid, "kc_b_model_2", "the kernels of spec b"),
+                 lambda: detached.stop_all(tmp_path)):
+        killed, later = _sleeper(), _sleeper()
+        scratch = Path(tempfile.mkdtemp(prefix=detached.SCRATCH_PREFIX, dir=tmp_path))
+        (scratch / detached.SCRATCH_PREFIX).mkdir()  # its helpers' claims folder
+        try:
+            assert detached.leave(tmp_path, killed.pid, "kc_a_model_1", "the kernels of spec a",
+                                  str(scratch)) == killed.pid
+            killed.kill()
+            killed.wait()
+            drop()
+            assert not scratch.exists()
+        finally:
+            for p in (killed, later):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+
+
 def test_a_compile_the_register_cannot_take_is_not_left_and_nothing_raises(tmp_path):
     """A register that cannot be written (a full disk as the run ends; here a file where its
     folder goes) leaves nothing running: the caller stops the compile, and no OSError on the run's
@@ -417,6 +440,7 @@ def test_a_helper_edited_in_another_file_is_compiled_again(tmp_path, layout):
 
 _ENGINE_RUN = '''
 import sys
+import tempfile
 from kraftcheck.checker import numba_cache
 numba_cache.tolerate_damage()  # as importing kraftcheck.checker.kernels does
 numba_cache._ENGINE = sys.argv[1]  # the folder below stands for kraftcheck's engine
