@@ -16,7 +16,7 @@ from kraftcheck.request import ENGINES, CheckRequest, Simulation  # noqa: F401 (
 
 def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] = None, keep_going: bool = False,
           max_states: Optional[int] = None, max_depth: Optional[int] = None, time_limit: Optional[float] = None,
-          max_memory_gib: Optional[float] = None, engine: str = "engine", compile: str = "background",
+          max_memory_gib: Optional[float] = None, engine: str = "engine", compile: Optional[str] = None,
           trace_dir: Optional[Union[str, Path]] = None, progress: ProgressFn = no_progress,
           fingerprints: bool = False, compact: bool = False, symmetry: bool = False,
           constraints: Optional[Sequence[str]] = None, deadlock: Optional[bool] = None, threads: Optional[int] = None,
@@ -30,7 +30,8 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     to apply (default all the spec declares); ``deadlock``: check for deadlocks (default: the
     spec's ``check_deadlock``, on unless it declares otherwise). ``compact``: keep the visited
     states tree-compressed (``--compact``: exact, in fewer bytes). ``threads``: worker threads
-    (default ``KRAFTCHECK_THREADS``, else every usable CPU).
+    (default ``KRAFTCHECK_THREADS``, else every usable CPU). ``compile``: "background" (None, the
+    default) or "now", as ``--compile``: for ``engine="engine"`` only.
     """
     return run(CheckRequest(spec, params, invariants=tuple(invariants or ()), keep_going=keep_going,
                             constraints=None if constraints is None else tuple(constraints), deadlock=deadlock,

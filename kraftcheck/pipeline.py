@@ -127,7 +127,7 @@ def prepare(request: CheckRequest, note: Callable[[str], None]) -> Prepared:
     threads = worker_threads(request.threads, note)
     options = _options(request, threads)  # a bad limit is refused before the spec is built
     spec = make_spec(request.spec, dict(request.params))  # a spec refusing its parameters says so now
-    if request.engine == "engine" and request.compile == "background" and request.simulation is None:
+    if request.engine == "engine" and request.compile_mode == "background" and request.simulation is None:
         from kraftcheck.checker.explore.bytecode_tier import start_interpreter_compile
         start_interpreter_compile()  # an installation's first run: beside building the model
     model = Model(spec, check=list(request.invariants) or None,
@@ -198,7 +198,7 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
         reporter.note(f"simulating {model.spec.title()}: random behaviours, seed {options.seed}, strategy "
                       f"{options.strategy} ({len(model.labels)} action instances)")
     else:
-        explorer = explorer_for(request.engine, request.compile, request.spark.given())
+        explorer = explorer_for(request.engine, request.compile_mode, request.spark.given())
         reporter.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                       f"{model.layout.state_bits} bits per state")
     reporter.start_progress()

@@ -72,7 +72,9 @@ class CheckRequest:
     ``module:Class``), a Spec subclass or instance; ``params``: its parameters, typed.
     ``constraints`` None: every constraint the spec declares; ``deadlock`` None: the spec's
     ``check_deadlock``. ``max_memory_gib`` None: no memory limit (the command line gives its default).
-    ``threads`` None: ``KRAFTCHECK_THREADS``, else every usable CPU. ``trace_dir`` None: no trace files."""
+    ``threads`` None: ``KRAFTCHECK_THREADS``, else every usable CPU. ``compile`` None: "background"
+    (``compile_mode``); given, it is refused for an engine that compiles no kernels in the
+    background. ``trace_dir`` None: no trace files."""
 
     spec: Any
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -85,7 +87,7 @@ class CheckRequest:
     time_limit: Optional[float] = _option("--time-limit")
     max_memory_gib: Optional[float] = _option("--max-memory")
     engine: str = _option("--engine", "engine")
-    compile: str = _option("--compile", "background")
+    compile: Optional[str] = _option("--compile")  # None: background, for the compiled engine only
     spark: SparkSettings = SparkSettings()
     fingerprints: bool = _option("--fingerprints", False)
     compact: bool = _option("--compact", False)
@@ -107,6 +109,10 @@ class CheckRequest:
     @property
     def graph_analyses(self) -> bool:
         return bool(self.dump_graph or self.availability or self.liveness)
+
+    @property
+    def compile_mode(self) -> str:
+        return self.compile or "background"
 
     @property
     def max_memory(self) -> Optional[int]:
@@ -147,6 +153,11 @@ class CheckRequest:
         if self.engine == "reference" and self.threads is not None:  # KRAFTCHECK_THREADS, ambient, is not refused
             raise UsageError(f"--threads {self.threads} sets the compiled engine's worker threads; --engine reference "
                              "explores on one thread: leave --threads out")
+        if self.compile is not None and self.engine != "engine":
+            how = "explores in Python and compiles no kernels" if self.engine == "reference" else \
+                "compiles its kernels on the driver and the executors before exploring"
+            raise UsageError(f"--compile {self.compile} says when the compiled engine compiles its kernels; "
+                             f"--engine {self.engine} {how}: leave --compile out")
         if self.engine == "engine" and self.resume:
             from kraftcheck.checker.explore.checkpoint import check_resume_dir
             check_resume_dir(self.resume)  # a mistyped path: refused before any work, and nothing created
@@ -170,6 +181,9 @@ class CheckRequest:
                             ("--checkpoint", self.checkpoint), ("--resume", self.resume)):
             if given:
                 raise UsageError(f"{flag} is an option of the exhaustive search; --simulate keeps no visited states")
+        if self.compile == "background":
+            raise UsageError("--simulate compiles the kernels before its first behaviour: leave --compile "
+                             "background out")
         if self.max_states is not None:
             raise UsageError("--max-states bounds the exhaustive search; with --simulate use --max-behaviours or "
                              "--time-limit")
@@ -229,10 +243,10 @@ class CheckRequest:
             return {"simulate": True, "seed": seed, "depth": s.depth, "max_behaviours": s.max_behaviours,
                     "strategy": s.strategy, "invariants": list(self.invariants), "continue": keep_going,
                     "time_limit": self.time_limit, "max_memory_bytes": self.max_memory, "engine": self.engine,
-                    "compile": self.compile, "constraints": constraints, "deadlock": deadlock}
+                    "compile": self.compile_mode, "constraints": constraints, "deadlock": deadlock}
         return {"invariants": list(self.invariants), "continue": keep_going, "max_states": self.max_states,
                 "max_depth": self.max_depth, "time_limit": self.time_limit, "max_memory_bytes": self.max_memory,
-                "engine": self.engine, "compile": self.compile, "fingerprints": self.fingerprints,
+                "engine": self.engine, "compile": self.compile_mode, "fingerprints": self.fingerprints,
                 "compact": self.compact, "checkpoint": self.checkpoint, "resume": self.resume, "symmetry": self.symmetry,
                 "constraints": constraints, "deadlock": deadlock}
 

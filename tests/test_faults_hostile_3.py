@@ -231,6 +231,29 @@ def test_threads_with_the_reference_engine_is_refused_not_ignored():
         kraftcheck.check("two_phase", engine="reference", threads=2)
 
 
+@pytest.mark.parametrize("engine, how", [
+    ("reference", "explores in Python and compiles no kernels"),
+    ("spark", "compiles its kernels on the driver and the executors before exploring")])
+def test_compile_with_an_engine_without_tiers_is_refused_not_ignored(engine, how):
+    """--engine reference --compile now explored in Python and said nothing of the option."""
+    import kraftcheck
+    from kraftcheck.checker.errors import UsageError
+    for mode in ("now", "background"):
+        result = _cli("check", "--spec", "two_phase", "--engine", engine, "--compile", mode)
+        assert result.exit_code == 2 and f"--compile {mode} says when the compiled engine compiles its kernels; " \
+            f"--engine {engine} {how}: leave --compile out" in result.output, result.output
+    with pytest.raises(UsageError, match=f"--engine {engine} {how}"):
+        kraftcheck.check("two_phase", engine=engine, compile="now")
+    assert kraftcheck.check("two_phase", engine="reference").status == "holds"  # the default is not refused
+
+
+def test_compile_background_with_simulate_is_refused_not_ignored():
+    """--simulate compiles its kernels first: --compile background meant --compile now."""
+    result = _cli("check", "--spec", "two_phase", "--simulate", "--compile", "background")
+    assert result.exit_code == 2 and "--simulate compiles the kernels before its first behaviour: leave " \
+        "--compile background out" in result.output, result.output
+
+
 # ----------------------------------------------------------------------------------------------
 # a file size limit or a quota is not a full disk
 

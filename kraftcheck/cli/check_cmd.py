@@ -125,11 +125,13 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
                    "register, before stopping with exit 2 (a master without workers); later, how long a level may go "
                    "without any executor before stopping incomplete, exit 3, unless --spark-conf "
                    "spark.kraftcheck.noExecutorWait=SECONDS says otherwise.  [default: 60]")
-@click.option("--compile", "compile", type=click.Choice(["background", "now"]), default="background",
-              help="When the kernels are not compiled yet: explore with the spec's functions in bytecode "
-                   "on every core (in Python, on one, if they do not translate; at most KRAFTCHECK_INTERPRET_S, "
-                   "default 1.5 s, 1 s in Python, then wait) while other processes compile them at the lowest "
-                   "priority, a small model's quick table form first (background); or compile them first (now).")
+@click.option("--compile", "compile", type=click.Choice(["background", "now"]),
+              help="When the compiled engine's kernels are not compiled yet: explore with the spec's functions in "
+                   "bytecode on every core (in Python, on one, if they do not translate; at most "
+                   "KRAFTCHECK_INTERPRET_S, default 1.5 s, 1 s in Python, then wait) while other processes compile "
+                   "them at the lowest priority, a small model's quick table form first (background); or compile "
+                   "them first (now). Refused with --engine reference or spark, and background with --simulate, "
+                   "which compile no kernels in the background.  [default: background]")
 @click.option("--threads", type=int, callback=positive, metavar="N",
               help="Worker threads of the compiled engine (refused with --engine reference, which runs on one). "
                    "[default: CPU count]")
