@@ -216,6 +216,74 @@ def test_show_says_a_trace_of_an_unregistered_spec_was_not_verified(tmp_path):
     assert f"kraftcheck trace replay {path} --spec {spec_ref}" in edited.stderr, edited.output
 
 
+TERMS_SPEC = '''
+from dataclasses import dataclass
+from numba import njit
+from kraftcheck.checker.spec import Action, Int, Invariant, Spec
+
+
+@njit(cache=True)
+def inc(s, t):
+    if s.x < 3:
+        t.x = s.x + 1
+        return True
+    return False
+
+
+@njit(cache=True)
+def below_two(s):
+    return s.x < 2
+
+
+class Termed(Spec):
+    name = "termed_counter"
+    check_deadlock = False
+
+    @dataclass(frozen=True)
+    class Params:
+        pass
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        return [{"x": 0}]
+
+    def actions(self):
+        return [Action("Inc", inc)]
+
+    def invariants(self):
+        return [Invariant("below_two", below_two, "x stays below 2")]
+
+    def trace_terms(self, model, steps):
+        return HOOK
+'''
+
+
+@pytest.mark.parametrize("hook, said", [
+    ("{}['no such term']", "trace_terms() of spec termed_counter raised KeyError: 'no such term' at {file}:41"),
+    ("{'terms': 'counting'}", "trace_terms() of spec termed_counter returned what no trace can be built from "
+                              "(KeyError: 'fields')")])
+def test_a_trace_terms_that_fails_is_the_spec_s_error(tmp_path, hook, said):
+    """show, export, render and report said a raising trace_terms in a note and displayed the
+    trace in the model's fields (exit 0); named with --spec, a file spec's trace_terms was not
+    even called. Now each stops with the spec's error (exit 2), its file and line, no traceback."""
+    source = tmp_path / "termed_spec.py"
+    source.write_text(TERMS_SPEC.replace("HOOK", hook))
+    ref = f"{source}:Termed"
+    checked = _cli("check", "--spec", ref, "--engine", "reference", "--trace-dir", tmp_path / "traces")
+    assert checked.exit_code == 1 and "raised" not in checked.output, checked.output  # check never calls it
+    (path,) = (tmp_path / "traces").glob("*.json")
+    for args in (("show", path), ("export", path, "--format", "json"), ("render", path, "-o", tmp_path / "t.svg"),
+                 ("report", path)):
+        result = _cli("trace", *args, "--spec", ref)
+        assert result.exit_code == 2, (args, result.output)
+        assert said.format(file=source) in result.stderr and "Traceback" not in result.output, result.output
+        assert "--model-names shows the trace" in result.stderr and result.stdout == ""
+        assert not (tmp_path / "t.svg").exists()
+    assert _cli("trace", "show", path, "--spec", ref, "--model-names").exit_code == 0
+
+
 # ----------------------------------------------------------------------------------------------
 # an option the chosen engine would ignore
 

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import networkx as nx
 
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, SpecError, spec_raised
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.graph import jsonable
 from kraftcheck.traces.replay import _label_of, rebuild_spec
@@ -40,12 +40,14 @@ def decoded_steps(graph: nx.DiGraph, model: Model) -> list[tuple[Optional[int], 
     return steps
 
 
-def spec_terms(graph: nx.DiGraph) -> Optional[dict[str, Any]]:
-    """What the trace's spec says of it in its own terms, or None (no hook, or no spec here)."""
+def spec_terms(graph: nx.DiGraph, spec_cls: Optional[type] = None) -> Optional[dict[str, Any]]:
+    """What the trace's spec (its registered name's, or ``spec_cls``: a command's --spec) says of
+    it in its own terms, or None (no hook, or no spec here). A hook that raises is the spec's error
+    (``SpecRaised``, with its file and line), never a rendering silently in other terms."""
     if graph.graph.get("terms") or graph.graph.get("lasso") is not None:
         return None
     try:
-        spec = rebuild_spec(graph.graph)
+        spec = rebuild_spec(graph.graph, spec_cls)
     except (KraftcheckError, ValueError, TypeError):
         return None
     hook = getattr(spec, HOOK, None)
@@ -59,17 +61,32 @@ def spec_terms(graph: nx.DiGraph) -> Optional[dict[str, Any]]:
         steps = decoded_steps(graph, model)
     except (KraftcheckError, ValueError):  # a file of an older layout of the spec: shown as written
         return None
-    return hook(model, steps)
+    try:
+        return hook(model, steps)
+    except (KraftcheckError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the spec's code raised: its error, with its line
+        raise spec_raised(f"{HOOK}() of spec {spec.name}", e, compiled_too=False) from None
 
 
-def in_spec_terms(graph: nx.DiGraph, model_names: bool = False) -> nx.DiGraph:
+def in_spec_terms(graph: nx.DiGraph, model_names: bool = False, spec_cls: Optional[type] = None) -> nx.DiGraph:
     """The trace as its spec's domain speaks (see the module docstring), or ``graph`` itself with
-    ``model_names`` or when the spec offers no translation."""
+    ``model_names`` or when the spec offers no translation. ``spec_cls``: the spec, where its name
+    is not registered (a command's --spec)."""
     if model_names:
         return graph
-    terms = spec_terms(graph)
+    terms = spec_terms(graph, spec_cls)
     if terms is None:
         return graph
+    try:
+        return _graph_of(graph, terms)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise SpecError(f"{HOOK}() of spec {graph.graph.get('spec')} returned what no trace can be built from "
+                        f"({type(e).__name__}: {e}); what it returns is described in traces/spec_terms.py") from None
+
+
+def _graph_of(graph: nx.DiGraph, terms: dict[str, Any]) -> nx.DiGraph:
+    """``in_spec_terms``'s graph from what the hook returned."""
     lane_names = terms.get("lane_names", {})
     g = nx.DiGraph()
     g.graph.update(graph.graph)

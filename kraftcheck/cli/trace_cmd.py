@@ -70,16 +70,14 @@ def _check_output(output: Optional[Path], source: Path, picture: bool = False) -
         _fail(f"--output {output}: the picture's format is its name's ending, which must be .svg or .png")
 
 
-def _shown(graph, model_names: bool):
-    """The graph as a person reads it: in its spec's terms unless ``--model-names``."""
+def _shown(graph, model_names: bool, spec_ref: Optional[str] = None):
+    """The graph as a person reads it: in its spec's terms (its ``trace_terms``; ``spec_ref``, the
+    command's --spec, for a spec not registered here) unless ``--model-names``. A ``trace_terms``
+    that raises is the spec's error (exit 2, its line), not a rendering in other terms."""
     try:
-        return in_spec_terms(graph, model_names)
+        return in_spec_terms(graph, model_names, spec_class(spec_ref) if spec_ref else None)
     except KraftcheckError as e:
-        _fail(str(e))
-    except Exception as e:  # noqa: BLE001 -- the spec's translation failed: the trace itself still reads
-        click.echo(f"note: the trace could not be shown in its spec's terms ({type(e).__name__}: {e}); "
-                   "showing the model's fields", err=True)
-        return graph
+        _fail(f"{e}\n(--model-names shows the trace in the model's own fields, without trace_terms)")
 
 
 SPEC_OF_A_SCENARIO = "--spec applies to trace files only; a scenario replays the registered spec it names"
@@ -169,7 +167,8 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
     graph, run = _open_to_display(file, variant, spec_ref)
     console = _console(no_color, width)
     try:
-        print_trace(TraceView(_shown(graph, model_names)), console, full=full, lane=lane, ascii_only=ascii_only)
+        print_trace(TraceView(_shown(graph, model_names, spec_ref)), console, full=full, lane=lane,
+                    ascii_only=ascii_only)
     except KraftcheckError as e:
         _fail(str(e))
     if run is not None:
@@ -197,7 +196,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 
     _check_output(output, file)
     graph, run = _open_to_display(file, variant, spec_ref)
-    text = export(_shown(graph, model_names), fmt)
+    text = export(_shown(graph, model_names, spec_ref), fmt)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -230,7 +229,7 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
     _check_output(output, file, picture=True)
     graph, run = _open_to_display(file, variant, spec_ref)
     try:
-        render(_shown(graph, model_names), output, dpi=dpi)
+        render(_shown(graph, model_names, spec_ref), output, dpi=dpi)
     except KraftcheckError as e:
         _fail(str(e))
     click.echo(f"wrote {output}", err=True)

@@ -156,7 +156,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
                                         options=options)
         click.echo(f"running: {fix_command}", err=True)
         verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit, applied, deadlock))
-    text = report(_shown(graph, model_names), fmt, command=command, trace_file=str(file), fixes=verdicts,
+    text = report(_shown(graph, model_names, spec_ref), fmt, command=command, trace_file=str(file), fixes=verdicts,
                   defaults=defaults) + "\n"
     if output is None or to_stdout(output):
         click.echo(text, nl=False)
