@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import traceback
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -55,10 +57,23 @@ def spec_call(spec: Spec, method: str) -> Any:
     try:
         out = getattr(spec, method)()
         return list(out) if method == "initial_states" or isinstance(out, types.GeneratorType) else out
-    except KraftcheckError:
-        raise
+    except KraftcheckError as e:
+        raise declared_at(e) from None
     except Exception as e:  # noqa: BLE001 - the spec's own code failed
         raise spec_raised(f"{method}() of spec {spec.name}", e, compiled_too=False) from None
+
+
+def declared_at(e: KraftcheckError) -> KraftcheckError:
+    """``e``, raised by kraftcheck's declarations (``Int``, ``Field``, ``Action``...) as the spec's
+    code called them, with the spec's line that called them: a field past the int32 range built by
+    a helper of the spec's names itself, not where. Other kinds (SpecRaised, which names its line
+    already; a UsageError...) are left as they are."""
+    if type(e) is not SpecError:
+        return e
+    checker = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frames = [f for f in traceback.extract_tb(e.__traceback__)  # "<string>": a dataclass's generated __init__
+              if not f.filename.startswith((checker, "<"))]
+    return SpecError(f"{e} (declared at {frames[-1].filename}:{frames[-1].lineno})") if frames else e
 
 
 def spec_instance(cls: type, values: dict[str, Any]) -> Spec:
@@ -69,8 +84,8 @@ def spec_instance(cls: type, values: dict[str, Any]) -> Spec:
     given = " ".join(f"{k}={v!r}" for k, v in values.items()) or "(defaults)"
     try:
         return cls(cls.Params(**values))
-    except KraftcheckError:
-        raise
+    except KraftcheckError as e:
+        raise declared_at(e) from None
     except (ValueError, TypeError) as e:
         raised = spec_raised(f"spec {cls.name}", e)
         at = f" (at {raised.file}:{raised.line})" if raised.file else ""
