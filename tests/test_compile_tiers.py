@@ -631,7 +631,11 @@ def test_a_retried_group_priority_does_not_undo_a_later_hurry(monkeypatch):
         def write(self, text):
             written.append(text)
 
+    pid = 2 ** 22 + 1  # no such process: only the writes are looked at
+
     def refused_once(path, mode="r"):
+        if path != f"/proc/{pid}/autogroup":  # another test's retry, still on its thread: not this test's
+            return open(path, mode)
         if not written and not refused_once.done:
             refused_once.done = True
             raise OSError(errno.EAGAIN, "refused", path)
@@ -639,7 +643,6 @@ def test_a_retried_group_priority_does_not_undo_a_later_hurry(monkeypatch):
 
     refused_once.done = False
     monkeypatch.setattr(compile_module, "open", refused_once, raising=False)
-    pid = 2 ** 22 + 1  # no such process: only the writes are looked at
     assert compile_module.give_way(pid)  # refused: retried on a thread
     compile_module._set_group_nice(pid, 0)  # the run waits for it (hurry)
     deadline = time.monotonic() + 2
