@@ -44,7 +44,7 @@ from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.table_expand import TableExpansion
 from kraftcheck.checker.kernels.threads import per_thread_rows
-from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, rehash
+from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, insert_side, rehash, rehash_in_place
 
 # Scratch rows per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
@@ -125,6 +125,10 @@ def warm_up_row_passes(nwords: int) -> None:
     visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
     # growing a shard: every run past a few thousand states does
     rehash(visited.shards[0], np.full((8, nwords), EMPTY, np.uint64), visited.rows_are_fingerprints)
+    # growing a large shard in place: rows set aside, then put back
+    grown, side = np.full((8, nwords), EMPTY, np.uint64), np.empty((1, nwords), np.uint64)
+    rehash_in_place(grown, 4, visited.rows_are_fingerprints, 3, side, 0)
+    insert_side(grown, side, 0, visited.rows_are_fingerprints)
     successor_rows.warm_up()
 
 
@@ -226,6 +230,8 @@ class _Claims:
             return True
         except FileExistsError:
             return False
+        except FileNotFoundError:  # the folder went (a cache cleared under the compile): compile it, at worst twice
+            return True
 
 
 def compile_in_process(shapes: KernelShapes,
@@ -253,6 +259,9 @@ def compile_in_process(shapes: KernelShapes,
             on_kernel(i, n, what)
 
     with _compile_lock(shapes.module_path):
+        # left by a compile of this module killed before its finally (SIGKILL, the OOM killer): the lock
+        # is ours, so no process compiles from it any more
+        shutil.rmtree(claims_path(shapes.module_path), ignore_errors=True)
         if processes > 1 and not marker_path(shapes.module_path).exists():
             _compile_together(module, shapes, once, processes)
         compile_kernels(module, shapes, once)  # what helpers compiled loads from the cache
@@ -280,8 +289,9 @@ def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Calla
                       processes: int) -> None:
     """Compile ``module``'s kernels here and in ``processes - 1`` helper processes, each taking the
     next kernel nobody has taken; return once every helper has ended. A helper that fails only
-    leaves its kernels to the caller's final pass."""
-    claims = tempfile.mkdtemp(prefix="kraftcheck-compile-")
+    leaves its kernels to the caller's final pass. Called under the module's compile lock."""
+    claims = str(claims_path(shapes.module_path))
+    os.mkdir(claims)
     helpers = []
     try:
         job = dict(_job(shapes), claims=claims)
@@ -300,6 +310,29 @@ def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Calla
                 helper.kill()
                 helper.wait()
         shutil.rmtree(claims, ignore_errors=True)
+
+
+def claims_path(module_path: str | Path) -> Path:
+    """Where the processes compiling a kernel module claim its kernels (``_Claims``): beside the
+    module in the kernel cache, not in $TMPDIR, so that one left by a killed process (which runs no
+    finally) is found and removed by the next compile of the module, or by ``kraftcheck cache clear``."""
+    return Path(f"{module_path}.claims")
+
+
+def _remove_claims_if_unlocked(module_path: str | Path) -> None:
+    """Remove the claims folder of a module whose compile was just killed, unless another process
+    has taken the module's compile lock meanwhile (its claims are then in that folder)."""
+    try:
+        import fcntl
+        lock = open(str(module_path) + ".lock", "a")
+    except (ImportError, OSError):
+        return  # the next compile of the module removes it
+    with lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
+        shutil.rmtree(claims_path(module_path), ignore_errors=True)
 
 
 def worker_command() -> list[str]:
@@ -436,8 +469,8 @@ class BackgroundCompile:
         jobs = [_job(shapes) for shapes in self.forms]
         job = dict(jobs[0], then=[j["shapes"] for j in jobs[1:]], time_limit=compile_time_limit())
         job["modules"] = {name: file for j in jobs for name, file in j["modules"].items()}
-        # the worker's scratch (its helpers' claims folder goes in it), removed by the worker when
-        # it ends, or here when the run stops it
+        # the worker's scratch (whatever it writes to $TMPDIR goes in it), removed by the worker
+        # when it ends, or here when the run stops it (its claims folder is in the kernel cache)
         self.scratch = tempfile.mkdtemp(prefix=detached.SCRATCH_PREFIX)
         job["scratch"] = self.scratch
         job["detached"] = str(self.cache)  # where it removes its entry if it is left to finish (``detached``)
@@ -523,6 +556,8 @@ class BackgroundCompile:
         self._reader.join(timeout=5)
         self._stderr.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        for shapes in self.forms:
+            _remove_claims_if_unlocked(shapes.module_path)
 
 
 def _worker() -> int:
@@ -532,7 +567,7 @@ def _worker() -> int:
     # group): exit through the finally clauses, which end the helpers and remove the claims folder
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     job = json.loads(sys.stdin.read())
-    if "scratch" in job:  # claims folders go there, for the run to remove if it stops this compile
+    if "scratch" in job:  # temporary files go there, for the run to remove if it stops this compile
         tempfile.tempdir = job["scratch"]
     try:
         sys.path[:] = job["sys_path"]

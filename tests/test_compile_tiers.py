@@ -496,18 +496,44 @@ def test_a_stopped_compile_leaves_no_claims_folder(fresh_kernel_cache, monkeypat
     builder = BackgroundCompile(kernel_shapes(_model("two_phase", rm=6)))
     try:
         builder.hurry()  # at the lowest priority a loaded machine would keep it from starting for long
-        _wait_while_it_works(lambda: list(scratch.glob("kraftcheck-compile-*/kraftcheck-compile-*"))
-                             or builder.process.poll() is not None, builder.process.pid, "the compile")
-        assert list(scratch.glob("kraftcheck-compile-*/kraftcheck-compile-*")), \
-            "the compile ended before it could be stopped"
+        def claiming():
+            return [c for c in fresh_kernel_cache.glob("kernels/*.claims") if any(c.iterdir())]
+
+        _wait_while_it_works(lambda: claiming() or builder.process.poll() is not None, builder.process.pid,
+                             "the compile")
+        assert claiming(), "the compile ended before it could be stopped"
         builder.stop(keep=False)
         assert builder.process.returncode == -signal.SIGKILL  # killed, not waited for
         assert list(scratch.glob("kraftcheck-compile-*")) == []
+        assert list(fresh_kernel_cache.glob("kernels/*.claims")) == []
         assert _group_gone(builder.process.pid, within_s=5), "a helper of the stopped compile runs on"
     finally:
         if builder.process.poll() is None:
             builder.process.kill()
             builder.process.wait()
+
+
+def test_a_claims_folder_a_killed_compile_left_is_in_the_cache_and_goes_with_the_next_compile(
+        fresh_kernel_cache, monkeypatch, tmp_path):
+    """A process killed while it compiled with helpers (SIGKILL, the OOM killer: no finally runs)
+    left its claims folder in $TMPDIR for good (kraftcheck-compile-* folders with files 0, 1, ...
+    piled up in /tmp). The folder is now beside the module in the kernel cache, where the next
+    compile of the module, holding its lock, removes it."""
+    from kraftcheck.checker import compile as compile_module
+    from kraftcheck.checker.compile import claims_path, compile_in_process
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    (tmp_path / "tmp").mkdir()
+    compiled = []
+    monkeypatch.setattr(compile_module, "compile_kernels", lambda module, shapes, *a, **k: compiled.append(shapes))
+    shapes = kernel_shapes(_model("die_hard"))
+    left = claims_path(shapes.module_path)
+    assert left.parent == Path(shapes.module_path).parent  # in the kernel cache
+    left.mkdir(parents=True)
+    for i in range(3):  # what a killed compile leaves: the kernels it and its helpers had claimed
+        (left / str(i)).touch()
+    compile_in_process(shapes, processes=1)  # the compile itself is not this test's: it is skipped
+    assert compiled == [shapes] and not left.exists() and list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_the_interpreter_helper_compiles_what_the_bytecode_tier_loads(tmp_path):

@@ -134,6 +134,7 @@ def _left_compile(cache: Path, key: str):
     from kraftcheck.checker.compile import BackgroundCompile
     compile_ = object.__new__(BackgroundCompile)
     compile_.shapes = SimpleNamespace(module_name=key)
+    compile_.forms = []  # no kernel module: none has a claims folder to remove
     compile_.cache = cache
     compile_.process = subprocess.Popen(["sleep", "300"], start_new_session=True)
     compile_._stderr = tempfile.TemporaryFile()
