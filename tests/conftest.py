@@ -115,7 +115,7 @@ def explorer(request):
 
 # The longest test of each module that has one of LISTED_FROM_S or more, in seconds, unmarked (a fresh
 # clone, ``-n auto`` on two cores, ``--durations=60``): these modules run right after the slow tests.
-# A run that finds a module missing here says so at its end (``pytest_terminal_summary``).
+# A run with -n that finds a module missing here says so at its end (``pytest_terminal_summary``).
 LISTED_FROM_S = 7
 LONGEST_TEST_S = {
     "test_symmetry.py": 25, "test_packaging.py": 23, "test_graph_analyses.py": 21, "test_differential_specs.py": 20,
@@ -153,8 +153,10 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter):
     """Name the modules whose longest test took LISTED_FROM_S or more and that LONGEST_TEST_S lacks:
-    unlisted, such a module may run last and keep the suite waiting. Said, not failed: a loaded
-    machine makes any test slow."""
+    unlisted, such a module may run last and keep the suite waiting. Said only where the order
+    matters (``-n``), and not failed: a loaded machine makes any test slow."""
+    if not terminalreporter.config.getoption("numprocesses", None):
+        return
     missing = {m: s for m, s in _longest_call_s.items() if s >= LISTED_FROM_S and m not in LONGEST_TEST_S}
     if missing:
         terminalreporter.write_line(
