@@ -224,23 +224,31 @@ class Layout:
         return _filled(self.successor_dtype, SUCCESSOR_ELEMENT, flat)
 
     # -- flat <-> packed
-    def check_domains(self, flat: Iterable[int], where: str = "") -> None:
+    def check_domains(self, flat: Iterable[int], where: str = "", step: Any = None) -> None:
+        """Refuse a state with a value outside its field's domain (SpecError). ``step``: the action
+        instance (a ``Label``) that produced it, named with its function's file and line; both are
+        put into words only on a refusal, never on the path of a state that fits."""
         flat = tuple(flat)
         for (lo, hi), v in zip(self._bounds, flat):
             if not lo <= v <= hi:
                 break
         else:
             return
+        defined = ""
+        if step is not None:
+            where = f"after {step}: "
+            code = getattr(getattr(step.action.fn, "py_func", step.action.fn), "__code__", None)
+            defined = f" (action {step.action.name} at {code.co_filename}:{code.co_firstlineno})" if code else ""
         for e, v in zip(self.elements, flat):  # say which, and how to mend it
             f = e.field
             if f.const is not None:
                 if v != f.const:
                     raise SpecError(f"{where}constant field {f.name} changed to {v} (fixed at {f.const}): a Const "
-                                    "is a per-run setting, which actions read and never write")
+                                    f"is a per-run setting, which actions read and never write{defined}")
             elif not f.lo <= v <= f.hi:
                 what = "make the action's guard keep it inside" if where else "keep the value inside it"
                 raise SpecError(f"{where}field {self.element_name(e)} = {v} is outside its domain {f.lo}..{f.hi}: "
-                                f"widen the field's range in fields(), or {what}")
+                                f"widen the field's range in fields(), or {what}{defined}")
 
     def element_name(self, e: Element) -> str:
         f = e.field

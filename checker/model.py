@@ -415,7 +415,7 @@ class Model:
                 raise wrote_and_declined(str(lab), lab.action.fn)
             return None
         succ = tuple(written.tolist())
-        self.layout.check_domains(succ, where=f"after {lab}: ")
+        self.layout.check_domains(succ, step=lab)
         return succ
 
     def violated_invariants(self, flat: tuple[int, ...]) -> list[str]:

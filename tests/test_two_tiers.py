@@ -4,6 +4,8 @@ them (tests/odd_specs.py), run on both tiers (and some on the reference explorer
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kraftcheck.checker.errors import SpecError, UsageError
@@ -38,12 +40,21 @@ def test_two_axis_writes_and_reads_give_the_same_states_on_every_tier(n):
     assert runs["compiled"].distinct_states == 4 ** n
 
 
+def _defined(spec) -> str:
+    """Where the refusal says the spec's (only) action is: its function's file and first line."""
+    code = spec.actions()[0].fn.py_func.__code__
+    return re.escape(f" (action Overflow at {code.co_filename}:{code.co_firstlineno})")
+
+
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_a_write_outside_a_fields_domain_is_refused_by_every_tier(name):
-    """In the same words on every tier: the step, the element, its domain and what to do."""
+    """In the same words on every tier: the step, the element, its domain, what to do and where
+    the action is (the file and line were missing: they cost nothing until a value is refused)."""
+    spec = Overflowing(GridParams(1))
     with pytest.raises(SpecError, match=r"^after Overflow: field marked = 4 is outside its domain 0\.\.3: widen the "
-                                        r"field's range in fields\(\), or make the action's guard keep it inside$"):
-        EXPLORERS[name]().explore(Model(Overflowing(GridParams(1))), Options(keep_going=True))
+                                        r"field's range in fields\(\), or make the action's guard keep it inside"
+                                        rf"{_defined(spec)}$"):
+        EXPLORERS[name]().explore(Model(spec), Options(keep_going=True))
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
@@ -53,7 +64,8 @@ def test_a_write_past_the_int32_range_is_refused_as_written_by_every_tier(name, 
     """The compiled successors hold 64-bit elements, so a value computed past 32 bits reaches the
     domain check as the action computed it: refused, with the same number, on every tier (with
     32-bit elements 4294967297 wrapped to 1 and was accepted compiled)."""
-    with pytest.raises(SpecError, match=rf"^after Overflow: field marked = {value} is outside its domain 0\.\.3: "):
+    with pytest.raises(SpecError, match=rf"^after Overflow: field marked = {value} is outside its domain 0\.\.3: "
+                                        rf".*{_defined(spec(GridParams(1)))}$"):
         EXPLORERS[name]().explore(Model(spec(GridParams(1))), Options(keep_going=True))
 
 

@@ -54,7 +54,7 @@ class Stepper:
                 raise SpecError(f"action {self.model.labels[label]} changed the successor but returned False")
             return None
         succ = layout.from_object(after)
-        layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+        layout.check_domains(succ, step=self.model.labels[label])
         return succ
 
     @python_arithmetic
@@ -74,7 +74,7 @@ class Stepper:
         for lab, (fn, values) in enumerate(self._actions):
             if fn(before, after, *values):
                 succ = layout.from_object(after)
-                layout.check_domains(succ, where=f"after {self.model.labels[lab]}: ")
+                layout.check_domains(succ, step=self.model.labels[lab])
                 out.append((lab, succ))
                 after = self._copy(before)
             elif not layout.unchanged(after, before):

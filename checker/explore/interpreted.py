@@ -106,7 +106,7 @@ class InterpretedKernels:
                     try:
                         packed = layout.pack(succ)
                     except SpecError:  # say it again naming the step, as the other tiers do
-                        layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+                        layout.check_domains(succ, step=self.model.labels[label])
                         raise
                     out.words[row] = packed
                     out.hashes[row] = fingerprint_reference(packed)
@@ -143,7 +143,7 @@ class InterpretedKernels:
         if not fires:
             return None
         succ = self.layout.from_object(after)
-        self.layout.check_domains(succ, where=f"after {self.model.labels[label]}: ")
+        self.layout.check_domains(succ, step=self.model.labels[label])
         return succ
 
     @python_arithmetic

@@ -187,7 +187,7 @@ class ReferenceExplorer:
                                 raise wrote_and_declined(str(model.labels[lab]), model.labels[lab].action.fn)
                             continue
                         succ = layout.from_object(after)
-                        layout.check_domains(succ, where=f"after {model.labels[lab]}: ")
+                        layout.check_domains(succ, step=model.labels[lab])
                         result.states_generated += 1
                         fired[model.label_action[lab]] += 1
                         moved = moved or succ != source
