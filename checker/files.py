@@ -152,3 +152,18 @@ def file_digest(path: PathLike) -> str:
     """The hex ``DIGEST`` of the file at ``path``, read in pieces."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, DIGEST).hexdigest()
+
+
+# a manifest, a matrix or a baseline file: far larger than any is
+CONFIG_MAX_BYTES = 64 * 2**20
+
+
+def read_at_most(path: Union[str, Path], limit: int) -> Optional[bytes]:
+    """The bytes of file ``path``, None if it holds more than ``limit``: a device or a pipe
+    (``/dev/zero``, ``<(command)``) says it holds 0 and reads without end, which read whole took
+    every byte of memory the machine had. OSError as ``open`` raises it."""
+    if os.path.getsize(path) > limit:
+        return None
+    with open(path, "rb") as f:
+        raw = f.read(limit + 1)
+    return None if len(raw) > limit else raw

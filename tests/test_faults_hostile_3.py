@@ -285,6 +285,40 @@ def test_a_trace_terms_that_fails_is_the_spec_s_error(tmp_path, hook, said):
 
 
 # ----------------------------------------------------------------------------------------------
+# a file that reads without end
+
+
+ENDLESS_READS = '''
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))  # a regression: MemoryError, not the OOM killer
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.ci import baseline, manifest
+from kraftcheck.sweep import matrix
+from kraftcheck.traces import files, scenario
+for name, read in [("trace", files.load), ("scenario", scenario.load_scenario), ("matrix", matrix.from_file),
+                   ("manifest", manifest.load), ("baseline", baseline.load)]:
+    try:
+        read(Path(sys.argv[1]))
+    except KraftcheckError as e:
+        print(name, e)
+'''
+
+
+def test_a_file_that_reads_without_end_is_refused_not_read_whole(tmp_path):
+    """trace show /dev/zero (a device or a pipe says it holds 0 bytes) read until the OOM killer
+    stopped it, 24 GB later; so did sweep, ci's manifest and baseline, and a scenario: each reads
+    at most its limit now and refuses the file."""
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", ENDLESS_READS, "/dev/zero"], capture_output=True, text=True,
+                         timeout=120)
+    said = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert sorted(said) == ["baseline", "manifest", "matrix", "scenario", "trace"], out.stdout + out.stderr
+    assert "holds more than 268435456 bytes" in said["trace"] and "more than 268435456" in said["scenario"]
+    assert all("holds more than 67108864 bytes" in said[k] for k in ("matrix", "manifest", "baseline")), said
+
+
+# ----------------------------------------------------------------------------------------------
 # an option the chosen engine would ignore
 
 

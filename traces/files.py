@@ -8,14 +8,13 @@ attribute's presence and type before building the graph; each complaint names th
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Union
 
 import networkx as nx
 
-from kraftcheck.checker.files import PathLike, atomic_write
+from kraftcheck.checker.files import PathLike, atomic_write, read_at_most
 from kraftcheck.traces.errors import TraceFormatError
 from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION
 
@@ -47,13 +46,11 @@ def load(path: PathLike) -> nx.DiGraph:
     """Read a trace file into a ``networkx.DiGraph``; raises TraceFormatError naming what is wrong."""
     source = str(path)
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise TraceFormatError(f"file is {size} bytes; traces are at most {MAX_FILE_BYTES}", source=source)
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_at_most(path, MAX_FILE_BYTES)
     except OSError as e:
         raise TraceFormatError(f"cannot read the file: {e.strerror or e}", source=source) from None
+    if raw is None:
+        raise TraceFormatError(f"file holds more than {MAX_FILE_BYTES} bytes; traces are at most that", source=source)
     return from_text(raw, source)
 
 

@@ -35,6 +35,8 @@ import yaml
 
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.errors import ReplayError, ScenarioError
+from kraftcheck.checker.files import read_at_most
+from kraftcheck.traces.files import MAX_FILE_BYTES
 from kraftcheck.traces.graph import build_trace
 from kraftcheck.traces.replay import find_action, parse_params, rebuild_spec
 from kraftcheck.traces.stepping import Stepper
@@ -111,7 +113,11 @@ def is_scenario_file(path: Union[str, Path]) -> bool:
 def load_scenario(path: Union[str, Path]) -> Scenario:
     source = str(path)
     try:
-        text = Path(path).read_text()
+        raw = read_at_most(path, MAX_FILE_BYTES)
+        if raw is None:
+            raise ScenarioError(f"file holds more than {MAX_FILE_BYTES} bytes; scenarios are at most that",
+                                source=source)
+        text = raw.decode()
     except OSError as e:
         raise ScenarioError(f"cannot read the file: {e.strerror or e}", source=source) from None
     except UnicodeDecodeError as e:

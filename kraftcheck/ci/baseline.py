@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kraftcheck.checker.files import write_output
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, read_at_most, write_output
 from kraftcheck.ci.manifest import ManifestError
 
 FORMAT_VERSION = 1
@@ -47,7 +47,10 @@ def load(path: Path) -> list[Finding]:
     if not path.exists():
         return []
     try:
-        data = json.loads(path.read_text())
+        raw = read_at_most(path, CONFIG_MAX_BYTES)
+        if raw is None:
+            raise ValueError(f"it holds more than {CONFIG_MAX_BYTES} bytes")
+        data = json.loads(raw.decode())
         if data.get("version") != FORMAT_VERSION:
             raise ValueError(f"version must be {FORMAT_VERSION}")
         return [Finding(f["check"], f["invariant"], f["signature"], int(f.get("depth", 0)),

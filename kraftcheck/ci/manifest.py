@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, read_at_most
 from kraftcheck.checker.limits import count_problem, number_problem
 from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
@@ -121,7 +122,7 @@ def _has_tool_table(path: Path) -> bool:
     """Whether ``path`` (a pyproject.toml) has a [tool.kraftcheck] table; one that cannot be read or
     parsed is not this command's to judge when another manifest was chosen, so it says no."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads((read_at_most(path, CONFIG_MAX_BYTES) or b"").decode())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     tool = data.get("tool")
@@ -131,7 +132,11 @@ def _has_tool_table(path: Path) -> bool:
 def load(path: Path) -> Manifest:
     """Read and validate ``path``; raises ManifestError naming the line and key."""
     try:
-        text = path.read_text()
+        raw = read_at_most(path, CONFIG_MAX_BYTES)
+        if raw is None:
+            raise ManifestError(f"manifest {path} holds more than {CONFIG_MAX_BYTES} bytes, far more than a "
+                                "manifest: name the TOML file")
+        text = raw.decode()
     except (OSError, UnicodeDecodeError) as e:
         raise ManifestError(f"cannot read manifest {path}: {e}") from None
     try:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from kraftcheck.checker.errors import KraftcheckError, UsageError
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, read_at_most
 from kraftcheck.checker.limits import check_count, check_number
 from kraftcheck.checker.model import spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
@@ -127,7 +128,11 @@ def check_configurations(configs: list[Configuration]) -> None:
 def from_file(path: Path, spec_override: Optional[str] = None) -> list[Configuration]:
     """The configurations a matrix file describes; a bad file is one line naming what is wrong."""
     try:
-        data = tomllib.loads(path.read_text())
+        raw = read_at_most(path, CONFIG_MAX_BYTES)
+        if raw is None:
+            raise UsageError(f"{path} holds more than {CONFIG_MAX_BYTES} bytes, far more than a matrix file: name "
+                             "the TOML file")
+        data = tomllib.loads(raw.decode())
     except OSError as e:
         raise UsageError(f"cannot read the matrix file {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:
