@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -176,6 +177,48 @@ def test_a_check_still_running_after_its_budget_and_grace_is_killed(project, mon
     result = ci()
     assert result.exit_code == 3
     assert "after it started (budget 0.5 s); killed" in result.stdout
+
+
+def test_an_interrupted_run_leaves_no_check_and_no_compile_of_one_running(project, monkeypatch):
+    """SIGTERM to kraftcheck ci alone (``timeout``, ``kill PID``) killed its checks outright: each
+    check's background compile, in a session of its own, went on compiling unregistered (cache
+    status did not see it) for up to 20 minutes. Now each check is asked to stop as Ctrl-C asks it,
+    and stops its compile (here, KRAFTCHECK_KEEP_COMPILING=0) or leaves it registered."""
+    cache = project / "cache"
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(cache))  # cold: the check compiles in the background
+    write_manifest(project, '[checks.big]\nspec = "two_phase"\nparams = { rm = 8 }\nexpect = "holds"\n')
+    run = subprocess.Popen([KRAFTCHECK, "ci", "--no-color"], cwd=project, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not [p for p in _processes_of(cache) if "kraftcheck.checker.compile" in " ".join(p.cmdline())]:
+            assert run.poll() is None and time.monotonic() < deadline, "the check never started its compile"
+            time.sleep(0.1)
+        run.terminate()
+        assert run.wait(timeout=60) == 130
+        deadline = time.monotonic() + 5  # a killed helper is reaped by init, not at once
+        while _processes_of(cache) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_of(cache) == [], "a check, or a compile of one, runs on"
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for process in _processes_of(cache):
+            process.kill()
+
+
+def _processes_of(cache: Path) -> list:
+    """The live processes whose kernel cache is ``cache`` (a check's background compile and its helpers)."""
+    import psutil
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get("KRAFTCHECK_CACHE_DIR") == str(cache):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
 
 
 @pytest.mark.parametrize("text,message", [

@@ -3,7 +3,8 @@
 A process per check keeps runs apart (a crash or a runaway check stops only itself), makes the
 command that reproduces a failure the very command that was run, and lets the time budget be
 enforced from outside: ``--time-limit`` stops exploration cleanly, and a check that is still
-running ``KILL_GRACE_S`` later (compiling, or stuck) is killed.
+running ``KILL_GRACE_S`` later (compiling, or stuck) is stopped (``_stop``), as is every check
+running when the runner is interrupted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ from kraftcheck.request import default_max_memory_gib
 from kraftcheck.specs import REGISTRY
 
 KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace writing
+STOP_GRACE_S = 10.0  # a check asked to stop (SIGTERM) ends its run within this, else it is killed
 POLL_S = 0.2
 MARKER = "ci-check.json"  # marks a directory this runner made, so it may replace it
 PROGRESS_LINE = re.compile(r"progress: depth ([\d,]+)\s+distinct ([\d,]+)\s+generated ([\d,]+)")
@@ -120,17 +123,57 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
             for job in list(running):
                 _forward_progress(job, on_event)
                 if job.process.poll() is None and time.monotonic() - job.started > job.outcome.check.time_budget + KILL_GRACE_S:
-                    job.process.kill()
+                    _stop([job])
                     job.outcome.killed = True
                 if job.process.poll() is not None:
                     running.remove(job)
                     done[job.outcome.check.name] = _finish(job, on_event)
     finally:
-        for job in running:  # interrupted: leave no process behind
-            job.process.kill()
-            job.process.wait()
+        _stop(running)  # interrupted: leave no process behind
+        for job in running:
             job.log.close()
     return [done[c.name] for c in checks]
+
+
+def _stop(jobs: list["_Running"]) -> None:
+    """End the checks of ``jobs`` as Ctrl-C ends a run (SIGTERM: each stops its exploration and its
+    background compile, or leaves the compile registered to finish, as any run that ends first
+    does); one still running STOP_GRACE_S later is killed, with the compiles it started: they run
+    in sessions of their own, which its end does not reach, and a check killed outright left them
+    compiling, unregistered (``kraftcheck cache status`` did not see them), for up to 20 minutes."""
+    for job in jobs:
+        if job.process.poll() is None:
+            job.process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for job in jobs:
+        try:
+            job.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            compiles = _sessions_started_by(job.process.pid)
+            job.process.kill()
+            job.process.wait()
+            for pid in compiles:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:  # ended meanwhile
+                    pass
+
+
+def _sessions_started_by(pid: int) -> list[int]:
+    """The children of process ``pid`` that lead sessions of their own (its background compiles)."""
+    import psutil
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+    leaders = []
+    for child in children:
+        try:
+            if os.getsid(child.pid) == child.pid:
+                leaders.append(child.pid)
+        except OSError:
+            pass
+    return leaders
 
 
 class _NotStarted(Exception):
