@@ -291,7 +291,9 @@ def _compile_together(module: ModuleType, shapes: KernelShapes, on_kernel: Calla
     next kernel nobody has taken; return once every helper has ended. A helper that fails only
     leaves its kernels to the caller's final pass. Called under the module's compile lock."""
     claims = str(claims_path(shapes.module_path))
-    os.mkdir(claims)
+    # normally made anew (compile_in_process removed any left); if that removal failed, the kernels a
+    # dead process claimed are compiled by the caller's final pass
+    os.makedirs(claims, exist_ok=True)
     helpers = []
     try:
         job = dict(_job(shapes), claims=claims)
