@@ -44,7 +44,7 @@ from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.table_expand import TableExpansion
 from kraftcheck.checker.kernels.threads import per_thread_rows
-from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, insert_side, rehash, rehash_in_place
+from kraftcheck.checker.kernels.visited import EMPTY, VisitedSet, rehash
 
 # Scratch rows per thread are spaced so threads never share a cache line (see Kernels).
 SCRATCH_BYTES = 256
@@ -125,10 +125,6 @@ def warm_up_row_passes(nwords: int) -> None:
     visited.insert(one, fingerprints(one), np.zeros(1, np.int64))  # insert_shard too: insert() calls it
     # growing a shard: every run past a few thousand states does
     rehash(visited.shards[0], np.full((8, nwords), EMPTY, np.uint64), visited.rows_are_fingerprints)
-    # growing a large shard in place: rows set aside, then put back
-    grown, side = np.full((8, nwords), EMPTY, np.uint64), np.empty((1, nwords), np.uint64)
-    rehash_in_place(grown, 4, visited.rows_are_fingerprints, 3, side, 0)
-    insert_side(grown, side, 0, visited.rows_are_fingerprints)
     successor_rows.warm_up()
 
 

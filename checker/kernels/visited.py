@@ -24,7 +24,6 @@ from numba import int64, njit, uint64
 from kraftcheck.checker.kernels.hashing import fingerprint_row, fingerprints
 from kraftcheck.checker.kernels.prefetch import prefetch_row
 from kraftcheck.checker.kernels.rows import same_row
-from kraftcheck.checker.kernels.shard_memory import ShardTable
 from kraftcheck.checker.kernels.threads import run_taking
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -43,7 +42,6 @@ FINE_GROWTH_FROM_BYTES = 1 << 30
 FINGERPRINT_MAX_LOAD = 0.85
 FINGERPRINT_GROWTH = 1.2
 MAX_SHARD_CAPACITY = (1 << 32) - 1  # the home slot takes 32 bits of the fingerprint
-SIDE_ROWS = 1 << 10  # rows a growth in place sets aside at first (rehash_in_place): a few, mostly
 RESTORE_CHUNK_STATES = 1 << 20  # states inserted at a time when a set is rebuilt from a checkpoint's levels
 
 
@@ -140,54 +138,6 @@ def rehash(old, new, rows_are_fingerprints):
             _probe_insert(new, old, j, h)
 
 
-@njit(cache=True, nogil=True)
-def rehash_in_place(table, old_cap, rows_are_fingerprints, start, side, nside):
-    """Rehash, within ``table`` itself, a shard enlarged in place: its first ``old_cap`` rows hold
-    the table as it was (capacity ``old_cap``), the rest are empty, and every entry must move to
-    where capacity ``table.shape[0]`` puts it. Returns (the slot to resume at, -1 when done; the
-    rows of ``side`` in use).
-
-    Old slots are taken from the last down (from ``start``), each entry lifted out and placed by
-    linear probing from its new home. A new home is never below the old one (the home slot
-    scales the hash's low half by the capacity), so probing from it crosses only slots taken
-    already, which hold placed entries or nothing. An entry whose new home lies below its slot
-    (one moved far from home by a collision) or whose probe would wrap around to the start would
-    cross slots not taken yet: it goes to ``side`` instead (rows ``nside`` on), to be inserted once
-    every old slot is taken (``insert_side``). When ``side`` is full the kernel stops and says
-    where to resume: the caller gives it a larger one."""
-    new_cap = table.shape[0]
-    nw = table.shape[1]
-    for s in range(start, -1, -1):
-        if table[s, 0] == EMPTY:
-            continue
-        h = table[s, 0] if rows_are_fingerprints else fingerprint_row(table, s)
-        home = home_slot(h, new_cap)
-        p = home
-        if home >= s:
-            while p < new_cap and table[p, 0] != EMPTY and p != s:
-                p += 1
-        if home < s or p == new_cap:
-            if nside == side.shape[0]:
-                return s, nside
-            for k in range(nw):
-                side[nside, k] = table[s, k]
-            nside += 1
-            table[s, 0] = EMPTY
-        elif p != s:
-            for k in range(nw):
-                table[p, k] = table[s, k]
-            table[s, 0] = EMPTY
-    return -1, nside
-
-
-@njit(cache=True, nogil=True)
-def insert_side(table, side, nside, rows_are_fingerprints):
-    """Insert the first ``nside`` rows of ``side``, set aside by ``rehash_in_place``."""
-    for j in range(nside):
-        h = side[j, 0] if rows_are_fingerprints else fingerprint_row(side, j)
-        _probe_insert(table, side, j, h)
-
-
 @njit(cache=True)
 def smallest_gap_sorted(values):
     """The smallest difference between neighbours of a sorted uint64 array (2^64 - 1 if fewer than two)."""
@@ -238,8 +188,7 @@ class VisitedSet:
     """Python face of the sharded table: capacity management and validated calls.
 
     Each shard is its own array and grows on its own, so growing the set never holds two copies
-    of the whole table at once (only of a small shard), and a large shard grows in place
-    (``shard_memory``, ``rehash_in_place``).
+    of the whole table at once (only of one shard).
     """
 
     def __init__(self, nwords: int, shard_bits: int = 6, initial_shard_cap: int = 1 << 10,
@@ -260,9 +209,7 @@ class VisitedSet:
         self.growth = growth
         self.rows_are_fingerprints = rows_are_fingerprints
         self.fine_growth_from_bytes = fine_growth_from_bytes
-        self._tables = [ShardTable(initial_shard_cap, nwords, EMPTY) for _ in range(self.nshards)]
-        # a thread's rows set aside while a shard grows in place (rehash_in_place), by its slot
-        self._side: dict[int, np.ndarray] = {}
+        self.shards = [np.full((initial_shard_cap, nwords), EMPTY, np.uint64) for _ in range(self.nshards)]
         self.shard_counts = [0] * self.nshards
         self._offsets = np.zeros(self.nshards + 1, np.int64)
         self._order = np.empty(0, np.int64)
@@ -271,13 +218,8 @@ class VisitedSet:
         return sum(self.shard_counts)
 
     @property
-    def shards(self) -> list[np.ndarray]:
-        """Each shard's table (views: hold none across an insert, which may grow the shard)."""
-        return [t.array for t in self._tables]
-
-    @property
     def nbytes(self) -> int:
-        return sum(t.array.nbytes for t in self._tables)
+        return sum(t.nbytes for t in self.shards)
 
     @property
     def capacity(self) -> int:
@@ -316,10 +258,10 @@ class VisitedSet:
         per_shard = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0).tolist()
         rows = sum(per_shard)
 
-        def insert_into(k: int, slot: int) -> None:
+        def insert_into(k: int, _: int) -> None:
             if per_shard[k]:
-                self._reserve(k, self.shard_counts[k] + per_shard[k], slot)
-                self.shard_counts[k] += insert_shard(self._tables[k].array, words, hashes, order, offsets, k, is_new)
+                self._reserve(k, self.shard_counts[k] + per_shard[k])
+                self.shard_counts[k] += insert_shard(self.shards[k], words, hashes, order, offsets, k, is_new)
 
         if rows > 4096:  # the threads take the shards one by one: a shard's growth holds up no other
             run_taking(insert_into, self.nshards)
@@ -327,34 +269,20 @@ class VisitedSet:
             for k in range(self.nshards):
                 insert_into(k, 0)
 
-    def _reserve(self, k: int, load: int, slot: int = 0) -> None:
-        """Grow shard k until ``load`` states fit under the maximum load factor (``slot``: the
-        calling thread's, whose rows hold the entries set aside while they move)."""
-        table = self._tables[k]
-        old_cap = cap = table.array.shape[0]
+    def _reserve(self, k: int, load: int) -> None:
+        """Grow shard k until ``load`` states fit under the maximum load factor."""
+        cap = self.shards[k].shape[0]
         # shards fill evenly, so one shard's size times their number is the set's
-        fine = table.array.nbytes * self.nshards >= self.fine_growth_from_bytes
+        fine = self.shards[k].nbytes * self.nshards >= self.fine_growth_from_bytes
         factor = self.growth if fine else COARSE_GROWTH
         while load > self.max_load * cap:
             cap = int(cap * factor) + 1
         if cap > MAX_SHARD_CAPACITY:
             raise MemoryError(f"a shard of the visited set would need {cap} slots (at most {MAX_SHARD_CAPACITY})")
-        if cap == old_cap:
-            return
-        old = table.grow(cap, keep=True)
-        if old is not None:
-            rehash(old, table.array, self.rows_are_fingerprints)
-            return
-        side = self._side.get(slot)
-        if side is None:
-            side = self._side[slot] = np.empty((SIDE_ROWS, self.nwords), np.uint64)
-        resume, nside = old_cap - 1, 0
-        while resume >= 0:
-            resume, nside = rehash_in_place(table.array, old_cap, self.rows_are_fingerprints, resume, side, nside)
-            if resume >= 0:  # side is full: a larger one, kept for the thread's next growth
-                side = np.concatenate([side, np.empty_like(side)])
-                self._side[slot] = side
-        insert_side(table.array, side, nside, self.rows_are_fingerprints)
+        if cap != self.shards[k].shape[0]:
+            new = np.full((cap, self.nwords), EMPTY, np.uint64)
+            rehash(self.shards[k], new, self.rows_are_fingerprints)
+            self.shards[k] = new
 
 
 MAX_FINGERPRINT = np.uint64(0xFFFFFFFFFFFFFFFE)  # all ones marks an empty slot

@@ -30,7 +30,6 @@ from numba import int64, njit, uint64
 
 from kraftcheck.checker.kernels.hashing import GOLDEN, fingerprint_step
 from kraftcheck.checker.kernels.prefetch import prefetch_row
-from kraftcheck.checker.kernels.shard_memory import ShardTable
 from kraftcheck.checker.kernels.threads import run_parts, thread_count
 from kraftcheck.checker.kernels.visited import (COARSE_GROWTH, EMPTY, FINE_GROWTH_FROM_BYTES, GROWTH, MAX_LOAD,
                                                 MAX_SHARD_CAPACITY, PREFETCH_DISTANCE, VisitedSet, home_slot,
@@ -178,8 +177,7 @@ class HalfTable:
         self.nwords, self.part_bits, self.nparts = nwords, part_bits, 1 << part_bits
         self.max_load, self.growth, self.fine_growth_from_bytes = max_load, growth, fine_growth_from_bytes
         # a slot: the half's words, then its index (beside it, so that a hit costs one cache line)
-        self._tables = [ShardTable(initial_cap, nwords + 1, EMPTY) for _ in range(self.nparts)]
-        self._scratch = np.empty((0, nwords + 1), np.uint64)  # a mapped part's slots while they move
+        self.tables = [np.full((initial_cap, nwords + 1), EMPTY, np.uint64) for _ in range(self.nparts)]
         self.counts = np.zeros(self.nparts, np.int64)  # halves a part holds; its kernel counts new ones on
         self.max_part_count = (MAX_HALVES + 1) // self.nparts  # a part's numbers times nparts stay 31 bits
 
@@ -188,37 +186,25 @@ class HalfTable:
         return int(self.counts.sum())
 
     @property
-    def tables(self) -> list[np.ndarray]:
-        """Each part's table (views: hold none across ``reserve``, which may grow the part)."""
-        return [t.array for t in self._tables]
-
-    @property
     def nbytes(self) -> int:
-        return sum(t.array.nbytes for t in self._tables)
+        return sum(t.nbytes for t in self.tables)
 
     def _reserve(self, part: int, load: int) -> None:
         """Grow part ``part`` until ``load`` halves fit under the maximum load factor."""
         if load > self.max_part_count:
             raise MemoryError(f"the compact visited set would hold more than {MAX_HALVES} distinct halves")
-        table = self._tables[part]
-        old_cap = cap = table.array.shape[0]
-        fine = table.array.nbytes * self.nparts >= self.fine_growth_from_bytes  # parts fill evenly
+        table = self.tables[part]
+        cap = table.shape[0]
+        fine = table.nbytes * self.nparts >= self.fine_growth_from_bytes  # parts fill evenly
         factor = self.growth if fine else COARSE_GROWTH
         while load > self.max_load * cap:
             cap = int(cap * factor) + 1
         if cap > MAX_SHARD_CAPACITY:
             raise MemoryError(f"a half table of the visited set would need {cap} slots (at most {MAX_SHARD_CAPACITY})")
-        if cap == old_cap:
-            return
-        if not table.mapped:  # a new array: the entries move from the old one
-            rehash_halves(table.grow(cap, keep=False), table.array)
-            return
-        if self._scratch.shape[0] < old_cap:  # parts grow in step: the next growth is near
-            self._scratch = np.empty((max(old_cap, int(1.5 * self._scratch.shape[0])), self.nwords + 1), np.uint64)
-        aside = self._scratch[:old_cap]
-        aside[...] = table.array  # a half's table has no rehash in place: its entries move from here
-        table.grow(cap, keep=False)
-        rehash_halves(aside, table.array)
+        if cap != table.shape[0]:
+            new = np.full((cap, self.nwords + 1), EMPTY, np.uint64)
+            rehash_halves(table, new)
+            self.tables[part] = new
 
     def reserve(self, part_rows: np.ndarray) -> None:
         """Make room in each part p for ``part_rows[p]`` more halves."""
