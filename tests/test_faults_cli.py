@@ -427,6 +427,16 @@ main()
 """
 
 
+def _at_their_default(signum: int):
+    """A child's start that gives SIGINT and ``signum`` their default action, as a user's shell
+    does: a suite started as a background job inherits SIGINT ignored, one started under nohup
+    SIGHUP, and a process that inherits a signal ignored rightly leaves it so."""
+    def reset() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signum, signal.SIG_DFL)
+    return reset
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_the_command_is_still_importing_exits_130(signum, tmp_path):
     """The command's modules take half a second to import, in which an interrupt was click's
@@ -436,7 +446,7 @@ def test_a_signal_while_the_command_is_still_importing_exits_130(signum, tmp_pat
     suite run as a background job may have it ignored, which the child would inherit."""
     process = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_IMPORTING, str(int(signum)), str(tmp_path)],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=_at_their_default(signum))
     assert process.returncode == 130, process.stderr
     assert "kraftcheck: error: interrupted" in process.stderr and "Aborted" not in process.stderr
     assert "Traceback" not in process.stderr and "checking" not in process.stderr
@@ -470,7 +480,7 @@ def test_a_signal_at_the_entry_points_first_import_exits_130(signum):
     then was a KeyboardInterrupt traceback and exit 1, or SIGTERM's 143."""
     process = subprocess.run([sys.executable, "-c", SIGNAL_AT_THE_FIRST_IMPORT, str(int(signum))],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=_at_their_default(signum))
     assert process.returncode == 130, process.stderr
     assert process.stderr == "kraftcheck: error: interrupted\n" and process.stdout == ""
 
