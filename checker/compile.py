@@ -319,18 +319,11 @@ def claims_path(module_path: str | Path) -> Path:
 
 def _remove_claims_if_unlocked(module_path: str | Path) -> None:
     """Remove the claims folder of a module whose compile was just killed, unless another process
-    has taken the module's compile lock meanwhile (its claims are then in that folder)."""
-    try:
-        import fcntl
-        lock = open(str(module_path) + ".lock", "a")
-    except (ImportError, OSError):
-        return  # the next compile of the module removes it
-    with lock:
-        try:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return
-        shutil.rmtree(claims_path(module_path), ignore_errors=True)
+    has taken the module's compile lock meanwhile (its claims are then in that folder); a lock not
+    taken leaves the folder to the next compile of the module."""
+    with _compile_lock(module_path, wait=False) as held:
+        if held:
+            shutil.rmtree(claims_path(module_path), ignore_errors=True)
 
 
 def worker_command() -> list[str]:
@@ -351,16 +344,32 @@ def _job(shapes: KernelShapes) -> dict:
 
 
 @contextlib.contextmanager
-def _compile_lock(module_path: str | Path):
+def _compile_lock(module_path: str | Path, wait: bool = True):
+    """The module's compile lock (``<module>.lock``), held for the block; yields whether it is
+    held. ``wait``: until it is free (not POSIX: the block runs without it, as concurrent compiles
+    only duplicate work); else only if it is free now and can be taken (False otherwise)."""
     try:
         import fcntl
-    except ImportError:  # not POSIX: concurrent compiles only duplicate work
-        yield
+    except ImportError:
+        yield wait
         return
-    with open(str(module_path) + ".lock", "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    try:
+        lock = open(str(module_path) + ".lock", "a")
+    except OSError:
+        if wait:
+            raise
+        yield False
+        return
+    with lock:
         try:
-            yield
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if wait:
+                raise
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
