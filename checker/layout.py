@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from kraftcheck.checker.action_returns import defined_at
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.spec import Field
 
@@ -237,8 +238,7 @@ class Layout:
         defined = ""
         if step is not None:
             where = f"after {step}: "
-            code = getattr(getattr(step.action.fn, "py_func", step.action.fn), "__code__", None)
-            defined = f" (action {step.action.name} at {code.co_filename}:{code.co_firstlineno})" if code else ""
+            defined = f" (action {step.action.name} at {defined_at(step.action.fn)})"
         for e, v in zip(self.elements, flat):  # say which, and how to mend it
             f = e.field
             if f.const is not None:
