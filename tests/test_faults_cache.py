@@ -266,7 +266,7 @@ def test_a_detached_compile_killed_by_someone_else_has_its_scratch_removed_with_
                  lambda: detached.stop_all(tmp_path)):
         killed, later = _sleeper(), _sleeper()
         scratch = Path(tempfile.mkdtemp(prefix=detached.SCRATCH_PREFIX, dir=tmp_path))
-        (scratch / detached.SCRATCH_PREFIX).mkdir()  # its helpers' claims folder
+        (scratch / detached.SCRATCH_PREFIX).mkdir()  # a folder in it, as a worker's temporary files make
         try:
             assert detached.leave(tmp_path, killed.pid, "kc_a_model_1", "the kernels of spec a",
                                   str(scratch)) == killed.pid
@@ -440,7 +440,6 @@ def test_a_helper_edited_in_another_file_is_compiled_again(tmp_path, layout):
 
 _ENGINE_RUN = '''
 import sys
-import tempfile
 from kraftcheck.checker import numba_cache
 numba_cache.tolerate_damage()  # as importing kraftcheck.checker.kernels does
 numba_cache._ENGINE = sys.argv[1]  # the folder below stands for kraftcheck's engine

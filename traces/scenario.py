@@ -33,9 +33,9 @@ from typing import Any, Optional, Union
 import networkx as nx
 import yaml
 
+from kraftcheck.checker.files import read_at_most
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.errors import ReplayError, ScenarioError
-from kraftcheck.checker.files import read_at_most
 from kraftcheck.traces.files import MAX_FILE_BYTES
 from kraftcheck.traces.graph import build_trace
 from kraftcheck.traces.replay import find_action, parse_params, rebuild_spec
