@@ -158,12 +158,65 @@ def file_digest(path: PathLike) -> str:
 CONFIG_MAX_BYTES = 64 * 2**20
 
 
-def read_at_most(path: Union[str, Path], limit: int) -> Optional[bytes]:
-    """The bytes of file ``path``, None if it holds more than ``limit``: a device or a pipe
-    (``/dev/zero``, ``<(command)``) says it holds 0 and reads without end, which read whole took
-    every byte of memory the machine had. OSError as ``open`` raises it."""
-    if os.path.getsize(path) > limit:
+class NotARegularFileError(OSError):
+    """An input named by the user is not a regular file (a FIFO, a device, a socket, a directory):
+    reading a FIFO waits for a writer without end, a device such as ``/dev/zero`` reads without
+    end, and neither is a file a person meant to give."""
+
+    def __str__(self) -> str:  # what it is and what to do, without OSError's errno and repr of the name
+        return self.strerror
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, as a person names it."""
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def _refuse(path: PathLike, mode: int) -> NotARegularFileError:
+    return NotARegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file; name the file itself "
+                                "(write a command's output to a file first)", os.fspath(path))
+
+
+def not_a_file(path: PathLike) -> Optional[str]:
+    """What ``path`` names when that exists and is not a regular file once symlinks are followed
+    (``a directory``, ``a pipe (FIFO)``, ``a character device``...); None for a regular file or a
+    path that names nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
         return None
-    with open(path, "rb") as f:
+    return None if stat.S_ISREG(mode) else _kind(mode)
+
+
+def open_regular(path: PathLike):
+    """``path`` opened for reading in binary, refused (``NotARegularFileError``) unless it is a
+    regular file; nothing else is opened, so a FIFO never waits for its writer. OSError as ``open``
+    raises it."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, mode)
+    # O_NONBLOCK: a FIFO put in the file's place since the stat opens at once and is refused below
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    f = open(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        f.close()
+        raise _refuse(path, mode)
+    return f
+
+
+def read_at_most(path: Union[str, Path], limit: int) -> Optional[bytes]:
+    """The bytes of file ``path``, None if it holds more than ``limit`` (a file that grows as it is
+    read, or one of ``/proc``'s, which say they hold 0). A path that is not a regular file (a FIFO,
+    ``<(command)``, ``/dev/zero``) is refused with ``NotARegularFileError``; other OSError as
+    ``open`` raises it."""
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > limit:
+            return None
         raw = f.read(limit + 1)
     return None if len(raw) > limit else raw

@@ -26,6 +26,7 @@ from pathlib import Path
 from kraftcheck.checker.errors import UsageError
 # SPEC_FILE_MODULE_PREFIX: the start of the module name a spec file is imported under (kraftcheck.spark uses it)
 from kraftcheck.checker.file_modules import SPEC_FILE_MODULE_PREFIX, file_module_name  # noqa: F401
+from kraftcheck.checker.files import not_a_file
 from kraftcheck.checker.spec import Spec
 
 REGISTRY: dict[str, str] = {
@@ -209,6 +210,9 @@ def _load_file(path: Path) -> object:
     """Import a spec file under a name derived from its absolute path (``file_modules``: stable
     between runs, so compiled kernels that import its functions are found in numba's cache, and
     found again by a process that imports the same file as a module of its own name)."""
+    kind = not_a_file(path)
+    if kind:
+        raise UsageError(f"spec file {path} is {kind}, not a file; name the spec's Python file")
     if not path.is_file():
         raise UsageError(f"spec file {path} does not exist")
     module_name = file_module_name(path)

@@ -33,7 +33,7 @@ from typing import Any, Optional, Union
 import networkx as nx
 import yaml
 
-from kraftcheck.checker.files import read_at_most
+from kraftcheck.checker.files import open_regular, read_at_most
 from kraftcheck.checker.model import Model
 from kraftcheck.traces.errors import ReplayError, ScenarioError
 from kraftcheck.traces.files import MAX_FILE_BYTES
@@ -102,9 +102,9 @@ def is_scenario_file(path: Union[str, Path]) -> bool:
         return True
     if p.suffix.lower() == ".json":
         try:
-            with open(p, "rb") as f:
+            with open_regular(p) as f:
                 head = f.read(4096)
-        except OSError:
+        except OSError:  # a FIFO among them, never opened: the reader that follows says what it is
             return False
         return b'"steps"' in head and b'"nodes"' not in head
     return False

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kraftcheck.checker.files import CONFIG_MAX_BYTES, read_at_most, write_output
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, NotARegularFileError, read_at_most, write_output
 from kraftcheck.ci.manifest import ManifestError
 
 FORMAT_VERSION = 1
@@ -55,6 +55,8 @@ def load(path: Path) -> list[Finding]:
             raise ValueError(f"version must be {FORMAT_VERSION}")
         return [Finding(f["check"], f["invariant"], f["signature"], int(f.get("depth", 0)),
                         tuple(f.get("actions", ()))) for f in data["findings"]]
+    except NotARegularFileError as e:  # a FIFO or a device, not a damaged baseline
+        raise ManifestError(f"baseline {path}: {e}") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise ManifestError(f"baseline {path} is not a kraftcheck baseline ({e}); fix it, or delete it and "
                             "run kraftcheck ci --update-baseline") from None

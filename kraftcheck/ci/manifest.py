@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kraftcheck.checker.errors import SpecRaised, UsageError
-from kraftcheck.checker.files import CONFIG_MAX_BYTES, read_at_most
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, not_a_file, read_at_most
 from kraftcheck.checker.limits import count_problem, number_problem
 from kraftcheck.checker.model import DEADLOCK, spec_call, spec_instance
 from kraftcheck.checker.symmetry import declared_symmetry
@@ -99,13 +99,19 @@ def find_manifest(given: Optional[str]) -> Path:
     """The manifest named on the command line, else kraftcheck.toml, else pyproject.toml here."""
     if given:
         path = Path(given)
-        if path.is_dir():
-            raise ManifestError(f"manifest {given} is a directory; name the file (its {DEFAULT_MANIFEST} or "
-                                "pyproject.toml)")
+        kind = not_a_file(path)
+        if kind:
+            raise ManifestError(f"manifest {given} is {kind}, not a file; name the manifest's TOML file (its "
+                                f"{DEFAULT_MANIFEST}, or pyproject.toml with [tool.kraftcheck])")
         if not path.is_file():
             raise ManifestError(f"manifest {given} does not exist")
         return path
     own, project = Path(DEFAULT_MANIFEST), Path("pyproject.toml")
+    for here in (own, project) if not own.is_file() else ():
+        kind = not_a_file(here)
+        if kind:  # neither passed over for the other nor said to be missing
+            raise ManifestError(f"{here} in this directory is {kind}, not a file; make it the manifest's TOML "
+                                "file, or name the manifest: kraftcheck ci PATH")
     if own.is_file():
         # checks in both would have the gate pass on one file's while the other's never ran
         if project.is_file() and _has_tool_table(project):
