@@ -34,12 +34,46 @@ def atomic_write(path: PathLike, data: Union[str, bytes]) -> Path:
     return atomic_write_with(path, lambda tmp: tmp.write_bytes(payload))
 
 
+def _make_parents(directory: Path) -> list[Path]:
+    """Make ``directory`` and its missing parents; the ones this call made, deepest first (one
+    another process made meanwhile is not among them)."""
+    missing = []
+    while not directory.is_dir() and directory.parent != directory:
+        missing.append(directory)
+        directory = directory.parent
+    made = []
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except BaseException:
+            _remove_empty(made[::-1])
+            raise
+        made.append(folder)
+    return made[::-1]
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty: another writer's file keeps its folder."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
     """Let ``writer`` produce a file at a temporary path (matplotlib, networkx writers), then
-    rename it into place; nothing is left behind if the writer fails."""
+    rename it into place; nothing is left behind if the writer fails, not even the directories
+    this call made for it (a run on a full disk leaves no empty --trace-dir)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    made = _make_parents(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    except BaseException:
+        _remove_empty(made)
+        raise
     os.close(fd)
     try:
         writer(Path(tmp))
@@ -52,6 +86,7 @@ def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        _remove_empty(made)
         raise
     return path
 

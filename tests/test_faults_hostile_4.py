@@ -1,13 +1,16 @@
-"""Inputs that are not regular files (a FIFO, a device, a directory), each refused before any work
-with what it is and what to give: a FIFO waited for a writer without end, a device was said not to
-exist. Each case failed before its fix."""
+"""Edges of the files kraftcheck reads and writes: inputs that are not regular files (a FIFO, a
+device, a directory), each refused before any work with what it is and what to give (a FIFO waited
+for a writer without end, a device was said not to exist); a full disk under the trace directory
+(the run left the directory it made, empty). Each case failed before its fix."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 
@@ -74,3 +77,45 @@ def test_a_regular_file_is_read_to_its_limit_whatever_size_it_says(tmp_path):
     small = tmp_path / "small"
     small.write_bytes(b"12345")
     assert read_at_most(small, 4) is None and read_at_most(small, 5) == b"12345"
+
+
+# ----------------------------------------------------------------------------------------------
+# a full disk under the trace directory
+
+
+def _fills_up(path, data):
+    """atomic_write on a full disk: its folders and its temporary file are made, the bytes refused."""
+    from kraftcheck.checker import files
+
+    def refused(tmp):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return files.atomic_write_with(path, refused)
+
+
+def test_a_trace_dir_a_full_disk_left_empty_is_removed_one_that_was_there_stays(tmp_path, monkeypatch):
+    """A run whose every trace the disk refused left the --trace-dir it made, empty (exit 1, the
+    violation said). Only what the run made goes: a folder that was there before stays."""
+    monkeypatch.setattr("kraftcheck.pipeline.atomic_write", _fills_up)
+    made = tmp_path / "new" / "traces"
+    result = _cli("check", "--spec", "die_hard", "--no-color", "--trace-dir", made)
+    assert result.exit_code == 1 and "was not written to" in result.output and "the disk is full" in result.output
+    assert list(tmp_path.iterdir()) == [], "the run left what it made"
+    there = tmp_path / "there"
+    there.mkdir()
+    assert _cli("check", "--spec", "die_hard", "--no-color", "--trace-dir", there).exit_code == 1
+    assert there.is_dir() and list(there.iterdir()) == []
+
+
+def test_a_write_refused_removes_only_the_folders_it_made_and_those_only_while_empty(tmp_path):
+    from kraftcheck.checker.files import atomic_write, atomic_write_with
+    atomic_write(tmp_path / "a" / "kept.json", "{}")
+    with pytest.raises(OSError):
+        _fills_up(tmp_path / "a" / "b" / "c" / "t.json", "{}")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "kept.json"]
+
+    def another_writer_meanwhile(tmp):  # a file of another run's in a folder this write made
+        (tmp_path / "d" / "other.json").write_text("{}")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OSError):
+        atomic_write_with(tmp_path / "d" / "e" / "t.json", another_writer_meanwhile)
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["other.json"]
