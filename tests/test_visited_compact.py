@@ -201,3 +201,57 @@ def test_two_threads_fill_the_half_tables_as_one():
             assert is_new.astype(bool).tolist() == expected
     assert len(compact) == len(seen) and compact.distinct_halves == (len({r[:1] for r in seen}),
                                                                       len({r[1:] for r in seen}))
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 60)), min_size=1, max_size=4), st.randoms())
+@settings(max_examples=60, deadline=None)
+def test_given_rows_lists_each_given_row_once(parts, rnd):
+    """Each part's rows lie in a region of its own with unused rows after them, as the engine's
+    buffers are laid out; ``given_rows`` lists every row some part gives, once, each part's in
+    increasing order, and leaves the marks zero."""
+    from kraftcheck.checker.kernels.visited_compact import given_rows
+    nshards = 4
+    order, offsets, expected, region = [], np.zeros((len(parts), nshards + 1), np.int64), [], 0
+    for j, (count, gap) in enumerate(parts):
+        rows = list(range(region, region + count))
+        region += count + gap
+        rnd.shuffle(rows)  # bucketed by shard: any order within the part
+        cuts = sorted(rnd.randint(0, count) for _ in range(nshards - 1))
+        offsets[j] = [len(order)] + [len(order) + c for c in cuts] + [len(order) + count]
+        order += rows
+        expected.append(sorted(rows))
+    marks = np.zeros(region + 1, np.uint8)
+    out = np.full(len(order) + 1, -1, np.int64)
+    n = given_rows(np.array(order, np.int64), offsets, marks, out)
+    assert out[:n].tolist() == [r for rows in expected for r in rows]
+    assert not marks.any()
+
+
+def test_rows_outside_the_parts_are_not_inserted():
+    """The engine gives two parts with unused rows between and after them (rows left from earlier
+    chunks): on two threads, only the given rows are inserted, and marked as Python's set says."""
+    from kraftcheck.checker.kernels.threads import using_threads
+    rng = np.random.default_rng(5)
+    compact, seen = CompactVisitedSet(3, shard_bits=2, initial_shard_cap=4), set()
+    with using_threads(2):
+        for _ in range(3):
+            words = rng.integers(0, 40, (60_000, 3), dtype=np.uint64) * np.uint64(2**40 + 1)
+            hashes = fingerprints(words)
+            parts = [np.arange(0, 9_000), np.arange(30_000, 37_000)]
+            order = []
+            offsets = np.zeros((2, compact.nshards + 1), np.int64)
+            for j, rows in enumerate(parts):
+                shard = hashes[rows] >> np.uint64(64 - compact.shard_bits)
+                offsets[j, 0] = len(order)
+                for k in range(compact.nshards):
+                    order += rows[shard == k].tolist()
+                    offsets[j, k + 1] = len(order)
+            is_new = np.zeros(60_000, np.uint8)
+            compact.insert_bucketed(words, hashes, np.array(order, np.int64), offsets, is_new)
+            expected = []
+            for row in map(tuple, words[np.concatenate(parts)].tolist()):
+                expected.append(row not in seen)
+                seen.add(row)
+            assert is_new[np.concatenate(parts)].astype(bool).tolist() == expected
+            assert not is_new[9_000:30_000].any() and not is_new[37_000:].any()
+    assert len(compact) == len(seen)

@@ -79,61 +79,80 @@ def _intern_one(table, number, words, row, lo, h):
 
 
 @njit(cache=True)
-def mark_rows(order, first, last, given):
-    """``given[r] = 1`` for each row r of ``order[first:last]``."""
-    for j in range(first, last):
-        given[order[j]] = 1
+def given_rows(order, offsets, marks, rows):
+    """The rows part j gives (``order[offsets[j, 0]:offsets[j, -1]]``, for every part j) into
+    ``rows``, once each and, within a part, in increasing order; returns how many. Each part's
+    rows are found by a pass over the span between its smallest and largest row only: a part's
+    positions are dense in its own region of the engine's buffers, which may hold far more rows
+    than are given (the regions are sized for every successor). ``marks`` is zero over every row,
+    and is left so."""
+    n = 0
+    for j in range(offsets.shape[0]):
+        first, last = offsets[j, 0], offsets[j, offsets.shape[1] - 1]
+        if first == last:
+            continue
+        lo, hi = order[first], order[first]
+        for i in range(first, last):
+            r = order[i]
+            marks[r] = 1
+            lo = min(lo, r)
+            hi = max(hi, r)
+        for r in range(lo, hi + 1):
+            if marks[r]:
+                marks[r] = 0
+                rows[n] = r
+                n += 1
+    return n
 
 
 @njit(cache=True)
-def half_hashes(words, given, split, part_bits, left_hashes, right_hashes, part_rows):
-    """For each given row r, in row order (the words read in order): the fingerprints of its
-    halves ``words[r, :split]`` and ``words[r, split:]``; ``part_rows[h, p]`` counts the given
-    rows whose half h falls in part p of its table (the top ``part_bits`` of its fingerprint)."""
+def half_hashes(words, rows, split, part_bits, left_hashes, right_hashes, part_rows):
+    """For each row r of ``rows``: the fingerprints of its halves ``words[r, :split]`` and
+    ``words[r, split:]``; ``part_rows[h, p]`` counts the rows whose half h falls in part p of its
+    table (the top ``part_bits`` of its fingerprint)."""
     shift = uint64(64 - part_bits)
     nwords = words.shape[1]
-    for r in range(given.shape[0]):
-        if given[r]:
-            a = half_hash(words, r, 0, split)
-            b = half_hash(words, r, split, nwords)
-            left_hashes[r], right_hashes[r] = a, b
-            part_rows[0, int64(a >> shift)] += 1
-            part_rows[1, int64(b >> shift)] += 1
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        a = half_hash(words, r, 0, split)
+        b = half_hash(words, r, split, nwords)
+        left_hashes[r], right_hashes[r] = a, b
+        part_rows[0, int64(a >> shift)] += 1
+        part_rows[1, int64(b >> shift)] += 1
 
 
 @njit(cache=True, nogil=True)
-def intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes, given, out):
-    """Intern the half at ``words[r, lo:]`` of each given row r, in row order, in the part of
-    the half table ``tables`` (one table a part; a slot: the half's words, then its index) its
+def intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes, rows, out):
+    """Intern the half at ``words[r, lo:]`` of each row r of ``rows``, in that order, in the part
+    of the half table ``tables`` (one table a part; a slot: the half's words, then its index) its
     fingerprint's top ``part_bits`` choose, for the parts p with p % threads == thread (this
     thread's: no other writes them). ``out[r]``: the half's index, its part's own number for it
     times the number of parts plus the part; a new half in part p gets the number ``counts[p]``,
-    which then grows by one. Every part has room for every given row's half. The home slot of
-    the given row PREFETCH_DISTANCE ahead is prefetched."""
+    which then grows by one. Every part has room for every row's half. The home slot of the row
+    PREFETCH_DISTANCE of this thread's rows ahead is prefetched."""
     nparts = len(tables)
     shift = uint64(64 - part_bits)
-    n = given.shape[0]
-    ahead = 0  # the row whose home slot is prefetched next
-    pending = 0  # given rows prefetched and not yet interned
-    for r in range(n):
+    n = rows.shape[0]
+    ahead = 0  # the index in rows of the row whose home slot is prefetched next
+    pending = 0  # this thread's rows prefetched and not yet interned
+    for i in range(n):
         while pending < PREFETCH_DISTANCE and ahead < n:
-            if given[ahead]:
-                p = int64(hashes[ahead] >> shift)
-                if p % threads == thread:
-                    prefetch_row(tables[p], home_slot(hashes[ahead], tables[p].shape[0]))
-                    pending += 1
+            h = hashes[rows[ahead]]
+            p = int64(h >> shift)
+            if p % threads == thread:
+                prefetch_row(tables[p], home_slot(h, tables[p].shape[0]))
+                pending += 1
             ahead += 1
-        if not given[r]:
-            continue
+        r = rows[i]
         p = int64(hashes[r] >> shift)
         if p % threads != thread:
             continue
         pending -= 1
         number = counts[p] * nparts + p
-        i = _intern_one(tables[p], number, words, r, lo, hashes[r])
-        if i == number:
+        k = _intern_one(tables[p], number, words, r, lo, hashes[r])
+        if k == number:
             counts[p] += 1
-        out[r] = i
+        out[r] = k
 
 
 @njit(cache=True, nogil=True)
@@ -148,20 +167,21 @@ def rehash_halves(old, new):
 
 
 @njit(cache=True)
-def pair_keys(given, left, right, keys, key_hashes):
-    """A given state's key, its halves' indices as one word (left's high), and the key's
+def pair_keys(rows, left, right, keys, key_hashes):
+    """Each given state's key, its halves' indices as one word (left's high), and the key's
     fingerprint (which places it in the root's shard table)."""
-    for r in range(given.shape[0]):
-        if given[r]:
-            key = (uint64(left[r]) << uint64(32)) | uint64(right[r])
-            keys[r, 0] = key
-            key_hashes[r] = fingerprint_step(uint64(GOLDEN), key)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        key = (uint64(left[r]) << uint64(32)) | uint64(right[r])
+        keys[r, 0] = key
+        key_hashes[r] = fingerprint_step(uint64(GOLDEN), key)
 
 
 @njit(cache=True)
-def split_single_words(words, out):
-    """A state of one word as two: its low 32 bits and its high 31 bits."""
-    for r in range(words.shape[0]):
+def split_single_words(words, rows, out):
+    """A state of one word as two: its low 32 bits and its high 31 bits (the given rows only)."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
         out[r, 0] = words[r, 0] & uint64(0xFFFFFFFF)
         out[r, 1] = words[r, 0] >> uint64(32)
 
@@ -242,7 +262,8 @@ class CompactVisitedSet:
         self._order = np.empty(0, np.int64)
         # per row of a call: each half's fingerprint and index, the pair key and its fingerprint
         # (buffers reused from call to call)
-        self._given = np.empty(0, np.uint8)
+        self._marks = np.zeros(0, np.uint8)  # zero between calls (given_rows)
+        self._rows = np.empty(0, np.int64)  # the rows a call gives
         self._half_hashes = (np.empty(0, np.uint64), np.empty(0, np.uint64))
         self._indices = (np.empty(0, np.uint32), np.empty(0, np.uint32))
         self._keys = np.empty((0, 1), np.uint64)
@@ -289,36 +310,36 @@ class CompactVisitedSet:
             raise TypeError(f"insert_bucketed() needs int64 offsets of shape (parts, {self.nshards + 1})")
         offsets = np.ascontiguousarray(offsets)
         nrows = words.shape[0]
-        if self.single_word:
-            if self._split_words.shape[0] < nrows:
-                self._split_words = np.empty((nrows, 2), np.uint64)
-            split_single_words(words, self._split_words[:nrows])
-            words = self._split_words[:nrows]
         if self._keys.shape[0] < nrows:
             size = max(nrows, 2 * self._keys.shape[0])
-            self._given = np.empty(size, np.uint8)
+            self._marks = np.zeros(size, np.uint8)
             self._half_hashes = (np.empty(size, np.uint64), np.empty(size, np.uint64))
             self._indices = (np.empty(size, np.uint32), np.empty(size, np.uint32))
             self._keys, self._key_hashes = np.empty((size, 1), np.uint64), np.empty(size, np.uint64)
-        given = self._given[:nrows]
-        given[:] = 0
-        for j in range(offsets.shape[0]):  # part j's rows: order[offsets[j, 0]:offsets[j, -1]]
-            mark_rows(order, offsets[j, 0], offsets[j, -1], given)
+        given = int((offsets[:, -1] - offsets[:, 0]).sum())
+        if self._rows.shape[0] < given:
+            self._rows = np.empty(max(given, 2 * self._rows.shape[0]), np.int64)
+        rows = self._rows[:given_rows(order, offsets, self._marks, self._rows)]
+        if self.single_word:
+            if self._split_words.shape[0] < nrows:
+                self._split_words = np.empty((max(nrows, 2 * self._split_words.shape[0]), 2), np.uint64)
+            split_single_words(words, rows, self._split_words)
+            words = self._split_words[:nrows]
         nparts = self.halves[0].nparts
         part_rows = np.zeros((2, nparts), np.int64)
-        half_hashes(words, given, self.split, self.halves[0].part_bits, self._half_hashes[0], self._half_hashes[1],
+        half_hashes(words, rows, self.split, self.halves[0].part_bits, self._half_hashes[0], self._half_hashes[1],
                     part_rows)
-        for table, rows in zip(self.halves, part_rows):
-            table.reserve(rows)
+        for table, count in zip(self.halves, part_rows):
+            table.reserve(count)
         # each part of a half table is filled by one thread (both halves' parts p % threads == t by thread t)
-        threads = min(thread_count(), nparts) if part_rows[0].sum() > 4096 else 1
+        threads = min(thread_count(), nparts) if rows.shape[0] > 4096 else 1
         jobs = [(tuple(table.tables), table.counts, table.part_bits, lo, hashes_, out)
                 for table, lo, hashes_, out in zip(self.halves, (0, self.split), self._half_hashes, self._indices)]
 
         def intern(thread: int) -> None:
             for tables, counts, part_bits, lo, hashes_, out in jobs:
-                intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes_, given, out)
+                intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes_, rows, out)
 
         run_parts(intern, threads)
-        pair_keys(given, self._indices[0], self._indices[1], self._keys, self._key_hashes)
+        pair_keys(rows, self._indices[0], self._indices[1], self._keys, self._key_hashes)
         self.root.insert_bucketed(self._keys[:nrows], self._key_hashes, order, offsets, is_new)
