@@ -49,6 +49,26 @@ def test_the_empty_marker_is_never_stored():
     assert s.fingerprints().tolist() == [5, int(MAX_FINGERPRINT)]
 
 
+def test_bucketed_parts_with_unused_rows_between_them():
+    """As the engine gives them: two parts in regions of their own, unused rows (all ones, and
+    values never given) between and after; only the given rows' fingerprints are stored, all ones
+    as all ones but the last bit."""
+    s = FingerprintSet(shard_bits=2, initial_shard_cap=4)
+    hashes = np.full(40, 123, np.uint64)  # the unused rows: a value no part gives
+    hashes[:5] = [int(EMPTY), 7, 2**63, 7, 9]
+    hashes[20:23] = [9, 11, int(MAX_FINGERPRINT)]
+    order, offsets = [], np.zeros((2, 5), np.int64)
+    for j, rows in enumerate((range(0, 5), range(20, 23))):
+        offsets[j, 0] = len(order)
+        for k in range(4):
+            order += [r for r in rows if int(hashes[r]) >> 62 == k]
+            offsets[j, k + 1] = len(order)
+    is_new = np.zeros(40, np.uint8)
+    s.insert_bucketed(np.zeros((40, 1), np.uint64), hashes, np.array(order, np.int64), offsets, is_new)
+    assert s.fingerprints().tolist() == [7, 9, 11, 2**63, int(MAX_FINGERPRINT)]
+    assert np.flatnonzero(is_new).tolist() == [0, 1, 2, 4, 21]
+
+
 def test_estimates_by_hand():
     s, _ = _insert([10, 30, 1000, 1007])
     p = s.collision_probability(generated=14)

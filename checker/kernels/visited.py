@@ -288,6 +288,16 @@ class VisitedSet:
 MAX_FINGERPRINT = np.uint64(0xFFFFFFFFFFFFFFFE)  # all ones marks an empty slot
 
 
+@njit(cache=True)
+def clamp_given(hashes, order, offsets, out):
+    """``out[r] = min(hashes[r], MAX_FINGERPRINT)`` for each row r that a part gives
+    (``order[offsets[j, 0]:offsets[j, -1]]``); ``np.minimum`` over those rows is its reference."""
+    for j in range(offsets.shape[0]):
+        for i in range(offsets[j, 0], offsets[j, offsets.shape[1] - 1]):
+            r = order[i]
+            out[r] = min(hashes[r], uint64(MAX_FINGERPRINT))
+
+
 class FingerprintSet:
     """TLC's visited set: each state's 64-bit fingerprint only, 8 bytes a state (over the load
     factor) instead of its packed words. Two states with the same fingerprint count as one, so a
@@ -328,7 +338,11 @@ class FingerprintSet:
         """As ``VisitedSet.insert_bucketed``; only ``hashes`` (the fingerprints) are stored."""
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert_bucketed() needs one uint64 fingerprint per row")
-        fingerprints = self._clamped(hashes, words.shape[0], words.shape[0])
+        if self._fingerprints.shape[0] < words.shape[0]:
+            self._fingerprints = np.empty(words.shape[0], np.uint64)
+        fingerprints = self._fingerprints[:words.shape[0]]
+        # only the given rows: the engine's parts lie in regions sized for every successor, mostly unused
+        clamp_given(hashes, order, np.ascontiguousarray(offsets), fingerprints)
         self.table.insert_bucketed(fingerprints.reshape(-1, 1), fingerprints, order, offsets, is_new)
 
     def _clamped(self, hashes: np.ndarray, rows: int, used: int) -> np.ndarray:
