@@ -296,21 +296,25 @@ def _manifest_levels(work: Path) -> int:
 def test_killed_driver_resumes_to_identical_counts(spark_context, tmp_path):
     """SIGKILL the driver (and the Java process it started) after a few levels; --resume ends with
     the uninterrupted run's counts, coverage and counterexamples. What the two left in the
-    temporary directory, its JVM's files included, is in one directory, which the next run removes."""
+    temporary directory, its JVM's files included, is in one directory, which the next run removes.
+    Under -q the driver printed nothing, where Spark's banner and startup warnings were printed."""
     work = tmp_path / "work"
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     check = ["--spec", "two_phase_eager_commit", "--param", "rm=3", "--continue"]
     # one core: one Python worker to start, and the kill does not depend on the cores
-    driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[1]",
-                               "--work-dir", str(work), "-q"], start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "TMPDIR": str(temporary)})
-    try:
-        _wait_for("three finished levels", lambda: _manifest_levels(work) >= 3 or driver.poll() is not None, 300, [])
-        assert driver.poll() is None, "the run finished before it could be killed"
-    finally:
-        _stop(driver, first=signal.SIGKILL)
+    with open(tmp_path / "out", "w+") as out:
+        driver = subprocess.Popen([str(KRAFTCHECK), "check", *check, "--engine", "spark", "--master", "local[1]",
+                                   "--work-dir", str(work), "-q"], start_new_session=True,
+                                  stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(temporary)})
+        try:
+            _wait_for("three finished levels", lambda: _manifest_levels(work) >= 3 or driver.poll() is not None,
+                      300, [])
+            assert driver.poll() is None, "the run finished before it could be killed"
+            said = (tmp_path / "out").read_text()
+            assert said == "", said  # read before the kill: what the kill cuts off is not the run's to say
+        finally:
+            _stop(driver, first=signal.SIGKILL)
     scratch = list(temporary.glob(f"{leftovers.SCRATCH_PREFIX}{driver.pid}-*"))
     assert len(scratch) == 1 and list(scratch[0].glob("liblz4-java-*.so")), "the JVM's files are the driver's"
     assert not [p.name for p in temporary.iterdir() if p.name.startswith(("spark-", "liblz4-java-"))]

@@ -542,3 +542,24 @@ def _finished_levels(work: Path) -> int:
         return len(json.loads((work / "checkpoint.json").read_text())["level_start"])
     except (OSError, ValueError, KeyError):
         return 0
+
+
+def test_the_driver_jvms_chatter_is_left_out_and_everything_else_passed_on(capfd):
+    """kraftcheck check --engine spark -q printed the JVM's incubator note, log4j's banner and
+    Spark's startup WARN lines, all before Spark's log level could be set: its standard error is
+    relayed without them, errors and anything else whole, in order, a last line without its end too."""
+    from kraftcheck.spark.jvm_output import JvmOutput
+    lines = ["WARNING: Using incubator modules: jdk.incubator.vector",
+             "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties",
+             "26/12/06 19:53:40 WARN Utils: Your hostname, vm, resolves to a loopback address",
+             'Setting default log level to "WARN".',
+             "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).",
+             "26/12/06 19:53:41 INFO SparkContext: Running Spark version 4.3.0",
+             "26/12/06 19:53:42 ERROR Executor: Exception in task 0.0",
+             "java.lang.OutOfMemoryError: Java heap space", "\tat org.apache.spark.Foo.bar(Foo.scala:1)",
+             "Traceback (most recent call last):", "Error: the last words, without a line end"]
+    output = JvmOutput()
+    capfd.readouterr()
+    subprocess.run(["printf", "%s", "\n".join(lines)], stdout=output.write_end, check=True)
+    output.finish(timeout=30)
+    assert capfd.readouterr().err == "\n".join(lines[6:])

@@ -13,6 +13,7 @@ from typing import Optional
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.explore.result import ProgressFn, no_progress
 from kraftcheck.spark import failures, leftovers, readiness
+from kraftcheck.spark.jvm_output import JvmOutput
 
 _LOCAL = re.compile(r"^local(?:\[(\*|\d+)\])?$")
 LOCAL_TASK_ATTEMPTS = 4  # spark.task.maxFailures' default on a cluster
@@ -98,7 +99,7 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
         before = {key: os.environ.get(key) for key in jvm_env}
         try:
             os.environ.update(jvm_env)  # the driver's JVM (quick, or an error at once) starts with them
-            SparkContext._ensure_initialized(conf=spark_conf)
+            SparkContext._ensure_initialized(gateway=_launch(spark_conf) if launched else None, conf=spark_conf)
         except Exception as e:  # Java gateway
             raise SparkSetupError(f"could not start Spark on {where}: {first_line(e)}") from None
         finally:
@@ -133,6 +134,23 @@ def start_context(master: Optional[str] = None, conf: Optional[dict[str, str]] =
             shutil.rmtree(scratch, ignore_errors=True)
         raise
     return sc
+
+
+def _launch(spark_conf):
+    """The gateway of a new driver JVM whose standard error reaches the user without Spark's startup
+    chatter (``jvm_output``); under spark-submit, the JVM that started this process, as it is."""
+    from pyspark.java_gateway import launch_gateway
+    if under_spark_submit():
+        return launch_gateway(spark_conf)
+    output = JvmOutput()
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": output.write_end})
+    except BaseException:
+        output.finish()  # the JVM's own words on why it stopped come before kraftcheck's
+        raise
+    output.started()
+    gateway._kraftcheck_output = output
+    return gateway
 
 
 def _quiet_py4j() -> None:
@@ -178,6 +196,9 @@ def end_driver_jvm() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    output = getattr(gateway, "_kraftcheck_output", None)
+    if output is not None:  # what the JVM said last comes before what the run says next
+        output.finish()
 
 
 def stop_context(sc) -> None:
