@@ -55,16 +55,24 @@ def analyse_after_check(reporter: Any, result: Result, make_model: Callable[[], 
     progress go (``pipeline.Reporter``); the findings are the caller's to show."""
     if result.interrupted:
         return None
-    if (availability or liveness) and result.incomplete_reason:
-        reporter.error(f"--availability and --liveness need every state; the exploration stopped early "
-                       f"({result.incomplete_reason}), so they did not run")
-        availability = liveness = False
-    too_large = None
+    asked = " and ".join(option for option, given in (("--availability", availability), ("--liveness", liveness))
+                         if given)
+    both = availability and liveness
     if dump_graph and (result.incomplete_reason or "").startswith(GRAPH_LIMIT_REASON):
-        # the check stopped at --graph-limit: the graph has more states, no need to explore it again
-        too_large, dump_graph = graph_too_large(result.model.spec, limit), None
+        # the check stopped at --graph-limit: the graph has more states, no need to explore it again;
+        # the analyses, which have no limit of their own, did not run for the dump's (one error says both)
+        error = graph_too_large(result.model.spec, limit)
+        if asked:
+            error += (f"; {asked}, which {'need' if both else 'needs'} every state, did not run: raise "
+                      f"--graph-limit, or leave out --dump-graph ({asked} without it {'have' if both else 'has'} "
+                      f"no state limit of {'their' if both else 'its'} own)")
+        return GraphAnalyses(error=error)
+    if asked and result.incomplete_reason:
+        reporter.error(f"{asked} {'need' if both else 'needs'} every state; the exploration stopped early "
+                       f"({result.incomplete_reason}), so {'they' if both else 'it'} did not run")
+        availability = liveness = False
     if not (dump_graph or availability or liveness):
-        return None if too_large is None else GraphAnalyses(error=too_large)
+        return None
     # only the analyses hold the check's graph (a list they take it out of), so it is freed once used
     built = [result.graph] if result.graph is not None else None
     result.graph = None

@@ -86,7 +86,7 @@ def test_kafka_availability_and_liveness_use_the_graph_the_check_recorded(tmp_pa
 def test_an_exploration_that_stops_early_skips_the_analyses(tmp_path):
     result = _check(tmp_path, "--spec", "mutex", "--liveness", "--max-states", "5")
     assert result.exit_code == 3
-    assert "need every state" in result.output and "did not run" in result.output
+    assert "--liveness needs every state" in result.output and "did not run" in result.output
     assert "liveness" not in _report(tmp_path)
 
 

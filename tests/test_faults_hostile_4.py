@@ -6,6 +6,7 @@ for a writer without end, a device was said not to exist); a full disk under the
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -119,3 +120,27 @@ def test_a_write_refused_removes_only_the_folders_it_made_and_those_only_while_e
     with pytest.raises(OSError):
         atomic_write_with(tmp_path / "d" / "e" / "t.json", another_writer_meanwhile)
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["other.json"]
+
+
+# ----------------------------------------------------------------------------------------------
+# --availability and --liveness with --dump-graph past --graph-limit
+
+
+@pytest.mark.parametrize("analyses", [("--liveness",), ("--availability", "--liveness")])
+def test_analyses_stopped_by_the_dumps_graph_limit_say_so_once_with_what_to_do(tmp_path, analyses):
+    """Past --graph-limit the run stopped (exit 2, no graph file) with two errors: '--availability
+    and --liveness need every state; the exploration stopped early (stopped at --graph-limit 10 ...)',
+    naming both whichever was given and not how to run them, then the dump's refusal. Now one error
+    names the limit, the analyses given, and the two ways out (they have no limit of their own)."""
+    graph, report = tmp_path / "g.graphml", tmp_path / "r.json"
+    result = _cli("check", "--spec", "mutex", *analyses, "--dump-graph", graph, "--graph-limit", "10", "--json",
+                  report, "--trace-dir", tmp_path / "t", "--no-color")
+    errors = [line for line in result.output.splitlines() if line.startswith("kraftcheck: error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    asked = " and ".join(analyses)
+    assert "has more than 10 states (--graph-limit 10)" in errors[0]
+    assert f"; {asked}, which need{'' if len(analyses) > 1 else 's'} every state, did not run: raise --graph-limit, " \
+           f"or leave out --dump-graph" in errors[0], errors[0]
+    assert not graph.exists() and not (tmp_path / "t").exists()
+    found = json.loads(report.read_text())
+    assert found["result"] == "error" and found["error"] in errors[0] and "liveness" not in found

@@ -29,7 +29,7 @@ OPTIONS = [
                  help="Also write the whole reachable state graph as GraphML (small models only: --graph-limit)."),
     click.Option(["--graph-limit"], type=click.IntRange(min=1), default=20_000, metavar="N", show_default=True,
                  help="Refuse --dump-graph above N distinct states: the check stops once it has found more "
-                      "(exit 2, before exploring the rest)."),
+                      "(exit 2, before exploring the rest; --availability and --liveness then do not run)."),
 ]
 
 
