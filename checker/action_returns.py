@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, defined_at
 from kraftcheck.checker.writes import _flat_function, source_line
 
 # what a spec's function may return: Python's bool and numpy's (a comparison of array elements)
@@ -123,12 +123,6 @@ def bool_checked(function: str, fn: Callable) -> Callable:
         return value if value is True or value is False else not_a_bool(value, function, fn)
     checked.__wrapped__ = fn  # type: ignore[attr-defined]
     return checked
-
-
-def defined_at(fn: Callable) -> str:
-    """``FILE:LINE`` of ``fn``'s definition (a numba dispatcher's too)."""
-    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "(no source)"
 
 
 def no_bool_error(function: str, what: str) -> SpecError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 
 class KraftcheckError(Exception):
@@ -93,14 +93,24 @@ def _fields_text(fields: dict) -> str:
     return ", ".join(f"{name}={value}" for name, value in fields.items())
 
 
+def _place(fn: Any) -> Optional[str]:
+    """``FILE:LINE`` of ``fn``'s definition (a numba dispatcher's too); None for a callable
+    without Python code."""
+    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+
+
+def defined_at(fn: Any) -> str:
+    """``FILE:LINE`` of ``fn``'s definition (a numba dispatcher's too), or ``(no source)``."""
+    return _place(fn) or "(no source)"
+
+
 def wrote_and_declined(action: str, function: Any = None) -> SpecError:
     """The one error every tier gives for an action that changed its successor ``t`` and then
     returned False: the compiled kernels would otherwise start the next instance from the written
     successor, a silently wrong answer, where the interpreted ones refuse. ``function``, the
     action's function, puts its file and line first (the tiers cannot tell which write it was)."""
-    where = ""
-    code = getattr(getattr(function, "py_func", function), "__code__", None)
-    if code is not None:
-        where = f"{code.co_filename}:{code.co_firstlineno}: "
+    place = _place(function)
+    where = f"{place}: " if place else ""
     return SpecError(f"{where}action {action} changed the successor but returned False: an action that does not fire "
                      "must leave t as it found it; test its guard before writing t")

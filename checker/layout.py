@@ -24,8 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kraftcheck.checker.action_returns import defined_at
-from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.errors import SpecError, defined_at
 from kraftcheck.checker.spec import Field
 
 WORD_BITS = 63

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, UsageError, spec_raised,
+from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, UsageError, defined_at, spec_raised,
                                       wrote_and_declined)
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
@@ -151,9 +151,8 @@ def _refuse_arity(kind: str, name: str, fn: Callable[..., Any], params: Sequence
     try:
         inspect.signature(py).bind(*args)
     except TypeError as e:
-        code = py.__code__
         declared = f"; its declared parameters: {', '.join(params) or 'none'}" if kind == "action" else ""
-        raise SpecError(f"{kind} {name} ({code.co_filename}:{code.co_firstlineno}) cannot be called as every tier "
+        raise SpecError(f"{kind} {name} ({defined_at(py)}) cannot be called as every tier "
                         f"calls it, {py.__name__}({', '.join(args)}) ({e}{declared}): an "
                         f"action takes the state s, the successor t and one argument per Param it declares; an "
                         f"invariant or a constraint takes s; a transition property or an action constraint s and "

@@ -35,8 +35,9 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.registry import cpu_target
 
 from kraftcheck.checker import __version__, numba_cache
-from kraftcheck.checker.action_returns import defined_at, no_bool_error
+from kraftcheck.checker.action_returns import no_bool_error
 from kraftcheck.checker.codegen import sources_digest
+from kraftcheck.checker.errors import defined_at
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import Model, python_function
 
