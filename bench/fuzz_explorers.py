@@ -48,18 +48,6 @@ from kraftcheck.specs import spec_class  # noqa: E402
 MAX_STATES = 300_000  # a generated spec larger than this is skipped, not compared
 
 
-def summary(result) -> dict:
-    return {
-        "status": result.status,
-        "initial": result.initial_states,
-        "distinct": result.distinct_states,
-        "generated": result.states_generated,
-        "depth": result.depth,
-        "coverage": result.coverage(),
-        "violations": sorted((v.check, v.kind, v.depth) for v in result.violations),
-    }
-
-
 def in_table_form(model, options):
     """The engine with the table form of every layout (``--table-layouts``)."""
     with TableLayouts():
@@ -81,7 +69,7 @@ def outcome(explore):
     """What an exploration gave: its summary, or the error it raised (its type and message, with
     the path to the state it was raised on)."""
     try:
-        return summary(explore())
+        return explore().agreed()
     except Exception as error:  # a spec's error must be every explorer's, on the same state
         return {"error": type(error).__name__, "message": str(error)}
 

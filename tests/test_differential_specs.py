@@ -52,18 +52,6 @@ GRAMMAR = {
 }
 
 
-def _summary(result):
-    return {
-        "status": result.status,
-        "initial": result.initial_states,
-        "distinct": result.distinct_states,
-        "generated": result.states_generated,
-        "depth": result.depth,
-        "coverage": result.coverage(),
-        "violations": sorted((v.check, v.kind, v.depth) for v in result.violations),
-    }
-
-
 @pytest.fixture(scope="module")
 def specs():
     """The seeds' specs, in a folder that outlives the run: a file left unchanged keeps its
@@ -92,28 +80,28 @@ def test_the_seeds_cover_the_grammar():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_first_tiers_agree_with_the_reference(specs, seed, keep_going):
     options = Options(keep_going=keep_going)
-    expected = _summary(ReferenceExplorer().explore(_model(specs, seed), options))
+    expected = ReferenceExplorer().explore(_model(specs, seed), options).agreed()
     assert 30 <= expected["distinct"] <= 3000 or not keep_going  # a space worth comparing, quickly
     for compile in ("bytecode", "never"):
-        assert _summary(Engine(compile=compile).explore(_model(specs, seed), options)) == expected, compile
+        assert Engine(compile=compile).explore(_model(specs, seed), options).agreed() == expected, compile
 
 
 @pytest.mark.parametrize("seed", [s for s in SEEDS if spec_generator.is_symmetric(s)])
 def test_symmetry_agrees_with_the_reference(specs, seed):
     options = Options(keep_going=True, symmetry=True)
-    expected = _summary(ReferenceExplorer().explore(_model(specs, seed), options))
+    expected = ReferenceExplorer().explore(_model(specs, seed), options).agreed()
     if seed == REDUCED_SEED:
         states = ReferenceExplorer().explore(_model(specs, seed), Options(keep_going=True)).distinct_states
         assert expected["distinct"] < states
-    assert _summary(Engine(compile="bytecode").explore(_model(specs, seed), options)) == expected
+    assert Engine(compile="bytecode").explore(_model(specs, seed), options).agreed() == expected
 
 
 def test_the_compiled_kernels_agree_with_the_reference(specs):
     """One compile serves every run: complete, first violation, and --symmetry."""
     engine = Engine(compile="now")
     for options in (Options(keep_going=True), Options(), Options(keep_going=True, symmetry=True)):
-        expected = _summary(ReferenceExplorer().explore(_model(specs, COMPILED_SEED), options))
-        assert _summary(engine.explore(_model(specs, COMPILED_SEED), options)) == expected, options
+        expected = ReferenceExplorer().explore(_model(specs, COMPILED_SEED), options).agreed()
+        assert engine.explore(_model(specs, COMPILED_SEED), options).agreed() == expected, options
 
 
 # Found by the fuzzer (seed 4 of its first campaign), made small: two initial states, both violating the

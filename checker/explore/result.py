@@ -210,6 +210,20 @@ class Result:
         if violations:
             self.status = VIOLATED
 
+    def agreed(self) -> dict[str, Any]:
+        """What every explorer of one model with the same options must give alike (the conformance
+        and differential tests compare it): the verdict, the counts, the depth, each action's
+        coverage and each violation's check, kind and depth, in the order kept (``conclude``)."""
+        return {
+            "status": self.status,
+            "initial": self.initial_states,
+            "distinct": self.distinct_states,
+            "generated": self.states_generated,
+            "depth": self.depth,
+            "coverage": self.coverage(),
+            "violations": [(v.check, v.kind, v.depth) for v in self.violations],
+        }
+
     def never_fired(self) -> list[str]:
         return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]
 
