@@ -993,23 +993,10 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
     name = imports.alias(action.fn, f"action {action.name}", "action")
     props = [imports.alias(p.fn, f"{'transition property' if k < len(model.spec_properties) else 'action constraint'} "
                                  f"{p.name}", f"property{k}") for k, p in enumerate(model.kernel_properties)]
-    noted = packing_fire(model, ai) if table else None
-    if noted is not None:
-        return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
-            "import numpy as np",
-            "from numba import carray, uint64",
-            "",
-            "from kraftcheck.checker.kernels.addresses import as_voidptr",
-            "from kraftcheck.checker.kernels.inlining import inlined",
-            "from kraftcheck.checker.kernels.rows import same_values",
-            *imports.lines(),
-            *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
-            "SIZE = STATE_DTYPE.itemsize // 4",
-            f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
-            *_packing_fire_kernel(model, ai, name, props, noted),
-            "",
-        ])
     if table:
+        noted = packing_fire(model, ai)
+        kernel = (_packing_fire_kernel(model, ai, name, props, noted) if noted is not None
+                  else ["", "", *_fire_kernel(model, ai, name, props)])
         return "\n".join(_header(f"The fire kernel of action {action.name} of spec {model.spec.name}") + [
             "import numpy as np",
             "from numba import carray, uint64",
@@ -1021,9 +1008,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
             "SIZE = STATE_DTYPE.itemsize // 4",
             f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
-            "",
-            "",
-            *_fire_kernel(model, ai, name, props),
+            *kernel,
             "",
         ])
     writes = kernel_writes(model, ai, table)
