@@ -144,3 +144,20 @@ def test_analyses_stopped_by_the_dumps_graph_limit_say_so_once_with_what_to_do(t
     assert not graph.exists() and not (tmp_path / "t").exists()
     found = json.loads(report.read_text())
     assert found["result"] == "error" and found["error"] in errors[0] and "liveness" not in found
+
+
+# ----------------------------------------------------------------------------------------------
+# a sweep whose matrix makes more configurations than anyone runs
+
+
+def test_a_matrix_of_too_many_configurations_is_refused_before_any_is_built():
+    """A [vary] table of seven 5-value parameters (78,125 configurations) was built and checked one
+    configuration at a time, for minutes and with no word, before any ran (then each a process)."""
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.sweep import matrix
+    counts = {k: [0, 1, 2, 3, 4] for k in ("lossy_shutdowns", "lossless_shutdowns", "clean_shutdowns", "fences",
+                                           "isr_shrinks", "min_isr_changes", "preferred_elections")}
+    with pytest.raises(UsageError, match=r"the matrix makes 78,125 configurations \(5 lossy_shutdowns x .*more than "
+                                         r"the 10,000 a sweep runs.*vary fewer parameters or values"):
+        matrix.build("kafka", {}, [], counts)
+    assert len(matrix.build("two_phase", {}, [("a", {}), ("b", {})], {"rm": list(range(1, 31))})) == 60

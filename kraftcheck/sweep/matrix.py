@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from kraftcheck.specs import spec_class
 if TYPE_CHECKING:
     from kraftcheck.request import CheckRequest
 
+MAX_CONFIGURATIONS = 10_000
 FILE_KEYS = {"spec", "params", "continue", "time_limit", "max_states", "fingerprints", "symmetry", "vary",
              "configurations"}
 ROW_KEYS = {"name", "params"}
@@ -96,6 +98,12 @@ def build(spec: str, params: dict[str, Any], rows: list[tuple[str, dict[str, Any
         if fixed:  # the varied values would replace the fixed one without a word
             raise UsageError(f"parameter {key} is both varied and fixed ({fixed[0]}); give it one way")
     rows = rows or [("", {})]
+    count = len(rows) * math.prod(len(values) for values in vary.values())
+    if count > MAX_CONFIGURATIONS:  # each a check of its own: built and checked one by one before any ran, silently
+        factors = ([f"{len(rows)} rows"] if len(rows) > 1 else []) + [f"{len(v)} {k}" for k, v in vary.items()]
+        sizes = " x ".join(factors)
+        raise UsageError(f"the matrix makes {count:,} configurations ({sizes}), more than the {MAX_CONFIGURATIONS:,} "
+                         "a sweep runs, each a check of its own: vary fewer parameters or values, or split the matrix")
     names = [name for name, _ in rows]
     if len(set(names)) != len(names):
         raise UsageError("two configurations have the same name; give each row its own")
