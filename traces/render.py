@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 import networkx as nx
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -30,6 +30,11 @@ FONT = 7.5
 WRAP = 38              # characters per line inside a lane
 RED, INK, GREY, ACTION_BG = "#c62828", "#222222", "#9e9e9e", "#e8eef7"
 FORMATS = (".svg", ".png")
+# The largest picture drawn. matplotlib keeps an object for every piece of text and, for a PNG, the
+# whole image in memory: 3,000 steps (1,290 inches at 150 dpi) took 0.85 GB and 19 s, and a simulated
+# trace of 100,000 would take more memory than a machine has.
+MAX_HEIGHT_IN = 500        # about 1,000 steps
+MAX_PNG_PIXELS = 2 ** 27   # 512 MiB of RGBA
 
 
 def _short(element: str, lane: str) -> str:
@@ -47,15 +52,27 @@ def render(graph: nx.DiGraph, out: Union[str, Path], dpi: int = 150) -> Path:
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
         raise UsageError(f"cannot render to {out.name}: the file name must end in .svg or .png")
-    fig = draw(graph)
+    fig = draw(graph, dpi if out.suffix.lower() == ".png" else None)
     picture = io.BytesIO()
     fig.savefig(picture, format=out.suffix.lower().lstrip("."), dpi=dpi, facecolor="white")
     write_output(out, picture.getvalue())  # a symlink followed, a device written into, never replaced
     return out
 
 
-def draw(graph: nx.DiGraph) -> Figure:
-    """The picture of a trace as a matplotlib Figure."""
+def _refuse_too_large(steps: int, width_in: float, height_in: float, dpi: Optional[int]) -> None:
+    instead = "trace show and trace export (dot, mermaid) give every step of a trace of any length"
+    if height_in > MAX_HEIGHT_IN:
+        raise UsageError(f"a picture of this trace's {steps:,} steps would be {height_in:,.0f} inches tall, more than "
+                         f"the {MAX_HEIGHT_IN} trace render draws (about 1,000 steps); {instead}")
+    if dpi is not None and (width_in * dpi) * (height_in * dpi) > MAX_PNG_PIXELS:
+        raise UsageError(f"a PNG of this trace's {steps:,} steps at {dpi} dpi would be {width_in * dpi:,.0f} x "
+                         f"{height_in * dpi:,.0f} pixels, more than the {MAX_PNG_PIXELS:,} trace render draws: give a "
+                         f"lower --dpi, or write an .svg; {instead}")
+
+
+def draw(graph: nx.DiGraph, dpi: Optional[int] = None) -> Figure:
+    """The picture of a trace as a matplotlib Figure; UsageError, before drawing, for one past
+    ``MAX_HEIGHT_IN`` or, at ``dpi`` (a PNG's), past ``MAX_PNG_PIXELS``."""
     view = TraceView(graph)
     lanes = view.lanes
     x_of = {lane: i for i, lane in enumerate(lanes)}
@@ -112,7 +129,9 @@ def draw(graph: nx.DiGraph) -> Figure:
     header = 2.0 + 1.3 * len(title)
     total = header + sum(r[-1] for r in rows) + len(closing) + 1.5
     width_in = max(5.0, LANE_W_IN * len(lanes) + 0.6)
-    fig = Figure(figsize=(width_in, max(3.0, total * LINE_IN)))
+    height_in = max(3.0, total * LINE_IN)
+    _refuse_too_large(len(view.steps), width_in, height_in, dpi)
+    fig = Figure(figsize=(width_in, height_in))
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(-0.62, len(lanes) - 0.5)
