@@ -126,7 +126,31 @@ def load_scenario(path: Union[str, Path]) -> Scenario:
         data = json.loads(text) if Path(path).suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError, RecursionError) as e:  # nesting deeper than the parser goes too
         raise ScenarioError(f"not valid {'JSON' if source.endswith('.json') else 'YAML'}: {e}", source=source) from None
+    _refuse_expanding(data, source)
     return parse_scenario(data, source)
+
+
+# values a scenario may hold, each use of a YAML alias (*name) counting its anchor's values again: a
+# few lines of nested aliases ("billion laughs") load at once as shared lists and are 387 million
+# values to anything that reads them (str of one took 50 s and 6 GB); a story holds hundreds
+MAX_VALUES = 1_000_000
+
+
+def _refuse_expanding(data: Any, source: str) -> None:
+    """ScenarioError if ``data`` holds more than ``MAX_VALUES`` values, counted as a reader meets
+    them (an alias's each time it is used; an alias of its own list, which never ends, too)."""
+    left, pending = MAX_VALUES, [data]
+    while pending:
+        node = pending.pop()
+        left -= 1
+        if left < 0:
+            raise ScenarioError(f"holds more than {MAX_VALUES:,} values, YAML aliases (*name) counted each time they "
+                                "are used: a scenario is a short story, write its values out", source=source)
+        if isinstance(node, dict):
+            pending += node.keys()
+            pending += node.values()
+        elif isinstance(node, list):
+            pending += node
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
