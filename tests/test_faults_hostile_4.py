@@ -260,3 +260,17 @@ def test_a_scenario_of_nested_yaml_aliases_is_refused_not_expanded(tmp_path):
     shared.write_text("spec: two_phase\nparams: &p {rm: 2}\nvariants:\n  a: {params: *p}\n  b: {params: *p}\n"
                       "steps: [TMCommit]\n")
     assert load_scenario(shared).variants["b"]["params"] == {"rm": 2}
+
+
+def test_a_sweep_tables_cells_keep_their_columns_whatever_their_text():
+    """A row named 'kip|fixed' in a matrix file, or a message saying 'one of peterson|test_and_set',
+    split its markdown cell in two, shifting every column after it; a line break ended the row."""
+    import re
+    from kraftcheck.sweep import matrix
+    from kraftcheck.sweep.table import Row, markdown, row_from_report
+    (config,) = matrix.build("two_phase", {}, [("kip|fixed\nrow", {})], {})
+    rows = [row_from_report(config, None, 1.0, "refused: algorithm must be one of peterson|test_and_set\n(see)"),
+            Row("plain", "rm=3", "holds", distinct_states=288, depth=11)]
+    lines = markdown(rows).splitlines()
+    assert len(lines) == 4 and all(len(re.findall(r"(?<!\\)\|", line)) == 6 for line in lines), lines
+    assert "kip\\|fixed row" in lines[2] and "peterson\\|test_and_set (see)" in lines[2]

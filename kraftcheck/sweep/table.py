@@ -65,12 +65,19 @@ def exit_code(rows: list[Row]) -> int:
     return EXIT_INCOMPLETE if "incomplete" in results else EXIT_OK
 
 
+def _cell(text: str) -> str:
+    """``text`` as one markdown table cell: a ``|`` (a row's name, a message's 'one of a|b') would end
+    the cell even in a code span, and a line break the row."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def markdown(rows: list[Row]) -> str:
     lines = ["| configuration | parameters | verdict | distinct | depth |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
         distinct = f"{r.distinct_states:,}" if r.distinct_states is not None else ""
         depth = str(r.depth) if r.depth is not None else ""
-        lines.append(f"| {r.configuration} | `{r.parameters}` | {r.verdict} | {distinct} | {depth} |")
+        cells = (_cell(r.configuration), f"`{_cell(r.parameters)}`", _cell(r.verdict), distinct, depth)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
