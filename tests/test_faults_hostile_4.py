@@ -274,3 +274,38 @@ def test_a_sweep_tables_cells_keep_their_columns_whatever_their_text():
     lines = markdown(rows).splitlines()
     assert len(lines) == 4 and all(len(re.findall(r"(?<!\\)\|", line)) == 6 for line in lines), lines
     assert "kip\\|fixed row" in lines[2] and "peterson\\|test_and_set (see)" in lines[2]
+
+
+# ----------------------------------------------------------------------------------------------
+# a checkpoint whose manifest is not a file
+
+
+MANIFEST_READ = '''
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))  # a regression: MemoryError, not the OOM killer
+from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.explore.checkpoint import read_manifest
+for directory in sys.argv[1:]:
+    try:
+        read_manifest(Path(directory))
+    except KraftcheckError as e:
+        print(e)
+'''
+
+
+def test_a_checkpoint_manifest_that_is_a_fifo_or_a_device_is_refused(tmp_path):
+    """--resume DIR whose checkpoint.json was a FIFO waited for a writer for ever; one linked to
+    /dev/zero was read to the end of memory (MemoryError, said as kraftcheck's bug). Both are a
+    checkpoint that cannot be read, exit 2, as a damaged one is."""
+    fifo, device = tmp_path / "fifo", tmp_path / "device"
+    fifo.mkdir()
+    device.mkdir()
+    os.mkfifo(fifo / "checkpoint.json")
+    (device / "checkpoint.json").symlink_to("/dev/zero")
+    out = subprocess.run([sys.executable, "-c", MANIFEST_READ, str(fifo), str(device)], capture_output=True,
+                         text=True, timeout=60)
+    said = out.stdout.splitlines()
+    assert len(said) == 2, out.stdout + out.stderr
+    assert "is not a readable checkpoint (it is a pipe (FIFO), not a regular file" in said[0]
+    assert "is not a readable checkpoint (it is a character device, not a regular file" in said[1]

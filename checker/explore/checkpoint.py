@@ -39,7 +39,7 @@ from kraftcheck.checker import __version__
 from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.spec_code import source_file, spec_code
-from kraftcheck.checker.files import DIGEST, atomic_write, file_digest
+from kraftcheck.checker.files import CONFIG_MAX_BYTES, DIGEST, atomic_write, file_digest, read_at_most
 from kraftcheck.checker.model import Model
 
 MANIFEST = "checkpoint.json"
@@ -123,7 +123,10 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text())
+        raw = read_at_most(path, CONFIG_MAX_BYTES)  # not a FIFO waited on, nor /dev/zero read to the end
+        if raw is None:
+            raise ValueError(f"it holds more than {CONFIG_MAX_BYTES} bytes")
+        data = json.loads(raw)
     except (OSError, ValueError) as e:
         raise CheckpointDamaged(f"{path} is not a readable checkpoint ({e}): it is damaged or not kraftcheck's; "
                                 f"{RESTORE}") from None
