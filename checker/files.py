@@ -213,8 +213,10 @@ def _kind(mode: int) -> str:
 
 
 def _refuse(path: PathLike, mode: int) -> NotARegularFileError:
-    return NotARegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file; name the file itself "
-                                "(write a command's output to a file first)", os.fspath(path))
+    # a pipe or a device is what <(command) and /dev/stdin give: the user meant a command's output
+    streamed = " (write a command's output to a file first)" if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) else ""
+    return NotARegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file; name the file itself"
+                                f"{streamed}", os.fspath(path))
 
 
 def not_a_file(path: PathLike) -> Optional[str]:

@@ -78,6 +78,8 @@ def test_a_regular_file_is_read_to_its_limit_whatever_size_it_says(tmp_path):
     small = tmp_path / "small"
     small.write_bytes(b"12345")
     assert read_at_most(small, 4) is None and read_at_most(small, 5) == b"12345"
+    with pytest.raises(OSError, match=r"^it is a directory, not a regular file; name the file itself$"):
+        read_at_most(tmp_path, 5)  # no word of a command's output, which only a pipe or a device may be
 
 
 # ----------------------------------------------------------------------------------------------
