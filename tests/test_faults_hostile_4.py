@@ -311,3 +311,14 @@ def test_a_checkpoint_manifest_that_is_a_fifo_or_a_device_is_refused(tmp_path):
     assert len(said) == 2, out.stdout + out.stderr
     assert "is not a readable checkpoint (it is a pipe (FIFO), not a regular file" in said[0]
     assert "is not a readable checkpoint (it is a character device, not a regular file" in said[1]
+
+
+def test_a_sweep_table_inside_a_run_directory_is_refused_before_any_run(tmp_path, monkeypatch):
+    """sweep -o OUT/01-rm=1/report.json replaced that configuration's JSON report with the table,
+    and a table left in a run directory went with the next sweep's emptying of it, in silence
+    (ci refuses its outputs there)."""
+    monkeypatch.chdir(tmp_path)
+    table = tmp_path / "kraftcheck-sweep" / "01-rm=1" / "report.json"
+    result = _cli("sweep", "--spec", "two_phase", "--vary", "rm=1,2", "-o", table)
+    assert result.exit_code == 2 and f"--output {table} is inside configuration rm=1's run directory" in result.output
+    assert not (tmp_path / "kraftcheck-sweep").exists()

@@ -18,7 +18,8 @@ from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
 from kraftcheck.cli.params import parse_param_args, parse_value
-from kraftcheck.output_paths import check_output_dir, check_output_file, refuse_replacing_input, to_stdout
+from kraftcheck.output_paths import (check_output_dir, check_output_file, refuse_inside, refuse_replacing_input,
+                                     to_stdout)
 from kraftcheck.cli.validate import positive_number
 from kraftcheck.sweep import matrix
 from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FORMATS, exit_code
@@ -68,6 +69,11 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         if matrix_path:
             refuse_replacing_input(output, "--output", matrix_path, "matrix file")
         check_output_dir(out_dir, "--out")
+        from kraftcheck.sweep.local import directory_name
+        run_dirs = {f"configuration {c.name}'s run directory": Path(out_dir) / directory_name(c, i)
+                    for i, c in enumerate(configs)}
+        refuse_inside(output, "--output", run_dirs,
+                      "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
