@@ -4,7 +4,8 @@ A process per check keeps runs apart (a crash or a runaway check stops only itse
 command that reproduces a failure the very command that was run, and lets the time budget be
 enforced from outside: ``--time-limit`` stops exploration cleanly, and a check that is still
 running ``KILL_GRACE_S`` later (compiling, or stuck) is stopped (``_stop``), as is every check
-running when the runner is interrupted.
+running when the runner is interrupted. An interrupted runner leaves each run directory complete or
+gone (``Interrupted`` says which checks ran, which it stopped and which never started).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from kraftcheck.checker.disk_full import unwritten_reason
+from kraftcheck.checker.stop import deferred, stop_honoured, stop_requested
 from kraftcheck.ci.manifest import Check
 from kraftcheck.request import default_max_memory_gib
 from kraftcheck.specs import REGISTRY
@@ -111,28 +113,97 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
     running: list[_Running] = []
     done: dict[str, Outcome] = {}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    try:
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                check = waiting.pop(0)
-                try:
-                    running.append(_start(check, root, out, threads, memory_share, env, on_event))
-                except _NotStarted as e:  # a full disk, no process to fork: this check cannot run, the others may
-                    done[check.name] = _not_started(check, root, out, e.reason, on_event)
-            time.sleep(POLL_S)
-            for job in list(running):
-                _forward_progress(job, on_event)
-                if job.process.poll() is None and time.monotonic() - job.started > job.outcome.check.time_budget + KILL_GRACE_S:
-                    _stop([job])
-                    job.outcome.killed = True
-                if job.process.poll() is not None:
-                    running.remove(job)
-                    done[job.outcome.check.name] = _finish(job, on_event)
-    finally:
-        _stop(running)  # interrupted: leave no process behind
-        for job in running:
-            job.log.close()
+    # a signal only asks to stop, seen between two steps here: never between making a check's
+    # directory and starting its process, nor while a finished check's report is read
+    with deferred():
+        try:
+            while (waiting or running) and not stop_requested():
+                while waiting and len(running) < jobs and not stop_requested():
+                    check = waiting.pop(0)
+                    try:
+                        running.append(_start(check, root, out, threads, memory_share, env, on_event))
+                    except _NotStarted as e:  # a full disk, no process to fork: this check cannot run, the others may
+                        done[check.name] = _not_started(check, root, out, e.reason, on_event)
+                time.sleep(POLL_S)
+                for job in list(running):
+                    _forward_progress(job, on_event)
+                    if job.process.poll() is None and \
+                            time.monotonic() - job.started > job.outcome.check.time_budget + KILL_GRACE_S:
+                        _stop([job])
+                        job.outcome.killed = True
+                    if job.process.poll() is not None:
+                        running.remove(job)
+                        done[job.outcome.check.name] = _finish(job, on_event)
+        finally:
+            _stop(running)  # interrupted: leave no process behind
+            for job in running:
+                job.log.close()
+    if stop_requested():
+        stop_honoured()
+        raise _interrupted(checks, done, running, out)
     return [done[c.name] for c in checks]
+
+
+class Interrupted(KeyboardInterrupt):
+    """``run_checks`` stopped by a signal, every check's process ended: which checks ran to their
+    end, which it stopped (keeping the directory of one that wrote its report, removing the
+    directory of one that wrote none), which never started (and of those, the ones whose run
+    directory is an earlier run's)."""
+
+    def __init__(self, ran: list[str], stopped_kept: list[str], stopped_removed: list[str], not_run: list[str],
+                 earlier: list[Path]) -> None:
+        super().__init__()
+        self.ran, self.stopped_kept, self.stopped_removed = ran, stopped_kept, stopped_removed
+        self.not_run, self.earlier = not_run, earlier
+
+    def describe(self) -> str:
+        """One line: 'interrupted; ran to their end: ...; ...; did not run: ...'."""
+        parts = []
+        for names, one, many in (
+                (self.ran, "ran to its end", "ran to their end"),
+                (self.stopped_kept, "stopped (its run directory keeps its report of the run so far)",
+                 "stopped (their run directories keep their reports of the run so far)"),
+                (self.stopped_removed, "stopped before it wrote a report (its run directory removed)",
+                 "stopped before they wrote a report (their run directories removed)"),
+                (self.not_run, "did not run", "did not run")):
+            if names:
+                parts.append(f"{one if len(names) == 1 else many}: {_some(names)}")
+        if self.earlier:
+            paths = [str(p) for p in self.earlier]
+            parts[-1] += f" ({_some(paths)} {'is an earlier run' if len(paths) == 1 else 'are earlier runs'}'s)"
+        return "; ".join(["interrupted", *parts])
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    """``names`` joined, the first ``shown`` of a long list and how many more."""
+    if len(names) <= shown + 1:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
+
+
+def _interrupted(checks: list[Check], done: dict[str, "Outcome"], running: list["_Running"],
+                 out: Path) -> Interrupted:
+    """What an interrupted run left, once every process ended. A check stopped before it wrote its
+    report (its directory held only the marker and a log saying 'interrupted') leaves nothing; one
+    that wrote it keeps it, as ``kraftcheck check`` stopped alone does. A check that ended by the
+    signal too (Ctrl-C reaches the whole process group) counts as stopped, not as run."""
+    ran, kept, removed = [], [], []
+    by_name = {job.outcome.check.name: job.outcome for job in running}
+    for check in checks:
+        outcome = done.get(check.name) or by_name.get(check.name)
+        if outcome is None or not outcome.command:  # never started, or could not be
+            continue
+        if check.name in done and done[check.name].exit_code != 130:
+            ran.append(check.name)
+        elif (outcome.run_dir / "report.json").exists():
+            kept.append(check.name)
+        else:
+            removed.append(check.name)
+            shutil.rmtree(outcome.run_dir, ignore_errors=True)
+    accounted = set(ran + kept + removed)
+    not_run = [c.name for c in checks if c.name not in accounted]
+    earlier = [out / name for name in not_run if (out / name / MARKER).exists() and name not in done]
+    return Interrupted(ran, kept, removed, not_run, earlier)
 
 
 def _stop(jobs: list["_Running"]) -> None:

@@ -26,7 +26,7 @@ from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
-from kraftcheck.ci.runner import MARKER, run_checks
+from kraftcheck.ci.runner import MARKER, Interrupted, run_checks
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
                                      refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
@@ -87,8 +87,9 @@ def ci(manifest_path: Optional[str], jobs: int, only: tuple[str, ...], out_dir: 
     except (KraftcheckError, FileExistsError) as e:
         err.print(Text(f"kraftcheck: error: {e}", style="bold red"))
         code = EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        err.print(Text("kraftcheck: error: interrupted", style="bold red"))
+    except KeyboardInterrupt as e:
+        said = e.describe() if isinstance(e, Interrupted) else "interrupted"  # which checks ran, which did not
+        err.print(Text(f"kraftcheck: error: {said}", style="bold red"))
         code = 130
     sys.exit(code)
 

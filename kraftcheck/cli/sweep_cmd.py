@@ -78,8 +78,10 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except KeyboardInterrupt:
-        click.echo("kraftcheck: error: interrupted", err=True)
+    except KeyboardInterrupt as e:
+        from kraftcheck.ci.runner import Interrupted
+        # which configurations ran, which were stopped, which did not run; no table of a part
+        click.echo(f"kraftcheck: error: {e.describe() if isinstance(e, Interrupted) else 'interrupted'}", err=True)
         sys.exit(130)
     text = FORMATS[fmt](rows)
     code = exit_code(rows)

@@ -1,0 +1,101 @@
+"""Edges of the commands that run many checks (``sweep``, ``ci``): a sweep or gate stopped by a
+signal, and the advice a run too large for its limits gives. Each case failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
+
+# die_hard whose big=7 check process stalls while it builds its parameters (the sweep itself, which
+# builds them too, does not): a check interrupted before it wrote anything
+STALLING_JUGS = '''
+import sys, time
+from dataclasses import dataclass
+from kraftcheck.specs.die_hard import DieHard, DieHardParams
+
+@dataclass(frozen=True)
+class StallingParams(DieHardParams):
+    def __post_init__(self):
+        if self.big == 7 and sys.argv[1:2] == ["check"]:
+            time.sleep(120)
+
+class StallingJugs(DieHard):
+    name = "stalling_jugs"
+    Params = StallingParams
+'''
+
+
+def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert process.poll() is None and time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_sweep_leaves_complete_run_directories_or_none_and_names_what_did_not_run(tmp_path, stop):
+    """A sweep stopped while a check was starting left that configuration's run directory holding
+    only its marker and a log saying 'interrupted', no report; the sweep said only 'interrupted',
+    not which configurations ran and which did not (one's directory from an earlier sweep stays)."""
+    spec = tmp_path / "stalling_jugs.py"
+    spec.write_text(STALLING_JUGS)
+    out = tmp_path / "sw"
+    earlier = out / "03-big=9"
+    earlier.mkdir(parents=True)
+    (earlier / "ci-check.json").write_text("{}\n")
+    (earlier / "report.json").write_text("{}\n")
+    sweep = subprocess.Popen([KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5,7,9",
+                              "-j", "1", "--out", str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(out / "02-big=7" / "output.log", sweep)
+        time.sleep(0.5)  # the stalled check is in its spec's parameters
+        sweep.send_signal(stop)
+        stdout, stderr = sweep.communicate(timeout=60)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert sweep.returncode == 130, stderr
+    assert sorted(p.name for p in out.iterdir()) == ["01-big=5", "03-big=9"], stderr
+    assert json.loads((out / "01-big=5" / "report.json").read_text())["result"] == "violated"
+    assert (earlier / "report.json").read_text() == "{}\n"  # not this sweep's: left as it was
+    said = stderr.strip().splitlines()[-1]
+    assert said.startswith("kraftcheck: error: interrupted"), stderr
+    for words in ("ran to its end: 01-big=5", "stopped before it wrote a report (its run directory removed): 02-big=7",
+                  "did not run: 03-big=9", f"{earlier} is an earlier run's"):
+        assert words in said, said
+    assert stdout == ""  # no table of a sweep that did not finish
+
+
+def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_path):
+    """kraftcheck ci stopped (SIGTERM, as timeout sends it) said only 'interrupted', and left the
+    directory of a check stopped while it started: a marker and a log, no report."""
+    (tmp_path / "stalling_jugs.py").write_text(STALLING_JUGS)
+    (tmp_path / "kraftcheck.toml").write_text("".join(
+        f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
+        f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
+    gate = subprocess.Popen([KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(tmp_path / "kraftcheck-ci" / "stalls" / "output.log", gate)
+        time.sleep(0.5)
+        gate.terminate()
+        stdout, stderr = gate.communicate(timeout=60)
+    finally:
+        if gate.poll() is None:
+            gate.kill()
+            gate.wait()
+    assert gate.returncode == 130, stdout + stderr
+    assert sorted(p.name for p in (tmp_path / "kraftcheck-ci").iterdir()) == ["first"]
+    assert stderr.strip().splitlines()[-1] == (
+        "kraftcheck: error: interrupted; ran to its end: first; stopped before it wrote a report (its run directory "
+        "removed): stalls; did not run: last")
