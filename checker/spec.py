@@ -609,6 +609,20 @@ class Spec:
         strategy). Default: empty, meaning only the run's own settings."""
         return {}
 
+    def smaller_model_hint(self) -> str:
+        """How to make this model's state space smaller, said to a user whose run is too large for a
+        limit ('..., or to shrink the model, HINT'): an imperative phrase. Default: smaller values of
+        its integer parameters, or a state constraint; a spec whose parameters say more (which of
+        them are bounds) says it here."""
+        constraint = "add a state constraint that bounds the search (Spec.constraints)"
+        if not dataclasses.is_dataclass(self.Params):
+            return f"give smaller parameters or {constraint}"
+        numbers = [f.name for f in dataclasses.fields(self.Params) if annotation_kind(f) is int]
+        if not numbers:  # switches and choices only: nothing to lower
+            return constraint
+        named = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + f" or {numbers[-1]}"
+        return f"give smaller values of {named} (--param {numbers[0]}=N) or {constraint}"
+
     # -- identity
     def options(self) -> dict[str, Any]:
         """Every option that shapes the state graph, for reports and trace files."""

@@ -99,3 +99,43 @@ def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_pat
     assert stderr.strip().splitlines()[-1] == (
         "kraftcheck: error: interrupted; ran to its end: first; stopped before it wrote a report (its run directory "
         "removed): stalls; did not run: last")
+
+
+def _check(*args):
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, ["check", *map(str, args)], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("spec,params,advice", [
+    ("two_phase", ["--param", "rm=5"], "to shrink the model, give smaller values of rm (--param rm=N) or add a state "
+                                          "constraint that bounds the search (Spec.constraints); or raise"),
+    ("mutex", [], "to shrink the model, add a state constraint that bounds the search (Spec.constraints); or"),
+    ("kafka", ["--brokers", "2"], "to shrink the model, give fewer brokers or records (--brokers, --records) "
+                                  "or lower fault bounds (--lossy-shutdowns, --lossless-shutdowns"),
+])
+def test_a_graph_too_large_to_dump_is_told_how_to_shrink_its_own_spec(tmp_path, spec, params, advice):
+    """--dump-graph past --graph-limit told every spec to use 'fewer brokers, values, faults', the
+    Kafka model's words (two_phase has resource managers, mutex no number to lower)."""
+    result = _check("--spec", spec, *params, "--dump-graph", tmp_path / "g.graphml", "--graph-limit", 5)
+    assert result.exit_code == 2 and advice in result.stderr, result.stderr
+    assert spec == "kafka" or "brokers" not in result.stderr
+    assert not (tmp_path / "g.graphml").exists()
+
+
+def test_an_analysis_over_its_limits_is_told_how_to_shrink_its_own_spec():
+    """The state graph's analyses said 'shrink the bounds', a word of the Kafka model's (its fault
+    bounds); a spec of resource managers is told its own parameter."""
+    from kraftcheck.checker.analyses.state_graph import build_graph
+    from kraftcheck.checker.errors import UsageError
+    from kraftcheck.checker.explore.result import memory_in_use
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    cls = spec_class("two_phase")
+    model = Model(cls(cls.Params(rm=2)))
+    graph = build_graph(model)
+    with pytest.raises(UsageError, match=r"raise --max-memory, or to shrink the model, give smaller values of rm \(--param rm=N\)"):
+        graph.check_budget(memory_in_use())
+    with pytest.raises(UsageError, match=r"raise it, or to shrink the model, give smaller values of rm \(--param rm=N\)"):
+        build_graph(model, max_states=5)

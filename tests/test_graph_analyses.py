@@ -238,5 +238,5 @@ def test_an_analysis_over_the_memory_budget_is_refused_before_it_allocates():
     from kraftcheck.checker.explore.result import memory_in_use
     graph, _ = _compiled(_model("two_phase", rm=3))
     graph.check_budget(memory_in_use() + graph.analysis_bytes() + (64 << 20))  # room enough: no complaint
-    with pytest.raises(UsageError, match="raise --max-memory or shrink the bounds"):
+    with pytest.raises(UsageError, match="raise --max-memory, or to shrink the model, give smaller values of rm"):
         graph.check_budget(memory_in_use())

@@ -20,6 +20,7 @@ import networkx as nx
 from kraftcheck.checker import __version__
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Spec
 from kraftcheck.checker.files import STDOUT, write_output
 from kraftcheck.traces.graph import jsonable
 from kraftcheck.traces.states import element_names, fingerprint, format_element, state_fields
@@ -31,11 +32,11 @@ DEFAULT_MAX_STATES = 20_000
 GRAPH_LIMIT_REASON = "stopped at --graph-limit"
 
 
-def too_large(spec: object, max_states: int) -> str:
+def too_large(spec: Spec, max_states: int) -> str:
     """The refusal of a state graph of more than ``max_states`` states to dump."""
-    return (f"the reachable state graph of {spec!r} has more than {max_states:,} states (--graph-limit "
-            f"{max_states}): --dump-graph writes GraphML for small models; shrink the bounds (fewer brokers, values, "
-            f"faults) or raise --graph-limit if you have the memory and patience")
+    return (f"the reachable state graph of {spec.title()} has more than {max_states:,} states (--graph-limit "
+            f"{max_states}): --dump-graph writes GraphML for small models; to shrink the model, "
+            f"{spec.smaller_model_hint()}; or raise --graph-limit if you have the memory and patience")
 
 
 @dataclass

@@ -90,8 +90,8 @@ class CompiledGraph:
         if used + need > max_memory:
             raise UsageError(f"analysing the state graph ({self.size:,} states, {self.transitions:,} transitions) "
                              f"needs about {need / 2**30:.1f} GiB more than the {used / 2**30:.1f} GiB in use, over "
-                             f"the memory budget ({max_memory / 2**30:.1f} GiB); raise --max-memory or shrink the "
-                             "bounds")
+                             f"the memory budget ({max_memory / 2**30:.1f} GiB); raise --max-memory, or to shrink "
+                             f"the model, {self.model.spec.smaller_model_hint()}")
 
     def reversed(self) -> tuple[np.ndarray, np.ndarray]:
         """The transposed graph ``(offsets, sources)``, built on first use and kept (4 bytes a
@@ -318,14 +318,16 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
             builder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
             if max_states is not None and builder.count > max_states:
                 raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "
-                                 "(the limit given); raise it or shrink the bounds")
+                                 "(the limit given); raise it, or to shrink the model, "
+                                 f"{model.spec.smaller_model_hint()}")
             now = time.perf_counter() - t0
             if now - last >= 0.25:
                 last = now
                 if max_memory is not None and memory_in_use() > max_memory:
                     raise UsageError(f"recording the state graph of {model.spec.title()} went over the memory "
                                      f"budget ({max_memory / 2**30:.1f} GiB) at {builder.count} states and "
-                                     f"{builder.transitions} transitions; raise --max-memory or shrink the bounds")
+                                     f"{builder.transitions} transitions; raise --max-memory, or to shrink "
+                                     f"the model, {model.spec.smaller_model_hint()}")
                 progress(Progress(depth, builder.count, builder.transitions, level_hi - hi + builder.count - level_hi,
                                   now))
             lo = hi

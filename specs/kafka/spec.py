@@ -265,6 +265,10 @@ class KafkaReplication(Spec):
     def availability(self):
         return presentation.availability(self)
 
+    def smaller_model_hint(self) -> str:
+        bounds = ", ".join("--" + bound.replace("_", "-") for bound in BOUNDS)
+        return f"give fewer brokers or records (--brokers, --records) or lower fault bounds ({bounds})"
+
     def availability_variants(self):
         return presentation.availability_variants(self)
 
