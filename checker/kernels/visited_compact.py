@@ -106,10 +106,12 @@ def given_rows(order, offsets, marks, rows):
 
 
 @njit(cache=True)
-def half_hashes(words, rows, split, part_bits, left_hashes, right_hashes, part_rows):
+def half_hashes(words, rows, split, part_bits, threads, left_hashes, right_hashes, part_rows, owned, owned_count):
     """For each row r of ``rows``: the fingerprints of its halves ``words[r, :split]`` and
     ``words[r, split:]``; ``part_rows[h, p]`` counts the rows whose half h falls in part p of its
-    table (the top ``part_bits`` of its fingerprint)."""
+    table (the top ``part_bits`` of its fingerprint). The rows are also dealt to the threads that
+    will intern their halves, by part (p % threads): half h's of thread t are
+    ``owned[h, t, :owned_count[h, t]]``, in the order of ``rows``."""
     shift = uint64(64 - part_bits)
     nwords = words.shape[1]
     for i in range(rows.shape[0]):
@@ -117,37 +119,35 @@ def half_hashes(words, rows, split, part_bits, left_hashes, right_hashes, part_r
         a = half_hash(words, r, 0, split)
         b = half_hash(words, r, split, nwords)
         left_hashes[r], right_hashes[r] = a, b
-        part_rows[0, int64(a >> shift)] += 1
-        part_rows[1, int64(b >> shift)] += 1
+        pa, pb = int64(a >> shift), int64(b >> shift)
+        part_rows[0, pa] += 1
+        part_rows[1, pb] += 1
+        ta, tb = pa % threads, pb % threads
+        owned[0, ta, owned_count[0, ta]] = r
+        owned_count[0, ta] += 1
+        owned[1, tb, owned_count[1, tb]] = r
+        owned_count[1, tb] += 1
 
 
 @njit(cache=True, nogil=True)
-def intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes, rows, out):
+def intern_halves(tables, counts, part_bits, words, lo, hashes, rows, out):
     """Intern the half at ``words[r, lo:]`` of each row r of ``rows``, in that order, in the part
     of the half table ``tables`` (one table a part; a slot: the half's words, then its index) its
-    fingerprint's top ``part_bits`` choose, for the parts p with p % threads == thread (this
-    thread's: no other writes them). ``out[r]``: the half's index, its part's own number for it
-    times the number of parts plus the part; a new half in part p gets the number ``counts[p]``,
-    which then grows by one. Every part has room for every row's half. The home slot of the row
-    PREFETCH_DISTANCE of this thread's rows ahead is prefetched."""
+    fingerprint's top ``part_bits`` choose; the caller gives each thread the rows of its own parts
+    (``half_hashes``), so no other thread writes them. ``out[r]``: the half's index, its part's
+    own number for it times the number of parts plus the part; a new half in part p gets the
+    number ``counts[p]``, which then grows by one. Every part has room for every row's half. The
+    home slot of the row PREFETCH_DISTANCE ahead is prefetched."""
     nparts = len(tables)
     shift = uint64(64 - part_bits)
     n = rows.shape[0]
-    ahead = 0  # the index in rows of the row whose home slot is prefetched next
-    pending = 0  # this thread's rows prefetched and not yet interned
     for i in range(n):
-        while pending < PREFETCH_DISTANCE and ahead < n:
-            h = hashes[rows[ahead]]
-            p = int64(h >> shift)
-            if p % threads == thread:
-                prefetch_row(tables[p], home_slot(h, tables[p].shape[0]))
-                pending += 1
-            ahead += 1
+        if i + PREFETCH_DISTANCE < n:
+            h = hashes[rows[i + PREFETCH_DISTANCE]]
+            q = int64(h >> shift)
+            prefetch_row(tables[q], home_slot(h, tables[q].shape[0]))
         r = rows[i]
         p = int64(hashes[r] >> shift)
-        if p % threads != thread:
-            continue
-        pending -= 1
         number = counts[p] * nparts + p
         k = _intern_one(tables[p], number, words, r, lo, hashes[r])
         if k == number:
@@ -264,6 +264,7 @@ class CompactVisitedSet:
         # (buffers reused from call to call)
         self._marks = np.zeros(0, np.uint8)  # zero between calls (given_rows)
         self._rows = np.empty(0, np.int64)  # the rows a call gives
+        self._owned = np.empty((2, 1, 0), np.int64)  # the rows each thread interns, for each half
         self._half_hashes = (np.empty(0, np.uint64), np.empty(0, np.uint64))
         self._indices = (np.empty(0, np.uint32), np.empty(0, np.uint32))
         self._keys = np.empty((0, 1), np.uint64)
@@ -326,19 +327,26 @@ class CompactVisitedSet:
             split_single_words(words, rows, self._split_words)
             words = self._split_words[:nrows]
         nparts = self.halves[0].nparts
-        part_rows = np.zeros((2, nparts), np.int64)
-        half_hashes(words, rows, self.split, self.halves[0].part_bits, self._half_hashes[0], self._half_hashes[1],
-                    part_rows)
-        for table, count in zip(self.halves, part_rows):
-            table.reserve(count)
         # each part of a half table is filled by one thread (both halves' parts p % threads == t by thread t)
         threads = min(thread_count(), nparts) if rows.shape[0] > 4096 else 1
-        jobs = [(tuple(table.tables), table.counts, table.part_bits, lo, hashes_, out)
-                for table, lo, hashes_, out in zip(self.halves, (0, self.split), self._half_hashes, self._indices)]
+        if self._owned.shape[1] < threads or self._owned.shape[2] < rows.shape[0]:
+            size = max(rows.shape[0], 2 * self._owned.shape[2])
+            self._owned = np.empty((2, max(threads, self._owned.shape[1]), size), np.int64)
+        owned_count = np.zeros((2, threads), np.int64)
+        part_rows = np.zeros((2, nparts), np.int64)
+        half_hashes(words, rows, self.split, self.halves[0].part_bits, threads, self._half_hashes[0],
+                    self._half_hashes[1], part_rows, self._owned, owned_count)
+        for table, count in zip(self.halves, part_rows):
+            table.reserve(count)
+        owned = self._owned
+        jobs = [(h, tuple(table.tables), table.counts, table.part_bits, lo, hashes_, out)
+                for h, (table, lo, hashes_, out) in enumerate(zip(self.halves, (0, self.split), self._half_hashes,
+                                                                 self._indices))]
 
         def intern(thread: int) -> None:
-            for tables, counts, part_bits, lo, hashes_, out in jobs:
-                intern_halves(tables, counts, part_bits, thread, threads, words, lo, hashes_, rows, out)
+            for h, tables, counts, part_bits, lo, hashes_, out in jobs:
+                mine = owned[h, thread, :owned_count[h, thread]]
+                intern_halves(tables, counts, part_bits, words, lo, hashes_, mine, out)
 
         run_parts(intern, threads)
         pair_keys(rows, self._indices[0], self._indices[1], self._keys, self._key_hashes)
