@@ -139,3 +139,41 @@ def test_an_analysis_over_its_limits_is_told_how_to_shrink_its_own_spec():
         graph.check_budget(memory_in_use())
     with pytest.raises(UsageError, match=r"raise it, or to shrink the model, give smaller values of rm \(--param rm=N\)"):
         build_graph(model, max_states=5)
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_more_checks_at_once_than_the_machine_runs_are_refused_before_any(tmp_path, monkeypatch):
+    """sweep and ci -j N started N check processes whatever N (each about 0.2 GiB before it
+    explores): -j 1000 on a matrix or manifest of 1000 would start 1000. Past 4 per CPU it is now
+    refused, exit 2, before any run; a few configurations with a large -j start only as many."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("os.cpu_count", lambda: 1)  # a machine of one CPU: at most 4 checks at once
+    result = _cli("sweep", "--spec", "two_phase", "--vary", "rm=1,2,3,4,5", "-j", 5)
+    assert result.exit_code == 2, result.output
+    assert ("--jobs 5: 5 checks at once is more than the 4 this machine runs (4 per CPU, 1 CPU)"
+            in result.stderr and "give --jobs 4 or fewer" in result.stderr), result.stderr
+    assert not (tmp_path / "kraftcheck-sweep").exists()
+    (tmp_path / "kraftcheck.toml").write_text("".join(
+        f'[checks.c{rm}]\nspec = "two_phase"\nparams = {{ rm = {rm} }}\nexpect = "holds"\n' for rm in range(1, 6)))
+    result = _cli("ci", "--no-color", "-j", 1000, "--progress-json", "progress.ndjson")
+    assert result.exit_code == 2 and "--jobs 1000: 5 checks at once is more than the 4" in result.stderr, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kraftcheck.toml"]  # no progress file, no --out
+    result = _cli("sweep", "--spec", "die_hard", "-j", 1000)  # one configuration: one process
+    assert result.exit_code == 1 and "1 configurations, 1 at a time" in result.stderr, result.output
+
+
+def test_a_gate_whose_out_directory_is_refused_leaves_no_progress_file(tmp_path, monkeypatch):
+    """kraftcheck ci refusing an --out directory it did not make had already made the
+    --progress-json file, empty, and said it was starting the checks."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text('[checks.a]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "kraftcheck-ci" / "a").mkdir(parents=True)
+    result = _cli("ci", "--no-color", "--progress-json", "progress.ndjson")
+    assert result.exit_code == 2 and "kraftcheck-ci/a exists and was not made by kraftcheck ci" in result.stderr
+    assert not (tmp_path / "progress.ndjson").exists() and "1 checks from" not in result.output

@@ -26,7 +26,7 @@ from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
-from kraftcheck.ci.runner import MARKER, Interrupted, run_checks
+from kraftcheck.ci.runner import MARKER, Interrupted, refuse_before_running, run_checks
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
                                      refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
@@ -47,7 +47,7 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
 @click.command(context_settings={"show_default": True})
 @click.argument("manifest_path", metavar="[MANIFEST]", required=False)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              help="Checks run at once, each in its own process.")
+              help="Checks run at once, each in its own process (at most 4 per CPU).")
 @click.option("--only", "only", multiple=True, metavar="NAME", help="Run only this check (repeatable).")
 @click.option("--out", "out_dir", default="kraftcheck-ci", metavar="DIR",
               help="Run directory: each failing check leaves DIR/CHECK/ (traces, report, log, command).")
@@ -114,6 +114,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         refuse_replacing_input(path, option, manifest.path, "manifest")
         refuse_replacing_input(path, option, baseline_file, "baseline")
         refuse_inside(path, option, run_dirs, "kraftcheck ci empties before the check runs and removes once it passes")
+    refuse_before_running(checks, out, jobs)  # before the progress file is made
 
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)

@@ -46,7 +46,8 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FOR
 @click.option("--output", "-o", "output", metavar="FILE", help="Write the table to FILE ('-': standard output, the default).")
 @click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
               help="Run directories: DIR/NN-CONFIGURATION/ (report, traces, log).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, help="Configurations run at once (locally).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2,
+              help="Configurations run at once (locally; at most 4 per CPU).")
 @click.option("--master", metavar="URL",
               help="Run on Spark instead (local[*], spark://host:port, ...): one task per configuration.")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
@@ -65,6 +66,9 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states,
                                   fingerprints, symmetry)
         matrix.check_configurations(configs)
+        if master is None:  # on Spark the cluster runs the tasks, not -j processes here
+            from kraftcheck.ci.runner import check_jobs
+            check_jobs(jobs, len(configs))
         check_output_file(output, "--output")
         if matrix_path:
             refuse_replacing_input(output, "--output", matrix_path, "matrix file")
