@@ -33,6 +33,13 @@ class StallingJugs(DieHard):
 '''
 
 
+def _signals_at_their_default() -> None:
+    """A child's start with SIGINT and SIGTERM at their default action, as from a user's shell (a
+    suite run in the background of a script has SIGINT ignored, which kraftcheck rightly keeps)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -54,7 +61,7 @@ def test_a_stopped_sweep_leaves_complete_run_directories_or_none_and_names_what_
     (earlier / "report.json").write_text("{}\n")
     sweep = subprocess.Popen([KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5,7,9",
                               "-j", "1", "--out", str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=_signals_at_their_default)
     try:
         _wait_for(out / "02-big=7" / "output.log", sweep)
         time.sleep(0.5)  # the stalled check is in its spec's parameters
@@ -84,7 +91,8 @@ def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_pat
         f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
         f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
     gate = subprocess.Popen([KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_signals_at_their_default)
     try:
         _wait_for(tmp_path / "kraftcheck-ci" / "stalls" / "output.log", gate)
         time.sleep(0.5)
@@ -177,3 +185,23 @@ def test_a_gate_whose_out_directory_is_refused_leaves_no_progress_file(tmp_path,
     result = _cli("ci", "--no-color", "--progress-json", "progress.ndjson")
     assert result.exit_code == 2 and "kraftcheck-ci/a exists and was not made by kraftcheck ci" in result.stderr
     assert not (tmp_path / "progress.ndjson").exists() and "1 checks from" not in result.output
+
+
+def test_a_check_that_ended_as_the_runner_stopped_counts_as_run_not_stopped(tmp_path):
+    """A check that ended on its own in the moment between the signal and the runner's stop was
+    named 'stopped' (its report of a whole run said to be the run so far)."""
+    from types import SimpleNamespace
+
+    from kraftcheck.ci import runner
+    from kraftcheck.ci.manifest import Check
+    from kraftcheck.request import CheckRequest
+    checks = [Check(name, CheckRequest("die_hard", {})) for name in ("ended", "stopped", "waiting")]
+    jobs = []
+    for check, code in zip(checks, (1, 130)):
+        run_dir = tmp_path / check.name
+        run_dir.mkdir()
+        (run_dir / "report.json").write_text("{}")
+        outcome = runner.Outcome(check, ["kraftcheck"], "", run_dir)
+        jobs.append(SimpleNamespace(outcome=outcome, process=SimpleNamespace(returncode=code)))
+    said = runner._interrupted(checks, {}, jobs, tmp_path)
+    assert (said.ran, said.stopped_kept, said.not_run) == (["ended"], ["stopped"], ["waiting"])

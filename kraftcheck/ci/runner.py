@@ -210,17 +210,28 @@ def _interrupted(checks: list[Check], done: dict[str, "Outcome"], running: list[
                  out: Path) -> Interrupted:
     """What an interrupted run left, once every process ended. A check stopped before it wrote its
     report (its directory held only the marker and a log saying 'interrupted') leaves nothing; one
-    that wrote it keeps it, as ``kraftcheck check`` stopped alone does. A check that ended by the
-    signal too (Ctrl-C reaches the whole process group) counts as stopped, not as run."""
+    that wrote it keeps it, as ``kraftcheck check`` stopped alone does. A check ran to its end if
+    it was seen to end before the signal (a kill past its budget included), or ended in the moment
+    before it was asked to stop, otherwise than interrupted (130) or killed; one that ended by the
+    signal too (Ctrl-C reaches the whole process group) counts as stopped."""
     ran, kept, removed = [], [], []
-    by_name = {job.outcome.check.name: job.outcome for job in running}
+    stopped_at = {job.outcome.check.name: job for job in running}
     for check in checks:
-        outcome = done.get(check.name) or by_name.get(check.name)
-        if outcome is None or not outcome.command:  # never started, or could not be
+        if check.name in done:  # seen to end (a budget's kill included), or could not start
+            outcome = done[check.name]
+            if not outcome.command:
+                continue
+            if outcome.exit_code != 130:
+                ran.append(check.name)
+                continue
+        elif check.name in stopped_at:
+            outcome, code = stopped_at[check.name].outcome, stopped_at[check.name].process.returncode
+            if code is not None and code >= 0 and code != 130:
+                ran.append(check.name)
+                continue
+        else:
             continue
-        if check.name in done and done[check.name].exit_code != 130:
-            ran.append(check.name)
-        elif (outcome.run_dir / "report.json").exists():
+        if (outcome.run_dir / "report.json").exists():
             kept.append(check.name)
         else:
             removed.append(check.name)
