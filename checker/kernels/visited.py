@@ -338,19 +338,21 @@ class FingerprintSet:
         """As ``VisitedSet.insert_bucketed``; only ``hashes`` (the fingerprints) are stored."""
         if hashes.ndim != 1 or hashes.dtype != np.uint64:
             raise TypeError("insert_bucketed() needs one uint64 fingerprint per row")
-        if self._fingerprints.shape[0] < words.shape[0]:
-            self._fingerprints = np.empty(words.shape[0], np.uint64)
-        fingerprints = self._fingerprints[:words.shape[0]]
+        fingerprints = self._buffer(words.shape[0])
         # only the given rows: the engine's parts lie in regions sized for every successor, mostly unused
         clamp_given(hashes, order, np.ascontiguousarray(offsets), fingerprints)
         self.table.insert_bucketed(fingerprints.reshape(-1, 1), fingerprints, order, offsets, is_new)
 
+    def _buffer(self, rows: int) -> np.ndarray:
+        """The reused buffer of a call's clamped fingerprints, ``rows`` long."""
+        if self._fingerprints.shape[0] < rows:
+            self._fingerprints = np.empty(rows, np.uint64)
+        return self._fingerprints[:rows]
+
     def _clamped(self, hashes: np.ndarray, rows: int, used: int) -> np.ndarray:
         """The reused buffer of ``rows`` fingerprints, its first ``used`` the given ones with all
         ones (the empty-slot marker) stored as all ones but the last bit; the rest not read."""
-        if self._fingerprints.shape[0] < rows:
-            self._fingerprints = np.empty(rows, np.uint64)
-        fingerprints = self._fingerprints[:rows]
+        fingerprints = self._buffer(rows)
         np.minimum(hashes[:used], MAX_FINGERPRINT, out=fingerprints[:used])
         return fingerprints
 
