@@ -47,6 +47,24 @@ def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 60) -> Non
         time.sleep(0.05)
 
 
+def _signalled_once_started(argv: list[str], cwd: Path, started: Path, signum: int) -> tuple[int, str, str]:
+    """Run ``argv`` in ``cwd`` as from a user's shell, send ``signum`` half a second after the file
+    ``started`` appears (the stalled check is then in its spec's parameters); its exit code, stdout
+    and stderr. The process is killed if it outlives the test."""
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_signals_at_their_default)
+    try:
+        _wait_for(started, process)
+        time.sleep(0.5)
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, stdout, stderr
+
+
 def test_a_stopped_sweep_leaves_complete_run_directories_or_none_and_names_what_did_not_run(tmp_path):
     """A sweep stopped while a check was starting left that configuration's run directory holding
     only its marker and a log saying 'interrupted', no report; the sweep said only 'interrupted',
@@ -58,19 +76,10 @@ def test_a_stopped_sweep_leaves_complete_run_directories_or_none_and_names_what_
     earlier.mkdir(parents=True)
     (earlier / "ci-check.json").write_text("{}\n")
     (earlier / "report.json").write_text("{}\n")
-    sweep = subprocess.Popen([KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5,7,9",
-                              "-j", "1", "--out", str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, preexec_fn=_signals_at_their_default)
-    try:
-        _wait_for(out / "02-big=7" / "output.log", sweep)
-        time.sleep(0.5)  # the stalled check is in its spec's parameters
-        sweep.send_signal(signal.SIGTERM)
-        stdout, stderr = sweep.communicate(timeout=60)
-    finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
-    assert sweep.returncode == 130, stderr
+    returncode, stdout, stderr = _signalled_once_started(
+        [KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5,7,9", "-j", "1", "--out", str(out)],
+        tmp_path, out / "02-big=7" / "output.log", signal.SIGTERM)
+    assert returncode == 130, stderr
     assert sorted(p.name for p in out.iterdir()) == ["01-big=5", "03-big=9"], stderr
     assert json.loads((out / "01-big=5" / "report.json").read_text())["result"] == "violated"
     assert (earlier / "report.json").read_text() == "{}\n"  # not this sweep's: left as it was
@@ -90,19 +99,10 @@ def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_pat
     (tmp_path / "kraftcheck.toml").write_text("".join(
         f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
         f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
-    gate = subprocess.Popen([KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_signals_at_their_default)
-    try:
-        _wait_for(tmp_path / "kraftcheck-ci" / "stalls" / "output.log", gate)
-        time.sleep(0.5)
-        gate.send_signal(signal.SIGINT)
-        stdout, stderr = gate.communicate(timeout=60)
-    finally:
-        if gate.poll() is None:
-            gate.kill()
-            gate.wait()
-    assert gate.returncode == 130, stdout + stderr
+    returncode, stdout, stderr = _signalled_once_started(
+        [KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"], tmp_path,
+        tmp_path / "kraftcheck-ci" / "stalls" / "output.log", signal.SIGINT)
+    assert returncode == 130, stdout + stderr
     assert sorted(p.name for p in (tmp_path / "kraftcheck-ci").iterdir()) == ["first"]
     assert stderr.strip().splitlines()[-1] == (
         "kraftcheck: error: interrupted; ran to its end: first; stopped before it wrote a report (its run directory "
