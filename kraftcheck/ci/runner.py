@@ -24,16 +24,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from kraftcheck.checker.disk_full import unwritten_reason
-from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.stop import deferred, stop_honoured, stop_requested
+from kraftcheck.ci.jobs import check_jobs
 from kraftcheck.ci.manifest import Check
 from kraftcheck.request import default_max_memory_gib
 from kraftcheck.specs import REGISTRY
 
 KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace writing
-# checks at once, per CPU: each check is a process of its own (about 0.2 GiB before it explores)
-# and CPU-bound, so past the CPUs they only share them, each time budget covering less search
-JOBS_PER_CPU = 4
 STOP_GRACE_S = 10.0  # a check asked to stop (SIGTERM) ends its run within this, else it is killed
 POLL_S = 0.2
 MARKER = "ci-check.json"  # marks a directory this runner made, so it may replace it
@@ -100,21 +97,6 @@ class _Running:
     def __init__(self, outcome: Outcome, process: subprocess.Popen, log, started: float) -> None:
         self.outcome, self.process, self.log, self.started = outcome, process, log, started
         self.read_upto = 0
-
-
-def max_jobs() -> int:
-    """The most checks run at once on this machine: JOBS_PER_CPU a CPU."""
-    return JOBS_PER_CPU * (os.cpu_count() or 1)
-
-
-def check_jobs(jobs: int, checks: int) -> None:
-    """Refuse (UsageError) ``--jobs`` that would run more than ``max_jobs()`` of ``checks`` checks at once."""
-    at_once, most, cpus = min(jobs, checks), max_jobs(), os.cpu_count() or 1
-    if at_once > most:
-        raise UsageError(f"--jobs {jobs}: {at_once:,} checks at once is more than the {most} this machine runs "
-                         f"({JOBS_PER_CPU} per CPU, {cpus} CPU{'s' if cpus > 1 else ''}): each is a process of its "
-                         "own (about 0.2 GiB before it explores), and past the CPUs they only share them, each time "
-                         f"budget covering less of its search; give --jobs {most} or fewer")
 
 
 def refuse_before_running(checks: list[Check], out: Path, jobs: int) -> None:

@@ -25,6 +25,7 @@ from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
+from kraftcheck.ci.jobs import JOBS_PER_CPU
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
 from kraftcheck.ci.runner import MARKER, Interrupted, refuse_before_running, run_checks
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
@@ -47,7 +48,7 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
 @click.command(context_settings={"show_default": True})
 @click.argument("manifest_path", metavar="[MANIFEST]", required=False)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              help="Checks run at once, each in its own process (at most 4 per CPU).")
+              help=f"Checks run at once, each in its own process (at most {JOBS_PER_CPU} per CPU).")
 @click.option("--only", "only", multiple=True, metavar="NAME", help="Run only this check (repeatable).")
 @click.option("--out", "out_dir", default="kraftcheck-ci", metavar="DIR",
               help="Run directory: each failing check leaves DIR/CHECK/ (traces, report, log, command).")

@@ -17,6 +17,7 @@ import click
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
+from kraftcheck.ci.jobs import JOBS_PER_CPU, check_jobs
 from kraftcheck.cli.params import parse_param_args, parse_value
 from kraftcheck.output_paths import (check_output_dir, check_output_file, refuse_inside, refuse_replacing_input,
                                      to_stdout)
@@ -47,7 +48,7 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FOR
 @click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
               help="Run directories: DIR/NN-CONFIGURATION/ (report, traces, log).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=2,
-              help="Configurations run at once (locally; at most 4 per CPU).")
+              help=f"Configurations run at once (locally; at most {JOBS_PER_CPU} per CPU).")
 @click.option("--master", metavar="URL",
               help="Run on Spark instead (local[*], spark://host:port, ...): one task per configuration.")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
@@ -67,7 +68,6 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                                   fingerprints, symmetry)
         matrix.check_configurations(configs)
         if master is None:  # on Spark the cluster runs the tasks, not -j processes here
-            from kraftcheck.ci.runner import check_jobs
             check_jobs(jobs, len(configs))
         check_output_file(output, "--output")
         if matrix_path:
