@@ -4,6 +4,8 @@ draw. Each case failed before its fix."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +28,26 @@ for command in ("ci", "sweep"):
     assert said.returncode == 0, said.stderr
     helps = said.stdout.splitlines()
     assert len(helps) == 2 and all("at most 3 per CPU" in h for h in helps), said.stdout
+
+
+def test_a_stopped_gate_says_in_its_progress_stream_how_each_started_check_ended(tmp_path):
+    """The --progress-json stream of a gate stopped (SIGTERM) had a 'started' line for the check
+    it stopped and no 'finished' line: a program reading it never learned that the check ended,
+    nor how."""
+    from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started
+    (tmp_path / "stalling_jugs.py").write_text(STALLING_JUGS)
+    (tmp_path / "kraftcheck.toml").write_text("".join(
+        f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
+        f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
+    returncode, stdout, stderr = _signalled_once_started(
+        [KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"], tmp_path,
+        tmp_path / "kraftcheck-ci" / "stalls" / "output.log", signal.SIGTERM)
+    assert returncode == 130, stdout + stderr
+    events = [json.loads(line) for line in (tmp_path / "progress.ndjson").read_text().splitlines()]
+    ended = {e["check"]: e for e in events if e["event"] == "finished"}
+    assert [e["check"] for e in events if e["event"] == "started"] == ["first", "stalls"]
+    assert sorted(ended) == ["first", "stalls"], events
+    assert ended["first"]["stopped"] is False and ended["first"]["result"] == "violated"
+    assert ended["stalls"]["stopped"] is True and ended["stalls"]["result"] is None
+    assert ended["stalls"]["exit_code"] != 0 and ended["stalls"]["wall_s"] > 0
+    assert "[2/3] stalls: stopped" in stdout

@@ -147,7 +147,10 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
                 job.log.close()
     if stop_requested():
         stop_honoured()
-        raise _interrupted(checks, done, running, out)
+        interrupted = _interrupted(checks, done, running, out)
+        for job in running:  # a reader of the events learns how every check that started ended
+            _ended_at_stop(job, job.outcome.check.name not in interrupted.ran, on_event)
+        raise interrupted
     return [done[c.name] for c in checks]
 
 
@@ -222,6 +225,19 @@ def _interrupted(checks: list[Check], done: dict[str, "Outcome"], running: list[
     not_run = [c.name for c in checks if c.name not in accounted]
     earlier = [out / name for name in not_run if (out / name / MARKER).exists() and name not in done]
     return Interrupted(ran, kept, removed, not_run, earlier)
+
+
+def _ended_at_stop(job: "_Running", stopped: bool, on_event: Event) -> None:
+    """The ``finished`` event of a check that was running when the runner was stopped: ``stopped``
+    if the stop ended it, its result that of the report it left (the run so far), if any."""
+    report = job.outcome.run_dir / "report.json"
+    try:
+        result = json.loads(report.read_text()).get("result") if report.exists() else None
+    except (OSError, ValueError, AttributeError):  # a report cut short: no result to name
+        result = None
+    on_event({"event": "finished", "check": job.outcome.check.name, "exit_code": job.process.returncode,
+              "result": result, "killed": False, "stopped": stopped,
+              "wall_s": round(time.monotonic() - job.started, 2)})
 
 
 def _stop(jobs: list["_Running"]) -> None:
@@ -304,7 +320,7 @@ def _not_started(check: Check, root: Path, out: Path, reason: str, on_event: Eve
     outcome = Outcome(check, [], reproduce_command(check, root, run_dir), run_dir,
                       output=f"kraftcheck: error: not started: {reason}")
     on_event({"event": "finished", "check": check.name, "exit_code": None, "result": None, "killed": False,
-              "wall_s": 0.0})
+              "stopped": False, "wall_s": 0.0})
     return outcome
 
 
@@ -333,5 +349,5 @@ def _finish(job: _Running, on_event: Event) -> Outcome:
         outcome.report = json.loads(report.read_text())
     on_event({"event": "finished", "check": outcome.check.name, "exit_code": outcome.exit_code,
               "result": outcome.report["result"] if outcome.report else None,
-              "killed": outcome.killed, "wall_s": round(outcome.wall_s, 2)})
+              "killed": outcome.killed, "stopped": False, "wall_s": round(outcome.wall_s, 2)})
     return outcome

@@ -126,8 +126,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         stream(event)
         if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
             finished.append(event["check"])
-            ended = "killed" if event["killed"] else (event["result"] or ("not started" if event["exit_code"] is None
-                                                                            else f"exit {event['exit_code']}"))
+            ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
+                event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
             console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
 
     try:

@@ -148,8 +148,8 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
         if event["event"] == "finished":
             done.append(event["check"])
             # no exit code: it never started (its run directory refused), as the row says
-            ended = "killed" if event["killed"] else (event["result"] or ("not started" if event["exit_code"] is None
-                                                                            else f"exit {event['exit_code']}"))
+            ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
+                event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
             click.echo(f"[{len(done)}/{len(configs)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)", err=True)
 
     if master is None:
