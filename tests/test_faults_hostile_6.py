@@ -51,3 +51,27 @@ def test_a_stopped_gate_says_in_its_progress_stream_how_each_started_check_ended
     assert ended["stalls"]["stopped"] is True and ended["stalls"]["result"] is None
     assert ended["stalls"]["exit_code"] != 0 and ended["stalls"]["wall_s"] > 0
     assert "[2/3] stalls: stopped" in stdout
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_a_trace_too_wide_to_draw_is_refused_before_drawing(tmp_path):
+    """trace render capped a picture's height (about 1,000 steps) but drew any number of lanes:
+    a trace of 404 lanes was a picture 1,011 inches wide, each lane a header, a line and its
+    notes at every step. Past 500 inches it is refused, exit 2, saying what shows every lane."""
+    assert _cli("check", "--spec", "two_phase_eager_commit", "--trace-dir", tmp_path / "t", "-q").exit_code == 1
+    (trace,) = (tmp_path / "t").glob("*.json")
+    written = json.loads(trace.read_text())
+    written["graph"]["lanes"].update({f"x{i}": [] for i in range(400)})  # lanes that own nothing still are drawn
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps(written))
+    for picture in ("p.svg", "p.png"):
+        result = _cli("trace", "render", wide, "-o", tmp_path / picture)
+        assert result.exit_code == 2, result.output
+        assert "a picture of this trace's 404 lanes would be 1,011 inches wide, more than the 500" in result.output
+        assert "trace show --broker B" in result.output and not (tmp_path / picture).exists()

@@ -34,6 +34,7 @@ FORMATS = (".svg", ".png")
 # whole image in memory: 3,000 steps (1,290 inches at 150 dpi) took 0.85 GB and 19 s, and a simulated
 # trace of 100,000 would take more memory than a machine has.
 MAX_HEIGHT_IN = 500        # about 1,000 steps
+MAX_WIDTH_IN = 500         # 200 lanes: each lane is a header, a line and its notes' texts at every step
 MAX_PNG_PIXELS = 2 ** 27   # 512 MiB of RGBA
 
 
@@ -59,8 +60,13 @@ def render(graph: nx.DiGraph, out: Union[str, Path], dpi: int = 150) -> Path:
     return out
 
 
-def _refuse_too_large(steps: int, width_in: float, height_in: float, dpi: Optional[int]) -> None:
+def _refuse_too_large(steps: int, lanes: int, width_in: float, height_in: float, dpi: Optional[int]) -> None:
     instead = "trace show and trace export (dot, mermaid) give every step of a trace of any length"
+    if width_in > MAX_WIDTH_IN:
+        raise UsageError(f"a picture of this trace's {lanes:,} lanes would be {width_in:,.0f} inches wide, more than "
+                         f"the {MAX_WIDTH_IN} trace render draws ({int((MAX_WIDTH_IN - 0.6) // LANE_W_IN)} lanes); "
+                         "trace show --broker B gives one lane beside the main one, and trace export (dot, mermaid) "
+                         "every lane of a trace of any width")
     if height_in > MAX_HEIGHT_IN:
         raise UsageError(f"a picture of this trace's {steps:,} steps would be {height_in:,.0f} inches tall, more than "
                          f"the {MAX_HEIGHT_IN} trace render draws (about 1,000 steps); {instead}")
@@ -72,7 +78,7 @@ def _refuse_too_large(steps: int, width_in: float, height_in: float, dpi: Option
 
 def draw(graph: nx.DiGraph, dpi: Optional[int] = None) -> Figure:
     """The picture of a trace as a matplotlib Figure; UsageError, before drawing, for one past
-    ``MAX_HEIGHT_IN`` or, at ``dpi`` (a PNG's), past ``MAX_PNG_PIXELS``."""
+    ``MAX_WIDTH_IN`` or ``MAX_HEIGHT_IN`` or, at ``dpi`` (a PNG's), past ``MAX_PNG_PIXELS``."""
     view = TraceView(graph)
     lanes = view.lanes
     x_of = {lane: i for i, lane in enumerate(lanes)}
@@ -130,7 +136,7 @@ def draw(graph: nx.DiGraph, dpi: Optional[int] = None) -> Figure:
     total = header + sum(r[-1] for r in rows) + len(closing) + 1.5
     width_in = max(5.0, LANE_W_IN * len(lanes) + 0.6)
     height_in = max(3.0, total * LINE_IN)
-    _refuse_too_large(len(view.steps), width_in, height_in, dpi)
+    _refuse_too_large(len(view.steps), len(lanes), width_in, height_in, dpi)
     fig = Figure(figsize=(width_in, height_in))
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1))
