@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started
+
 KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
 
 
@@ -34,7 +36,6 @@ def test_a_stopped_gate_says_in_its_progress_stream_how_each_started_check_ended
     """The --progress-json stream of a gate stopped (SIGTERM) had a 'started' line for the check
     it stopped and no 'finished' line: a program reading it never learned that the check ended,
     nor how."""
-    from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started
     (tmp_path / "stalling_jugs.py").write_text(STALLING_JUGS)
     (tmp_path / "kraftcheck.toml").write_text("".join(
         f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
@@ -75,3 +76,25 @@ def test_a_trace_too_wide_to_draw_is_refused_before_drawing(tmp_path):
         assert result.exit_code == 2, result.output
         assert "a picture of this trace's 404 lanes would be 1,011 inches wide, more than the 500" in result.output
         assert "trace show --broker B" in result.output and not (tmp_path / picture).exists()
+
+
+def test_a_check_whose_run_directory_the_disk_refused_leaves_none(tmp_path, monkeypatch):
+    """A gate check whose run directory the disk refused halfway (its marker written, its log
+    not) left the directory holding the marker alone, which the next gate took for a run of its
+    own; nothing said it was there, and the summary sent the reader to --out for it."""
+    import errno
+
+    import kraftcheck.ci.runner as runner
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+
+    def full_disk(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(runner, "open", full_disk, raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = _cli("ci", "--no-color", "--out", "runs")
+    assert result.exit_code == 3, result.output
+    assert not (tmp_path / "runs" / "jugs").exists()
+    assert "the disk is full" in result.output and "(what was made of it is removed)" in result.output, result.output
+    assert "failing runs are in" not in result.output  # there are none: --out is gone too
+

@@ -296,13 +296,20 @@ def _start(check: Check, root: Path, out: Path, threads: int, memory_share: floa
                                     max_memory_gib=check.request.max_memory_gib or round(memory_share, 2))
     command = [sys.executable, "-m", "kraftcheck", "check", *request.command_arguments(), "--no-color"]
     outcome = Outcome(check, command, reproduce_command(check, root, run_dir), run_dir)
+    made = False
     try:
         prepare_dir(run_dir)
+        made = True
         (run_dir / MARKER).write_text(json.dumps({"check": check.name, "reproduce": outcome.reproduce}, indent=2)
                                       + "\n")
         log = open(run_dir / "output.log", "w+")
     except OSError as e:
-        raise _NotStarted(f"its run directory {run_dir} could not be written: {unwritten_reason(e)}") from None
+        said = f"its run directory {run_dir} could not be written: {unwritten_reason(e)}"
+        if made:  # a directory holding a marker and no log is no run's: it goes
+            shutil.rmtree(run_dir, ignore_errors=True)
+            said += " (what was made of it is removed)" if not run_dir.exists() else \
+                " (what was made of it could not be removed either: remove it)"
+        raise _NotStarted(said) from None
     on_event({"event": "started", "check": check.name, "command": outcome.reproduce})
     try:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -263,4 +263,4 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
         console.print(f"  reproduce: {j.outcome.reproduce}")
     passed = sum(j.status == PASS for j in judgements)
     console.print(f"{passed} of {len(judgements)} checks pass; exit {code}"
-                  + (f"; failing runs are in {out}/" if passed < len(judgements) else ""))
+                  + (f"; failing runs are in {out}/" if passed < len(judgements) and out.is_dir() else ""))
