@@ -5,12 +5,16 @@ draw. Each case failed before its fix."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started
+import pytest
+
+from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started, _signals_at_their_default
 
 KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
 
@@ -98,3 +102,70 @@ def test_a_check_whose_run_directory_the_disk_refused_leaves_none(tmp_path, monk
     assert "the disk is full" in result.output and "(what was made of it is removed)" in result.output, result.output
     assert "failing runs are in" not in result.output  # there are none: --out is gone too
 
+
+# die_hard whose big=7 check stalls in a Spark executor, as it builds its parameters (the sweep's
+# driver, which builds them too, does not stall)
+STALLING_ON_SPARK = '''
+import sys, time
+from dataclasses import dataclass
+from kraftcheck.specs.die_hard import DieHard, DieHardParams
+
+@dataclass(frozen=True)
+class StallingParams(DieHardParams):
+    def __post_init__(self):
+        if self.big == 7 and "pyspark.worker" in sys.modules:
+            time.sleep(120)
+
+class StallingJugs(DieHard):
+    name = "stalling_jugs"
+    Params = StallingParams
+'''
+
+
+@pytest.mark.spark
+def test_a_stopped_sweep_on_spark_leaves_complete_run_directories_or_none_and_names_what_did_not_run(tmp_path):
+    """A sweep on Spark stopped by SIGTERM said only 'interrupted' and left the run directory of
+    the configuration it stopped as the task left it; nor did it refuse a run directory that was
+    not kraftcheck's, which its tasks wrote into."""
+    spec = tmp_path / "stalling_jugs.py"
+    spec.write_text(STALLING_ON_SPARK)
+    out = tmp_path / "sw"
+    earlier = out / "03-big=9"
+    earlier.mkdir(parents=True)
+    (earlier / "ci-check.json").write_text("{}\n")
+    process = subprocess.Popen([KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5,7,9",
+                                "--master", "local[1]", "--out", str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=_signals_at_their_default)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "02-big=7" / "ci-check.json").exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        try:  # Spark's JVM and Python workers, were any left: never past the test
+            os.killpg(process.pid, signal.SIGKILL)
+            left = True
+        except ProcessLookupError:
+            left = False
+    assert not left, "the sweep left processes running"
+    assert process.returncode == 130, stderr
+    assert sorted(p.name for p in out.iterdir()) == ["01-big=5", "03-big=9"], stderr
+    assert json.loads((out / "01-big=5" / "report.json").read_text())["result"] == "violated"
+    said = stderr.strip().splitlines()[-1]
+    assert said == ("kraftcheck: error: interrupted; ran to its end: 01-big=5; stopped before it wrote a report (its "
+                    f"run directory removed): 02-big=7; did not run: 03-big=9 ({earlier} is an earlier run's)"), stderr
+    assert stdout == ""
+    # a run directory that is not kraftcheck's is refused before Spark starts
+    (out / "01-big=5" / "ci-check.json").unlink()
+    result = subprocess.run([KRAFTCHECK, "sweep", "--spec", f"{spec}:StallingJugs", "--vary", "big=5",
+                             "--master", "local[1]", "--out", str(out)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "01-big=5 exists and was not made by kraftcheck" in result.stderr
+    assert "Spark" not in result.stderr

@@ -156,12 +156,19 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
         from kraftcheck.sweep.local import run_local
         click.echo(f"kraftcheck sweep: {len(configs)} configurations, {min(jobs, len(configs))} at a time", err=True)
         return run_local(configs, out, jobs, on_event)
+    from kraftcheck.checker.stop import deferred, stop_honoured
     from kraftcheck.cli.params import parse_spark_conf
     from kraftcheck.spark.session import start_context, stop_context
-    from kraftcheck.sweep.spark import run_on_spark
+    from kraftcheck.sweep.spark import interrupted, refuse_before_running, run_on_spark
+    refuse_before_running(configs, out.resolve())  # before Spark's start, as the local sweep refuses it
     click.echo(f"kraftcheck sweep: {len(configs)} configurations as Spark tasks on {master}", err=True)
-    sc = start_context(master, parse_spark_conf(spark_conf) or None)
+    try:
+        sc = start_context(master, parse_spark_conf(spark_conf) or None)
+    except KeyboardInterrupt:  # Spark never started: no configuration ran
+        stop_honoured()
+        raise interrupted(configs, out.resolve(), None) from None
     try:
         return run_on_spark(sc, configs, out)
     finally:
-        stop_context(sc)
+        with deferred():  # a second signal does not cut the end of Spark's Java process short
+            stop_context(sc)
