@@ -122,6 +122,20 @@ class StallingJugs(DieHard):
 '''
 
 
+def _running_in_session(sid: int) -> list[int]:
+    """The processes of session ``sid`` still running (a launcher script ended a moment ago and not
+    yet reaped by init is not running)."""
+    import psutil
+    running = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getsid(p.pid) == sid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                running.append(p.pid)
+        except OSError:  # ended meanwhile
+            pass
+    return running
+
+
 @pytest.mark.spark
 def test_a_stopped_sweep_on_spark_leaves_complete_run_directories_or_none_and_names_what_did_not_run(tmp_path):
     """A sweep on Spark stopped by SIGTERM said only 'interrupted' and left the run directory of
@@ -149,12 +163,10 @@ def test_a_stopped_sweep_on_spark_leaves_complete_run_directories_or_none_and_na
         if process.poll() is None:
             process.kill()
             process.wait()
-        try:  # Spark's JVM and Python workers, were any left: never past the test
-            os.killpg(process.pid, signal.SIGKILL)
-            left = True
-        except ProcessLookupError:
-            left = False
-    assert not left, "the sweep left processes running"
+        left = _running_in_session(process.pid)
+        for pid in left:  # Spark's JVM and Python workers, were any left: never past the test
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"the sweep left processes running: {left}"
     assert process.returncode == 130, stderr
     assert sorted(p.name for p in out.iterdir()) == ["01-big=5", "03-big=9"], stderr
     assert json.loads((out / "01-big=5" / "report.json").read_text())["result"] == "violated"
