@@ -181,3 +181,23 @@ def test_a_stopped_sweep_on_spark_leaves_complete_run_directories_or_none_and_na
                             text=True, timeout=60)
     assert result.returncode == 2 and "01-big=5 exists and was not made by kraftcheck" in result.stderr
     assert "Spark" not in result.stderr
+
+
+def test_a_passing_gate_keeps_an_out_directory_it_did_not_make(tmp_path, monkeypatch):
+    """A passing gate removed its --out once empty: a directory the user made for it (empty) was
+    gone, and --out as a symbolic link to a directory ended in kraftcheck's internal error
+    (rmdir of a link) after every check passed. One that held only an earlier gate's runs still
+    goes with them, as one the gate made does."""
+    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "made").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    (tmp_path / "earlier" / "jugs").mkdir(parents=True)
+    (tmp_path / "earlier" / "jugs" / "ci-check.json").write_text("{}\n")
+    for out in ("made", "link", "earlier"):
+        result = _cli("ci", "--no-color", "--out", out)
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "made").is_dir() and not any((tmp_path / "made").iterdir())
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real").is_dir() and not any((tmp_path / "real").iterdir())
+    assert not (tmp_path / "earlier").exists()

@@ -117,6 +117,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
         refuse_inside(path, option, run_dirs, "kraftcheck ci empties before the check runs and removes once it passes")
     refuse_before_running(checks, out, jobs)  # before the progress file is made
 
+    removable = _removable_once_empty(out)
     from kraftcheck.ci.progress import ProgressStream
     stream = ProgressStream(progress_path)
     console.print(f"kraftcheck ci: {len(checks)} checks from {manifest.path}, {min(jobs, len(checks))} at a time")
@@ -159,7 +160,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
                       "prune it with --update-baseline")
     code = gate_exit_code(judgements)
     unwritten = [stream.unwritten] if stream.unwritten else []
-    _keep_failing_runs(judgements, out, unwritten)
+    _keep_failing_runs(judgements, out, unwritten, removable)
     if junit_path:
         from kraftcheck.ci.junit import write_junit
         write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
@@ -210,10 +211,23 @@ def _update_baseline(console: Console, path: Path, accepted: list[baselines.Find
     return now
 
 
-def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[UnwrittenFile]) -> None:
+def _removable_once_empty(out: Path) -> bool:
+    """Whether the gate may remove ``out`` once no run is left in it: a directory it makes, or one
+    that held only earlier gates' runs; never a directory the user made (empty, say, for the
+    gate to fill), nor a symbolic link."""
+    if out.is_symlink():
+        return False
+    if not out.exists():
+        return True
+    entries = list(out.iterdir()) if out.is_dir() else []
+    return bool(entries) and all((e / MARKER).exists() for e in entries)
+
+
+def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[UnwrittenFile],
+                       remove_empty_out: bool) -> None:
     """A failing check keeps its directory, with its verdict and the command to reproduce it;
-    a passing one leaves nothing behind. A file the disk refuses is noted in ``unwritten``: the
-    verdicts and the summary are still given."""
+    a passing one leaves nothing behind, nor ``out`` once empty if ``remove_empty_out``. A file
+    the disk refuses is noted in ``unwritten``: the verdicts and the summary are still given."""
     for j in judgements:
         o = j.outcome
         if j.status == PASS:
@@ -229,7 +243,7 @@ def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[U
             path = o.run_dir / name
             write_kept(f"check {j.name}'s {name}", path, lambda path=path, text=text: atomic_write(path, text),
                        unwritten)
-    if out.is_dir() and not any(out.iterdir()):
+    if remove_empty_out and out.is_dir() and not any(out.iterdir()):
         out.rmdir()
 
 
