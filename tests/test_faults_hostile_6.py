@@ -201,3 +201,14 @@ def test_a_passing_gate_keeps_an_out_directory_it_did_not_make(tmp_path, monkeyp
     assert (tmp_path / "made").is_dir() and not any((tmp_path / "made").iterdir())
     assert (tmp_path / "link").is_symlink() and (tmp_path / "real").is_dir() and not any((tmp_path / "real").iterdir())
     assert not (tmp_path / "earlier").exists()
+
+
+def test_a_sweep_refuses_a_run_directory_not_its_own_before_it_says_it_starts(tmp_path):
+    """The local sweep printed its start line ('1 configurations, 1 at a time') and then refused a
+    run directory it did not make, as kraftcheck ci's ('was not made by kraftcheck ci')."""
+    (tmp_path / "sw" / "01-defaults").mkdir(parents=True)
+    result = subprocess.run([KRAFTCHECK, "sweep", "--spec", "die_hard", "--out", str(tmp_path / "sw")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"kraftcheck: error: {tmp_path / 'sw' / '01-defaults'} exists and was not made by "
+                             "kraftcheck; choose another --out\n"), result.stderr

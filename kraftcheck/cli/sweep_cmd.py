@@ -73,11 +73,12 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         if matrix_path:
             refuse_replacing_input(output, "--output", matrix_path, "matrix file")
         check_output_dir(out_dir, "--out")
-        from kraftcheck.sweep.local import directory_name
+        from kraftcheck.sweep.local import directory_name, refuse_before_running
         run_dirs = {f"configuration {c.name}'s run directory": Path(out_dir) / directory_name(c, i)
                     for i, c in enumerate(configs)}
         refuse_inside(output, "--output", run_dirs,
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
+        refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
         rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
@@ -159,8 +160,7 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
     from kraftcheck.checker.stop import deferred, stop_honoured
     from kraftcheck.cli.params import parse_spark_conf
     from kraftcheck.spark.session import start_context, stop_context
-    from kraftcheck.sweep.spark import interrupted, refuse_before_running, run_on_spark
-    refuse_before_running(configs, out.resolve())  # before Spark's start, as the local sweep refuses it
+    from kraftcheck.sweep.spark import interrupted, run_on_spark
     click.echo(f"kraftcheck sweep: {len(configs)} configurations as Spark tasks on {master}", err=True)
     try:
         sc = start_context(master, parse_spark_conf(spark_conf) or None)

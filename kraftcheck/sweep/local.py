@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, Check, resolve_spec
-from kraftcheck.ci.runner import run_checks
+from kraftcheck.ci.runner import MARKER, run_checks
 from kraftcheck.sweep.matrix import Configuration
 from kraftcheck.sweep.table import Row, row_from_report
 
@@ -19,6 +19,15 @@ from kraftcheck.sweep.table import Row, row_from_report
 def directory_name(config: Configuration, index: int) -> str:
     """A file-system-safe run directory name, unique by its index."""
     return f"{index + 1:02d}-" + (re.sub(r"[^A-Za-z0-9_.=-]+", "_", config.name).strip("_") or "defaults")
+
+
+def refuse_before_running(configs: list[Configuration], out: Path) -> None:
+    """A run directory that is there and not kraftcheck's is refused before anything runs, or
+    is said (the runs would empty it), on this machine or on Spark."""
+    for i, c in enumerate(configs):
+        run_dir = out / directory_name(c, i)
+        if run_dir.exists() and not (run_dir / MARKER).exists():
+            raise FileExistsError(f"{run_dir} exists and was not made by kraftcheck; choose another --out")
 
 
 def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Callable[[dict], None]) -> list[Row]:

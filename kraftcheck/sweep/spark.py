@@ -33,7 +33,7 @@ from kraftcheck.checker.stop import deferred, raise_if_stop_requested, stop_hono
 from kraftcheck.ci.runner import MARKER, Interrupted
 from kraftcheck.spark.session import SparkRunError, first_line
 from kraftcheck.spark.waiting import wait_for
-from kraftcheck.sweep.local import directory_name
+from kraftcheck.sweep.local import directory_name, refuse_before_running
 from kraftcheck.sweep.matrix import Configuration
 from kraftcheck.sweep.table import Row, row_from_report
 
@@ -85,15 +85,6 @@ def _run_one(item: tuple[int, Configuration, str, str]) -> tuple[int, dict | Non
         report, message = None, f"{ended}, but its run directory {run_dir} could not be completed " \
                                 f"({unwritten_reason(e)}) and is removed"
     return index, report, time.monotonic() - started, message
-
-
-def refuse_before_running(configs: list[Configuration], out: Path) -> None:
-    """A run directory that is there and not kraftcheck's is refused before Spark starts, as the
-    local sweep refuses it (the tasks would empty it)."""
-    for i, c in enumerate(configs):
-        run_dir = out / directory_name(c, i)
-        if run_dir.exists() and not (run_dir / MARKER).exists():
-            raise FileExistsError(f"{run_dir} exists and was not made by kraftcheck; choose another --out")
 
 
 def run_on_spark(sc, configs: list[Configuration], out: Path) -> list[Row]:
