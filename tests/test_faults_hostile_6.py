@@ -17,6 +17,7 @@ import pytest
 from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started, _signals_at_their_default
 
 KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
+JUGS_MANIFEST = '[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n'  # passes: a quick check
 
 
 def test_the_jobs_help_of_ci_and_sweep_follows_the_limit_the_runner_applies():
@@ -89,7 +90,7 @@ def test_a_check_whose_run_directory_the_disk_refused_leaves_none(tmp_path, monk
     import errno
 
     import kraftcheck.ci.runner as runner
-    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
 
     def full_disk(path, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -188,7 +189,7 @@ def test_a_passing_gate_keeps_an_out_directory_it_did_not_make(tmp_path, monkeyp
     gone, and --out as a symbolic link to a directory ended in kraftcheck's internal error
     (rmdir of a link) after every check passed. One that held only an earlier gate's runs still
     goes with them, as one the gate made does."""
-    (tmp_path / "kraftcheck.toml").write_text('[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n')
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "made").mkdir()
     (tmp_path / "real").mkdir()
@@ -212,3 +213,29 @@ def test_a_sweep_refuses_a_run_directory_not_its_own_before_it_says_it_starts(tm
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (f"kraftcheck: error: {tmp_path / 'sw' / '01-defaults'} exists and was not made by "
                              "kraftcheck; choose another --out\n"), result.stderr
+
+
+def test_a_signal_after_every_check_ran_waits_for_the_gates_report(tmp_path):
+    """A signal while the gate judged its checks (all run) ended it with 'interrupted' alone: no
+    summary, no JUnit report, and the run directories of the passing checks removed or not as far
+    as it had got. The gate now gives its report first, and says the signal came."""
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
+    program = """
+import os, signal, sys
+import kraftcheck.cli.ci_cmd as ci_cmd
+judge = ci_cmd.judge
+def judged_as_signalled(outcome, accepted):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return judge(outcome, accepted)
+ci_cmd.judge = judged_as_signalled
+from kraftcheck.cli.main import main
+sys.argv = ["kraftcheck", "ci", "--no-color", "--junit", "junit.xml"]
+main()
+"""
+    said = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          preexec_fn=_signals_at_their_default)
+    assert said.returncode == 0, said.stdout + said.stderr
+    assert "1 of 1 checks pass; exit 0" in said.stdout and (tmp_path / "junit.xml").exists()
+    assert not (tmp_path / "kraftcheck-ci").exists()
+    assert said.stderr.strip().splitlines()[-1] == ("kraftcheck: note: stopped after every check had run: the gate "
+                                                    "gave its report first")

@@ -23,6 +23,7 @@ from rich.text import Text
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.stop import deferred, stop_honoured
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
@@ -131,47 +132,53 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
                 event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
             console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
 
-    try:
-        outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
-    finally:
-        stream.close()
-    judgements = [judge(o, accepted) for o in outcomes]
-
-    if update_baseline:
-        accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
-                                    {c.name for c in manifest.checks})
-        judgements = [judge(o, accepted) for o in outcomes]
-    if update_counts:
-        from kraftcheck.ci.expected_counts import update_counts as rewrite_counts
-        counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
-        changes = rewrite_counts(manifest, counts)
-        for line in changes:
-            console.print(f"updated in {manifest.path}: {line}")
-        if not changes:
-            console.print(f"--update-counts: the counts in {manifest.path} are already those of this run")
-        by_name = {c.name: c for c in manifests.load(manifest.path).checks}
-        for o in outcomes:
-            o.check = by_name[o.check.name]
+    # once the checks ran, a signal waits for the gate's report: stopped halfway it would leave some
+    # passing checks' directories and not others, and no report of a gate whose every check ran
+    with deferred() as held:
+        try:
+            outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
+        finally:
+            stream.close()
         judgements = [judge(o, accepted) for o in outcomes]
 
-    manifest_checks = {c.name for c in manifest.checks}
-    for gone in sorted({a.check for a in accepted} - manifest_checks):
-        console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer has; "
-                      "prune it with --update-baseline")
-    code = gate_exit_code(judgements)
-    unwritten = [stream.unwritten] if stream.unwritten else []
-    _keep_failing_runs(judgements, out, unwritten, removable)
-    if junit_path:
-        from kraftcheck.ci.junit import write_junit
-        write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
-    code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
-    from kraftcheck.ci.github import report_to_github, under_github_actions
-    if under_github_actions():
-        unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
-        code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
-    _print_summary(console, judgements, code, out)
-    for u in unwritten:
-        click.echo(f"kraftcheck: error: {u}", err=True)
+        if update_baseline:
+            accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
+                                        {c.name for c in manifest.checks})
+            judgements = [judge(o, accepted) for o in outcomes]
+        if update_counts:
+            from kraftcheck.ci.expected_counts import update_counts as rewrite_counts
+            counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
+            changes = rewrite_counts(manifest, counts)
+            for line in changes:
+                console.print(f"updated in {manifest.path}: {line}")
+            if not changes:
+                console.print(f"--update-counts: the counts in {manifest.path} are already those of this run")
+            by_name = {c.name: c for c in manifests.load(manifest.path).checks}
+            for o in outcomes:
+                o.check = by_name[o.check.name]
+            judgements = [judge(o, accepted) for o in outcomes]
+
+        manifest_checks = {c.name for c in manifest.checks}
+        for gone in sorted({a.check for a in accepted} - manifest_checks):
+            console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer "
+                          "has; prune it with --update-baseline")
+        code = gate_exit_code(judgements)
+        unwritten = [stream.unwritten] if stream.unwritten else []
+        _keep_failing_runs(judgements, out, unwritten, removable)
+        if junit_path:
+            from kraftcheck.ci.junit import write_junit
+            write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
+        code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
+        from kraftcheck.ci.github import report_to_github, under_github_actions
+        if under_github_actions():
+            unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
+            code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
+        _print_summary(console, judgements, code, out)
+        for u in unwritten:
+            click.echo(f"kraftcheck: error: {u}", err=True)
+    if held.signalled:
+        stop_honoured()
+        click.echo("kraftcheck: note: stopped after every check had run: the gate gave its report first", err=True)
     return code
 
 
