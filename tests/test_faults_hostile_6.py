@@ -239,3 +239,27 @@ main()
     assert not (tmp_path / "kraftcheck-ci").exists()
     assert said.stderr.strip().splitlines()[-1] == ("kraftcheck: note: stopped after every check had run: the gate "
                                                     "gave its report first")
+
+
+def test_a_signal_after_every_configuration_ran_waits_for_the_sweeps_table(tmp_path):
+    """A signal while the sweep made its table (every configuration run) ended it with
+    'interrupted' alone and no table. The sweep now gives its table first, and says the signal
+    came."""
+    program = """
+import os, signal, sys
+import kraftcheck.cli.sweep_cmd as sweep_cmd
+exit_code = sweep_cmd.exit_code
+def judged_as_signalled(rows):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return exit_code(rows)
+sweep_cmd.exit_code = judged_as_signalled
+from kraftcheck.cli.main import main
+sys.argv = ["kraftcheck", "sweep", "--spec", "die_hard", "--format", "csv"]
+main()
+"""
+    said = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          preexec_fn=_signals_at_their_default)
+    assert said.returncode == 1, said.stdout + said.stderr  # die_hard is violated
+    assert said.stdout.startswith("configuration,") and len(said.stdout.splitlines()) == 2, said.stdout
+    assert said.stderr.strip().splitlines()[-1] == ("kraftcheck: note: stopped after every configuration had run: "
+                                                    "the sweep gave its table first")

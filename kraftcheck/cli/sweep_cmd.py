@@ -17,6 +17,7 @@ import click
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
+from kraftcheck.checker.stop import deferred, stop_honoured
 from kraftcheck.ci.jobs import JOBS_PER_CPU, check_jobs
 from kraftcheck.cli.params import parse_param_args, parse_value
 from kraftcheck.output_paths import (check_output_dir, check_output_file, refuse_inside, refuse_replacing_input,
@@ -79,7 +80,11 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         refuse_inside(output, "--output", run_dirs,
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
-        rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
+        # from the runs' start a signal is taken only between their steps; one that comes once every
+        # configuration ran waits for the table
+        with deferred() as held:
+            rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
+            code = _give_table(rows, fmt, output)
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -88,6 +93,15 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         # which configurations ran, which were stopped, which did not run; no table of a part
         click.echo(f"kraftcheck: error: {e.describe() if isinstance(e, Interrupted) else 'interrupted'}", err=True)
         sys.exit(130)
+    if held.signalled:
+        stop_honoured()
+        click.echo("kraftcheck: note: stopped after every configuration had run: the sweep gave its table first",
+                   err=True)
+    sys.exit(code)
+
+
+def _give_table(rows: list, fmt: str, output: Optional[str]) -> int:
+    """Print or write the table of ``rows``; the sweep's exit code."""
     text = FORMATS[fmt](rows)
     code = exit_code(rows)
     unwritten: list[UnwrittenFile] = []
@@ -102,7 +116,7 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         write_output(output, text)
     else:
         click.echo(text, nl=False)
-    sys.exit(code)
+    return code
 
 
 def _configurations(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str, ...],
@@ -157,7 +171,6 @@ def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Opti
         from kraftcheck.sweep.local import run_local
         click.echo(f"kraftcheck sweep: {len(configs)} configurations, {min(jobs, len(configs))} at a time", err=True)
         return run_local(configs, out, jobs, on_event)
-    from kraftcheck.checker.stop import deferred, stop_honoured
     from kraftcheck.cli.params import parse_spark_conf
     from kraftcheck.spark.session import start_context, stop_context
     from kraftcheck.sweep.spark import interrupted, run_on_spark
