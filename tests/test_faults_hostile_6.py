@@ -263,3 +263,19 @@ main()
     assert said.stdout.startswith("configuration,") and len(said.stdout.splitlines()) == 2, said.stdout
     assert said.stderr.strip().splitlines()[-1] == ("kraftcheck: note: stopped after every configuration had run: "
                                                     "the sweep gave its table first")
+
+
+def test_names_too_long_for_a_directory_are_refused_or_cut_short(tmp_path, monkeypatch):
+    """A ci check or sweep configuration named past a file system's 255 bytes ended in
+    kraftcheck's internal error (ENAMETOOLONG looking for its run directory). A check's name is
+    refused past 200 characters, naming the limit; a configuration's directory takes the first 200."""
+    monkeypatch.chdir(tmp_path)
+    long = "x" * 300
+    (tmp_path / "kraftcheck.toml").write_text(f'[checks.{long}]\nspec = "die_hard"\nexpect = "holds"\n')
+    result = _cli("ci", "--no-color")
+    assert result.exit_code == 2 and "give one of at most 200 characters, not 300" in result.output, result.output
+    (tmp_path / "m.toml").write_text(f'spec = "die_hard"\n[[configurations]]\nname = "{long}"\n')
+    result = _cli("sweep", "m.toml", "--out", "sw", "--format", "csv")
+    assert result.exit_code == 1, result.output  # die_hard is violated
+    assert [p.name for p in (tmp_path / "sw").iterdir()] == ["01-" + "x" * 200]
+    assert result.stdout.splitlines()[1].startswith(long + ",(defaults),violated")

@@ -44,6 +44,7 @@ RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth
 CHECK_KEYS = RUN_KEYS + ("expect", "violates") + COUNT_KEYS
 TOP_KEYS = ("defaults", "checks", "baseline")
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # also a directory name under --out
+NAME_MAX = 200  # characters: a file system's names end at 255 bytes
 
 
 class ManifestError(UsageError):
@@ -198,6 +199,9 @@ class _Validator:
         table = ("checks", name)
         if not NAME.match(name):
             raise self.fail(table, None, "a check name may hold letters, digits, '_' and '-' only")
+        if len(name) > NAME_MAX:
+            raise self.fail(table, None, f"a check name is also its run directory's name under --out: give one of "
+                                         f"at most {NAME_MAX} characters, not {len(name)}")
         if not isinstance(body, dict):
             raise self.fail(("checks",), name, "must be a table: [checks.NAME]")
         for key in body:

@@ -16,9 +16,13 @@ from kraftcheck.sweep.matrix import Configuration
 from kraftcheck.sweep.table import Row, row_from_report
 
 
+NAME_MAX = 200  # characters of a configuration's name in its directory's: a file system's names end at 255 bytes
+
+
 def directory_name(config: Configuration, index: int) -> str:
-    """A file-system-safe run directory name, unique by its index."""
-    return f"{index + 1:02d}-" + (re.sub(r"[^A-Za-z0-9_.=-]+", "_", config.name).strip("_") or "defaults")
+    """A file-system-safe run directory name, unique by its index (a long name cut short)."""
+    return f"{index + 1:02d}-" + (re.sub(r"[^A-Za-z0-9_.=-]+", "_", config.name).strip("_")[:NAME_MAX].rstrip("_")
+                                  or "defaults")
 
 
 def refuse_before_running(configs: list[Configuration], out: Path) -> None:
