@@ -279,3 +279,22 @@ def test_names_too_long_for_a_directory_are_refused_or_cut_short(tmp_path, monke
     assert result.exit_code == 1, result.output  # die_hard is violated
     assert [p.name for p in (tmp_path / "sw").iterdir()] == ["01-" + "x" * 200]
     assert result.stdout.splitlines()[1].startswith(long + ",(defaults),violated")
+
+
+def test_a_gate_or_sweep_refuses_an_out_directory_another_one_is_using(tmp_path, monkeypatch):
+    """Two gates (or sweeps) given the same --out at once emptied each other's run directories as
+    their checks wrote them, and a gate could read, as its check's report, the report another
+    gate's check of the same name wrote there. The second is now refused before it runs anything,
+    exit 2, naming the one that holds it."""
+    from kraftcheck.checker.dirlock import lock_directory
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
+    with lock_directory(tmp_path / "runs", "kraftcheck ci (its --out)"):
+        for command in (["ci", "--no-color", "--progress-json", "p.ndjson"], ["sweep", "--spec", "die_hard"]):
+            result = _cli(*command, "--out", "runs")
+            assert result.exit_code == 2, result.output
+            assert f"runs is in use by kraftcheck ci (its --out): pid {os.getpid()}" in result.output, result.output
+            assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [".kraftcheck.lock"]
+        assert not (tmp_path / "p.ndjson").exists()
+    result = _cli("ci", "--no-color", "--out", "runs")  # once it is free: the gate runs, and leaves it as it was
+    assert result.exit_code == 0 and (tmp_path / "runs").is_dir() and not any((tmp_path / "runs").iterdir())

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
@@ -119,66 +120,73 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     refuse_before_running(checks, out, jobs)  # before the progress file is made
 
     removable = _removable_once_empty(out)
-    from kraftcheck.ci.progress import ProgressStream
-    stream = ProgressStream(progress_path)
-    console.print(f"kraftcheck ci: {len(checks)} checks from {manifest.path}, {min(jobs, len(checks))} at a time")
-    finished = []
+    # one gate at a time in --out: another's would empty this one's run directories as its checks write them
+    hold = lock_directory(out, "kraftcheck ci (its --out)")
+    try:
+        from kraftcheck.ci.progress import ProgressStream
+        stream = ProgressStream(progress_path)
+        console.print(f"kraftcheck ci: {len(checks)} checks from {manifest.path}, {min(jobs, len(checks))} at a time")
+        finished = []
 
-    def on_event(event: dict) -> None:
-        stream(event)
-        if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
-            finished.append(event["check"])
-            ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
-                event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
-            console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
+        def on_event(event: dict) -> None:
+            stream(event)
+            if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
+                finished.append(event["check"])
+                ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
+                    event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
+                console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
 
-    # once the checks ran, a signal waits for the gate's report: stopped halfway it would leave some
-    # passing checks' directories and not others, and no report of a gate whose every check ran
-    with deferred() as held:
-        try:
-            outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
-        finally:
-            stream.close()
-        judgements = [judge(o, accepted) for o in outcomes]
-
-        if update_baseline:
-            accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
-                                        {c.name for c in manifest.checks})
-            judgements = [judge(o, accepted) for o in outcomes]
-        if update_counts:
-            from kraftcheck.ci.expected_counts import update_counts as rewrite_counts
-            counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
-            changes = rewrite_counts(manifest, counts)
-            for line in changes:
-                console.print(f"updated in {manifest.path}: {line}")
-            if not changes:
-                console.print(f"--update-counts: the counts in {manifest.path} are already those of this run")
-            by_name = {c.name: c for c in manifests.load(manifest.path).checks}
-            for o in outcomes:
-                o.check = by_name[o.check.name]
+        # once the checks ran, a signal waits for the gate's report: stopped halfway it would leave some
+        # passing checks' directories and not others, and no report of a gate whose every check ran
+        with deferred() as held:
+            try:
+                outcomes = run_checks(checks, manifest.root.resolve(), out, jobs, on_event)
+            finally:
+                stream.close()
             judgements = [judge(o, accepted) for o in outcomes]
 
-        manifest_checks = {c.name for c in manifest.checks}
-        for gone in sorted({a.check for a in accepted} - manifest_checks):
-            console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no longer "
-                          "has; prune it with --update-baseline")
-        code = gate_exit_code(judgements)
-        unwritten = [stream.unwritten] if stream.unwritten else []
-        _keep_failing_runs(judgements, out, unwritten, removable)
-        if junit_path:
-            from kraftcheck.ci.junit import write_junit
-            write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
-        code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
-        from kraftcheck.ci.github import report_to_github, under_github_actions
-        if under_github_actions():
-            unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
-            code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
-        _print_summary(console, judgements, code, out)
-        for u in unwritten:
-            click.echo(f"kraftcheck: error: {u}", err=True)
-    if held.signalled:
-        stop_honoured()
-        click.echo("kraftcheck: note: stopped after every check had run: the gate gave its report first", err=True)
+            if update_baseline:
+                accepted = _update_baseline(console, baseline_file, accepted, judgements, {c.name for c in checks},
+                                            {c.name for c in manifest.checks})
+                judgements = [judge(o, accepted) for o in outcomes]
+            if update_counts:
+                from kraftcheck.ci.expected_counts import update_counts as rewrite_counts
+                counts = {j.name: counts_of(j.outcome.report) for j in judgements if counts_of(j.outcome.report)}
+                changes = rewrite_counts(manifest, counts)
+                for line in changes:
+                    console.print(f"updated in {manifest.path}: {line}")
+                if not changes:
+                    console.print(f"--update-counts: the counts in {manifest.path} are already those of this run")
+                by_name = {c.name: c for c in manifests.load(manifest.path).checks}
+                for o in outcomes:
+                    o.check = by_name[o.check.name]
+                judgements = [judge(o, accepted) for o in outcomes]
+
+            manifest_checks = {c.name for c in manifest.checks}
+            for gone in sorted({a.check for a in accepted} - manifest_checks):
+                console.print(f"note: {baseline_file} accepts findings of check {gone}, which {manifest.path} no "
+                              "longer has; prune it with --update-baseline")
+            code = gate_exit_code(judgements)
+            unwritten = [stream.unwritten] if stream.unwritten else []
+            _keep_failing_runs(judgements, unwritten)
+            if junit_path:
+                from kraftcheck.ci.junit import write_junit
+                write_kept("the JUnit report", junit_path, lambda: write_junit(Path(junit_path), judgements), unwritten)
+            code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
+            from kraftcheck.ci.github import report_to_github, under_github_actions
+            if under_github_actions():
+                unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
+                code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
+            _print_summary(console, judgements, code, out)
+            for u in unwritten:
+                click.echo(f"kraftcheck: error: {u}", err=True)
+        if held.signalled:
+            stop_honoured()
+            click.echo("kraftcheck: note: stopped after every check had run: the gate gave its report first", err=True)
+    finally:
+        hold.release()
+        if removable and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
     return code
 
 
@@ -226,15 +234,14 @@ def _removable_once_empty(out: Path) -> bool:
         return False
     if not out.exists():
         return True
-    entries = list(out.iterdir()) if out.is_dir() else []
+    entries = [e for e in out.iterdir() if e.name != LOCK_FILE] if out.is_dir() else []  # a killed gate's lock file
     return bool(entries) and all((e / MARKER).exists() for e in entries)
 
 
-def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[UnwrittenFile],
-                       remove_empty_out: bool) -> None:
+def _keep_failing_runs(judgements: list[Judgement], unwritten: list[UnwrittenFile]) -> None:
     """A failing check keeps its directory, with its verdict and the command to reproduce it;
-    a passing one leaves nothing behind, nor ``out`` once empty if ``remove_empty_out``. A file
-    the disk refuses is noted in ``unwritten``: the verdicts and the summary are still given."""
+    a passing one leaves nothing behind. A file the disk refuses is noted in ``unwritten``: the
+    verdicts and the summary are still given."""
     for j in judgements:
         o = j.outcome
         if j.status == PASS:
@@ -250,8 +257,6 @@ def _keep_failing_runs(judgements: list[Judgement], out: Path, unwritten: list[U
             path = o.run_dir / name
             write_kept(f"check {j.name}'s {name}", path, lambda path=path, text=text: atomic_write(path, text),
                        unwritten)
-    if remove_empty_out and out.is_dir() and not any(out.iterdir()):
-        out.rmdir()
 
 
 def _print_summary(console: Console, judgements: list[Judgement], code: int, out: Path) -> None:
@@ -284,4 +289,5 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
         console.print(f"  reproduce: {j.outcome.reproduce}")
     passed = sum(j.status == PASS for j in judgements)
     console.print(f"{passed} of {len(judgements)} checks pass; exit {code}"
-                  + (f"; failing runs are in {out}/" if passed < len(judgements) and out.is_dir() else ""))
+                  + (f"; failing runs are in {out}/" if any(j.status != PASS and j.outcome.run_dir.is_dir()
+                                                             for j in judgements) else ""))

@@ -8,12 +8,14 @@ written to ``--output`` (a full disk: it is printed on standard output instead),
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import click
 
+from kraftcheck.checker.dirlock import lock_directory
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
@@ -80,11 +82,19 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
         refuse_inside(output, "--output", run_dirs,
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
-        # from the runs' start a signal is taken only between their steps; one that comes once every
-        # configuration ran waits for the table
-        with deferred() as held:
-            rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
-            code = _give_table(rows, fmt, output)
+        made_out = not os.path.lexists(out_dir)
+        # one sweep at a time in --out: another's would empty this one's run directories as its checks write them
+        hold = lock_directory(Path(out_dir), "kraftcheck sweep (its --out)")
+        try:
+            # from the runs' start a signal is taken only between their steps; one that comes once every
+            # configuration ran waits for the table
+            with deferred() as held:
+                rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
+                code = _give_table(rows, fmt, output)
+        finally:
+            hold.release()
+            if made_out and Path(out_dir).is_dir() and not any(Path(out_dir).iterdir()):  # nothing ran
+                Path(out_dir).rmdir()
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
