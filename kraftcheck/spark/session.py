@@ -221,6 +221,13 @@ def _java_home() -> Optional[str]:
     return os.environ.get("JAVA_HOME")
 
 
+def job_thread_class() -> type:
+    """The thread class to run a job on from a thread of its own: PySpark's, which carries the
+    caller's job properties and frees its JVM thread at its end."""
+    from pyspark.util import InheritableThread
+    return InheritableThread
+
+
 def first_line(error: BaseException) -> str:
     """The line of a (possibly Java-wrapped) error that says what went wrong (``failures.task_error``)."""
     return failures.task_error(error)

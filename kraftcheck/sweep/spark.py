@@ -1,8 +1,8 @@
 """Run a sweep on Spark: one task per configuration, each a whole check inside an executor.
 
 This sits with the sweep, above the public API and the Spark engine (``kraftcheck.spark``), which
-it only borrows session helpers from; pyspark itself is never imported here but for its thread
-class: the SparkContext is given.
+it only borrows session helpers from; pyspark itself is never imported here: the SparkContext is
+given, and so is the class of the thread its job runs on.
 
 A configuration's check is independent of the others, so each is one task of one job (as many
 partitions as configurations); the executor's Python runs the configuration's request through the
@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from kraftcheck.checker.stop import deferred, raise_if_stop_requested, stop_honoured
 from kraftcheck.ci.runner import MARKER, Interrupted
-from kraftcheck.spark.session import SparkRunError, first_line
+from kraftcheck.spark.session import SparkRunError, first_line, job_thread_class
 from kraftcheck.spark.waiting import wait_for
 from kraftcheck.sweep.local import directory_name, refuse_before_running
 from kraftcheck.sweep.matrix import Configuration
@@ -107,8 +107,6 @@ def run_on_spark(sc, configs: list[Configuration], out: Path) -> list[Row]:
 
 def _collect(sc, items: list) -> list:
     """The job's results; it runs on a thread of its own while this one waits for it (``waiting``)."""
-    from pyspark.util import InheritableThread
-
     def run() -> Any:
         # a cancelled job's tasks are interrupted (their Python workers ended), not left to run on
         # into directories the driver reads and removes
@@ -117,7 +115,7 @@ def _collect(sc, items: list) -> list:
 
     try:
         return wait_for(run, lambda elapsed: raise_if_stop_requested(), _cancel_jobs(sc), "kraftcheck-sweep-job",
-                        InheritableThread)
+                        job_thread_class())
     except KeyboardInterrupt:
         raise
     except Exception as e:
