@@ -298,3 +298,18 @@ def test_a_gate_or_sweep_refuses_an_out_directory_another_one_is_using(tmp_path,
         assert not (tmp_path / "p.ndjson").exists()
     result = _cli("ci", "--no-color", "--out", "runs")  # once it is free: the gate runs, and leaves it as it was
     assert result.exit_code == 0 and (tmp_path / "runs").is_dir() and not any((tmp_path / "runs").iterdir())
+
+
+def test_an_out_that_is_a_link_to_a_directory_not_yet_made_is_made(tmp_path, monkeypatch):
+    """--out a symbolic link whose directory is not there yet (made by the first run, as before
+    --out was held) was refused once the gate and the sweep held their --out: 'cannot take ...:
+    File exists'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
+    (tmp_path / "gate").symlink_to("gate-runs")
+    (tmp_path / "sweep").symlink_to("sweep-runs")
+    assert _cli("ci", "--no-color", "--out", "gate").exit_code == 0
+    result = _cli("sweep", "--spec", "die_hard", "--out", "sweep")
+    assert result.exit_code == 1, result.output  # die_hard is violated
+    assert (tmp_path / "gate").is_symlink() and (tmp_path / "gate-runs").is_dir()
+    assert [p.name for p in (tmp_path / "sweep-runs").iterdir()] == ["01-defaults"]

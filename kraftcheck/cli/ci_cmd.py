@@ -120,8 +120,9 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     refuse_before_running(checks, out, jobs)  # before the progress file is made
 
     removable = _removable_once_empty(out)
-    # one gate at a time in --out: another's would empty this one's run directories as its checks write them
-    hold = lock_directory(out, "kraftcheck ci (its --out)")
+    # one gate at a time in --out (a link's target, made if need be): another's would empty this one's run
+    # directories as its checks write them
+    hold = lock_directory(out.resolve(), "kraftcheck ci (its --out)")
     try:
         from kraftcheck.ci.progress import ProgressStream
         stream = ProgressStream(progress_path)

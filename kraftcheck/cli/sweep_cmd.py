@@ -83,8 +83,9 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
         made_out = not os.path.lexists(out_dir)
-        # one sweep at a time in --out: another's would empty this one's run directories as its checks write them
-        hold = lock_directory(Path(out_dir), "kraftcheck sweep (its --out)")
+        # one sweep at a time in --out (a link's target, made if need be): another's would empty this one's run
+        # directories as its checks write them
+        hold = lock_directory(Path(out_dir).resolve(), "kraftcheck sweep (its --out)")
         try:
             # from the runs' start a signal is taken only between their steps; one that comes once every
             # configuration ran waits for the table
