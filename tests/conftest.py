@@ -120,7 +120,8 @@ def explorer(request):
 # such a run said (its cold caches make a compiling test longer than a run alone finds it);
 # test_two_phase, test_kafka_broker_conformance and test_faults_cache their longest test in one run
 # of the module alone (-p no:xdist, nice 19, a load of about 3, warm caches), rounded up; test_spill,
-# test_visited_compact, test_layout_table and test_limits the figure a fresh clone's run said (7a6fb31).
+# test_visited_compact, test_layout_table and test_limits the figure a fresh clone's run said (7a6fb31);
+# test_faults_hostile_6 its Spark sweep's test alone (11 s, nice 5, the machine shared), rounded up.
 LISTED_FROM_S = 7
 LONGEST_TEST_S = {
     "test_conformance.py": 39,
@@ -128,7 +129,8 @@ LONGEST_TEST_S = {
     "test_differential_specs.py": 20, "test_checkpoint.py": 19,
     "test_compile_tiers.py": 17, "test_spark.py": 14, "test_faults_checkpoint.py": 14, "test_spill.py": 14,
     "test_fairness.py": 13,
-    "test_external_specs.py": 12, "test_two_phase.py": 12, "test_kafka_reassignment.py": 11, "test_sweep.py": 11,
+    "test_external_specs.py": 12, "test_two_phase.py": 12, "test_faults_hostile_6.py": 12,
+    "test_kafka_reassignment.py": 11, "test_sweep.py": 11,
     "test_spark_faults.py": 11, "test_kafka_findings.py": 10, "test_kafka_stale_fetch.py": 10,
     "test_kafka_broker_conformance.py": 10, "test_faults_hostile_2.py": 10, "test_faults_cache.py": 10,
     "test_visited_compact.py": 10, "test_layout_table.py": 10,
