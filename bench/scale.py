@@ -35,6 +35,9 @@ CONFIGS = [
     ("records 2, fingerprints, levels on disk", RECORDS_2 + ["--fingerprints"], True),
     ("election any", DEFAULT + ["--election", "any"], False),
     ("election any, symmetry", DEFAULT + ["--election", "any", "--symmetry"], False),
+    # about 600 M states: exact in about one word a state (--compact), where the packed set would need 18 GB
+    ("two fences and two ISR shrinks, exact (compact), levels on disk",
+     DEFAULT + ["--fences", "2", "--isr-shrinks", "2", "--compact"], True),
     # about 0.5 G orbits of 32 bytes each: exact would not fit in 16 GB, fingerprints do
     ("four brokers, election any, symmetry, fingerprints, levels on disk", FOUR_BROKERS + ["--fingerprints"], True),
 ]
