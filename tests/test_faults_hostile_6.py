@@ -215,19 +215,29 @@ def test_a_sweep_refuses_a_run_directory_not_its_own_before_it_says_it_starts(tm
                              "kraftcheck; choose another --out\n"), result.stderr
 
 
+# the program's functions, each made to send the program SIGTERM first
+SIGNALLED = """
+import os, signal
+def signalled(call):
+    def signalled_call(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return call(*args)
+    return signalled_call
+import kraftcheck.ci.runner as runner
+runner._finish = signalled(runner._finish)  # a check has ended: the signal comes before the runner notes it
+"""
+
+
 def test_a_signal_after_every_check_ran_waits_for_the_gates_report(tmp_path):
     """A signal while the gate judged its checks (all run) ended it with 'interrupted' alone: no
     summary, no JUnit report, and the run directories of the passing checks removed or not as far
-    as it had got. The gate now gives its report first, and says the signal came."""
+    as it had got; so did one that came as the last check ended, before the runner saw it end. The
+    gate now gives its report first, and says the signal came."""
     (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
-    program = """
-import os, signal, sys
+    program = SIGNALLED + """
+import sys
 import kraftcheck.cli.ci_cmd as ci_cmd
-judge = ci_cmd.judge
-def judged_as_signalled(outcome, accepted):
-    os.kill(os.getpid(), signal.SIGTERM)
-    return judge(outcome, accepted)
-ci_cmd.judge = judged_as_signalled
+ci_cmd.judge = signalled(ci_cmd.judge)
 from kraftcheck.cli.main import main
 sys.argv = ["kraftcheck", "ci", "--no-color", "--junit", "junit.xml"]
 main()
@@ -243,16 +253,12 @@ main()
 
 def test_a_signal_after_every_configuration_ran_waits_for_the_sweeps_table(tmp_path):
     """A signal while the sweep made its table (every configuration run) ended it with
-    'interrupted' alone and no table. The sweep now gives its table first, and says the signal
-    came."""
-    program = """
-import os, signal, sys
+    'interrupted' alone and no table, as did one that came as the last configuration's run ended,
+    before the runner saw it end. The sweep now gives its table first, and says the signal came."""
+    program = SIGNALLED + """
+import sys
 import kraftcheck.cli.sweep_cmd as sweep_cmd
-exit_code = sweep_cmd.exit_code
-def judged_as_signalled(rows):
-    os.kill(os.getpid(), signal.SIGTERM)
-    return exit_code(rows)
-sweep_cmd.exit_code = judged_as_signalled
+sweep_cmd.exit_code = signalled(sweep_cmd.exit_code)
 from kraftcheck.cli.main import main
 sys.argv = ["kraftcheck", "sweep", "--spec", "die_hard", "--format", "csv"]
 main()

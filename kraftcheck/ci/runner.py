@@ -110,7 +110,10 @@ def refuse_before_running(checks: list[Check], out: Path, jobs: int) -> None:
 def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: Event) -> list[Outcome]:
     """Run every check, at most ``jobs`` at once; returns the outcomes in manifest order.
 
-    ``on_event`` receives ``started``, ``progress`` and ``finished`` events as they happen."""
+    ``on_event`` receives ``started``, ``progress`` and ``finished`` events as they happen.
+    Stopped (a signal), it stops the checks still running and raises ``Interrupted``; a stop that
+    comes once every check has ended, none by it, cuts nothing short: the outcomes are returned and
+    the request left to the caller (``stop_requested()``), which gives its report first."""
     refuse_before_running(checks, out, jobs)
     jobs = max(1, min(jobs, len(checks)))  # each check's threads and memory are its share of those that run
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -145,7 +148,11 @@ def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: 
             _stop(running)  # interrupted: leave no process behind
             for job in running:
                 job.log.close()
-    if stop_requested():
+    # a check's end is seen a poll after it: a stop that came in between, the last check ended and
+    # none by a signal (130, or killed by one, not for its budget), cut no check short
+    cut_short = waiting or running or any(o.command and not o.killed and (o.exit_code == 130 or o.exit_code < 0)
+                                          for o in done.values())
+    if stop_requested() and cut_short:
         stop_honoured()
         interrupted = _interrupted(checks, done, running, out)
         for job in running:  # a reader of the events learns how every check that started ended
