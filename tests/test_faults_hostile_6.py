@@ -184,6 +184,22 @@ def test_a_stopped_sweep_on_spark_leaves_complete_run_directories_or_none_and_na
     assert "Spark" not in result.stderr
 
 
+def test_a_spark_task_never_empties_a_run_directory_that_is_not_kraftchecks(tmp_path):
+    """A Spark sweep's task emptied its configuration's run directory whatever it held: the driver
+    refuses one that is not kraftcheck's before the job, but an executor may see another file
+    system than the driver's, or the directory come meanwhile, and the user's files were gone."""
+    from kraftcheck.sweep import matrix
+    from kraftcheck.sweep.spark import _run_one
+    (config,) = matrix.build("die_hard", {}, [], {})
+    mine = tmp_path / "01-defaults"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    index, report, _, message = _run_one((0, config, str(tmp_path), "this-sweep"))
+    assert index == 0 and report is None, report
+    assert message == f"refused: {mine} exists and was not made by kraftcheck; choose another --out"
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
 def test_a_passing_gate_keeps_an_out_directory_it_did_not_make(tmp_path, monkeypatch):
     """A passing gate removed its --out once empty: a directory the user made for it (empty) was
     gone, and --out as a symbolic link to a directory ended in kraftcheck's internal error

@@ -11,8 +11,9 @@ written under ``out`` by the executor: on a cluster, give a directory every exec
 and the driver can read (a shared file system).
 
 Each task makes its configuration's run directory as the local sweep's runner does: emptied if
-an earlier sweep made it, marked (``MARKER``, naming this sweep) before the check runs, its
-report (``report.json``) and the marker's ``ended`` written once the check ended. An interrupted
+an earlier sweep made it (one that is not kraftcheck's refused, left as it is), marked
+(``MARKER``, naming this sweep) before the check runs, its report (``report.json``) and the
+marker's ``ended`` written once the check ended. An interrupted
 sweep (Ctrl-C, SIGTERM) cancels the job, its running tasks interrupted, and reads the directories
 to say what ran: a directory this sweep marked and that says ``ended`` ran to its end; one that
 does not was stopped, and is removed (a task ended outright writes no report of its run so far);
@@ -54,8 +55,13 @@ def _run_one(item: tuple[int, Configuration, str, str]) -> tuple[int, dict | Non
     started = time.monotonic()
     run_dir = Path(out) / directory_name(config, index)
     marker = {"check": config.name, "sweep": sweep_id}
+    if run_dir.exists() and not (run_dir / MARKER).exists():
+        # the driver refused one before the job, but an executor may see another file system than
+        # the driver's, or the directory have come since: it is the user's, never emptied
+        return index, None, time.monotonic() - started, \
+            f"refused: {run_dir} exists and was not made by kraftcheck; choose another --out"
     try:
-        if run_dir.exists():  # an earlier sweep's (the driver refused any other before the job)
+        if run_dir.exists():  # an earlier sweep's
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
         atomic_write(run_dir / MARKER, json.dumps(marker, indent=2) + "\n")
