@@ -335,3 +335,16 @@ def test_an_out_that_is_a_link_to_a_directory_not_yet_made_is_made(tmp_path, mon
     assert result.exit_code == 1, result.output  # die_hard is violated
     assert (tmp_path / "gate").is_symlink() and (tmp_path / "gate-runs").is_dir()
     assert [p.name for p in (tmp_path / "sweep-runs").iterdir()] == ["01-defaults"]
+
+
+def test_an_out_that_is_a_loop_of_links_is_refused_as_bad_input(tmp_path, monkeypatch):
+    """--out a symbolic link to itself ended ci and sweep in kraftcheck's internal error (pathlib's
+    'Symlink loop' as they took their hold of --out) instead of saying what was wrong."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
+    (tmp_path / "loop").symlink_to("loop")
+    for command in (["ci", "--no-color"], ["sweep", "--spec", "die_hard"]):
+        result = _cli(*command, "--out", "loop")
+        assert result.exit_code == 2, result.output
+        assert "kraftcheck: error: --out loop is a loop of symbolic links; give a directory" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kraftcheck.toml", "loop"]

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from kraftcheck.checker.dirlock import DirectoryLock, lock_directory
 from kraftcheck.checker.disk_full import unwritten_reason
+from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.stop import deferred, stop_honoured, stop_requested
 from kraftcheck.ci.jobs import check_jobs
 from kraftcheck.ci.manifest import Check
@@ -105,6 +107,17 @@ def refuse_before_running(checks: list[Check], out: Path, jobs: int) -> None:
     for check in checks:
         if (out / check.name).exists() and not (out / check.name / MARKER).exists():
             raise FileExistsError(f"{out / check.name} exists and was not made by kraftcheck ci; choose another --out")
+
+
+def hold_out(out: Path, purpose: str) -> DirectoryLock:
+    """Hold ``out`` (a link's target, made if need be) for one gate or sweep at a time: another's
+    would empty this one's run directories as its checks write them. ``DirectoryBusy`` (exit 2)
+    names the one that holds it."""
+    try:
+        target = out.resolve()
+    except RuntimeError:  # pathlib's word for a loop of symbolic links, which no check could write into
+        raise UsageError(f"--out {out} is a loop of symbolic links; give a directory") from None
+    return lock_directory(target, purpose)
 
 
 def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: Event) -> list[Outcome]:

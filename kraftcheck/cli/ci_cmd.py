@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
+from kraftcheck.checker.dirlock import LOCK_FILE
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError
 from kraftcheck.checker.files import atomic_write
@@ -29,7 +29,7 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
-from kraftcheck.ci.runner import MARKER, Interrupted, refuse_before_running, run_checks
+from kraftcheck.ci.runner import MARKER, Interrupted, hold_out, refuse_before_running, run_checks
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
                                      refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
@@ -120,9 +120,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     refuse_before_running(checks, out, jobs)  # before the progress file is made
 
     removable = _removable_once_empty(out)
-    # one gate at a time in --out (a link's target, made if need be): another's would empty this one's run
-    # directories as its checks write them
-    hold = lock_directory(out.resolve(), "kraftcheck ci (its --out)")
+    hold = hold_out(out, "kraftcheck ci (its --out)")
     try:
         from kraftcheck.ci.progress import ProgressStream
         stream = ProgressStream(progress_path)

@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 import click
 
-from kraftcheck.checker.dirlock import lock_directory
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
@@ -83,9 +82,8 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
         made_out = not os.path.lexists(out_dir)
-        # one sweep at a time in --out (a link's target, made if need be): another's would empty this one's run
-        # directories as its checks write them
-        hold = lock_directory(Path(out_dir).resolve(), "kraftcheck sweep (its --out)")
+        from kraftcheck.ci.runner import hold_out
+        hold = hold_out(Path(out_dir), "kraftcheck sweep (its --out)")
         try:
             # from the runs' start a signal is taken only between their steps; one that comes once every
             # configuration ran waits for the table
