@@ -348,3 +348,30 @@ def test_an_out_that_is_a_loop_of_links_is_refused_as_bad_input(tmp_path, monkey
         assert result.exit_code == 2, result.output
         assert "kraftcheck: error: --out loop is a loop of symbolic links; give a directory" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kraftcheck.toml", "loop"]
+
+
+def test_a_gate_or_sweep_leaves_its_out_to_one_that_takes_it_as_it_ends(tmp_path, monkeypatch):
+    """A gate (or sweep) removing the --out it made, once nothing was left in it, looked and then
+    removed: another taking --out in between (its lock file there) ended the first, its report
+    given, in kraftcheck's internal error (Directory not empty)."""
+    import errno
+
+    import kraftcheck.ci.runner as runner
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kraftcheck.toml").write_text(JUGS_MANIFEST)
+
+    def full_disk(path, *args, **kwargs):  # no check starts: --out is left empty at once
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    rmdir = Path.rmdir
+
+    def taken_meanwhile(directory):
+        (directory / ".kraftcheck.lock").write_text("{}\n")  # another's hold, taken since the look
+        rmdir(directory)
+
+    monkeypatch.setattr(runner, "open", full_disk, raising=False)
+    monkeypatch.setattr(Path, "rmdir", taken_meanwhile)
+    for command, code in ((["ci", "--no-color"], 3), (["sweep", "--spec", "die_hard"], 2)):
+        result = _cli(*command, "--out", command[0])
+        assert result.exit_code == code, result.output
+        assert [p.name for p in (tmp_path / command[0]).iterdir()] == [".kraftcheck.lock"]

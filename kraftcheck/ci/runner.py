@@ -120,6 +120,18 @@ def hold_out(out: Path, purpose: str) -> DirectoryLock:
     return lock_directory(target, purpose)
 
 
+def release_out(hold: DirectoryLock, out: Path, remove_if_empty: bool) -> None:
+    """Give ``out`` up and, if ``remove_if_empty``, remove it once nothing is left in it. Only rmdir
+    says so: another gate or sweep may take ``out`` the moment this one gives it up, and its lock
+    file, come between a look and the rmdir, made the rmdir fail after this one's report."""
+    hold.release()
+    if remove_if_empty:
+        try:
+            out.rmdir()
+        except OSError:  # not empty (runs kept, another's hold), or gone: it stays as it is
+            pass
+
+
 def run_checks(checks: list[Check], root: Path, out: Path, jobs: int, on_event: Event) -> list[Outcome]:
     """Run every check, at most ``jobs`` at once; returns the outcomes in manifest order.
 

@@ -29,7 +29,7 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
-from kraftcheck.ci.runner import MARKER, Interrupted, hold_out, refuse_before_running, run_checks
+from kraftcheck.ci.runner import MARKER, Interrupted, hold_out, refuse_before_running, release_out, run_checks
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
                                      refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
@@ -183,9 +183,7 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
             stop_honoured()
             click.echo("kraftcheck: note: stopped after every check had run: the gate gave its report first", err=True)
     finally:
-        hold.release()
-        if removable and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
+        release_out(hold, out, removable)
     return code
 
 

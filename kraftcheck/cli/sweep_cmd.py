@@ -82,7 +82,7 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                       "kraftcheck sweep empties before the configuration runs, then fills with its report and log")
         refuse_before_running(configs, Path(out_dir))  # before the start line, on this machine or on Spark
         made_out = not os.path.lexists(out_dir)
-        from kraftcheck.ci.runner import hold_out
+        from kraftcheck.ci.runner import hold_out, release_out
         hold = hold_out(Path(out_dir), "kraftcheck sweep (its --out)")
         try:
             # from the runs' start a signal is taken only between their steps; one that comes once every
@@ -91,9 +91,7 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
                 rows = _run(configs, Path(out_dir), jobs, master, spark_conf)
                 code = _give_table(rows, fmt, output)
         finally:
-            hold.release()
-            if made_out and Path(out_dir).is_dir() and not any(Path(out_dir).iterdir()):  # nothing ran
-                Path(out_dir).rmdir()
+            release_out(hold, Path(out_dir), made_out)  # removed if nothing ran
     except (KraftcheckError, FileExistsError) as e:
         click.echo(f"kraftcheck: error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
