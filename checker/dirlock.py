@@ -87,11 +87,15 @@ class DirectoryLock:
             os.close(self._fd)  # no unlink from a finaliser: the file is harmless, the lock is not
 
 
+VANISHED_RETRIES = 100  # a directory removed again and again as it is made is refused, not retried forever
+
+
 def lock_directory(path: Path, purpose: str) -> DirectoryLock:
     """Hold ``path`` (created if absent) for this process, or raise ``DirectoryBusy`` at once if
     another holds it. ``purpose`` says what for, in the holder entry and in a refusal."""
     path = Path(path)
     lock_path = path / LOCK_FILE
+    vanished = 0
     while True:
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -99,6 +103,11 @@ def lock_directory(path: Path, purpose: str) -> DirectoryLock:
         except OSError as e:
             if e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise  # a full disk, as anywhere else in a run
+            if e.errno == errno.ENOENT and vanished < VANISHED_RETRIES:
+                # the holder released the directory and removed it, once empty, between our mkdir and our
+                # open (a gate's --out): made again, it is free
+                vanished += 1
+                continue
             raise UsageError(f"cannot take {path} for {purpose}: {e.strerror or e} ({lock_path}); choose a "
                              "directory this user can write") from None
         try:

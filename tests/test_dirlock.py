@@ -51,3 +51,22 @@ def test_a_killed_holder_leaves_the_directory_free(tmp_path):
         holder.stdout.close()
     assert (tmp_path / LOCK_FILE).exists()  # left behind by the killed holder, and harmless
     lock_directory(tmp_path, "after the kill").release()
+
+
+def test_a_directory_removed_between_its_making_and_the_lock_files_open_is_made_again(tmp_path, monkeypatch):
+    """Another holder releasing the directory removes it once empty (a CI gate's --out); if that
+    comes between this lock's mkdir and its open, the open finds no directory: the lock makes it
+    again and takes it, instead of refusing it as one this user cannot write."""
+    import kraftcheck.checker.dirlock as dirlock
+    target = tmp_path / "out"
+    real_open, removed = os.open, []
+
+    def open_after_removal(path, flags, mode=0o777, **kw):
+        if str(path).endswith(LOCK_FILE) and not removed:
+            removed.append(True)
+            os.rmdir(target)  # the other holder's removal lands here
+        return real_open(path, flags, mode, **kw)
+
+    monkeypatch.setattr(dirlock.os, "open", open_after_removal)
+    with lock_directory(target, "a test"):
+        assert removed and (target / LOCK_FILE).is_file()
