@@ -34,7 +34,7 @@ FORMATS = (".svg", ".png")
 # whole image in memory: 3,000 steps (1,290 inches at 150 dpi) took 0.85 GB and 19 s, and a simulated
 # trace of 100,000 would take more memory than a machine has.
 MAX_HEIGHT_IN = 500        # about 1,000 steps
-MAX_WIDTH_IN = 500         # 200 lanes: each lane is a header, a line and its notes' texts at every step
+MAX_WIDTH_IN = 500         # 199 lanes: each lane is a header, a line and its notes' texts at every step
 MAX_PNG_PIXELS = 2 ** 27   # 512 MiB of RGBA
 
 
