@@ -91,17 +91,23 @@ def test_a_stopped_sweep_leaves_complete_run_directories_or_none_and_names_what_
     assert stdout == ""  # no table of a sweep that did not finish
 
 
-def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_path):
-    """kraftcheck ci stopped (SIGINT, Ctrl-C's; the sweep's test sends SIGTERM) said only
-    'interrupted', and left the directory of a check stopped while it started: a marker and a log,
-    no report."""
+def _gate_signalled_while_a_check_stalls(tmp_path: Path, signum: int) -> tuple[int, str, str]:
+    """kraftcheck ci (-j 1, --progress-json progress.ndjson) on checks first, stalls and last,
+    signalled once the second has started: (exit code, stdout, stderr)."""
     (tmp_path / "stalling_jugs.py").write_text(STALLING_JUGS)
     (tmp_path / "kraftcheck.toml").write_text("".join(
         f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
         f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
-    returncode, stdout, stderr = _signalled_once_started(
+    return _signalled_once_started(
         [KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"], tmp_path,
-        tmp_path / "kraftcheck-ci" / "stalls" / "output.log", signal.SIGINT)
+        tmp_path / "kraftcheck-ci" / "stalls" / "output.log", signum)
+
+
+def test_a_stopped_gate_names_the_checks_that_ran_and_those_that_did_not(tmp_path):
+    """kraftcheck ci stopped (SIGINT, Ctrl-C's; the sweep's test sends SIGTERM) said only
+    'interrupted', and left the directory of a check stopped while it started: a marker and a log,
+    no report."""
+    returncode, stdout, stderr = _gate_signalled_while_a_check_stalls(tmp_path, signal.SIGINT)
     assert returncode == 130, stdout + stderr
     assert sorted(p.name for p in (tmp_path / "kraftcheck-ci").iterdir()) == ["first"]
     assert stderr.strip().splitlines()[-1] == (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_faults_hostile_5 import STALLING_JUGS, _signalled_once_started, _signals_at_their_default
+from test_faults_hostile_5 import _cli, _gate_signalled_while_a_check_stalls, _signals_at_their_default
 
 KRAFTCHECK = str(Path(sys.executable).with_name("kraftcheck"))
 JUGS_MANIFEST = '[checks.jugs]\nspec = "die_hard"\nviolates = ["big_jug_never_holds_4"]\n'  # passes: a quick check
@@ -41,13 +41,7 @@ def test_a_stopped_gate_says_in_its_progress_stream_how_each_started_check_ended
     """The --progress-json stream of a gate stopped (SIGTERM) had a 'started' line for the check
     it stopped and no 'finished' line: a program reading it never learned that the check ended,
     nor how."""
-    (tmp_path / "stalling_jugs.py").write_text(STALLING_JUGS)
-    (tmp_path / "kraftcheck.toml").write_text("".join(
-        f'[checks.{name}]\nspec = "stalling_jugs.py:StallingJugs"\nparams = {{ big = {big} }}\n'
-        f'violates = ["big_jug_never_holds_4"]\n\n' for name, big in (("first", 5), ("stalls", 7), ("last", 9))))
-    returncode, stdout, stderr = _signalled_once_started(
-        [KRAFTCHECK, "ci", "--no-color", "-j", "1", "--progress-json", "progress.ndjson"], tmp_path,
-        tmp_path / "kraftcheck-ci" / "stalls" / "output.log", signal.SIGTERM)
+    returncode, stdout, stderr = _gate_signalled_while_a_check_stalls(tmp_path, signal.SIGTERM)
     assert returncode == 130, stdout + stderr
     events = [json.loads(line) for line in (tmp_path / "progress.ndjson").read_text().splitlines()]
     ended = {e["check"]: e for e in events if e["event"] == "finished"}
@@ -57,13 +51,6 @@ def test_a_stopped_gate_says_in_its_progress_stream_how_each_started_check_ended
     assert ended["stalls"]["stopped"] is True and ended["stalls"]["result"] is None
     assert ended["stalls"]["exit_code"] != 0 and ended["stalls"]["wall_s"] > 0
     assert "[2/3] stalls: stopped" in stdout
-
-
-def _cli(*args):
-    from click.testing import CliRunner
-
-    from kraftcheck.cli.main import cli
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_a_trace_too_wide_to_draw_is_refused_before_drawing(tmp_path):
