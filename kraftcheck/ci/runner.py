@@ -267,9 +267,8 @@ def _ended_at_stop(job: "_Running", stopped: bool, on_event: Event) -> None:
         result = json.loads(report.read_text()).get("result") if report.exists() else None
     except (OSError, ValueError, AttributeError):  # a report cut short: no result to name
         result = None
-    on_event({"event": "finished", "check": job.outcome.check.name, "exit_code": job.process.returncode,
-              "result": result, "killed": False, "stopped": stopped,
-              "wall_s": round(time.monotonic() - job.started, 2)})
+    _finished(on_event, job.outcome.check.name, job.process.returncode, result, False, stopped,
+              time.monotonic() - job.started)
 
 
 def _stop(jobs: list["_Running"]) -> None:
@@ -358,8 +357,7 @@ def _not_started(check: Check, root: Path, out: Path, reason: str, on_event: Eve
     run_dir = (out / check.name).resolve()
     outcome = Outcome(check, [], reproduce_command(check, root, run_dir), run_dir,
                       output=f"kraftcheck: error: not started: {reason}")
-    on_event({"event": "finished", "check": check.name, "exit_code": None, "result": None, "killed": False,
-              "stopped": False, "wall_s": 0.0})
+    _finished(on_event, check.name, None, None, False, False, 0.0)
     return outcome
 
 
@@ -386,7 +384,23 @@ def _finish(job: _Running, on_event: Event) -> Outcome:
     report = outcome.run_dir / "report.json"
     if report.exists() and not outcome.killed:
         outcome.report = json.loads(report.read_text())
-    on_event({"event": "finished", "check": outcome.check.name, "exit_code": outcome.exit_code,
-              "result": outcome.report["result"] if outcome.report else None,
-              "killed": outcome.killed, "stopped": False, "wall_s": round(outcome.wall_s, 2)})
+    _finished(on_event, outcome.check.name, outcome.exit_code, outcome.report["result"] if outcome.report else None,
+              outcome.killed, False, outcome.wall_s)
     return outcome
+
+
+def _finished(on_event: Event, check: str, exit_code: Optional[int], result: Optional[str], killed: bool,
+              stopped: bool, wall_s: float) -> None:
+    """A check's ``finished`` event: how it ended (exit code None: it never started)."""
+    on_event({"event": "finished", "check": check, "exit_code": exit_code, "result": result, "killed": killed,
+              "stopped": stopped, "wall_s": round(wall_s, 2)})
+
+
+def how_it_ended(event: dict) -> str:
+    """A ``finished`` event in a word or two, for the line a gate or sweep prints per check: killed,
+    stopped, its result, not started (no exit code: its run directory refused), or its exit code."""
+    if event["killed"]:
+        return "killed"
+    if event["stopped"]:
+        return "stopped"
+    return event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}")

@@ -29,7 +29,8 @@ from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
 from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
-from kraftcheck.ci.runner import MARKER, Interrupted, hold_out, refuse_before_running, release_out, run_checks
+from kraftcheck.ci.runner import (MARKER, Interrupted, hold_out, how_it_ended, refuse_before_running, release_out,
+                                  run_checks)
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
                                      refuse_replacing_input, refuse_same_file, refuse_two_on_stdout, to_stdout)
 
@@ -131,9 +132,8 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
             stream(event)
             if event["event"] == "finished":  # a line per check, so a long CI log shows it moving
                 finished.append(event["check"])
-                ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
-                    event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
-                console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)")
+                console.print(f"[{len(finished)}/{len(checks)}] {event['check']}: {how_it_ended(event)} "
+                              f"({event['wall_s']:.1f} s)")
 
         # once the checks ran, a signal waits for the gate's report: stopped halfway it would leave some
         # passing checks' directories and not others, and no report of a gate whose every check ran

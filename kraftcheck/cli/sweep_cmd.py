@@ -164,15 +164,14 @@ def _parse_vary(params_cls: type, spec: str, items: tuple[str, ...]) -> dict[str
 
 def _run(configs: list[matrix.Configuration], out: Path, jobs: int, master: Optional[str],
          spark_conf: tuple[str, ...]):
+    from kraftcheck.ci.runner import how_it_ended
     done = []
 
     def on_event(event: dict) -> None:
         if event["event"] == "finished":
             done.append(event["check"])
-            # no exit code: it never started (its run directory refused), as the row says
-            ended = "killed" if event["killed"] else "stopped" if event["stopped"] else (
-                event["result"] or ("not started" if event["exit_code"] is None else f"exit {event['exit_code']}"))
-            click.echo(f"[{len(done)}/{len(configs)}] {event['check']}: {ended} ({event['wall_s']:.1f} s)", err=True)
+            click.echo(f"[{len(done)}/{len(configs)}] {event['check']}: {how_it_ended(event)} ({event['wall_s']:.1f} s)",
+                       err=True)
 
     if master is None:
         from kraftcheck.sweep.local import run_local

@@ -10,17 +10,15 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, Check, resolve_spec
+from kraftcheck.ci.manifest import DEFAULT_TIME_BUDGET_S, NAME_MAX, Check, resolve_spec
 from kraftcheck.ci.runner import MARKER, run_checks
 from kraftcheck.sweep.matrix import Configuration
 from kraftcheck.sweep.table import Row, row_from_report
 
 
-NAME_MAX = 200  # characters of a configuration's name in its directory's: a file system's names end at 255 bytes
-
-
 def directory_name(config: Configuration, index: int) -> str:
-    """A file-system-safe run directory name, unique by its index (a long name cut short)."""
+    """A file-system-safe run directory name, unique by its index (a long name cut short to a check
+    name's most, ``NAME_MAX``)."""
     return f"{index + 1:02d}-" + (re.sub(r"[^A-Za-z0-9_.=-]+", "_", config.name).strip("_")[:NAME_MAX].rstrip("_")
                                   or "defaults")
 
