@@ -22,6 +22,25 @@ class KraftcheckBug(KraftcheckError):
     refuses): no verdict (exit 2), and not a SpecError, which would send the user to the spec."""
 
 
+class KernelsDisagree(KraftcheckError):
+    """The compiled kernels computed otherwise than the spec's functions run as Python, on a state
+    the run audited (``explore.kernel_audit``): no verdict (exit 2), since the counts rest on them."""
+
+    def __init__(self, spec: str, index: int | None, what: str, state: dict, cache: str) -> None:
+        super().__init__(spec, index, what)
+        self.spec, self.index, self.what, self.state, self.cache = spec, index, what, state, cache
+
+    def __str__(self) -> str:
+        on = "a state" if self.index is None else f"state {self.index}"
+        return (f"the compiled kernels of spec {self.spec} disagree with its functions run as Python on {on}: "
+                f"{self.what}; no verdict. Either the kernel cache ({self.cache}) or numba's "
+                f"cache of the spec's functions (the *.nbi and *.nbc files in __pycache__ beside them) keeps "
+                f"code compiled otherwise (run `kraftcheck cache clear`, remove those files and check again), or a "
+                f"function of the spec computes otherwise under numba (an integer past int64 wraps there: keep "
+                f"values within int64), or this is a bug of kraftcheck's: please report it with the spec. "
+                f"The state: {self.state}")
+
+
 # What Python raises on code numba compiles and runs (``s["name"]`` on the Python tier's states, a
 # method its objects lack): the first tier's limit, not the spec's error on a state. Everything
 # else a spec's function raises (ZeroDivisionError, IndexError, AssertionError, OverflowError, an

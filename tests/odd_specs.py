@@ -715,3 +715,32 @@ class OverflowingByHalves(Spec):
 
     def actions(self):
         return [Action("OverflowBelowEight", overflow_below_eight), Action("OverflowFromEight", overflow_from_eight)]
+
+
+# ----------------------------------------------------------------------------------------------
+# An action whose arithmetic passes int64: Python's integers grow, numba's wrap, so the compiled
+# kernels and the spec's Python give different successors (kernel_audit stops such a run)
+
+
+@njit(cache=True)
+def step_past_int64(s, t):
+    if s.x == 4:
+        return False
+    t.x = (s.x * 4611686018427387904 * 4 + 1) % 5  # x * 2**64 + 1: Python x + 1, numba 1
+    return True
+
+
+class PastInt64(Spec):
+    """x from 1: Python steps to 2, 3, 4; numba's int64 wraps x * 2**64 to 0, so it steps to 1."""
+
+    name = "past_int64"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 1}
+
+    def actions(self):
+        return [Action("StepPastInt64", step_past_int64)]

@@ -432,6 +432,22 @@ def test_a_specs_error_on_a_state_says_the_state_and_the_path_as_the_local_engin
     assert spark.value.state == path[-1] and [fields for _, fields in spark.value.path] == list(path), said
 
 
+def test_kernels_that_compute_otherwise_than_the_spec_stop_a_spark_run_as_the_local_engine(spark_context):
+    """The executors' compiled kernels are audited against the spec's Python as the local engine's
+    are (checker/explore/kernel_audit.py): a spec whose arithmetic numba runs otherwise (x * 2**64
+    wraps in int64) gets no verdict from Spark either, the task's error raised on the driver."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import KernelsDisagree
+    spark_context.addPyFile(odd_specs.__file__)
+    model = Model(odd_specs.PastInt64(odd_specs.PastInt64.Params()))
+    with pytest.raises(KernelsDisagree) as caught:
+        SparkExplorer(spark_context, partitions=2).explore(model, Options(keep_going=True))
+    said = str(caught.value)
+    assert said.startswith("the compiled kernels of spec past_int64 disagree with its functions run as Python on "
+                           "a state: the successor under StepPastInt64 differs in x (1 compiled, 2 in Python)"), said
+
+
 # -- an interrupt ----------------------------------------------------------------------------------
 
 def test_sigterm_mid_run_stops_it_interrupted_with_its_levels_resumable(spark_context, tmp_path, capfd):

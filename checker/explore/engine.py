@@ -36,6 +36,7 @@ from kraftcheck.checker.explore.chunks import ChunkExpansion, every_row_needed
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
+from kraftcheck.checker.explore.kernel_audit import KernelAudit
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, no_progress
@@ -240,6 +241,7 @@ class _Run:
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.chunks = ChunkExpansion(model, self.tiers, self.visited, self.graph_builder, canon, self.violations,
                                      self.fired, self.new_per_action, shard_bits)
+        self.audit = KernelAudit(model)  # the compiled kernels against the spec's Python, on a sample
         self.generated = 0
         # the counts when the last level was finished: a run stopped within a level (an interrupt,
         # a full disk) reports these, which its distinct states and depth (finished levels only)
@@ -377,6 +379,7 @@ class _Run:
                                            else min(self.chunk_states, self.kernels.chunk_states)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
+            self.audit.chunk(self.kernels, level, lo, hi, first + lo)
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             distinct_only = chunks.distinct_successors_only()
             if distinct_only:

@@ -44,6 +44,7 @@ from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.limits import check_count, check_depth, check_number
 from kraftcheck.checker.explore.compiled import kernel_shapes
 from kraftcheck.checker.explore.constraints import outside_constraints
+from kraftcheck.checker.explore.kernel_audit import KernelAudit
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, ProgressFn, Result, Step, Violation,
                                                no_progress)
 from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
@@ -230,6 +231,7 @@ class _SimulationRun:
         if options.max_behaviours is not None:
             self.batch = min(self.batch, options.max_behaviours)
         self.buffers = kernels.buffers(self.batch)
+        self.audit = KernelAudit(model)  # the compiled kernels against the spec's Python, on a sample
         self.cur = np.zeros((self.batch, nw), np.uint64)
         self.paths = np.zeros((self.batch, depth, nw), np.uint64)
         self.path_labels = np.zeros((self.batch, depth), np.int64)
@@ -352,6 +354,7 @@ class _SimulationRun:
         while self.running:
             raise_if_stop_requested()
             n = self.running
+            self.audit.chunk(kernels, self.cur, 0, n, None)
             try:
                 out = kernels.successors(self.cur, 0, n, self.buffers)
             except SpecRaised as e:  # on walker e.at's state

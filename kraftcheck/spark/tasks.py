@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import functools
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
-from kraftcheck.checker.errors import SpecError, SpecRaised
+from kraftcheck.checker.errors import KernelsDisagree, SpecError, SpecRaised
+from kraftcheck.checker.explore.kernel_audit import KernelAudit
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.visited import MAX_FINGERPRINT
 from kraftcheck.spark import workdir
@@ -135,8 +137,9 @@ def raised_at(error: SpecError, row: int, keys: Optional[np.ndarray], first: int
 
 
 class RaisedBySpec:
-    """A spec's own error in a task, sent back as the task's value: it would be raised the same
-    on every attempt, so it must not fail the task (Spark would try it four times, logging each);
+    """A spec's own error in a task (or the kernels' disagreement with the spec's Python,
+    ``KernelsDisagree``), sent back as the task's value: it would be raised the same on every
+    attempt, so it must not fail the task (Spark would try it four times, logging each);
     the driver raises it (``error``), with the path to the state it was raised on if the task said
     where that is (``place``: ``SpecErrorAt``'s index and labels)."""
 
@@ -160,7 +163,7 @@ def spec_errors_returned(in_list: bool = False) -> Callable[[Callable], Callable
         def run(*args: Any) -> Any:
             try:
                 return task(*args)
-            except (SpecError, SpecErrorAt) as e:
+            except (SpecError, SpecErrorAt, KernelsDisagree) as e:
                 raised = RaisedBySpec(e.error, (e.index, e.labels)) if isinstance(e, SpecErrorAt) else RaisedBySpec(e)
                 return [raised] if in_list else raised
         return run
@@ -168,6 +171,8 @@ def spec_errors_returned(in_list: bool = False) -> Callable[[Callable], Callable
 
 
 _kernels: dict[str, Any] = {}  # model identity -> Kernels, per Python worker (Spark reuses workers)
+# each worker's kernels checked against the spec's Python on a sample of the states they expand
+_audits: "weakref.WeakKeyDictionary[Any, KernelAudit]" = weakref.WeakKeyDictionary()
 KERNELS_KEPT = 8
 
 
@@ -246,6 +251,10 @@ def expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: n
 def _expand_states(plan: LevelPlan, kernels: Any, level: int, task: int, words: np.ndarray,
                    chunk_states: Optional[int]) -> dict:
     model = kernels.model
+    audit = _audits.get(kernels)
+    if audit is None:
+        audit = _audits[kernels] = KernelAudit(model)
+    audit.chunk(kernels, words, 0, words.shape[0], None)
     fired = np.zeros(len(model.actions), np.int64)
     prop_min = np.full(len(model.properties), NO_HIT, np.int64)
     outside_min = np.full(len(model.invariants), NO_HIT, np.int64)  # invariants broken outside the constraints

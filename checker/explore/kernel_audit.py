@@ -1,0 +1,120 @@
+"""The compiled kernels checked against the spec's own Python, on a sample of the states they expand.
+
+A run's verdict rests on code numba compiled, most often loaded from the kernel cache and numba's
+cache. Their files are checked (``codegen``: each generated module named by a digest of its text
+and of the sources it compiles in; ``numba_cache``: each compiled file bound to its name, its
+index entry and its sources), but a check of files does not see code that computes otherwise than
+the spec says: an entry compiled against other sources that kept a valid stamp, a miscompile, a
+kernel of kraftcheck's with a bug, a spec function whose arithmetic numba runs differently from
+Python (an integer that overflows int64). Any of them gives counts and verdicts that look right.
+
+``KernelAudit`` computes again, with the interpreted tier (``InterpretedKernels``: the spec's
+functions run as Python, the states packed by the reference packer), the successors of a few of
+the states the compiled kernels expand (each action instance enabled or not, the successor's
+packed words and fingerprint, its transition-property mask) and their invariant and constraint
+masks, and compares. It audits the first states of the first chunk any compiled kernels expand,
+then one state picked at random per chunk while the audit has taken less than ``SHARE`` of the
+run's time (a Kafka state costs about a millisecond in Python). A difference stops the run with
+no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import numpy as np
+
+from kraftcheck.checker.codegen import NO_LABEL, cache_dir
+from kraftcheck.checker.errors import KernelsDisagree, SpecError
+from kraftcheck.checker.model import Model
+
+# the most of a run's time the audit takes past the first chunk of each compiled kernels
+SHARE = 0.005
+# states of the first chunk audited, each time compiled kernels start expanding
+FIRST_STATES = 4
+SEED = 20261207  # the sample is the same on every run of the same model
+
+
+class KernelAudit:
+    """Audits the compiled kernels of one run (``chunk`` before each chunk they expand)."""
+
+    def __init__(self, model: Model, share: float = SHARE, first_states: int = FIRST_STATES) -> None:
+        self.model = model
+        self.share = share
+        self.first_states = first_states
+        self.audited = 0          # states compared so far
+        self.spent = 0.0          # seconds the comparisons took
+        self._started = time.perf_counter()
+        self._python: Any = None  # the interpreted tier, made at the first audit
+        self._seen: set[int] = set()  # the compiled kernels (by id) whose first chunk was audited
+        self._rng = np.random.default_rng(SEED)
+
+    def chunk(self, kernels: Any, level: np.ndarray, lo: int, hi: int, first_index: Optional[int]) -> None:
+        """Before ``kernels`` expand ``level[lo:hi]`` (``first_index``: the run's number of state
+        ``level[lo]``, None if the caller has none): audit some of those states if the kernels are
+        compiled and the budget allows."""
+        if not getattr(kernels, "compiled", False) or hi <= lo:
+            return
+        if id(kernels) not in self._seen:
+            self._seen.add(id(kernels))
+            rows = range(lo, min(hi, lo + self.first_states))
+        elif self.spent <= self.share * (time.perf_counter() - self._started):
+            rows = [int(self._rng.integers(lo, hi))]
+        else:
+            return
+        t0 = time.perf_counter()
+        try:
+            for i in rows:
+                self.state(kernels, level[i:i + 1], None if first_index is None else first_index + i - lo)
+        finally:
+            self.spent += time.perf_counter() - t0
+
+    def state(self, kernels: Any, words: np.ndarray, index: Optional[int]) -> None:
+        """Compare the compiled ``kernels`` with the spec's Python on the one packed state ``words``
+        (the run's state number ``index``); raise ``KernelsDisagree`` at the first difference."""
+        if self._python is None:
+            from kraftcheck.checker.explore.interpreted import InterpretedKernels
+            self._python = InterpretedKernels(self.model)
+        python, model = self._python, self.model
+        words = np.ascontiguousarray(words, dtype=np.uint64)
+        try:
+            want = python.successors(words, 0, 1)
+            want_masks = python.violations(words, 0, 1)
+        except SpecError:
+            return  # Python cannot run the spec here (a tier's limit, or the spec's error): nothing to compare
+        got = kernels.successors(words, 0, 1, kernels.buffers(1))
+        got_masks = kernels.violations(words, 0, 1)
+        self.audited += 1
+        state = model.layout.unpack(words[0].tolist())
+        with_props = bool(model.kernel_property_count)
+        for k, label in enumerate(model.labels):
+            compiled_fires, python_fires = got.labels[k] != NO_LABEL, want.labels[k] != NO_LABEL
+            if compiled_fires != python_fires:
+                raise self._disagree(index, state, f"action {label} is {'enabled' if python_fires else 'disabled'} "
+                                                   f"in Python, {'enabled' if compiled_fires else 'disabled'} compiled")
+            if not python_fires:
+                continue
+            if not np.array_equal(got.words[k], want.words[k]):
+                fields = self._differing(got.words[k], want.words[k])
+                raise self._disagree(index, state, f"the successor under {label} differs in {fields}")
+            if got.hashes[k] != want.hashes[k]:
+                raise self._disagree(index, state, f"the fingerprint of the successor under {label} differs")
+            if with_props and got.props[k] != want.props[k]:
+                raise self._disagree(index, state, f"the transition properties violated by {label} differ "
+                                                   f"(mask {int(got.props[k]):#x} compiled, {int(want.props[k]):#x} "
+                                                   f"in Python)")
+        if got_masks[0] != want_masks[0]:
+            raise self._disagree(index, state, f"the invariants and constraints violated differ (mask "
+                                               f"{int(got_masks[0]):#x} compiled, {int(want_masks[0]):#x} in Python)")
+
+    def _differing(self, got: np.ndarray, want: np.ndarray) -> str:
+        layout = self.model.layout
+        a, b = layout.unpack(got.tolist()), layout.unpack(want.tolist())
+        names = [f"{layout.element_name(e)} ({a[e.flat]} compiled, {b[e.flat]} in Python)"
+                 for e in layout.elements if a[e.flat] != b[e.flat]]
+        return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "") or "its packed words"
+
+    def _disagree(self, index: Optional[int], state: tuple[int, ...], what: str) -> KernelsDisagree:
+        return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()))
+

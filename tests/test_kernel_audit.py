@@ -1,0 +1,109 @@
+"""The compiled kernels audited against the spec's Python (checker/explore/kernel_audit.py): a
+kernel that computes otherwise than the spec says stops the run with no verdict (exit 2) instead
+of counting, and the audit's own cost stays within its share of the run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import odd_specs
+from kraftcheck.checker.codegen import NO_LABEL
+from kraftcheck.checker.errors import KernelsDisagree
+from kraftcheck.checker.explore.compiled import Kernels
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.kernel_audit import KernelAudit
+from kraftcheck.checker.explore.reference import ReferenceExplorer
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.model import Model
+from kraftcheck.cli.main import cli
+from kraftcheck.specs import spec_class
+
+
+def _past_int64() -> Model:
+    return Model(odd_specs.PastInt64(odd_specs.PastInt64.Params()))
+
+
+def test_a_spec_whose_arithmetic_numba_runs_otherwise_gets_no_verdict():
+    """x * 2**64 wraps to 0 in numba's int64 and not in Python: the compiled kernels reached one
+    state where the spec's Python reaches four, and the run said so as its count, in silence."""
+    assert ReferenceExplorer().explore(_past_int64(), Options(keep_going=True)).distinct_states == 4
+    assert Engine(compile="never").explore(_past_int64(), Options(keep_going=True)).distinct_states == 4
+    with pytest.raises(KernelsDisagree) as caught:
+        Engine(compile="now").explore(_past_int64(), Options(keep_going=True))
+    said = str(caught.value)
+    assert said.startswith("the compiled kernels of spec past_int64 disagree with its functions run as Python on "
+                           "state 0: the successor under StepPastInt64 differs in x (1 compiled, 2 in Python); "
+                           "no verdict."), said
+    assert "kraftcheck cache clear" in said and "int64" in said and said.endswith("The state: {'x': 1}")
+
+
+@pytest.mark.parametrize("how", [["--compile", "now"], ["--simulate", "--max-behaviours", "10"]])
+def test_the_command_line_exits_2_with_one_line(how):
+    result = CliRunner().invoke(cli, ["check", "--spec", f"{odd_specs.__file__}:PastInt64", *how])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("kraftcheck: error: ")]
+    assert len(errors) == 1 and "disagree with its functions run as Python" in errors[0], result.output
+    others = [line for line in result.output.splitlines() if line not in errors]
+    assert not any("holds" in line or "violated" in line for line in others), result.output
+
+
+class _Wrong:
+    """Compiled kernels that compute one thing otherwise (``what``) on every state."""
+
+    compiled = True
+
+    def __init__(self, kernels: Kernels, what: str) -> None:
+        self.kernels, self.what = kernels, what
+
+    def buffers(self, states: int):
+        return self.kernels.buffers(states)
+
+    def successors(self, words, lo, hi, out):
+        out = self.kernels.successors(words, lo, hi, out)
+        enabled = int(np.flatnonzero(out.labels[: self.kernels.nlabels] != NO_LABEL)[0])
+        if self.what == "disabled":
+            out.labels[enabled] = NO_LABEL
+        elif self.what == "word":
+            out.words[enabled, 0] ^= np.uint64(1)
+        elif self.what == "hash":
+            out.hashes[enabled] ^= np.uint64(1)
+        return out
+
+    def violations(self, words, lo, hi):
+        masks = self.kernels.violations(words, lo, hi)
+        return masks ^ np.uint64(1) if self.what == "invariant" else masks
+
+
+@pytest.mark.parametrize("what, said", [
+    ("disabled", r"action \S+ is enabled in Python, disabled compiled"),
+    ("word", r"the successor under \S+ differs in \w+ \(\d+ compiled, \d+ in Python\)"),
+    ("hash", r"the fingerprint of the successor under \S+ differs"),
+    ("invariant", r"the invariants and constraints violated differ \(mask 0x1 compiled, 0x0 in Python\)"),
+])
+def test_each_thing_the_kernels_compute_is_compared(what, said):
+    cls = spec_class("die_hard")
+    model = Model(cls(cls.Params()))
+    kernels = _Wrong(Kernels(model), what)
+    audit = KernelAudit(model)
+    with pytest.raises(KernelsDisagree, match=r"on state 7: " + said):
+        audit.state(kernels, kernels.kernels.pack(model.initial), 7)
+    KernelAudit(model).state(kernels.kernels, kernels.kernels.pack(model.initial), 7)  # the kernels as they are agree
+
+
+def test_the_first_chunk_of_each_kernels_is_audited_then_a_share_of_the_time():
+    cls = spec_class("two_phase")
+    model = Model(cls(cls.Params(rm=3)))
+    kernels = Kernels(model)
+    level = kernels.pack(model.initial * 8)
+    audit = KernelAudit(model, share=0.0)  # no time to spare past the first chunk
+    audit.chunk(kernels, level, 0, 8, 0)
+    assert audit.audited == 4
+    audit.chunk(kernels, level, 0, 8, 8)
+    assert audit.audited == 4
+    audit.chunk(Kernels(model), level, 0, 8, 16)  # other kernels (a tier switch): their first chunk
+    assert audit.audited == 8
+    audit.share = 1.0
+    audit.chunk(kernels, level, 0, 8, 24)
+    assert audit.audited == 9
