@@ -107,3 +107,26 @@ def test_the_first_chunk_of_each_kernels_is_audited_then_a_share_of_the_time():
     audit.share = 1.0
     audit.chunk(kernels, level, 0, 8, 24)
     assert audit.audited == 9
+
+
+def test_a_counterexample_python_does_not_reproduce_is_no_verdict():
+    """The engine, a simulation and Spark replay each counterexample with the spec's Python before
+    they report it: a trace the compiled kernels built wrong (a step Python does not take, an
+    invariant Python finds holding) is not a 'violated'."""
+    import dataclasses
+
+    from kraftcheck.checker.explore.kernel_audit import confirm_counterexamples
+    from kraftcheck.checker.explore.result import Step
+    cls = spec_class("die_hard")
+    model = Model(cls(cls.Params()))
+    (found,) = Engine(compile="now").explore(model, Options()).violations
+    confirm_counterexamples(model, [found])  # as found
+    steps = found.steps
+    wrong_step = steps[:-1] + [Step(steps[-1].label, steps[-2].state)]
+    with pytest.raises(KernelsDisagree, match=rf"the counterexample of {found.check} is none: step {len(steps) - 1} "
+                                              r"\(\S+\) does not lead to its state in Python"):
+        confirm_counterexamples(model, [dataclasses.replace(found, steps=wrong_step)])
+    with pytest.raises(KernelsDisagree, match=rf"invariant {found.check} holds on its last state in Python"):
+        confirm_counterexamples(model, [dataclasses.replace(found, steps=steps[:1])])
+    with pytest.raises(KernelsDisagree, match=r"its last state is no deadlock in Python"):
+        confirm_counterexamples(model, [dataclasses.replace(found, kind="deadlock", steps=steps[:1])])

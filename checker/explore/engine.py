@@ -36,7 +36,7 @@ from kraftcheck.checker.explore.chunks import ChunkExpansion, every_row_needed
 from kraftcheck.checker.explore.compiled import ChunkBuffers, Kernels, kernel_shapes  # noqa: F401 (API)
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.interpreted import InterpretedKernels
-from kraftcheck.checker.explore.kernel_audit import KernelAudit
+from kraftcheck.checker.explore.kernel_audit import KernelAudit, confirm_counterexamples
 from kraftcheck.checker.explore.levels import INITIAL_PARENT, DiskLevels, MemoryLevels
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, ProgressFn, Result, Step, no_progress
@@ -556,6 +556,7 @@ class _Run:
                                                              np.concatenate(past_cut) if past_cut else None)
         generated, fired, new_per_action = (self.at_finished_level if self.stopped_within_level
                                             else (self.generated, self.fired, self.new_per_action))
+        confirm_counterexamples(self.model, list(self.violations.found.values()))
         r.settle(self.options, list(self.violations.found.values()), self.distinct, generated, self.depth,
                  self.elapsed, fired, new_per_action, probability)
         if self.graph_builder is not None and not r.incomplete_reason and not r.interrupted:

@@ -16,6 +16,7 @@ masks, and compares. It audits the first states of the first chunk any compiled 
 then one state picked at random per chunk while the audit has taken less than ``SHARE`` of the
 run's time (a Kafka state costs about a millisecond in Python). A difference stops the run with
 no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields.
+``confirm_counterexamples`` replays, the same way, each counterexample a run is about to report.
 """
 
 from __future__ import annotations
@@ -118,3 +119,51 @@ class KernelAudit:
     def _disagree(self, index: Optional[int], state: tuple[int, ...], what: str) -> KernelsDisagree:
         return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()))
 
+
+
+def confirm_counterexamples(model: Model, violations: list) -> None:
+    """Replay each counterexample (``Violation``: an invariant's, a transition property's, a
+    deadlock's) with the spec's functions run as Python before it is reported: every step from an
+    initial state to the state the trace gives, and the violation itself on its last state or
+    step. A trace built from compiled kernels that Python does not reproduce is ``KernelsDisagree``
+    (no verdict), not a counterexample; one Python cannot run (the spec raises there) is left as
+    found."""
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    from kraftcheck.checker.model import python_arithmetic, python_function
+    python = InterpretedKernels(model)
+    layout = model.layout
+
+    @python_arithmetic
+    def differs(v) -> str | None:
+        steps = v.steps
+        if tuple(steps[0].state) not in {tuple(s) for s in model.initial}:
+            return "its first state is no initial state"
+        for k in range(1, len(steps)):
+            if python.step(tuple(steps[k - 1].state), steps[k].label) != tuple(steps[k].state):
+                return f"step {k} ({model.labels[steps[k].label]}) does not lead to its state in Python"
+        last = tuple(steps[-1].state)
+        if v.kind == "invariant":
+            check = next((x for x in model.invariants if x.name == v.check), None)
+            if check is not None and python_function(check.fn)(layout.to_object(last, read_only=True)):
+                return f"invariant {v.check} holds on its last state in Python"
+        elif v.kind == "property" and len(steps) > 1:
+            check = next((x for x in model.properties if x.name == v.check), None)
+            if check is not None and python_function(check.fn)(
+                    layout.to_object(tuple(steps[-2].state), read_only=True), layout.to_object(last, read_only=True)):
+                return f"transition property {v.check} holds on its last step in Python"
+        elif v.kind == "deadlock":
+            moves = [lab for lab in range(len(model.labels)) if python.step(last, lab) not in (None, last)]
+            if moves:
+                return f"its last state is no deadlock in Python ({model.labels[moves[0]]} leaves it)"
+        return None
+
+    for v in violations:
+        if v.kind not in ("invariant", "property", "deadlock") or not v.steps:
+            continue
+        try:
+            why = differs(v)
+        except SpecError:
+            continue
+        if why is not None:
+            raise KernelsDisagree(model.spec.name, None, f"the counterexample of {v.check} is none: {why}",
+                                  layout.show(tuple(v.steps[-1].state)), str(cache_dir()))

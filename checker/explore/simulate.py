@@ -44,7 +44,7 @@ from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.limits import check_count, check_depth, check_number
 from kraftcheck.checker.explore.compiled import kernel_shapes
 from kraftcheck.checker.explore.constraints import outside_constraints
-from kraftcheck.checker.explore.kernel_audit import KernelAudit
+from kraftcheck.checker.explore.kernel_audit import KernelAudit, confirm_counterexamples
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, ProgressFn, Result, Step, Violation,
                                                no_progress)
 from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
@@ -487,6 +487,7 @@ class _SimulationRun:
         if not r.incomplete_reason:
             r.incomplete_reason = (f"simulation: {f.behaviours:,} random behaviours of at most {f.depth:,} states, "
                                    f"not an exhaustive search")
+        confirm_counterexamples(self.model, violations)
         r.conclude(violations, self.options.keep_going)
         r.exhaustive = False
         r.status = VIOLATED if violations else INCOMPLETE

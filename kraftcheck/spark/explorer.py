@@ -32,6 +32,7 @@ from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resume_depth, check_resumable, counts_for_manifest,
                                                    read_manifest, restore_counts, run_identity, write_manifest)
 from kraftcheck.checker.explore.constraints import outside_constraints
+from kraftcheck.checker.explore.kernel_audit import confirm_counterexamples
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
                                                replay_path)
@@ -799,6 +800,7 @@ class _SparkRun:
         collisions = None
         if self.options.fingerprints and not (self.jvm_lost or self.executors_gone):
             collisions = self._collision_probability()
+        confirm_counterexamples(self.model, list(self.found.values()))
         r.settle(self.options, list(self.found.values()), self.distinct, self.generated, self.depth,
                  self.elapsed_before + self.clock.elapsed, fired=self.fired, new_states=self.new_per_action,
                  collision_probability=collisions)
