@@ -140,6 +140,43 @@ LONGEST_TEST_S = {
 }
 
 
+# What numba reads from the process's environment (again at every compile: numba.core.config's
+# reload_config) and kraftcheck's own settings: a test that leaves one changed changes every test
+# after it on its worker (numba's DISABLE_JIT turns --compile never into compiled kernels run as
+# Python). Such a test fails at its teardown, naming what it changed, and the value is put back.
+_NUMBA_CONFIG = ("DISABLE_JIT", "BOUNDSCHECK", "CACHE_DIR")
+
+
+def _settings() -> tuple[dict, dict]:
+    from numba.core import config
+    config.reload_config()  # what the next compile would see
+    env = {k: v for k, v in os.environ.items() if k.startswith(("NUMBA_", "KRAFTCHECK_"))}
+    return env, {k: getattr(config, k) for k in _NUMBA_CONFIG}
+
+
+@pytest.fixture(autouse=True)
+def settings_left_as_found():
+    env_before, config_before = _settings()
+    yield
+    env_after, config_after = _settings()
+    changed = [f"${k}: {env_before.get(k)!r} -> {env_after.get(k)!r}" for k in sorted(set(env_before) | set(env_after))
+               if env_before.get(k) != env_after.get(k)]
+    changed += [f"numba.config.{k}: {config_before[k]!r} -> {config_after[k]!r}" for k in _NUMBA_CONFIG
+                if config_before[k] != config_after[k]]
+    if changed:
+        for k in set(env_before) | set(env_after):
+            if k not in env_before:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = env_before[k]
+        from numba.core import config
+        config.reload_config()
+        for k, v in config_before.items():
+            setattr(config, k, v)
+        pytest.fail("this test left the process's settings changed for the tests after it: " + "; ".join(changed),
+                    pytrace=False)
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests marked slow (a minute or more each) run first, then the modules with the longest
     other tests, longest first: with ``-n auto --dist worksteal`` the first worker starts at the
