@@ -178,11 +178,15 @@ def test_reference_engine_from_the_command_line():
     assert result.exit_code == 0 and report["engine"] == "reference" and report["distinct_states"] == 288
 
 
-def test_engine_runs_with_jit_disabled(tmp_path):
+@pytest.mark.parametrize("spec", [["--spec", "two_phase", "--param", "rm=2"],
+                                  # a layout packed by its table: the interpreted tier (it crashed, AttributeError)
+                                  ["--brokers", "2", "--param", "fences=0", "--param", "lossy_shutdowns=0"]],
+                         ids=["generated kernels", "table layout"])
+def test_engine_runs_with_jit_disabled(tmp_path, spec):
     """NUMBA_DISABLE_JIT=1 runs the same engine interpreted: every count and the verdict are the
     compiled run's."""
     def report(**env):
-        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=2",
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", *spec,
                               "--json", "-"], capture_output=True, text=True, env=dict(os.environ, **env), timeout=300)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
