@@ -12,7 +12,8 @@ Python (an integer that overflows int64). Any of them gives counts and verdicts 
 functions run as Python, the states packed by the reference packer), the successors of a few of
 the states the compiled kernels expand (each action instance enabled or not, the successor's
 packed words and fingerprint, its transition-property mask) and their invariant and constraint
-masks, and compares. It audits the first states of the first chunk any compiled kernels expand,
+masks, and compares. It audits the first states of the first chunk any compiled kernels (or the
+bytecode tier, which runs the spec in a compiled interpreter) expand,
 then one state picked at random per chunk while the audit has taken less than ``SHARE`` of the
 run's time (a Kafka state costs about a millisecond in Python). A difference stops the run with
 no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields.
@@ -55,7 +56,7 @@ class KernelAudit:
         """Before ``kernels`` expand ``level[lo:hi]`` (``first_index``: the run's number of state
         ``level[lo]``, None if the caller has none): audit some of those states if the kernels are
         compiled and the budget allows."""
-        if not getattr(kernels, "compiled", False) or hi <= lo:
+        if hi <= lo or _plain_python(kernels):
             return
         if id(kernels) not in self._seen:
             self._seen.add(id(kernels))
@@ -119,6 +120,14 @@ class KernelAudit:
     def _disagree(self, index: Optional[int], state: tuple[int, ...], what: str) -> KernelsDisagree:
         return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()))
 
+
+
+def _plain_python(kernels: Any) -> bool:
+    """Whether ``kernels`` are the interpreted tier itself (the bytecode tier, which runs the spec
+    in a compiled interpreter, is audited as the compiled kernels are)."""
+    from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    return isinstance(kernels, InterpretedKernels) and not isinstance(kernels, BytecodeKernels)
 
 
 def confirm_counterexamples(model: Model, violations: list) -> None:
