@@ -130,3 +130,15 @@ def test_a_counterexample_python_does_not_reproduce_is_no_verdict():
         confirm_counterexamples(model, [dataclasses.replace(found, steps=steps[:1])])
     with pytest.raises(KernelsDisagree, match=r"its last state is no deadlock in Python"):
         confirm_counterexamples(model, [dataclasses.replace(found, kind="deadlock", steps=steps[:1])])
+
+
+@pytest.mark.parametrize("compile", ["bytecode", "now", "never"])
+def test_every_tier_but_plain_python_is_audited(monkeypatch, compile):
+    """The bytecode tier runs the spec in an interpreter numba compiled: audited as the kernels are."""
+    audited = []
+    real = KernelAudit.state
+    monkeypatch.setattr(KernelAudit, "state", lambda self, kernels, words, index: audited.append(
+        type(kernels).__name__) or real(self, kernels, words, index))
+    cls = spec_class("two_phase")
+    assert Engine(compile=compile).explore(Model(cls(cls.Params(rm=3))), Options()).distinct_states == 288
+    assert audited[:1] == {"bytecode": ["BytecodeKernels"], "now": ["Kernels"], "never": []}[compile]
