@@ -26,9 +26,11 @@ class KernelsDisagree(KraftcheckError):
     """The compiled kernels computed otherwise than the spec's functions run as Python, on a state
     the run audited (``explore.kernel_audit``): no verdict (exit 2), since the counts rest on them."""
 
-    def __init__(self, spec: str, index: int | None, what: str, state: dict, cache: str) -> None:
+    def __init__(self, spec: str, index: int | None, what: str, state: dict, cache: str,
+                 kernels_file: str | None = None) -> None:
         super().__init__(spec, index, what)
         self.spec, self.index, self.what, self.state, self.cache = spec, index, what, state, cache
+        self.kernels_file = kernels_file
 
     def __str__(self) -> str:
         on = "a state" if self.index is None else f"state {self.index}"
@@ -38,7 +40,7 @@ class KernelsDisagree(KraftcheckError):
                 f"code compiled otherwise (run `kraftcheck cache clear`, remove those files and check again), or a "
                 f"function of the spec computes otherwise under numba (an integer past int64 wraps there: keep "
                 f"values within int64), or this is a bug of kraftcheck's: please report it with the spec. "
-                f"The state: {self.state}")
+                f"The state: {self.state}" + (f"; the kernels: {self.kernels_file}" if self.kernels_file else ""))
 
 
 # What Python raises on code numba compiles and runs (``s["name"]`` on the Python tier's states, a

@@ -51,6 +51,7 @@ class KernelAudit:
         self._python: Any = None  # the interpreted tier, made at the first audit
         self._seen: set[int] = set()  # the compiled kernels (by id) whose first chunk was audited
         self._rng = np.random.default_rng(SEED)
+        self._where: Optional[str] = None
 
     def chunk(self, kernels: Any, level: np.ndarray, lo: int, hi: int, first_index: Optional[int]) -> None:
         """Before ``kernels`` expand ``level[lo:hi]`` (``first_index``: the run's number of state
@@ -85,6 +86,8 @@ class KernelAudit:
             want_masks = python.violations(words, 0, 1)
         except SpecError:
             return  # Python cannot run the spec here (a tier's limit, or the spec's error): nothing to compare
+        # the generated module the compiled kernels were imported from, for the error (none: the bytecode tier)
+        self._where = getattr(getattr(kernels, "module", None), "__file__", None)
         got = kernels.successors(words, 0, 1, kernels.buffers(1))
         got_masks = kernels.violations(words, 0, 1)
         self.audited += 1
@@ -118,7 +121,8 @@ class KernelAudit:
         return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "") or "its packed words"
 
     def _disagree(self, index: Optional[int], state: tuple[int, ...], what: str) -> KernelsDisagree:
-        return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()))
+        return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()),
+                               self._where)
 
 
 
