@@ -142,3 +142,18 @@ def test_every_tier_but_plain_python_is_audited(monkeypatch, compile):
     cls = spec_class("two_phase")
     assert Engine(compile=compile).explore(Model(cls(cls.Params(rm=3))), Options()).distinct_states == 288
     assert audited[:1] == {"bytecode": ["BytecodeKernels"], "now": ["Kernels"], "never": []}[compile]
+
+
+def test_kernels_that_raise_where_python_does_not_disagree():
+    from kraftcheck.checker.errors import SpecError
+
+    class Raising(_Wrong):
+        def successors(self, words, lo, hi, out):
+            raise SpecError("field c = 5 is outside its domain 0..3")
+
+    cls = spec_class("die_hard")
+    model = Model(cls(cls.Params()))
+    kernels = Raising(Kernels(model), "")
+    with pytest.raises(KernelsDisagree, match=r"on state 3: the compiled kernels raised where Python did not "
+                                              r"\(field c = 5 is outside its domain 0..3\)"):
+        KernelAudit(model).state(kernels, kernels.kernels.pack(model.initial), 3)

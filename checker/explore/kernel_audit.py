@@ -88,10 +88,13 @@ class KernelAudit:
             return  # Python cannot run the spec here (a tier's limit, or the spec's error): nothing to compare
         # the generated module the compiled kernels were imported from, for the error (none: the bytecode tier)
         self._where = getattr(getattr(kernels, "module", None), "__file__", None)
-        got = kernels.successors(words, 0, 1, kernels.buffers(1))
-        got_masks = kernels.violations(words, 0, 1)
-        self.audited += 1
         state = model.layout.unpack(words[0].tolist())
+        try:
+            got = kernels.successors(words, 0, 1, kernels.buffers(1))
+            got_masks = kernels.violations(words, 0, 1)
+        except SpecError as e:  # where the spec's Python ran through
+            raise self._disagree(index, state, f"the compiled kernels raised where Python did not ({e})") from None
+        self.audited += 1
         with_props = bool(model.kernel_property_count)
         for k, label in enumerate(model.labels):
             compiled_fires, python_fires = got.labels[k] != NO_LABEL, want.labels[k] != NO_LABEL
