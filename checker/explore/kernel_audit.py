@@ -23,6 +23,7 @@ no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the f
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -49,7 +50,8 @@ class KernelAudit:
         self.spent = 0.0          # seconds the comparisons took
         self._started = time.perf_counter()
         self._python: Any = None  # the interpreted tier, made at the first audit
-        self._seen: set[int] = set()  # the compiled kernels (by id) whose first chunk was audited
+        # the kernels whose first chunk was audited (weakly: an id would be reused once its kernels are freed)
+        self._seen: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._rng = np.random.default_rng(SEED)
         self._where: Optional[str] = None
 
@@ -59,8 +61,8 @@ class KernelAudit:
         compiled and the budget allows."""
         if hi <= lo or _plain_python(kernels):
             return
-        if id(kernels) not in self._seen:
-            self._seen.add(id(kernels))
+        if kernels not in self._seen:
+            self._seen.add(kernels)
             rows = range(lo, min(hi, lo + self.first_states))
         elif self.spent <= self.share * (time.perf_counter() - self._started):
             rows = [int(self._rng.integers(lo, hi))]
@@ -128,7 +130,6 @@ class KernelAudit:
                                self._where)
 
 
-
 def _plain_python(kernels: Any) -> bool:
     """Whether ``kernels`` are the interpreted tier itself (the bytecode tier, which runs the spec
     in a compiled interpreter, is audited as the compiled kernels are)."""
@@ -143,32 +144,31 @@ def confirm_counterexamples(model: Model, violations: list) -> None:
     initial state to the state the trace gives, and the violation itself on its last state or
     step. A trace built from compiled kernels that Python does not reproduce is ``KernelsDisagree``
     (no verdict), not a counterexample; one Python cannot run (the spec raises there) is left as
-    found."""
+    found. The interpreted tier does the work (its ``step``, ``successors`` and ``violations``)."""
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
-    from kraftcheck.checker.model import python_arithmetic, python_function
     python = InterpretedKernels(model)
-    layout = model.layout
+    initial = {tuple(s) for s in model.initial}
 
-    @python_arithmetic
-    def differs(v) -> str | None:
-        steps = v.steps
-        if tuple(steps[0].state) not in {tuple(s) for s in model.initial}:
+    def differs(v) -> Optional[str]:
+        steps = [tuple(step.state) for step in v.steps]
+        if steps[0] not in initial:
             return "its first state is no initial state"
         for k in range(1, len(steps)):
-            if python.step(tuple(steps[k - 1].state), steps[k].label) != tuple(steps[k].state):
-                return f"step {k} ({model.labels[steps[k].label]}) does not lead to its state in Python"
-        last = tuple(steps[-1].state)
+            if python.step(steps[k - 1], v.steps[k].label) != steps[k]:
+                return f"step {k} ({model.labels[v.steps[k].label]}) does not lead to its state in Python"
+        last = python.pack([steps[-1]])
         if v.kind == "invariant":
-            check = next((x for x in model.invariants if x.name == v.check), None)
-            if check is not None and python_function(check.fn)(layout.to_object(last, read_only=True)):
+            bit = next((i for i, x in enumerate(model.invariants) if x.name == v.check), None)
+            if bit is not None and not int(python.violations(last)[0]) >> bit & 1:
                 return f"invariant {v.check} holds on its last state in Python"
         elif v.kind == "property" and len(steps) > 1:
-            check = next((x for x in model.properties if x.name == v.check), None)
-            if check is not None and python_function(check.fn)(
-                    layout.to_object(tuple(steps[-2].state), read_only=True), layout.to_object(last, read_only=True)):
+            bit = next((i for i, x in enumerate(model.properties) if x.name == v.check), None)
+            if bit is not None and not int(python.successors(python.pack([steps[-2]])).props[v.steps[-1].label]) >> bit & 1:
                 return f"transition property {v.check} holds on its last step in Python"
         elif v.kind == "deadlock":
-            moves = [lab for lab in range(len(model.labels)) if python.step(last, lab) not in (None, last)]
+            out = python.successors(last)
+            moves = [k for k in range(len(model.labels)) if out.labels[k] != NO_LABEL
+                     and not np.array_equal(out.words[k], last[0])]
             if moves:
                 return f"its last state is no deadlock in Python ({model.labels[moves[0]]} leaves it)"
         return None
@@ -182,4 +182,4 @@ def confirm_counterexamples(model: Model, violations: list) -> None:
             continue
         if why is not None:
             raise KernelsDisagree(model.spec.name, None, f"the counterexample of {v.check} is none: {why}",
-                                  layout.show(tuple(v.steps[-1].state)), str(cache_dir()))
+                                  model.layout.show(tuple(v.steps[-1].state)), str(cache_dir()))
