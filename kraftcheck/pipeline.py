@@ -138,6 +138,11 @@ def prepare(request: CheckRequest, note: Callable[[str], None]) -> Prepared:
         canonicaliser_for(model)  # a spec without a symmetry refuses before anything runs
     from kraftcheck.checker.analyses.liveness_properties import unchecked_liveness
     not_checked = unchecked_liveness(model, checking=request.liveness)  # a bad fairness name: refused on every run
+    if request.availability:  # a spec that does not say what 'available' means, or a predicate that
+        # cannot run (a misspelt field), is refused now, as --liveness refuses, not after the exploration
+        from kraftcheck.checker.analyses.availability import availability_predicate
+        from kraftcheck.checker.analyses.predicates import check_on
+        check_on(model.layout, availability_predicate(model), model.initial)
     return Prepared(request, model, not_checked, options)
 
 

@@ -95,3 +95,32 @@ def test_other_engines_get_a_recording_pass_of_their_own(tmp_path):
                     "--engine", "reference")
     assert result.exit_code == 1
     assert _report(tmp_path)["liveness"]["recorded_by"] == "a recording pass"
+
+
+def test_availability_of_a_spec_without_it_is_refused_before_exploring(tmp_path):
+    # as --liveness is: one line, exit 2, no exploration, no summary, no JSON report
+    result = _check(tmp_path, "--spec", "two_phase", "--availability")
+    assert result.exit_code == 2, result.output
+    assert "does not say what 'available' means" in result.output
+    assert "states generated" not in result.output and not (tmp_path / "report.json").exists()
+
+
+def test_an_availability_predicate_reading_no_field_is_refused_before_exploring(tmp_path):
+    spec = tmp_path / "avail_typo.py"
+    spec.write_text(
+        "from dataclasses import dataclass\nfrom numba import njit\n"
+        "from kraftcheck import Action, Int, Invariant, Predicate, Spec\n\n"
+        "@njit(cache=True)\ndef inc(s, t):\n    if s.x == 2:\n        return False\n    t.x = s.x + 1\n    return True\n\n"
+        "@njit(cache=True)\ndef small(s):\n    return s.x < 5\n\n"
+        "@dataclass(frozen=True)\nclass P:\n    pass\n\n"
+        "class AvailTypo(Spec):\n    name = 'avail_typo'\n    summary = 'a misspelt availability predicate'\n"
+        "    Params = P\n    check_deadlock = False\n\n"
+        "    def fields(self):\n        return [Int('x', 2)]\n\n"
+        "    def initial_states(self):\n        yield {'x': 0}\n\n"
+        "    def actions(self):\n        return [Action('Inc', inc)]\n\n"
+        "    def invariants(self):\n        return [Invariant('small', small)]\n\n"
+        "    def availability(self):\n        return Predicate('y is 0', lambda v: v['y'] == 0)\n")
+    result = _check(tmp_path, "--spec", f"{spec}:AvailTypo", "--availability", "--engine", "reference")
+    assert result.exit_code == 2, result.output
+    assert "reads field 'y'" in result.output
+    assert "states generated" not in result.output and not (tmp_path / "report.json").exists()
