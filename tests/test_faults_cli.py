@@ -341,6 +341,20 @@ def test_ci_reports_the_disk_refuses_fail_the_gate_with_3_after_its_table(projec
     not_written(result, "the JUnit report", "the progress stream")
 
 
+@needs_full
+def test_a_trace_picture_the_disk_refuses_exits_3(tmp_path):
+    """As export: one line naming the picture and why, exit 3; not a traceback and 'internal error'."""
+    traces = tmp_path / "traces"
+    assert run(*DIE_HARD, "-q", "--trace-dir", str(traces)).exit_code == 1
+    picture = tmp_path / "full.svg"  # a picture's name ends in .svg or .png: a link to the full device
+    picture.symlink_to(FULL)
+    result = run("trace", "render", str(next(traces.glob("*.json"))), "-o", str(picture))
+    assert result.exit_code == 3 and "wrote" not in result.stderr, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output, result.output
+    assert f"the picture was not written to {picture}: the disk is full" in result.stderr, result.stderr
+    assert picture.is_symlink()
+
+
 def test_trace_render_refuses_a_name_that_is_no_picture_before_reading(tmp_path):
     result = run("trace", "render", str(tmp_path / "not-even-there.json"), "-o", "-")
     assert result.exit_code == 2 and "must be .svg or .png" in result.stderr, result.output

@@ -228,10 +228,15 @@ def render_cmd(file: Path, variant: Optional[str], output: Path, dpi: int, model
 
     _check_output(output, file, picture=True)
     graph, run = _open_to_display(file, variant, spec_ref)
+    unwritten: list[UnwrittenFile] = []
     try:
-        render(_shown(graph, model_names, spec_ref), output, dpi=dpi)
+        # a full disk or a file size limit is one line and exit 3, as for export and report
+        written = write_kept("the picture", output,
+                             lambda: render(_shown(graph, model_names, spec_ref), output, dpi=dpi), unwritten)
     except KraftcheckError as e:
         _fail(str(e))
+    if not written:
+        _fail(str(unwritten[0]), EXIT_UNWRITTEN)
     click.echo(f"wrote {output}", err=True)
 
 
