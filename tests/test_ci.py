@@ -418,6 +418,22 @@ def test_github_actions_annotations_and_job_summary(project):
     assert "| jug | holds | ❌ fail |" in text and "BigToSmall" in text
 
 
+@pytest.mark.parametrize("option", ["--junit", "--progress-json"])
+def test_github_annotations_leave_a_report_on_standard_output_whole(project, option):
+    """--junit - (or --progress-json -) under GitHub Actions: standard output is the report alone,
+    which a CI step parses; the annotations go to standard error with the table (the runner reads both)."""
+    write_manifest(project, JUG_HOLDS)
+    result = ci(option, "-", "--jobs", "1", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": ""})
+    assert result.exit_code == 1, result.output
+    assert "::error " not in result.stdout, result.stdout
+    if option == "--junit":
+        junit_root = ET.fromstring(result.stdout)
+        assert junit_root.tag == "testsuites"
+    else:
+        assert all(json.loads(line) for line in result.stdout.splitlines())
+    assert any(line.startswith("::error title=kraftcheck jug::") for line in result.stderr.splitlines())
+
+
 def test_progress_stream_is_one_json_object_per_line(project):
     write_manifest(project, HOLDS_AND_EXPECTED)
     assert ci("--progress-json", "progress.ndjson", "--jobs", "1").exit_code == 0

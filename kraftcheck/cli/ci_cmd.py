@@ -174,7 +174,10 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
             code = EXIT_BUDGET if unwritten and code == EXIT_OK else code  # a gate without its report cannot pass
             from kraftcheck.ci.github import report_to_github, under_github_actions
             if under_github_actions():
-                unwritten += report_to_github(judgements, code, click.echo)  # workflow commands verbatim, never styled
+                # workflow commands verbatim, never styled; on standard error when standard output carries
+                # the JUnit report or the progress stream (the runner reads both), which they would corrupt
+                on_stderr = to_stdout(junit_path) or to_stdout(progress_path)
+                unwritten += report_to_github(judgements, code, lambda line: click.echo(line, err=on_stderr))
                 code = EXIT_BUDGET if unwritten and code == EXIT_OK else code
             _print_summary(console, judgements, code, out)
             for u in unwritten:
