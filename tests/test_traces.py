@@ -173,6 +173,25 @@ def test_edited_fingerprint_and_checks_are_named(written):
     assert (err.step, err.field) == (5, "violated")
 
 
+def test_edited_field_descriptions_are_named(written):
+    """show, render and export read the states through graph.fields: a field left out would show
+    no change, a label swapped another element, under a replay that said the trace is a behaviour."""
+    data = _data(written[2])
+    data["graph"]["fields"].pop(0)  # rm_state: its changes would vanish from the table
+    err = _replay_error(data)
+    assert err.field == "graph.fields[0].name" and "rm_state" in str(err)
+    data = _data(written[2])
+    data["graph"]["fields"] = []
+    err = _replay_error(data)
+    assert err.field == "graph.fields" and "describes 0" in str(err)
+    data = _data(written[2])
+    data["graph"]["fields"][0]["index_labels"] = list(reversed(data["graph"]["fields"][0]["index_labels"]))
+    assert _replay_error(data).field == "graph.fields[0].index_labels"
+    data = _data(written[2])
+    data["graph"]["fields"][0]["doc"] = "reworded"  # a doc is not what the table reads values by
+    assert traces.replay(from_data(data)).ok
+
+
 def test_trace_that_misses_its_violation_is_rejected(written):
     data = _data(written[2])
     data["nodes"] = [n for n in data["nodes"] if n["id"] < 5]

@@ -26,7 +26,8 @@ from kraftcheck.specs import spec_class
 from kraftcheck.traces.errors import ReplayError, TraceFormatError
 from kraftcheck.traces.files import to_json, validate
 from kraftcheck.traces.graph import action_text
-from kraftcheck.traces.states import DecodeError, element_names, fingerprint, flat_from_readable
+from kraftcheck.traces.states import DecodeError, element_names, field_description, fingerprint, flat_from_readable, \
+    state_fields
 from kraftcheck.traces.stepping import Stepper, spec_hook
 
 
@@ -177,6 +178,8 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     report.docs = {c.name: c.doc for c in list(model.invariants) + list(model.properties)}
     report.violation = attrs.get("violation")
 
+    _check_field_descriptions(model, attrs["fields"])
+
     consts = {f.name: f.show_value(f.const) for f in model.layout.fields if f.const is not None}
     for name, value in attrs.get("settings", {}).items():
         if name not in consts:
@@ -270,6 +273,27 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
         if check not in report.steps[at].failing:
             raise ReplayError(f"the trace ends here, but {violation['kind']} {check} holds: "
                               "the trace does not reach its recorded violation", at, "violation")
+
+
+# what a field's description says of its values: trace show, render and export read a state through
+# it (a doc may change between versions, and is not compared)
+_DESCRIBING = ("name", "kind", "shape", "domain", "labels", "index_labels", "lo", "axis_labels", "axis_names")
+
+
+def _check_field_descriptions(model: Model, given: Sequence[Mapping[str, Any]]) -> None:
+    """The file's ``graph.fields`` are the spec's: show, render and export display a trace through
+    them, so one dropped or edited would show a behaviour the replay confirmed otherwise than it is
+    (a field left out shows no change at all)."""
+    expected = [field_description(f) for f in state_fields(model.layout)]
+    for i, (want, got) in enumerate(zip(expected, given)):
+        for key in _DESCRIBING:
+            if want.get(key) != got.get(key):
+                raise ReplayError(f"the spec describes field {want['name']}'s {key} as {want.get(key)!r}, the file "
+                                  f"says {got.get(key)!r}", field=f"graph.fields[{i}].{key}")
+    if len(given) != len(expected):
+        names = [f["name"] for f in expected]
+        raise ReplayError(f"the spec's fields are {', '.join(names)}; the file describes {len(given)} "
+                          f"({', '.join(str(f.get('name')) for f in given)})", field="graph.fields")
 
 
 def _applied_constraints(attrs: Mapping[str, Any]) -> Optional[list[str]]:
