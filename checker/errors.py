@@ -39,7 +39,9 @@ class KernelsDisagree(KraftcheckError):
                 f"cache of the spec's functions (the *.nbi and *.nbc files in __pycache__ beside them) keeps "
                 f"code compiled otherwise (run `kraftcheck cache clear`, remove those files and check again), or a "
                 f"function of the spec computes otherwise under numba (an integer past int64 wraps there: keep "
-                f"values within int64), or this is a bug of kraftcheck's: please report it with the spec. "
+                f"values within int64; an np.empty read before it is written holds other bytes there), or gives "
+                f"another answer from one call to the next (random numbers, the clock), or this is a bug of "
+                f"kraftcheck's: please report it with the spec. "
                 f"The state: {self.state}" + (f"; the kernels: {self.kernels_file}" if self.kernels_file else ""))
 
 

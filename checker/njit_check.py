@@ -36,7 +36,9 @@ def where(fn: Callable[..., Any]) -> str:
 
 def require_njit(what: str, fn: Callable[..., Any]) -> None:
     """Raise SpecError naming ``what`` (e.g. "action FillBig") if ``fn`` is not an ``@njit``
-    function, or if it calls a function of the spec's own that is not."""
+    function, if it calls a function of the spec's own that is not, or if it or a helper it calls
+    draws random numbers."""
+    require_deterministic(what, fn)
     if numba.config.DISABLE_JIT:  # everything runs as plain Python then
         return
     if not isinstance(fn, Dispatcher):
@@ -53,6 +55,90 @@ def require_njit(what: str, fn: Callable[..., Any]) -> None:
         raise SpecError(f"{what} calls {helper.__name__} ({where(helper)}) from {caller.__name__}, a plain "
                         f"Python function: decorate {helper.__name__} with @njit(cache=True) too (numba "
                         "compiles only what is compiled)")
+
+
+# modules whose functions answer otherwise from one call to the next (numba compiles np.random and
+# random, with a generator state of its own)
+_RANDOM_MODULES = ("random", "numpy.random", "secrets", "uuid", "time", "datetime")
+# a module's attribute that is one of those: np.random.random(), os.urandom(16)
+_RANDOM_ATTRIBUTES = {"numpy": ("random",), "os": ("urandom", "getrandom")}
+
+
+def require_deterministic(what: str, fn: Callable[..., Any]) -> None:
+    """Raise SpecError naming ``what`` if ``fn``, or a helper of the spec's own it calls, uses
+    random numbers or the clock. The engine calls a spec's function more than once on a state (the
+    first tier in Python, the compiled kernels, the audit between them, a counterexample's replay),
+    and one call's answer is taken for every call: a random answer is not explored, it gives counts
+    that are no state space's and a "holds" that was not earned."""
+    py = getattr(fn, "py_func", fn)
+    if not isinstance(py, types.FunctionType):
+        return
+    found = _random_use(py, set())
+    if found is not None:
+        used, caller = found
+        raise SpecError(f"{what} uses {used} in {caller.__name__} ({where(caller)}): a spec's functions must give "
+                        "the same answer every time they are called on a state (kraftcheck calls each more than "
+                        "once, in Python and compiled), so a random choice would be sampled, not explored. Make "
+                        "the choice an action parameter (each value an instance: Param(...)), and the checker "
+                        "explores every value")
+
+
+def _random_use(py: types.FunctionType, seen: set[int]) -> Any:
+    """(what, function) for the first use of random numbers or the clock in ``py`` or the
+    ``@njit`` helpers it reaches; None if it has none."""
+    if id(py) in seen:
+        return None
+    seen.add(id(py))
+    for name, attribute in _global_loads(py.__code__):
+        value = py.__globals__.get(name)
+        if isinstance(value, types.ModuleType):
+            module = value.__name__
+            if module in _RANDOM_MODULES or module.startswith("numpy.random"):
+                return f"{name}{'.' + attribute if attribute else ''} (module {module})", py
+            if attribute in _RANDOM_ATTRIBUTES.get(module, ()):
+                return f"{name}.{attribute}", py
+        elif isinstance(value, Dispatcher):
+            found = _random_use(value.py_func, seen)
+            if found is not None:
+                return found
+        elif value is not None:
+            module = _module_of(value)
+            if module in _RANDOM_MODULES or module.startswith(("numpy.random", "_random")):
+                return f"{name} (from {module})", py
+            if isinstance(value, types.FunctionType) and module.split(".")[0] not in _LIBRARIES:
+                found = _random_use(value, seen)  # a plain helper (require_njit refuses it, but names the use first)
+                if found is not None:
+                    return found
+    return None
+
+
+def _module_of(value: Any) -> str:
+    """The module a global's value comes from: a function's or class's own, a bound method's
+    owner's (``np.random.random`` is a method of numpy's global generator), else its type's (a
+    generator object, ``np.random.default_rng()``)."""
+    module = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType)) else None
+    if module is None and getattr(value, "__self__", None) is not None:
+        module = type(value.__self__).__module__
+    if module is None and not callable(value):
+        module = type(value).__module__
+    return module or getattr(value, "__module__", None) or ""
+
+
+@functools.lru_cache(maxsize=None)
+def _global_loads(code: types.CodeType) -> tuple[tuple[str, str], ...]:
+    """(global name, the attribute read from it next or "") for every global ``code`` loads, in
+    comprehensions and nested functions too."""
+    instructions = list(dis.get_instructions(code))
+    loads = []
+    for i, ins in enumerate(instructions):
+        if ins.opname == "LOAD_GLOBAL":
+            nxt = instructions[i + 1] if i + 1 < len(instructions) else None
+            attribute = nxt.argval if nxt is not None and nxt.opname in ("LOAD_ATTR", "LOAD_METHOD") else ""
+            loads.append((ins.argval, attribute))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            loads += _global_loads(const)
+    return tuple(loads)
 
 
 def _plain_helpers(py: types.FunctionType, registered: set[int],

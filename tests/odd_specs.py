@@ -744,3 +744,63 @@ class PastInt64(Spec):
 
     def actions(self):
         return [Action("StepPastInt64", step_past_int64)]
+
+
+@njit(cache=True)
+def coin(limit):
+    return np.random.randint(0, limit)
+
+
+@njit(cache=True)
+def step_by_coin(s, t):
+    """Steps x by a coin's throw: a random answer, sampled, not explored."""
+    if s.x >= 3 or coin(2) == 0:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+class RandomStep(Spec):
+    """An action that draws a random number (through a helper): refused before any work."""
+
+    name = "random_step"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("StepByCoin", step_by_coin)]
+
+
+CALLS = np.zeros(1, np.int64)  # changed by the spec's Python at each call; numba would refuse the write
+
+
+@njit(cache=True)
+def step_every_other_call(s, t):
+    """Enabled on every other call: a module-level value the function changes, which no static
+    reading of the spec refuses."""
+    CALLS[0] += 1
+    if s.x >= 3 or CALLS[0] % 2 == 0:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+class EveryOtherCall(Spec):
+    """An action whose answer depends on how often it was called (the spec's Python only)."""
+
+    name = "every_other_call"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("StepEveryOtherCall", step_every_other_call)]

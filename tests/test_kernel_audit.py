@@ -157,3 +157,32 @@ def test_kernels_that_raise_where_python_does_not_disagree():
     with pytest.raises(KernelsDisagree, match=r"on state 3: the compiled kernels raised where Python did not "
                                               r"\(field c = 5 is outside its domain 0..3\)"):
         KernelAudit(model).state(kernels, kernels.kernels.pack(model.initial), 3)
+
+
+def test_a_spec_that_draws_random_numbers_is_refused_before_any_work():
+    """An action throwing a coin (np.random, through a helper) ran, before the kernels were
+    compiled, to 'holds' with 1 state on one run and 4 on the next: a random answer is sampled,
+    not explored, and no count of it is a state space's."""
+    from kraftcheck.checker.errors import SpecError
+    with pytest.raises(SpecError) as caught:
+        Model(odd_specs.RandomStep(odd_specs.RandomStep.Params()))
+    said = str(caught.value)
+    assert said.startswith("action StepByCoin of spec random_step uses np.random in coin ("), said
+    assert "action parameter" in said
+    result = CliRunner().invoke(cli, ["check", "--spec", f"{odd_specs.__file__}:RandomStep"])
+    assert result.exit_code == 2 and "uses np.random" in result.output, result.output
+    assert "holds" not in result.output and "distinct" not in result.output, result.output
+
+
+def test_a_spec_whose_python_answers_otherwise_the_second_time_gets_no_verdict():
+    """A function that changes a module-level array at each call is enabled on every other call:
+    the first tier's Python, asked twice on the same state, answers twice otherwise; the run stops
+    there (exit 2) instead of counting whichever answer came."""
+    from kraftcheck.checker.errors import SpecError
+    model = Model(odd_specs.EveryOtherCall(odd_specs.EveryOtherCall.Params()))
+    with pytest.raises(SpecError) as caught:
+        Engine(compile="never").explore(model, Options(keep_going=True))
+    said = str(caught.value)
+    assert said.startswith("spec every_other_call is not deterministic: on state 0, called twice with the same "
+                           "state, action StepEveryOtherCall answered otherwise the second time; no verdict."), said
+    assert said.endswith("The state: {'x': 0}"), said

@@ -59,7 +59,17 @@ class KernelAudit:
         """Before ``kernels`` expand ``level[lo:hi]`` (``first_index``: the run's number of state
         ``level[lo]``, None if the caller has none): audit some of those states if the kernels are
         compiled and the budget allows."""
-        if hi <= lo or _plain_python(kernels):
+        if hi <= lo:
+            return
+        if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
+            if kernels not in self._seen:
+                self._seen.add(kernels)
+                t0 = time.perf_counter()
+                try:
+                    for i in range(lo, min(hi, lo + self.first_states)):
+                        self._python_twice(level[i:i + 1], None if first_index is None else first_index + i - lo)
+                finally:
+                    self.spent += time.perf_counter() - t0
             return
         if kernels not in self._seen:
             self._seen.add(kernels)
@@ -81,13 +91,12 @@ class KernelAudit:
         if self._python is None:
             from kraftcheck.checker.explore.interpreted import InterpretedKernels
             self._python = InterpretedKernels(self.model)
-        python, model = self._python, self.model
+        model = self.model
         words = np.ascontiguousarray(words, dtype=np.uint64)
-        try:
-            want = python.successors(words, 0, 1)
-            want_masks = python.violations(words, 0, 1)
-        except SpecError:
+        answer = self._python_twice(words, index)
+        if answer is None:
             return  # Python cannot run the spec here (a tier's limit, or the spec's error): nothing to compare
+        want, want_masks = answer
         # the generated module the compiled kernels were imported from, for the error (none: the bytecode tier)
         self._where = getattr(getattr(kernels, "module", None), "__file__", None)
         state = model.layout.unpack(words[0].tolist())
@@ -118,6 +127,45 @@ class KernelAudit:
             raise self._disagree(index, state, f"the invariants and constraints violated differ (mask "
                                                f"{int(got_masks[0]):#x} compiled, {int(want_masks[0]):#x} in Python)")
 
+    def _python_twice(self, words: np.ndarray, index: Optional[int]) -> Optional[tuple[Any, np.ndarray]]:
+        """The interpreted tier's successors and invariant masks of the one packed state ``words``,
+        computed twice: a spec whose functions answer otherwise the second time (random numbers,
+        an uninitialised ``np.empty``, a module-level value it changes) has no one state space to
+        count, so that is the spec's error (exit 2). None if Python cannot run the spec here."""
+        if self._python is None:
+            from kraftcheck.checker.explore.interpreted import InterpretedKernels
+            self._python = InterpretedKernels(self.model)
+        python = self._python
+        words = np.ascontiguousarray(words, dtype=np.uint64)
+        answers = []
+        for _ in range(2):
+            try:
+                out = python.successors(words, 0, 1)
+                answers.append((_Answer(out.labels.copy(), out.words.copy(), out.hashes.copy(), out.props.copy()),
+                                python.violations(words, 0, 1).copy()))
+            except SpecError:
+                return None
+        (first, masks), (again, masks_again) = answers
+        with_props = bool(self.model.kernel_property_count)
+        for k, label in enumerate(self.model.labels):
+            fires, fires_again = first.labels[k] != NO_LABEL, again.labels[k] != NO_LABEL
+            if fires != fires_again or (fires and (not np.array_equal(first.words[k], again.words[k])
+                                                   or (with_props and first.props[k] != again.props[k]))):
+                raise self._not_deterministic(index, words, f"action {label} answered otherwise the second time")
+        if masks[0] != masks_again[0]:
+            raise self._not_deterministic(index, words, "its invariants or constraints answered otherwise the "
+                                                        "second time")
+        return first, masks
+
+    def _not_deterministic(self, index: Optional[int], words: np.ndarray, what: str) -> SpecError:
+        on = "a state" if index is None else f"state {index}"
+        state = self.model.layout.show(self.model.layout.unpack(words[0].tolist()))
+        return SpecError(f"spec {self.model.spec.name} is not deterministic: on {on}, called twice with the same "
+                         f"state, {what}; no verdict. A spec's functions must give the same answer every time "
+                         f"(random numbers, the clock, an np.empty read before it is written or a module-level "
+                         f"value a function changes each make a run count no one state space): make a choice an "
+                         f"action parameter, which the checker explores value by value. The state: {state}")
+
     def _differing(self, got: np.ndarray, want: np.ndarray) -> str:
         layout = self.model.layout
         a, b = layout.unpack(got.tolist()), layout.unpack(want.tolist())
@@ -128,6 +176,13 @@ class KernelAudit:
     def _disagree(self, index: Optional[int], state: tuple[int, ...], what: str) -> KernelsDisagree:
         return KernelsDisagree(self.model.spec.name, index, what, self.model.layout.show(state), str(cache_dir()),
                                self._where)
+
+
+class _Answer:
+    """The interpreted tier's successors of one state, as ``state`` compares them."""
+
+    def __init__(self, labels: np.ndarray, words: np.ndarray, hashes: np.ndarray, props: np.ndarray) -> None:
+        self.labels, self.words, self.hashes, self.props = labels, words, hashes, props
 
 
 def _plain_python(kernels: Any) -> bool:
