@@ -43,6 +43,7 @@ from kraftcheck.checker.errors import SpecRaised, UsageError
 from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.limits import check_count, check_depth, check_number
 from kraftcheck.checker.explore.compiled import kernel_shapes
+from kraftcheck.checker.explore.chunks import close_gaps
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.kernel_audit import KernelAudit, confirm_counterexamples
 from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, ProgressFn, Result, Step, Violation,
@@ -52,7 +53,6 @@ from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
 from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
 from kraftcheck.checker.kernels.successor_rows import valid_rows_part
-from kraftcheck.checker.kernels.threads import run_taking, split, thread_count
 from kraftcheck.checker.model import DEADLOCK, Model
 
 # behaviours advanced together: enough that a step's successors keep both threads busy, few
@@ -71,7 +71,6 @@ STRATEGIES = ("uniform", "by-action", "swarm")
 # why a behaviour ends (the report's "ends"), by the code _advance gives it; GOES: it goes on
 ENDS = ("", "depth", "deadlock", "constraint", "no successor", "violation", "cut short")
 GOES = 0
-CHOOSE_SPLIT_FROM = 512  # walkers from which their picks are split among the threads
 # the strategy of a run that names none: of the three the one that reaches the Kafka model's deep
 # data-loss checks at four brokers (bench/RESULTS.md, "Simulation's default strategy")
 DEFAULT_STRATEGY = "by-action"
@@ -355,11 +354,14 @@ class _SimulationRun:
             raise_if_stop_requested()
             n = self.running
             self.audit.chunk(kernels, self.cur, 0, n, None)
+            found: dict[int, tuple[int, int]] = {}  # part -> its first row, and how many of its rows hold a successor
             try:
-                out = kernels.successors(self.cur, 0, n, self.buffers)
+                out = kernels.successors(self.cur, 0, n, self.buffers, after_part=self._after_part(found))
             except SpecRaised as e:  # on walker e.at's state
                 raise placed(model, e, None if e.at is None else self._trace(e.at, None)) from None
-            rows = out.valid[: valid_rows_part(out.labels, 0, n * nl, NO_LABEL, out.valid)]
+            parts = [found[j] for j in sorted(found)]  # in row order
+            rows = out.valid[: sum(count for _, count in parts)]
+            close_gaps((out.valid,), [start for start, _ in parts], [count for _, count in parts])
             self.generated += rows.size
             try:
                 masks = kernels.violations(out.words[rows]) if (model.invariants or model.constraints) and rows.size \
@@ -372,7 +374,6 @@ class _SimulationRun:
                 self._note_successors(model.invariants, "invariant", masks, rows, out)
             if props is not None:
                 self._note_successors(model.properties, "property", props, rows, out)
-            self._choose(n, out)
             self._advance(n, out, rows, masks)
             if self._limit_hit():
                 break
@@ -380,19 +381,20 @@ class _SimulationRun:
             self._report(False)
         self._report(True)
 
-    def _choose(self, n: int, out: Any) -> None:
-        """Each of walkers 0..n-1 picks its successor (``chosen``, ``moved``), the walkers split
-        among the threads: one thread picking for a batch of 4,096 walkers of the four-broker
-        Kafka model took a seventh of a step."""
-        parts = split(0, n, thread_count() if n >= CHOOSE_SPLIT_FROM else 1)
+    def _after_part(self, found: dict[int, tuple[int, int]]):
+        """What runs on the thread that expanded walkers a..b-1 (part j), while their rows are in
+        its caches: the rows holding a successor, listed from the part's first row of ``valid``
+        (``found[j]``: that row and how many), and each walker's pick of its successor
+        (``chosen``, ``moved``). A pass of its own over every row, on one thread, took a tenth of a
+        step, and the picks a hand-off to the threads of their own."""
+        buf, nl, seed = self.buffers, self.nl, np.uint64(self.options.seed)
 
-        def choose(j: int, _: int) -> None:
-            first, end = parts[j]
-            choose_successors(out.labels, out.words, self.cur, out.props, self.blocked, self.label_action,
-                              self.action_on, self.nl, first, end, NO_LABEL, np.uint64(self.options.seed),
-                              self.behaviour, self.step, self.by_action, self.chosen, self.moved)
-
-        run_taking(choose, len(parts))
+        def after_part(j: int, a: int, b: int) -> None:
+            found[j] = (a * nl, valid_rows_part(buf.labels, a * nl, b * nl, NO_LABEL, buf.valid))
+            choose_successors(buf.labels, buf.words, self.cur, buf.props, self.blocked, self.label_action,
+                              self.action_on, nl, a, b, NO_LABEL, seed, self.behaviour, self.step, self.by_action,
+                              self.chosen, self.moved)
+        return after_part
 
     def _advance(self, n: int, out: Any, rows: np.ndarray, masks: np.ndarray) -> None:
         """Walkers 0..n-1 take their chosen successors; those whose behaviour ends here end."""
