@@ -57,3 +57,37 @@ def behaviour_starts(seed, behaviours, ninitial, swarm, nactions):
                 on[below(random_word(seed, b, nactions, PICK_SWARM), nactions)] = 1
         out.append((initial, on))
     return out
+
+
+def take_steps(n, chosen, moved, behaviours, stop_at, words, rows, masks, constraint_bits, stride, label_action,
+               depth, steps, path_labels, paths, cur, taken):
+    """(why, steps, path_labels, paths, cur, taken) as the kernel leaves them, from copies: each
+    walker ends (violation, cut short, deadlock, no successor, in that order of precedence) or
+    steps, and then may end at a state constraint or at ``depth``."""
+    from kraftcheck.checker.kernels.simulation import ENDS
+    steps, path_labels, paths, cur, taken = (a.tolist() for a in (steps, path_labels, paths, cur, taken))
+    mask_of = {int(r): int(m) for r, m in zip(rows, masks)}
+    why = []
+    for i in range(n):
+        if stop_at >= 0 and behaviours[i] == stop_at:
+            why.append(ENDS.index("violation"))
+        elif stop_at >= 0 and behaviours[i] > stop_at:
+            why.append(ENDS.index("cut short"))
+        elif not moved[i]:
+            why.append(ENDS.index("deadlock"))
+        elif chosen[i] < 0:
+            why.append(ENDS.index("no successor"))
+        else:
+            r = int(chosen[i])
+            steps[i] += 1
+            path_labels[i][steps[i] - 1] = r % stride
+            paths[i][steps[i]] = [int(x) for x in words[r]]
+            cur[i] = [int(x) for x in words[r]]
+            taken[label_action[r % stride]] += 1
+            if mask_of[r] & constraint_bits:
+                why.append(ENDS.index("constraint"))
+            elif steps[i] + 1 >= depth:
+                why.append(ENDS.index("depth"))
+            else:
+                why.append(0)
+    return why, steps, path_labels, paths, cur, taken

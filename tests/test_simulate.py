@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simulation_reference import behaviour_starts as behaviour_starts_reference
 from simulation_reference import choose_successors as choose_successors_reference
+from simulation_reference import take_steps as take_steps_reference
 from test_conformance import CASES, _model, _reference
 
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.explore import simulate as simulate_module
 from kraftcheck.checker.explore.simulate import SimulationOptions, simulate, without_cycles
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors, take_steps
 
 
 @settings(max_examples=200, deadline=None)
@@ -59,6 +60,36 @@ def test_choose_successors_matches_its_reference(data, nwalkers, stride, nwords,
     assert (chosen.tolist(), moved.tolist()) == choose_successors_reference(
         labels, words, sources, props, blocked, label_action, action_on.tolist(), stride, nwalkers, NO_LABEL, seed,
         behaviours, steps, by_action)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(1, 6), stride=st.integers(1, 4), nwords=st.integers(1, 2),
+       depth=st.integers(2, 5), nactions=st.integers(1, 3))
+def test_take_steps_matches_its_reference(data, n, stride, nwords, depth, nactions):
+    nrows = n * stride
+    words = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=nwords, max_size=nwords),
+                                        min_size=nrows, max_size=nrows)), np.uint64)
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, nrows - 1), max_size=nrows))), np.int64)
+    masks = np.array(data.draw(st.lists(st.integers(0, 3), min_size=rows.size, max_size=rows.size)), np.uint64)
+    chosen = np.array([data.draw(st.sampled_from([-1] + rows.tolist())) for _ in range(n)], np.int64)
+    moved = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)), np.uint8)
+    behaviours = np.array(data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
+    stop_at = data.draw(st.integers(-1, 9))
+    steps = np.array(data.draw(st.lists(st.integers(0, depth - 2), min_size=n, max_size=n)), np.int64)
+    label_action = np.array(data.draw(st.lists(st.integers(0, nactions - 1), min_size=stride, max_size=stride)),
+                            np.int64)
+    path_labels = np.full((n, depth), -1, np.int64)
+    paths = np.zeros((n, depth, nwords), np.uint64)
+    cur = np.zeros((n, nwords), np.uint64)
+    taken = np.zeros(nactions, np.int64)
+    constraint_bits = data.draw(st.integers(0, 3))
+    want = take_steps_reference(n, chosen, moved, behaviours, stop_at, words, rows, masks, constraint_bits, stride,
+                                label_action.tolist(), depth, steps, path_labels, paths, cur, taken)
+    why = np.full(n, -1, np.int8)
+    take_steps(n, chosen, moved, behaviours, stop_at, words, rows, rows.size, masks if masks.size else
+               np.zeros(1, np.uint64), np.uint64(constraint_bits), stride, label_action, depth, steps, path_labels,
+               paths, cur, taken, why)
+    assert (why.tolist(), steps.tolist(), path_labels.tolist(), paths.tolist(), cur.tolist(), taken.tolist()) == want
 
 
 @settings(max_examples=100, deadline=None)

@@ -51,7 +51,7 @@ from kraftcheck.checker.explore.result import (INCOMPLETE, VIOLATED, Progress, P
 from kraftcheck.checker.explore.run_limits import Clock, memory_exceeded
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.stop import raise_if_stop_requested, stop_honoured
-from kraftcheck.checker.kernels.simulation import behaviour_starts, choose_successors
+from kraftcheck.checker.kernels.simulation import ENDS, GOES, behaviour_starts, choose_successors, take_steps
 from kraftcheck.checker.kernels.successor_rows import valid_rows_part
 from kraftcheck.checker.model import DEADLOCK, Model
 
@@ -68,9 +68,6 @@ PROBE_STATES_INTERPRETED = 2_000
 PROBE_CHUNK = 2048
 MIN_DEFAULT_DEPTH = 10
 STRATEGIES = ("uniform", "by-action", "swarm")
-# why a behaviour ends (the report's "ends"), by the code _advance gives it; GOES: it goes on
-ENDS = ("", "depth", "deadlock", "constraint", "no successor", "violation", "cut short")
-GOES = 0
 # the strategy of a run that names none: of the three the one that reaches the Kafka model's deep
 # data-loss checks at four brokers (bench/RESULTS.md, "Simulation's default strategy")
 DEFAULT_STRATEGY = "by-action"
@@ -398,30 +395,15 @@ class _SimulationRun:
 
     def _advance(self, n: int, out: Any, rows: np.ndarray, masks: np.ndarray) -> None:
         """Walkers 0..n-1 take their chosen successors; those whose behaviour ends here end."""
-        nl = self.nl
-        behaviour, chosen, moved = self.behaviour[:n], self.chosen[:n], self.moved[:n]
-        why = np.zeros(n, np.int8)  # GOES on, or the ENDS index of why the behaviour ends here
         if self.model.check_deadlock:
-            for i in np.flatnonzero(moved == 0):
+            for i in np.flatnonzero(self.moved[:n] == 0):
                 self._note_violation(DEADLOCK, "deadlock", int(i), None)
-        if self.stop_starting_at is not None:  # the lowest-numbered behaviour that has violated so far
-            why[behaviour == self.stop_starting_at] = ENDS.index("violation")
-            why[behaviour > self.stop_starting_at] = ENDS.index("cut short")
-        why[(why == GOES) & (moved == 0)] = ENDS.index("deadlock")
-        why[(why == GOES) & (chosen < 0)] = ENDS.index("no successor")
-        go = np.flatnonzero(why == GOES)
-        if go.size:
-            r = chosen[go]
-            s = self.step[go] + 1
-            self.path_labels[go, s - 1] = r % nl
-            self.paths[go, s] = out.words[r]
-            self.cur[go] = out.words[r]
-            self.step[go] = s
-            self.figures.taken += np.bincount(self.label_action[r % nl], minlength=self.figures.taken.shape[0])
-            # rows holds every row with a successor, in order: a chosen row is among them
-            constrained = (masks[np.searchsorted(rows, r)] & np.uint64(self.constraint_bits)) != 0
-            why[go[constrained]] = ENDS.index("constraint")
-            why[go[~constrained & (s + 1 >= self.depth)]] = ENDS.index("depth")
+        why = np.empty(n, np.int8)
+        stop_at = -1 if self.stop_starting_at is None else self.stop_starting_at
+        masks = masks if masks.size else np.zeros(1, np.uint64)  # no row listed: none is read
+        take_steps(n, self.chosen, self.moved, self.behaviour, stop_at, out.words, rows, rows.size, masks,
+                   np.uint64(self.constraint_bits), self.nl, self.label_action, self.depth, self.step,
+                   self.path_labels, self.paths, self.cur, self.figures.taken, why)
         self._end_all(n, why)
 
     def _end_all(self, n: int, why: np.ndarray) -> None:

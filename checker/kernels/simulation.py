@@ -116,6 +116,51 @@ def choose_successors(labels, words, sources, props, blocked, label_action, acti
                 k -= 1
 
 
+# why a behaviour ends (a simulation report's "ends"), by the code ``take_steps`` gives it; GOES: it goes on
+ENDS = ("", "depth", "deadlock", "constraint", "no successor", "violation", "cut short")
+GOES, END_DEPTH, END_DEADLOCK, END_CONSTRAINT, END_NO_SUCCESSOR, END_VIOLATION, END_CUT_SHORT = range(len(ENDS))
+
+
+@njit(cache=True, nogil=True)
+def take_steps(n, chosen, moved, behaviours, stop_at, words, rows, nrows, masks, constraint_bits, stride,
+               label_action, depth, steps, path_labels, paths, cur, taken, why):
+    """Walkers 0..n-1 take the successors they picked (``chosen[i]``, a row of ``words``; the
+    step's rows with a successor are ``rows[:nrows]``, ascending, with their invariant and
+    constraint masks in ``masks``), or end; ``why[i]``: GOES, or the code of why its behaviour
+    ends here (its state counted, not left). The lowest-numbered violating behaviour so far is
+    ``stop_at`` (-1: none), which ends, and every later one with it ("cut short"); a walker whose
+    state has no successor but itself deadlocks, one with no candidate has "no successor". A
+    walker that steps writes the label and the successor into its path (``path_labels``,
+    ``paths``), ``cur`` and ``steps``, counts its action in ``taken``, and ends if the successor
+    breaks a state constraint (bits ``constraint_bits`` of its mask) or its behaviour reaches
+    ``depth`` states."""
+    nwords = words.shape[1]
+    listed = rows[:nrows]
+    for i in range(n):
+        end = GOES
+        if stop_at >= 0 and behaviours[i] >= stop_at:
+            end = END_VIOLATION if behaviours[i] == stop_at else END_CUT_SHORT
+        elif moved[i] == 0:
+            end = END_DEADLOCK
+        elif chosen[i] < 0:
+            end = END_NO_SUCCESSOR
+        else:
+            r = chosen[i]
+            s = steps[i] + 1
+            label = r % stride
+            path_labels[i, s - 1] = label
+            for k in range(nwords):
+                paths[i, s, k] = words[r, k]
+                cur[i, k] = words[r, k]
+            steps[i] = s
+            taken[label_action[label]] += 1
+            if masks[np.searchsorted(listed, r)] & constraint_bits:  # a chosen row is among the listed
+                end = END_CONSTRAINT
+            elif s + 1 >= depth:
+                end = END_DEPTH
+        why[i] = end
+
+
 @njit(cache=True)
 def behaviour_starts(seed, behaviours, ninitial, swarm, action_on, initial):
     """For new behaviours ``behaviours``: the initial state each starts from (``initial[j]``,
