@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,6 +26,32 @@ def flat_rows(kernels: Any, words: np.ndarray) -> np.ndarray:
     return rows
 
 
+class WideColumns(Mapping):
+    """A batch of unpacked int32 rows as the columns ``Predicate.holds`` reads, each field widened
+    to int64 when first read: the predicate computes as it does on the initial states, in traces and
+    in replay (``Layout.columns`` of int64 rows), where numpy arithmetic on int32 would wrap at 2**31
+    (``v["b"] * v["b"]``). Only the fields a predicate reads are widened, so a batch of a wide layout
+    does not double in memory."""
+
+    def __init__(self, layout, rows: np.ndarray):
+        self._layout, self._rows, self._wide = layout, rows, {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        column = self._wide.get(name)
+        if column is None:
+            where = self._layout.field_slices[name]  # a KeyError for a field the spec lacks, as a dict's
+            shape = next(f.shape for f in self._layout.fields if f.name == name)
+            column = self._rows[:, where].astype(np.int64).reshape((self._rows.shape[0],) + shape)
+            self._wide[name] = column
+        return column
+
+    def __iter__(self) -> Iterator[str]:
+        return (f.name for f in self._layout.fields)
+
+    def __len__(self) -> int:
+        return len(self._layout.fields)
+
+
 def evaluate(graph: CompiledGraph, kernels: Any, predicate: Predicate, batch: int = BATCH) -> np.ndarray:
     """A uint8 array: 1 where ``predicate`` holds, per state of ``graph``."""
     return evaluate_many(graph, kernels, [predicate], batch)[0]
@@ -37,7 +64,7 @@ def evaluate_many(graph: CompiledGraph, kernels: Any, predicates: Sequence[Predi
     out = [np.zeros(graph.size, np.uint8) for _ in predicates]
     for lo in range(0, graph.size, batch):
         words = graph.states[lo: lo + batch]
-        columns = layout.columns(flat_rows(kernels, words))
+        columns = WideColumns(layout, flat_rows(kernels, words))
         for predicate, mask in zip(predicates, out):
             try:
                 value = np.asarray(predicate.holds(columns))
