@@ -142,8 +142,8 @@ LONGEST_TEST_S = {
 
 # What numba reads from the process's environment (again at every compile: numba.core.config's
 # reload_config) and kraftcheck's own settings: a test that leaves one changed changes every test
-# after it on its worker (numba's DISABLE_JIT turns --compile never into compiled kernels run as
-# Python). Such a test fails at its teardown, naming what it changed, and the value is put back.
+# after it on its worker (numba's DISABLE_JIT sends every run after it to the interpreted tier).
+# Such a test fails at its teardown, naming what it changed, and the value is put back.
 _NUMBA_CONFIG = ("DISABLE_JIT", "BOUNDSCHECK", "CACHE_DIR")
 
 

@@ -804,3 +804,36 @@ class EveryOtherCall(Spec):
 
     def actions(self):
         return [Action("StepEveryOtherCall", step_every_other_call)]
+
+
+@njit(cache=True)
+def grow_past_int32_squares(s, t):
+    if s.b != 0:
+        return False
+    t.b = 50000
+    return True
+
+
+@njit(cache=True)
+def square_within_two_billion(s):
+    return s.b * s.b <= 2_000_000_000  # 50,000 squared is 2.5e9: past int32, within int64
+
+
+class SquarePastInt32(Spec):
+    """An invariant whose arithmetic passes int32 and stays within int64: numba computes in int64,
+    numpy on the states' int32 records wraps (the square of 50,000 to about -1.8e9)."""
+
+    name = "square_past_int32"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("b", 50001)]
+
+    def initial_states(self):
+        yield {"b": 0}
+
+    def actions(self):
+        return [Action("Grow", grow_past_int32_squares)]
+
+    def invariants(self):
+        return [Invariant("square_within_two_billion", square_within_two_billion)]

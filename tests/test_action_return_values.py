@@ -209,8 +209,8 @@ for name in ("GivesAPair", "InvariantCounts", "ConstraintCounts"):
 
 
 def test_with_numba_disabled_the_compiled_kernels_check_each_value(tmp_path):
-    """NUMBA_DISABLE_JIT=1 runs the compiled kernels' code as Python, where no typing sees the
-    returns: each value is checked there as in the Python tiers."""
+    """NUMBA_DISABLE_JIT=1 runs the spec's functions as Python (the interpreted tier), where no
+    typing sees the returns: each value is checked there."""
     env = dict(os.environ, NUMBA_DISABLE_JIT="1", KRAFTCHECK_CACHE_DIR=str(tmp_path / "cache"))
     run = subprocess.run([sys.executable, "-c", JIT_DISABLED_RUN.format(tests=os.path.dirname(SPECS_FILE))],
                          capture_output=True, text=True, env=env, timeout=300)

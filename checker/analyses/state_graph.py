@@ -161,11 +161,13 @@ class CompiledGraph:
 
 
 def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
-    """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``)."""
+    """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``, and
+    with numba disabled: the generated kernels run as Python would compute on int32 records, where
+    numpy's arithmetic wraps at 2**31 and numba's does not)."""
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     from kraftcheck.checker.explore.tiers import compile_now
-    if compile == "never" and not numba.config.DISABLE_JIT:
+    if compile == "never" or numba.config.DISABLE_JIT:
         return InterpretedKernels(model)
     return compile_now(model, kernel_shapes(model), progress, time.perf_counter())
 

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from kraftcheck.checker.analyses.state_graph import GraphBuilder
-from kraftcheck.checker.codegen import NO_LABEL, uses_layout_table
+from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.compile import BackgroundCompile, warm_up_engine_kernels
 from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full
 from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
@@ -127,10 +127,12 @@ class Engine:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
         mode = self.compile
         if numba.config.DISABLE_JIT:
-            # numba off: the generated kernels run as Python ("now"), except a layout's packed by its
-            # table, whose actions are called through addresses (kernels.table_expand), which Python
-            # cannot call: the spec's functions run as Python on the interpreted tier instead
-            mode = "never" if uses_layout_table(model.layout) else "now"
+            # numba off: the spec's functions run as Python on the interpreted tier, whose states hold
+            # int64 values as numba's code computes them. The generated kernels run as Python would
+            # read the states' int32 records, on which numpy's arithmetic wraps at 2**31 where
+            # numba's does not (s.b * s.b with b = 50,000: an invariant violated compiled 'held'),
+            # and a layout packed by its table calls its actions through addresses, which Python cannot
+            mode = "never"
         thread_count()  # a bad KRAFTCHECK_THREADS (the default when options.threads is None) refused first
         if mode == "background":
             interpret_budget()  # a bad setting refused before anything is compiled
