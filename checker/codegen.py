@@ -353,12 +353,15 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
         "           source_offset, seen, seen_mask, generation, tally, stride, base, fired_at, properties_at, select):",
         f'    """{action.name}: every instance on the unpacked states flat[lo:hi]."""',
         *_selected_bits_lines("select", "pb", len(props)),
-        "    structured = as_structured(flat)",
+        # the state as int64 (row 0), so that the spec computes on int64 values as in Python: on the
+        # chunk's int32 row numpy's arithmetic of a whole array field (s.c * s.c) wraps at 2**31
+        "    s = as_successor_structured(scratch)[0]",
+        "    wide = scratch[0]",
         "    t = as_successor_structured(scratch)[1]",
         "    tf = scratch[1]",
         *_ring_lines(str(instances)),
-        "        s = structured[i]",
         "        sf = flat[i]",
+        "        restore(sf, wide)",
         "        restore(sf, tf)",
     ]
     loops, indent, params, flat_expr = _instance_loops(action)
@@ -539,6 +542,9 @@ def table_expand_source() -> str:
         "    succ_props = np.zeros(BATCH_STATES * most, np.uint64)",
         "    succ_changes = np.zeros(BATCH_STATES * most, np.int64)",
         "    twin_owner = np.empty((BATCH_STATES, size), np.int64)",
+        # the batch's states as int64 rows the actions read (``s``): a spec computes on int64 values,
+        # as in Python, where numpy's arithmetic on the int32 rows would wrap at 2**31 (s.c * s.c)
+        "    source_owner = np.empty((BATCH_STATES, size), np.int64)",
         # fire and pack reach these through addresses (no reference counting: kernels.addresses)
         "    succ_at = uint64(succ_owner.ctypes.data)",
         "    succ = carray(as_voidptr(succ_at), succ_owner.shape, np.int64)",
@@ -547,6 +553,7 @@ def table_expand_source() -> str:
         "    props_at = uint64(succ_props.ctypes.data)",
         "    changes_at = uint64(succ_changes.ctypes.data)",
         "    twin_at = uint64(twin_owner.ctypes.data)",
+        "    source_at = uint64(source_owner.ctypes.data)",
         "    flat_at = uint64(flat.ctypes.data)",
         "    flat_stride = uint64(flat.strides[0])",
         "    col_lo, col_span, col_shift, col_mask, col_word = table_columns(cv)",
@@ -571,10 +578,12 @@ def table_expand_source() -> str:
         # the batch's rows lie one after another in both: one loop, which LLVM vectorises
         "        batch_flat = carray(as_voidptr(flat_at + uint64(i) * flat_stride), (j - i) * size, np.int32)",
         "        batch_twin = carray(as_voidptr(twin_at), (j - i) * size, np.int64)",
+        "        batch_source = carray(as_voidptr(source_at), (j - i) * size, np.int64)",
         "        for x in range((j - i) * size):",
         "            batch_twin[x] = batch_flat[x]",
+        "            batch_source[x] = batch_flat[x]",
         "        for a in range(nactions):",
-        "            n = call_fire(fires[a], flat_at + uint64(i) * flat_stride, flat_stride, j - i, succ_at, labels_at,",
+        "            n = call_fire(fires[a], source_at, uint64(8 * size), j - i, succ_at, labels_at,",
         "                          sources_at, props_at, bases[a], select, changes_at, twin_at)",
         "            if n < 0:  # an instance wrote its successor and declined (codegen._fire_kernel)",
         "                err[0] = i + succ_sources[0]",
@@ -622,12 +631,17 @@ def table_expand_source() -> str:
         # every fire restores what it writes: a twin left unequal to its state was written where
         # the reading of the action's writes did not expect (its successors lack that write)
         "        if not failed:",
-        "            unequal = False",
+        "            unequal = int64(0)",
         "            for x in range((j - i) * size):",
-        "                unequal |= batch_twin[x] != batch_flat[x]",
-        "            if unequal:",
+        "                f = int64(batch_flat[x])",
+        "                unequal |= (batch_twin[x] ^ f) | (batch_source[x] ^ f)",
+        "            if unequal != 0:",
         "                for x in range((j - i) * size):",
-        "                    if batch_twin[x] != batch_flat[x]:",
+        "                    if batch_twin[x] != batch_flat[x] or batch_source[x] != batch_flat[x]:",
+        # the spec wrote s: the chunk's row shows it, as the caller reads a write to s
+        # (compiled._raise_domain_error)
+        "                        if batch_source[x] != batch_flat[x]:",
+        "                            batch_flat[x] = batch_source[x]",
         "                        err[0] = i + x // size",
         "                        err[1] = UNEXPECTED_WRITE - x % size",
         "                        failed = True",
@@ -643,6 +657,7 @@ def table_expand_source() -> str:
         "    keep_alive(succ_sources)",
         "    keep_alive(succ_props)",
         "    keep_alive(twin_owner)",
+        "    keep_alive(source_owner)",
     ]) + "\n"
 
 
@@ -707,8 +722,8 @@ def _fire_kernel(model: Model, ai: int, name: str, props: list[str]) -> list[str
         "    t = carray(as_voidptr(succ_at), 1, SUCCESSOR_DTYPE)[0]",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
-        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
-        "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int64)",
+        "        s = carray(as_voidptr(sf_at), 1, SUCCESSOR_DTYPE)[0]",
         "        restore(sf, succ[n])",
     ]
     instance_lines, indent, body, flat_expr = _fire_instance_lines(action, name, props)
@@ -790,8 +805,8 @@ def _packing_fire_kernel(model: Model, ai: int, name: str, props: list[str],
         "    n = 0",
         "    for j in range(count):",
         "        sf_at = states_at + uint64(j) * state_stride",
-        "        sf = carray(as_voidptr(sf_at), SIZE, np.int32)",
-        "        s = carray(as_voidptr(sf_at), 1, STATE_DTYPE)[0]",
+        "        sf = carray(as_voidptr(sf_at), SIZE, np.int64)",
+        "        s = carray(as_voidptr(sf_at), 1, SUCCESSOR_DTYPE)[0]",
         "        t_at = twin_at + uint64(j) * uint64(8 * SIZE)",
         "        tf = carray(as_voidptr(t_at), SIZE, np.int64)",
         "        t = carray(as_voidptr(t_at), 1, SUCCESSOR_DTYPE)[0]",
@@ -1048,14 +1063,15 @@ def _invariants_source(model: Model, layout_module: str) -> str:
         "from numba import njit, uint64",
         "",
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_structured", "set_consts", "unpack")),
+        *_uses_layout(layout_module, ("as_successor_structured", "set_consts", "unpack")),
         "",
         "",
         "@njit(cache=True, nogil=True)",
         "def check(words, lo, hi, offset, scratch, out_mask, cv, select):",
-        '    """Bitmask of violated invariants of words[lo:hi] into out_mask[offset:]."""',
+        '    """Bitmask of violated invariants of words[lo:hi] into out_mask[offset:] (``scratch``: an int64',
+        '    row, so that the checks compute on int64 values, as in Python)."""',
         *_selected_bits_lines("select", "ib", len(names)),
-        "    s = as_structured(scratch)[0]",
+        "    s = as_successor_structured(scratch)[0]",
         "    sf = scratch[0]",
         "    set_consts(sf, cv)",
         "    for j in range(hi - lo):",

@@ -150,10 +150,10 @@ def compile_kernels(module: ModuleType, shapes: KernelShapes,
     """Call every kernel of ``module`` once on empty arrays of the engine's argument types, which
     compiles it (or loads it from numba's cache); ``on_kernel(i, n, what)`` before each. With
     ``claim``, only the kernels ``i`` it grants (processes compiling one module together)."""
-    # built as the engine builds them (C-contiguous rows: states of int32, successors of int64;
-    # scratch a slice of a larger array), so the types match
+    # built as the engine builds them (C-contiguous rows: the chunk's states of int32, successors and
+    # the states the spec's functions read of int64; scratch a slice of a larger array), so the types match
     scratch = np.zeros((4, shapes.size), SUCCESSOR_ELEMENT)[0:2]
-    state_scratch = np.zeros((4, shapes.size), ELEMENT)[0:2]
+    state_scratch = np.zeros((4, shapes.size), SUCCESSOR_ELEMENT)[0:2]  # the invariants read int64 states
     flat = np.zeros((1, shapes.size), ELEMENT)
     words = np.zeros((1, shapes.nwords), np.uint64)
     hashes = np.zeros(1, np.uint64)

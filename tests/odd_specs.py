@@ -837,3 +837,37 @@ class SquarePastInt32(Spec):
 
     def invariants(self):
         return [Invariant("square_within_two_billion", square_within_two_billion)]
+
+
+@njit(cache=True)
+def grow_array_past_int32_squares(s, t):
+    if s.c[1] != 0:
+        return False
+    t.c[1] = 50000
+    return True
+
+
+@njit(cache=True)
+def squares_within_two_billion(s):
+    return (s.c * s.c).sum() <= 2_000_000_000  # an array product: int32 elements would wrap it
+
+
+class ArraySquaresPastInt32(Spec):
+    """An invariant computing on a whole array field past int32: numpy's product of two int32 arrays
+    is int32 and wraps (the compiled kernels read the chunk's int32 rows, and held it), Python's
+    int64 arrays do not."""
+
+    name = "array_squares_past_int32"
+    Params = GridParams
+
+    def fields(self):
+        return [Int("c", 50001, shape=(2,))]
+
+    def initial_states(self):
+        yield {"c": [0, 0]}
+
+    def actions(self):
+        return [Action("Grow", grow_array_past_int32_squares)]
+
+    def invariants(self):
+        return [Invariant("squares_within_two_billion", squares_within_two_billion)]

@@ -186,3 +186,16 @@ def test_a_spec_whose_python_answers_otherwise_the_second_time_gets_no_verdict()
     assert said.startswith("spec every_other_call is not deterministic: on state 0, called twice with the same "
                            "state, action StepEveryOtherCall answered otherwise the second time; no verdict."), said
     assert said.endswith("The state: {'x': 0}"), said
+
+
+@pytest.mark.parametrize("explorer", [Engine(compile="never"), Engine(compile="bytecode"), Engine(compile="now"),
+                                      ReferenceExplorer()], ids=["python tier", "bytecode tier", "compiled", "reference"])
+def test_a_spec_computes_on_int64_values_on_every_tier(explorer):
+    """(s.c * s.c).sum() with c[1] = 50,000 is 2.5e9: the compiled kernels read the chunk's int32
+    rows as the state, where numpy's product of two int32 arrays wraps, and said 'holds' (and the
+    audit, which compares only the states it samples, did not see it); the Python tiers compute on
+    int64 arrays and found the violation."""
+    model = Model(odd_specs.ArraySquaresPastInt32(odd_specs.ArraySquaresPastInt32.Params()))
+    result = explorer.explore(model, Options(keep_going=True))
+    assert result.status == "violated", result.status
+    assert [v.check for v in result.violations if v.kind == "invariant"] == ["squares_within_two_billion"]

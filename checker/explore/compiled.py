@@ -164,7 +164,8 @@ class Kernels:
         # one for the invariants (a state, of int32), far enough apart that threads never write
         # to the same cache line (false sharing halved throughput).
         self._scratch = _thread_rows(self.threads, model.layout.size, SUCCESSOR_ELEMENT)
-        self._state_scratch = _thread_rows(self.threads, model.layout.size, ELEMENT)
+        # int64 rows: the invariants compute on int64 values, as in Python (codegen's check kernel)
+        self._state_scratch = _thread_rows(self.threads, model.layout.size, SUCCESSOR_ELEMENT)
         self.nactions = len(model.actions)
         self.tally_width = tally_width(self.nactions, model.kernel_property_count)
 
