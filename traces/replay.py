@@ -178,8 +178,6 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     report.docs = {c.name: c.doc for c in list(model.invariants) + list(model.properties)}
     report.violation = attrs.get("violation")
 
-    _check_field_descriptions(model, attrs["fields"])
-
     consts = {f.name: f.show_value(f.const) for f in model.layout.fields if f.const is not None}
     for name, value in attrs.get("settings", {}).items():
         if name not in consts:
@@ -234,6 +232,9 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
                               f"the file says {sorted(node['violated'])}", step, "violated")
         report.steps.append(StepCheck(step, action, failing, node.get("note")))
 
+    # after the steps: a trace of other parameters is said by the state that differs, not by the
+    # field descriptions that follow from them
+    _check_field_descriptions(model, attrs["fields"])
     violation = report.violation
     # the states the run expanded: every one but the last, which it only generated and checked
     # (a state outside the constraints is that too), unless the trace ends in a deadlock or a lasso
