@@ -878,22 +878,14 @@ def _uses_layout(layout_module: str, helpers: tuple[str, ...]) -> list[str]:
 
 
 def _as_structured_lines() -> list[str]:
-    """``as_structured``: the int32 rows of the chunk's states seen as structured states
-    (STATE_DTYPE); ``as_successor_structured``: the int64 rows actions write successors into
-    (SUCCESSOR_DTYPE)."""
+    """``as_successor_structured``: int64 rows (a state widened from the chunk's int32 rows, or a
+    successor) seen as structured states (SUCCESSOR_DTYPE), which the spec's functions read and
+    write by field name."""
     return [
         "if config.DISABLE_JIT:",
-        "    def as_structured(flat):",
-        "        return flat.view(STATE_DTYPE)[:, 0].view(np.recarray)",
-        "",
         "    def as_successor_structured(rows):",
         "        return rows.view(SUCCESSOR_DTYPE)[:, 0].view(np.recarray)",
         "else:",
-        '    @njit(cache=True, inline="always")',
-        "    def as_structured(flat):",
-        '        """The int32 rows ``flat`` (one state a row) as structured states with the fields\' names."""',
-        "        return flat.view(STATE_DTYPE)[:, 0]",
-        "",
         '    @njit(cache=True, inline="always")',
         "    def as_successor_structured(rows):",
         '        """The int64 rows ``rows`` (one successor a row) as structured successors with the fields\' names."""',
@@ -914,7 +906,6 @@ def _table_layout_source(model: Model) -> str:
         "from kraftcheck.checker.kernels.layout_table import (pack, pack_rows, restore, set_consts, unpack,",
         "                                                    unpack_range, unpack_rows)",
         "",
-        f"STATE_DTYPE = np.dtype({_dtype_descr(layout.dtype)!r})",
         f"SUCCESSOR_DTYPE = np.dtype({_dtype_descr(layout.successor_dtype)!r})",
         "",
         "",
@@ -944,10 +935,10 @@ def _layout_source(model: Model, table: bool) -> str:
         "",
         f"NWORDS = {layout.nwords}",
         f"SIZE = {layout.size}",
-        # Kernels take the unpacked states as int32 rows and see them as structured states here: a
-        # structured array argument costs numba's dispatcher a type built from its dtype on every
-        # call (16 us for the Kafka model's, times 18 kernels a chunk), an int32 array next to nothing.
-        f"STATE_DTYPE = np.dtype({_dtype_descr(layout.dtype)!r})",
+        # Kernels take the unpacked states as int32 rows, widen one to an int64 row and see it as a
+        # structured state here: a structured array argument costs numba's dispatcher a type built
+        # from its dtype on every call (16 us for the Kafka model's, times 18 kernels a chunk), an
+        # int32 array next to nothing.
         f"SUCCESSOR_DTYPE = np.dtype({_dtype_descr(layout.successor_dtype)!r})",
         "",
         "",
@@ -1020,8 +1011,8 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
             "from kraftcheck.checker.kernels.inlining import inlined",
             "from kraftcheck.checker.kernels.rows import same_values",
             *imports.lines(),
-            *_uses_layout(layout_module, ("STATE_DTYPE", "SUCCESSOR_DTYPE", "restore")),
-            "SIZE = STATE_DTYPE.itemsize // 4",
+            *_uses_layout(layout_module, ("SUCCESSOR_DTYPE", "restore")),
+            "SIZE = SUCCESSOR_DTYPE.itemsize // 8",
             f"{name} = inlined({name})  # compiled only inside fire (kernels.inlining)",
             *kernel,
             "",
@@ -1039,7 +1030,7 @@ def _action_source(model: Model, ai: int, layout_module: str, table: bool) -> st
           if writes is not None else []),
         "from kraftcheck.checker.kernels.inlining import inlined",
         *imports.lines(),
-        *_uses_layout(layout_module, ("as_structured", "as_successor_structured", "pack", "restore")),
+        *_uses_layout(layout_module, ("as_successor_structured", "pack", "restore")),
         f"{name} = inlined({name})  # compiled only inside expand (kernels.inlining)",
         "",
         f"NO_LABEL = {NO_LABEL}",

@@ -136,7 +136,7 @@ def _typing_only(typer: _Typer) -> Iterator[None]:
 def state_type(layout: Layout):
     """numba's type of the structured state the kernels hand the spec's functions: int64 elements,
     as the successor's (codegen's SUCCESSOR_DTYPE), so that a spec computes on int64 values as in
-    Python (the chunk's int32 rows, STATE_DTYPE, are widened before a function reads them)."""
+    Python (the chunk's int32 rows are widened before a function reads them)."""
     return numba.from_dtype(layout.successor_dtype)
 
 

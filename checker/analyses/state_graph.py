@@ -162,8 +162,7 @@ class CompiledGraph:
 
 def model_kernels(model: Model, compile: str = "now", progress: ProgressFn = no_progress) -> Any:
     """The model's compiled kernels (``compile="now"``), or the interpreted tier (``"never"``, and
-    with numba disabled: the generated kernels run as Python would compute on int32 records, where
-    numpy's arithmetic wraps at 2**31 and numba's does not)."""
+    with numba disabled, as the engine takes it then)."""
     from kraftcheck.checker.explore.compiled import kernel_shapes
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     from kraftcheck.checker.explore.tiers import compile_now

@@ -160,11 +160,11 @@ class Kernels:
         self.const_values = layout_values(model.layout, self.module.LAYOUT_TABLE)
         self.threads = thread_count()
         self.most_parts = most_parts(self.threads)
-        # Per thread two scratch rows for the action kernels (row 1 the successor, of int64) and
-        # one for the invariants (a state, of int32), far enough apart that threads never write
-        # to the same cache line (false sharing halved throughput).
+        # Per thread two scratch rows for the action kernels (row 0 the state widened, row 1 the
+        # successor) and one for the invariants (a state), all of int64 so that the spec computes on
+        # int64 values as in Python, far enough apart that threads never write to the same cache
+        # line (false sharing halved throughput).
         self._scratch = _thread_rows(self.threads, model.layout.size, SUCCESSOR_ELEMENT)
-        # int64 rows: the invariants compute on int64 values, as in Python (codegen's check kernel)
         self._state_scratch = _thread_rows(self.threads, model.layout.size, SUCCESSOR_ELEMENT)
         self.nactions = len(model.actions)
         self.tally_width = tally_width(self.nactions, model.kernel_property_count)

@@ -127,11 +127,11 @@ class Engine:
             canonicaliser_for(model)  # the spec's refusal, before anything is compiled
         mode = self.compile
         if numba.config.DISABLE_JIT:
-            # numba off: the spec's functions run as Python on the interpreted tier, whose states hold
-            # int64 values as numba's code computes them. The generated kernels run as Python would
-            # read the states' int32 records, on which numpy's arithmetic wraps at 2**31 where
-            # numba's does not (s.b * s.b with b = 50,000: an invariant violated compiled 'held'),
-            # and a layout packed by its table calls its actions through addresses, which Python cannot
+            # numba off: the spec's functions run as Python on the interpreted tier, the one the
+            # compiled tiers are audited against, for every layout: a layout packed by its table calls
+            # its actions through addresses, which Python cannot, and the generated kernels run as
+            # Python once read int32 records, where numpy's arithmetic wrapped (s.b * s.b with
+            # b = 50,000: an invariant violated compiled 'held')
             mode = "never"
         thread_count()  # a bad KRAFTCHECK_THREADS (the default when options.threads is None) refused first
         if mode == "background":

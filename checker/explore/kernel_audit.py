@@ -88,9 +88,6 @@ class KernelAudit:
     def state(self, kernels: Any, words: np.ndarray, index: Optional[int]) -> None:
         """Compare the compiled ``kernels`` with the spec's Python on the one packed state ``words``
         (the run's state number ``index``); raise ``KernelsDisagree`` at the first difference."""
-        if self._python is None:
-            from kraftcheck.checker.explore.interpreted import InterpretedKernels
-            self._python = InterpretedKernels(self.model)
         model = self.model
         words = np.ascontiguousarray(words, dtype=np.uint64)
         answer = self._python_twice(words, index)
