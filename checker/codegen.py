@@ -36,9 +36,10 @@ from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
+from kraftcheck.checker.kernels.table_expand import UNEXPECTED_WRITE
 from kraftcheck.checker.layout import Layout
 from kraftcheck.checker.model import MAX_LABELS, Model, python_function
-from kraftcheck.checker.writes import Write, action_writes, may_decline_after_touching
+from kraftcheck.checker.writes import Write, action_writes, may_decline_after_touching, source_view_fields
 
 # numba's cache files cut short are compiled again, not a traceback on every run
 numba_cache.tolerate_damage()
@@ -406,7 +407,47 @@ def _action_kernel(model: Model, ai: int, name: str, props: list[str], writes: t
                   f"{indent}        err[0] = i",
                   f"{indent}        err[1] = label",
                   f"{indent}        restore(sf, tf)"]
-    return lines + _ring_end_lines()
+    return lines + _unexpected_write_lines(model.layout.size, source_check_indices(model, ai)) + _ring_end_lines()
+
+
+def source_check_indices(model: Model, ai: int) -> list[int]:
+    """The elements of ``s`` that action ``ai``'s kernel of a small layout compares with the state
+    once its instances ran on it: those of the fields the action, or a transition property run in
+    the kernel, could write through a view (``writes.source_view_fields``), every element when a
+    reading cannot tell; none for an action that only reads (most: their kernels pay nothing)."""
+    action = model.actions[ai]
+    layout = model.layout
+    calls = [(action.fn, [p.count for p in action.params])] + [(p.fn, []) for p in model.kernel_properties]
+    names: set[str] = set()
+    for fn, counts in calls:
+        found = source_view_fields(fn, layout.fields, counts)
+        if found is None:
+            return list(range(layout.size))
+        names |= set(found)
+    return [k for f in layout.fields if f.name in names for k in range(layout.size)[layout.field_slices[f.name]]]
+
+
+def _unexpected_write_lines(size: int, indices: list[int]) -> list[str]:
+    """After every instance of the action ran on state ``i``: ``s`` (``wide``, the state widened
+    to int64) holds the state again unless an instance wrote it through a view (``cells = s.f;
+    cells += 1``), which the model's build does not refuse and a later instance would read. The
+    elements ``indices`` (``source_check_indices``) are compared; a change stops the kernel and is
+    said as the table form's kernel says it (``UNEXPECTED_WRITE``), the changed value copied into
+    the chunk's row, where ``compiled._raise_domain_error`` sees the state changed."""
+    if not indices:
+        return []
+    return [
+        "        unequal = int64(0)",
+        *[f"        unequal |= wide[{k}] ^ int64(sf[{k}])" for k in indices],
+        "        if unequal != 0:",
+        f"            for x in range({size}):",
+        "                if wide[x] != sf[x]:",
+        "                    sf[x] = wide[x]",
+        "                    err[0] = i",
+        f"                    err[1] = {UNEXPECTED_WRITE} - x",
+        "                    break",
+        "            break",
+    ]
 
 
 def _ring_probe_lines(indent: str, position: str) -> list[str]:
@@ -418,9 +459,13 @@ def _ring_probe_lines(indent: str, position: str) -> list[str]:
 
 def _ring_lines(instances: str) -> list[str]:
     """An expand kernel's set-up, and its loop's head over the states ``flat[lo:hi]``: it stops
-    before a state whose ``instances`` successors could take the repeat table past its limit."""
+    before a state whose ``instances`` successors could take the repeat table past its limit, and
+    once a kernel before it on this part has found an error (the first one found is the one said:
+    a later kernel would meet a state an unexpected write changed)."""
     return _ring_setup_lines() + [
         "    for i in range(lo, hi):",
+        "        if err[0] >= 0:",
+        "            break",
         # queued successors may all enter the table: counting them keeps it within its limit
         f"        if dense and nd + (pushed - probed) + {instances} > limit:",
         "            tally[TALLY_STOPPED] = i",
@@ -1050,6 +1095,7 @@ def _invariants_source(model: Model, layout_module: str) -> str:
     names = [imports.alias(inv.fn, f"{'invariant' if k < len(model.spec_invariants) else 'constraint'} {inv.name}",
                            f"invariant{k}") for k, inv in enumerate(model.kernel_invariants)]
     checks = [f"            if ib{k} and not {n}(s):\n                m |= ib{k}" for k, n in enumerate(names)]
+    viewed = invariant_check_indices(model)
     out = _header(f"The invariants kernel of spec {model.spec.name}") + [
         "from numba import njit, uint64",
         "",
@@ -1064,16 +1110,37 @@ def _invariants_source(model: Model, layout_module: str) -> str:
         *_selected_bits_lines("select", "ib", len(names)),
         "    s = as_successor_structured(scratch)[0]",
         "    sf = scratch[0]",
+        "    kept = scratch[1]",
         "    set_consts(sf, cv)",
         "    for j in range(hi - lo):",
         "        unpack(words, lo + j, sf, cv)",
+        *[f"        kept[{k}] = sf[{k}]" for k in viewed],
         "        if True:",
         "            m = uint64(0)",
         *checks,
         "            out_mask[offset + j] = m",
+        # a check that wrote s through a view changed what the checks after it read: the caller
+        # runs the checks as Python on these states, where s is read-only, and says which raised
+        *([f"        if {' | '.join(f'(sf[{k}] != kept[{k}])' for k in viewed)}:",
+           "            raise RuntimeError('a check of the spec wrote its state s')"] if viewed else []),
         "",
     ]
     return "\n".join(out)
+
+
+def invariant_check_indices(model: Model) -> list[int]:
+    """The elements of ``s`` the invariants kernel compares with the state once every check ran
+    on it: those of the fields an invariant or a state constraint could write through a view
+    (``writes.source_view_fields``, read as a helper's: one parameter), every element when the
+    reading cannot tell; none when every check only reads."""
+    layout = model.layout
+    names: set[str] = set()
+    for inv in model.kernel_invariants:
+        found = source_view_fields(inv.fn, layout.fields, None)
+        if found is None:
+            return list(range(layout.size))
+        names |= set(found)
+    return [k for f in layout.fields if f.name in names for k in range(layout.size)[layout.field_slices[f.name]]]
 
 
 def _expanders_line(model: Model, action_modules: list[str], table_module: str | None) -> str:

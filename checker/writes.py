@@ -74,6 +74,25 @@ def action_writes(fn: Callable, fields: Sequence[Field], param_counts: Sequence[
     return tuple(out)
 
 
+def source_view_fields(fn: Callable, fields: Sequence[Field],
+                       param_counts: Optional[Sequence[int]]) -> Optional[tuple[str, ...]]:
+    """The fields of its source state ``s`` that ``fn(s, t, *params)`` (an action, or with no
+    parameters a transition property; ``param_counts`` None: any function of ``s`` first, read as
+    a helper, an invariant's or a constraint's) could write, read as this module reads ``t``: those it
+    hands out as a view (aliased, kept, handed to a call), in the order of ``fields``; None if the
+    reading cannot tell. A sure write to ``s`` is refused when the model is built
+    (``source_writes``); a write through a view that reading does not follow is what a compiled
+    kernel must look for, and only in these fields: an action that reads ``s`` only by scalars and
+    elements it computes with at once gives ``()``, and its kernels compare nothing."""
+    helpers = _HELPERS.setdefault(tuple((f.name, f.shape) for f in fields), {})
+    found = _use(fn, fields, param_counts, 0, (), helpers)
+    if found is None:
+        return None
+    whole, elements = found
+    named = whole | {name for name, _ in elements}
+    return tuple(f.name for f in fields if f.name in named)
+
+
 # Where a value read from ``t`` is consumed at once (a comparison, arithmetic, the test of an
 # ``if`` or ``while``): a view read there is not kept, so nothing is written through it. Not
 # ``and``/``or`` or ``x if c else y``, which give back an operand itself.

@@ -657,6 +657,110 @@ class AssignsToItsSource(Grid):
         return [Action("MarkAndResetTheSource", mark_and_reset_the_source)]
 
 
+@njit(cache=True)
+def count_up_and_bump_the_source(s, t, i):
+    if s.k >= 3:
+        return False
+    if s.k == 2 and i == 0:
+        bumped = s.c
+        bumped += 1  # an in-place add on a name bound to a field of s: the reading does not follow it
+    t.c[i] = min(s.c[i] + 1, 5)
+    t.k = s.k + 1
+    return True
+
+
+@njit(cache=True)
+def every_count_within_five(s):
+    return s.c[0] <= 5 and s.c[1] <= 5
+
+
+class WritesItsSourceOnSomeStates(Spec):
+    """An action that writes its source state, on the states where ``k`` is 2 only, through a view
+    the reading of its writes does not see: a small layout (unrolled kernels), where instance
+    ``i=1`` would read the changed ``s.c`` and every check hold with one state too many."""
+
+    name = "writes_its_source_on_some_states"
+    Params = GridParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("c", 6, shape=(2,)), Int("k", 4)]
+
+    def initial_states(self):
+        yield {"c": [0, 0], "k": 0}
+
+    def actions(self):
+        return [Action("CountUp", count_up_and_bump_the_source, (Param("i", 2),))]
+
+    def invariants(self):
+        return [Invariant("every_count_within_five", every_count_within_five)]
+
+
+
+@njit(cache=True)
+def count_up(s, t, i):
+    if s.k >= 3:
+        return False
+    t.c[i] = min(s.c[i] + 1, 5)
+    t.k = s.k + 1
+    return True
+
+
+@njit(cache=True)
+def bumps_its_counts(s):
+    counts = s.c
+    counts += 1  # an in-place add on a name bound to a field of s: the reading does not follow it
+    return True
+
+
+@njit(cache=True)
+def first_count_below_three(s):
+    return s.c[0] < 3
+
+
+class AnInvariantWritesItsState(WritesItsSourceOnSomeStates):
+    """An invariant that writes its state through a view the model's build does not refuse, before
+    another invariant reads that state: compiled, the second read the changed counts."""
+
+    name = "an_invariant_writes_its_state"
+
+    def actions(self):
+        return [Action("CountUp", count_up, (Param("i", 2),))]
+
+    def invariants(self):
+        return [Invariant("bumps_its_counts", bumps_its_counts),
+                Invariant("first_count_below_three", first_count_below_three)]
+
+@njit(cache=True)
+def count_up_reading_past_the_counts(s, t, i):
+    if s.k >= 3:
+        return False
+    if s.k == 2:
+        t.k = s.k + 1 + 0 * s.c[s.k]  # c has two elements: Python raises, compiled code reads on
+        return True
+    t.c[i] = min(s.c[i] + 1, 5)
+    t.k = s.k + 1
+    return True
+
+
+@njit(cache=True)
+def k_below_three(s):
+    return s.k < 3
+
+
+class ReadsPastAnArrayOnItsLastStep(WritesItsSourceOnSomeStates):
+    """An action that reads past its array field on the step to a violation: the compiled kernels
+    (without ``KRAFTCHECK_DEBUG_KERNELS``) read on and find ``k_below_three`` violated; Python
+    raises IndexError on the trace's third state."""
+
+    name = "reads_past_an_array_on_its_last_step"
+
+    def actions(self):
+        return [Action("CountUp", count_up_reading_past_the_counts, (Param("i", 2),))]
+
+    def invariants(self):
+        return [Invariant("k_below_three", k_below_three)]
+
 # ----------------------------------------------------------------------------------------------
 # An action that can end without a return: refused when the model is built
 

@@ -564,6 +564,71 @@ def test_a_write_the_reading_missed_stops_the_run_with_no_verdict(monkeypatch):
         Engine(compile="now").explore(model, Options(keep_going=True))
 
 
+@pytest.mark.parametrize("explorer", ["now", "reference", "bytecode"])
+def test_a_write_to_the_source_state_on_some_states_stops_a_small_layouts_run(explorer):
+    """An in-place add on a name bound to a field of ``s``, on the states where ``k`` is 2: the
+    model's build does not see it. The unrolled kernels of a small layout widened each state into
+    a scratch row once for all of an action's instances, so the next instance read the changed
+    ``s`` and the run said "holds" with one state too many; now each kernel compares with the
+    state, once its instances ran, the elements of the fields the action hands out as a view
+    (``writes.source_view_fields``: ``c`` here), and the run stops as the Python tiers do (they
+    hand ``s`` read-only)."""
+    import odd_specs
+
+    from kraftcheck.checker import codegen
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    cls = odd_specs.WritesItsSourceOnSomeStates
+    model = Model(cls(cls.Params()))
+    assert not codegen.uses_layout_table(model.layout)
+    run = ReferenceExplorer() if explorer == "reference" else Engine(compile=explorer)
+    said = (r"wrote c\[0\] of its source state s \(from 2 to 3\)" if explorer == "now"
+            else r"^action CountUp(\(i=0\))? raised ValueError: output array is read-only")
+    with pytest.raises(SpecError, match=said):
+        run.explore(model, Options(keep_going=True))
+
+
+@pytest.mark.parametrize("explorer", ["now", "reference"])
+def test_an_invariant_that_writes_its_state_through_a_view_stops_the_run(explorer):
+    """The invariants kernel runs every check on one int64 row of the state: a check that wrote
+    it through a view changed what the checks after it read. The kernel compares the fields the
+    checks hand out as views once they ran, and the run stops with the check's error in Python,
+    where ``s`` is read-only, as the reference explorer's."""
+    import odd_specs
+
+    from kraftcheck.checker.codegen import invariant_check_indices
+    from kraftcheck.checker.errors import SpecRaised
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    cls = odd_specs.AnInvariantWritesItsState
+    model = Model(cls(cls.Params()))
+    assert invariant_check_indices(model) == [0, 1]  # c, not k
+    run = ReferenceExplorer() if explorer == "reference" else Engine(compile=explorer)
+    with pytest.raises(SpecRaised, match=r"^invariant bumps_its_counts raised ValueError: output array is read-only"):
+        run.explore(model, Options(keep_going=True))
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("def a(s, t, i):\n    t.n = s.n + s.c[i]\n    return s.c[0] == 1\n", ()),
+    ("def a(s, t, i):\n    v = s.c\n    v += 1\n    return True\n", ("c",)),
+    ("def a(s, t, i):\n    t.n = (s.c,)[0][i]\n    return True\n", ("c",)),
+    ("def a(s, t, i):\n    t.n = len(s.c) + s.n\n    return True\n", ("c",)),
+    ("def a(s, t, i):\n    s2 = s\n    return True\n", None),
+])
+def test_source_view_fields_names_every_field_of_s_a_view_could_write(tmp_path, source, expected):
+    """What a small layout's kernels compare after an action's instances: the fields of ``s`` it
+    hands out as a view, or None (every element) where the reading cannot tell."""
+    from kraftcheck.checker.writes import source_view_fields
+
+    fields = [Int("n", 4), Int("c", 4, shape=(2,))]
+    assert source_view_fields(_function_a(tmp_path, source), fields, [2]) == expected
+
+
 @pytest.mark.parametrize("explorer", ["reference", "never", "bytecode"])
 def test_a_write_through_a_view_of_the_source_state_stops_the_python_tiers(explorer):
     """The model's build cannot see a view of ``s`` kept in a tuple and written through: the

@@ -109,7 +109,7 @@ class ReferenceExplorer:
                 first = parent[first]
             last_ok = last_bad
             if prop is not None:
-                last_ok = lambda before, after: not prop(layout.to_object(before), layout.to_object(after))  # noqa: E731
+                last_ok = lambda before, after: not prop(layout.to_object(before, read_only=True), layout.to_object(after))  # noqa: E731
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
 
         # the state the spec's functions run on, for the error if one raises: ("initial", flat),
@@ -122,7 +122,7 @@ class ReferenceExplorer:
             states.append(flat)
             parent.append(par)
             label_of.append(lab)
-            obj = layout.to_object(flat)
+            obj = layout.to_object(flat, read_only=True)  # as every tier hands a check its state
             was, evaluating[0] = evaluating[0], ("state", len(states) - 1)
             for name, fn in invariants:
                 if name not in found and not fn(obj):
@@ -147,8 +147,8 @@ class ReferenceExplorer:
                 concrete = flat
                 flat = canon(flat)
                 evaluating[0] = ("initial", flat)
-                if constraints and not in_model(layout.to_object(flat)):  # TLC: counted, checked, not kept
-                    if check_outside(layout.to_object(flat), lambda _name: [Step(None, concrete)]):
+                if constraints and not in_model(layout.to_object(flat, read_only=True)):  # TLC: counted, checked, not kept
+                    if check_outside(layout.to_object(flat, read_only=True), lambda _name: [Step(None, concrete)]):
                         stop = True
                         break
                     continue
@@ -198,13 +198,13 @@ class ReferenceExplorer:
                         outside = None
                         if constrained:
                             evaluating[0] = ("step", i, lab, succ)
-                            outside = layout.to_object(canon(succ)) if options.symmetry else after
+                            outside = layout.to_object(canon(succ), read_only=True) if options.symmetry else after
                             if in_model(outside, before, after):
                                 outside = None
                         if outside is not None:
                             def outside_trace(name, i=i, lab=lab, succ=succ):
                                 inv = dict(invariants)[name]
-                                bad = lambda _before, after_: not inv(layout.to_object(after_))  # noqa: E731
+                                bad = lambda _before, after_: not inv(layout.to_object(after_, read_only=True))  # noqa: E731
                                 return path(i, (lab, canon(succ)), None, bad)
                             stop = check_outside(outside, outside_trace) or stop
                             if stop:
