@@ -132,6 +132,19 @@ def test_a_counterexample_python_does_not_reproduce_is_no_verdict():
         confirm_counterexamples(model, [dataclasses.replace(found, kind="deadlock", steps=steps[:1])])
 
 
+def test_a_counterexample_on_whose_states_the_spec_raises_in_python_is_the_specs_error():
+    """The compiled kernels read past an array where Python raises: the counterexample they built
+    is not reported, and the run stops with the spec's error on the trace's state, as the first
+    tier and the reference explorer stop (it was an internal error with Python's traceback)."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import SpecRaised
+    cls = odd_specs.ReadsPastAnArrayOnItsLastStep
+    with pytest.raises(SpecRaised, match=r"^action CountUp\(i=0\) raised IndexError: index 2 is out of bounds") as e:
+        Engine(compile="now").explore(Model(cls(cls.Params())), Options())
+    assert e.value.path is not None and [action for action, _ in e.value.path] == [None, "CountUp(i=0)", "CountUp(i=0)"]
+
+
 @pytest.mark.parametrize("compile", ["bytecode", "now", "never"])
 def test_every_tier_but_plain_python_is_audited(monkeypatch, compile):
     """The bytecode tier runs the spec in an interpreter numba compiled: audited as the kernels are."""

@@ -132,12 +132,19 @@ class InterpretedKernels:
         return out
 
     @python_arithmetic
+    @python_arithmetic
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
-        """The successor of ``flat`` under ``label`` (None if disabled), interpreted."""
+        """The successor of ``flat`` under ``label`` (None if disabled), interpreted. What the
+        action raises is ``SpecRaised`` on ``flat``, as in ``successors``."""
         fn, values = self.actions[label]
         before = self.layout.to_object(flat, read_only=True)
         after = self.copy(before)
-        fires = fn(before, after, *values)
+        try:
+            fires = fn(before, after, *values)
+        except KraftcheckError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the spec's own code failed: say whose, in one line
+            raise spec_raised(f"action {self.model.labels[label]}", e).place(self.layout.show(flat)) from None
         if fires is not True and fires is not False:
             fires = not_a_bool(fires, f"action {self.model.labels[label].action.name}", fn)
         if not fires:

@@ -29,7 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL, cache_dir
-from kraftcheck.checker.errors import KernelsDisagree, SpecError
+from kraftcheck.checker.errors import KernelsDisagree, SpecError, SpecRaised
 from kraftcheck.checker.model import Model
 
 # the most of a run's time the audit takes past the first chunk of each compiled kernels
@@ -195,8 +195,10 @@ def confirm_counterexamples(model: Model, violations: list) -> None:
     deadlock's) with the spec's functions run as Python before it is reported: every step from an
     initial state to the state the trace gives, and the violation itself on its last state or
     step. A trace built from compiled kernels that Python does not reproduce is ``KernelsDisagree``
-    (no verdict), not a counterexample; one Python cannot run (the spec raises there) is left as
-    found. The interpreted tier does the work (its ``step``, ``successors`` and ``violations``)."""
+    (no verdict), not a counterexample. One on whose states the spec raises, run as Python, is
+    that error (``SpecRaised``, exit 2, no verdict: the first tier and the reference explorer stop
+    there), unless only Python raises it (``python_only``, a tier's limit), or it is a field's
+    domain Python finds broken: those are left as found. The interpreted tier does the work (its ``step``, ``successors`` and ``violations``)."""
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     python = InterpretedKernels(model)
     initial = {tuple(s) for s in model.initial}
@@ -230,6 +232,18 @@ def confirm_counterexamples(model: Model, violations: list) -> None:
             continue
         try:
             why = differs(v)
+        except SpecRaised as e:
+            if e.python_only:  # what only Python raises (a tier's limit): the compiled answer stands
+                continue
+            # the spec raises, run as Python, on a state of the trace: the first tier and the
+            # reference explorer stop there, with no verdict, and so does this run
+            shown = e.state
+            path = []
+            for step in v.steps:
+                path.append((None if not path else str(model.labels[step.label]), model.layout.show(tuple(step.state))))
+                if path[-1][1] == shown:
+                    break
+            raise e.place(shown, path if path and path[-1][1] == shown else None) from None
         except SpecError:
             continue
         if why is not None:
