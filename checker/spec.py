@@ -215,6 +215,14 @@ class Action:
     params: tuple[Param, ...] = ()
     doc: str = ""
 
+    def __post_init__(self) -> None:
+        # a single Param where a sequence of them belongs was an internal error deep in the build
+        if isinstance(self.params, Param) or not isinstance(self.params, (tuple, list)) or \
+                not all(isinstance(p, Param) for p in self.params):
+            raise SpecError(f"action {self.name}: params is {self.params!r}; give a tuple of Param, "
+                            f"one for each parameter after (s, t): params=(Param(\"i\", 3),)")
+        object.__setattr__(self, "params", tuple(self.params))
+
     @property
     def instances(self) -> int:
         return math.prod(p.count for p in self.params)

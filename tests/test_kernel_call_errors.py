@@ -16,6 +16,7 @@ import return_value_specs as specs
 from kraftcheck.checker.compile import compile_error
 from kraftcheck.checker.errors import KraftcheckBug, SpecError
 from kraftcheck.checker.model import Model
+from kraftcheck.checker.spec import Action, Param
 
 SPECS_FILE = inspect.getsourcefile(specs)
 
@@ -32,6 +33,18 @@ def test_a_function_whose_parameters_do_not_fit_its_calls_is_refused_when_the_mo
     with pytest.raises(SpecError) as e:
         Model(cls(cls.Params()))
     assert said.format(file=SPECS_FILE, line=fn.py_func.__code__.co_firstlineno) in str(e.value)
+
+
+@pytest.mark.parametrize("params", [Param("step", 3), "step", (Param("step", 3), 3)],
+                         ids=["one Param", "a name", "a number among them"])
+def test_an_actions_params_not_a_sequence_of_params_is_refused_where_it_is_declared(params):
+    """``Action("IncBy", fn, Param("step", 3))``, a Param where a tuple of them belongs, was an
+    internal error (a TypeError) once the model was built; the declaration itself now says what to
+    write (the command line adds the spec's line: ``kraftcheck check`` exits 2)."""
+    with pytest.raises(SpecError, match=r"^action IncBy: params is .*; give a tuple of Param, one for each parameter "
+                                        r"after \(s, t\): params=\(Param\("):
+        Action("IncBy", specs.inc_by, params)
+    assert Action("IncBy", specs.inc_by, [Param("step", 3)]).params == (Param("step", 3),)
 
 
 CALLER = '''
