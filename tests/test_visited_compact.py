@@ -255,3 +255,42 @@ def test_rows_outside_the_parts_are_not_inserted():
             assert is_new[np.concatenate(parts)].astype(bool).tolist() == expected
             assert not is_new[9_000:30_000].any() and not is_new[37_000:].any()
     assert len(compact) == len(seen)
+
+
+WARM_THEN_EXPLORE = """
+import sys
+from numba.core.registry import CPUDispatcher
+from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.explore.visited_sets import warm_up_visited_set
+from kraftcheck.checker.kernels import visited_compact
+from kraftcheck.checker.model import Model
+from kraftcheck.specs import spec_class
+
+def compiled():
+    return {name: tuple(f.signatures) for name, f in vars(visited_compact).items() if isinstance(f, CPUDispatcher)}
+
+cls = spec_class(sys.argv[1])
+model = Model(cls(cls.Params(**eval(sys.argv[2]))))
+options = Options(keep_going=True, compact=True)
+warm_up_visited_set(options, model.layout.nwords)
+before = compiled()
+Engine(compile="now").explore(model, options)
+print(before == compiled(), sum(1 for s in before.values() if s), compiled())
+"""
+
+
+@pytest.mark.parametrize("name,params", [("two_phase", {"rm": 4}), ("kafka", {"brokers": 2, "min_isr": 1})])
+def test_the_warm_up_compiles_every_kernel_a_compact_run_calls(tmp_path, name, params):
+    """An installation's first ``--compact`` run compiled the set's kernels in its first level,
+    counted as exploring; the engine's warm-up (``visited_sets.warm_up_visited_set``) calls each of
+    them first, so a run after it compiles none (a process of its own: numba's dispatchers keep
+    what one process compiled or loaded; one-word and two-word states)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", WARM_THEN_EXPLORE, name, repr(params)], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    same, warmed, _ = out.stdout.split(" ", 2)
+    assert same == "True" and int(warmed) >= 5, out.stdout

@@ -44,7 +44,7 @@ from kraftcheck.checker.explore.run_limits import Clock, limit_reached, stop_at_
 from kraftcheck.checker.explore.spill import LevelSpill, spill_threshold
 from kraftcheck.checker.explore.tiers import COMPILE_MODES, Tiers, interpret_budget, start_kernels
 from kraftcheck.checker.explore.violations import Violations
-from kraftcheck.checker.explore.visited_sets import visited_set_for
+from kraftcheck.checker.explore.visited_sets import visited_set_for, warm_up_visited_set
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.successor_rows import valid_rows_part
 from kraftcheck.checker.kernels.threads import thread_count, using_threads
@@ -146,6 +146,7 @@ class Engine:
             # an interpreted start leaves the compiled kernels' own path to the background compile,
             # which puts it in numba's cache for the switch
             warm_up_engine_kernels(kernels.nwords, distinct_path=kernels.compiled)
+            warm_up_visited_set(options, kernels.nwords)
             run = _Run(model, kernels, options, progress, self.shard_bits, self._chunk_states(model, options),
                        builder, spill_threshold(options, self.spill_levels_at), observer, held)
         except BaseException:  # an initial state outside its domain, say: the helper goes, the compile as always

@@ -20,6 +20,7 @@ from typing import Protocol, Union
 import numpy as np
 
 from kraftcheck.checker.explore.result import Options
+from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.state_index import StateIndex
 from kraftcheck.checker.kernels.visited import FingerprintSet, VisitedSet
 from kraftcheck.checker.kernels.visited_compact import CompactVisitedSet
@@ -52,6 +53,19 @@ class ShardedVisitedStates(VisitedStates, Protocol):
                         is_new: np.ndarray) -> None:
         """Part j's rows of shard k are ``order[offsets[j, k]:offsets[j, k + 1]]``; first
         occurrences marked in ``is_new``, whose marks for those rows the caller has cleared."""
+
+
+def warm_up_visited_set(options: Options, nwords: int) -> None:
+    """Compile (or load from numba's cache) the kernels of the set ``visited_set_for`` gives that
+    the engine's warm-up does not (``compile.warm_up_row_passes`` warms the packed set's): the
+    tree-compressed set's, which an installation's first ``--compact`` run otherwise compiled in
+    its first level, counted as exploring (14 s for 8,832 states). A small set, grown past its
+    first tables, on rows of ``nwords`` words."""
+    if options.keep_graph or options.fingerprints or not options.compact:
+        return
+    warm = CompactVisitedSet(nwords, 1, initial_shard_cap=16)
+    rows = np.arange(1, 257, dtype=np.uint64)[:, None] * np.arange(1, nwords + 1, dtype=np.uint64)[None, :]
+    warm.insert(rows, fingerprints(rows), np.arange(256, dtype=np.int64))
 
 
 def visited_set_for(options: Options, nwords: int, shard_bits: int) -> Union[ShardedVisitedStates, StateIndex]:
