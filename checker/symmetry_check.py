@@ -18,7 +18,8 @@ of all of them: together they give every permutation, so steps symmetric under t
 under the whole group). It runs the kernels the exploration runs (whatever tier they are), in a
 few batches. A broken claim is a ``SpecError`` naming the permutation, the state, the action and
 the fields where the state the spec computes differs from the one the symmetry promises. A sample
-cannot prove the claim; it catches a declaration that is wrong from the first steps.
+cannot prove the claim; it catches a declaration that is wrong from the first steps. During the
+run, ``SymmetryAudit`` tries it again on the states the kernel audit samples, deep ones too.
 """
 
 from __future__ import annotations
@@ -57,6 +58,33 @@ def check_symmetry(model: Model, kernels: Any, sample: Optional[int] = None) -> 
     if generators:
         _Trial(model, kernels, tables).run(generators, sample)
     _checked.add(key)
+
+
+class SymmetryAudit:
+    """The declared symmetry tried again during the run, on states the exploration expands: a
+    declaration wrong only past the first ``SAMPLE_STATES`` states (a step that breaks it deep in
+    the space) passes ``check_symmetry``, and the reduced search would count what are no orbits in
+    silence. ``kernel_audit.KernelAudit`` hands it each state it audits (the first states of each
+    compiled kernels, then one at random per chunk within its share of the run's time), which is
+    tried under the group's generators with the run's kernels, as ``check_symmetry`` tries its
+    sample: a broken claim is the same ``SpecError``."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.tables = PermutationTables(model.layout, declared_symmetry(model.spec))
+        self.generators = _generators(self.tables, [s.labels for s in declared_symmetry(model.spec)])
+        self.tried = 0  # states tried so far
+
+    def state(self, kernels: Any, words: np.ndarray) -> None:
+        """Try the claim on the one packed state ``words`` with ``kernels`` (the run's)."""
+        if not self.generators:
+            return
+        trial = _Trial(self.model, kernels, self.tables)
+        rows = flat_rows(kernels, np.ascontiguousarray(words, dtype=np.uint64)).astype(np.int64)
+        own = trial.expand(rows)
+        for p, text in self.generators:
+            trial.compare(rows, own, p, text)
+        self.tried += 1
 
 
 def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> list[tuple[int, str]]:

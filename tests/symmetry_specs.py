@@ -132,3 +132,75 @@ class Voting(Spec):
             Symmetry(self.value_names(), (Permuted("vote", axes=(1,)), Permuted("voted", holds="member"),
                                           Permuted("proposed", holds="subset"), Permuted("chosen", holds="subset"))),
         ]
+
+
+# -- a declaration that is wrong only deep in the space ---------------------------------------
+
+DEEP_DATA = ("d1", "d2")
+DEEP_LIMIT = 30  # the step that breaks the symmetry is enabled from this count on
+
+
+@njit(cache=True)
+def count_up(s, t):
+    if s.n >= DEEP_LIMIT:
+        return False
+    t.n = s.n + 1
+    return True
+
+
+@njit(cache=True)
+def swap_datum(s, t):
+    t.x = 1 - s.x
+    return True
+
+
+@njit(cache=True)
+def wiggle(s, t):
+    t.y = (s.y + 1) % 10
+    return True
+
+
+@njit(cache=True)
+def reset_to_d1(s, t):
+    """Names d1: from d2 at the limit, back to d1 and y 0; from d1 nothing. Not symmetric."""
+    if s.n != DEEP_LIMIT or s.x == 0:
+        return False
+    t.x = 0
+    t.y = 0
+    return True
+
+
+@njit(cache=True)
+def y_in_range(s):
+    return s.y < 10
+
+
+@dataclass(frozen=True)
+class DeepParams:
+    pass
+
+
+class DeepAsymmetry(Spec):
+    """A datum x of two interchangeable values, a counter n and a wheel y (620 states), declared
+    symmetric in x; the one step that names a value is enabled only at n = DEEP_LIMIT, past the
+    first 200 states breadth-first that ``check_symmetry`` tries."""
+
+    name = "deep_asymmetry"
+    Params = DeepParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Enum("x", DEEP_DATA), Int("n", DEEP_LIMIT + 1), Int("y", 10)]
+
+    def initial_states(self):
+        yield {"x": 0, "n": 0, "y": 0}
+
+    def actions(self):
+        return [Action("CountUp", count_up), Action("SwapDatum", swap_datum), Action("Wiggle", wiggle),
+                Action("ResetToD1", reset_to_d1)]
+
+    def invariants(self):
+        return [Invariant("y_in_range", y_in_range)]
+
+    def symmetry(self):
+        return Symmetry(DEEP_DATA, (Permuted("x", holds="member"),))

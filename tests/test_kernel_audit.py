@@ -92,7 +92,9 @@ def test_each_thing_the_kernels_compute_is_compared(what, said):
     KernelAudit(model).state(kernels.kernels, kernels.kernels.pack(model.initial), 7)  # the kernels as they are agree
 
 
-def test_the_first_chunk_of_each_kernels_is_audited_then_a_share_of_the_time():
+def test_the_first_chunk_of_each_kernels_is_audited_then_a_share_of_the_time(monkeypatch):
+    from kraftcheck.checker.explore import kernel_audit
+    monkeypatch.setattr(kernel_audit, "FLOOR_S", 0.0)  # the share alone
     cls = spec_class("two_phase")
     model = Model(cls(cls.Params(rm=3)))
     kernels = Kernels(model)
@@ -107,6 +109,14 @@ def test_the_first_chunk_of_each_kernels_is_audited_then_a_share_of_the_time():
     audit.share = 1.0
     audit.chunk(kernels, level, 0, 8, 24)
     assert audit.audited == 9
+    monkeypatch.setattr(kernel_audit, "FLOOR_S", 60.0)  # a short --symmetry run's chunks are each audited
+    audit.share = 0.0
+    audit.chunk(kernels, level, 0, 8, 32)
+    assert audit.audited == 9
+    symmetric = KernelAudit(model, share=0.0, symmetry=True)
+    for start in range(0, 24, 8):
+        symmetric.chunk(kernels, level, 0, 8, start)
+    assert symmetric.audited == 6 and symmetric._symmetry.tried == 6
 
 
 def test_a_counterexample_python_does_not_reproduce_is_no_verdict():

@@ -249,7 +249,8 @@ class _Run:
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.chunks = ChunkExpansion(model, self.tiers, self.visited, self.graph_builder, canon, self.violations,
                                      self.fired, self.new_per_action, shard_bits)
-        self.audit = KernelAudit(model)  # the compiled kernels against the spec's Python, on a sample
+        # the compiled kernels against the spec's Python, on a sample (and the declared symmetry)
+        self.audit = KernelAudit(model, symmetry=options.symmetry)
         self.generated = 0
         # the counts when the last level was finished: a run stopped within a level (an interrupt,
         # a full disk) reports these, which its distinct states and depth (finished levels only)

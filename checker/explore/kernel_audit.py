@@ -13,10 +13,12 @@ functions run as Python, the states packed by the reference packer), the success
 the states the compiled kernels expand (each action instance enabled or not, the successor's
 packed words and fingerprint, its transition-property mask) and their invariant and constraint
 masks, and compares. It audits the first states of the first chunk any compiled kernels (or the
-bytecode tier, which runs the spec in a compiled interpreter) expand,
-then one state picked at random per chunk while the audit has taken less than ``SHARE`` of the
-run's time (a Kafka state costs about a millisecond in Python). A difference stops the run with
-no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields.
+bytecode tier, which runs the spec in a compiled interpreter) expand, then one state picked at
+random per chunk while the audit has taken less than ``SHARE`` of the run's time (under
+``--symmetry``, or less than ``FLOOR_S``; a Kafka state costs about a millisecond in Python). A difference stops the run with
+no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields. Under
+``--symmetry`` each state audited is also tried against the declared symmetry
+(``symmetry_check.SymmetryAudit``).
 ``confirm_counterexamples`` replays, the same way, each counterexample a run is about to report.
 """
 
@@ -34,6 +36,9 @@ from kraftcheck.checker.model import Model
 
 # the most of a run's time the audit takes past the first chunk of each compiled kernels
 SHARE = 0.005
+# seconds of audit a --symmetry run may take, whatever its share: a short run's chunks are each
+# audited (its first states are otherwise its only ones, and a symmetry broken deep goes unseen)
+FLOOR_S = 0.1
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
 SEED = 20261207  # the sample is the same on every run of the same model
@@ -42,9 +47,15 @@ SEED = 20261207  # the sample is the same on every run of the same model
 class KernelAudit:
     """Audits the compiled kernels of one run (``chunk`` before each chunk they expand)."""
 
-    def __init__(self, model: Model, share: float = SHARE, first_states: int = FIRST_STATES) -> None:
+    def __init__(self, model: Model, share: Optional[float] = None, first_states: int = FIRST_STATES,
+                 symmetry: bool = False) -> None:
         self.model = model
-        self.share = share
+        # --symmetry: the declared symmetry tried again on each state audited (symmetry_check)
+        self._symmetry: Any = None
+        if symmetry:
+            from kraftcheck.checker.symmetry_check import SymmetryAudit
+            self._symmetry = SymmetryAudit(model)
+        self.share = SHARE if share is None else share
         self.first_states = first_states
         self.audited = 0          # states compared so far
         self.spent = 0.0          # seconds the comparisons took
@@ -62,19 +73,22 @@ class KernelAudit:
         if hi <= lo:
             return
         if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
-            if kernels not in self._seen:
-                self._seen.add(kernels)
-                t0 = time.perf_counter()
-                try:
+            t0 = time.perf_counter()
+            try:
+                if kernels not in self._seen:
+                    self._seen.add(kernels)
                     for i in range(lo, min(hi, lo + self.first_states)):
                         self._python_twice(level[i:i + 1], None if first_index is None else first_index + i - lo)
-                finally:
-                    self.spent += time.perf_counter() - t0
+                elif self._symmetry is not None and self._within_budget():  # the declared symmetry, still
+                    i = int(self._rng.integers(lo, hi))
+                    self._symmetry.state(kernels, level[i:i + 1])
+            finally:
+                self.spent += time.perf_counter() - t0
             return
         if kernels not in self._seen:
             self._seen.add(kernels)
             rows = range(lo, min(hi, lo + self.first_states))
-        elif self.spent <= self.share * (time.perf_counter() - self._started):
+        elif self._within_budget():
             rows = [int(self._rng.integers(lo, hi))]
         else:
             return
@@ -82,8 +96,14 @@ class KernelAudit:
         try:
             for i in rows:
                 self.state(kernels, level[i:i + 1], None if first_index is None else first_index + i - lo)
+                if self._symmetry is not None:
+                    self._symmetry.state(kernels, level[i:i + 1])
         finally:
             self.spent += time.perf_counter() - t0
+
+    def _within_budget(self) -> bool:
+        budget = self.share * (time.perf_counter() - self._started)
+        return self.spent <= (max(budget, FLOOR_S) if self._symmetry is not None else budget)
 
     def state(self, kernels: Any, words: np.ndarray, index: Optional[int]) -> None:
         """Compare the compiled ``kernels`` with the spec's Python on the one packed state ``words``
