@@ -19,7 +19,7 @@ under the whole group). It runs the kernels the exploration runs (whatever tier 
 few batches. A broken claim is a ``SpecError`` naming the permutation, the state, the action and
 the fields where the state the spec computes differs from the one the symmetry promises. A sample
 cannot prove the claim; it catches a declaration that is wrong from the first steps. During the
-run, ``SymmetryAudit`` tries it again on the states the kernel audit samples, deep ones too.
+run, ``SymmetryAudit`` tries it again on a state of each chunk, deep ones too.
 """
 
 from __future__ import annotations
@@ -64,10 +64,9 @@ class SymmetryAudit:
     """The declared symmetry tried again during the run, on states the exploration expands: a
     declaration wrong only past the first ``SAMPLE_STATES`` states (a step that breaks it deep in
     the space) passes ``check_symmetry``, and the reduced search would count what are no orbits in
-    silence. ``kernel_audit.KernelAudit`` hands it each state it audits (the first states of each
-    compiled kernels, then one at random per chunk within its share of the run's time), which is
-    tried under the group's generators with the run's kernels, as ``check_symmetry`` tries its
-    sample: a broken claim is the same ``SpecError``."""
+    silence. ``kernel_audit.KernelAudit`` hands it one state at random of each chunk (within its
+    budget), which is tried under the group's generators with the run's kernels, as
+    ``check_symmetry`` tries its sample: a broken claim is the same ``SpecError``."""
 
     def __init__(self, model: Model) -> None:
         self.model = model

@@ -14,11 +14,12 @@ the states the compiled kernels expand (each action instance enabled or not, the
 packed words and fingerprint, its transition-property mask) and their invariant and constraint
 masks, and compares. It audits the first states of the first chunk any compiled kernels (or the
 bytecode tier, which runs the spec in a compiled interpreter) expand, then one state picked at
-random per chunk while the audit has taken less than ``SHARE`` of the run's time (under
-``--symmetry``, or less than ``FLOOR_S``; a Kafka state costs about a millisecond in Python). A difference stops the run with
-no verdict (``KernelsDisagree``, exit 2), naming the state, the action and the fields. Under
-``--symmetry`` each state audited is also tried against the declared symmetry
-(``symmetry_check.SymmetryAudit``).
+random per chunk while the audit has taken less than ``SHARE`` of the run's time (a Kafka state
+costs about a millisecond in Python). A difference stops the run with no verdict
+(``KernelsDisagree``, exit 2), naming the state, the action and the fields. Under ``--symmetry``
+one state of each chunk is also tried against the declared symmetry
+(``symmetry_check.SymmetryAudit``), whatever the tier, while those trials have taken less than
+``SHARE`` of the run's time or less than ``FLOOR_S``.
 ``confirm_counterexamples`` replays, the same way, each counterexample a run is about to report.
 """
 
@@ -36,8 +37,8 @@ from kraftcheck.checker.model import Model
 
 # the most of a run's time the audit takes past the first chunk of each compiled kernels
 SHARE = 0.005
-# seconds of audit a --symmetry run may take, whatever its share: a short run's chunks are each
-# audited (its first states are otherwise its only ones, and a symmetry broken deep goes unseen)
+# seconds a run may spend trying its declared symmetry, whatever its share: each chunk of a short
+# run is tried (a symmetry broken deep in the space is not seen on the first states)
 FLOOR_S = 0.1
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
@@ -50,7 +51,7 @@ class KernelAudit:
     def __init__(self, model: Model, share: Optional[float] = None, first_states: int = FIRST_STATES,
                  symmetry: bool = False) -> None:
         self.model = model
-        # --symmetry: the declared symmetry tried again on each state audited (symmetry_check)
+        # --symmetry: the declared symmetry tried again while exploring (symmetry_check)
         self._symmetry: Any = None
         if symmetry:
             from kraftcheck.checker.symmetry_check import SymmetryAudit
@@ -59,6 +60,7 @@ class KernelAudit:
         self.first_states = first_states
         self.audited = 0          # states compared so far
         self.spent = 0.0          # seconds the comparisons took
+        self.symmetry_spent = 0.0  # seconds the declared symmetry's trials took
         self._started = time.perf_counter()
         self._python: Any = None  # the interpreted tier, made at the first audit
         # the kernels whose first chunk was audited (weakly: an id would be reused once its kernels are freed)
@@ -72,23 +74,27 @@ class KernelAudit:
         compiled and the budget allows."""
         if hi <= lo:
             return
-        if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
+        if self._symmetry is not None and self.symmetry_spent <= max(self._budget(), FLOOR_S):
             t0 = time.perf_counter()
-            try:
-                if kernels not in self._seen:
-                    self._seen.add(kernels)
+            try:  # the declared symmetry, on a state of every chunk while its own budget allows
+                i = int(self._rng.integers(lo, hi))
+                self._symmetry.state(kernels, level[i:i + 1])
+            finally:
+                self.symmetry_spent += time.perf_counter() - t0
+        if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
+            if kernels not in self._seen:
+                self._seen.add(kernels)
+                t0 = time.perf_counter()
+                try:
                     for i in range(lo, min(hi, lo + self.first_states)):
                         self._python_twice(level[i:i + 1], None if first_index is None else first_index + i - lo)
-                elif self._symmetry is not None and self._within_budget():  # the declared symmetry, still
-                    i = int(self._rng.integers(lo, hi))
-                    self._symmetry.state(kernels, level[i:i + 1])
-            finally:
-                self.spent += time.perf_counter() - t0
+                finally:
+                    self.spent += time.perf_counter() - t0
             return
         if kernels not in self._seen:
             self._seen.add(kernels)
             rows = range(lo, min(hi, lo + self.first_states))
-        elif self._within_budget():
+        elif self.spent <= self._budget():
             rows = [int(self._rng.integers(lo, hi))]
         else:
             return
@@ -96,14 +102,12 @@ class KernelAudit:
         try:
             for i in rows:
                 self.state(kernels, level[i:i + 1], None if first_index is None else first_index + i - lo)
-                if self._symmetry is not None:
-                    self._symmetry.state(kernels, level[i:i + 1])
         finally:
             self.spent += time.perf_counter() - t0
 
-    def _within_budget(self) -> bool:
-        budget = self.share * (time.perf_counter() - self._started)
-        return self.spent <= (max(budget, FLOOR_S) if self._symmetry is not None else budget)
+    def _budget(self) -> float:
+        """The seconds a kind of check may have taken so far: ``share`` of the run's."""
+        return self.share * (time.perf_counter() - self._started)
 
     def state(self, kernels: Any, words: np.ndarray, index: Optional[int]) -> None:
         """Compare the compiled ``kernels`` with the spec's Python on the one packed state ``words``
