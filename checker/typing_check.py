@@ -84,10 +84,11 @@ class _Typer:
         if key not in self.known:
             ctx = cpu_target
             self.typing.add(key)
-            try:
-                self.known[key] = compiler.compile_extra(ctx.typing_context, ctx.target_context, dispatcher.py_func,
-                                                         args, None, self.flags, {}, library=None,
-                                                         pipeline_class=_TypingPipeline)
+            try:  # as compiling: a recursive call in it is then typed as numba types one (RecursiveCall)
+                with dispatcher._compiling_counter:
+                    self.known[key] = compiler.compile_extra(ctx.typing_context, ctx.target_context, dispatcher.py_func,
+                                                             args, None, self.flags, {}, library=None,
+                                                             pipeline_class=_TypingPipeline)
             except KeyError as e:  # numba's record typing raises it, not a TypingError, for a name the state lacks
                 raise _no_such_field(dispatcher.py_func, e.args[0] if e.args else "?") from None
             finally:

@@ -276,6 +276,71 @@ class Typings(RunObserver):
         self.count += 1
 
 
+RECURSIVE_SPEC = '''
+from numba import njit
+from kraftcheck import Action, Int, Invariant, Spec
+from odd_specs import GridParams
+
+
+@njit(cache=True)
+def triangle(k):
+    if k <= 0:
+        return 0
+    return k + triangle(k - 1)
+
+
+@njit(cache=True)
+def step(s, t):
+    if triangle(s.x + 1) > 6:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def within_six(s):
+    return triangle(s.x) <= 6
+
+
+class RecursiveHelper(Spec):
+    name = "recursive_helper"
+    Params = GridParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Step", step)]
+
+    def invariants(self):
+        return [Invariant("WithinSix", within_six)]
+'''
+
+
+def test_a_recursive_helper_is_typed_and_compiled_as_numba_compiles_it(tmp_path, monkeypatch):
+    """A helper that calls itself, which numba compiles (the recursive call typed from the frame
+    being typed), is accepted by the check of numba's typing, and every tier gives the reference
+    explorer's answer. The check typed the helper outside its dispatcher, so its recursive call
+    compiled it again from inside its own typing (when numba's cache did not hold it), which
+    numba refused: "compiler re-entrant to the same function signature", no line named, "if the
+    spec's do, it is kraftcheck's bug"."""
+    import importlib
+    from kraftcheck.checker.typing_check import check_spec_types
+    name = f"recursive_spec_{abs(hash(str(tmp_path)))}"  # a new module: numba's cache holds none of it
+    (tmp_path / f"{name}.py").write_text(RECURSIVE_SPEC)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    check_spec_types(Model(module.RecursiveHelper(GridParams(1))))
+    answers = {name: _summary(make().explore(Model(module.RecursiveHelper(GridParams(1))), Options()))
+               for name, make in EXPLORERS.items()}
+    assert len(set(map(repr, answers.values()))) == 1, answers
+    assert answers["reference"][1] == 4  # x = 0..3
+
+
 def test_a_spec_typed_once_is_not_typed_again_for_the_same_fields(monkeypatch, tmp_path):
     """The type inference's acceptance is kept in the kernel cache (under a digest of the spec's
     sources and of its fields' names and shapes) and in the process: the next run of the same spec
