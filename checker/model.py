@@ -12,6 +12,7 @@ import os
 import traceback
 import types
 from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ from kraftcheck.checker.errors import (KraftcheckError, SpecError, SpecRaised, U
                                       wrote_and_declined)
 from kraftcheck.checker.layout import SUCCESSOR_ELEMENT, Layout
 from kraftcheck.checker.njit_check import require_njit
-from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Invariant, Spec, TransitionProperty
+from kraftcheck.checker.spec import Action, ActionConstraint, Constraint, Field, Invariant, Spec, TransitionProperty
 from kraftcheck.checker.action_returns import (bool_meaning, no_bool_error, not_a_bool, returns_no_bool,
                                               returns_nothing)
 from kraftcheck.checker.writes import source_writes
@@ -56,11 +57,69 @@ def spec_call(spec: Spec, method: str) -> Any:
     with ``yield`` raises only when its items are taken)."""
     try:
         out = getattr(spec, method)()
+        if isinstance(out, Mapping):  # one dict where a list of them belongs: the caller says so
+            return out
         return list(out) if method == "initial_states" or isinstance(out, types.GeneratorType) else out
     except KraftcheckError as e:
         raise declared_at(e) from None
     except Exception as e:  # noqa: BLE001 - the spec's own code failed
         raise spec_raised(f"{method}() of spec {spec.name}", e, compiled_too=False) from None
+
+
+# what each of a spec's declaring methods returns a list of, and how one is written
+_DECLARES = {"fields": (Field, 'Int("x", 3)'), "actions": (Action, 'Action("Name", fn)'),
+             "invariants": (Invariant, 'Invariant("Name", fn)'),
+             "properties": (TransitionProperty, 'TransitionProperty("Name", fn)'),
+             "constraints": (Constraint, 'Constraint("Name", fn)'),
+             "action_constraints": (ActionConstraint, 'ActionConstraint("Name", fn)')}
+
+
+def declared(spec: Spec, method: str) -> list[Any]:
+    """``spec.<method>()`` (``fields``, ``actions``, ``invariants``...) as a list, refused in one
+    line unless it is a list (or tuple, or generator) of the objects that method declares: one
+    object rather than a list, a bare function where an ``Invariant`` belongs, a tuple of an
+    action's pieces, were internal errors where kraftcheck first read a name from them."""
+    out = spec_call(spec, method)
+    cls, example = _DECLARES[method]
+    kind = cls.__name__
+    if isinstance(out, cls):
+        raise SpecError(f"{method}() of spec {spec.name} returned one {kind}, not a list: return a list of them, "
+                        f"[{example}, ...]")
+    if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
+        raise SpecError(f"{method}() of spec {spec.name} returned {_shown(out)}: return a list of {kind} "
+                        f"objects, [{example}, ...]")
+    out = list(out)
+    for x in out:
+        if not isinstance(x, cls):
+            fn = getattr(x, "py_func", x)
+            hint = (f"; write {kind}(\"{fn.__name__}\", {fn.__name__})" if callable(x) and kind != "Field"
+                    and hasattr(fn, "__name__") else f": each is written {example}")
+            raise SpecError(f"{method}() of spec {spec.name} gives {_shown(x)}, which is no {kind}{hint}")
+    return out
+
+
+def initial_states(spec: Spec) -> list[Mapping[str, Any]]:
+    """``spec.initial_states()``, refused in one line unless it gives dicts of field values (one
+    dict rather than a list of them, or a list of values, was an internal error)."""
+    example = '[{"x": 0, "y": [0, 0]}]'
+    states = spec_call(spec, "initial_states")
+    if isinstance(states, Mapping):
+        raise SpecError(f"initial_states() of spec {spec.name} returned one dict; return a list of them (or yield "
+                        f"each), one per initial state: {example}")
+    for values in states:
+        if not isinstance(values, Mapping):
+            raise SpecError(f"initial_states() of spec {spec.name} gives {_shown(values)}, which is no dict of field "
+                            f"values: give one dict per initial state, {example}")
+    return states
+
+
+def _shown(x: Any) -> str:
+    """``x`` as an error says it: a function by its name, anything else by its repr, shortened."""
+    fn = getattr(x, "py_func", x)
+    if callable(x) and hasattr(fn, "__name__"):
+        return f"the function {fn.__name__}"
+    text = repr(x)
+    return f"{text[:80]}... (a {type(x).__name__})" if len(text) > 80 else f"{text} (a {type(x).__name__})"
 
 
 def declared_at(e: KraftcheckError) -> KraftcheckError:
@@ -207,12 +266,12 @@ class Model:
     def __init__(self, spec: Spec, check: Sequence[str] | None = None, constraints: Sequence[str] | None = None,
                  deadlock: bool | None = None) -> None:
         self.spec = spec
-        self.layout = Layout(spec_call(spec, "fields"))
+        self.layout = Layout(declared(spec, "fields"))
         if self.layout.nwords > MAX_WORDS:
             raise SpecError(f"spec {spec.name}: a state takes {self.layout.nwords} 64-bit words "
                             f"({self.layout.state_bits} bits of fields); at most {MAX_WORDS}: give its fields "
                             "fewer elements or narrower domains")
-        self.actions: list[Action] = list(spec_call(spec, "actions"))
+        self.actions: list[Action] = declared(spec, "actions")
         if not self.actions:
             raise SpecError(f"spec {spec.name} declares no actions")
         names = [a.name for a in self.actions]
@@ -235,8 +294,8 @@ class Model:
             raise SpecError(f"spec {spec.name} has {len(self.labels)} action instances; at most {MAX_LABELS}")
         self.label_action = [lab.action_index for lab in self.labels]
 
-        all_invariants = list(spec_call(spec, "invariants"))
-        all_properties = list(spec_call(spec, "properties"))
+        all_invariants = declared(spec, "invariants")
+        all_properties = declared(spec, "properties")
         if len(all_invariants) > 64 or len(all_properties) > 64:
             raise SpecError("at most 64 invariants and 64 transition properties are supported")
         # every check of the spec, selected or not: the kernels compile them all in and evaluate
@@ -281,7 +340,7 @@ class Model:
 
         seen = set()
         self.initial: list[tuple[int, ...]] = []
-        for values in spec_call(spec, "initial_states"):
+        for values in initial_states(spec):
             flat = self.layout.flat_from_values(values)
             if flat not in seen:
                 seen.add(flat)
@@ -294,8 +353,8 @@ class Model:
         names, default all). The kernels compile in every one and evaluate the selected ones as
         extra bits after the selected invariants (``kernel_invariants``) and transition
         properties (``kernel_properties``)."""
-        self.spec_constraints: list[Constraint] = list(spec_call(spec, "constraints"))
-        self.spec_action_constraints: list[ActionConstraint] = list(spec_call(spec, "action_constraints"))
+        self.spec_constraints: list[Constraint] = declared(spec, "constraints")
+        self.spec_action_constraints: list[ActionConstraint] = declared(spec, "action_constraints")
         names = [c.name for c in self.spec_constraints + self.spec_action_constraints]
         if len(set(names)) != len(names) or set(names) & set(checks) or DEADLOCK in set(names) | set(checks):
             raise SpecError(f"spec {spec.name}: a constraint's name repeats another constraint's, an invariant's or "

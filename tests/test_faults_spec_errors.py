@@ -392,6 +392,77 @@ def test_fields_and_initial_states_that_raise_name_the_specs_line():
         Model(FieldsMisspell(FaultyParams(1)))
 
 
+class BareInvariant(Faulty):
+    name = "bare_invariant"
+
+    def invariants(self):
+        return [bounded]
+
+
+class OneAction(Faulty):
+    name = "one_action"
+
+    def actions(self):
+        return Action("Step", step)
+
+
+class ActionAsATuple(Faulty):
+    name = "action_as_a_tuple"
+
+    def actions(self):
+        return [("Step", step)]
+
+
+class FieldsAsADict(Faulty):
+    name = "fields_as_a_dict"
+
+    def fields(self):
+        return {"x": Int("x", 3), "fault": Const("fault", self.params.fault)}
+
+
+class BareConstraint(Faulty):
+    name = "bare_constraint"
+
+    def constraints(self):
+        return [inside]
+
+
+class OneInitialState(Faulty):
+    name = "one_initial_state"
+
+    def initial_states(self):
+        return {"x": 0}
+
+
+class InitialStatesAsLists(Faulty):
+    name = "initial_states_as_lists"
+
+    def initial_states(self):
+        return [[0]]
+
+
+@pytest.mark.parametrize("cls, message", [
+    (BareInvariant, r"invariants\(\) of spec bare_invariant gives the function bounded, which is no Invariant; "
+                    r'write Invariant\("bounded", bounded\)$'),
+    (OneAction, r"actions\(\) of spec one_action returned one Action, not a list: return a list of them"),
+    (ActionAsATuple, r"actions\(\) of spec action_as_a_tuple gives \('Step', .*\(a tuple\), which is no Action: "
+                     r'each is written Action\("Name", fn\)$'),
+    (FieldsAsADict, r"fields\(\) of spec fields_as_a_dict returned \{'x': .* \(a dict\): return a list of Field"),
+    (BareConstraint, r"constraints\(\) of spec bare_constraint gives the function inside, which is no Constraint"),
+    (OneInitialState, r"initial_states\(\) of spec one_initial_state returned one dict; return a list of them"),
+    (InitialStatesAsLists, r"initial_states\(\) of spec initial_states_as_lists gives \[0\] \(a list\), which "
+                           r"is no dict of field values"),
+])
+def test_what_a_declaring_method_returns_is_refused_in_one_line_unless_a_list_of_its_objects(cls, message):
+    """A function where an Invariant belongs, one Action where a list of them does, a tuple of an
+    action's pieces, a dict of fields, one dict of initial values: each was an internal error (an
+    AttributeError or TypeError where kraftcheck read a name from it); now a SpecError saying what
+    was given and how it is written."""
+    with pytest.raises(SpecError, match=message) as e:
+        Model(cls(FaultyParams(1)))
+    assert type(e.value) is SpecError
+
+
 SPEC_FILE = '''
 from dataclasses import dataclass
 
