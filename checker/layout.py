@@ -123,7 +123,7 @@ class Layout:
                 continue
             if f.shape and _extend_nested(out, v, f.shape):
                 continue
-            arr = np.asarray(v, dtype=np.int64)
+            arr = _integers(f, v)
             if arr.shape == () and f.shape:
                 arr = np.full(f.shape, int(arr))
             if arr.shape != f.shape:
@@ -306,9 +306,9 @@ def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
     if not isinstance(v, list) or len(v) != shape[0]:
         return False
     if len(shape) == 1:
-        try:
-            out.extend(list(map(int, v)))
-        except (TypeError, ValueError):  # an item that is no number (a list: the wrong shape)
+        try:  # operator.index: an integer (Python's or numpy's, a bool), never a float cut to one
+            out.extend(list(map(operator.index, v)))
+        except (TypeError, ValueError):  # an item that is no integer (a list: the wrong shape; a float)
             return False
         return True
     mark = len(out)
@@ -317,6 +317,26 @@ def _extend_nested(out: list[int], v: Any, shape: tuple[int, ...]) -> bool:
             del out[mark:]
             return False
     return True
+
+
+def _integers(f: Field, v: Any) -> np.ndarray:
+    """The value ``v`` given for field ``f`` in an initial state as an int64 array, refused
+    (SpecError) unless every element is an integer: numpy's int64 conversion cut 0.5 to 0 (a run
+    from another state than the spec wrote, in silence) and raised on a string."""
+    arr = np.asarray(v)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "O":  # integers past int64 (refused by the domain check as they are), or a mix
+        try:
+            return np.array([operator.index(x) for x in arr.reshape(-1)], dtype=object).reshape(arr.shape)
+        except TypeError:
+            pass
+    label = v if isinstance(v, str) and f.labels and v in f.labels else f.labels[0] if f.labels else None
+    labels = f" (an Enum's value is the index of its label: {label!r} is {f.labels.index(label)})" \
+        if f.kind == "enum" and label is not None and arr.dtype.kind == "U" else ""
+    raise SpecError(f"field {f.name}: an initial state gives it {v!r}, which is not "
+                    f"{'an integer' if not f.shape else 'made of integers'}{labels}: give "
+                    f"{'an int' if not f.shape else f'integers in the shape {f.shape}'} in initial_states()")
 
 
 def _getter(names: list[str]) -> Callable[[dict], tuple]:

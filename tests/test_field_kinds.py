@@ -48,6 +48,32 @@ def test_a_malformed_field_is_refused_with_what_is_wrong(make, message):
         make()
 
 
+@pytest.mark.parametrize("values, message", [
+    ({"c": [0.5, 0]}, r"field c: an initial state gives it \[0\.5, 0\], which is not made of integers: give "
+                      r"integers in the shape \(2,\)"),
+    ({"c": [0, 1.0]}, r"field c: .* not made of integers"),
+    ({"c": ["a", 0]}, r"field c: an initial state gives it \['a', 0\], which is not made of integers"),
+    ({"x": 1.5}, r"field x: an initial state gives it 1\.5, which is not an integer: give an int"),
+    ({"e": "busy"}, r"field e: an initial state gives it 'busy', which is not an integer \(an Enum's value is the "
+                    r"index of its label: 'busy' is 1\)"),
+])
+def test_an_initial_value_that_is_no_integer_is_refused(values, message):
+    """0.5 was cut to 0 by numpy's conversion (the run explored from another state than the spec
+    wrote and answered); a string, an Enum's label among them, was an internal error (ValueError)."""
+    layout = Layout([Int("c", 2, (2,)), Int("x", 3), Enum("e", ("idle", "busy"))])
+    with pytest.raises(SpecError, match=message):
+        layout.flat_from_values(values)
+
+
+def test_initial_values_of_any_integer_type_are_taken():
+    import numpy as np
+    layout = Layout([Int("c", 2, (2,)), Int("x", 3), Enum("e", ("idle", "busy"))])
+    assert layout.flat_from_values({"c": (np.int64(1), True), "x": np.int32(3), "e": np.uint8(1)}) == (1, 1, 3, 1)
+    assert layout.flat_from_values({"c": np.array([2, 0], np.uint8)}) == (2, 0, 0, 0)
+    with pytest.raises(SpecError, match=r"field c\[0\] = 1180591620717411303424 is outside its domain 0\.\.2"):
+        layout.flat_from_values({"c": [2**70, 0]})
+
+
 WIDE_SPEC = '''
 from dataclasses import dataclass
 from kraftcheck.checker.spec import Int, Spec
