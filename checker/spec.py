@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence
 
@@ -62,8 +63,17 @@ class Field:
     axis_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier():
+        if not isinstance(self.name, str) or not self.name.isidentifier():
             raise SpecError(f"field name {self.name!r} is not a Python identifier")
+        shape = self.shape
+        if isinstance(shape, numbers.Integral) or not isinstance(shape, (tuple, list)) or \
+                not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in shape):
+            example = f"({shape},)" if isinstance(shape, numbers.Integral) else "(3,) or (2, 3)"
+            raise SpecError(f"field {self.name}: shape must be a tuple of axis lengths, got {shape!r}: write "
+                            f"{example} (() for a scalar)")
+        object.__setattr__(self, "shape", tuple(int(n) for n in shape))
+        for what in ("labels", "index_labels"):
+            _refuse_one_string(f"field {self.name}", what, getattr(self, what))
         if self.domain < 1:
             raise SpecError(f"field {self.name}: domain must be at least 1, got {self.domain}")
         if self.domain > 2**31:
@@ -148,6 +158,15 @@ class Field:
         return v
 
 
+def _refuse_one_string(who: str, what: str, names: Any) -> None:
+    """Refuse ``names`` given as one string where a sequence of names belongs: ``("idle")`` is the
+    string "idle", which Python takes for the names i, d, l, e."""
+    if isinstance(names, str):
+        raise SpecError(f"{who}: {what} is the string {names!r}, which would be read as the names "
+                        f"{', '.join(map(repr, names[:4]))}{'...' if len(names) > 4 else ''}; give a tuple of names: "
+                        f"({names!r},) for one (a trailing comma makes a tuple)")
+
+
 def Int(name: str, lo_or_maximum: int, hi: int | tuple[int, ...] | None = None, shape: tuple[int, ...] = (),
         **kw: Any) -> Field:
     """An integer field: ``Int(name, maximum)`` holds ``0..maximum``, ``Int(name, lo, hi)`` holds
@@ -175,16 +194,22 @@ def Bool(name: str, shape: tuple[int, ...] = (), **kw: Any) -> Field:
 
 def Enum(name: str, labels: Sequence[str], shape: tuple[int, ...] = (), **kw: Any) -> Field:
     """A field whose values ``0..len(labels)-1`` are named by ``labels``."""
+    _refuse_one_string(f"field {name}", "Enum's labels", labels)
     return Field(name, len(labels), shape, "enum", labels=tuple(labels), **kw)
 
 
 def Set(name: str, members: Sequence[str], shape: tuple[int, ...] = (), **kw: Any) -> Field:
     """A subset of ``members`` held as a bitmask: bit i stands for ``members[i]``."""
+    _refuse_one_string(f"field {name}", "Set's members", members)
     return Field(name, 2 ** len(members), shape, "set", labels=tuple(members), **kw)
 
 
 def Const(name: str, value: int, kind: str = "int", labels: Sequence[str] | None = None, **kw: Any) -> Field:
     """A per-run setting: the same value in every state, free in the packed encoding."""
+    if not isinstance(value, numbers.Integral):  # 2.5 was taken, and the first step "changed" it to 2
+        raise SpecError(f"field {name}: a Const holds an integer, got {value!r} (a {type(value).__name__}); "
+                        f"keep other settings in the spec's Params and give the Const a number")
+    value = int(value)
     if value < 0:  # a negative setting is an Int field of one value
         return Field(name, 1, (), kind, labels=tuple(labels) if labels else None, const=value, lo=value, **kw)
     return Field(name, value + 1, (), kind, labels=tuple(labels) if labels else None, const=value, **kw)
@@ -201,6 +226,20 @@ class Param:
     name: str
     count: int
     labels: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # a count that is no integer was an internal error; a negative one an action never tried
+        if not isinstance(self.count, numbers.Integral) or isinstance(self.count, bool) or self.count < 0:
+            raise SpecError(f"action parameter {self.name}: count must be a whole number of values (0..count-1), "
+                            f"got {self.count!r}")
+        object.__setattr__(self, "count", int(self.count))
+        if self.labels is not None:
+            _refuse_one_string(f"action parameter {self.name}", "labels", self.labels)
+            labels = tuple(str(x) for x in self.labels)
+            if len(labels) != self.count:  # a value without a label was an internal error in traces
+                raise SpecError(f"action parameter {self.name}: labels must name each of its {self.count} values, "
+                                f"got {len(labels)}: {labels!r}")
+            object.__setattr__(self, "labels", labels)
 
     def show(self, v: int) -> Any:
         return self.labels[v] if self.labels is not None else v

@@ -8,7 +8,7 @@ import pytest
 
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import Layout
-from kraftcheck.checker.spec import Bool, Const, Enum, Field, Int, Permuted, Symmetry
+from kraftcheck.checker.spec import Bool, Const, Enum, Field, Int, Permuted, Set, Symmetry
 from kraftcheck.checker.symmetry import PermutationTables
 
 
@@ -42,6 +42,15 @@ def test_int_with_bounds_holds_negative_values_in_as_few_bits():
     (lambda: Bool("x", (2, 2), axis_names=("row",)), "axis_names must give each of its 2 axes its own name"),
     (lambda: Bool("x", (2, 2), axis_names=("row", "row")), "axis_names must give each"),
     (lambda: Bool("x", (2, 2), axis_names=("row", "a b")), "axis_names must give each"),
+    # a mistake of one character each, once an internal error or a field other than meant
+    (lambda: Bool("x", 3), r"field x: shape must be a tuple of axis lengths, got 3: write \(3,\)"),
+    (lambda: Enum("x", ("a", "b"), 2.0), r"field x: shape must be a tuple of axis lengths, got 2\.0"),
+    (lambda: Enum("x", ("idle")), r"field x: Enum's labels is the string 'idle', which would be read as the names "
+                                  r"'i', 'd', 'l', 'e'; give a tuple of names: \('idle',\) for one"),
+    (lambda: Set("x", ("b1")), r"field x: Set's members is the string 'b1'"),
+    (lambda: Bool("x", (2,), index_labels="ab"), r"field x: index_labels is the string 'ab'"),
+    (lambda: Const("x", 2.5), r"field x: a Const holds an integer, got 2\.5 \(a float\)"),
+    (lambda: Const("x", "fast"), r"field x: a Const holds an integer, got 'fast' \(a str\)"),
 ])
 def test_a_malformed_field_is_refused_with_what_is_wrong(make, message):
     with pytest.raises(SpecError, match=message):
@@ -124,6 +133,12 @@ def test_axis_labels_and_index_labels_agree():
     assert Bool("b", (2, 2), axis_labels=(None, None)).axis_labels is None
     layout = Layout([votes])
     assert layout.element_name(layout.elements[5]) == "votes[a1][1][v3]"
+
+
+def test_a_shape_given_as_a_list_or_of_numpy_integers_is_a_tuple_of_ints():
+    import numpy as np
+    assert Bool("x", [2, np.int64(3)]).shape == (2, 3) and type(Bool("x", [np.int64(3)]).shape[0]) is int
+    assert Const("x", True).const == 1 and Const("x", np.int64(4)).const == 4
 
 
 def test_a_negative_constant_is_a_field_of_one_value():

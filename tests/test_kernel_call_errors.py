@@ -47,6 +47,27 @@ def test_an_actions_params_not_a_sequence_of_params_is_refused_where_it_is_decla
     assert Action("IncBy", specs.inc_by, [Param("step", 3)]).params == (Param("step", 3),)
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: Param("step", -1), r"^action parameter step: count must be a whole number of values \(0\.\.count-1\), "
+                                r"got -1$"),
+    (lambda: Param("step", 2.0), r"count must be a whole number of values .*got 2\.0$"),
+    (lambda: Param("step", True), r"count must be a whole number of values .*got True$"),
+    (lambda: Param("step", 3, ("one", "two")), r"^action parameter step: labels must name each of its 3 values, "
+                                               r"got 2: \('one', 'two'\)$"),
+    (lambda: Param("step", 1, ("one")), r"^action parameter step: labels is the string 'one', which would be read as "
+                                        r"the names 'o', 'n', 'e'; give a tuple of names: \('one',\) for one"),
+])
+def test_a_param_whose_count_or_labels_do_not_fit_is_refused_where_it_is_declared(make, message):
+    """A count of 2.0 was an internal error (TypeError) once the model was built, a negative one an
+    action with no instance, warned about as never enabled; labels that name fewer values than the
+    count were an internal error (IndexError) as a counterexample through an unnamed value was
+    written, and a string of labels gave each of its letters to a value."""
+    with pytest.raises(SpecError, match=message):
+        make()
+    assert Param("step", 2, ["one", "two"]).labels == ("one", "two")
+    assert Param("step", 0).count == 0  # no value: an action with no instance, warned about as never enabled
+
+
 CALLER = '''
 from numba import njit
 
