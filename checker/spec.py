@@ -245,6 +245,15 @@ class Param:
         return self.labels[v] if self.labels is not None else v
 
 
+def _refuse_name_and_function(kind: str, name: Any, fn: Any, example: str) -> None:
+    """Refuse a declaration whose name is no string or whose function is no function: the two
+    swapped (``Invariant(ok, "Ok")``) were an internal error or a message about a "plain Python
+    function" named by numba's repr."""
+    if not isinstance(name, str) or not name or not callable(fn):
+        raise SpecError(f"{kind} {getattr(getattr(name, 'py_func', name), '__name__', name)!r}: the name comes first, "
+                        f"then the function: {example}, not {type(name).__name__}, {type(fn).__name__}")
+
+
 @dataclass(frozen=True)
 class Action:
     """A named action ``fn(s, t, *params) -> bool``, instantiated for every parameter value."""
@@ -255,12 +264,17 @@ class Action:
     doc: str = ""
 
     def __post_init__(self) -> None:
+        _refuse_name_and_function("action", self.name, self.fn, 'Action("Name", fn, (Param("i", 3),))')
         # a single Param where a sequence of them belongs was an internal error deep in the build
         if isinstance(self.params, Param) or not isinstance(self.params, (tuple, list)) or \
                 not all(isinstance(p, Param) for p in self.params):
             raise SpecError(f"action {self.name}: params is {self.params!r}; give a tuple of Param, "
                             f"one for each parameter after (s, t): params=(Param(\"i\", 3),)")
         object.__setattr__(self, "params", tuple(self.params))
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):  # a trace shows the values by name: one of them would be lost
+            raise SpecError(f"action {self.name}: two of its parameters are named "
+                            f"{next(n for n in names if names.count(n) > 1)!r}; give each its own name")
 
     @property
     def instances(self) -> int:
@@ -291,6 +305,9 @@ class Invariant:
     fn: Callable[..., bool]
     doc: str = ""
 
+    def __post_init__(self) -> None:
+        _refuse_name_and_function("invariant", self.name, self.fn, 'Invariant("Name", fn)')
+
 
 @dataclass(frozen=True)
 class TransitionProperty:
@@ -299,6 +316,9 @@ class TransitionProperty:
     name: str
     fn: Callable[..., bool]
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        _refuse_name_and_function("transition property", self.name, self.fn, 'TransitionProperty("Name", fn)')
 
 
 @dataclass(frozen=True)
@@ -311,6 +331,9 @@ class Constraint:
     fn: Callable[..., bool]
     doc: str = ""
 
+    def __post_init__(self) -> None:
+        _refuse_name_and_function("constraint", self.name, self.fn, 'Constraint("Name", fn)')
+
 
 @dataclass(frozen=True)
 class ActionConstraint:
@@ -322,6 +345,9 @@ class ActionConstraint:
     name: str
     fn: Callable[..., bool]
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        _refuse_name_and_function("action constraint", self.name, self.fn, 'ActionConstraint("Name", fn)')
 
 
 # ----------------------------------------------------------------------------------------------
@@ -552,6 +578,10 @@ class Spec:
     check_deadlock: ClassVar[bool] = True
 
     def __init__(self, params: Any = None) -> None:
+        if not dataclasses.is_dataclass(getattr(self, "Params", None)):  # an internal error in validate_params
+            raise SpecError(f"spec {getattr(self, 'name', type(self).__name__)}: Params must be a dataclass, "
+                            f"@dataclass(frozen=True) class ...Params: with fields declared by param(...), got "
+                            f"{getattr(self, 'Params', None)!r}")
         self.params = params if params is not None else self.Params()
         validate_params(self.params)
         self.check_params()

@@ -15,6 +15,7 @@ line where it failed.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -139,6 +140,9 @@ def _checked(obj: object, ref: str) -> type[Spec]:
         if not hasattr(obj, attribute):
             raise UsageError(f"{_defined_at(obj)}spec {ref} does not set the class attribute {attribute!r}; "
                              "see docs/writing-a-spec.md")
+    if not (isinstance(obj.Params, type) and dataclasses.is_dataclass(obj.Params)):  # read as one from here on
+        raise UsageError(f"{_defined_at(obj)}spec {ref}: Params must be a dataclass class, @dataclass(frozen=True) "
+                         f"with its fields declared by param(...), got {obj.Params!r:.60}; see docs/writing-a-spec.md")
     return obj
 
 

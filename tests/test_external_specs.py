@@ -277,6 +277,13 @@ BROKEN = {
     "missing_class": (SPEC_SOURCE, "Countres", None, "has no class 'Countres'; it defines: Counters"),
     "not_a_spec": (SPEC_SOURCE, "NotASpec", SPEC_SOURCE.splitlines().index("class NotASpec:") + 1,
                    "NotASpec is not a spec: expected a subclass of kraftcheck.Spec, got class NotASpec"),
+    # Params a plain class (no @dataclass): an internal error (dataclasses.fields' TypeError) as the
+    # command line read its parameters
+    "params_not_a_dataclass": (SPEC_SOURCE + "\n\nclass PlainParams:\n    n = 2\n\n\nclass PlainCounters(Counters):\n"
+                               "    Params = PlainParams\n", "PlainCounters",
+                               (SPEC_SOURCE + "\n\nclass PlainParams:\n    n = 2\n\n\n").count("\n") + 1,
+                               "PlainCounters: Params must be a dataclass class, @dataclass(frozen=True) with its "
+                               "fields declared by param(...), got <class"),
 }
 
 

@@ -16,7 +16,7 @@ import return_value_specs as specs
 from kraftcheck.checker.compile import compile_error
 from kraftcheck.checker.errors import KraftcheckBug, SpecError
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.spec import Action, Param
+from kraftcheck.checker.spec import Action, Constraint, Invariant, Param
 
 SPECS_FILE = inspect.getsourcefile(specs)
 
@@ -66,6 +66,24 @@ def test_a_param_whose_count_or_labels_do_not_fit_is_refused_where_it_is_declare
         make()
     assert Param("step", 2, ["one", "two"]).labels == ("one", "two")
     assert Param("step", 0).count == 0  # no value: an action with no instance, warned about as never enabled
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Action(specs.inc_by, "IncBy"), r"^action 'inc_by': the name comes first, then the function: "
+                                           r"Action\(\"Name\", fn, \(Param\(\"i\", 3\),\)\), not CPUDispatcher, str$"),
+    (lambda: Invariant(specs.inc_by, "Fine"), r"^invariant 'inc_by': the name comes first, then the function: "
+                                             r"Invariant\(\"Name\", fn\), not CPUDispatcher, str$"),
+    (lambda: Constraint("Inside", None), r"^constraint 'Inside': the name comes first, then the function"),
+    (lambda: Action("IncBy", specs.inc_by, (Param("step", 3), Param("step", 2))),
+     r"^action IncBy: two of its parameters are named 'step'; give each its own name$"),
+])
+def test_a_declaration_with_its_name_and_function_swapped_or_a_parameter_named_twice_is_refused(make, message):
+    """``Invariant(ok, "Ok")`` was refused as "invariant CPUDispatcher(<function ok ...>) ... is a
+    plain Python function", ``Action(fn, "Name")`` an internal error (AttributeError); two
+    parameters of one name ran, and a trace, which shows each value by its parameter's name, lost
+    one of them."""
+    with pytest.raises(SpecError, match=message):
+        make()
 
 
 CALLER = '''
