@@ -489,6 +489,12 @@ class Permuted:
     unless: Optional[tuple[str, int]] = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.axes, (tuple, list)) or \
+                not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in self.axes):
+            example = f"({self.axes},)" if isinstance(self.axes, numbers.Integral) else "(0,) or (0, 1)"
+            raise SpecError(f"symmetry: field {self.field}: axes must be a tuple of the axes the values index, got "
+                            f"{self.axes!r}: write axes={example}")
+        object.__setattr__(self, "axes", tuple(int(a) for a in self.axes))
         if self.holds not in ("member", "subset", "other"):
             raise SpecError(f"symmetry: field {self.field}: holds must be member, subset or other, not {self.holds!r}")
 
@@ -507,6 +513,15 @@ class Symmetry:
 
     labels: tuple[str, ...]
     fields: tuple[Permuted, ...]
+
+    def __post_init__(self) -> None:
+        _refuse_one_string("symmetry", "labels", self.labels)
+        if isinstance(self.fields, Permuted) or not isinstance(self.fields, (tuple, list)) or \
+                not all(isinstance(p, Permuted) for p in self.fields):
+            raise SpecError(f"symmetry: fields must be a tuple of Permuted, one per field that moves, "
+                            f"(Permuted(\"f\", axes=(0,)),), got {self.fields!r:.120}")
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "fields", tuple(self.fields))
 
     @property
     def size(self) -> int:

@@ -135,6 +135,23 @@ def test_axis_labels_and_index_labels_agree():
     assert layout.element_name(layout.elements[5]) == "votes[a1][1][v3]"
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: Permuted("c", axes=0), r"symmetry: field c: axes must be a tuple of the axes the values index, got 0: "
+                                    r"write axes=\(0,\)"),
+    (lambda: Symmetry(("a", "b"), Permuted("c", axes=(0,))), r"symmetry: fields must be a tuple of Permuted, one per "
+                                                            r"field that moves, .*got Permuted\(field='c'"),
+    (lambda: Symmetry(("a", "b"), (Permuted("c", axes=(0,)), "d")), r"symmetry: fields must be a tuple of Permuted"),
+    (lambda: Symmetry("ab", (Permuted("c", axes=(0,)),)), r"symmetry: labels is the string 'ab'"),
+])
+def test_a_malformed_symmetry_is_refused_where_it_is_declared(make, message):
+    """axes=0 for (0,), one Permuted for a tuple of them, a field's name among them: each was an
+    internal error once --symmetry read the declaration (TypeError, AttributeError); labels "ab"
+    permuted the values a and b where one label was meant."""
+    with pytest.raises(SpecError, match=message):
+        make()
+    assert Symmetry(["a", "b"], [Permuted("c", axes=[0])]) == Symmetry(("a", "b"), (Permuted("c", axes=(0,)),))
+
+
 def test_a_shape_given_as_a_list_or_of_numpy_integers_is_a_tuple_of_ints():
     import numpy as np
     assert Bool("x", [2, np.int64(3)]).shape == (2, 3) and type(Bool("x", [np.int64(3)]).shape[0]) is int
