@@ -27,6 +27,7 @@ from kraftcheck.checker.kernels.canonical import PLACE_BITS, PLACE_WORD, canonic
 from kraftcheck.checker.kernels.hashing import fingerprint_reference
 from kraftcheck.checker.kernels.threads import run_parts, split, thread_count
 from kraftcheck.checker.layout import Layout
+from kraftcheck.checker.model import spec_call
 from kraftcheck.checker.spec import Permuted, Spec, Symmetry
 
 MAX_PERMUTATIONS = 5040  # brute force: 7!, one set of 7 values or sets whose factorials multiply to at most this
@@ -45,8 +46,10 @@ def as_symmetry_sets(sym: Symmetry | Sequence[Symmetry], owner: str = "the spec"
 
 
 def declared_symmetry(spec: Spec) -> tuple[Symmetry, ...]:
-    """The spec's symmetry sets, or a UsageError saying it has none (a spec may refuse with its own)."""
-    sym = spec.symmetry()
+    """The spec's symmetry sets, or a UsageError saying it has none (a spec may refuse with its own).
+    What its ``symmetry()`` raises is said as for the spec's other declaring methods, a refused
+    declaration with the spec's line (``model.spec_call``)."""
+    sym = spec_call(spec, "symmetry")
     if sym is None:
         raise UsageError(f"spec {spec.name} declares no symmetry (Spec.symmetry), so --symmetry cannot be used")
     return as_symmetry_sets(sym, f"spec {spec.name}")

@@ -4,6 +4,8 @@ axis, negative constants, and what symmetry refuses of a field that does not sta
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kraftcheck.checker.errors import SpecError
@@ -150,6 +152,25 @@ def test_a_malformed_symmetry_is_refused_where_it_is_declared(make, message):
     with pytest.raises(SpecError, match=message):
         make()
     assert Symmetry(["a", "b"], [Permuted("c", axes=[0])]) == Symmetry(("a", "b"), (Permuted("c", axes=(0,)),))
+
+
+def test_a_malformed_symmetry_is_said_with_the_specs_line_by_the_command_line(tmp_path):
+    """symmetry() is read as the spec's other declaring methods are: the refusal names its line."""
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+    spec = tmp_path / "bad_symmetry.py"
+    spec.write_text("import sys\n"
+                    f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                    "from kraftcheck import Permuted, Symmetry\n"
+                    "from symmetry_specs import DEEP_DATA, DeepAsymmetry\n\n\n"
+                    "class BadSymmetry(DeepAsymmetry):\n"
+                    "    def symmetry(self):\n"
+                    "        return Symmetry(DEEP_DATA, (Permuted('x', axes=0),))\n")
+    result = CliRunner().invoke(cli, ["check", "--spec", f"{spec}:BadSymmetry", "--symmetry"])
+    assert result.exit_code == 2
+    assert f"axes must be a tuple of the axes the values index, got 0: write axes=(0,) (declared at {spec}:9)" \
+        in result.stderr, result.stderr
 
 
 def test_a_shape_given_as_a_list_or_of_numpy_integers_is_a_tuple_of_ints():
