@@ -242,6 +242,10 @@ def _processes_of(cache: Path) -> list:
     ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\ndistinct = "many"\n',
      "kraftcheck.toml:4: checks.a.distinct: must be a non-negative integer"),
     ("[defaults]\ntime_budget = 5\n", "kraftcheck.toml: checks: no checks"),
+    ('[checks.a]\nspec = "two_phase"\nparams = [3]\nexpect = "holds"\n',
+     "kraftcheck.toml:3: checks.a.params: must be a table: params = { key = value }, got [3]"),
+    ('[defaults]\nparams = "rm=3"\n[checks.a]\nspec = "two_phase"\nexpect = "holds"\n',
+     "kraftcheck.toml:2: defaults.params: must be a table: params = { key = value }, got 'rm=3'"),
 ])
 def test_malformed_manifests_exit_2_with_one_line_naming_line_and_key(project, text, message):
     write_manifest(project, text)

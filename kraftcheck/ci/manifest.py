@@ -207,6 +207,10 @@ class _Validator:
         for key in body:
             if key not in CHECK_KEYS:
                 raise self.fail(table, key, f"unknown key; a check takes {', '.join(CHECK_KEYS)}")
+        for place, given in ((("defaults",), defaults), (table, body)):  # merged below: each a table first
+            if not isinstance(given.get("params", {}), dict):
+                raise self.fail(place, "params", f"must be a table: params = {{ key = value }}, got "
+                                                  f"{given['params']!r}")
         merged = {**defaults, **body, "params": {**defaults.get("params", {}), **body.get("params", {})}}
 
         def where(key: str) -> tuple[str, ...]:
