@@ -501,6 +501,40 @@ def test_update_counts_edits_a_pyproject_table_in_place_and_refuses_an_inline_ch
         update_counts(load(inline), {"b": {"distinct": 1, "generated": 1, "depth": 1}})
 
 
+def test_update_counts_replaces_a_quoted_count_key_and_keeps_its_comment(project):
+    from kraftcheck.ci.expected_counts import update_counts
+    from kraftcheck.ci.manifest import load
+    path = write_manifest(project, '[checks.a]\nspec = "two_phase"\nexpect = "holds"\n"distinct" = 3  # old\n'
+                                   "'depth' = 2\n")
+    changes = update_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
+    assert changes == ["a: distinct = 5 (was 3)", "a: generated = 9 (added)", "a: depth = 4 (was 2)"]
+    assert path.read_text() == ('[checks.a]\nspec = "two_phase"\nexpect = "holds"\n"distinct" = 5  # old\n'
+                                "'depth' = 4\ngenerated = 9\n")
+    assert load(path).checks[0].counts == {"distinct": 5, "generated": 9, "depth": 4}
+
+
+def test_update_counts_never_leaves_a_manifest_that_does_not_read_back(project, monkeypatch):
+    import re
+    from kraftcheck.ci import expected_counts
+    from kraftcheck.ci.manifest import ManifestError, load
+    text = '[checks.a]\nspec = "two_phase"\nexpect = "holds"\ndistinct = 3\n'
+    path = write_manifest(project, text)
+    # a count line the line editing does not see: it would add a second one, which TOML refuses
+    monkeypatch.setattr(expected_counts, "_count_line", lambda key: re.compile(r"^never$"))
+    with pytest.raises(ManifestError, match=r"cannot update the counts of check a as written .*left as it was"):
+        expected_counts.update_counts(load(path), {"a": {"distinct": 5, "generated": 9, "depth": 4}})
+    assert path.read_text() == text
+
+
+def test_update_counts_refuses_a_check_without_its_own_table_before_any_check_runs(project):
+    write_manifest(project, '[checks]\ncommit.spec = "two_phase"\ncommit.expect = "holds"\n'
+                            'commit.params = { rm = 3 }\n')
+    result = ci("--update-counts")
+    assert result.exit_code == 2
+    assert "cannot update the counts of check commit: write it as its own [checks.commit] table" in result.stderr
+    assert "kraftcheck ci: 1 checks" not in result.stdout and not (project / "kraftcheck-ci").exists()
+
+
 def test_this_projects_manifest_covers_every_configuration_of_bench_verdicts():
     """kraftcheck.toml gates the configurations the README's verdict table lists
     (bench/verdicts.toml, the sweep bench/verdicts.py runs)."""

@@ -113,6 +113,9 @@ def run_gate(console: Console, manifest_path: Optional[str], jobs: int, only: tu
     accepted = baselines.load(baseline_file)
     check_outputs(out, junit_path, progress_path, manifest.path if update_counts else None,
                   baseline_file if update_baseline else None)
+    if update_counts:  # a check it could not write the counts of: refused now, not after every check ran
+        from kraftcheck.ci.expected_counts import refuse_unwritable_layout
+        refuse_unwritable_layout(manifest, [c.name for c in checks])
     run_dirs = {f"check {c.name}'s run directory": out / c.name for c in checks}
     for option, path in (("--junit", junit_path), ("--progress-json", progress_path)):
         refuse_replacing_input(path, option, manifest.path, "manifest")
