@@ -33,8 +33,8 @@ def check(spec: Union[str, type, Spec], *, invariants: Optional[Sequence[str]] =
     (default ``KRAFTCHECK_THREADS``, else every usable CPU). ``compile``: "background" (None, the
     default) or "now", as ``--compile``: for ``engine="engine"`` only.
     """
-    return run(CheckRequest(spec, params, invariants=tuple(invariants or ()), keep_going=keep_going,
-                            constraints=None if constraints is None else tuple(constraints), deadlock=deadlock,
+    return run(CheckRequest(spec, params, invariants=_names(invariants, "invariants"), keep_going=keep_going,
+                            constraints=_names(constraints, "constraints"), deadlock=deadlock,
                             max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                             max_memory_gib=max_memory_gib, engine=engine, compile=compile,
                             fingerprints=fingerprints, compact=compact, symmetry=symmetry, threads=threads,
@@ -54,12 +54,25 @@ def simulate(spec: Union[str, type, Spec], *, seed: int = 0, depth: Optional[int
     (None: the default), "uniform" or "swarm" (``swarm=True`` is short for the last), as ``--strategy``."""
     if swarm and strategy not in (None, "swarm"):
         raise UsageError(f"swarm=True is short for strategy='swarm'; it cannot go with strategy={strategy!r}")
-    return run(CheckRequest(spec, params, invariants=tuple(invariants or ()), keep_going=keep_going,
-                            constraints=None if constraints is None else tuple(constraints), deadlock=deadlock,
+    return run(CheckRequest(spec, params, invariants=_names(invariants, "invariants"), keep_going=keep_going,
+                            constraints=_names(constraints, "constraints"), deadlock=deadlock,
                             time_limit=time_limit, compile="now", threads=threads,
                             simulation=Simulation(seed, depth, max_behaviours,
                                                   "swarm" if swarm else strategy or DEFAULT_STRATEGY),
                             trace_dir=None if trace_dir is None else str(trace_dir)), progress)
+
+
+def _names(given: Optional[Sequence[str]], what: str) -> Optional[tuple[str, ...]]:
+    """A list of names as the request's tuple (``invariants`` None: all, as ``()``); one name
+    given as a string is refused, not taken as a list of its letters."""
+    if isinstance(given, (str, bytes)):
+        raise UsageError(f"{what}: give a list of names, such as {what}=[{given!r}], not a string")
+    if given is None:
+        return () if what == "invariants" else None
+    try:
+        return tuple(given)
+    except TypeError:
+        raise UsageError(f"{what}: give a list of names, got {given!r}") from None
 
 
 def run(request: CheckRequest, progress: ProgressFn = no_progress) -> Result:

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Optional
 
 from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.simulate import DEFAULT_STRATEGY
-from kraftcheck.checker.limits import check_number
+from kraftcheck.checker.limits import check_count, check_number
 
 ENGINES = ("engine", "reference", "spark")
 COMPILE_MODES = ("background", "now")
@@ -132,6 +132,7 @@ class CheckRequest:
                                           refuse_replacing_input, refuse_same_file, refuse_two_on_stdout)
         if self.engine not in ENGINES:
             raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        self._check_kinds()
         check_number("max_memory_gib", self.max_memory_gib, "GiB")  # before it is turned into bytes
         refuse_two_on_stdout({"--json": self.json_path, "--dump-graph": self.dump_graph})
         refuse_same_file({"--json": self.json_path, "--dump-graph": self.dump_graph})
@@ -171,6 +172,27 @@ class CheckRequest:
             raise UsageError("--symmetry explores one state per orbit; --availability, --liveness and --dump-graph "
                              "need every state")
         self._check_spark()
+
+    def _check_kinds(self) -> None:
+        """The options the command line types itself, as the Python API may give them: a flag is
+        True or False (``keep_going="no"`` would be true), names a tuple of names, ``compile`` a
+        mode, ``threads`` a count (``"2"`` or ``2.5`` would not be one)."""
+        for name in ("keep_going", "fingerprints", "compact", "symmetry", "availability", "liveness"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise UsageError(f"{name}: give True or False, got {value!r}")
+        if self.deadlock is not None and not isinstance(self.deadlock, bool):
+            raise UsageError(f"deadlock: give True, False or None (the spec's check_deadlock), got {self.deadlock!r}")
+        for name in ("invariants", "constraints"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, tuple) and all(isinstance(x, str) and x for x in value)):
+                raise UsageError(f"{name}: give a list of names, got {value!r}")
+        # "never": a simulation's Python-only tier, which only a request built in Python asks for
+        modes = COMPILE_MODES + (("never",) if self.simulation is not None else ())
+        if self.compile is not None and self.compile not in modes:
+            raise UsageError(f"compile: {self.compile!r} is not a compile mode; choose one of: {', '.join(modes)} "
+                             "(or None: background)")
+        check_count("threads", self.threads)
 
     def _refuse_with_simulate(self) -> None:
         """The exhaustive search's options that mean nothing for random behaviours."""

@@ -77,6 +77,27 @@ def test_a_bad_limit_is_refused_before_any_work(limits, words):
     assert Watched.built == 0
 
 
+@pytest.mark.parametrize("options, words", [
+    (dict(threads="2"), "threads: must be a whole number greater than 0, got '2'"),
+    (dict(threads=3.5), "threads: must be a whole number greater than 0, got 3.5"),
+    (dict(compile="later"), "compile: 'later' is not a compile mode; choose one of: background, now"),
+    (dict(keep_going="no"), "keep_going: give True or False, got 'no'"),
+    (dict(fingerprints=1), "fingerprints: give True or False, got 1"),
+    (dict(deadlock="yes"), "deadlock: give True, False or None"),
+    (dict(invariants="big_jug_never_holds_4"),
+     "invariants: give a list of names, such as invariants=['big_jug_never_holds_4'], not a string"),
+    (dict(constraints="c"), "constraints: give a list of names, such as constraints=['c'], not a string"),
+    (dict(invariants=5), "invariants: give a list of names, got 5"),
+])
+def test_an_option_of_the_wrong_kind_is_refused_before_any_work(options, words):
+    """Not a traceback mid-run (threads="2", compile="later"), nor a run of other options: a
+    string flag would be true, a string of invariant names a list of its letters."""
+    Watched.built = 0
+    with pytest.raises(kraftcheck.UsageError, match=re.escape(words)):
+        kraftcheck.check(Watched, **options)
+    assert Watched.built == 0
+
+
 @pytest.mark.parametrize("settings, words", [
     (dict(depth=0), "depth: must be greater than 0, got 0"),
     (dict(depth=10**7), "depth: 10,000,000 states per behaviour is more than the 1,000,000"),
