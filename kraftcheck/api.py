@@ -79,6 +79,8 @@ def run(request: CheckRequest, progress: ProgressFn = no_progress) -> Result:
     """Run ``request`` (kraftcheck/request.py) through the pipeline the command line runs; its
     Result, with the trace files the disk refused in ``result.unwritten``."""
     from kraftcheck import pipeline
+    if not callable(progress):  # else a TypeError from the explorer's first report, mid-run
+        raise UsageError(f"progress: give a function called with each progress report, got {progress!r}")
     checked = pipeline.run(request, pipeline.Silent(progress))
     if checked.cut_short is not None:  # Ctrl-C after the exploration: the caller asked to stop
         raise KeyboardInterrupt

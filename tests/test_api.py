@@ -88,6 +88,7 @@ def test_a_bad_limit_is_refused_before_any_work(limits, words):
      "invariants: give a list of names, such as invariants=['big_jug_never_holds_4'], not a string"),
     (dict(constraints="c"), "constraints: give a list of names, such as constraints=['c'], not a string"),
     (dict(invariants=5), "invariants: give a list of names, got 5"),
+    (dict(progress=3), "progress: give a function called with each progress report, got 3"),
 ])
 def test_an_option_of_the_wrong_kind_is_refused_before_any_work(options, words):
     """Not a traceback mid-run (threads="2", compile="later"), nor a run of other options: a
