@@ -164,6 +164,25 @@ def test_a_request_made_into_command_arguments_is_the_request_the_command_line_b
     assert request_from(given) == request
 
 
+def test_a_choice_named_none_survives_the_command_arguments_ci_and_sweep_run():
+    """Kafka's recovery strategy "none" is a value, not "not given" (None: balanced): a manifest's
+    or a matrix's recovery = "none" runs as none, and --param recovery=none is --recovery none."""
+    from kraftcheck.cli.check_cmd import check, request_from
+    from kraftcheck.cli.params import parse_param_args
+    from kraftcheck.request import CheckRequest
+    from kraftcheck.specs import spec_class
+    params = {"brokers": 2, "min_isr": 1, "recovery": "none"}
+    request = CheckRequest("kafka", params)
+    given = check.make_context("check", request.command_arguments()).params
+    for shown in ("quiet", "no_color"):
+        given.pop(shown)
+    assert request_from(given).params == params
+    kafka = spec_class("kafka").Params
+    assert parse_param_args(kafka, "kafka", ("recovery=none",)) == {"recovery": "none"}
+    assert parse_param_args(kafka, "kafka", ("recovery=", "min_isr_policy=none")) == {"recovery": None,
+                                                                                     "min_isr_policy": None}
+
+
 def test_threads_travel_in_the_options_and_a_bad_count_is_refused_before_any_work(monkeypatch):
     monkeypatch.setenv("KRAFTCHECK_THREADS", "many")  # the default only: the run's own count comes first
     assert kraftcheck.check(DieHard, threads=1).distinct_states == 14

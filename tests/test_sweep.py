@@ -43,6 +43,13 @@ def test_bad_matrices_are_refused_before_anything_runs(kwargs, words):
         matrix.build("two_phase", args["params"], args["rows"], args["vary"])
 
 
+def test_a_varied_choice_named_none_is_that_choice_not_the_default():
+    from kraftcheck.cli.sweep_cmd import _configurations
+    configs = _configurations(None, "kafka", ("brokers=2",), ("recovery=none,balanced",), None, None, None)
+    assert [c.params["recovery"] for c in configs] == ["none", "balanced"]
+    assert configs[0].name == "recovery=none"
+
+
 def test_a_matrix_file_and_its_errors(tmp_path):
     good = tmp_path / "m.toml"
     good.write_text('spec = "two_phase"\ncontinue = true\n[vary]\nrm = [2, 3]\n'

@@ -23,6 +23,8 @@ def optional(f: dataclasses.Field) -> bool:
 
 def parse_value(f: dataclasses.Field, text: str) -> Any:
     kind = field_kind(f)
+    if kind == "str" and text in (f.metadata.get("choices") or ()):
+        return text  # a choice named "none" (kafka's --recovery none) is that choice, not "not given"
     if optional(f) and text.lower() in ("none", ""):
         return None
     if kind == "int":
