@@ -975,3 +975,32 @@ class ArraySquaresPastInt32(Spec):
 
     def invariants(self):
         return [Invariant("squares_within_two_billion", squares_within_two_billion)]
+
+
+# ----------------------------------------------------------------------------------------------
+# A state of two 64-bit words, cheap to compile (tests/test_visited_compact.py)
+
+
+@njit(cache=True)
+def step_a_wide_counter(s, t, i):
+    if s.wide[i] >= 20:
+        return False
+    t.wide[i] = s.wide[i] + 1
+    return True
+
+
+class TwoWordCounters(Spec):
+    """Three counters of 31 bits each: 93 bits, a state of two words; 21 ** 3 states."""
+
+    name = "two_word_counters"
+    Params = GridParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("wide", 2**31 - 1, shape=(3,))]
+
+    def initial_states(self):
+        yield {"wide": [0, 0, 0]}
+
+    def actions(self):
+        return [Action("Step", step_a_wide_counter, (Param("i", 3),))]
