@@ -416,8 +416,13 @@ def source_check_indices(model: Model, ai: int) -> list[int]:
     the kernel, could write through a view (``writes.source_view_fields``), every element when a
     reading cannot tell; none for an action that only reads (most: their kernels pay nothing)."""
     action = model.actions[ai]
-    layout = model.layout
-    calls = [(action.fn, [p.count for p in action.params])] + [(p.fn, []) for p in model.kernel_properties]
+    return _viewed_elements(model.layout, [(action.fn, [p.count for p in action.params])] +
+                            [(p.fn, []) for p in model.kernel_properties])
+
+
+def _viewed_elements(layout: Layout, calls: list) -> list[int]:
+    """The elements of the fields of ``s`` that any of ``calls`` (function, its parameters' counts or
+    None: ``writes.source_view_fields``) hands out as a view; every element if a reading cannot tell."""
     names: set[str] = set()
     for fn, counts in calls:
         found = source_view_fields(fn, layout.fields, counts)
@@ -1133,14 +1138,7 @@ def invariant_check_indices(model: Model) -> list[int]:
     on it: those of the fields an invariant or a state constraint could write through a view
     (``writes.source_view_fields``, read as a helper's: one parameter), every element when the
     reading cannot tell; none when every check only reads."""
-    layout = model.layout
-    names: set[str] = set()
-    for inv in model.kernel_invariants:
-        found = source_view_fields(inv.fn, layout.fields, None)
-        if found is None:
-            return list(range(layout.size))
-        names |= set(found)
-    return [k for f in layout.fields if f.name in names for k in range(layout.size)[layout.field_slices[f.name]]]
+    return _viewed_elements(model.layout, [(inv.fn, None) for inv in model.kernel_invariants])
 
 
 def _expanders_line(model: Model, action_modules: list[str], table_module: str | None) -> str:

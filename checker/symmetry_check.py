@@ -70,8 +70,9 @@ class SymmetryAudit:
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.tables = PermutationTables(model.layout, declared_symmetry(model.spec))
-        self.generators = _generators(self.tables, [s.labels for s in declared_symmetry(model.spec)])
+        sets = declared_symmetry(model.spec)
+        self.tables = PermutationTables(model.layout, sets)
+        self.generators = _generators(self.tables, [s.labels for s in sets])
         self.tried = 0  # states tried so far
 
     def state(self, kernels: Any, words: np.ndarray) -> None:

@@ -132,7 +132,6 @@ class InterpretedKernels:
         return out
 
     @python_arithmetic
-    @python_arithmetic
     def step(self, flat: tuple[int, ...], label: int) -> Optional[tuple[int, ...]]:
         """The successor of ``flat`` under ``label`` (None if disabled), interpreted. What the
         action raises is ``SpecRaised`` on ``flat``, as in ``successors``."""

@@ -48,7 +48,7 @@ SEED = 20261207  # the sample is the same on every run of the same model
 class KernelAudit:
     """Audits the compiled kernels of one run (``chunk`` before each chunk they expand)."""
 
-    def __init__(self, model: Model, share: Optional[float] = None, first_states: int = FIRST_STATES,
+    def __init__(self, model: Model, share: float = SHARE, first_states: int = FIRST_STATES,
                  symmetry: bool = False) -> None:
         self.model = model
         # --symmetry: the declared symmetry tried again while exploring (symmetry_check)
@@ -56,7 +56,7 @@ class KernelAudit:
         if symmetry:
             from kraftcheck.checker.symmetry_check import SymmetryAudit
             self._symmetry = SymmetryAudit(model)
-        self.share = SHARE if share is None else share
+        self.share = share
         self.first_states = first_states
         self.audited = 0          # states compared so far
         self.spent = 0.0          # seconds the comparisons took
@@ -222,7 +222,8 @@ def confirm_counterexamples(model: Model, violations: list) -> None:
     (no verdict), not a counterexample. One on whose states the spec raises, run as Python, is
     that error (``SpecRaised``, exit 2, no verdict: the first tier and the reference explorer stop
     there), unless only Python raises it (``python_only``, a tier's limit), or it is a field's
-    domain Python finds broken: those are left as found. The interpreted tier does the work (its ``step``, ``successors`` and ``violations``)."""
+    domain Python finds broken: those are left as found. The interpreted tier does the work (its
+    ``step``, ``successors`` and ``violations``)."""
     from kraftcheck.checker.explore.interpreted import InterpretedKernels
     python = InterpretedKernels(model)
     initial = {tuple(s) for s in model.initial}

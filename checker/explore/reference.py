@@ -109,7 +109,8 @@ class ReferenceExplorer:
                 first = parent[first]
             last_ok = last_bad
             if prop is not None:
-                last_ok = lambda before, after: not prop(layout.to_object(before, read_only=True), layout.to_object(after))  # noqa: E731
+                last_ok = lambda before, after: not prop(layout.to_object(before, read_only=True),  # noqa: E731
+                                                         layout.to_object(after))
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
 
         # the state the spec's functions run on, for the error if one raises: ("initial", flat),
