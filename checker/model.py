@@ -234,6 +234,23 @@ def _refuse_returns(kind: str, name: str, fn: Callable[..., Any]) -> None:
         raise no_bool_error(f"{kind} {name}", f"returns no bool ({what}, at {file}:{line})")
 
 
+def _refuse_state_writes(kind: str, name: str, fn: Callable[..., Any]) -> None:
+    """Refuse the check or constraint ``kind`` ``name`` if its source surely assigns to a field of
+    a state it is handed (``writes.source_writes``; ``s``, and ``t`` for one of a step): a check
+    only reads, and a write would change what the checks after it read, on some tiers and not
+    others. A write through a view the reading does not follow is met where it runs (the Python
+    tiers hand these states read-only; ``KernelAudit`` runs the spec's Python on the compiled
+    kernels' states)."""
+    step = kind in ("transition property", "action constraint")
+    states = ((0, "the step's source state s"), (1, "the step's successor t")) if step else ((0, "its state s"),)
+    for index, what in states:
+        written = source_writes(fn, index)
+        if written is not None:
+            field, line, file = written
+            raise SpecError(f"{kind} {name} assigns to {what} ({what[-1]}.{field}, {file}:{line}): it only "
+                            "reads the states it is handed; compute into a local variable instead")
+
+
 def _bool(value: Any, kind: str, x: Any) -> bool:
     """``value``, which the spec's ``kind`` ``x`` (an Action, Invariant...) returned, checked to
     be a bool (``action_returns.not_a_bool``)."""
@@ -334,6 +351,7 @@ class Model:
             for x in items:
                 _refuse_arity(kind, x.name, x.fn)
                 _refuse_returns(kind, x.name, x.fn)
+                _refuse_state_writes(kind, x.name, x.fn)
         #: whether a reachable state with no successor other than itself is a violation
         #: (``deadlock``: None takes the spec's ``check_deadlock``, as TLC's CHECK_DEADLOCK)
         self.check_deadlock: bool = bool(spec.check_deadlock if deadlock is None else deadlock)

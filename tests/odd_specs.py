@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from kraftcheck.checker.spec import Action, Bool, Const, Constraint, Int, Invariant, Param, Spec, param
+from kraftcheck.checker.spec import (Action, ActionConstraint, Bool, Const, Constraint, Int, Invariant, Param, Spec,
+                                     param)
 
 
 @dataclass(frozen=True)
@@ -1004,3 +1005,23 @@ class TwoWordCounters(Spec):
 
     def actions(self):
         return [Action("Step", step_a_wide_counter, (Param("i", 3),))]
+
+
+@njit(cache=True)
+def bumps_the_successor(s, t):
+    counts = t.c
+    counts += 1  # an in-place add on a name bound to a field of t: the reading does not follow it
+    return s.k < 1  # past the first step every successor is outside, checked and not kept
+
+
+class AConstraintWritesItsSuccessor(AnInvariantWritesItsState):
+    """An action constraint that writes the successor it is asked about, through a view the
+    model's build does not refuse: the states kept, and what the checks read, would be others."""
+
+    name = "a_constraint_writes_its_successor"
+
+    def invariants(self):
+        return [Invariant("first_count_below_three", first_count_below_three)]
+
+    def action_constraints(self):
+        return [ActionConstraint("bumps_the_successor", bumps_the_successor)]

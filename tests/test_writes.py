@@ -613,6 +613,70 @@ def test_an_invariant_that_writes_its_state_through_a_view_stops_the_run(explore
         run.explore(model, Options(keep_going=True))
 
 
+@pytest.mark.parametrize("explorer", ["reference", "never", "bytecode", "now"])
+def test_an_action_constraint_that_writes_the_successor_through_a_view_stops_every_explorer(explorer):
+    """A check of a step is handed its successor read-only on the Python tiers, as a state check
+    is its state, and the compiled kernels' states are run as Python by the audit: the write stops
+    every explorer with the constraint's error. Before, the reference explorer checked the
+    invariants of a state outside the constraint on the state the constraint had written (violated,
+    3 states) and every engine tier said "holds" with the same counts."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import SpecRaised
+    from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+
+    cls = odd_specs.AConstraintWritesItsSuccessor
+    run = ReferenceExplorer() if explorer == "reference" else Engine(compile=explorer)
+    with pytest.raises(SpecRaised, match=r"^action constraint bumps_the_successor (on a step of CountUp\(i=0\) )?"
+                                         r"raised ValueError: output array is read-only"):
+        run.explore(Model(cls(cls.Params())), Options(keep_going=True))
+
+
+@njit(cache=True)
+def zeroes_its_k(s):
+    s.k = 0
+    return True
+
+
+@njit(cache=True)
+def zeroes_the_successors_k(s, t):
+    t.k = 0
+    return True
+
+
+@njit(cache=True)
+def marks_the_source(s, t):
+    s.c[0] = 1
+    return True
+
+
+@pytest.mark.parametrize("kind, fn, said", [
+    ("invariants", zeroes_its_k, r"invariant written assigns to its state s \(s\.k, .*test_writes\.py:\d+\)"),
+    ("constraints", zeroes_its_k, r"constraint written assigns to its state s \(s\.k, "),
+    ("properties", zeroes_the_successors_k, r"transition property written assigns to the step's successor t \(t\.k, "),
+    ("action_constraints", zeroes_the_successors_k, r"action constraint written assigns to the step's successor t "),
+    ("action_constraints", marks_the_source, r"action constraint written assigns to the step's source state s "
+                                             r"\(s\.c, "),
+])
+def test_a_check_or_constraint_that_assigns_to_its_states_is_refused_when_the_model_is_built(kind, fn, said):
+    """A check or constraint only reads: one that assigns to a field of a state it is handed would
+    change what the checks after it read (on the Python tiers a scalar field is a plain attribute,
+    on the compiled ones the kernels' scratch row). Refused before any state is explored."""
+    import odd_specs
+
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.spec import ActionConstraint, Constraint, Invariant, TransitionProperty
+
+    make = {"invariants": Invariant, "constraints": Constraint, "properties": TransitionProperty,
+            "action_constraints": ActionConstraint}[kind]
+    cls = type("AssignsInACheck", (odd_specs.WritesItsSourceOnSomeStates,),
+               {"name": "assigns_in_a_check", kind: lambda self: [make("written", fn)]})
+    with pytest.raises(SpecError, match=said):
+        Model(cls(cls.Params()))
+
+
 @pytest.mark.parametrize("source,expected", [
     ("def a(s, t, i):\n    t.n = s.n + s.c[i]\n    return s.c[0] == 1\n", ()),
     ("def a(s, t, i):\n    v = s.c\n    v += 1\n    return True\n", ("c",)),

@@ -112,9 +112,12 @@ class InterpretedKernels:
                     out.hashes[row] = fingerprint_reference(packed)
                     out.labels[row] = label
                     if self.properties:
+                        # read-only, as the checks' states are: a property or action constraint that
+                        # wrote the step's successor would change what the next one reads
+                        step_after = layout.to_object(succ, read_only=True)
                         mask = 0
                         for k, prop in enumerate(self.properties):
-                            holds = prop(before, after)
+                            holds = prop(before, step_after)
                             if holds is not True and holds is not False:
                                 holds = not_a_bool(holds, self._property_names[k], prop)
                             if not holds:

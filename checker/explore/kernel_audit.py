@@ -16,7 +16,9 @@ masks, and compares. It audits the first states of the first chunk any compiled 
 bytecode tier, which runs the spec in a compiled interpreter) expand, then one state picked at
 random per chunk while the audit has taken less than ``SHARE`` of the run's time (a Kafka state
 costs about a millisecond in Python). A difference stops the run with no verdict
-(``KernelsDisagree``, exit 2), naming the state, the action and the fields. Under ``--symmetry``
+(``KernelsDisagree``, exit 2), naming the state, the action and the fields; a state on which the
+spec's Python raises (``SpecRaised``, not a tier's limit: a check writing its state through a view,
+which compiled code does in silence) stops it with that error, as the first tier would. Under ``--symmetry``
 one state of each chunk is also tried against the declared symmetry
 (``symmetry_check.SymmetryAudit``), whatever the tier, while those trials have taken less than
 ``SHARE`` of the run's time or less than ``FLOOR_S``.
@@ -116,7 +118,7 @@ class KernelAudit:
         words = np.ascontiguousarray(words, dtype=np.uint64)
         answer = self._python_twice(words, index)
         if answer is None:
-            return  # Python cannot run the spec here (a tier's limit, or the spec's error): nothing to compare
+            return  # Python cannot run the spec here (a tier's limit, a field's domain): nothing to compare
         want, want_masks = answer
         # the generated module the compiled kernels were imported from, for the error (none: the bytecode tier)
         self._where = getattr(getattr(kernels, "module", None), "__file__", None)
@@ -164,6 +166,13 @@ class KernelAudit:
                 out = python.successors(words, 0, 1)
                 answers.append((_Answer(out.labels.copy(), out.words.copy(), out.hashes.copy(), out.props.copy()),
                                 python.violations(words, 0, 1).copy()))
+            except SpecRaised as e:
+                if e.python_only:  # what only Python raises (a tier's limit): the compiled answer stands
+                    return None
+                # the spec raises on a state the compiled kernels expand (a check that writes its
+                # state through a view, which compiled code does in silence): the first tier and
+                # the reference explorer stop there, with no verdict, and so does this run
+                raise e.place(self.model.layout.show(tuple(self.model.layout.unpack(words[0].tolist()))))
             except SpecError:
                 return None
         (first, masks), (again, masks_again) = answers

@@ -110,7 +110,7 @@ class ReferenceExplorer:
             last_ok = last_bad
             if prop is not None:
                 last_ok = lambda before, after: not prop(layout.to_object(before, read_only=True),  # noqa: E731
-                                                         layout.to_object(after))
+                                                         layout.to_object(after, read_only=True))
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
 
         # the state the spec's functions run on, for the error if one raises: ("initial", flat),
@@ -192,6 +192,9 @@ class ReferenceExplorer:
                         result.states_generated += 1
                         fired[model.label_action[lab]] += 1
                         moved = moved or succ != source
+                        # read-only from here, as the checks' states are: a property or action
+                        # constraint that wrote it would change what the next one reads
+                        after = layout.to_object(succ, read_only=True)
                         for name, prop in properties:
                             if name not in found and not prop(before, after):
                                 found[name] = Violation(name, "property", path(i, (lab, canon(succ)), prop))
