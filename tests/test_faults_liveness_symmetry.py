@@ -260,19 +260,22 @@ def test_the_cli_refuses_the_padded_queue_under_symmetry_with_one_error_line_exi
     assert "states" not in result.stdout and not out.exists()  # refused before exploring: no count
 
 
-@pytest.mark.parametrize("compile", ["now", "never"])
+@pytest.mark.parametrize("compile", ["now", "never", "reference"])
 def test_a_symmetry_broken_past_the_first_sample_is_found_during_the_run(compile):
     """The step that names a value is enabled only at the count's limit, past the 200 states
     ``check_symmetry`` tries before exploring, and the reduced search said "holds" with 310
     "orbits"; the kernel audit now tries the declaration on each state it samples (every chunk of
-    a short run), on the run's kernels, and the run stops with the same refusal."""
+    a short run), on the run's kernels, and the run stops with the same refusal. The reference
+    explorer tries it on the states it expands, within the same budget."""
     from symmetry_specs import DeepAsymmetry
 
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
     from kraftcheck.checker.symmetry_check import check_symmetry
 
     model = Model(DeepAsymmetry(DeepAsymmetry.Params()))
     check_symmetry(model, InterpretedKernels(model))  # the first sample finds nothing
-    assert Engine(compile=compile).explore(model, Options(keep_going=True)).distinct_states == 620
+    run = ReferenceExplorer if compile == "reference" else lambda: Engine(compile=compile)
+    assert run().explore(model, Options(keep_going=True)).distinct_states == 620
     with pytest.raises(SpecError, match=r"^the declared symmetry is not one of spec deep_asymmetry \(swapping d1 and "
                                         r"d2\): field \w+ breaks it; .* ResetToD1 leads"):
-        Engine(compile=compile).explore(model, Options(keep_going=True, symmetry=True))
+        run().explore(model, Options(keep_going=True, symmetry=True))
