@@ -124,6 +124,8 @@ def test_bad_input_is_one_line_and_exit_2_before_any_run(tmp_path):
     for args, words in [(["--vary", "rm"], "--vary expects KEY=V1,V2"),
                         ([*TWO_PHASE, "--vary", "rm=4"], "--vary rm is given twice"),
                         (["--spec", "two_phase", "--vary", "colour=1"], "has no parameter 'colour'"),
+                        # a trailing comma made a last value "not given": the default, run a second time
+                        (["--spec", "kafka", "--vary", "recovery=balanced,"], "--vary recovery: an empty value"),
                         ([*TWO_PHASE, "--output", str(tmp_path / "a-file" / "t.md")], "--output")]:
         result = _sweep(tmp_path, *args)
         assert result.exit_code == 2 and words in result.stderr, result.stderr
