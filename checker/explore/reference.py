@@ -199,9 +199,10 @@ class ReferenceExplorer:
                         result.states_generated += 1
                         fired[model.label_action[lab]] += 1
                         moved = moved or succ != source
-                        # read-only from here, as the checks' states are: a property or action
-                        # constraint that wrote it would change what the next one reads
-                        after = layout.to_object(succ, read_only=True)
+                        if properties or constrained:
+                            # read-only from here, as the checks' states are: a property or action
+                            # constraint that wrote it would change what the next one reads
+                            after = layout.to_object(succ, read_only=True)
                         for name, prop in properties:
                             if name not in found and not prop(before, after):
                                 found[name] = Violation(name, "property", path(i, (lab, canon(succ)), prop))
