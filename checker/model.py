@@ -357,14 +357,27 @@ class Model:
         self.check_deadlock: bool = bool(spec.check_deadlock if deadlock is None else deadlock)
 
         seen = set()
-        self.initial: list[tuple[int, ...]] = []
+        self.initial: list[tuple[int, ...]] = []  # each initial state once, in the order first given
+        #: the initial states ``initial_states()`` gives, each time it gives one (a state given twice
+        #: counted twice): what a run counts as initial states and generated, as TLC counts every
+        #: state its Init generates, duplicates included
+        self.initial_generated = 0
+        self._first_given: list[int] = []  # per state of self.initial: initial_generated when first given
         for values in initial_states(spec):
             flat = self.layout.flat_from_values(values)
+            self.initial_generated += 1
             if flat not in seen:
                 seen.add(flat)
                 self.initial.append(flat)
+                self._first_given.append(self.initial_generated)
         if not self.initial:
             raise SpecError(f"spec {spec.name} has no initial state")
+
+    def initial_generated_through(self, i: int) -> int:
+        """The initial states generated up to the first time ``initial_states()`` gives
+        ``self.initial[i]``, that one included (duplicates counted): what a run that stops at that
+        initial state has generated."""
+        return self._first_given[i]
 
     def _select_constraints(self, spec: Spec, checks: list[str], selected: Sequence[str] | None) -> None:
         """The spec's state and action constraints, and those this run applies (``selected``

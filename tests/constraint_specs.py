@@ -141,6 +141,8 @@ def x_is_not_forbidden(s):
 @dataclass(frozen=True)
 class RisingParams:
     forbidden: int = param(9, "the invariant: x never holds this value", minimum=0, maximum=9)
+    repeated: bool = param(False, "initial_states() gives 0, 1, 0, 3, 1, 3: states given twice, as TLC's "
+                                  "Init == x = 0 \\/ x = 1 \\/ x = 0 \\/ ... generates them")
 
 
 class Rising(Spec):
@@ -158,7 +160,7 @@ class Rising(Spec):
         return [Int("x", 5), Const("forbidden", self.params.forbidden)]
 
     def initial_states(self):
-        for x in range(4):
+        for x in (0, 1, 0, 3, 1, 3) if self.params.repeated else range(4):
             yield {"x": x}
 
     def actions(self):

@@ -349,8 +349,9 @@ class _Run:
             is_new = self.visited.insert(init_words, hashes, np.arange(init_words.shape[0], dtype=np.int64))
         kept = inside[is_new.astype(bool)]  # the level's states' places among the initial states
         level = init_words[is_new.astype(bool)]
-        self.generated = len(self.model.initial)
-        self.result.initial_states = len(self.model.initial)
+        # every initial state the spec gives is generated, one given twice twice (TLC's count)
+        self.generated = self.model.initial_generated
+        self.result.initial_states = self.model.initial_generated
         self.levels.add(level, np.full(level.shape[0], INITIAL_PARENT, np.uint32), np.zeros(level.shape[0], np.uint16))
         found.update(self._check_new(level, 0, kept))
         stop = bool(found) and not self.options.keep_going
@@ -360,7 +361,7 @@ class _Run:
             keep = int(np.searchsorted(kept, cut, side="right"))
             self.past_cut.append(level[keep:])
             self.levels.truncate_pending(keep)
-            self.generated = cut + 1
+            self.generated = self.model.initial_generated_through(cut)
         level = self.levels.finish_level()
         self.note_finished_level()
         if stop:

@@ -187,8 +187,8 @@ def explore_reduced(model: Model, mode: str = "reach", closure: Optional[Callabl
                     out.undecided.add(name)
 
     frontier = []
+    out.generated += model.initial_generated  # every initial state given, duplicates included (TLC's count)
     for flat in model.initial:
-        out.generated += 1
         if flat not in index:
             add(flat, 1)
             frontier.append(flat)

@@ -168,7 +168,9 @@ class ReferenceExplorer:
             raise
         except Exception as e:  # noqa: BLE001 - the spec's own code failed
             raise spec_failed(e) from None
-        result.initial_states = len(model.initial)
+        # every initial state the spec gives is generated, one given twice twice (TLC's count)
+        result.states_generated = model.initial_generated_through(source) if stop else model.initial_generated
+        result.initial_states = model.initial_generated
         depth = 1 if frontier else 0
         level_starts = [0] if frontier else []
         if observer is not None and frontier and not stop:

@@ -388,7 +388,7 @@ class _SparkRun:
             rows = np.sort(first)
             words = words[rows]
         n = words.shape[0]
-        self.result.initial_states = n
+        self.result.initial_states = model.initial_generated  # one given twice counted twice, as TLC does
         hits: dict[str, int] = {}
         inside = np.ones(n, bool)
         masks = np.zeros(n, np.uint64)
@@ -412,7 +412,8 @@ class _SparkRun:
             hits = {name: i for name, i in hits.items() if i == cut}
             n = cut + 1
         words = words[:n][inside[:n]]
-        self.generated = n
+        # every initial state the spec gives is generated (up to the violating one), duplicates included
+        self.generated = model.initial_generated_through(int(rows[n - 1])) if stop else model.initial_generated
         n = words.shape[0]
         self.level_files.append([{kind: workdir.save(workdir.part_path(self.root, 0, 0, kind), data)
                                   for kind, data in (("words", words),
