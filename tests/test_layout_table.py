@@ -320,17 +320,24 @@ def test_a_spec_of_no_action_instances_has_its_initial_states_only(deadlock):
     assert [v.check for v in got.violations] == (["deadlock"] if deadlock else [])
 
 
-def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_run():
+def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_run(monkeypatch):
     """The static reading sees an assignment to ``s`` and a write through a view bound to a name
-    (Model refuses both) but not through a view kept in a tuple; the kernels' twin check sees the
-    state changed under them: no verdict."""
+    (Model refuses both) but not through a view kept in a tuple. The kernel audit runs the spec's
+    Python on the first states the compiled kernels expand, where ``s`` is read-only: the spec's
+    error, at its line. On a state the audit does not sample, the kernels' twin check sees the
+    state changed under them. No verdict either way."""
     from large_layout_specs import WritesItsSourceThroughAView
 
     from kraftcheck.checker.errors import SpecError
     from kraftcheck.checker.explore.engine import Engine
+    from kraftcheck.checker.explore.kernel_audit import KernelAudit
     from kraftcheck.checker.explore.result import Options
 
     model = Model(WritesItsSourceThroughAView(WritesItsSourceThroughAView.Params()))
+    with pytest.raises(SpecError, match=r"^action Inc\(i=\d+\) raised ValueError: assignment destination is "
+                                        r"read-only at .*large_layout_specs\.py:\d+"):
+        Engine(compile="now").explore(model, Options(keep_going=True))
+    monkeypatch.setattr(KernelAudit, "chunk", lambda self, *args, **kwargs: None)  # no state sampled
     with pytest.raises(SpecError, match=r"wrote x\[7\] of its source state s \(from 0 to 1\)"):
         Engine(compile="now").explore(model, Options(keep_going=True))
 
