@@ -173,6 +173,21 @@ class Rising(Spec):
         return [Constraint("x_at_most_one", x_at_most_one)]
 
 
+@njit(cache=True)
+def x_above_three(s):
+    return s.x > 3
+
+
+class RisingNowhere(Rising):
+    """Rising under ``CONSTRAINT x > 3``, which no initial state satisfies: every one is counted
+    and checked, none kept (tests/test_constraints.py)."""
+
+    name = "constraint_rising_nowhere"
+
+    def constraints(self):
+        return [Constraint("x_above_three", x_above_three)]
+
+
 class RisingEverywhere(Rising):
     """Rising without its constraint: all four initial states are kept, so a run that stops at the
     first (``forbidden=0``) has put the other three into its visited set already

@@ -21,7 +21,7 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.specs import spec_class
 
-from conftest import TableLayoutEngine
+from conftest import FingerprintEngine, TableLayoutEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 INNER_FIFO = f"{ROOT}/bench/specs/inner_fifo.py:InnerFifo"
@@ -72,6 +72,22 @@ def test_initial_states_outside_a_constraint_as_tlc_counts_them(explorer):
         result = explorer().explore(Model(cls(cls.Params(forbidden=forbidden))), Options())
         (violation,) = result.violations
         assert violation.depth == 1 and violation.steps[0].state[0] == forbidden
+
+
+@pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, FingerprintEngine, TableLayoutEngine],
+                         ids=["reference", "engine", "engine-fingerprints", "engine-table-layouts"])
+def test_no_initial_state_inside_the_constraint_is_depth_one_as_tlc_counts_it(explorer):
+    r"""Rising under ``CONSTRAINT x > 3``, which TLC 2.18 (-workers 1) checks so:
+
+        Finished computing initial states: 4 states generated, with 0 of them distinct
+        4 states generated, 0 distinct states found, 0 states left on queue.
+        The depth of the complete state graph search is 1.
+
+    The engine and the reference explorer said depth 0, where Spark, the graph a --liveness run
+    records, and TLC said 1."""
+    cls = spec_class("constraint_specs:RisingNowhere")
+    result = explorer().explore(Model(cls(cls.Params())), Options())
+    assert _counts(result) == ("holds", 4, 4, 0, 1)
 
 
 @pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, TableLayoutEngine],

@@ -180,6 +180,9 @@ class Result:
         """What every explorer ends with: its counts (``fired``, ``new_states`` per action, when
         not kept in this result as they went), the modes it ran in, then the verdict
         (``conclude``)."""
+        # the initial level counts once its states are generated, though a constraint kept none of
+        # them (TLC's depth is 1 there too, and so was Spark's and the recorded graph's)
+        depth = max(depth, 1) if generated else depth
         self.distinct_states, self.states_generated, self.depth, self.elapsed_s = distinct, generated, depth, elapsed_s
         if fired is not None:
             self.fired = [int(x) for x in fired]
