@@ -323,3 +323,13 @@ def test_simulate_from_python_writes_replayable_traces(tmp_path):
     for v in result.violations:
         report = kraftcheck.replay_trace(kraftcheck.load_trace(v.trace_file))
         assert report.ok, report
+
+
+def test_a_simulation_counts_the_initial_states_as_the_exhaustive_runs_do():
+    """Rising with ``repeated`` gives x = 0, 1, 0, 3, 1, 3: six initial states, as the exhaustive
+    runs and TLC count them (tests/test_constraints.py); a simulation said three, the distinct ones."""
+    from kraftcheck.specs import spec_class
+
+    cls = spec_class("constraint_specs:Rising")
+    result = simulate(Model(cls(cls.Params(repeated=True))), SimulationOptions(seed=1, max_behaviours=20))
+    assert result.initial_states == 6

@@ -455,7 +455,7 @@ class _SimulationRun:
     def finish(self) -> Result:
         r = self.result
         f = self.figures
-        r.initial_states = len(self.model.initial)
+        r.initial_states = self.model.initial_generated  # as the exhaustive runs count them: one given twice, twice
         r.states_generated = self.generated
         r.distinct_states = 0  # not tracked: a simulation does not know which states repeat
         r.depth = f.length_max
