@@ -246,6 +246,15 @@ def _processes_of(cache: Path) -> list:
      "kraftcheck.toml:3: checks.a.params: must be a table: params = { key = value }, got [3]"),
     ('[defaults]\nparams = "rm=3"\n[checks.a]\nspec = "two_phase"\nexpect = "holds"\n',
      "kraftcheck.toml:2: defaults.params: must be a table: params = { key = value }, got 'rm=3'"),
+    ('[checks.a]\nspec = "mutex"\nviolates = ["p1_trying_leads_to_p1_critical"]\n',
+     "kraftcheck.toml:3: checks.a.violates: p1_trying_leads_to_p1_critical is a liveness property of spec mutex, "
+     "which only a check with liveness = true analyses"),
+    ('[checks.a]\nspec = "die_hard"\nliveness = true\nexpect = "holds"\n',
+     "kraftcheck.toml:3: checks.a.liveness: spec die_hard declares no liveness property to check"),
+    ('[checks.a]\nspec = "mutex"\nliveness = "yes"\nexpect = "holds"\n',
+     "kraftcheck.toml:3: checks.a.liveness: must be true or false"),
+    ('[checks.a]\nspec = "mutex"\nliveness = true\nsymmetry = true\nexpect = "holds"\n',
+     "checks.a.liveness: liveness needs every state and symmetry keeps one per orbit"),
 ])
 def test_malformed_manifests_exit_2_with_one_line_naming_line_and_key(project, text, message):
     write_manifest(project, text)
@@ -254,6 +263,42 @@ def test_malformed_manifests_exit_2_with_one_line_naming_line_and_key(project, t
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], lines
     assert not (project / "kraftcheck-ci").exists()  # nothing ran
+
+
+LIVENESS = """
+[defaults]
+spec = "mutex"
+
+[checks.peterson-starvation-free]
+liveness = true
+expect = "holds"
+
+[checks.unfair-starves]
+params = { fair = false }
+liveness = true
+violates = ["p1_trying_leads_to_p1_critical"]
+
+[checks.unfair-without-liveness]
+params = { fair = false }
+expect = "holds"
+"""
+
+
+def test_liveness_is_checked_where_the_manifest_asks_and_said_unchecked_elsewhere(project):
+    """``liveness = true`` runs the check with --liveness: its properties are checks the manifest
+    may expect to hold or to be violated, and a violation not expected fails the check. Before,
+    a manifest could not ask for them, and a check of a spec with liveness properties passed
+    ``expect = "holds"`` with nothing said of them; now it notes them as not checked."""
+    write_manifest(project, LIVENESS)
+    result = ci()
+    assert result.exit_code == 0, result.output
+    assert "unfair-without-liveness: note: liveness not checked: p1_trying_leads_to_p1_critical (set liveness = " \
+           "true)" in " ".join(result.output.split())
+    assert "peterson-starvation-free: note" not in result.output
+    write_manifest(project, LIVENESS.replace('violates = ["p1_trying_leads_to_p1_critical"]', 'expect = "holds"'))
+    result = ci()
+    assert result.exit_code == 1
+    assert "unfair-starves: fail: p1_trying_leads_to_p1_critical violated" in result.output
 
 
 def test_a_syntax_error_names_its_line(project):

@@ -101,7 +101,12 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     stopped_early = not report["exhaustive"]
     # a deadlock is reported as a violation of "deadlock" by a run that checks for it (the spec's check_deadlock)
     deadlock = report.get("options", {}).get("deadlock") or DEADLOCK in found
-    checked = list(report["checked"]) + ([DEADLOCK] if deadlock else [])
+    # with liveness = true the liveness properties analysed are checks too (their lassos among the violations)
+    analysed = [p["property"] for p in (report.get("liveness") or {}).get("properties") or []]
+    checked = list(report["checked"]) + analysed + ([DEADLOCK] if deadlock else [])
+    unchecked = report.get("liveness_not_checked") or []
+    if unchecked:  # a "holds" says nothing of them: said, as the command line says it
+        j.notes.append(f"liveness not checked: {', '.join(unchecked)} (set liveness = true)")
 
     exploration = Case("exploration", "passed")
     if out_of_budget:

@@ -40,7 +40,7 @@ DEFAULT_TIME_BUDGET_S = 600.0
 COUNT_KEYS = ("distinct", "generated", "depth")
 # keys a check may take from [defaults]; expectations and counts belong to one check only
 RUN_KEYS = ("spec", "params", "invariants", "continue", "max_states", "max_depth", "max_memory", "time_budget",
-            "fingerprints", "symmetry")
+            "fingerprints", "symmetry", "liveness")
 CHECK_KEYS = RUN_KEYS + ("expect", "violates") + COUNT_KEYS
 TOP_KEYS = ("defaults", "checks", "baseline")
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # also a directory name under --out
@@ -238,6 +238,11 @@ class _Validator:
         keep_going = typed("continue", (bool,), "true or false") or False
         fingerprints = typed("fingerprints", (bool,), "true or false") or False
         symmetry = typed("symmetry", (bool,), "true or false") or False
+        liveness = typed("liveness", (bool,), "true or false") or False
+        if liveness and symmetry:  # as the command line refuses --liveness --symmetry, before any run
+            raise self.fail(where("liveness"), "liveness", "liveness needs every state and symmetry keeps one per "
+                                                           "orbit: give one of them")
+
         def limit(key: str, problem: Any) -> Any:  # said as the command line's options say it
             value = merged.get(key)
             why = None if value is None else problem(value)
@@ -268,19 +273,20 @@ class _Validator:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise self.fail(table, key, f"must be a non-negative integer, got {value!r}")
                 counts[key] = value
-        self.spec_and_params(table, where, spec, params, list(names), list(violates or []), symmetry)
+        self.spec_and_params(table, where, spec, params, list(names), list(violates or []), symmetry, liveness)
         request = CheckRequest(resolve_spec(spec, self.path.parent), dict(params), invariants=tuple(names),
                                keep_going=keep_going, max_states=max_states, max_depth=max_depth,
                                max_memory_gib=max_memory,
                                time_limit=float(budget) if budget is not None else DEFAULT_TIME_BUDGET_S,
-                               fingerprints=fingerprints, symmetry=symmetry)
+                               fingerprints=fingerprints, symmetry=symmetry, liveness=liveness)
         return Check(name, request, violates=list(violates or []), counts=counts)
 
     def spec_and_params(self, table: tuple[str, ...], where: Any, spec: str, params: dict, invariants: list[str],
-                        violates: list[str], symmetry: bool = False) -> None:
+                        violates: list[str], symmetry: bool = False, liveness: bool = False) -> None:
         """The spec loads (file paths relative to the manifest), knows every parameter, takes
-        their values, has every invariant the check names (to check, or expected violated) and,
-        with ``symmetry``, declares a symmetry for these values."""
+        their values, has every invariant the check names (to check, or expected violated; with
+        ``liveness``, a liveness property too), with ``symmetry`` declares a symmetry for these
+        values, and with ``liveness`` declares liveness properties."""
         from kraftcheck.specs import spec_class
         root = str(self.path.parent.resolve())
         sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
@@ -298,6 +304,7 @@ class _Validator:
         try:
             instance = spec_instance(cls, params)
             checks = [x.name for x in list(spec_call(instance, "invariants")) + list(spec_call(instance, "properties"))]
+            declared_liveness = [x.name for x in spec_call(instance, "liveness")]
         except SpecRaised as e:  # the spec's own code failed: its line, as a run would say it
             raise self.fail(where("spec"), "spec", str(e)) from None
         except UsageError as e:
@@ -307,15 +314,23 @@ class _Validator:
                 declared_symmetry(instance)
             except UsageError as e:
                 raise self.fail(where("symmetry"), "symmetry", str(e)) from None
+        if liveness:
+            if not declared_liveness:
+                raise self.fail(where("liveness"), "liveness", f"spec {spec} declares no liveness property to check")
+            checks = checks + declared_liveness
         if DEADLOCK in violates and DEADLOCK not in checks and not cls.check_deadlock:
             raise self.fail(where("violates"), "violates", f"spec {spec} does not check for deadlocks "
                                                            "(its check_deadlock is False): no deadlock can be reported")
         for key, names in (("invariants", invariants), ("violates", violates)):
             unknown = [n for n in names if n not in checks and (key, n) != ("violates", DEADLOCK)]
+            if unknown and key == "violates" and unknown[0] in declared_liveness:
+                raise self.fail(where(key), key, f"{unknown[0]} is a liveness property of spec {spec}, which only a "
+                                                 "check with liveness = true analyses: add it")
             if unknown:
                 raise self.fail(where(key), key, f"spec {spec} has no invariant or property {unknown[0]!r}; "
                                                  f"its checks: {', '.join(checks) or '(none)'}")
-        unchecked = [n for n in violates if invariants and n not in invariants and n != DEADLOCK]
+        unchecked = [n for n in violates if invariants and n not in invariants and n != DEADLOCK
+                     and not (liveness and n in declared_liveness)]
         if unchecked:
             raise self.fail(table, "violates", f"{unchecked[0]} is expected violated but not among the invariants "
                                                f"this check checks ({', '.join(invariants)}); add it to invariants")
