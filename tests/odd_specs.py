@@ -1025,3 +1025,41 @@ class AConstraintWritesItsSuccessor(AnInvariantWritesItsState):
 
     def action_constraints(self):
         return [ActionConstraint("bumps_the_successor", bumps_the_successor)]
+
+
+@dataclass(frozen=True)
+class DeepRingParams:
+    n: int = param(400, "states, one a level", minimum=2)
+
+
+@njit(cache=True)
+def step_along(s, t):
+    if s.x + 1 >= s.n:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def x_not_negative(s):
+    return s.x >= 0
+
+
+class DeepRing(Spec):
+    """A narrow, deep state space: n states, one a level (x = 0, 1, ..., n - 1)."""
+
+    name = "deep_ring"
+    Params = DeepRingParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", self.params.n), Const("n", self.params.n)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Step", step_along)]
+
+    def invariants(self):
+        return [Invariant("x_not_negative", x_not_negative)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -98,8 +99,8 @@ DAMAGE = {
     "a level file missing": (lambda ck: (ck / "level-0001.words").unlink(), ["level-0001.words", "is missing"]),
     "a size edited in the manifest": (lambda ck: _edit_manifest(ck, _change_a_recorded_size),
                                       [MANIFEST, "does not match its sha256"]),
-    "a counter edited in the manifest": (lambda ck: _edit_manifest(ck, lambda t: t.replace('"generated": ',
-                                                                                           '"generated": 1', 1)),
+    "a counter edited in the manifest": (lambda ck: _edit_manifest(ck, lambda t: re.sub(r'"generated": ?',
+                                                                                        '"generated": 1', t, 1)),
                                          [MANIFEST, "does not match its sha256"]),
     "the manifest truncated": (lambda ck: _edit_manifest(ck, lambda t: t[: len(t) // 2]),
                                [MANIFEST, "is not a readable checkpoint"]),

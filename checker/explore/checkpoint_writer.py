@@ -88,7 +88,8 @@ class CheckpointWriter:
         run.interpreted_states = manifest["interpreted_states"]
         run.note_finished_level()
         run.result.resumed_from_level = run.depth
-        for words in run.levels.words_of_level:
+        for finished in range(run.depth):
+            words = run.levels.level_words(finished)
             for lo in range(0, words.shape[0], RESTORE_CHUNK_STATES):
                 run.visited.restore(words[lo: lo + RESTORE_CHUNK_STATES])
                 # a set that outgrows --max-memory here (a resume on a smaller machine) stops the
@@ -106,7 +107,7 @@ class CheckpointWriter:
     @staticmethod
     def _counters(run: CheckpointedRun, finished: bool) -> dict[str, Any]:
         levels = run.levels
-        return {"levels": run.depth, "sizes": [int(p.shape[0]) for p in levels.parents],
+        return {"levels": run.depth, "sizes": list(levels.sizes),
                 "checksums": levels.checksums, "interpreted_states": run.interpreted_states,
                 **counts_for_manifest(run.result, run.generated, run.fired, run.new_per_action, run.elapsed,
                                       run.violations.found_at, finished)}

@@ -7,8 +7,10 @@ level being built, then finishes the level.
 
 ``MemoryLevels`` keeps the parents and labels of every level and the words of the newest one.
 ``DiskLevels`` streams every level's words, parents and labels into three files
-(``level-NNNN.words``, ``.parents``, ``.labels``) and maps finished levels back from disk, so
-resident memory holds the visited set and one chunk's buffers, whatever the width of a level.
+(``level-NNNN.words``, ``.parents``, ``.labels``), maps the newest finished level's words back from
+disk (the frontier) and reads a parent and label back from the files when a trace asks, so
+resident memory holds the visited set and one chunk's buffers, whatever the width of a level, and
+the process holds a few files open, whatever the depth.
 Durable (``--checkpoint``), it fsyncs every finished level, keeps every level's words, and
 records each finished file's size and SHA-256 (``checksums``, hashed from the bytes as they are
 written, not read back): the files of every finished level are what a checkpoint needs
@@ -45,7 +47,11 @@ class MemoryLevels:
         self.parents: list[np.ndarray] = []  # per finished level, uint32 global parent index
         self.labels: list[np.ndarray] = []   # per finished level, uint16 label
         self.level_start: list[int] = []     # global index of each level's first state
+        self.sizes: list[int] = []           # states of each finished level
         self.distinct = 0
+        # the finished levels' parents and labels, summed as they finish: held_bytes runs every
+        # level, and summing every level each time made a deep narrow run quadratic in its depth
+        self._finished_bytes = 0
         self.pending_parents: list[np.ndarray] = []
         self.pending_labels: list[np.ndarray] = []
         # The words of the level being built go into one buffer, and the next level's into the
@@ -102,7 +108,7 @@ class MemoryLevels:
         and the parents and labels being built twice over (``finish_level`` concatenates them)."""
         pending = sum(p.nbytes + lab.nbytes for p, lab in zip(self.pending_parents, self.pending_labels))
         row = 8 * self.nwords
-        return (sum(p.nbytes + lab.nbytes for p, lab in zip(self.parents, self.labels))
+        return (self._finished_bytes
                 + max(frontier.nbytes, row * self._expanding_touched)
                 + row * max(2 * self._built, self._building_touched) + 2 * pending)
 
@@ -121,10 +127,15 @@ class MemoryLevels:
         return words
 
     def _add_finished_level(self, parents: np.ndarray, labels: np.ndarray) -> None:
-        self.level_start.append(self.distinct)
         self.parents.append(parents)
         self.labels.append(labels)
-        self.distinct += parents.shape[0]
+        self._finished_bytes += parents.nbytes + labels.nbytes
+        self._note_finished_level(parents.shape[0])
+
+    def _note_finished_level(self, size: int) -> None:
+        self.level_start.append(self.distinct)
+        self.sizes.append(int(size))
+        self.distinct += int(size)
 
     def parent_of(self, index: int) -> tuple[int, int]:
         """(parent index, label) of state ``index``; (-1, -1) for an initial state."""
@@ -162,6 +173,12 @@ def _map(path: Path, dtype, width: Optional[int] = None) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="c", shape=shape).view(np.ndarray)
 
 
+def _read_one(fd: int, dtype, offset: int) -> int:
+    """Element ``offset`` of the file ``fd`` of ``dtype`` elements."""
+    size = np.dtype(dtype).itemsize
+    return int(np.frombuffer(os.pread(fd, size, offset * size), dtype)[0])
+
+
 def _mapping_of(array: np.ndarray) -> Optional[mmap.mmap]:
     """The mmap under an array made by ``_map`` (None for an empty level, which maps nothing)."""
     base = array.base
@@ -186,9 +203,14 @@ class DiskLevels(MemoryLevels):
         self._files: Optional[tuple] = None
         self._pending = 0      # states of the level being built, in its files
         self._last_chunk = 0   # how many of them the last add() wrote
-        self.words_of_level: list[np.ndarray] = []
-        # the mapping under each level's words, so expanded pages can be dropped from memory
-        self._word_maps: list[Optional[mmap.mmap]] = []
+        # Only the newest finished level's words are mapped (the frontier), with the mapping under
+        # them, so that expanded pages can be dropped from memory; the parents and labels of a
+        # finished level are read back from its files when a trace asks (``parent_of``). A mapping
+        # holds its file open: one per file of every level ran out of file descriptors past a few
+        # hundred levels (1,024 descriptors, the usual limit), an internal error mid-run.
+        self.frontier_words = np.empty((0, nwords), np.uint64)
+        self._frontier_map: Optional[mmap.mmap] = None
+        self._words_kept_from = 0  # not durable: the first level whose words file is not deleted yet
         # durable: per finished level, kind -> file_checksum (size and digest) of its file
         self.checksums: list[dict[str, dict]] = []
         self._hashes: Optional[tuple] = None  # of the level being built, as its bytes are written
@@ -210,7 +232,7 @@ class DiskLevels(MemoryLevels):
         """Levels not durable under ``directory`` holding what ``memory`` holds: every finished
         level's parents and labels, the words of the last one (``frontier``, the level being
         expanded) and the level being built, which goes on in files. Returns them; the caller
-        drops ``memory`` and expands the returned ``words_of_level[-1]`` instead of ``frontier``
+        drops ``memory`` and expands the returned ``frontier_words`` instead of ``frontier``
         (the same states, mapped), so that both leave memory."""
         disk = cls(memory.nwords, directory, durable=False)
         last = memory.depth - 1
@@ -255,17 +277,28 @@ class DiskLevels(MemoryLevels):
             f.seek(0, os.SEEK_END)
 
     def parent_of(self, index: int) -> tuple[int, int]:
-        if index < self.distinct or not self.level_start:
-            return super().parent_of(index)
-        offset = index - self.distinct
-        if offset >= self._pending:
-            raise IndexError(index)
-        _, parents_file, labels_file = self._open()
+        if not self.level_start:
+            return -1, -1
+        if index >= self.distinct:  # a state of the level being built, in its open files
+            offset = index - self.distinct
+            if offset >= self._pending:
+                raise IndexError(index)
+            _, parents_file, labels_file = self._open()
+            for f in (parents_file, labels_file):
+                f.flush()
+            return (_read_one(parents_file.fileno(), np.uint32, offset),
+                    _read_one(labels_file.fileno(), np.uint16, offset))
+        level = int(np.searchsorted(self.level_start, index, side="right")) - 1
+        if level == 0:
+            return -1, -1
+        offset = index - self.level_start[level]
         out = []
-        for f, dtype in ((parents_file, np.uint32), (labels_file, np.uint16)):
-            f.flush()
-            size = np.dtype(dtype).itemsize
-            out.append(int(np.frombuffer(os.pread(f.fileno(), size, offset * size), dtype)[0]))
+        for kind, dtype in (("parents", np.uint32), ("labels", np.uint16)):
+            fd = os.open(self.path(level, kind), os.O_RDONLY)
+            try:
+                out.append(_read_one(fd, dtype, offset))
+            finally:
+                os.close(fd)
         return out[0], out[1]
 
     def finish_level(self) -> np.ndarray:
@@ -296,31 +329,39 @@ class DiskLevels(MemoryLevels):
     def _delete_expanded_words(self) -> None:
         """Every finished level has been expanded once a new level is finished: their words files
         go (a mapping still open keeps its pages until the engine drops the array)."""
-        for level, words in enumerate(self.words_of_level):
-            if words.shape[0]:
-                self.words_of_level[level] = np.empty((0, self.nwords), np.uint64)
-                self._word_maps[level] = None
+        self._drop_frontier()
+        for level in range(self._words_kept_from, self.depth):
             self.path(level, "words").unlink(missing_ok=True)
+        self._words_kept_from = self.depth
+
+    def _drop_frontier(self) -> None:
+        """Forget the mapped words of the newest level (the engine holds them while it expands)."""
+        self.frontier_words = np.empty((0, self.nwords), np.uint64)
+        self._frontier_map = None
+
+    def level_words(self, level: int) -> np.ndarray:
+        """The words of finished ``level``, mapped from its file (a durable run keeps every level's)."""
+        if level == self.depth - 1 and self.frontier_words.shape[0]:
+            return self.frontier_words
+        return _map(self.path(level, "words"), np.uint64, self.nwords)
 
     def _map_level(self, level: int) -> np.ndarray:
-        parents = _map(self.path(level, "parents"), np.uint32)
-        labels = _map(self.path(level, "labels"), np.uint16)
-        words = _map(self.path(level, "words"), np.uint64, self.nwords)
-        self._add_finished_level(parents, labels)
-        self.words_of_level.append(words)
-        self._word_maps.append(_mapping_of(words))
-        return words
+        """Note finished ``level`` (its size from its parents file) and map its words, the new
+        frontier."""
+        self._note_finished_level(self.path(level, "parents").stat().st_size // 4)
+        self.frontier_words = _map(self.path(level, "words"), np.uint64, self.nwords)
+        self._frontier_map = _mapping_of(self.frontier_words)
+        return self.frontier_words
 
     def release(self, frontier: np.ndarray, upto: int) -> None:
         """Drop the pages of ``frontier[:upto]`` from this process's memory: they were read once
         to be expanded, so resident memory stays one chunk of the frontier, not the whole level
         (the pages stay in the OS's file cache, and a later read maps them again)."""
-        for words, mapping in zip(self.words_of_level, self._word_maps):
-            if words is frontier and mapping is not None:
-                end = upto * 8 * self.nwords // mmap.PAGESIZE * mmap.PAGESIZE
-                if end > 0:
-                    mapping.madvise(mmap.MADV_DONTNEED, 0, min(end, len(mapping)))
-                return
+        mapping = self._frontier_map
+        if frontier is self.frontier_words and mapping is not None:
+            end = upto * 8 * self.nwords // mmap.PAGESIZE * mmap.PAGESIZE
+            if end > 0:
+                mapping.madvise(mmap.MADV_DONTNEED, 0, min(end, len(mapping)))
 
     def reopen(self, levels: int, sizes: list[int], checksums: Optional[list[dict[str, dict]]] = None) \
             -> np.ndarray:
@@ -340,14 +381,14 @@ class DiskLevels(MemoryLevels):
                                             f"states but its {kind} file is recorded as {checksum}")
                 check_level_file(self.path(level, kind), checksum)
         for level in range(levels):
-            self._map_level(level)
+            self._map_level(level)  # each maps its words in turn: the last level's stay mapped
         forget_found_digests()
         self.checksums = list(checksums)
         for extra in self.directory.glob("level-*"):  # a file of another name is not the run's: left
             written = LEVEL_FILE.fullmatch(extra.name)
             if written and int(written.group(1)) >= levels:
                 extra.unlink()
-        return self.words_of_level[-1] if levels else np.zeros((0, self.nwords), np.uint64)
+        return self.frontier_words if levels else np.zeros((0, self.nwords), np.uint64)
 
     def close(self) -> None:
         if self._files is not None:

@@ -55,7 +55,7 @@ class LevelSpill:
         said = {"directory": str(self.directory), "at_level": depth, "at_distinct": distinct,
                 "levels_bytes": levels.held_bytes(frontier), "threshold_bytes": self.at}
         moved = DiskLevels.spill(levels, self.directory, frontier)
-        return moved, moved.words_of_level[-1] if depth else frontier, said
+        return moved, moved.frontier_words if depth else frontier, said
 
     def remove(self, levels: MemoryLevels) -> None:
         """The run is over: its spilled levels' directory goes (open mappings keep their pages
