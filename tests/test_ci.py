@@ -255,6 +255,10 @@ def _processes_of(cache: Path) -> list:
      "kraftcheck.toml:3: checks.a.liveness: must be true or false"),
     ('[checks.a]\nspec = "mutex"\nliveness = true\nsymmetry = true\nexpect = "holds"\n',
      "checks.a.liveness: liveness needs every state and symmetry keeps one per orbit"),
+    ('[checks.a]\nspec = "mutex"\nliveness = true\ninvariants = ["p1_trying_leads_to_p1_critical"]\n'
+     'expect = "holds"\n',
+     "kraftcheck.toml:4: checks.a.invariants: p1_trying_leads_to_p1_critical is a liveness property of spec mutex: "
+     "invariants selects invariants and transition properties"),
 ])
 def test_malformed_manifests_exit_2_with_one_line_naming_line_and_key(project, text, message):
     write_manifest(project, text)

@@ -285,8 +285,8 @@ class _Validator:
                         violates: list[str], symmetry: bool = False, liveness: bool = False) -> None:
         """The spec loads (file paths relative to the manifest), knows every parameter, takes
         their values, has every invariant the check names (to check, or expected violated; with
-        ``liveness``, a liveness property too), with ``symmetry`` declares a symmetry for these
-        values, and with ``liveness`` declares liveness properties."""
+        ``liveness``, a liveness property may be expected violated), with ``symmetry`` declares a
+        symmetry for these values, and with ``liveness`` declares liveness properties."""
         from kraftcheck.specs import spec_class
         root = str(self.path.parent.resolve())
         sys.path.insert(0, root)  # module:Class is found beside the manifest, as the runner's PYTHONPATH has it
@@ -314,21 +314,26 @@ class _Validator:
                 declared_symmetry(instance)
             except UsageError as e:
                 raise self.fail(where("symmetry"), "symmetry", str(e)) from None
-        if liveness:
-            if not declared_liveness:
-                raise self.fail(where("liveness"), "liveness", f"spec {spec} declares no liveness property to check")
-            checks = checks + declared_liveness
+        if liveness and not declared_liveness:
+            raise self.fail(where("liveness"), "liveness", f"spec {spec} declares no liveness property to check")
         if DEADLOCK in violates and DEADLOCK not in checks and not cls.check_deadlock:
             raise self.fail(where("violates"), "violates", f"spec {spec} does not check for deadlocks "
                                                            "(its check_deadlock is False): no deadlock can be reported")
         for key, names in (("invariants", invariants), ("violates", violates)):
-            unknown = [n for n in names if n not in checks and (key, n) != ("violates", DEADLOCK)]
+            # a liveness property may be expected violated, not selected: the run's --invariant
+            # knows invariants and transition properties only, and --liveness checks every one
+            known = checks + declared_liveness if liveness and key == "violates" else checks
+            unknown = [n for n in names if n not in known and (key, n) != ("violates", DEADLOCK)]
+            if unknown and key == "invariants" and unknown[0] in declared_liveness:
+                raise self.fail(where(key), key, f"{unknown[0]} is a liveness property of spec {spec}: invariants "
+                                                 "selects invariants and transition properties; liveness = true "
+                                                 "checks every liveness property")
             if unknown and key == "violates" and unknown[0] in declared_liveness:
                 raise self.fail(where(key), key, f"{unknown[0]} is a liveness property of spec {spec}, which only a "
                                                  "check with liveness = true analyses: add it")
             if unknown:
                 raise self.fail(where(key), key, f"spec {spec} has no invariant or property {unknown[0]!r}; "
-                                                 f"its checks: {', '.join(checks) or '(none)'}")
+                                                 f"its checks: {', '.join(known) or '(none)'}")
         unchecked = [n for n in violates if invariants and n not in invariants and n != DEADLOCK
                      and not (liveness and n in declared_liveness)]
         if unchecked:
