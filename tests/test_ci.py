@@ -305,6 +305,18 @@ def test_liveness_is_checked_where_the_manifest_asks_and_said_unchecked_elsewher
     assert "unfair-starves: fail: p1_trying_leads_to_p1_critical violated" in result.output
 
 
+def test_a_liveness_check_cut_short_says_its_liveness_was_not_checked(project):
+    """``liveness = true`` on a run that does not explore every state (here bounded by
+    ``max_depth``): --liveness needs every state, so no property is analysed. The check passed
+    with only "bounded run" said, nothing of its liveness properties, the silence a check without
+    ``liveness`` no longer keeps."""
+    write_manifest(project, '[checks.a]\nspec = "mutex"\nliveness = true\nmax_depth = 3\nexpect = "holds"\n')
+    result = ci()
+    assert result.exit_code == 0, result.output
+    assert "a: note: liveness not checked: the run did not explore every state (stopped at --max-depth 3), " \
+           "which liveness = true needs" in " ".join(result.output.split())
+
+
 def test_a_syntax_error_names_its_line(project):
     write_manifest(project, '[checks.a]\nspec = "two_phase"\nexpect = holds\n')
     result = ci()

@@ -107,6 +107,9 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     unchecked = report.get("liveness_not_checked") or []
     if unchecked:  # a "holds" says nothing of them: said, as the command line says it
         j.notes.append(f"liveness not checked: {', '.join(unchecked)} (set liveness = true)")
+    if check.request.liveness and not analysed:  # --liveness skips a run that stopped early: said too
+        j.notes.append(f"liveness not checked: the run did not explore every state ({reason or 'stopped early'}), "
+                       "which liveness = true needs")
 
     exploration = Case("exploration", "passed")
     if out_of_budget:
