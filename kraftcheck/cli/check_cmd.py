@@ -57,7 +57,7 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
               help="Apply none of the spec's state and action constraints: the search keeps every reachable state.")
 @click.option("--deadlock/--no-deadlock", default=None,
               help="Report a reachable state with no successor but itself as a violation (kind deadlock, "
-                   "exit 1): TLC's CHECK_DEADLOCK, which reports only a state with no successor at all.  "
+                   "exit 1), as TLC's CHECK_DEADLOCK does, except that TLC reports only a state with no successor at all.  "
                    "[default: on, unless the spec declares its terminal states intended (check_deadlock = False)]")
 @click.option("--continue", "keep_going", is_flag=True,
               help="Keep exploring after a violation; report the shortest violation of each check.")
