@@ -242,12 +242,14 @@ def _refuse_state_writes(kind: str, name: str, fn: Callable[..., Any]) -> None:
     tiers hand these states read-only; ``KernelAudit`` runs the spec's Python on the compiled
     kernels' states)."""
     step = kind in ("transition property", "action constraint")
-    states = ((0, "the step's source state s"), (1, "the step's successor t")) if step else ((0, "its state s"),)
+    states = ((0, "the step's source state"), (1, "the step's successor")) if step else ((0, "its state"),)
+    code = python_function(fn).__code__
     for index, what in states:
         written = source_writes(fn, index)
         if written is not None:
             field, line, file = written
-            raise SpecError(f"{kind} {name} assigns to {what} ({what[-1]}.{field}, {file}:{line}): it only "
+            named = code.co_varnames[index]  # the function's own name for that state
+            raise SpecError(f"{kind} {name} assigns to {what} {named} ({named}.{field}, {file}:{line}): it only "
                             "reads the states it is handed; compute into a local variable instead")
 
 

@@ -335,8 +335,9 @@ def test_an_action_writing_its_source_state_through_a_view_stops_the_compiled_ru
 
     model = Model(WritesItsSourceThroughAView(WritesItsSourceThroughAView.Params()))
     with pytest.raises(SpecError, match=r"^action Inc\(i=\d+\) raised ValueError: assignment destination is "
-                                        r"read-only at .*large_layout_specs\.py:\d+"):
+                                        r"read-only at .*large_layout_specs\.py:\d+") as raised:
         Engine(compile="now").explore(model, Options(keep_going=True))
+    assert "on the last state of this path from an initial state:\n    1. initial state: x=[0" in str(raised.value)
     monkeypatch.setattr(KernelAudit, "chunk", lambda self, *args, **kwargs: None)  # no state sampled
     with pytest.raises(SpecError, match=r"wrote x\[7\] of its source state s \(from 0 to 1\)"):
         Engine(compile="now").explore(model, Options(keep_going=True))

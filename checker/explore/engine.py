@@ -389,7 +389,10 @@ class _Run:
                                            else min(self.chunk_states, self.kernels.chunk_states)))
             if not self.kernels.compiled:
                 self.interpreted_states += hi - lo
-            self.audit.chunk(self.kernels, level, lo, hi, first + lo)
+            try:
+                self.audit.chunk(self.kernels, level, lo, hi, first + lo)
+            except SpecRaised as e:  # the spec's Python raised on an audited state, number e.at
+                raise violations.placed(e, e.at) from None
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             distinct_only = chunks.distinct_successors_only()
             if distinct_only:

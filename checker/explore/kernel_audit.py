@@ -172,6 +172,7 @@ class KernelAudit:
                 # the spec raises on a state the compiled kernels expand (a check that writes its
                 # state through a view, which compiled code does in silence): the first tier and
                 # the reference explorer stop there, with no verdict, and so does this run
+                e.at = index  # the run's state number, for the path to it (None: the caller has none)
                 raise e.place(self.model.layout.show(tuple(self.model.layout.unpack(words[0].tolist()))))
             except SpecError:
                 return None
