@@ -55,7 +55,10 @@ class ReferenceExplorer:
         # force on field values, sharing no code with the engine's tables and kernel
         canon = orbit_representative(model) if options.symmetry else (lambda flat: flat)
         trials = None
-        if options.symmetry:  # a declared symmetry is tried on a sample before it is trusted, then during the run
+        # a declared symmetry is tried on a sample before it is trusted, then during the run: these
+        # trials are the engine's (symmetry_check, with the first tier's kernels); they decide no
+        # count, only whether the declaration is refused
+        if options.symmetry:
             from kraftcheck.checker.symmetry_check import check_symmetry_interpreted
             check_symmetry_interpreted(model)
             trials = _SymmetryTrials(model)

@@ -160,7 +160,7 @@ def _parse_vary(params_cls: type, spec: str, items: tuple[str, ...]) -> dict[str
             raise UsageError(f"--vary {key} is given twice; list all its values in one: --vary {key}=V1,V2,...")
         if any(not v.strip() for v in values.split(",")):  # a stray comma read as one more value, "not given"
             raise UsageError(f"--vary {key}: an empty value in {values!r}; list the values with no empty one "
-                             "between commas (none, where the parameter takes it, is its default)")
+                             "between commas; to include a parameter's default, write none")
         out[key] = [parse_value(fields[key], v.strip()) for v in values.split(",")]
     return out
 
