@@ -391,8 +391,8 @@ class _Run:
                 self.interpreted_states += hi - lo
             try:
                 self.audit.chunk(self.kernels, level, lo, hi, first + lo)
-            except SpecRaised as e:  # the spec's Python raised on an audited state, number e.at
-                raise violations.placed(e, e.at) from None
+            except SpecRaised as e:  # the spec's Python raised on audited state first + e.at
+                raise violations.placed_from(e, first) from None
             found_here: dict[str, int] = {}  # check -> candidate row where it was violated
             distinct_only = chunks.distinct_successors_only()
             if distinct_only:

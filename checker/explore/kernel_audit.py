@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
@@ -45,6 +46,18 @@ FLOOR_S = 0.1
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
 SEED = 20261207  # the sample is the same on every run of the same model
+
+
+@contextmanager
+def _raised_on_row(row: int):
+    """A spec's error met on the audited state ``level[row]`` says that row (``SpecRaised.at``), as
+    a tier's error says its row in the states it was handed: the caller places it, the path to
+    the state included, as it places its kernels' errors."""
+    try:
+        yield
+    except SpecRaised as e:
+        e.at = row
+        raise
 
 
 class KernelAudit:
@@ -89,7 +102,8 @@ class KernelAudit:
                 t0 = time.perf_counter()
                 try:
                     for i in range(lo, min(hi, lo + self.first_states)):
-                        self._python_twice(level[i:i + 1], None if first_index is None else first_index + i - lo)
+                        with _raised_on_row(i):
+                            self._python_twice(level[i:i + 1], None if first_index is None else first_index + i - lo)
                 finally:
                     self.spent += time.perf_counter() - t0
             return
@@ -103,7 +117,8 @@ class KernelAudit:
         t0 = time.perf_counter()
         try:
             for i in rows:
-                self.state(kernels, level[i:i + 1], None if first_index is None else first_index + i - lo)
+                with _raised_on_row(i):
+                    self.state(kernels, level[i:i + 1], None if first_index is None else first_index + i - lo)
         finally:
             self.spent += time.perf_counter() - t0
 
@@ -172,7 +187,6 @@ class KernelAudit:
                 # the spec raises on a state the compiled kernels expand (a check that writes its
                 # state through a view, which compiled code does in silence): the first tier and
                 # the reference explorer stop there, with no verdict, and so does this run
-                e.at = index  # the run's state number, for the path to it (None: the caller has none)
                 raise e.place(self.model.layout.show(tuple(self.model.layout.unpack(words[0].tolist()))))
             except SpecError:
                 return None

@@ -350,7 +350,10 @@ class _SimulationRun:
         while self.running:
             raise_if_stop_requested()
             n = self.running
-            self.audit.chunk(kernels, self.cur, 0, n, None)
+            try:
+                self.audit.chunk(kernels, self.cur, 0, n, None)
+            except SpecRaised as e:  # the spec's Python raised on walker e.at's state
+                raise placed(model, e, None if e.at is None else self._trace(e.at, None)) from None
             found: dict[int, tuple[int, int]] = {}  # part -> its first row, and how many of its rows hold a successor
             try:
                 out = kernels.successors(self.cur, 0, n, self.buffers, after_part=self._after_part(found))
