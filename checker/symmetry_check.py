@@ -24,6 +24,7 @@ run, ``SymmetryAudit`` tries it again on a state of each chunk, deep ones too.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 import numpy as np
@@ -64,9 +65,10 @@ class SymmetryAudit:
     """The declared symmetry tried again during the run, on states the exploration expands: a
     declaration wrong only past the first ``SAMPLE_STATES`` states (a step that breaks it deep in
     the space) passes ``check_symmetry``, and the reduced search would count what are no orbits in
-    silence. ``kernel_audit.KernelAudit`` hands it one state at random of each chunk (within its
-    budget), which is tried under the group's generators with the run's kernels, as
-    ``check_symmetry`` tries its sample: a broken claim is the same ``SpecError``."""
+    silence. ``kernel_audit.KernelAudit`` hands it one state at random of each chunk, the
+    reference explorer each state it expands, while ``within`` their budget; each is tried under
+    the group's generators with the run's kernels, as ``check_symmetry`` tries its sample: a
+    broken claim is the same ``SpecError``."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -74,16 +76,26 @@ class SymmetryAudit:
         self.tables = PermutationTables(model.layout, sets)
         self.generators = _generators(self.tables, [s.labels for s in sets])
         self.tried = 0  # states tried so far
+        self.spent = 0.0  # seconds the trials took
+        self._started = time.perf_counter()
+
+    def within(self, share: float, floor: float) -> bool:
+        """Whether the trials so far took less than ``share`` of the run's time, or ``floor`` seconds."""
+        return self.spent <= max(floor, share * (time.perf_counter() - self._started))
 
     def state(self, kernels: Any, words: np.ndarray) -> None:
         """Try the claim on the one packed state ``words`` with ``kernels`` (the run's)."""
         if not self.generators:
             return
-        trial = _Trial(self.model, kernels, self.tables)
-        rows = flat_rows(kernels, np.ascontiguousarray(words, dtype=np.uint64)).astype(np.int64)
-        own = trial.expand(rows)
-        for p, text in self.generators:
-            trial.compare(rows, own, p, text)
+        t0 = time.perf_counter()
+        try:
+            trial = _Trial(self.model, kernels, self.tables)
+            rows = flat_rows(kernels, np.ascontiguousarray(words, dtype=np.uint64)).astype(np.int64)
+            own = trial.expand(rows)
+            for p, text in self.generators:
+                trial.compare(rows, own, p, text)
+        finally:
+            self.spent += time.perf_counter() - t0
         self.tried += 1
 
 

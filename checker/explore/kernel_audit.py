@@ -75,7 +75,6 @@ class KernelAudit:
         self.first_states = first_states
         self.audited = 0          # states compared so far
         self.spent = 0.0          # seconds the comparisons took
-        self.symmetry_spent = 0.0  # seconds the declared symmetry's trials took
         self._started = time.perf_counter()
         self._python: Any = None  # the interpreted tier, made at the first audit
         # the kernels whose first chunk was audited (weakly: an id would be reused once its kernels are freed)
@@ -89,13 +88,10 @@ class KernelAudit:
         compiled and the budget allows."""
         if hi <= lo:
             return
-        if self._symmetry is not None and self.symmetry_spent <= max(self._budget(), FLOOR_S):
-            t0 = time.perf_counter()
-            try:  # the declared symmetry, on a state of every chunk while its own budget allows
-                i = int(self._rng.integers(lo, hi))
-                self._symmetry.state(kernels, level[i:i + 1])
-            finally:
-                self.symmetry_spent += time.perf_counter() - t0
+        if self._symmetry is not None and self._symmetry.within(self.share, FLOOR_S):
+            # the declared symmetry, on a state of every chunk while its own budget allows
+            i = int(self._rng.integers(lo, hi))
+            self._symmetry.state(kernels, level[i:i + 1])
         if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
             if kernels not in self._seen:
                 self._seen.add(kernels)

@@ -8,7 +8,6 @@ counterexample lengths, the engine's machinery is right.
 
 from __future__ import annotations
 
-import time
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -59,9 +58,11 @@ class ReferenceExplorer:
         # trials are the engine's (symmetry_check, with the first tier's kernels); they decide no
         # count, only whether the declaration is refused
         if options.symmetry:
-            from kraftcheck.checker.symmetry_check import check_symmetry_interpreted
+            from kraftcheck.checker.explore.interpreted import InterpretedKernels
+            from kraftcheck.checker.explore.kernel_audit import FLOOR_S, SHARE
+            from kraftcheck.checker.symmetry_check import SymmetryAudit, check_symmetry_interpreted
             check_symmetry_interpreted(model)
-            trials = _SymmetryTrials(model)
+            trials, python = SymmetryAudit(model), InterpretedKernels(model)
         # a state's fields are ints and numpy arrays of one buffer (Layout.to_object): copied
         # as such, faster than deepcopy
         copy_state = state_copier(layout)
@@ -187,8 +188,8 @@ class ReferenceExplorer:
                 for position, i in enumerate(frontier):
                     raise_if_stop_requested()
                     source = states[i]
-                    if trials is not None:
-                        trials.state(source)
+                    if trials is not None and trials.within(SHARE, FLOOR_S):  # as the engine's KernelAudit
+                        trials.state(python, np.array([layout.pack(source)], np.uint64))
                     before = layout.to_object(source, read_only=True)
                     pristine = copy_state(before)  # what an action that does not fire leaves
                     moved = False  # a successor other than the state itself (else: a deadlock)
@@ -337,27 +338,3 @@ def orbit_representative(model: Model):
 
     return representative
 
-
-class _SymmetryTrials:
-    """``--symmetry``: the declaration tried again on states the exploration expands, deep ones
-    too, as the engine's ``KernelAudit`` does (``symmetry_check.SymmetryAudit``, the spec's
-    functions run as Python): every state while the trials have taken less than ``FLOOR_S``, then
-    while less than ``SHARE`` of the run. A declaration broken only past the first sample is the
-    same refusal as before exploring, not a count of what are no orbits."""
-
-    def __init__(self, model: Model) -> None:
-        from kraftcheck.checker.explore.interpreted import InterpretedKernels
-        from kraftcheck.checker.explore.kernel_audit import FLOOR_S, SHARE
-        from kraftcheck.checker.symmetry_check import SymmetryAudit
-        self.audit, self.python, self.layout = SymmetryAudit(model), InterpretedKernels(model), model.layout
-        self.floor, self.share = FLOOR_S, SHARE
-        self.started, self.spent = time.perf_counter(), 0.0
-
-    def state(self, flat: tuple[int, ...]) -> None:
-        if self.spent > max(self.floor, self.share * (time.perf_counter() - self.started)):
-            return
-        t0 = time.perf_counter()
-        try:
-            self.audit.state(self.python, np.array([self.layout.pack(flat)], np.uint64))
-        finally:
-            self.spent += time.perf_counter() - t0
