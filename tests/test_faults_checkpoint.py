@@ -21,6 +21,7 @@ from kraftcheck.checker.errors import UsageError
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, CheckpointDamaged, _content_digest, check_level_file,
                                                    check_resumable, run_identity, write_manifest)
 from kraftcheck.checker.explore.engine import Engine
+from kraftcheck.checker.explore.level_records import LEVEL_RECORDS
 from kraftcheck.checker.explore.levels import DiskLevels
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
@@ -82,10 +83,23 @@ def _edit_manifest(checkpoint, edit):
     path.write_text(edit(path.read_text()))
 
 
-def _change_a_recorded_size(text):
+def _change_a_recorded_count(text):
     manifest = json.loads(text)
-    manifest["sizes"][-1] -= 1
+    manifest["level_records"]["count"] -= 1
     return json.dumps(manifest, indent=1)
+
+
+def _edit_records(checkpoint, edit):
+    path = checkpoint / LEVEL_RECORDS
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(edit(lines)))
+
+
+def _change_a_record(lines, level=3):
+    """A digest of the level's words file changed, the line as long as before."""
+    digest = json.loads(lines[level])["files"]["words"]["sha256"]
+    lines[level] = lines[level].replace(digest, ("0" if digest[0] != "0" else "1") + digest[1:])
+    return lines
 
 
 DAMAGE = {
@@ -97,8 +111,17 @@ DAMAGE = {
     "bytes appended to a level's labels": (lambda ck: (ck / "level-0002.labels").open("ab").write(b"\0\0"),
                                            ["level-0002.labels", "bytes where its run wrote"]),
     "a level file missing": (lambda ck: (ck / "level-0001.words").unlink(), ["level-0001.words", "is missing"]),
-    "a size edited in the manifest": (lambda ck: _edit_manifest(ck, _change_a_recorded_size),
-                                      [MANIFEST, "does not match its sha256"]),
+    "a level count edited in the manifest": (lambda ck: _edit_manifest(ck, _change_a_recorded_count),
+                                             [MANIFEST, "does not match its sha256"]),
+    "a level's record edited": (lambda ck: _edit_records(ck, _change_a_record),
+                                [LEVEL_RECORDS, "the record of level 3 was changed", "chain breaks there"]),
+    "a level's record removed": (lambda ck: _edit_records(ck, lambda lines: lines[:2] + lines[3:]),
+                                 [LEVEL_RECORDS, "bytes where its run wrote"]),
+    "two levels' records swapped": (lambda ck: _edit_records(ck, lambda lines: [lines[1], lines[0], *lines[2:]]),
+                                    [LEVEL_RECORDS, "the record of level 0 is not one its run wrote"]),
+    "the level records truncated": (lambda ck: os.truncate(ck / LEVEL_RECORDS, 100),
+                                    [LEVEL_RECORDS, "has 100 bytes where its run wrote"]),
+    "the level records missing": (lambda ck: (ck / LEVEL_RECORDS).unlink(), [LEVEL_RECORDS, "is missing"]),
     "a counter edited in the manifest": (lambda ck: _edit_manifest(ck, lambda t: re.sub(r'"generated": ?',
                                                                                         '"generated": 1', t, 1)),
                                          [MANIFEST, "does not match its sha256"]),
@@ -128,9 +151,46 @@ def test_a_damaged_checkpoint_is_refused_naming_the_file_and_left_as_it_is(check
     assert _contents(checkpoint) == before
 
 
+def test_records_written_after_the_manifest_are_not_the_checkpoints_and_are_cut_off(checkpoint):
+    """A level recorded and then a crash before the manifest named it, and a line a full disk cut
+    short: neither is part of the checkpoint; the resume ends as an uninterrupted run and its first
+    level's record replaces them."""
+    records = checkpoint / LEVEL_RECORDS
+    lines = records.read_text().splitlines(keepends=True)
+    with records.open("a") as f:
+        f.write(lines[-1].replace('"level":' + str(STOP_AT - 1), '"level":' + str(STOP_AT)) + lines[0][:30])
+    resumed = _resume(checkpoint)
+    assert _summary(resumed) == _summary(Engine().explore(_model(), Options()))
+    after = records.read_text().splitlines(keepends=True)
+    assert after[:STOP_AT] == lines and len(after) == resumed.depth
+    assert [json.loads(line)["level"] for line in after] == list(range(resumed.depth))
+
+
+def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
+    """Format 3 listed every level in the manifest: such a checkpoint (kraftcheck 0.2.0 wrote it
+    too) still resumes, checked as before, to the counts of an uninterrupted run."""
+    from kraftcheck.checker.explore.checkpoint import read_manifest
+    listed = read_manifest(checkpoint)
+
+    def format_3(manifest):
+        manifest["format_version"] = 3
+        del manifest["level_records"]
+        manifest["sizes"], manifest["checksums"] = listed["sizes"], listed["checksums"]
+    _rewrite_manifest(checkpoint, format_3)
+    (checkpoint / LEVEL_RECORDS).unlink()
+    _flip_a_bit(checkpoint / "level-0002.words")
+    with pytest.raises(CheckpointDamaged, match="level-0002.words was changed after its run wrote it"):
+        _resume(checkpoint)
+    _flip_a_bit(checkpoint / "level-0002.words")
+    resumed = _resume(checkpoint)
+    assert _summary(resumed) == _summary(Engine().explore(_model(), Options()))
+    assert [json.loads(line)["states"] for line in (checkpoint / LEVEL_RECORDS).read_text().splitlines()][:STOP_AT] \
+        == listed["sizes"]
+
+
 def test_a_checkpoint_of_the_format_without_checksums_is_refused_saying_so(checkpoint):
     manifest = json.loads((checkpoint / MANIFEST).read_text())
-    del manifest["digest"], manifest["checksums"]
+    del manifest["digest"], manifest["level_records"]
     manifest["format_version"] = 1
     (checkpoint / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(UsageError, match="checkpoint of format 1 .*carry no checksums"):
@@ -308,7 +368,7 @@ def test_a_level_file_changed_in_place_after_the_check_is_still_found(checkpoint
     place with its modification time put back is still found (its change time moved), and outside a
     resume nothing is remembered."""
     from kraftcheck.checker.explore import checkpoint as ck
-    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    manifest = ck.read_manifest(checkpoint)
     path, recorded = checkpoint / "level-0002.words", manifest["checksums"][2]["words"]
     ck.check_level_files(checkpoint, manifest)
     st = path.stat()

@@ -5,10 +5,13 @@ Before the first level (no level finished) and after each finished level the eng
 ``checkpoint.json`` atomically: which run this is
 (spec, parameters, checks, state layout, labels, kraftcheck version, fingerprint mode, and a
 SHA-256 of each source file of the spec's code: ``spec_code``), how many
-levels are finished and their sizes, per finished level the byte size and SHA-256 of each of its
-files (computed as they were written), the counters at that moment (generated, coverage,
-violations found so far as state indices), and a SHA-256 of its own content. The level files
-themselves were fsynced before, so the manifest never names data that is not on disk.
+levels are finished, the counters at that moment (generated, coverage, violations found so far
+as state indices), and a SHA-256 of its own content. Each finished level's size and the byte
+size and SHA-256 of each of its files (computed as they were written) are appended to
+``levels.jsonl`` as the level finishes, chained by digests, and the manifest names how much of
+that file is the checkpoint's and its last chain digest (``level_records``); a Spark work dir's
+manifest lists its levels itself. The level files and their records were fsynced before, so the
+manifest never names data that is not on disk.
 
 A run holds its checkpoint directory for its whole life (``hold_checkpoint``: a lock,
 ``checker/dirlock.py``), so a second run or a resume while the first goes on is refused at once.
@@ -38,6 +41,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Union
 from kraftcheck.checker import __version__
 from kraftcheck.checker.dirlock import LOCK_FILE, lock_directory
 from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.explore.level_records import LEVEL_RECORDS, LevelRecords
 from kraftcheck.checker.explore.spec_code import source_file, spec_code
 from kraftcheck.checker.files import CONFIG_MAX_BYTES, DIGEST, atomic_write, file_digest, read_at_most
 from kraftcheck.checker.model import Model
@@ -46,9 +50,11 @@ MANIFEST = "checkpoint.json"
 # identity entries that checkpoints written before them lack, with the value they had then
 IDENTITY_DEFAULTS = {"symmetry": False, "constraints": []}
 FORMAT = "kraftcheck-checkpoint"
-# 2: every file checksummed; 3: the spec's code recorded. An older checkpoint cannot be verified
-# and is refused, saying what it lacks:
-FORMAT_VERSION = 3
+# 2: every file checksummed; 3: the spec's code recorded; 4: the local engine's levels recorded
+# in their own file, a line a level (``level_records``). Format 3 is still resumed (its manifest
+# lists the levels itself); an older checkpoint cannot be verified and is refused, saying what it lacks:
+FORMAT_VERSION = 4
+RESUMED_VERSIONS = (3, FORMAT_VERSION)
 LACKING = {1: "whose files carry no checksums", 2: "which did not record the spec's code"}
 RESTART = "start the run again with --checkpoint and a new directory"
 # what to do about a damaged checkpoint
@@ -135,7 +141,7 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{path} is not a kraftcheck checkpoint")
     version = data.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in RESUMED_VERSIONS:
         made_by = (f"an earlier kraftcheck, {LACKING[version]}, so it cannot be verified"
                    if version in LACKING else "another kraftcheck")
         raise UsageError(f"{path} is a checkpoint of format {version} ({made_by}); this kraftcheck resumes "
@@ -145,6 +151,12 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
         shown = "none recorded" if recorded is None else f"recorded {str(recorded)[:16]}..."
         raise CheckpointDamaged(f"{path} was changed after its run wrote it: its content does not match its "
                                 f"{DIGEST} ({shown}); the checkpoint cannot be trusted: {RESTORE}")
+    if "level_records" in data:  # the local engine's, format 4: each finished level's record, checked
+        _, data["sizes"], data["checksums"] = LevelRecords.read(
+            Path(directory), data["level_records"], lambda what: CheckpointDamaged(f"{what}; {RESTORE}"))
+        if len(data["sizes"]) != data.get("levels"):
+            raise CheckpointDamaged(f"{path} records {data.get('levels')} finished levels but "
+                                    f"{len(data['sizes'])} level records; {RESTORE}")
     return data
 
 
@@ -224,9 +236,9 @@ def check_resume_dir(directory: Optional[Union[str, Path]]) -> None:
         raise UsageError(f"--resume {directory}: no checkpoint there ({MANIFEST} is missing)")
 
 
-# what a run keeps in its directory besides its levels' files (level-*): the manifest and the
-# lock; a Spark work dir keeps its levels, visited set and candidates in folders of these names
-RUN_DIR_ENTRIES = (MANIFEST, LOCK_FILE, "levels", "visited", "candidates")
+# what a run keeps in its directory besides its levels' files (level-*): the manifest, its levels'
+# records and the lock; a Spark work dir keeps its levels, visited set and candidates in folders of these names
+RUN_DIR_ENTRIES = (MANIFEST, LEVEL_RECORDS, LOCK_FILE, "levels", "visited", "candidates")
 
 
 def is_run_file(directory: Union[str, Path], path: Union[str, Path]) -> bool:

@@ -2,7 +2,8 @@
 
 A run with ``--checkpoint DIR`` keeps its levels in DIR (``levels.DiskLevels``) and writes the
 manifest (``checkpoint.write_manifest``) before its first level and after each finished one: the
-levels' sizes and checksums, the states the first tier expanded, and every explorer's counts
+levels finished (each level's size and checksums appended to its records first,
+``level_records``), the states the first tier expanded, and every explorer's counts
 (``checkpoint.counts_for_manifest``). A finished run's manifest says so, and is never resumed.
 Resuming maps the finished levels, rebuilds the visited set from their words and restores the
 counts and the violations found (``checkpoint.restore_counts``). What the manifest holds and how
@@ -20,6 +21,7 @@ from kraftcheck.checker.disk_full import write_kept
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, HeldCheckpoint, counts_for_manifest, restore_counts,
                                                   write_manifest)
+from kraftcheck.checker.explore.level_records import CHAIN, LevelRecords
 from kraftcheck.checker.explore.levels import MemoryLevels
 from kraftcheck.checker.explore.result import Options, Result
 from kraftcheck.checker.explore.run_limits import Clock, limit_reached
@@ -53,12 +55,17 @@ class CheckpointWriter:
     def __init__(self, directory: Optional[Path], held: HeldCheckpoint) -> None:
         self.directory = directory
         self.identity, self.resumed_manifest = held
+        # the levels' records (a resumed run's as its manifest names them: checked when it was read;
+        # a format 3 manifest listed its levels itself, and the first commit records them all)
+        entry = (self.resumed_manifest or {}).get("level_records")
+        self.records = None if directory is None else (
+            LevelRecords(directory, entry["count"], entry["bytes"], entry[CHAIN]) if entry else LevelRecords(directory))
 
     def commit(self, run: CheckpointedRun) -> None:
         """After a finished level (or before the first): its files are durable; say so in the
         manifest, atomically."""
         if self.directory is not None:
-            write_manifest(self.directory, self.identity, self._counters(run, finished=False))
+            self._write(run, finished=False)
 
     def finish(self, run: CheckpointedRun) -> None:
         """The run is over with a final verdict: the manifest says it finished, so that it is not
@@ -67,7 +74,7 @@ class CheckpointWriter:
         r.checkpoint_dir = str(self.directory)
         if not r.incomplete_reason:  # the verdict is final: nothing left to resume (a full disk keeps it)
             write_kept("the checkpoint's record that its run finished", self.directory / MANIFEST,
-                       lambda: write_manifest(self.directory, self.identity, self._counters(run, finished=True)),
+                       lambda: self._write(run, finished=True),
                        r.unwritten)
 
     def resume(self, run: CheckpointedRun) -> Optional[np.ndarray]:
@@ -104,10 +111,13 @@ class CheckpointWriter:
                             f"{len(run.visited)} distinct ones; the files are damaged")
         return level
 
-    @staticmethod
-    def _counters(run: CheckpointedRun, finished: bool) -> dict[str, Any]:
-        levels = run.levels
-        return {"levels": run.depth, "sizes": list(levels.sizes),
-                "checksums": levels.checksums, "interpreted_states": run.interpreted_states,
+    def _write(self, run: CheckpointedRun, finished: bool) -> None:
+        """The finished levels' records, then the manifest naming them."""
+        self.records.append(run.levels.sizes, run.levels.checksums)
+        write_manifest(self.directory, self.identity, self._counters(run, finished))
+
+    def _counters(self, run: CheckpointedRun, finished: bool) -> dict[str, Any]:
+        return {"levels": run.depth, "level_records": self.records.manifest_entry(),
+                "interpreted_states": run.interpreted_states,
                 **counts_for_manifest(run.result, run.generated, run.fired, run.new_per_action, run.elapsed,
                                       run.violations.found_at, finished)}
