@@ -161,3 +161,51 @@ def test_the_trace_commands_work_on_lassos(starving, tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     result = run.invoke(trace, ["replay", str(tmp_path / "bad.json"), "--no-color"], catch_exceptions=False)
     assert result.exit_code != 0 and "NOT A VALID TRACE" in result.output
+
+
+def _edit_fairness(starving, edit):
+    data = _data(starving)
+    edit(data["graph"]["lasso"])
+    return data
+
+
+@pytest.mark.parametrize("fairness", [5, ["x"], [{"how": "taken"}],
+                                      [{"requirement": "Enter(p=p1)", "strength": "weak", "how": "taken",
+                                        "step": "2"}]])
+def test_a_malformed_fairness_explanation_is_refused_when_read(starving, fairness):
+    # show prints each entry ("Enter(p=p1) taken from step 2"): a malformed one was an internal
+    # error with a traceback
+    data = _edit_fairness(starving, lambda lasso: lasso.update(fairness=fairness))
+    with pytest.raises(TraceFormatError, match="graph.lasso.fairness"):
+        from_text(json.dumps(data))
+
+
+def test_an_edited_fairness_explanation_is_caught_by_replay(starving):
+    # show prints how the cycle meets each requirement as the file says it: replay must check the
+    # claim, or an edited one is shown under a trace said to be a behaviour of its spec
+    fairness = starving.graph["lasso"]["fairness"]
+    assert [f["how"] for f in fairness] == ["disabled", "taken", "disabled", "taken"]
+    assert _replay(_data(starving)).ok
+
+    def taken_by_p2s_step(lasso):  # Enter(p=p1) said taken where Enter(p=p2) is
+        lasso["fairness"][0] = {**lasso["fairness"][0], "how": "taken", "step": 2}
+
+    def disabled_where_enabled(lasso):  # Leave(p=p2) is enabled at step 3 (p2 critical)
+        lasso["fairness"][3] = {**lasso["fairness"][3], "how": "disabled", "step": 3}
+
+    def outside_the_cycle(lasso):
+        lasso["fairness"][2] = {**lasso["fairness"][2], "step": 0}
+
+    def strength(lasso):
+        lasso["fairness"][1] = {**lasso["fairness"][1], "strength": "strong"}
+
+    def dropped(lasso):
+        del lasso["fairness"][1]
+
+    def other_requirement(lasso):
+        lasso["fairness"][0] = {**lasso["fairness"][0], "requirement": "Try(p=p1)"}
+
+    for edit in (taken_by_p2s_step, disabled_where_enabled, outside_the_cycle, strength, dropped,
+                 other_requirement):
+        report = _replay(_edit_fairness(starving, edit))
+        assert not report.ok and report.error.field == "lasso.fairness", (edit.__name__, report.error)

@@ -22,6 +22,7 @@ STUTTERING = "(stuttering)"  # the action of a stuttering lasso's closing self-l
 
 MAX_FILE_BYTES = 256 * 2**20
 KINDS = ("counterexample", "scenario")
+FAIRNESS_HOW = ("taken", "disabled", "disabled throughout")  # graph.lasso.fairness (checker.analyses.liveness)
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -189,6 +190,14 @@ def _check_lasso(lasso: Any, last: int, fail: Callable[..., None]) -> None:
             or not isinstance(lasso.get("stutter"), bool) or not isinstance(lasso.get("formula"), str):
         fail("must be {cycle_start, trigger, stutter, formula, fair}", field="graph.lasso")
     _check_names(lasso.get("fair"), fail, None, "graph.lasso.fair")
+    fairness = lasso.get("fairness")  # optional: how the cycle meets each requirement, as show says it
+    if fairness is not None and (not isinstance(fairness, list) or not all(
+            isinstance(f, dict) and isinstance(f.get("requirement"), str) and f.get("strength") in ("weak", "strong")
+            and f.get("how") in FAIRNESS_HOW and (f.get("step") is None if f.get("how") == "disabled throughout"
+                                                  else _is_int(f.get("step")))
+            for f in fairness)):
+        fail("must be a list of {requirement, strength: weak|strong, how: taken|disabled|disabled throughout, "
+             "step: an integer, null when disabled throughout}", field="graph.lasso.fairness")
     start, trigger = lasso["cycle_start"], lasso["trigger"]
     if lasso["stutter"] and start != last:
         fail(f"a stuttering lasso's cycle is its last step ({last}), not step {start}", field="graph.lasso.cycle_start")

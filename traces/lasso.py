@@ -54,7 +54,7 @@ def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     info = {"check": check, "kind": "liveness", "doc": " ".join((doc or "").split()), "step": trigger}
     lasso = {"cycle_start": cycle_start, "stutter": stutter, "formula": formula, "fair": list(fair),
              "trigger": trigger}
-    if fairness is not None:  # how the cycle meets each requirement, for readers (replay checks it afresh)
+    if fairness is not None:  # how the cycle meets each requirement, for readers (replay checks each claim)
         lasso["fairness"] = [dict(f) for f in fairness]
     g = build_trace(model, steps, kind="counterexample", violation=info, run_options=run_options,
                     extra={"lasso": lasso})

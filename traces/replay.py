@@ -381,15 +381,50 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
             raise ReplayError(f"'{prop.eventually.description}' holds here, after the trigger: the behaviour does "
                               "not violate the property", i, "lasso")
     in_cycle = states[start: last + 1]
-    for req in requirements:
+    claims = lasso.get("fairness")
+    if claims is not None and [c["requirement"] for c in claims] != [req.name for req in requirements]:
+        raise ReplayError(f"explains how the cycle meets {[c['requirement'] for c in claims]}, the property's "
+                          f"requirements are {[req.name for req in requirements]}", start, "lasso.fairness")
+    for n, req in enumerate(requirements):
         taken = any(lab in req.labels and before != after for lab, before, after in cycle)
         disabled = [all(stepper.step(s, lab) in (None, s) for lab in req.labels) for s in in_cycle]
+        if claims is not None:
+            _check_fairness_claim(claims[n], req, cycle, disabled, start, last)
         if req.strong and not (taken or all(disabled)):
             raise ReplayError(f"the cycle is not fair to {req.name}: it is enabled in some state of the cycle and "
                               "never taken, which strong fairness forbids", start, "lasso.fair")
         if not (taken or any(disabled)):
             raise ReplayError(f"the cycle is not fair to {req.name}: it is enabled in every state of the cycle and "
                               "never taken, which weak fairness forbids", start, "lasso.fair")
+
+
+def _check_fairness_claim(claim: Mapping[str, Any], req: Any, cycle: list, disabled: list[bool], start: int,
+                          last: int) -> None:
+    """One entry of ``graph.lasso.fairness``, which show prints as the file says it ("Enter(p=p1)
+    taken from step 2"): the step it names is on the cycle, and there the requirement's action is
+    taken (the transition from that step changes the state) or disabled, as the entry says."""
+    strength = "strong" if req.strong else "weak"
+    said = f"{req.name} {claim['how']}" + (f" at step {claim['step']}" if claim["step"] is not None else "")
+    if claim["strength"] != strength:
+        raise ReplayError(f"says {req.name} is {claim['strength']}ly fair; the property's fairness of it is "
+                          f"{strength}", start, "lasso.fairness")
+    step = claim["step"]
+    if claim["how"] == "disabled throughout":
+        if not req.strong or not all(disabled):
+            raise ReplayError(f"says {said}, but it is enabled in a state of the cycle"
+                              if req.strong else f"says {said}, which only explains a strong requirement",
+                              start, "lasso.fairness")
+        return
+    if not start <= step <= last or (claim["how"] == "taken" and step - start >= len(cycle)):
+        raise ReplayError(f"says {said}, a step outside the cycle (steps {start} to {last})", start,
+                          "lasso.fairness")
+    if claim["how"] == "taken":
+        label, before, after = cycle[step - start]
+        if label not in req.labels or before == after:
+            raise ReplayError(f"says {said}, but the step from there is not {req.name} changing the state",
+                              step, "lasso.fairness")
+    elif not disabled[step - start]:
+        raise ReplayError(f"says {said}, but it is enabled in the state of step {step}", step, "lasso.fairness")
 
 
 def _holds(model: Model, predicate: Any, flat: tuple[int, ...]) -> bool:
