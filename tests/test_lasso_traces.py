@@ -209,3 +209,22 @@ def test_an_edited_fairness_explanation_is_caught_by_replay(starving):
                  other_requirement):
         report = _replay(_edit_fairness(starving, edit))
         assert not report.ok and report.error.field == "lasso.fairness", (edit.__name__, report.error)
+
+
+def test_the_report_of_a_lasso_reproduces_and_re_runs_fixes_with_liveness(tmp_path):
+    # test-and-set without fairness starves p1 by stuttering; with fairness it still starves p1:
+    # the switch `fair` is no fix. The report's command and its fix run must check liveness: without
+    # --liveness they only checked the invariants, which hold, and the fix was reported "holds"
+    from kraftcheck.cli.main import cli
+    run = CliRunner()
+    found = run.invoke(cli, ["check", "--spec", "mutex", "--param", "algorithm=test_and_set", "--param", "fair=false",
+                             "--liveness", "--trace-dir", str(tmp_path), "-q"])
+    assert found.exit_code == 1, found.output
+    (path,) = tmp_path.glob("mutex*.json")
+    out = run.invoke(cli, ["trace", "report", str(path), "--with-fix", "fair", "-o", str(tmp_path / "r.md")])
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "r.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("kraftcheck check"))
+    assert "--liveness" in command
+    fix = next(line for line in text.splitlines() if line.startswith("| fair |") and "kraftcheck check" in line)
+    assert "| violated |" in fix and "p1_trying_leads_to_p1_critical" in fix and "--liveness" in fix, fix

@@ -60,8 +60,12 @@ def _defaults(cls) -> dict:
 
 
 def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[float],
-             constraints: Optional[list] = None, deadlock: Optional[bool] = None) -> FixVerdict:
-    from kraftcheck.api import check
+             constraints: Optional[list] = None, deadlock: Optional[bool] = None,
+             liveness: bool = False) -> FixVerdict:
+    """``liveness``: the trace is a lasso, so the fix is judged by the liveness properties too (an
+    exploration alone checks only the invariants, which a lasso does not break)."""
+    from kraftcheck.api import run
+    from kraftcheck.request import CheckRequest
 
     started = time.monotonic()
     last = [started]
@@ -73,14 +77,16 @@ def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[fl
             click.echo(f"  {key}: depth {p.depth}, {p.distinct:,} states, {p.elapsed_s:.0f} s", err=True)
 
     try:
-        result = check(spec, time_limit=time_limit, progress=progress, constraints=constraints, deadlock=deadlock,
-                       **{**params, key: True})
+        result = run(CheckRequest(spec, {**params, key: True}, time_limit=time_limit, deadlock=deadlock,
+                                  constraints=None if constraints is None else tuple(constraints),
+                                  liveness=liveness), progress)
     except KraftcheckError as e:
         return FixVerdict(key, "refused", str(e), command)
     took = f"{time.monotonic() - started:.0f} s"
     states = f"{result.distinct_states:,} states"
     if result.status == "holds":
-        return FixVerdict(key, "holds", f"every invariant holds over {states} (depth {result.depth}; {took})", command)
+        checked = "every invariant and liveness property" if liveness else "every invariant"
+        return FixVerdict(key, "holds", f"{checked} holds over {states} (depth {result.depth}; {took})", command)
     if result.status == "violated":
         names = sorted({v.check for v in result.violations})
         return FixVerdict(key, "violated", f"violates {', '.join(names)} ({states} explored; {took})", command)
@@ -146,7 +152,9 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     run_options = attrs.get("run_options") or {}
     instance = rebuild_spec(attrs, cls)
     declared = [c.name for c in list(instance.constraints()) + list(instance.action_constraints())]
-    options = run_option_words(run_options, declared, cls.check_deadlock)
+    # a lasso breaks a liveness property, which only a run with --liveness checks
+    liveness = attrs["violation"].get("kind") == "liveness"
+    options = run_option_words(run_options, declared, cls.check_deadlock) + (["--liveness"] if liveness else [])
     applied = run_options.get("constraints") if isinstance(run_options.get("constraints"), list) else None
     deadlock = run_options.get("deadlock") if isinstance(run_options.get("deadlock"), bool) else None
     command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant, spec_ref=spec_ref, options=options)
@@ -155,7 +163,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
         fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True}, spec_ref=spec_ref,
                                         options=options)
         click.echo(f"running: {fix_command}", err=True)
-        verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit, applied, deadlock))
+        verdicts.append(_run_fix(cls, params, key, fix_command, fix_time_limit, applied, deadlock, liveness))
     text = report(_shown(graph, model_names, spec_ref), fmt, command=command, trace_file=str(file), fixes=verdicts,
                   defaults=defaults) + "\n"
     if output is None or to_stdout(output):
