@@ -192,6 +192,28 @@ def test_edited_field_descriptions_are_named(written):
     assert traces.replay(from_data(data)).ok
 
 
+def test_edited_lanes_touch_and_records_are_named(written):
+    """show, render and export draw each step on the lane the file's touch names, with the messages
+    it names, the fields on the lanes graph.lanes gives, and under the action any lines in its
+    writes: edited, they showed another story under a replay that said the trace is a behaviour."""
+    assert _edge(_data(written[2]), 1)["touch"] == {"lane": "rm1", "receives_from": [], "sends_to": ["global"]}
+    data = _data(written[2])
+    _edge(data, 1)["touch"] = {"lane": "rm3", "receives_from": ["rm2"], "sends_to": []}
+    err = _replay_error(data)
+    assert (err.step, err.field) == (1, "touch") and "'lane': 'rm1'" in str(err)
+    data = _data(written[2])
+    _edge(data, 1)["touch"]["sends_to"] = []
+    assert _replay_error(data).field == "touch"
+    data = _data(written[2])
+    data["graph"]["lanes"] = {"global": ["rm_state[rm1]"], "rm1": ["tm_state"]}
+    assert _replay_error(data).field == "graph.lanes"
+    for key in ("writes", "code"):
+        data = _data(written[2])
+        _edge(data, 1)[key] = ["PrepareRecord(rm=1)"]
+        err = _replay_error(data)
+        assert (err.step, err.field) == (1, key)
+
+
 def test_trace_that_misses_its_violation_is_rejected(written):
     data = _data(written[2])
     data["nodes"] = [n for n in data["nodes"] if n["id"] < 5]

@@ -96,11 +96,9 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     stepper = Stepper(full, compiled=compiled)
     layout = full.layout
     fields = state_fields(layout)
-    lanes = {lane: list(sel) for lane, sel in spec_hook(spec, "lanes").items()}
+    lanes = spec_lanes(spec)
     options = spec_hook(spec, "options")
-    elements = [e for f in fields for e in element_names(f)]
-    lane_of = element_lanes(lanes, elements)
-    index_of = {e: i for i, e in enumerate(name for f in layout.fields for name in element_names(f))}
+    touch_of = StepTouch(model, lanes)
 
     g = nx.DiGraph()
     prints = [fingerprint(flat) for _, flat in steps]
@@ -115,10 +113,7 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
         lab: Label = model.labels[label]
         before = steps[i - 1][1]
         params = lab.shown_params()
-        changed = [e for e in elements if before[index_of[e]] != flat[index_of[e]]]
-        touch = spec_hook(spec, "action_lanes", lab.name, dict(params)) or \
-            derive_touch(list(lanes), [lane_of[e] for e in changed], params)
-        g.add_edge(i - 1, i, action=lab.name, params=jsonable(params), touch=touch_to_dict(touch),
+        g.add_edge(i - 1, i, action=lab.name, params=jsonable(params), touch=touch_of(label, before, flat),
                    violated=stepper.violated_properties(before, flat))
         texts.append(str(lab))
 
@@ -135,6 +130,32 @@ def build_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ..
     if extra:
         g.graph.update(jsonable(extra))
     return g
+
+
+def spec_lanes(spec) -> dict[str, list[str]]:
+    """The trace's ``lanes``: lane name -> the element selectors it owns (``Spec.lanes``)."""
+    return {lane: list(sel) for lane, sel in spec_hook(spec, "lanes").items()}
+
+
+class StepTouch:
+    """A step's ``touch`` (the lane it runs on, the lanes it receives from and sends to), as a
+    trace records it: the spec's ``action_lanes``, else guessed from the lanes whose state changed."""
+
+    def __init__(self, model: Model, lanes: Mapping[str, Sequence[str]]) -> None:
+        self.model = model
+        self.lanes = list(lanes)
+        fields = state_fields(model.layout)
+        self.elements = [e for f in fields for e in element_names(f)]
+        self.lane_of = element_lanes(lanes, self.elements)
+        self.index_of = {e: i for i, e in enumerate(name for f in model.layout.fields for name in element_names(f))}
+
+    def __call__(self, label: int, before: Sequence[int], after: Sequence[int]) -> dict[str, Any]:
+        lab: Label = self.model.labels[label]
+        params = lab.shown_params()
+        changed = [e for e in self.elements if before[self.index_of[e]] != after[self.index_of[e]]]
+        touch = spec_hook(self.model.spec, "action_lanes", lab.name, dict(params)) or \
+            derive_touch(self.lanes, [self.lane_of[e] for e in changed], params)
+        return touch_to_dict(touch)
 
 
 def action_text(action: str, params: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.errors import ReplayError, TraceFormatError
 from kraftcheck.traces.files import to_json, validate
-from kraftcheck.traces.graph import action_text
+from kraftcheck.traces.graph import StepTouch, action_text, jsonable, spec_lanes
 from kraftcheck.traces.states import DecodeError, element_names, field_description, fingerprint, flat_from_readable, \
     state_fields
 from kraftcheck.traces.stepping import Stepper, spec_hook
@@ -188,6 +188,10 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
 
     n = graph.number_of_nodes()
     states: list[tuple[int, ...]] = []
+    # show, render, export and report draw each step on its lane with its messages, as the file's
+    # lanes and touch say: they must be what the spec says, as for graph.fields
+    lanes = spec_lanes(spec)
+    touch_of = StepTouch(model, lanes)
     for step in range(n):
         node = graph.nodes[step]
         try:
@@ -218,6 +222,7 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
             if produced != flat:
                 elem, why = first_difference(model, produced, flat)
                 raise ReplayError(why, step, elem)
+            _check_touch(edge, touch_of(label, states[step - 1], flat), step)
             props = stepper.violated_properties(states[step - 1], flat)
             if sorted(props) != sorted(edge["violated"]):
                 raise ReplayError(f"the spec says the failing properties here are {sorted(props)}, "
@@ -235,13 +240,15 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     # after the steps: a trace of other parameters is said by the state that differs, not by the
     # field descriptions that follow from them
     _check_field_descriptions(model, attrs["fields"])
+    if jsonable(lanes) != attrs["lanes"]:
+        raise ReplayError(f"the spec's lanes are {jsonable(lanes)}, the file says {attrs['lanes']}", field="graph.lanes")
     violation = report.violation
     # the states the run expanded: every one but the last, which it only generated and checked
     # (a state outside the constraints is that too), unless the trace ends in a deadlock or a lasso
     expanded = n if attrs.get("lasso") is not None or (violation or {}).get("kind") == "deadlock" else n - 1
     _check_inside_constraints(stepper, states, expanded)
     if attrs.get("lasso") is not None:
-        _replay_lasso(graph, model, stepper, states, spec)
+        _replay_lasso(graph, model, stepper, states, spec, touch_of)
         return
     if violation is not None and (violation["kind"] == "deadlock") != (violation["check"] == "deadlock"):
         raise ReplayError(f"a deadlock is recorded as check 'deadlock' of kind deadlock, the file says "
@@ -324,7 +331,20 @@ def _check_inside_constraints(stepper: Stepper, states: list[tuple[int, ...]], e
                                   "no state reached so, so no step leaves it", i, "constraint")
 
 
-def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: list[tuple[int, ...]], spec: Spec) -> None:
+def _check_touch(edge: Mapping[str, Any], expected: Mapping[str, Any], step: int) -> None:
+    """The edge's lane and messages (``touch``) are the spec's, and it holds no ``writes`` or
+    ``code``: those lines are what a view in the spec's terms computes (traces.spec_terms), never
+    stored in a trace file, and show would print them under the action as the records it wrote."""
+    if edge["touch"] != expected:
+        raise ReplayError(f"the spec places this step as {expected}, the file says {edge['touch']}", step, "touch")
+    for key in ("writes", "code"):
+        if key in edge:
+            raise ReplayError(f"a trace file's transitions hold no {key!r} (a view in the spec's terms computes "
+                              "them): the file was edited", step, key)
+
+
+def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: list[tuple[int, ...]], spec: Spec,
+                  touch_of: StepTouch) -> None:
     """A liveness counterexample (see traces.lasso): the closing edge leads back into the cycle, and
     the cycle is a fair behaviour in which the property's goal never holds after its trigger."""
     from kraftcheck.checker.analyses.liveness import fairness_requirements
@@ -350,6 +370,8 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
     if lasso["stutter"]:
         if edge["action"] != STUTTERING:
             raise ReplayError(f"a stuttering lasso ends with {STUTTERING}", last, "action")
+        # stuttering happens nowhere: traces.lasso shows it on the first lane
+        _check_touch(edge, {"lane": next(iter(graph.graph["lanes"]), ""), "receives_from": [], "sends_to": []}, last)
     else:
         label = _label_of(model, edge, last)
         produced = stepper.step(states[last], label)
@@ -361,6 +383,7 @@ def _replay_lasso(graph: nx.DiGraph, model: Model, stepper: Stepper, states: lis
             elem, why = first_difference(model, produced, states[start])
             raise ReplayError(f"{closing} from step {last} does not lead back to step {start}'s state: {why}",
                               last, elem)
+        _check_touch(edge, touch_of(label, states[last], produced), last)
         broken = stepper.outside_action_constraints(states[last], produced)
         if broken:
             raise ReplayError(f"{closing}, the edge closing the cycle, breaks action constraint {broken[0]}, which the "
