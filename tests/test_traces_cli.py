@@ -185,3 +185,24 @@ def test_check_json_includes_the_graph_analyses(tmp_path):
     variants = {v["variant"]: v for v in report["availability"]["variants"]}
     assert set(variants) == {"recovery=none", "recovery=balanced", "recovery=aggressive"}
     assert report["availability"]["available_means"] == "the partition has a leader"
+
+
+def test_a_vouched_trace_is_explained_in_its_specs_words(trace_file, tmp_path):
+    # show and report print the violated check's explanation; the file's is anyone's text, and
+    # replay does not compare it (a spec may reword a doc between versions): once the replay vouches
+    # for the trace, the explanation printed is the spec's
+    data = json.loads(trace_file.read_text())
+    data["graph"]["violation"]["doc"] = "EVERYTHING IS FINE"
+    data["graph"]["check_docs"]["tc_consistent"] = "EVERYTHING IS FINE"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    assert invoke("replay", edited, "--quiet").exit_code == 0
+    shown = invoke("show", edited, "--no-color", "--width", "200").output
+    assert "EVERYTHING IS FINE" not in shown
+    assert "tc_consistent: No resource manager has committed while another has aborted" in shown
+    from kraftcheck.cli.main import cli
+    report = CliRunner().invoke(cli, ["trace", "report", str(edited)]).output
+    assert "EVERYTHING IS FINE" not in report
+    assert "The property: No resource manager has committed while another has aborted" in report
+    exported = json.loads(invoke("export", edited, "--format", "json").output)
+    assert "EVERYTHING IS FINE" not in json.dumps(exported)

@@ -27,7 +27,7 @@ from kraftcheck.traces.errors import ReplayError, ScenarioError, TraceError, Tra
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.traces.files import load, save, to_json
 from kraftcheck.traces.graph import SCHEMA, SCHEMA_VERSION, build_trace
-from kraftcheck.traces.replay import ReplayReport, replay
+from kraftcheck.traces.replay import DEADLOCK_DOC, ReplayReport, replay
 
 __all__ = ["load", "save", "replay", "build_trace", "write_counterexample", "counterexample_file",
            "trace_from_violation",
@@ -42,7 +42,7 @@ def trace_from_violation(model: Model, violation: Violation, run_options: Mappin
     """The trace graph of one violation found by an explorer."""
     checks = {c.name: ("invariant", c.doc) for c in model.invariants}
     checks.update({c.name: ("property", c.doc) for c in model.properties})
-    checks["deadlock"] = ("deadlock", "a deadlock: no action leads from the last state to another state")
+    checks["deadlock"] = ("deadlock", DEADLOCK_DOC)
     kind, doc = checks.get(violation.check, (violation.kind, ""))
     steps = [(s.label, tuple(s.state)) for s in violation.steps]
     info = {"check": violation.check, "kind": violation.kind or kind, "doc": " ".join((doc or "").split()),

@@ -62,6 +62,29 @@ class ReplayReport:
         return self
 
 
+DEADLOCK_DOC = "a deadlock: no action leads from the last state to another state"
+
+
+def explained_by_spec(graph: nx.DiGraph, report: ReplayReport) -> None:
+    """Give ``graph``, which ``report``'s replay vouched for, its spec's explanation of each check
+    (``check_docs``, ``violation.doc``), which show, render and report print. Replay does not
+    compare them with the file's, since a spec may reword a doc between versions; the file's are
+    anyone's text, so a vouched trace is explained in the spec's words."""
+    if not report.ok or report.spec is None:
+        return
+    words = {name: " ".join((doc or "").split()) for name, doc in report.docs.items()}
+    graph.graph["check_docs"] = words
+    violation = graph.graph.get("violation")
+    if not violation:
+        return
+    if violation.get("kind") == "liveness":
+        words = {p.name: " ".join((p.doc or "").split()) for p in spec_hook(report.spec, "liveness")}
+    elif violation.get("kind") == "deadlock":
+        words = {"deadlock": DEADLOCK_DOC}
+    if violation.get("check") in words:
+        graph.graph["violation"] = {**violation, "doc": words[violation["check"]]}
+
+
 def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = None) -> Spec:
     """The spec instance a trace was produced by, from its parameters and its registered name, or
     ``spec`` (a class the caller chose) when given. A name read from the file is only ever looked

@@ -30,7 +30,7 @@ from kraftcheck.output_paths import check_output_file, refuse_replacing_input, t
 from kraftcheck.checker.files import write_output
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
-from kraftcheck.traces.replay import replay as replay_trace
+from kraftcheck.traces.replay import explained_by_spec, replay as replay_trace
 from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
 from kraftcheck.traces.spec_terms import in_spec_terms
 from kraftcheck.traces.view import TraceView
@@ -113,7 +113,8 @@ def _vouch(graph, path: Path, spec_ref: Optional[str]) -> None:
     """Say on standard error when a trace file is not a behaviour of its spec (``spec_ref``, the
     command's --spec, for a spec not registered here), or could not be checked: show, render and
     export display the file as written, which anyone may have edited, so it is replayed first
-    (interpreted, a fraction of a second). Standard output is untouched."""
+    (interpreted, a fraction of a second). Standard output is untouched, but for the checks'
+    explanations of a trace the replay vouched for: its spec's (``explained_by_spec``)."""
     how = f"kraftcheck trace replay {path}" + (f" --spec {spec_ref}" if spec_ref else "")
     try:
         spec = spec_class(spec_ref) if spec_ref else None
@@ -130,6 +131,7 @@ def _vouch(graph, path: Path, spec_ref: Optional[str]) -> None:
         if report is None:
             pass
         elif report.ok:
+            explained_by_spec(graph, report)
             return
         elif report.spec is None and report.error.field == "graph.spec":
             note = (f"not verified: its spec {graph.graph.get('spec')!r} is not registered here; "

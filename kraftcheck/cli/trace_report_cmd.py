@@ -115,7 +115,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
                output: Optional[Path], model_names: bool, spec_ref: Optional[str]) -> None:
     """A bug report of a counterexample: summary, configuration, steps, reproduction, fix verdicts."""
     from kraftcheck.cli.trace_cmd import _check_output, _open, _shown  # that module registers this command
-    from kraftcheck.traces.replay import replay
+    from kraftcheck.traces.replay import explained_by_spec, replay
 
     _check_output(output, file)
     graph, run = _open(file, variant)
@@ -143,6 +143,7 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
         if checked.error is not None:
             _fail(f"{file} is not a valid trace, no report written: {checked.error} (kraftcheck trace replay "
                   "shows every step)")
+        explained_by_spec(graph, checked)
     params = dict(attrs.get("params") or {})
     keys = [_switch(cls, name, params) for name in fixes]  # every name checked before any run
     defaults = _defaults(cls)
