@@ -317,6 +317,23 @@ def test_a_liveness_check_cut_short_says_its_liveness_was_not_checked(project):
            "which liveness = true needs" in " ".join(result.output.split())
 
 
+def test_an_expected_lasso_of_a_run_cut_short_is_said_unchecked_for_why(project):
+    """``liveness = true`` and a liveness property in ``violates``, the run not exploring every
+    state: it said "which this run does not check", as of a name the run never checks. The check
+    fails saying why."""
+    bounded = ('[checks.a]\nspec = "mutex"\nparams = { fair = false }\nliveness = true\nmax_depth = 3\n'
+               'violates = ["p1_trying_leads_to_p1_critical"]\n')
+    write_manifest(project, bounded)
+    result = ci()
+    assert result.exit_code == 1, result.output
+    assert ("expected a violation of p1_trying_leads_to_p1_critical, which this run did not check: liveness needs "
+            "every state, and the run stopped at --max-depth 3") in " ".join(result.output.split())
+    write_manifest(project, bounded.replace("max_depth = 3", "max_states = 5"))
+    result = ci()
+    assert result.exit_code == 1 and "did not check: liveness needs every state, and the run stopped at " \
+        "--max-states 5" in " ".join(result.output.split()), result.output
+
+
 def test_a_syntax_error_names_its_line(project):
     write_manifest(project, '[checks.a]\nspec = "two_phase"\nexpect = holds\n')
     result = ci()
