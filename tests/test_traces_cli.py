@@ -206,3 +206,55 @@ def test_a_vouched_trace_is_explained_in_its_specs_words(trace_file, tmp_path):
     assert "The property: No resource manager has committed while another has aborted" in report
     exported = json.loads(invoke("export", edited, "--format", "json").output)
     assert "EVERYTHING IS FINE" not in json.dumps(exported)
+
+
+# ----------------------------------------------------------------------------------------------
+# trace report: the commands it prints run as they read, pasted into a shell
+
+
+def test_reports_commands_are_quoted_for_a_shell(tmp_path):
+    """The reproduction command and the --with-fix commands joined their words with spaces: a
+    --spec path with a space, or a text parameter with a space or a shell character, gave a command
+    that did not run (a stray word) or ran something else (';touch pwned'). Each printed command is
+    now run by bash as a user pastes it, and finds what the trace says."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kraftcheck.cli.main import cli
+
+    where = tmp_path / "my specs"
+    where.mkdir()
+    shutil.copy(Path(__file__).parent / "label_spec.py", where / "label spec.py")
+    ref = f"{where / 'label spec.py'}:Labelled"
+    label = "a b;touch pwned $(touch pwned2) 'q\""
+    run = CliRunner()
+    found = run.invoke(cli, ["check", "--spec", ref, "--param", f"label={label}", "--engine", "reference",
+                             "--trace-dir", str(tmp_path / "t")], catch_exceptions=False)
+    assert found.exit_code == 1, found.output
+    (trace_path,) = (tmp_path / "t").iterdir()
+    result = run.invoke(cli, ["trace", "report", str(trace_path), "--spec", ref, "--with-fix", "fix-stop-early",
+                              "--fix-time-limit", "60"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    command = next(line for line in lines if line.startswith("kraftcheck check"))
+    fix_command = next(line for line in lines if line.startswith("| fix_stop_early |"))
+    fix_command = fix_command.split(" | ")[-1].rstrip(" |").replace("\\|", "|")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(["bash", "-c", command + " --engine reference --json report.json"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [v["invariant"] for v in report["violations"]] == ["below_top"]
+    assert report["params"]["label"] == label
+    assert report["violations"][0]["actions"] == ["Up"] * len(label)
+    fixed = subprocess.run(["bash", "-c", fix_command + " --engine reference"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "| fix_stop_early | holds |" in result.output
+    assert not list(tmp_path.glob("pwned*"))
+    show = next(line for line in lines if line.startswith("kraftcheck trace show"))
+    assert subprocess.run(["bash", "-c", show], cwd=tmp_path, env=env, capture_output=True,
+                          timeout=300).returncode == 0

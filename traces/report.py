@@ -12,6 +12,7 @@ missed it, which releases hold each code path, a reading of the fix) stays for a
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -39,7 +40,9 @@ def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], def
     every number (sizes and bounds, so that the command means the same if a default changes) and
     every other parameter that differs from its default. ``spec_ref``: how the spec is loaded
     when its name is not registered (``file.py:Class``); ``options``: the run's other options
-    that change what it finds (``run_options``)."""
+    that change what it finds (``run_options``). Each word is quoted for a POSIX shell: the command
+    is pasted into one, and a path with a space or a text value with ``;`` must reach kraftcheck
+    as it is."""
     params = {**(attrs.get("params") or {}), **(extra or {})}
     spec = spec_ref or attrs.get("spec", "?")
     words = ["kraftcheck", "check"]
@@ -54,7 +57,7 @@ def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], def
             if value is True:
                 words.append(flag)
             elif value is False:
-                words.append("--no-" + key.replace("_", "-") if key not in defaults else flag + " false")
+                words += ["--no-" + key.replace("_", "-")] if key not in defaults else [flag, "false"]
             elif value is not None:
                 words += [flag, str(value)]
         elif value is not None:
@@ -62,7 +65,7 @@ def reproduce_command(attrs: Mapping[str, Any], defaults: Mapping[str, Any], def
     words += list(options)
     if check:
         words += ["--invariant", check]
-    return " ".join(words)
+    return shlex.join(words)
 
 
 def run_option_words(run_options: Mapping[str, Any], declared_constraints: Sequence[str],
@@ -248,7 +251,8 @@ def report(graph: nx.DiGraph, fmt: str = "markdown", *, command: str, trace_file
         rows.append(row)
     lines += [w.h(2, "Steps"), ""] + w.table(head, rows) + [""]
 
-    lines += [w.h(2, "Reproduce"), ""] + w.code(command + (f"\nkraftcheck trace show {trace_file}" if trace_file else ""))
+    show = shlex.join(["kraftcheck", "trace", "show", trace_file])  # pasted into a shell, as the command
+    lines += [w.h(2, "Reproduce"), ""] + w.code(command + (f"\n{show}" if trace_file else ""))
     lines.append("")
     if fixes:
         lines += [w.h(2, "Fixes re-run on this configuration"), ""]

@@ -16,6 +16,7 @@ not a behaviour of its spec, or could not be checked (``_vouch``), which changes
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
@@ -115,7 +116,7 @@ def _vouch(graph, path: Path, spec_ref: Optional[str]) -> None:
     export display the file as written, which anyone may have edited, so it is replayed first
     (interpreted, a fraction of a second). Standard output is untouched, but for the checks'
     explanations of a trace the replay vouched for: its spec's (``explained_by_spec``)."""
-    how = f"kraftcheck trace replay {path}" + (f" --spec {spec_ref}" if spec_ref else "")
+    how = shlex.join(["kraftcheck", "trace", "replay", str(path)] + (["--spec", spec_ref] if spec_ref else []))
     try:
         spec = spec_class(spec_ref) if spec_ref else None
     except KraftcheckError as e:
