@@ -349,3 +349,36 @@ def test_graph_with_a_python_object_cannot_be_saved(written, tmp_path):
     with pytest.raises(TraceFormatError, match="JSON cannot represent"):
         traces.save(g, tmp_path / "x.json")
     assert traces.replay(g).error is not None and not (tmp_path / "x.json").exists()
+
+
+def test_a_trace_lacking_a_parameter_is_not_replayed_against_todays_defaults(written, tmp_path):
+    """A trace whose params were {} (or lacked some) replayed against the spec's defaults of the day
+    and was called valid, and its report's command left those values out: both depended on
+    defaults that can change. Now replay names the missing parameters, and so report refuses the
+    trace; a trace as check writes it (every parameter) replays as before."""
+    from click.testing import CliRunner
+
+    from kraftcheck.cli.main import cli
+    from constraint_specs import Counters, CountersParams
+
+    assert traces.replay(traces.load(written[2])).ok
+    data = _data(written[2])
+    data["graph"]["params"] = {}
+    err = _replay_error(data)
+    assert err.field == "graph.params.rm" and "no value of spec two_phase_eager_commit's parameter rm" in str(err)
+    path = tmp_path / "no_params.json"
+    path.write_text(json.dumps(data))
+    replayed = CliRunner().invoke(cli, ["trace", "replay", str(path)])
+    assert replayed.exit_code == 1 and "parameter rm" in replayed.output
+    reported = CliRunner().invoke(cli, ["trace", "report", str(path)])
+    assert reported.exit_code == 2 and "parameter rm" in reported.output and "Reproduce" not in reported.output
+
+    model = Model(Counters(CountersParams(limit=3, cap=3)))
+    (violation, *_) = ReferenceExplorer().explore(model, Options(keep_going=True)).violations
+    data = json.loads(to_json(traces.trace_from_violation(model, violation, {"constraints": []})))
+    assert traces.replay(from_data(data), spec=Counters).ok
+    for key in ("n", "blocked"):
+        del data["graph"]["params"][key]
+    err = traces.replay(from_data(data), spec=Counters).error
+    assert err.field == "graph.params.n" and "parameters n, blocked:" in str(err)
+

@@ -85,10 +85,16 @@ def explained_by_spec(graph: nx.DiGraph, report: ReplayReport) -> None:
         graph.graph["violation"] = {**violation, "doc": words[violation["check"]]}
 
 
-def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = None) -> Spec:
+def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = None,
+                 defaults_for_missing: bool = False) -> Spec:
     """The spec instance a trace was produced by, from its parameters and its registered name, or
     ``spec`` (a class the caller chose) when given. A name read from the file is only ever looked
-    up among registered and installed specs: a trace cannot make kraftcheck import code."""
+    up among registered and installed specs: a trace cannot make kraftcheck import code.
+
+    A trace must give every parameter of the spec (``kraftcheck check`` writes them all): one it
+    leaves out would take today's default, which may not be the value it was found with, and its
+    report would print a command that depends on that default too. Only an authored scenario, whose
+    author leaves the rest to the spec's defaults, passes ``defaults_for_missing``."""
     name = graph_attrs.get("spec")
     cls = _spec_named(name) if spec is None else spec
     if spec is not None and getattr(spec, "name", None) != name:
@@ -100,6 +106,11 @@ def rebuild_spec(graph_attrs: Mapping[str, Any], spec: Optional[type[Spec]] = No
         if key not in known:
             raise ReplayError(f"spec {name} has no parameter {key!r} (it has: {', '.join(sorted(known))})",
                               field=f"graph.params.{key}")
+    missing = [key for key in cls.Params.__dataclass_fields__ if key not in params]
+    if missing and not defaults_for_missing:
+        raise ReplayError(f"the trace gives no value of spec {name}'s parameter{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(missing)}: a trace file names every parameter (kraftcheck check writes them "
+                          "all), and is not replayed against today's defaults", field=f"graph.params.{missing[0]}")
     for key, value in params.items():  # JSON has lists where Params may hold tuples
         if isinstance(value, list):
             params[key] = tuple(value)

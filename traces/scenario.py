@@ -234,7 +234,7 @@ def run_scenario(scenario: Scenario, variant: Optional[str] = None, compiled: bo
     spec_variant = scenario.variants[name]
     params = {**scenario.params, **(spec_variant.get("params") or {})}
     try:
-        spec = rebuild_spec({"spec": scenario.spec, "params": params})
+        spec = rebuild_spec({"spec": scenario.spec, "params": params}, defaults_for_missing=True)
     except ReplayError as e:
         raise ScenarioError(str(e), source=scenario.path, field=f"variants.{name}.params") from None
     model = Model(spec)
