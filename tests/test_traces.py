@@ -382,3 +382,31 @@ def test_a_trace_lacking_a_parameter_is_not_replayed_against_todays_defaults(wri
     err = traces.replay(from_data(data), spec=Counters).error
     assert err.field == "graph.params.n" and "parameters n, blocked:" in str(err)
 
+
+def test_the_stricter_variant_a_counterexample_records_is_checked_by_replay():
+    """violation.stricter_variant (does the real system have this counterexample too?) was written
+    into the file and never checked: an edited 'replays: true' replayed as valid, to be read as
+    fact by any program reading the file. Now replay recomputes it on the spec's stricter variant."""
+    from kraftcheck.checker.explore.concrete import check_in_stricter_variant
+    from traces_support import Jumps
+
+    model = Model(Jumps())
+    result = ReferenceExplorer().explore(model, Options())
+    check_in_stricter_variant(model, result.violations)
+    (violation,) = result.violations
+    bad = violation.stricter_variant["step"]
+    assert violation.stricter_variant == {"variant": "the stepping counter", "replays": False, "step": bad,
+                                          "note": "this counterexample is not a behaviour of the stepping "
+                                                  f"counter: it has no step {bad} of it"}
+    data = json.loads(to_json(traces.trace_from_violation(model, violation, {})))
+    assert traces.replay(from_data(data), spec=Jumps).ok
+    claim = data["graph"]["violation"]["stricter_variant"]
+    for edit in ({"replays": True, "step": None}, {"note": "this counterexample is also a behaviour of the stepping "
+                                                           "counter"},
+                 {"variant": "Kafka"}, {"step": 3 - bad}):
+        data["graph"]["violation"]["stricter_variant"] = {**claim, **edit}
+        err = traces.replay(from_data(data), spec=Jumps).error
+        assert err is not None and err.field == "graph.violation.stricter_variant", edit
+        assert "the file says" in str(err)
+    data["graph"]["violation"]["stricter_variant"] = "anything"
+    assert traces.replay(from_data(data), spec=Jumps).error.field == "graph.violation.stricter_variant"

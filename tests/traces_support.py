@@ -10,7 +10,7 @@ from numba import njit
 from kraftcheck.checker.explore.reference import ReferenceExplorer
 from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
-from kraftcheck.checker.spec import Action, Availability, Const, Enum, Invariant, Param, Set, Spec, param
+from kraftcheck.checker.spec import Action, Availability, Const, Enum, Int, Invariant, Param, Set, Spec, param
 from kraftcheck.specs import spec_class
 
 RUN_OPTIONS = {"engine": "reference", "max_states": None, "max_depth": None, "keep_going": True,
@@ -112,3 +112,56 @@ class ToyPartition(Spec):
 
     def availability_variants(self):
         return {f"strategy={s}": ToyParams(strategy=s) for s in STRATEGIES}
+
+
+# ----------------------------------------------------------------------------------------------
+# A counter that can also jump by two; its stricter variant (the "real system") only steps by one.
+
+
+@njit(cache=True)
+def step_by_one(s, t):
+    if s.x >= 4:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def jump_by_two(s, t):
+    if s.x >= 3:
+        return False
+    t.x = s.x + 2
+    return True
+
+
+@njit(cache=True)
+def x_below_three(s):
+    """The counter stays below 3."""
+    return s.x < 3
+
+
+@dataclass(frozen=True)
+class JumpsParams:
+    jumps: bool = param(True, "the counter may also jump by two")
+
+
+class Jumps(Spec):
+    name = "toy_jumps"
+    summary = "a counter that steps by one or jumps by two; the stricter variant only steps"
+    Params = JumpsParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 4)]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Step", step_by_one)] + ([Action("Jump", jump_by_two)] if self.params.jumps else [])
+
+    def invariants(self):
+        return [Invariant("x_below_three", x_below_three, x_below_three.__doc__)]
+
+    def stricter_variant(self):
+        return ("the stepping counter", Jumps(JumpsParams(jumps=False))) if self.params.jumps else None

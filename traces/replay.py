@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 
 from kraftcheck.checker.errors import KraftcheckError, SpecRaised, UsageError, spec_raised
+from kraftcheck.checker.explore.concrete import stricter_variant_finding
 from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
@@ -281,6 +282,8 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     # (a state outside the constraints is that too), unless the trace ends in a deadlock or a lasso
     expanded = n if attrs.get("lasso") is not None or (violation or {}).get("kind") == "deadlock" else n - 1
     _check_inside_constraints(stepper, states, expanded)
+    if isinstance(violation, Mapping) and "stricter_variant" in violation:
+        _check_stricter_variant(spec, violation["stricter_variant"], states, compiled)
     if attrs.get("lasso") is not None:
         _replay_lasso(graph, model, stepper, states, spec, touch_of)
         return
@@ -363,6 +366,27 @@ def _check_inside_constraints(stepper: Stepper, states: list[tuple[int, ...]], e
             if broken:
                 raise ReplayError(f"the step breaks action constraint {broken[0]}, which the run applied: it keeps "
                                   "no state reached so, so no step leaves it", i, "constraint")
+
+
+def _check_stricter_variant(spec: Spec, claim: Any, states: list[tuple[int, ...]], compiled: bool) -> None:
+    """``violation.stricter_variant``: whether the real system (the spec's stricter variant,
+    ``Spec.stricter_variant``) has this counterexample too, as check recorded it. A reader takes
+    ``replays`` as that answer, so it is recomputed: each state replayed on the variant, as
+    ``checker.explore.concrete.check_in_stricter_variant`` does."""
+    found = spec_hook(spec, "stricter_variant")
+    where = "graph.violation.stricter_variant"
+    if found is None:
+        raise ReplayError(f"spec {spec.name} has no stricter variant, but the file says the counterexample was "
+                          "replayed on one", field=where)
+    what, variant_spec = found
+    variant = Stepper(Model(variant_spec), compiled=compiled)
+    bad = 0 if states[0] not in variant.model.initial else next(
+        (k for k in range(1, len(states))
+         if not any(variant.step(states[k - 1], lab) == states[k] for lab in range(len(variant.model.labels)))), None)
+    expected = stricter_variant_finding(what, bad)
+    if claim != expected:
+        raise ReplayError(f"replayed on the spec's stricter variant, the counterexample gives {expected}, the file "
+                          f"says {claim}", field=where)
 
 
 def _check_touch(edge: Mapping[str, Any], expected: Mapping[str, Any], step: int) -> None:

@@ -70,9 +70,14 @@ def check_in_stricter_variant(model: Model, violations: list[Violation]) -> None
     what, spec = found
     variant = Model(spec, check=model.check_names)
     for v in violations:
-        bad = replays_on(variant, [s.state for s in v.steps])
-        if bad is None:
-            note = f"this counterexample is also a behaviour of {what}"
-        else:
-            note = f"this counterexample is not a behaviour of {what}: it has no step {bad} of it"
-        v.stricter_variant = {"variant": what, "replays": bad is None, "step": bad, "note": note}
+        v.stricter_variant = stricter_variant_finding(what, replays_on(variant, [s.state for s in v.steps]))
+
+
+def stricter_variant_finding(what: str, bad: Optional[int]) -> dict:
+    """What a counterexample records of its replay on the stricter variant ``what`` (``bad``: the
+    first step the variant does not have, or None); trace replay recomputes it to check a file's."""
+    if bad is None:
+        note = f"this counterexample is also a behaviour of {what}"
+    else:
+        note = f"this counterexample is not a behaviour of {what}: it has no step {bad} of it"
+    return {"variant": what, "replays": bad is None, "step": bad, "note": note}
