@@ -97,3 +97,55 @@ def test_kafka_state_graph_dump(tmp_path):
     assert g.number_of_nodes() == summary["states"] > 100
     assert {"c_isr", "log[b1]", "hwm[b2]"} <= set(g.nodes["0"])
     assert g.nodes["0"]["c_isr"] == "{b1,b2}"
+
+
+def test_a_stuck_path_trace_is_checked_to_end_in_a_stuck_state(tmp_path):
+    """A stuck path's trace says graph.availability.stuck: true, its variant and what 'available'
+    means; replay checked none of it, so a path into a state that can recover, or another variant's
+    name, replayed as valid. Now replay searches the states reachable from the last one for an
+    available one, and compares the variant and the predicate with the spec's."""
+    import json
+
+    from kraftcheck.checker.analyses.availability import availability_of_variants, variant_models
+    from kraftcheck.traces.analysis_traces import write_stuck_trace
+    from kraftcheck.traces.files import from_data, to_json
+    from kraftcheck.traces.graph import build_trace
+
+    model = Model(ToyPartition(ToyParams(strategy="none")))
+    (found,) = [v for v in availability_of_variants(model, variant_models(model), model.spec.availability())
+                if v.stuck_path]
+    path = write_stuck_trace(found, "the partition has a leader", tmp_path)
+    data = json.loads(open(path).read())
+    assert data["graph"]["availability"] == {"variant": "strategy=none", "stuck": True,
+                                             "available_means": "the partition has a leader"}
+    assert traces.replay(from_data(data), spec=ToyPartition).ok
+
+    def error(edit):
+        edited = json.loads(json.dumps(data))
+        edit(edited["graph"])
+        return traces.replay(from_data(edited), spec=ToyPartition).error
+
+    assert error(lambda g: g["availability"].update(variant="strategy=unclean")).field == "graph.availability.variant"
+    assert error(lambda g: g["availability"].update(available_means="always")).field == \
+        "graph.availability.available_means"
+    assert error(lambda g: g["availability"].update(stuck=False)).field == "graph.availability"
+    assert error(lambda g: g.update(availability="stuck")).field == "graph.availability"
+    # the same claim on a path that stops one step short, whose last state still has its leader
+    steps = [(s.label, tuple(s.state)) for s in found.stuck_path][:-1]
+    short = json.loads(to_json(build_trace(model, steps, kind="counterexample", extra={"availability": {
+        "variant": "strategy=none", "stuck": True, "available_means": "the partition has a leader"}})))
+    err = traces.replay(from_data(short), spec=ToyPartition).error
+    assert (err.field, err.step) == ("graph.availability.stuck", len(steps) - 1)
+    assert "'the partition has a leader' holds in it" in str(err)
+    # a state without a leader, from which one can still be elected
+    model = Model(ToyPartition(ToyParams(strategy="unclean")))
+    (unclean,) = [v for v in availability_of_variants(model, {"strategy=unclean": model}, model.spec.availability())]
+    assert unclean.stuck_path is None
+    steps = [(None, model.initial[0])]
+    for label in range(len(model.labels)):  # Crash(b=b1): the leader dies, b2 is left to elect
+        if str(model.labels[label]) == "Crash(b=b1)":
+            steps.append((label, model.step(steps[0][1], label)))
+    recovering = json.loads(to_json(build_trace(model, steps, kind="counterexample", extra={"availability": {
+        "variant": "strategy=unclean", "stuck": True, "available_means": "the partition has a leader"}})))
+    err = traces.replay(from_data(recovering), spec=ToyPartition).error
+    assert err.field == "graph.availability.stuck" and "a state reachable from it" in str(err)

@@ -282,6 +282,8 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     # (a state outside the constraints is that too), unless the trace ends in a deadlock or a lasso
     expanded = n if attrs.get("lasso") is not None or (violation or {}).get("kind") == "deadlock" else n - 1
     _check_inside_constraints(stepper, states, expanded)
+    if attrs.get("availability") is not None:
+        _check_stuck(attrs["availability"], model, stepper, spec, states[-1], n - 1)
     if isinstance(violation, Mapping) and "stricter_variant" in violation:
         _check_stricter_variant(spec, violation["stricter_variant"], states, compiled)
     if attrs.get("lasso") is not None:
@@ -366,6 +368,48 @@ def _check_inside_constraints(stepper: Stepper, states: list[tuple[int, ...]], e
             if broken:
                 raise ReplayError(f"the step breaks action constraint {broken[0]}, which the run applied: it keeps "
                                   "no state reached so, so no step leaves it", i, "constraint")
+
+
+def _check_stuck(claim: Any, model: Model, stepper: Stepper, spec: Spec, last: tuple[int, ...], step: int) -> None:
+    """``graph.availability`` of a stuck path (``--availability``, traces.analysis_traces): the
+    trace is of the availability variant it names, and its last state is *stuck*: no state where
+    the spec's availability predicate holds is reachable from it, in the state graph the run
+    analysed (the states inside its constraints, by steps inside its action constraints). The
+    states reachable from a stuck one are all stuck, so the search covers only the stuck region
+    the claim is about."""
+    where = "graph.availability"
+    if not isinstance(claim, Mapping) or claim.get("stuck") is not True:
+        raise ReplayError(f"a stuck path's trace says {{variant, stuck: true, available_means}}, the file says {claim!r}",
+                          field=where)
+    predicate = spec_hook(spec, "availability")
+    if predicate is None:
+        raise ReplayError(f"spec {spec.name} does not say what 'available' means (Spec.availability), but the file "
+                          "says the trace ends in a stuck state", field=where)
+    if claim.get("available_means") != predicate.description:
+        raise ReplayError(f"the spec's availability is '{predicate.description}', the file says "
+                          f"{claim.get('available_means')!r}", field=f"{where}.available_means")
+    variants = spec_hook(spec, "availability_variants") or {"as configured": spec.params}
+    if variants.get(claim.get("variant")) != spec.params:
+        named = [name for name, params in variants.items() if params == spec.params]
+        raise ReplayError(f"the trace's parameters are those of the spec's availability variant "
+                          f"{' or '.join(map(repr, named)) or '(none)'}, the file says {claim.get('variant')!r}",
+                          field=f"{where}.variant")
+    outside = stepper.outside_constraints(last)
+    if outside:
+        raise ReplayError(f"the trace ends outside constraint {outside[0]}, which the run applied: no state of the "
+                          "graph it analysed", step, "constraint")
+    seen, frontier = {last}, [last]
+    while frontier:
+        state = frontier.pop()
+        if _holds(model, predicate, state):
+            how = "it" if state == last else "a state reachable from it"
+            raise ReplayError(f"the trace is said to end in a stuck state, but '{predicate.description}' holds in "
+                              f"{how}", step, f"{where}.stuck")
+        for _, succ in stepper.successors(state):
+            if succ in seen or stepper.outside_constraints(succ) or stepper.outside_action_constraints(state, succ):
+                continue
+            seen.add(succ)
+            frontier.append(succ)
 
 
 def _check_stricter_variant(spec: Spec, claim: Any, states: list[tuple[int, ...]], compiled: bool) -> None:

@@ -297,6 +297,10 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
         print_trace(TraceView(graph), console)
     v = report.violation
     tail = f"; reaches {v['kind']} {v['check']} violated at step {v['step']}" if v else ""
+    stuck = graph.graph.get("availability")
+    if stuck is not None:
+        tail = (f"; its last state is stuck (availability variant {stuck['variant']}): no state where "
+                f"{stuck['available_means']} is reachable from it")
     lasso = graph.graph.get("lasso")
     if lasso is not None:
         tail = (f"; {'stutters at' if lasso['stutter'] else 'closes its cycle back to'} step {lasso['cycle_start']}, "
