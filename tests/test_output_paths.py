@@ -78,3 +78,15 @@ def test_an_output_naming_the_spec_file_a_check_reads_is_refused(tmp_path):
         assert result.exit_code == 2, result.output
         assert f"{option} {spec} is the spec file this command reads" in one_error_line(result)
         assert spec.read_text() == before
+
+
+def test_progress_json_into_a_missing_directory_creates_it(tmp_path):
+    """--progress-json opened its file without the directory the check before it accepted, unlike
+    every other output: the gate refused to start. It is now made, as for the others."""
+    from kraftcheck.ci.progress import ProgressStream
+
+    path = tmp_path / "no" / "such" / "p.ndjson"
+    stream = ProgressStream(str(path))
+    stream({"event": "started"})
+    stream.close()
+    assert json.loads(path.read_text())["event"] == "started"

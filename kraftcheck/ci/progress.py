@@ -27,6 +27,8 @@ class ProgressStream:
             if fd is not None:
                 self._file: Optional[TextIO] = os.fdopen(os.dup(fd), "w", encoding="utf-8")
             else:
+                if path:  # a missing directory is made, as for every other output a command writes
+                    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 self._file = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
         except OSError as e:
             raise UsageError(f"--progress-json {path}: cannot write it ({e.strerror})") from None
