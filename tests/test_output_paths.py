@@ -80,6 +80,26 @@ def test_an_output_naming_the_spec_file_a_check_reads_is_refused(tmp_path):
         assert spec.read_text() == before
 
 
+# every option that writes a file: (command, option)
+WRITING_OPTIONS = [(["check"], "--json"), (["check"], "--trace-dir"), (["check"], "--dump-graph"),
+                   (["ci"], "--junit"), (["ci"], "--progress-json"), (["sweep"], "--output"),
+                   (["trace", "export"], "--output"), (["trace", "render"], "--output"),
+                   (["trace", "report"], "--output")]
+
+
+@pytest.mark.parametrize("command, option", WRITING_OPTIONS)
+def test_every_writing_options_help_says_a_missing_directory_is_created(command, option):
+    """An output into a missing directory creates it, and no --help said so (a user could not tell
+    -o out/r.md from a typo in out/); now each option's help does."""
+    import click
+
+    group = cli
+    for name in command:
+        group = group.get_command(click.Context(group), name)
+    (opt,) = [o for o in group.params if isinstance(o, click.Option) and option in o.opts]
+    assert "created" in " ".join(opt.help.split()), opt.help
+
+
 def test_progress_json_into_a_missing_directory_creates_it(tmp_path):
     """--progress-json opened its file without the directory the check before it accepted, unlike
     every other output: the gate refused to start. It is now made, as for the others."""

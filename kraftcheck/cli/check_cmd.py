@@ -109,8 +109,10 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
                    "uniformly, each behaviour with only a random half of the actions (swarm testing).  "
                    "[default: by-action]")
 @click.option("--swarm", is_flag=True, help="--simulate: short for --strategy swarm.")
-@click.option("--json", "json_path", metavar="PATH", help="Write a JSON report to PATH ('-' for stdout).")
-@click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR", help="Where counterexample traces are written.")
+@click.option("--json", "json_path", metavar="PATH",
+              help="Write a JSON report to PATH ('-' for stdout); missing directories are created.")
+@click.option("--trace-dir", default="kraftcheck-traces", metavar="DIR",
+              help="Where counterexample traces are written (created if missing).")
 @click.option("--engine", type=click.Choice(["engine", "reference", "spark"]), default="engine",
               help="The compiled explorer, the slow pure-Python reference explorer, or the compiled kernels on "
                    "Apache Spark (docs/spark.md).")

@@ -55,10 +55,11 @@ def gate_exit_code(judgements: list[Judgement]) -> int:
 @click.option("--only", "only", multiple=True, metavar="NAME", help="Run only this check (repeatable).")
 @click.option("--out", "out_dir", default="kraftcheck-ci", metavar="DIR",
               help="Run directory: each failing check leaves DIR/CHECK/ (traces, report, log, command).")
-@click.option("--junit", "junit_path", metavar="FILE", help="Write a JUnit XML report ('-': standard output).")
+@click.option("--junit", "junit_path", metavar="FILE",
+              help="Write a JUnit XML report ('-': standard output); missing directories are created.")
 @click.option("--progress-json", "progress_path", metavar="FILE",
               help="Write an NDJSON stream: one object per check started, progress line and check finished "
-                   "('-': standard output).")
+                   "('-': standard output); missing directories are created.")
 @click.option("--baseline", "baseline_path", metavar="FILE",
               help="Accepted findings.  [default: the manifest's baseline, kraftcheck-baseline.json beside it]")
 @click.option("--update-baseline", is_flag=True,

@@ -26,7 +26,8 @@ OPTIONS = [
                       "partition regains a leader; an acknowledged write becomes readable). Explores every state "
                       "(as --continue); a violation is a lasso trace file and makes the exit code 1."),
     click.Option(["--dump-graph"], metavar="FILE.graphml",
-                 help="Also write the whole reachable state graph as GraphML (small models only: --graph-limit)."),
+                 help="Also write the whole reachable state graph as GraphML (small models only: --graph-limit); "
+                      "missing directories are created."),
     click.Option(["--graph-limit"], type=click.IntRange(min=1), default=20_000, metavar="N", show_default=True,
                  help="Refuse --dump-graph above N distinct states: the check stops once it has found more "
                       "(exit 2, before exploring the rest; --availability and --liveness then do not run)."),

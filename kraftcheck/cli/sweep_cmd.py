@@ -46,7 +46,8 @@ from kraftcheck.sweep.table import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, FOR
 @click.option("--symmetry", is_flag=True, default=None,
               help="Each run explores one state per orbit of the spec's symmetry (Kafka: with election=any).")
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="markdown", help="Table format.")
-@click.option("--output", "-o", "output", metavar="FILE", help="Write the table to FILE ('-': standard output, the default).")
+@click.option("--output", "-o", "output", metavar="FILE",
+              help="Write the table to FILE ('-': standard output, the default); missing directories are created.")
 @click.option("--out", "out_dir", default="kraftcheck-sweep", metavar="DIR",
               help="Run directories: DIR/NN-CONFIGURATION/ (report, traces, log).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=2,

@@ -184,7 +184,7 @@ def show(file: Path, variant: Optional[str], full: bool, lane: Optional[str], no
 @click.option("--format", "fmt", required=True, type=click.Choice(["graphml", "dot", "json", "mermaid"]),
               help="graphml / dot / json (node-link) / mermaid (sequence diagram).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (atomically); '-' or none: standard output.")
+              help="File to write (atomically; missing directories are created); '-' or none: standard output.")
 @_model_names
 @_spec_ref
 def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Path], model_names: bool,
@@ -216,7 +216,7 @@ def export_cmd(file: Path, variant: Optional[str], fmt: str, output: Optional[Pa
 @_file
 @_variant
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Picture to write: a .svg or .png file.")
+              help="Picture to write: a .svg or .png file (missing directories are created).")
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(50, 600), help="PNG resolution.")
 @_model_names
 @_spec_ref

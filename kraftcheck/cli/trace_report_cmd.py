@@ -105,7 +105,7 @@ def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[fl
 @click.option("--fix-time-limit", type=click.FloatRange(min=1), metavar="SECONDS",
               help="Stop each --with-fix run after this long (its verdict is then 'incomplete').")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (atomically); '-' or none: standard output.")
+              help="File to write (atomically; missing directories are created); '-' or none: standard output.")
 @click.option("--model-names", is_flag=True,
               help="The model's own fields and values instead of the spec's domain terms.")
 @click.option("--spec", "spec_ref", metavar="REF",
