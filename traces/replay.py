@@ -20,7 +20,7 @@ import networkx as nx
 import numpy as np
 
 from kraftcheck.checker.errors import KraftcheckError, SpecRaised, UsageError, spec_raised
-from kraftcheck.checker.explore.concrete import stricter_variant_finding
+from kraftcheck.checker.explore.concrete import replays_on, stricter_variant_finding
 from kraftcheck.checker.model import Model, spec_instance
 from kraftcheck.checker.spec import Action, Spec
 from kraftcheck.specs import spec_class
@@ -285,7 +285,7 @@ def _replay(graph: nx.DiGraph, compiled: bool, report: ReplayReport, spec_cls: O
     if attrs.get("availability") is not None:
         _check_stuck(attrs["availability"], model, stepper, spec, states[-1], n - 1)
     if isinstance(violation, Mapping) and "stricter_variant" in violation:
-        _check_stricter_variant(spec, violation["stricter_variant"], states, compiled)
+        _check_stricter_variant(spec, violation["stricter_variant"], states)
     if attrs.get("lasso") is not None:
         _replay_lasso(graph, model, stepper, states, spec, touch_of)
         return
@@ -412,22 +412,18 @@ def _check_stuck(claim: Any, model: Model, stepper: Stepper, spec: Spec, last: t
             frontier.append(succ)
 
 
-def _check_stricter_variant(spec: Spec, claim: Any, states: list[tuple[int, ...]], compiled: bool) -> None:
+def _check_stricter_variant(spec: Spec, claim: Any, states: list[tuple[int, ...]]) -> None:
     """``violation.stricter_variant``: whether the real system (the spec's stricter variant,
     ``Spec.stricter_variant``) has this counterexample too, as check recorded it. A reader takes
-    ``replays`` as that answer, so it is recomputed: each state replayed on the variant, as
-    ``checker.explore.concrete.check_in_stricter_variant`` does."""
+    ``replays`` as that answer, so it is recomputed as check computes it
+    (``checker.explore.concrete.replays_on``)."""
     found = spec_hook(spec, "stricter_variant")
     where = "graph.violation.stricter_variant"
     if found is None:
         raise ReplayError(f"spec {spec.name} has no stricter variant, but the file says the counterexample was "
                           "replayed on one", field=where)
     what, variant_spec = found
-    variant = Stepper(Model(variant_spec), compiled=compiled)
-    bad = 0 if states[0] not in variant.model.initial else next(
-        (k for k in range(1, len(states))
-         if not any(variant.step(states[k - 1], lab) == states[k] for lab in range(len(variant.model.labels)))), None)
-    expected = stricter_variant_finding(what, bad)
+    expected = stricter_variant_finding(what, replays_on(Model(variant_spec), states))
     if claim != expected:
         raise ReplayError(f"replayed on the spec's stricter variant, the counterexample gives {expected}, the file "
                           f"says {claim}", field=where)
