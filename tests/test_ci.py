@@ -478,6 +478,23 @@ def test_a_run_stopped_by_a_full_disk_is_not_a_budget_that_ran_out(project):
     assert (budget.status, budget.problems) == ("budget", ["budget ran out: stopped at --time-limit 3.0"])
 
 
+def test_a_run_whose_analysis_ended_in_an_error_is_no_pass(project):
+    """A run whose analysis after the exploration failed (--liveness over its memory budget, a
+    predicate that raised) exits 2 with a report whose result is ``error``, no verdict. The gate
+    judged its checks as a bounded run's, every one skipped, and passed it, exit 0 with its
+    expected counts never compared; now it is bad input, as the same run's error without a report."""
+    error = "analysing the state graph (20 states, 34 transitions) needs about 0.0 GiB more"
+
+    def errored(report):
+        report.update(result="error", error=error, exhaustive=False)
+
+    judged = _judged(project, '[checks.a]\nspec = "stuck_jugs.py:Stuck"\nviolates = ["deadlock"]\n\n'
+                              '[checks.b]\nspec = "die_hard"\nexpect = "holds"\ndistinct = 1\n', errored)
+    for name in "ab":
+        assert (judged[name].status, judged[name].problems) == ("bad input", [error])
+        assert [(c.name, c.status) for c in judged[name].cases] == [("exploration", "error")]
+
+
 def test_a_deadlock_expected_of_a_spec_that_does_not_check_for_them_is_refused(project):
     (project / "calm_jugs.py").write_text(STUCK_JUGS.replace("'stuck_jugs'", "'calm_jugs'\n    check_deadlock = False"))
     write_manifest(project, '[checks.calm]\nspec = "calm_jugs.py:Stuck"\nviolates = ["deadlock"]\n')

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from kraftcheck.checker.model import DEADLOCK
+from kraftcheck.checker.report import ERROR
 from kraftcheck.ci.baseline import Finding, signature
 from kraftcheck.ci.manifest import COUNT_KEYS
 from kraftcheck.ci.runner import Outcome
@@ -65,10 +66,14 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     """The verdict on ``outcome`` given the baseline's ``accepted`` findings (all checks')."""
     j = Judgement(outcome)
     check, report = outcome.check, outcome.report
-    if outcome.exit_code == 2 and report is None:
+    # exit 2 is no verdict, with or without a report: a report says ``error`` when an analysis after
+    # the exploration failed (--liveness over its memory budget, a predicate that raised), and its
+    # checks, none proved, would otherwise pass as those of a bounded run
+    if (outcome.exit_code == 2 and report is None) or (report is not None and report.get("result") == ERROR):
+        line = report.get("error") or outcome.error_line if report is not None else outcome.error_line
         j.status = BAD_INPUT
-        j.problems.append(outcome.error_line)
-        j.cases.append(Case("exploration", "error", outcome.error_line))
+        j.problems.append(line)
+        j.cases.append(Case("exploration", "error", line))
         return j
     # never started (its run directory refused), or stopped with its report unwritten (exit 3: a full disk)
     if report is None and outcome.exit_code in (None, 3) and not outcome.killed:
