@@ -495,6 +495,29 @@ def test_a_run_whose_analysis_ended_in_an_error_is_no_pass(project):
         assert [(c.name, c.status) for c in judged[name].cases] == [("exploration", "error")]
 
 
+def test_a_continue_run_cut_short_after_its_violations_is_a_budget_not_a_pass(project):
+    """continue = true goes on past the violations found, for the rest: cut short by its time budget
+    after it found the expected one, the run had not looked at every state. The gate passed it
+    (exit 0, only a note that the budget ran out, its expected counts not compared); now it is a
+    budget that ran out (exit 3), as the same run that found nothing. A bound the manifest sets
+    (max_states) is still a bounded run that passes."""
+    def cut(reason, went_on=True):
+        def change(report):
+            report.update(incomplete_reason=reason, exhaustive=False)
+            report["options"]["continue"] = went_on
+        return change
+
+    manifest = ('[checks.eager]\nspec = "two_phase_eager_commit"\ncontinue = true\nviolates = ["tc_consistent"]\n'
+                'distinct = 1\n')
+    judged = _judged(project, manifest, cut("stopped at --time-limit 1.0"))["eager"]
+    assert (judged.status, judged.problems) == ("budget", ["budget ran out: stopped at --time-limit 1.0"])
+    assert [(c.name, c.status) for c in judged.cases] == [("exploration", "error"), ("tc_consistent", "passed")]
+    assert _judged(project, manifest, cut("stopped at --max-states 100"))["eager"].status == "pass"
+    # without continue the run stops at its first violation: nothing more was to be looked for
+    assert _judged(project, manifest.replace("continue = true\n", ""),
+                   cut("stopped at --time-limit 1.0", went_on=False))["eager"].status == "pass"
+
+
 def test_a_deadlock_expected_of_a_spec_that_does_not_check_for_them_is_refused(project):
     (project / "calm_jugs.py").write_text(STUCK_JUGS.replace("'stuck_jugs'", "'calm_jugs'\n    check_deadlock = False"))
     write_manifest(project, '[checks.calm]\nspec = "calm_jugs.py:Stuck"\nviolates = ["deadlock"]\n')

@@ -102,7 +102,11 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     budget = reason.startswith(tuple(f"stopped at {b}" for b in BUDGETS))
     label = "budget ran out" if budget else "stopped before its end"  # the check's problem
     cut = "the budget ran out" if budget else "the run stopped before its end"  # why something was not proved
-    out_of_budget = report["result"] == "incomplete" and not bounded
+    # a run that goes on past its violations (continue = true) and is cut short has not looked for the
+    # rest: what it found is reported, but that nothing else is violated is as unproved as in a run
+    # that found nothing; a run that stops at its first violation had nothing more to look for
+    went_on = bool(report.get("options", {}).get("continue"))
+    out_of_budget = not bounded and (report["result"] == "incomplete" or (went_on and bool(reason)))
     stopped_early = not report["exhaustive"]
     # a deadlock is reported as a violation of "deadlock" by a run that checks for it (the spec's check_deadlock)
     deadlock = report.get("options", {}).get("deadlock") or DEADLOCK in found
