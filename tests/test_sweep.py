@@ -205,3 +205,17 @@ def test_a_configuration_that_never_started_is_said_so_as_it_ends(tmp_path, monk
     result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=2")
     assert result.exit_code == 2
     assert "01-rm=2: not started" in result.stderr and "exit None" not in result.stderr, result.stderr
+
+
+def test_a_configuration_killed_past_its_time_limit_is_incomplete_not_bad_input(tmp_path, monkeypatch):
+    """A run still going past its time limit and the runner's grace is killed, as ``kraftcheck
+    ci`` kills it. Its row said 'failed' with the run's last line, and the sweep exited 2, bad
+    input, for a configuration nothing was wrong with; now the row is incomplete, saying it was
+    killed, and the sweep exits 3, as for a run its time limit stopped."""
+    import kraftcheck.ci.runner as runner
+
+    monkeypatch.setattr(runner, "KILL_GRACE_S", 0.0)
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=7", "--time-limit", "0.5", "--format", "json")
+    assert result.exit_code == 3, result.output
+    (row,) = json.loads(result.stdout)["configurations"]
+    assert row["result"] == "incomplete" and row["message"].startswith("killed: still running"), row

@@ -40,6 +40,11 @@ def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Call
     outcomes = run_checks(checks, root, out, jobs, on_event)
     rows = []
     for config, outcome in zip(configs, outcomes):
+        if outcome.killed:  # past its time limit and the runner's grace: incomplete, as a limit makes it
+            rows.append(Row(config.name, config.parameter_text(), "incomplete", wall_s=round(outcome.wall_s, 1),
+                            message=f"killed: still running {outcome.wall_s:.0f} s after it started (time limit "
+                                    f"{outcome.check.time_budget:g} s)"))
+            continue
         message = ""
         if outcome.report is None:
             message = ("refused: " if outcome.exit_code == 2 else "") + outcome.error_line
