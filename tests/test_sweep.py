@@ -219,3 +219,14 @@ def test_a_configuration_killed_past_its_time_limit_is_incomplete_not_bad_input(
     assert result.exit_code == 3, result.output
     (row,) = json.loads(result.stdout)["configurations"]
     assert row["result"] == "incomplete" and row["message"].startswith("killed: still running"), row
+
+
+def test_a_violated_row_of_a_run_cut_short_says_so(tmp_path):
+    """With --continue a run goes on past its violations for the shortest of each check; stopped by
+    its time limit, the markdown row gave the violations found as if it had explored every state
+    (the reason was only in the CSV and JSON message); now the verdict says what stopped it."""
+    result = _sweep(tmp_path, "--spec", "two_phase_eager_commit", "--vary", "rm=10", "--continue",
+                    "--time-limit", "0.5")
+    assert result.exit_code == 1, result.output
+    row = result.stdout.splitlines()[2]
+    assert "`tc_consistent` (6 states); stopped at --time-limit 0.5 |" in row, row

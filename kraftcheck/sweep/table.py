@@ -32,7 +32,9 @@ class Row:
     @property
     def verdict(self) -> str:
         if self.result == "violated":
-            return ", ".join(f"`{v['invariant']}` ({v['depth']} states)" for v in self.violations)
+            found = ", ".join(f"`{v['invariant']}` ({v['depth']} states)" for v in self.violations)
+            # a --continue run cut short after its violations: the others may not have been reached
+            return f"{found}; {self.message}" if self.message else found
         if self.result in ("holds", "incomplete"):
             counted = f"{self.distinct_states:,} states" if self.distinct_states is not None else ""
             return f"{self.result} ({counted}{', ' + self.message if self.message else ''})"
