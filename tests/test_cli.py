@@ -99,6 +99,35 @@ def test_interrupt_exits_130(monkeypatch):
     assert result.exit_code == 130
 
 
+# a signal that comes as the process exits, once the command has said its result (atexit runs
+# the callbacks registered first last, after the command's own)
+SIGNAL_AS_IT_EXITS = """
+import atexit, os, signal, sys, time
+
+def late():
+    os.kill(os.getpid(), signal.{name})
+    time.sleep(0.2)
+
+atexit.register(late)
+from kraftcheck.cli.main import main
+sys.argv = ["kraftcheck", "specs"]
+main()
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_signal_once_the_command_is_over_changes_nothing(signal_name):
+    """Ctrl-C or SIGTERM once a command has said its result (a run that wrote "holds" and its
+    report) came as the interpreter exited: the stop handler raised a KeyboardInterrupt traceback
+    there, and once the exit had put the default actions back, the signal killed the process,
+    exit 143 or 130 after a report that said holds. Now it is ignored: the exit code is the
+    command's, and nothing more is printed."""
+    done = subprocess.run([sys.executable, "-c", SIGNAL_AS_IT_EXITS.format(name=signal_name)], capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert "two_phase" in done.stdout
+
+
 # the command line with a progress line at every snapshot (not every 10 s), so a test can wait for one
 CHECK_WITH_EVERY_PROGRESS_LINE = ("import sys; import kraftcheck.cli.terminal as t; t.PLAIN_PROGRESS_EVERY_S = 0; "
                                   "from kraftcheck.cli.main import main; sys.argv[0] = 'kraftcheck'; main()")

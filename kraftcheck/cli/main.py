@@ -9,7 +9,8 @@ traceback, exit 1; SIGTERM: 143). The first lines here install a handler that ne
 with exit 130 at once. Its last lines put the handlers before back (a test importing ``cli`` keeps
 its own); the console script calls ``main`` next, whose first line installs the stop handlers
 (``checker.stop``): from there, while click and the command import (half a second for
-``check``) and while a run runs, a signal stops it cleanly, exit 130. Its second line makes
+``check``) and while a run runs, a signal stops it cleanly, exit 130; once the command is over, a
+signal is ignored while the process exits, the exit code the command's. Its second line makes
 standard error forgiving (``diagnostics``): losing it loses only what it says, never the verdict,
 the summary on standard output or the exit code. The click group is ``kraftcheck.cli.group.cli``, also reachable
 here as ``cli``.
@@ -78,6 +79,11 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - a bug of kraftcheck's must not exit 1, which reads as "violated"
         code = _internal_error()
     finally:
+        # the command is over, its result said and its files written: a signal now (Ctrl-C, a
+        # scheduler's SIGTERM) can change none of that, nor the exit code. The stop handler raised
+        # it in the interpreter's exit (a traceback), and once the exit had put the default
+        # actions back it killed the process: 143 or 130 after a report that said "holds"
+        _ignore_stop_signals()
         _drop_standard_streams_if_gone()
         # what is left is freed at exit without the cyclic collector: its pass over numba's and
         # the run's objects as the interpreter shuts down took 0.1-0.3 s of every short check
@@ -152,11 +158,14 @@ def _internal_error() -> int:
     return EXIT_NO_VERDICT
 
 
+def _ignore_stop_signals() -> None:
+    for signum in _STOP_SIGNALS:
+        _signal.signal(signum, _signal.SIG_IGN)
+
+
 def _interrupted() -> int:
     """Say so once and exit 130; a second signal while saying it changes nothing."""
-    import signal
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)
+    _ignore_stop_signals()
     _say("kraftcheck: error: interrupted\n")
     return EXIT_INTERRUPTED
 
