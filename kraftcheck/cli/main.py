@@ -10,7 +10,7 @@ with exit 130 at once. Its last lines put the handlers before back (a test impor
 its own); the console script calls ``main`` next, whose first line installs the stop handlers
 (``checker.stop``): from there, while click and the command import (half a second for
 ``check``) and while a run runs, a signal stops it cleanly, exit 130; once the command is over, a
-signal is ignored while the process exits, the exit code the command's. Its second line makes
+signal ends the process at once with the command's exit code. Its second line makes
 standard error forgiving (``diagnostics``): losing it loses only what it says, never the verdict,
 the summary on standard output or the exit code. The click group is ``kraftcheck.cli.group.cli``, also reachable
 here as ``cli``.
@@ -49,7 +49,7 @@ for _each in _STOP_SIGNALS:
 import errno  # noqa: E402 - after the handlers, so that an interrupt while these import is exit 130
 import gc  # noqa: E402
 import sys  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, Optional  # noqa: E402
 
 from kraftcheck.checker.stop import install_stop_handlers  # noqa: E402
 from kraftcheck.cli.diagnostics import forgive_standard_error, raw_standard_error  # noqa: E402
@@ -72,6 +72,7 @@ EXIT_NO_VERDICT = 2  # as a usage error: no verdict was reached (never 1, which 
 def main() -> None:
     install_stop_handlers()
     forgive_standard_error()
+    code = None
     try:
         code = _run()
     except KeyboardInterrupt:
@@ -79,12 +80,14 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - a bug of kraftcheck's must not exit 1, which reads as "violated"
         code = _internal_error()
     finally:
+        _drop_standard_streams_if_gone()
         # the command is over, its result said and its files written: a signal now (Ctrl-C, a
         # scheduler's SIGTERM) can change none of that, nor the exit code. The stop handler raised
         # it in the interpreter's exit (a traceback), and once the exit had put the default
-        # actions back it killed the process: 143 or 130 after a report that said "holds"
-        _ignore_stop_signals()
-        _drop_standard_streams_if_gone()
+        # actions back it killed the process: 143 or 130 after a report that said "holds". It
+        # ends the process at once, with the command's code (an exit that waits on something
+        # stays stoppable)
+        _stop_signals_exit_with(code)
         # what is left is freed at exit without the cyclic collector: its pass over numba's and
         # the run's objects as the interpreter shuts down took 0.1-0.3 s of every short check
         gc.freeze()
@@ -161,6 +164,21 @@ def _internal_error() -> int:
 def _ignore_stop_signals() -> None:
     for signum in _STOP_SIGNALS:
         _signal.signal(signum, _signal.SIG_IGN)
+
+
+def _stop_signals_exit_with(code: Optional[int]) -> None:
+    """From now on a stop signal ends the process at once with exit ``code`` (None: the command
+    ended in an exception on its way out, whose code only the interpreter knows; ignored then)."""
+    if code is None:
+        _ignore_stop_signals()
+        return
+    import os
+
+    def exit_now(*_: Any) -> None:
+        os._exit(code)  # the streams were flushed: nothing the command said is lost
+
+    for signum in _STOP_SIGNALS:
+        _signal.signal(signum, exit_now)
 
 
 def _interrupted() -> int:
