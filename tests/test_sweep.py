@@ -193,7 +193,9 @@ def test_the_table_never_replaces_the_matrix_file_it_reads(tmp_path):
 
 
 def test_a_configuration_that_never_started_is_said_so_as_it_ends(tmp_path, monkeypatch):
-    """Its line said 'exit None': a run directory the disk refused has no exit code."""
+    """Its line said 'exit None': a run directory the disk refused has no exit code. Its row is
+    incomplete and the sweep exits 3, as check and ci say a full disk (it was 'failed', exit 2,
+    bad input, for a configuration nothing was wrong with)."""
     import errno
 
     import kraftcheck.ci.runner as runner
@@ -202,9 +204,11 @@ def test_a_configuration_that_never_started_is_said_so_as_it_ends(tmp_path, monk
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(runner, "prepare_dir", full_disk)
-    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=2")
-    assert result.exit_code == 2
+    result = _sweep(tmp_path, "--spec", "two_phase", "--vary", "rm=2", "--format", "json")
+    assert result.exit_code == 3, result.output
     assert "01-rm=2: not started" in result.stderr and "exit None" not in result.stderr, result.stderr
+    (row,) = json.loads(result.stdout)["configurations"]
+    assert row["result"] == "incomplete" and "No space left on device" in row["message"], row
 
 
 def test_a_configuration_killed_past_its_time_limit_is_incomplete_not_bad_input(tmp_path, monkeypatch):
