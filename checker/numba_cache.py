@@ -532,14 +532,18 @@ def _source_stamp(cache_file):
     """numba's source stamp of a function's cache file (its own file's), with the digest of the
     sources the function reaches (``reachable_sources_digest``) if they are tracked, or of the
     engine's files for a function of the engine or of a generated kernel module: a cache entry
-    compiled against other sources is then stale, as for an edit of its own file. Taken when numba
-    first reads or writes the cache, once every module it reaches is imported, and kept."""
+    compiled against other sources is then stale, as for an edit of its own file. The name of the
+    function's module too: a compiled entry asks for that module by name as it loads, and a spec
+    file that is no package's is imported under a name made of its path, so a copy of its folder
+    with numba's cache beside it (``cp -r``, a folder moved) would load entries asking for the
+    original's module (ModuleNotFoundError). Taken when numba first reads or writes the cache, once
+    every module it reaches is imported, and kept."""
     own = cache_file.__dict__.get("_numba_source_stamp")
     py_func = cache_file.__dict__.pop("_kraftcheck_py_func", None)
     if py_func is not None:
         sources = reachable_sources_digest(py_func) or reachable_sources_digest(py_func, engine=True)
         if sources is not None:
-            own = cache_file.__dict__["_numba_source_stamp"] = (own, sources)
+            own = cache_file.__dict__["_numba_source_stamp"] = (own, sources, py_func.__module__)
     return own
 
 

@@ -522,6 +522,33 @@ def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path
     assert exit_code(5) == 1  # compiled kernels found for the old value are not taken
 
 
+def test_a_spec_folder_copied_with_its_numba_cache_compiles_again(tmp_path):
+    """A spec file that is no package's is imported under a name made of its path; numba's cache of
+    its functions beside it remembers that name. A copy of its folder, numba's ``__pycache__``
+    included (``cp -r``, a folder moved), kept sources and stamps alike: the run in the copy loaded
+    the original's entries, whose code asks for the original's module, and stopped with a
+    traceback (ModuleNotFoundError, 'internal error', exit 2)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "bounded_spec.py").write_text(_BOUNDED_SPEC.format(helpers="bounded_helpers"))
+    (tmp_path / "a" / "bounded_helpers.py").write_text(_BOUND.format(2))
+    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"},
+           "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "KRAFTCHECK_THREADS": "1"}
+
+    def exit_code(folder: str) -> int:
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec",
+                              f"{tmp_path / folder / 'bounded_spec.py'}:Bounded", "-q", "--compile", "now"],
+                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        assert "Traceback" not in out.stderr and "recompiling" not in out.stderr, out.stderr[-3000:]
+        return out.returncode
+
+    assert exit_code("a") == 1
+    assert list((tmp_path / "a").rglob("*below_bound*.nbi"))  # the invariant's cache is beside it
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    assert exit_code("b") == 1
+    shutil.move(tmp_path / "a", tmp_path / "c")
+    assert exit_code("c") == 1
+
+
 _ENGINE_RUN = '''
 import sys
 from kraftcheck.checker import numba_cache
