@@ -226,7 +226,7 @@ def test_sweep_says_a_configuration_whose_run_directory_the_disk_refused_was_not
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "prepare_dir", _full_disk)
     result = _cli("sweep", "--spec", "die_hard", "--vary", "small=3,2")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output  # incomplete, as check and ci say a full disk
     assert result.output.count("not started: its run directory") == 2 and "internal error" not in result.output
 
 
