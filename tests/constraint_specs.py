@@ -197,3 +197,19 @@ class RisingEverywhere(Rising):
 
     def constraints(self):
         return []
+
+
+@njit(cache=True)
+def x_at_least_two(s):
+    return s.x >= 2
+
+
+class RisingFromTwo(Rising):
+    """Rising under ``CONSTRAINT x >= 2``: the initial states 0 and 1, given first, lie outside,
+    so the initial level holds 2 and 3 at places 0 and 1; ``forbidden=4`` is first violated one
+    step from 3 (tests/test_constraints.py)."""
+
+    name = "constraint_rising_from_two"
+
+    def constraints(self):
+        return [Constraint("x_at_least_two", x_at_least_two)]

@@ -116,6 +116,21 @@ def test_an_initial_state_given_twice_is_counted_twice_as_tlc_counts_it(explorer
     assert violation.steps[0].state[0] == 3 and result.states_generated == 4
 
 
+
+@pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, FingerprintEngine, TableLayoutEngine],
+                         ids=["reference", "engine", "engine-fingerprints", "engine-table-layouts"])
+def test_a_trace_starts_at_its_initial_state_when_earlier_ones_lie_outside(explorer):
+    """Rising under ``CONSTRAINT x >= 2`` with ``INVARIANT x # 4``: the initial level holds 2 and 3
+    (0 and 1, given first, lie outside), and the shortest counterexample is 3 -> 4. The engine
+    started a trace at the initial state given at the level's place of its first state (place 1:
+    x = 1), so it replayed 1 -> 2, found the invariant holding there and ended the run with exit 2
+    and no verdict (without --symmetry; with it the right initial state was taken)."""
+    cls = spec_class("constraint_specs:RisingFromTwo")
+    result = explorer().explore(Model(cls(cls.Params(forbidden=4))), Options())
+    assert _counts(result) == ("violated", 4, 6, 3, 2)
+    (violation,) = result.violations
+    assert [step.state[0] for step in violation.steps] == [3, 4]
+
 # one state, two successors violating one invariant: the first (row 0) inside the constraint, the
 # second (row 1) outside it
 FIRST_INSIDE_THEN_OUTSIDE = """

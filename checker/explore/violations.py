@@ -156,8 +156,11 @@ class Violations:
         return found
 
     def trace(self, index: int) -> list[Step]:
-        """Replay the labels on the path to state ``index`` from its initial state."""
-        return replay_path(self.model, index, self.parent_of(), self.step())
+        """Replay the labels on the path to state ``index`` from its initial state (the initial
+        level leaves out those outside a state constraint: its places are not ``model.initial``'s)."""
+        sources = self.initial_sources
+        return replay_path(self.model, index, self.parent_of(), self.step(),
+                           initial=lambda i: self.model.initial[sources[i]])
 
     def placed(self, e: SpecRaised, index: Optional[int], label: int = -1) -> SpecRaised:
         """``e`` with the path to state ``index`` (``spec_raised.placed_at``)."""
