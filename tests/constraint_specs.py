@@ -210,6 +210,7 @@ class RisingFromTwo(Rising):
     step from 3 (tests/test_constraints.py)."""
 
     name = "constraint_rising_from_two"
+    examples = ({"forbidden": 4},)
 
     def constraints(self):
         return [Constraint("x_at_least_two", x_at_least_two)]

@@ -18,7 +18,7 @@ from kraftcheck.specs import spec_class, spec_names
 
 # beside the registered specs: state and action constraints and deadlocks, in every form TLC gives
 # them (tests/constraint_specs.py; a module on the tests' path, which the Spark fixture ships)
-CONSTRAINT_SPECS = ["constraint_specs:Counters", "constraint_specs:Rising"]
+CONSTRAINT_SPECS = ["constraint_specs:Counters", "constraint_specs:Rising", "constraint_specs:RisingFromTwo"]
 # and two symmetry sets, acceptors and values (tests/symmetry_specs.py, shipped likewise)
 SYMMETRY_SPECS = ["symmetry_specs:Voting"]
 TEST_SPECS = CONSTRAINT_SPECS + SYMMETRY_SPECS
@@ -76,7 +76,7 @@ VIOLATING_CASES = [(name, example) for name, example in CASES if f"{name}-{examp
     "constraint_specs:Counters-{}", "constraint_specs:Counters-{'limit': 3, 'cap': 3}",
     "constraint_specs:Counters-{'n': 3, 'limit': 1, 'cap': 1}", "constraint_specs:Counters-{'blocked': True}",
     "constraint_specs:Rising-{'forbidden': 2}", "constraint_specs:Rising-{'forbidden': 3}",
-    "symmetry_specs:Voting-{'revote': True}"}]
+    "constraint_specs:RisingFromTwo-{'forbidden': 4}", "symmetry_specs:Voting-{'revote': True}"}]
 
 
 @pytest.mark.parametrize("name,example", VIOLATING_CASES, ids=[f"{n}-{e}" for n, e in VIOLATING_CASES])

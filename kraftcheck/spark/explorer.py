@@ -37,6 +37,7 @@ from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Result, Step, Violation, no_progress,
                                                replay_path)
 from kraftcheck.checker.explore.spec_raised import placed
+from kraftcheck.checker.explore.violations import initial_sources
 from kraftcheck.checker.explore.run_limits import Clock, depth_reached, limit_reached, stop_at_max_depth
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import using_threads
@@ -321,6 +322,7 @@ class _SparkRun:
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
+        self._initial_sources: Optional[list[int]] = None  # model.initial's index of each initial-level place
         self.cut: Optional[tuple[int, int]] = None  # (level, key) where a run stopped inside a level
         self.expansion: Optional[_Expansion] = None  # the last level's expansion, once its candidates are written
         self.result = Result(model=model, engine=SparkExplorer.name)
@@ -778,7 +780,13 @@ class _SparkRun:
         raise SpecError(f"internal: state {index} is in no part file of level {level}")
 
     def _trace(self, index: int) -> list[Step]:
-        return replay_path(self.model, index, self._link, self.model.step)
+        # the initial level leaves out the initial states outside a state constraint: its places
+        # are not model.initial's
+        if self._initial_sources is None:
+            self._initial_sources = initial_sources(self.model, None)
+        sources = self._initial_sources
+        return replay_path(self.model, index, self._link, self.model.step,
+                           initial=lambda i: self.model.initial[sources[i]])
 
     def _placed(self, error: SpecError, place: Optional[tuple[int, tuple[int, ...]]]) -> SpecError:
         """A spec's error with the state it was raised on and the path to it, as the local engine
