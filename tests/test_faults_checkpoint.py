@@ -166,6 +166,23 @@ def test_records_written_after_the_manifest_are_not_the_checkpoints_and_are_cut_
     assert [json.loads(line)["level"] for line in after] == list(range(resumed.depth))
 
 
+def test_level_records_that_are_no_file_are_refused_even_before_the_first_level(tmp_path):
+    """A checkpoint stopped before its first level names no record; a FIFO in the records' place
+    blocked the resume's first append for ever."""
+    from kraftcheck.checker.explore.observer import RunObserver
+
+    class StopBeforeTheFirstLevel(RunObserver):
+        def run_started(self):
+            raise KeyboardInterrupt
+
+    directory = tmp_path / "ck"
+    stopped = Engine().explore(_model(), Options(checkpoint_dir=str(directory)), observer=StopBeforeTheFirstLevel())
+    assert stopped.interrupted and json.loads((directory / MANIFEST).read_text())["level_records"]["count"] == 0
+    os.mkfifo(directory / LEVEL_RECORDS)
+    with pytest.raises(CheckpointDamaged, match="levels.jsonl cannot be read .not a regular file"):
+        _resume(directory)
+
+
 def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
     """Format 3 listed every level in the manifest: such a checkpoint (kraftcheck 0.2.0 wrote it
     too) still resumes, checked as before, to the counts of an uninterrupted run."""

@@ -84,11 +84,11 @@ class LevelRecords:
         except (TypeError, KeyError, ValueError):
             raise damaged(f"{Path(directory) / 'checkpoint.json'} names its level records as {entry!r}, which no "
                           "kraftcheck writes") from None
-        if count == 0:
-            return cls(directory), [], []
         try:
-            if not path.is_file() and path.exists():  # a FIFO would block the read
+            if not path.is_file() and path.exists():  # a FIFO would block the read, or the first append
                 raise OSError("not a regular file")
+            if count == 0:
+                return cls(directory), [], []
             with open(path, "rb") as f:
                 data = f.read(size)
         except FileNotFoundError:
