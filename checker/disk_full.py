@@ -11,6 +11,7 @@ the others, and the verdict, are still given.
 from __future__ import annotations
 
 import errno
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -54,9 +55,32 @@ def disk_full_reason(e: OSError, directory: Any = None) -> str:
     return f"{what} writing in {directory}" if directory else what
 
 
+# what to do, by errno, when the refused file was compiled code (the kernel cache, numba's cache)
+_CACHE_PLACES = ("KRAFTCHECK_CACHE_DIR (and NUMBA_CACHE_DIR, where numba's cache of the spec's functions goes) set "
+                 "to a directory there")
+_CACHE_ADVICE = {errno.ENOSPC: f"free space, or give the compiled code a disk with room: {_CACHE_PLACES}",
+                 errno.EDQUOT: "free space within the quota or have it raised, or give the compiled code a disk "
+                               f"outside it: {_CACHE_PLACES}",
+                 errno.EFBIG: "raise the file size limit (ulimit -f) in the shell that runs it: compiled code "
+                              "takes files of a few megabytes"}
+
+
+def is_compiled_code_file(path: Any) -> bool:
+    """``path`` is a file of the kernel cache or of numba's cache (its own ``NUMBA_CACHE_DIR``, or
+    a ``__pycache__`` beside a spec's or kraftcheck's sources)."""
+    from kraftcheck.checker.debug_kernels import cache_root
+    full = os.path.realpath(str(path))
+    roots = [cache_root(), os.environ.get("NUMBA_CACHE_DIR") or ""]
+    return "__pycache__" in full.split(os.sep) or any(
+        root and full.startswith(os.path.realpath(root) + os.sep) for root in roots)
+
+
 def disk_full_advice(checkpoint: Optional[str], reason: str = DISK_FULL) -> str:
     """What to do about a run stopped for ``reason`` (from ``disk_full_reason``)."""
     code = next((code for code, what in NO_ROOM.items() if reason.startswith(what)), errno.ENOSPC)
+    written = reason.split(" writing ", 1)[1] if " writing " in reason else None
+    if written is not None and is_compiled_code_file(written):  # compiling, not keeping levels
+        return _CACHE_ADVICE[code]
     resumable, fresh = _ADVICE[code]
     if checkpoint:
         return f"{checkpoint} keeps the last finished level: {resumable}, then continue with --resume {checkpoint}"

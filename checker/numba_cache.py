@@ -509,8 +509,13 @@ def tolerate_damage() -> None:
         content = buffer.getvalue()
         if filepath != self._index_path:
             content += _entry_block(getattr(_entry, "key", None))
-        with open_for_write(self, filepath) as f:  # numba's: a temporary file, renamed when whole
-            f.write(content + _MARK + _digest(self, filepath, content))
+        try:
+            with open_for_write(self, filepath) as f:  # numba's: a temporary file, renamed when whole
+                f.write(content + _MARK + _digest(self, filepath, content))
+        except OSError as e:  # a write names no file: say which one the disk (or a limit) refused
+            if e.filename is None:
+                e.filename = filepath
+            raise
 
     cache_file._load_index, cache_file._load_data = _load_index, _load_data
     cache_file.save, cache_file.load = _save, _load

@@ -607,3 +607,36 @@ def test_an_engine_kernel_s_stamp_covers_the_engine_files_it_reaches():
     assert numba_cache.reachable_files(visited.rehash.py_func) is None  # a spec's walk stops at the engine
     stamp = visited.rehash._cache._cache_file._source_stamp
     assert stamp[1] == numba_cache.reachable_sources_digest(visited.rehash.py_func, engine=True)
+
+
+def test_a_compile_the_file_size_limit_stops_names_the_file_and_what_to_do(tmp_path):
+    """Under ``ulimit -f`` a first run's compile could not write numba's cache: it stopped (exit 3)
+    with 'the file size limit is exceeded', naming no file and advising --checkpoint or TMPDIR for
+    levels, which no level needed. Now it names the compiled file and the limit to raise; a full
+    disk there is told to move the caches (``disk_full_advice``)."""
+    import resource
+
+    from kraftcheck.checker.disk_full import disk_full_advice
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20 * 1024, resource.RLIM_INFINITY))
+
+    env = {**os.environ, "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", "two_phase", "--param", "rm=2",
+                           "-q", "--compile", "now"], capture_output=True, text=True, timeout=600, env=env,
+                          preexec_fn=small_files)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 3, done.stderr
+    assert f"the file size limit is exceeded writing {tmp_path}/" in said and "Traceback" not in said, said
+    assert "raise the file size limit (ulimit -f)" in said and "--checkpoint" not in said, said
+    os.environ["KRAFTCHECK_CACHE_DIR"], before = str(tmp_path / "cache"), os.environ.get("KRAFTCHECK_CACHE_DIR")
+    try:
+        full = disk_full_advice(None, f"the disk is full writing {tmp_path / 'cache' / 'kernels' / 'kc_x.py'}")
+        levels = disk_full_advice(None, f"the disk is full writing {tmp_path / 'levels' / 'level-0001.words'}")
+    finally:
+        if before is None:
+            del os.environ["KRAFTCHECK_CACHE_DIR"]
+        else:
+            os.environ["KRAFTCHECK_CACHE_DIR"] = before
+    assert "KRAFTCHECK_CACHE_DIR" in full and "TMPDIR" not in full
+    assert "TMPDIR" in levels and "KRAFTCHECK_CACHE_DIR" not in levels
