@@ -128,6 +128,17 @@ def test_a_signal_once_the_command_is_over_changes_nothing(signal_name):
     assert "two_phase" in done.stdout
 
 
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_signal_once_a_command_that_calls_sys_exit_is_over_ends_it_with_its_code(signal_name):
+    """check, ci, sweep and trace end with sys.exit(code): their code reached main as a SystemExit,
+    not a return value, and a signal then was ignored, so an exit that waits stayed unstoppable
+    but by SIGKILL. It ends the process at once with the command's code, as for specs."""
+    script = SIGNAL_AS_IT_EXITS.format(name=signal_name).replace(
+        '["kraftcheck", "specs"]', '["kraftcheck", "trace", "replay", "/nonexistent/x.json"]')
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
+    assert (done.returncode, done.stderr) == (2, "error: /nonexistent/x.json: no such file\n"), done.stderr
+
+
 # the command line with a progress line at every snapshot (not every 10 s), so a test can wait for one
 CHECK_WITH_EVERY_PROGRESS_LINE = ("import sys; import kraftcheck.cli.terminal as t; t.PLAIN_PROGRESS_EVERY_S = 0; "
                                   "from kraftcheck.cli.main import main; sys.argv[0] = 'kraftcheck'; main()")

@@ -75,6 +75,10 @@ def main() -> None:
     code = None
     try:
         code = _run()
+    except SystemExit as e:  # how check, ci, sweep and trace end: sys.exit(their code)
+        if e.code is not None and not isinstance(e.code, int):
+            raise  # a message for the interpreter to print (exit 1)
+        code = e.code or 0
     except KeyboardInterrupt:
         code = _interrupted()
     except Exception:  # noqa: BLE001 - a bug of kraftcheck's must not exit 1, which reads as "violated"
