@@ -183,9 +183,8 @@ def test_level_records_that_are_no_file_are_refused_even_before_the_first_level(
         _resume(directory)
 
 
-def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
-    """Format 3 listed every level in the manifest: such a checkpoint (kraftcheck 0.2.0 wrote it
-    too) still resumes, checked as before, to the counts of an uninterrupted run."""
+def _as_format_3(checkpoint):
+    """The checkpoint as format 3 wrote it (every level listed in the manifest, no records); its manifest as read before."""
     from kraftcheck.checker.explore.checkpoint import read_manifest
     listed = read_manifest(checkpoint)
 
@@ -195,6 +194,13 @@ def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
         manifest["sizes"], manifest["checksums"] = listed["sizes"], listed["checksums"]
     _rewrite_manifest(checkpoint, format_3)
     (checkpoint / LEVEL_RECORDS).unlink()
+    return listed
+
+
+def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
+    """Format 3 listed every level in the manifest: such a checkpoint (kraftcheck 0.2.0 wrote it
+    too) still resumes, checked as before, to the counts of an uninterrupted run."""
+    listed = _as_format_3(checkpoint)
     _flip_a_bit(checkpoint / "level-0002.words")
     with pytest.raises(CheckpointDamaged, match="level-0002.words was changed after its run wrote it"):
         _resume(checkpoint)
@@ -203,6 +209,15 @@ def test_a_checkpoint_of_format_3_resumes_and_records_its_levels(checkpoint):
     assert _summary(resumed) == _summary(Engine().explore(_model(), Options()))
     assert [json.loads(line)["states"] for line in (checkpoint / LEVEL_RECORDS).read_text().splitlines()][:STOP_AT] \
         == listed["sizes"]
+
+
+def test_level_records_that_are_no_file_are_refused_in_a_checkpoint_of_format_3(checkpoint):
+    """Format 3 names no records, so its resume did not look at the records' place before its
+    first append, which a FIFO there blocked for ever."""
+    _as_format_3(checkpoint)
+    os.mkfifo(checkpoint / LEVEL_RECORDS)
+    with pytest.raises(CheckpointDamaged, match="levels.jsonl cannot be read .not a regular file"):
+        _resume(checkpoint)
 
 
 def test_a_checkpoint_of_the_format_without_checksums_is_refused_saying_so(checkpoint):

@@ -151,12 +151,17 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
         shown = "none recorded" if recorded is None else f"recorded {str(recorded)[:16]}..."
         raise CheckpointDamaged(f"{path} was changed after its run wrote it: its content does not match its "
                                 f"{DIGEST} ({shown}); the checkpoint cannot be trusted: {RESTORE}")
+
+    def damaged(what: str) -> CheckpointDamaged:
+        return CheckpointDamaged(f"{what}; {RESTORE}")
+
     if "level_records" in data:  # the local engine's, format 4: each finished level's record, checked
-        _, data["sizes"], data["checksums"] = LevelRecords.read(
-            Path(directory), data["level_records"], lambda what: CheckpointDamaged(f"{what}; {RESTORE}"))
+        _, data["sizes"], data["checksums"] = LevelRecords.read(Path(directory), data["level_records"], damaged)
         if len(data["sizes"]) != data.get("levels"):
             raise CheckpointDamaged(f"{path} records {data.get('levels')} finished levels but "
                                     f"{len(data['sizes'])} level records; {RESTORE}")
+    else:  # format 3 (or a Spark work dir's): the levels listed here; a resume's first append starts the records
+        LevelRecords.refuse_no_regular_file(Path(directory), damaged)
     return data
 
 

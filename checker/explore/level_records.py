@@ -72,6 +72,15 @@ class LevelRecords:
             os.fsync(f.fileno())
         self.count, self.size, self.chain = len(sizes), self.size + len(data), chain
 
+    @staticmethod
+    def refuse_no_regular_file(directory: Path, damaged: Callable[[str], Exception]) -> None:
+        """The records' file is a regular one or absent: a FIFO would block the read, or the first
+        append, for ever. Also for a checkpoint that names no records (format 3 listed its levels in
+        its manifest), which its resume's first append starts."""
+        path = Path(directory) / LEVEL_RECORDS
+        if not path.is_file() and path.exists():
+            raise damaged(f"checkpoint file {path} cannot be read (not a regular file)")
+
     @classmethod
     def read(cls, directory: Path, entry: Any, damaged: Callable[[str], Exception]) \
             -> tuple["LevelRecords", list[int], list[dict[str, Any]]]:
@@ -84,9 +93,8 @@ class LevelRecords:
         except (TypeError, KeyError, ValueError):
             raise damaged(f"{Path(directory) / 'checkpoint.json'} names its level records as {entry!r}, which no "
                           "kraftcheck writes") from None
+        cls.refuse_no_regular_file(directory, damaged)
         try:
-            if not path.is_file() and path.exists():  # a FIFO would block the read, or the first append
-                raise OSError("not a regular file")
             if count == 0:
                 return cls(directory), [], []
             with open(path, "rb") as f:
