@@ -91,6 +91,16 @@ def atomic_write_with(path: PathLike, writer: Callable[[Path], None]) -> Path:
     return path
 
 
+def sync_directory(directory: PathLike) -> None:
+    """Make ``directory``'s entries durable: fsyncing a file makes its bytes durable, not its name
+    (a file created, or renamed into place, may be lost in a crash that keeps a later file)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 # -- outputs a user names: reports, traces, tables, graphs -------------------------------------------
 
 STDOUT = "-"

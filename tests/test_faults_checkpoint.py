@@ -412,3 +412,20 @@ def test_a_level_file_changed_in_place_after_the_check_is_still_found(checkpoint
     _flip_a_bit(path)  # back as written: found so, and then remembered by nothing
     check_level_file(path, recorded)
     assert not ck._digests_found
+
+
+def test_every_manifest_comes_after_the_names_of_the_files_it_names_are_durable(tmp_path, monkeypatch):
+    """fsyncing a file makes its bytes durable, not its name: a crash could keep a manifest (renamed
+    into place) and lose a level file or the level records created since the last one, leaving a
+    checkpoint that names a file that is not there. The directory is synced before each manifest."""
+    from kraftcheck.checker.explore import checkpoint_writer
+
+    events = []
+    sync, write = checkpoint_writer.sync_directory, checkpoint_writer.write_manifest
+    monkeypatch.setattr(checkpoint_writer, "sync_directory", lambda d: (events.append(("sync", Path(d))), sync(d)))
+    monkeypatch.setattr(checkpoint_writer, "write_manifest",
+                        lambda d, *a: (events.append(("manifest", Path(d))), write(d, *a)))
+    r = Engine().explore(_model(), Options(checkpoint_dir=str(tmp_path / "ck")))
+    manifests = [i for i, (what, _) in enumerate(events) if what == "manifest"]
+    assert len(manifests) == r.depth + 2  # before the first level, after each, and the finished run's
+    assert all(events[i - 1] == ("sync", tmp_path / "ck") for i in manifests), events

@@ -19,6 +19,7 @@ import numpy as np
 
 from kraftcheck.checker.disk_full import write_kept
 from kraftcheck.checker.errors import SpecError
+from kraftcheck.checker.files import sync_directory
 from kraftcheck.checker.explore.checkpoint import (MANIFEST, HeldCheckpoint, counts_for_manifest, restore_counts,
                                                   write_manifest)
 from kraftcheck.checker.explore.level_records import CHAIN, LevelRecords
@@ -112,8 +113,12 @@ class CheckpointWriter:
         return level
 
     def _write(self, run: CheckpointedRun, finished: bool) -> None:
-        """The finished levels' records, then the manifest naming them."""
+        """The finished levels' records, then the manifest naming them. The files the manifest
+        names were fsynced as written; their names (a level's files and the records', created
+        since the last manifest) are made durable before it, so that no crash leaves a manifest
+        naming a file that is not there."""
         self.records.append(run.levels.sizes, run.levels.checksums)
+        sync_directory(self.directory)
         write_manifest(self.directory, self.identity, self._counters(run, finished))
 
     def _counters(self, run: CheckpointedRun, finished: bool) -> dict[str, Any]:

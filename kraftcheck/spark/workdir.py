@@ -45,7 +45,7 @@ import numpy as np
 
 from kraftcheck.checker.disk_full import is_disk_full
 from kraftcheck.checker.explore.checkpoint import RESTORE, CheckpointDamaged, check_level_file, file_checksum
-from kraftcheck.checker.files import file_digest
+from kraftcheck.checker.files import file_digest, sync_directory
 
 INITIAL_PARENT = np.uint64(0xFFFFFFFFFFFFFFFF)  # the parent index of an initial state
 _RUN = re.compile(r"runs-(\d{4,})-(\d{4,})\.fps$")
@@ -120,11 +120,7 @@ def sync_folders(root: str) -> None:
 
 
 def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    sync_directory(folder)
 
 
 def load(path: Path, dtype, nwords: int = 0) -> np.ndarray:
