@@ -322,7 +322,7 @@ class _SparkRun:
         self.new_per_action = np.zeros(len(model.actions), np.int64)
         self.found: dict[str, Violation] = {}
         self.found_at: dict[str, tuple[str, str, int]] = {}  # check -> (kind, "initial" or "key", value)
-        self._initial_sources: Optional[list[int]] = None  # model.initial's index of each initial-level place
+        self._initial_sources: list[int] = []  # model.initial's index of each initial-level place
         self.cut: Optional[tuple[int, int]] = None  # (level, key) where a run stopped inside a level
         self.expansion: Optional[_Expansion] = None  # the last level's expansion, once its candidates are written
         self.result = Result(model=model, engine=SparkExplorer.name)
@@ -414,6 +414,7 @@ class _SparkRun:
             hits = {name: i for name, i in hits.items() if i == cut}
             n = cut + 1
         words = words[:n][inside[:n]]
+        self._initial_sources = [int(r) for r in rows[:n][inside[:n]]]
         # every initial state the spec gives is generated (up to the violating one), duplicates included
         self.generated = model.initial_generated_through(int(rows[n - 1])) if stop else model.initial_generated
         n = words.shape[0]
@@ -687,6 +688,7 @@ class _SparkRun:
     def _manifest_content(self, finished: bool) -> dict[str, Any]:
         """What the manifest says of the run: its levels and their files, the counts, the figures."""
         return {"level_start": self.level_start, "part_counts": [list(c) for c in self.part_counts],
+                "initial_sources": self._initial_sources,
                 **counts_for_manifest(self.result, self.generated, self.fired, self.new_per_action,
                                       self.elapsed_before + self.clock.elapsed, self.found_at, finished),
                 "spark_levels": [dataclasses.asdict(f) for f in self.meter.figures.levels],
@@ -732,6 +734,9 @@ class _SparkRun:
         manifest = check_resumable(Path(self.root), self.identity)
         self.level_start = list(manifest["level_start"])
         self.part_counts = [tuple(c) for c in manifest["part_counts"]]
+        # a work dir written before the manifest kept them: what the initial level keeps but for
+        # fingerprints that collide
+        self._initial_sources = manifest.get("initial_sources") or initial_sources(self.model, None)
         self.level_files = manifest["level_files"]
         self.run_files = {int(b): {tuple(map(int, name.split("-"))): files for name, files in runs.items()}
                           for b, runs in manifest["visited_files"].items()}
@@ -780,10 +785,8 @@ class _SparkRun:
         raise SpecError(f"internal: state {index} is in no part file of level {level}")
 
     def _trace(self, index: int) -> list[Step]:
-        # the initial level leaves out the initial states outside a state constraint: its places
-        # are not model.initial's
-        if self._initial_sources is None:
-            self._initial_sources = initial_sources(self.model, None)
+        # the initial level leaves out the initial states outside a state constraint (and, with
+        # --fingerprints, those whose fingerprint an earlier one has): its places are not model.initial's
         sources = self._initial_sources
         return replay_path(self.model, index, self._link, self.model.step,
                            initial=lambda i: self.model.initial[sources[i]])
