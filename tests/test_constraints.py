@@ -116,7 +116,6 @@ def test_an_initial_state_given_twice_is_counted_twice_as_tlc_counts_it(explorer
     assert violation.steps[0].state[0] == 3 and result.states_generated == 4
 
 
-
 @pytest.mark.parametrize("explorer", [ReferenceExplorer, Engine, FingerprintEngine, TableLayoutEngine],
                          ids=["reference", "engine", "engine-fingerprints", "engine-table-layouts"])
 def test_a_trace_starts_at_its_initial_state_when_earlier_ones_lie_outside(explorer):
@@ -130,6 +129,7 @@ def test_a_trace_starts_at_its_initial_state_when_earlier_ones_lie_outside(explo
     assert _counts(result) == ("violated", 4, 6, 3, 2)
     (violation,) = result.violations
     assert [step.state[0] for step in violation.steps] == [3, 4]
+
 
 # one state, two successors violating one invariant: the first (row 0) inside the constraint, the
 # second (row 1) outside it

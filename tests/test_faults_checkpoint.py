@@ -116,7 +116,7 @@ DAMAGE = {
     "a level's record edited": (lambda ck: _edit_records(ck, _change_a_record),
                                 [LEVEL_RECORDS, "the record of level 3 was changed", "chain breaks there"]),
     "a level's record removed": (lambda ck: _edit_records(ck, lambda lines: lines[:2] + lines[3:]),
-                                 [LEVEL_RECORDS, "bytes where its run wrote"]),
+                                 [LEVEL_RECORDS, "bytes where its run wrote", "(cut short, or a record removed)"]),
     "two levels' records swapped": (lambda ck: _edit_records(ck, lambda lines: [lines[1], lines[0], *lines[2:]]),
                                     [LEVEL_RECORDS, "the record of level 0 is not one its run wrote"]),
     "the level records truncated": (lambda ck: os.truncate(ck / LEVEL_RECORDS, 100),
