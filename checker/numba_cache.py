@@ -333,14 +333,14 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     return None if reached is None else reached[0]
 
 
-def reachable(py_func, engine: bool = False) -> tuple[set[str] | None, bytes]:
-    """``reachable_files``, and the values numba compiles in as constants that the functions it
-    walks name (numbers, strings, enum members, numpy scalars and arrays, tuples of them), each
-    with its name: such a value need not come from a file the walk covers (``from config import
-    N`` beside a spec file that is no package's, ``N = int(os.environ["N"])``), and code compiled
-    with another value of it is stale. (None, empty) where ``reachable_files`` is None."""
+def reachable_constants(py_func, engine: bool = False) -> bytes:
+    """The values numba compiles in as constants that the functions ``reachable_files`` walks name
+    (numbers, strings, enum members, numpy scalars and arrays, tuples of them), each with its name:
+    such a value need not come from a file the walk covers (``from config import N`` beside a spec
+    file that is no package's, ``N = int(os.environ["N"])``), and code compiled with another value
+    of it is stale. Empty where ``reachable_files`` is None."""
     reached = _reach(py_func, engine)
-    return (None, b"") if reached is None else (reached[0], b"".join(sorted(reached[1])))
+    return b"" if reached is None else b"".join(sorted(reached[1]))
 
 
 _ABSENT = object()  # a name a module does not hold (yet: a submodule imported later becomes one)
@@ -426,7 +426,7 @@ def _frozen(value, depth: int = 0) -> bytes | None:
 
 def reachable_sources_digest(py_func, engine: bool = False) -> str | None:
     """A digest of the sources ``py_func`` can reach (``reachable_files``) and of the constants
-    they compile in (``reachable``), None if not tracked: of the files' contents and
+    they compile in (``reachable_constants``), None if not tracked: of the files' contents and
     names, not their folders, so that two checkouts of the same sources sharing a kernel cache (a
     generated module's numba files are in the cache) agree on it rather than each compiling again
     what the other wrote."""
