@@ -1192,15 +1192,12 @@ def _dependency_digest(model: Model) -> str:
 def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     """Digest of the source files of the spec's ``functions``, of every module of their packages
     (spec functions call helpers from other modules of their package), of the modules they reach
-    (``numba_cache.reachable_files``: helpers of a spec file that is no package's), of
-    ``extra_files`` and of the constants the functions compile in (``numba_cache.reachable_constants``:
-    a value imported from a file none of these is, or computed when the spec is imported)."""
+    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and of
+    ``extra_files``."""
     files = set(extra_files)
-    constants = []
     for fn in functions:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
         files.update(Path(f) for f in numba_cache.reachable_files(python_function(fn)) or ())
-        constants.append(numba_cache.reachable_constants(python_function(fn)))
     for f in list(files):
         if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
             files.update(f.parent.glob("*.py"))
@@ -1208,8 +1205,6 @@ def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     for f in sorted(files):
         h.update(str(f.name).encode())
         h.update(f.read_bytes())
-    for c in sorted(constants):
-        h.update(c)
     return h.hexdigest()
 
 

@@ -50,7 +50,6 @@ every file in it checked against what was compiled into it.
 from __future__ import annotations
 
 import contextlib
-import enum
 import fcntl
 import hashlib
 import hmac
@@ -324,34 +323,16 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     """The source files ``py_func`` can reach: its module's, and those of the functions, numba
     dispatchers, classes and modules it names (globals, attributes of a module it names, its
     closure), and in turn theirs; each with the other modules of its package folder, as
-    ``codegen.sources_digest``; the functions that define numba intrinsics it names, and what
-    tuples, lists, sets and dicts it names hold, are followed too. Generated kernel modules and
-    installed packages end the walk, and so do the modules of kraftcheck's engine unless
-    ``engine``. None for a function of kraftcheck's engine or a generated kernel module (unless
-    ``engine``: then only for the others), or an installed package's."""
-    reached = _reach(py_func, engine)
-    return None if reached is None else reached[0]
-
-
-def reachable_constants(py_func, engine: bool = False) -> bytes:
-    """The values numba compiles in as constants that the functions ``reachable_files`` walks name
-    (numbers, strings, enum members, numpy scalars and arrays, tuples of them), each with its name:
-    such a value need not come from a file the walk covers (``from config import N`` beside a spec
-    file that is no package's, ``N = int(os.environ["N"])``), and code compiled with another value
-    of it is stale. Empty where ``reachable_files`` is None."""
-    reached = _reach(py_func, engine)
-    return b"" if reached is None else b"".join(sorted(reached[1]))
-
-
-_ABSENT = object()  # a name a module does not hold (yet: a submodule imported later becomes one)
-
-
-def _reach(py_func, engine: bool) -> tuple[set[str], set[bytes]] | None:
+    ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
+    a package); the functions that define numba intrinsics it names, and what tuples, lists, sets
+    and dicts it names hold, are followed too. Generated kernel modules and installed packages end
+    the walk, and so do the modules of kraftcheck's engine unless ``engine``. None for a function
+    of kraftcheck's engine or a generated kernel module (unless ``engine``: then only for the
+    others), or an installed package's."""
     start = py_func.__globals__
     if engine != _engines_own(start) or (not engine and _tracked(start) is None):
         return None
     files: set[str] = set()
-    constants: set[bytes] = set()
     seen: set[int] = set()
     todo = [py_func]
     while todo:
@@ -381,63 +362,29 @@ def _reach(py_func, engine: bool) -> tuple[set[str], set[bytes]] | None:
         elif module is not start:  # a generated module's own text is its name's: walk what it calls
             continue
         if function is not None:
-            pairs = [(n, module[n]) for n in names if n in module]
-            pairs += [(n, c.cell_contents) for n, c in zip(function.__code__.co_freevars, function.__closure__ or ())
-                      if _has_contents(c)]
-            ids = {id(v) for _, v in pairs}
-            for _, m in list(pairs):  # grows: an attribute of a module it names (kafka_state.records_below)
+            named = [module[n] for n in names if n in module]
+            named += [c.cell_contents for c in function.__closure__ or () if _has_contents(c)]
+            ids = {id(v) for v in named}
+            for m in named:  # grows: an attribute of a module it names (kafka_state.records_below)
                 if isinstance(m, types.ModuleType):
-                    found = [(n, v) for n in names if id(v := vars(m).get(n, _ABSENT)) not in ids and v is not _ABSENT]
-                    ids.update(id(v) for _, v in found)
-                    pairs += found
-            for name, v in pairs:
-                frozen = _frozen(v)
-                if frozen is not None:
-                    constants.add(name.encode() + b"=" + frozen + b"\0")
-            todo += [v for _, v in pairs]
-    return files, constants
-
-
-def _frozen(value, depth: int = 0) -> bytes | None:
-    """How a global value numba compiles in as a constant is written into a digest, or None for
-    one it does not (a function, a module, a class: walked instead) or that is too large to be
-    data numba takes by value."""
-    kind = type(value)
-    tag = f"{kind.__module__}.{kind.__qualname__}:".encode()
-    if value is None or isinstance(value, (str, bytes)):
-        return tag + repr(value).encode()
-    if isinstance(value, enum.Enum):
-        return tag + value.name.encode() + b"," + (_frozen(value.value, depth + 1) or b"?")
-    if isinstance(value, bool):
-        return tag + repr(bool(value)).encode()
-    if isinstance(value, (int, float, complex)):  # by the number, whatever repr a subclass has
-        return tag + repr((int if isinstance(value, int) else float if isinstance(value, float) else complex)(value)).encode()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.generic):
-        return tag + value.dtype.str.encode() + b"," + value.tobytes()
-    if numpy is not None and isinstance(value, numpy.ndarray):
-        if value.dtype.hasobject:
-            return None
-        return tag + f"{value.dtype.str}{value.shape}".encode() + hashlib.sha256(numpy.ascontiguousarray(value).tobytes()).digest()
-    if isinstance(value, tuple) and len(value) <= _MOST_ITEMS and depth < 20:
-        return tag + b"(" + b",".join(_frozen(v, depth + 1) or b"?" for v in value) + b")"
-    return None
+                    found = [v for n in names if id(v := vars(m).get(n)) not in ids]
+                    ids.update(id(v) for v in found)
+                    named += found
+            todo += named
+    return files
 
 
 def reachable_sources_digest(py_func, engine: bool = False) -> str | None:
-    """A digest of the sources ``py_func`` can reach (``reachable_files``) and of the constants
-    they compile in (``reachable_constants``), None if not tracked: of the files' contents and
-    names, not their folders, so that two checkouts of the same sources sharing a kernel cache (a
-    generated module's numba files are in the cache) agree on it rather than each compiling again
-    what the other wrote."""
-    reached = _reach(py_func, engine)
-    if reached is None:
+    """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked: of
+    their contents and file names, not their folders, so that two checkouts of the same sources
+    sharing a kernel cache (a generated module's numba files are in the cache) agree on it rather
+    than each compiling again what the other wrote."""
+    files = reachable_files(py_func, engine)
+    if files is None:
         return None
-    files, constants = reached
     h = hashlib.sha256()
     for name, digest in sorted((os.path.basename(path).encode(), file_digest(path)) for path in files):
         h.update(name + b"\0" + digest)
-    h.update(b"".join(sorted(constants)))
     return h.hexdigest()
 
 
