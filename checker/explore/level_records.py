@@ -105,7 +105,8 @@ class LevelRecords:
         except OSError as e:
             raise damaged(f"checkpoint file {path} cannot be read ({e.strerror or e})") from None
         if len(data) < size:
-            raise damaged(f"checkpoint file {path} has {len(data):,} bytes where its run wrote {size:,} (cut short, or a record removed)")
+            raise damaged(f"checkpoint file {path} has {len(data):,} bytes where its run wrote {size:,} (cut short, "
+                          "or a record removed)")
         sizes, checksums, running = [], [], CHAIN_START
         lines = data.split(b"\n")
         if lines[-1] != b"" or len(lines) - 1 != count:

@@ -76,9 +76,9 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
         j.cases.append(Case("exploration", "error", line))
         return j
     # never started (its run directory refused), or stopped with its report unwritten (exit 3: a full disk)
-    if report is None and outcome.exit_code in (None, 3) and not outcome.killed:
+    said = outcome.stopped_unreported
+    if said is not None:
         j.status = STOPPED
-        said = outcome.error_line if outcome.exit_code is None else f"exit 3 without a report: {outcome.error_line}"
         j.problems.append(f"stopped before its end: {said}")
         j.cases.append(Case("exploration", "error", outcome.error_line))
         return j

@@ -62,6 +62,14 @@ class Outcome:
         errors = [ln.split("error: ", 1)[1] for ln in lines if "kraftcheck: error:" in ln]
         return errors[-1] if errors else (lines[-1] if lines else "no output")
 
+    @property
+    def stopped_unreported(self) -> Optional[str]:
+        """Why a check gave no verdict, if it never started (its run directory refused: a full disk)
+        or stopped with its report unwritten (exit 3), and was not killed; else None."""
+        if self.report is not None or self.exit_code not in (None, 3) or self.killed:
+            return None
+        return self.error_line if self.exit_code is None else f"exit 3 without a report: {self.error_line}"
+
 
 def _imports_module(spec: str) -> bool:
     """``module:Class`` (not a registered name, not a file): found through PYTHONPATH."""

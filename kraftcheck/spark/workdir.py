@@ -108,7 +108,7 @@ def save(path: Path, array: np.ndarray, durable: bool = True) -> Optional[dict]:
             raise OSError(e.errno, e.strerror, str(path)) from None  # a failed flush names no file
         raise
     if durable:
-        _sync_folder(path.parent)
+        sync_directory(path.parent)
     return written
 
 
@@ -116,11 +116,7 @@ def sync_folders(root: str) -> None:
     """Make the work dir's folder entries durable (a new level's folder in ``levels``; ``levels``
     and ``visited`` themselves): ``save`` syncs a file and the folder it is in, not the folders above."""
     for folder in (Path(root) / "levels", Path(root) / "visited", Path(root)):
-        _sync_folder(folder)
-
-
-def _sync_folder(folder: Path) -> None:
-    sync_directory(folder)
+        sync_directory(folder)
 
 
 def load(path: Path, dtype, nwords: int = 0) -> np.ndarray:

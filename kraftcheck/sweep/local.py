@@ -45,10 +45,8 @@ def run_local(configs: list[Configuration], out: Path, jobs: int, on_event: Call
                             message=f"killed: still running {outcome.wall_s:.0f} s after it started (time limit "
                                     f"{outcome.check.time_budget:g} s)"))
             continue
-        if outcome.report is None and outcome.exit_code in (None, 3):
-            # never started (its run directory refused: a full disk), or stopped with its report
-            # unwritten (exit 3): nothing wrong with the configuration, and no verdict; as ci says it
-            said = outcome.error_line if outcome.exit_code is None else f"exit 3 without a report: {outcome.error_line}"
+        said = outcome.stopped_unreported  # nothing wrong with the configuration, and no verdict: as ci says it
+        if said is not None:
             rows.append(Row(config.name, config.parameter_text(), "incomplete", wall_s=round(outcome.wall_s, 1),
                             message=said))
             continue
