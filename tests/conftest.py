@@ -125,7 +125,8 @@ def explorer(request):
 LISTED_FROM_S = 7
 LONGEST_TEST_S = {
     "test_conformance.py": 39,
-    "test_symmetry.py": 25, "test_packaging.py": 23, "test_writes.py": 22, "test_graph_analyses.py": 21,
+    "test_symmetry.py": 25, "test_packaging.py": 23, "test_cli_layout.py": 23, "test_writes.py": 22,
+    "test_graph_analyses.py": 21,
     "test_differential_specs.py": 20, "test_checkpoint.py": 19,
     "test_compile_tiers.py": 17, "test_spark.py": 14, "test_faults_checkpoint.py": 14, "test_spill.py": 14,
     "test_fairness.py": 13,
@@ -135,6 +136,7 @@ LONGEST_TEST_S = {
     "test_kafka_broker_conformance.py": 10, "test_faults_hostile_2.py": 10, "test_faults_cache.py": 10,
     "test_visited_compact.py": 10, "test_layout_table.py": 10,
     "test_fingerprints.py": 9, "test_two_tiers.py": 9, "test_kernels.py": 9, "test_simulate.py": 8,
+    "test_traces_state_graph.py": 8,
     "test_faults_verdicts.py": 8, "test_ci.py": 8, "test_kafka_controlled_shutdown.py": 8,
     "test_kafka_availability.py": 7, "test_tla_examples_voting.py": 7, "test_constraints.py": 7, "test_limits.py": 7,
 }

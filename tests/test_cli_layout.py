@@ -41,11 +41,15 @@ def test_specs_listing_fits_80_columns():
     assert "accept_stale_fetch_responses" in result.output
 
 
-def test_check_output_fits_80_columns_and_names_only_changed_options(tmp_path):
+def test_check_output_fits_80_columns_and_names_only_changed_options(tmp_path, monkeypatch):
+    """Progress lines included: a CI log gets one every 10 s, here one at every snapshot."""
+    import kraftcheck.cli.terminal as terminal
+    monkeypatch.setattr(terminal, "PLAIN_PROGRESS_EVERY_S", 0)
     result = run("check", "--spec", "two_phase_eager_commit", "--param", "rm=4", "--no-color",
                  "--trace-dir", str(tmp_path))
     assert result.exit_code == 1
     lines = result.output.splitlines()
+    assert any(line.startswith("progress: depth ") for line in lines)
     assert [line for line in lines if len(line) > 80] == []
     assert lines[0].startswith("checking two_phase_eager_commit (rm=4): ")
     assert any(line.startswith("two_phase_eager_commit (rm=4): invariant violated") for line in lines)
@@ -72,3 +76,23 @@ def test_spark_progress_line_fits_80_columns():
     assert len(progress_line(huge)) <= 80 and "shuffle 1,023 TiB" in progress_line(huge)
     local = Progress(11, 288, 1_000, 0, 12.3)
     assert progress_line(local).startswith("depth 11  distinct 288  generated 1,000  frontier 0")
+
+
+def test_a_local_progress_line_keeps_its_counts_whole_and_fits_80_columns():
+    """The rate's word goes first, then the time, then the frontier is kept short; depth, distinct
+    and generated stay whole, as ``kraftcheck ci`` reads them from a check's plain lines."""
+    from kraftcheck.checker.explore.result import Progress
+    from kraftcheck.ci.runner import PROGRESS_LINE
+    from kraftcheck.cli.terminal import progress_line
+
+    small = Progress(6, 426, 1_391, 378, 0.7)
+    assert progress_line(small) == "depth 6  distinct 426  generated 1,391  frontier 378  609/s distinct  0.7s"
+    assert progress_line(small, 70) == "depth 6  distinct 426  generated 1,391  frontier 378  609/s  0.7s"
+    big = Progress(60, 12_345_678, 123_456_789, 1_234_567, 100.0)
+    assert progress_line(big, 70) == "depth 60  distinct 12,345,678  generated 123,456,789  frontier 1.23M  123k/s"
+    huge = Progress(1_234, 123_456_789, 1_234_567_890, 12_345_678, 100.0)  # wider than 70 columns: counts whole
+    depth, distinct, generated = PROGRESS_LINE.match(f"progress: {progress_line(huge, 70)}").groups()
+    assert (depth, distinct, generated) == ("1,234", "123,456,789", "1,234,567,890")
+    compiling = Progress(5, 1496, 2907, 1158, 11.5, compiling="5/21: Fetch", meanwhile="interpreting")
+    meanwhile = progress_line(compiling, 70)
+    assert all(len(line) <= 70 for line in meanwhile.splitlines())

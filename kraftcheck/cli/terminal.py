@@ -22,6 +22,7 @@ from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progr
 from kraftcheck.cli.diagnostics import raw_standard_error
 
 PLAIN_PROGRESS_EVERY_S = 10.0
+PLAIN_PREFIX = "progress: "
 
 
 def compile_summary(result: Result) -> str:
@@ -65,16 +66,16 @@ def byte_size(n: int) -> str:
 MAX_PROGRESS_WIDTH = 80
 
 
-def spark_progress_line(p: Progress) -> str:
+def spark_progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     """A Spark run's progress: the level, counts kept short (Spark runs are big), the new states
     of the last level, the rate, the bytes that level shuffled, and the time if the line still
-    fits 80 columns (the summary has it anyway)."""
+    fits ``width`` columns (the summary has it anyway)."""
     shuffled = "-" if p.shuffle_bytes is None else byte_size(p.shuffle_bytes)
     rate = f"{short_count(round(p.distinct / p.elapsed_s))}/s" if p.elapsed_s > 0 else "-"
     line = (f"level {p.depth:,}  distinct {short_count(p.distinct)} (+{short_count(p.frontier)})  "
             f"generated {short_count(p.generated)}  {rate}  shuffle {shuffled}")
     timed = f"{line}  {p.elapsed_s:,.1f}s"
-    return timed if len(timed) <= MAX_PROGRESS_WIDTH else line
+    return timed if len(timed) <= width else line
 
 
 def simulation_progress_line(p: Progress) -> str:
@@ -84,27 +85,41 @@ def simulation_progress_line(p: Progress) -> str:
             f"{p.elapsed_s:,.1f}s")
 
 
-def progress_line(p: Progress) -> str:
-    """One line of progress: compiling (and what), and/or the exploration's counts and rates."""
+def exploration_counts(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
+    """A local run's counts, rate and time in ``width`` columns if they can be: the rate's word
+    goes first, then the time (the summary has both), then the frontier and the rate are kept
+    short. Depth, distinct and generated stay whole, wider than ``width`` if they must be:
+    ``kraftcheck ci`` reads them from the plain lines."""
+    head = f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  frontier "
+    rate, seconds = _rate(p.distinct, p.elapsed_s), f"{p.elapsed_s:,.1f}s"
+    frontier = f"{p.frontier:,}"
+    short_rate = f"{short_count(round(p.distinct / p.elapsed_s))}/s" if p.elapsed_s > 0 else "-"
+    candidates = (f"{head}{frontier}  {rate} distinct  {seconds}", f"{head}{frontier}  {rate}  {seconds}",
+                  f"{head}{frontier}  {rate}", f"{head}{short_count(p.frontier)}  {short_rate}")
+    return next((line for line in candidates if len(line) <= width), candidates[-1])
+
+
+def progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
+    """One line of progress: compiling (and what), and/or the exploration's counts and rates, the
+    counts in ``width`` columns where they can be."""
     if p.engine == "spark" and getattr(p, "waiting", None):  # before the first level (kraftcheck.spark.readiness)
         return f"{p.waiting}  {p.elapsed_s:,.1f}s"
     if p.engine == "spark" and p.compiling is None:
-        return spark_progress_line(p)
+        return spark_progress_line(p, width)
     if p.behaviours is not None:
         return simulation_progress_line(p)
-    counts = (f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  "
-              f"frontier {p.frontier:,}  {_rate(p.distinct, p.elapsed_s)} distinct  {p.elapsed_s:,.1f}s")
-    if p.levels_spilled_to is not None:
-        counts += f"\nlevels spilled to disk: {p.levels_spilled_to}"
+    spilled = "" if p.levels_spilled_to is None else f"\nlevels spilled to disk: {p.levels_spilled_to}"
     if p.compiling is None:
-        return counts
+        return exploration_counts(p, width) + spilled
     if p.distinct == 0:
         return f"compiling kernels: {p.compiling}  {p.elapsed_s:,.1f}s"
     meanwhile = {"interpreting": "interpreting meanwhile",
                  "waiting": "interpreted until now, waiting for the kernels",
                  "table form": "exploring meanwhile with the table form, compiled first"}.get(p.meanwhile, p.meanwhile)
-    return f"compiling kernels in the background: {p.compiling}\n{meanwhile}: {counts}"
-
+    counts = f"{meanwhile}: {exploration_counts(p, width - len(meanwhile) - 2)}"
+    if len(counts) > width:  # the counts on a line of their own
+        counts = f"{meanwhile}:\n{exploration_counts(p, width)}"
+    return f"compiling kernels in the background: {p.compiling}\n{counts}{spilled}"
 
 def spark_table(figures: dict) -> Table:
     """The Spark section of the summary, from the report's ``spark`` object."""
@@ -236,12 +251,13 @@ class Terminal:
         self._last = p
         if self.quiet:
             return
-        line = progress_line(p)
         if self._live is not None:
-            self._live.update(Text(line, style="cyan", no_wrap=True, overflow="ellipsis"))
+            self._live.update(Text(progress_line(p), style="cyan", no_wrap=True, overflow="ellipsis"))
         elif time.monotonic() - self._last_plain >= PLAIN_PROGRESS_EVERY_S:
             self._last_plain = time.monotonic()
-            self.err.print(f"progress: {line.replace(chr(10), '; ')}", soft_wrap=True)
+            # one "progress: " line per line, each within the width where it can be (CI logs are read too)
+            for line in progress_line(p, MAX_PROGRESS_WIDTH - len(PLAIN_PREFIX)).splitlines():
+                self.err.print(f"{PLAIN_PREFIX}{line}", soft_wrap=True)
 
     def stop_progress(self) -> None:
         if self._live is not None:
