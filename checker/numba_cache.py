@@ -36,7 +36,9 @@ every file in it checked against what was compiled into it.
   function (every function outside kraftcheck's engine, the generated kernel modules and the
   installed packages) cover the sources it can reach (``reachable_files``), so a cache entry
   compiled against other sources is stale: numba compiles the function again, silently, as for an
-  edit of its own file. The generated kernel modules' names cover the same files
+  edit of its own file. It covers the constants those modules' jitted functions compile in too
+  (``compiled_in``): a value imported from another file, or computed when the spec is imported.
+  The generated kernel modules' names cover the same files and constants
   (``codegen.sources_digest``).
 * The same holds inside the engine: an engine kernel compiles in the jitted helpers it calls from
   other files of the engine (``rows.same_row`` in the visited set's kernels), and a generated
@@ -66,6 +68,8 @@ import types
 from pathlib import Path
 
 from numba.core import caching
+
+from kraftcheck.checker import compiled_in
 
 _read_only_caches: set[str] = set()
 
@@ -285,18 +289,6 @@ def _function_of(value):
     return value if isinstance(value, types.FunctionType) else None
 
 
-_MOST_ITEMS = 10_000  # a larger container a function names is taken for data, not walked
-
-
-def _names(code: types.CodeType) -> set[str]:
-    """The global and attribute names ``code`` and the functions defined in it use."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
 def file_digest(path: str) -> bytes:
     """The SHA-256 of the file ``path``, read again only when its modification time or size changed."""
     try:
@@ -323,16 +315,35 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     """The source files ``py_func`` can reach: its module's, and those of the functions, numba
     dispatchers, classes and modules it names (globals, attributes of a module it names, its
     closure), and in turn theirs; each with the other modules of its package folder, as
-    ``codegen.sources_digest`` (a constant imported by value is covered when its module is of such
-    a package); the functions that define numba intrinsics it names, and what tuples, lists, sets
+    ``codegen.sources_digest``; the functions that define numba intrinsics it names, and what tuples, lists, sets
     and dicts it names hold, are followed too. Generated kernel modules and installed packages end
     the walk, and so do the modules of kraftcheck's engine unless ``engine``. None for a function
     of kraftcheck's engine or a generated kernel module (unless ``engine``: then only for the
     others), or an installed package's."""
+    reached = _reach(py_func, engine)
+    return None if reached is None else reached[0]
+
+
+def reachable(py_func) -> tuple[set[str], list[bytes]] | None:
+    """What a spec's function ``py_func`` compiles in: the source files it can reach
+    (``reachable_files``) and, for each module whose globals the walk went through, its file's
+    name with the constants its jitted functions compile in (``compiled_in.module_constants``);
+    None if its sources are not tracked."""
+    reached = _reach(py_func, False)
+    if reached is None:
+        return None
+    files, modules = reached
+    return files, sorted(os.path.basename(m["__file__"]).encode() + b"\0" + compiled_in.module_constants(m)
+                         for m in modules)
+
+
+def _reach(py_func, engine: bool) -> tuple[set[str], list[dict]] | None:
+    """``reachable_files``, with the globals of each tracked module the walk went through."""
     start = py_func.__globals__
     if engine != _engines_own(start) or (not engine and _tracked(start) is None):
         return None
     files: set[str] = set()
+    modules: dict[int, dict] = {}
     seen: set[int] = set()
     todo = [py_func]
     while todo:
@@ -341,14 +352,14 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
             continue
         seen.add(id(value))
         if isinstance(value, (tuple, list, set, frozenset, dict)):  # functions kept in a container
-            if len(value) <= _MOST_ITEMS:
+            if len(value) <= compiled_in.MOST_ITEMS:
                 todo += list(value.values() if isinstance(value, dict) else value)
             continue
         function = _function_of(value)
         if isinstance(value, types.ModuleType):
             module, names = vars(value), None
         elif function is not None:
-            module, names = function.__globals__, _names(function.__code__)
+            module, names = function.__globals__, compiled_in.names_used(function.__code__)
         elif isinstance(value, type):
             module, names = vars(sys.modules.get(getattr(value, "__module__", None) or "", sys)), None
         else:
@@ -356,6 +367,7 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
         path = _tracked(module, engine)
         if path is not None:
             files.add(path)
+            modules[id(module)] = module
             folder = os.path.dirname(path)
             if os.path.exists(os.path.join(folder, "__init__.py")):
                 files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
@@ -371,20 +383,26 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
                     ids.update(id(v) for v in found)
                     named += found
             todo += named
-    return files
+    return files, list(modules.values())
 
 
 def reachable_sources_digest(py_func, engine: bool = False) -> str | None:
     """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked: of
     their contents and file names, not their folders, so that two checkouts of the same sources
     sharing a kernel cache (a generated module's numba files are in the cache) agree on it rather
-    than each compiling again what the other wrote."""
-    files = reachable_files(py_func, engine)
+    than each compiling again what the other wrote. A spec's function's covers the constants its
+    modules' jitted functions compile in too (``reachable``)."""
+    if engine:
+        files, constants = reachable_files(py_func, engine), []
+    else:
+        files, constants = reachable(py_func) or (None, [])
     if files is None:
         return None
     h = hashlib.sha256()
     for name, digest in sorted((os.path.basename(path).encode(), file_digest(path)) for path in files):
         h.update(name + b"\0" + digest)
+    for entry in constants:
+        h.update(entry + b"\1")
     return h.hexdigest()
 
 

@@ -465,6 +465,88 @@ def test_a_spec_folder_copied_with_its_numba_cache_compiles_again(tmp_path):
     assert exit_code("c") == 1
 
 
+_LIMITED_SPEC = '''
+"""x counts to LIMIT, a constant numba compiles in by value; the invariant says x < 3."""
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck.checker.spec import Action, Int, Invariant, Spec
+{limit}
+
+
+@njit(cache=True)
+def inc(s, t):
+    if s.x >= LIMIT:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def below_3(s):
+    return s.x < 3
+
+
+@dataclass(frozen=True)
+class LimitedParams:
+    pass
+
+
+class Limited(Spec):
+    name = "limited"
+    summary = "x counts to a constant"
+    Params = LimitedParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 8)]
+
+    def initial_states(self):
+        return [{{"x": 0}}]
+
+    def actions(self):
+        return [Action("Inc", inc)]
+
+    def invariants(self):
+        return [Invariant("below_3", below_3)]
+'''
+
+_LIMITS = {
+    # a constant of another file beside a spec file that is no package's: no function names that file
+    "imported by value": "from limits import LIMIT",
+    # the spec's file unchanged, its constant computed when it is imported
+    "from the environment": "import os\nLIMIT = int(os.environ['LIMITED_LIMIT'])",
+}
+
+
+@pytest.mark.parametrize("source", _LIMITS)
+def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path, source):
+    """numba compiles a global a function reads in as a constant. When the constant's value changed
+    and no source file the kernels' names and numba's stamps cover did, the second compiled run
+    took the kernels compiled with the old value: 'holds' (exit 0, 3 states) where x reaches 3
+    ('violated', exit 1), and a run in the background mode too, its compiled kernels found at
+    once."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "limited_spec.py").write_text(_LIMITED_SPEC.format(limit=_LIMITS[source]))
+    spec = f"{tmp_path / 'src' / 'limited_spec.py'}:Limited"
+    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}, "PYTHONPATH": str(tmp_path / "src"),
+           "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "KRAFTCHECK_THREADS": "1"}
+
+    def exit_code(limit: int, *options: str) -> int:
+        (tmp_path / "src" / "limits.py").write_text(f"LIMIT = {limit}\n")
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", spec, "-q", *options],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                             env={**env, "LIMITED_LIMIT": str(limit)})
+        assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
+        assert "recompiling" not in out.stderr  # a stale entry after a change is no damage
+        return out.returncode
+
+    assert exit_code(2, "--compile", "now") == 0  # x stops at 2: below 3 holds
+    assert exit_code(5, "--compile", "now") == 1
+    assert exit_code(2) == 0  # compiled kernels found for the other value are not taken
+
+
 _ENGINE_RUN = '''
 import sys
 from kraftcheck.checker import numba_cache

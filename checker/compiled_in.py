@@ -1,0 +1,110 @@
+"""The values a spec module's jitted functions compile in, for the kernel cache's stamps.
+
+numba freezes the globals a jitted function reads: a number, a string, an enum member, a numpy
+array or a tuple of them is written into the compiled code as a constant. Such a value need not
+come from a file the kernel cache's stamps cover: ``from limits import LIMIT`` beside a spec file
+that is no package's, or ``LIMIT = int(os.environ["LIMIT"])`` in the spec's own file. Code
+compiled with another value of it is stale, though every file is unchanged.
+
+``module_constants`` says, for a module, what *every* jitted function defined in it reads, not
+only the functions a run selects; ``files_constants`` says it for every loaded module of a set of
+source files. The generated kernel modules' names carry the latter, taken over the files their
+names cover (the package folders of the spec's functions): two runs of a spec that select other
+checks, or another preset's actions, then still share their kernels. A module of those folders
+that a process has not imported adds nothing there; its functions are in no kernel of the process.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import os
+import sys
+import types
+from typing import Iterable
+
+MOST_ITEMS = 10_000  # a larger container is taken for data, not a constant numba compiles in
+
+
+def names_used(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` and the functions defined in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= names_used(const)
+    return names
+
+
+def frozen(value, depth: int = 0) -> bytes | None:
+    """How a value numba compiles in as a constant is written into a digest; None for one it does
+    not (a function, a module, a class, a list) or that is too large to be such a constant."""
+    kind = type(value)
+    tag = f"{kind.__module__}.{kind.__qualname__}:".encode()
+    if value is None or isinstance(value, (str, bytes)):
+        return tag + repr(value).encode()
+    if isinstance(value, enum.Enum):
+        return tag + value.name.encode() + b"," + (frozen(value.value, depth + 1) or b"?")
+    if isinstance(value, bool):
+        return tag + repr(bool(value)).encode()
+    if isinstance(value, (int, float, complex)):  # by the number, whatever repr a subclass has
+        base = int if isinstance(value, int) else float if isinstance(value, float) else complex
+        return tag + repr(base(value)).encode()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):
+        return tag + value.dtype.str.encode() + b"," + value.tobytes()
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        if value.dtype.hasobject:
+            return None
+        content = hashlib.sha256(numpy.ascontiguousarray(value).tobytes()).digest()
+        return tag + f"{value.dtype.str}{value.shape}".encode() + content
+    if isinstance(value, tuple) and len(value) <= MOST_ITEMS and depth < 20:
+        return tag + b"(" + b",".join(frozen(v, depth + 1) or b"?" for v in value) + b")"
+    return None
+
+
+def _jitted_code(value, module_name: str) -> types.CodeType | None:
+    """The code of ``value`` if it is a jitted function (a numba dispatcher, or the function that
+    defines a numba intrinsic) defined in the module ``module_name``."""
+    try:
+        py = getattr(value, "py_func", None)
+        if py is None and isinstance(getattr(value, "_defn", None), types.FunctionType):
+            py = value._defn  # numba.extending.intrinsic
+    except Exception:  # an object whose attributes are computed, and fail
+        return None
+    if isinstance(py, types.FunctionType) and py.__module__ == module_name:
+        return py.__code__
+    return None
+
+
+def module_constants(module: dict) -> bytes:
+    """The name and value of every constant that a jitted function defined in the module whose
+    globals are ``module`` reads: its globals, and the attributes it reads of a module it names
+    (``limits.LIMIT``)."""
+    name = module.get("__name__") or ""
+    names: set[str] = set()
+    for value in list(module.values()):
+        code = _jitted_code(value, name)
+        if code is not None:
+            names |= names_used(code)
+    out = []
+    for n in sorted(names):
+        value = module.get(n)
+        if isinstance(value, types.ModuleType):
+            attributes = vars(value)
+            out += [f"{n}.{a}=".encode() + f for a in sorted(names)
+                    if a in attributes and (f := frozen(attributes[a])) is not None]
+        elif n in module and (f := frozen(value)) is not None:
+            out.append(f"{n}=".encode() + f)
+    return b"\0".join(out)
+
+
+def files_constants(paths: Iterable) -> list[bytes]:
+    """For each imported module whose file is one of ``paths``, its file's name (not its folder:
+    two checkouts share a kernel cache) with its ``module_constants``; sorted."""
+    wanted = {os.path.abspath(str(p)) for p in paths}
+    out = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and os.path.abspath(path) in wanted:
+            out.append(os.path.basename(path).encode() + b"\0" + module_constants(vars(module)))
+    return sorted(out)
