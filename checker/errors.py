@@ -13,6 +13,16 @@ class UsageError(KraftcheckError):
     """Bad input from the user: unknown spec, bad parameter, contradictory options (exit 2)."""
 
 
+class OverBudget(UsageError):
+    """An analysis after the exploration would go past a limit the run was given (``option``:
+    ``--max-memory`` or ``--max-states``): the run is incomplete (exit 3), as an exploration
+    stopped by that limit, not in error."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 class SpecError(KraftcheckError):
     """A spec broke its contract: a value outside its field's domain, a malformed layout."""
 

@@ -32,7 +32,8 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
     return {
         "result": ERROR if error is not None else result.status,
         "error": error,
-        "incomplete_reason": result.incomplete_reason,
+        # the exploration's limit, else the one that stopped an analysis after it (--liveness)
+        "incomplete_reason": result.incomplete_reason or result.analysis_stopped,
         "exhaustive": result.exhaustive and error is None,
         "spec": model.spec.name,
         "params": model.spec.options(),

@@ -22,7 +22,7 @@ from kraftcheck.checker.analyses.availability import VariantAvailability, availa
 from kraftcheck.checker.analyses.liveness_properties import LivenessChecked, check_liveness_properties
 from kraftcheck.checker.analyses.state_graph import CompiledGraph, GraphSummary
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, OverBudget
 from kraftcheck.checker.explore.result import ProgressFn, Result, Violation, no_progress
 from kraftcheck.checker.model import Model
 from kraftcheck.traces import dump_state_graph
@@ -36,11 +36,14 @@ from kraftcheck.traces.states import readable_state
 class GraphAnalyses:
     """What the analyses found: ``found`` for the JSON report (``state_graph``, ``availability``,
     ``liveness``), the violated liveness properties as violations, the files a full disk refused,
-    and the error that stopped an analysis (then the run's answer is that error, exit 2)."""
+    the limit that stopped an analysis (``stopped``, beginning "stopped at --max-memory": the run
+    is then incomplete, exit 3, unless something was found violated), and the error that stopped
+    an analysis (then the run's answer is that error, exit 2)."""
 
     found: dict = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     unwritten: list[UnwrittenFile] = field(default_factory=list)
+    stopped: Optional[str] = None
     error: Optional[str] = None
 
 
@@ -87,12 +90,14 @@ def _run_analyses(reporter: Any, model: Model, dump_graph: Optional[str], availa
     analysis builds its own); it is taken out of the list once its last user has it, so its
     memory goes back before another variant's graph is built."""
     done = GraphAnalyses()
+    doing = "--dump-graph"
     try:
         if dump_graph:
             write_kept("the state graph", dump_graph,
                        lambda: done.found.update(state_graph=dump_state_graph(model, dump_graph, limit)),
                        done.unwritten)
         if liveness:
+            doing = "--liveness"
             reporter.note("liveness: analysing the state graph")
             reporter.start_progress()
             try:
@@ -103,6 +108,7 @@ def _run_analyses(reporter: Any, model: Model, dump_graph: Optional[str], availa
             done.found["liveness"] = _liveness_report(checked, trace_dir, run_options, done.unwritten)
             done.violations += checked.violations
         if availability:
+            doing = "--availability"
             reporter.note("availability: analysing the state graph of each variant")
             reporter.start_progress()
             try:
@@ -113,6 +119,8 @@ def _run_analyses(reporter: Any, model: Model, dump_graph: Optional[str], availa
                 del graph
             finally:
                 reporter.stop_progress()
+    except OverBudget as e:  # a limit, as one that stops an exploration: incomplete, not an error
+        done.stopped = f"stopped at {e.option}: {doing} did not finish: {e}"
     except KraftcheckError as e:  # said after the summary (Outcome.report)
         done.error = str(e)
     return done

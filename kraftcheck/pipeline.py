@@ -276,6 +276,8 @@ def _analyse(prepared: Prepared, result: Result, reporter: Reporter, checked: Ch
             request.max_memory, request.trace_dir, run_options)
         if checked.analyses is not None:
             result.add_liveness_violations(checked.analyses.violations)
+            if checked.analyses.stopped is not None:
+                result.stop_analysis(checked.analyses.stopped)
             for v in checked.analyses.violations:
                 if v.trace_file:
                     checked.trace_files[v.check] = v.trace_file

@@ -479,11 +479,10 @@ def test_a_run_stopped_by_a_full_disk_is_not_a_budget_that_ran_out(project):
 
 
 def test_a_run_whose_analysis_ended_in_an_error_is_no_pass(project):
-    """A run whose analysis after the exploration failed (--liveness over its memory budget, a
-    predicate that raised) exits 2 with a report whose result is ``error``, no verdict. The gate
+    """A run whose analysis after the exploration failed (a predicate that raised) exits 2 with a report whose result is ``error``, no verdict. The gate
     judged its checks as a bounded run's, every one skipped, and passed it, exit 0 with its
     expected counts never compared; now it is bad input, as the same run's error without a report."""
-    error = "analysing the state graph (20 states, 34 transitions) needs about 0.0 GiB more"
+    error = "spec stuck_jugs: its function is_available raised ZeroDivisionError on a state"
 
     def errored(report):
         report.update(result="error", error=error, exhaustive=False)
@@ -493,6 +492,23 @@ def test_a_run_whose_analysis_ended_in_an_error_is_no_pass(project):
     for name in "ab":
         assert (judged[name].status, judged[name].problems) == ("bad input", [error])
         assert [(c.name, c.status) for c in judged[name].cases] == [("exploration", "error")]
+
+
+def test_a_liveness_analysis_over_the_memory_budget_is_a_budget(project):
+    """The exploration complete, --liveness stopped at --max-memory: the report says incomplete
+    (not error, which was bad input, exit 2), and the gate says the budget ran out (exit 3); the
+    expected lasso is skipped, not analysed, as an invariant's not found, not failed."""
+    reason = "stopped at --max-memory: --liveness did not finish: analysing the state graph needs about 1.0 GiB more"
+
+    def stopped(report):
+        report.update(result="incomplete", incomplete_reason=reason)
+
+    judged = _judged(project, '[checks.a]\nspec = "mutex"\nparams = { fair = false }\nliveness = true\n'
+                              'violates = ["p1_trying_leads_to_p1_critical"]\n', stopped)["a"]
+    assert (judged.status, judged.problems) == ("budget", [f"budget ran out: {reason}"])
+    assert ("p1_trying_leads_to_p1_critical", "skipped") in [(c.name, c.status) for c in judged.cases]
+    assert f"liveness not checked: the analysis did not finish ({reason}), which liveness = true needs" \
+        in judged.notes
 
 
 def test_a_continue_run_cut_short_after_its_violations_is_a_budget_not_a_pass(project):

@@ -240,3 +240,39 @@ def test_an_analysis_over_the_memory_budget_is_refused_before_it_allocates():
     graph.check_budget(memory_in_use() + graph.analysis_bytes() + (64 << 20))  # room enough: no complaint
     with pytest.raises(UsageError, match="raise --max-memory, or to shrink the model, give smaller values of rm"):
         graph.check_budget(memory_in_use())
+
+
+def test_an_analysis_a_limit_stops_leaves_the_run_incomplete_not_in_error(tmp_path, monkeypatch):
+    """--liveness over --max-memory after a complete exploration: the help promises exit 3 for
+    --max-memory, and the run gave exit 2 with a report whose result was ``error``. Now the run is
+    incomplete (exit 3), its report says which limit stopped which analysis; a run that found a
+    violation stays violated (exit 1), the summary saying the analysis stopped."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kraftcheck.checker.analyses.state_graph import CompiledGraph
+    from kraftcheck.checker.errors import OverBudget
+    from kraftcheck.checker.explore.result import VIOLATED, Result, Violation
+    from kraftcheck.cli.main import cli
+    from kraftcheck.cli.terminal import cut_short
+
+    def over(self, max_memory, extra_per_state=0):
+        raise OverBudget("--max-memory", "analysing the state graph needs about 1.0 GiB more")
+
+    monkeypatch.setattr(CompiledGraph, "check_budget", over)
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["check", "--spec", "mutex", "--liveness", "--max-memory", "64", "--no-color",
+                                      "--json", str(report), "--trace-dir", str(tmp_path / "t")])
+    assert result.exit_code == 3, result.output
+    said = json.loads(report.read_text())
+    assert (said["result"], said["error"], said["exhaustive"]) == ("incomplete", None, True)
+    assert said["incomplete_reason"] == ("stopped at --max-memory: --liveness did not finish: analysing the state "
+                                         "graph needs about 1.0 GiB more")
+    assert "incomplete: every state explored, then stopped at --max-memory" in " ".join(result.output.split())
+
+    violated = Result(_model("two_phase", rm=2))
+    violated.violations, violated.status = [Violation("tc_consistent", "invariant", [])], VIOLATED
+    violated.stop_analysis("stopped at --max-memory: --liveness did not finish: ...")
+    assert violated.status == VIOLATED
+    assert cut_short(violated) == "; then stopped at --max-memory: --liveness did not finish: ..."

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from kraftcheck.checker.codegen import NO_LABEL
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import OverBudget
 from kraftcheck.checker.explore.result import Progress, ProgressFn, Step, no_progress
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.explore.constraints import outside_constraints
@@ -81,14 +81,15 @@ class CompiledGraph:
         return reverse + 16 * self.size + (1 << 18) * 4 * self.model.layout.size
 
     def check_budget(self, max_memory: Optional[int], extra_per_state: int = 0) -> None:
-        """Refuse (UsageError, saying what to do) when analysing would go over ``max_memory``;
+        """Refuse (OverBudget, saying what to do) when analysing would go over ``max_memory``;
         ``extra_per_state``: bytes a state an analysis needs beyond ``analysis_bytes``."""
         from kraftcheck.checker.explore.result import memory_in_use
         if max_memory is None:
             return
         used, need = memory_in_use(), self.analysis_bytes() + extra_per_state * self.size
         if used + need > max_memory:
-            raise UsageError(f"analysing the state graph ({self.size:,} states, {self.transitions:,} transitions) "
+            raise OverBudget("--max-memory",
+                             f"analysing the state graph ({self.size:,} states, {self.transitions:,} transitions) "
                              f"needs about {need / 2**30:.1f} GiB more than the {used / 2**30:.1f} GiB in use, over "
                              f"the memory budget ({max_memory / 2**30:.1f} GiB); raise --max-memory, or to shrink "
                              f"the model, {self.model.spec.smaller_model_hint()}")
@@ -286,7 +287,7 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
     """Build the graph of every reachable state and transition of ``model`` (inside its constraints, with
     the leaving steps: see the module docstring).
 
-    Refuses (UsageError, saying what to do) above ``max_states`` states or once the process uses
+    Refuses (OverBudget, saying what to do) above ``max_states`` states or once the process uses
     more than ``max_memory`` bytes: a graph analysis needs the whole graph.
     """
     from kraftcheck.checker.explore.result import memory_in_use
@@ -318,14 +319,16 @@ def build_graph(model: Model, kernels: Any = None, max_states: Optional[int] = N
                 rows = np.ascontiguousarray(rows[~bad])
             builder.add_chunk(buf.words, buf.hashes, rows, rows.shape[0], is_new, lo, hi - lo, nlabels, buf.labels)
             if max_states is not None and builder.count > max_states:
-                raise UsageError(f"the state graph of {model.spec.title()} has more than {max_states} states "
+                raise OverBudget("--max-states",
+                                 f"the state graph of {model.spec.title()} has more than {max_states} states "
                                  "(the limit given); raise it, or to shrink the model, "
                                  f"{model.spec.smaller_model_hint()}")
             now = time.perf_counter() - t0
             if now - last >= 0.25:
                 last = now
                 if max_memory is not None and memory_in_use() > max_memory:
-                    raise UsageError(f"recording the state graph of {model.spec.title()} went over the memory "
+                    raise OverBudget("--max-memory",
+                                     f"recording the state graph of {model.spec.title()} went over the memory "
                                      f"budget ({max_memory / 2**30:.1f} GiB) at {builder.count} states and "
                                      f"{builder.transitions} transitions; raise --max-memory, or to shrink "
                                      f"the model, {model.spec.smaller_model_hint()}")

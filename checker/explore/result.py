@@ -129,6 +129,9 @@ class Result:
     status: str = HOLDS
     incomplete_reason: Optional[str] = None
     interrupted: bool = False
+    # an analysis after a complete exploration (--liveness, --availability) stopped by a limit the
+    # run was given: why (starting "stopped at --max-memory"); the verdict is then incomplete
+    analysis_stopped: Optional[str] = None
     initial_states: int = 0
     states_generated: int = 0
     distinct_states: int = 0
@@ -212,6 +215,13 @@ class Result:
         self.violations = self.violations + list(violations)
         if violations:
             self.status = VIOLATED
+
+    def stop_analysis(self, reason: str) -> None:
+        """An analysis after the exploration stopped at a limit (``reason``): what it was to
+        check is not known, so a run that found nothing violated is incomplete, not holds."""
+        self.analysis_stopped = reason
+        if self.status == HOLDS:
+            self.status = INCOMPLETE
 
     def agreed(self) -> dict[str, Any]:
         """What every explorer of one model with the same options must give alike (the conformance

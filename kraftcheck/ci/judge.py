@@ -67,8 +67,8 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     j = Judgement(outcome)
     check, report = outcome.check, outcome.report
     # exit 2 is no verdict, with or without a report: a report says ``error`` when an analysis after
-    # the exploration failed (--liveness over its memory budget, a predicate that raised), and its
-    # checks, none proved, would otherwise pass as those of a bounded run
+    # the exploration failed (a predicate that raised), and its checks, none proved, would otherwise
+    # pass as those of a bounded run. (One over --max-memory is a budget: its report says incomplete.)
     if (outcome.exit_code == 2 and report is None) or (report is not None and report.get("result") == ERROR):
         line = report.get("error") or outcome.error_line if report is not None else outcome.error_line
         j.status = BAD_INPUT
@@ -117,8 +117,8 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     if unchecked:  # a "holds" says nothing of them: said, as the command line says it
         j.notes.append(f"liveness not checked: {', '.join(unchecked)} (set liveness = true)")
     if check.request.liveness and not analysed:  # --liveness skips a run that stopped early: said too
-        j.notes.append(f"liveness not checked: the run did not explore every state ({reason or 'stopped early'}), "
-                       "which liveness = true needs")
+        why = "the run did not explore every state" if not report["exhaustive"] else "the analysis did not finish"
+        j.notes.append(f"liveness not checked: {why} ({reason or 'stopped early'}), which liveness = true needs")
 
     exploration = Case("exploration", "passed")
     if out_of_budget:
@@ -163,6 +163,9 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     # unanalysed because the run did not explore every state
     unanalysed = check.request.liveness and not analysed
     for name in missing_expected:
+        if unanalysed and out_of_budget:  # as an invariant's: the budget is the check's problem, said once
+            j.cases.append(Case(name, "skipped", f"not analysed before {cut}"))
+            continue
         message = (f"expected a violation of {name}, which this run did not check: liveness needs every state, and "
                    f"the run {reason or 'stopped early'}" if unanalysed
                    else f"expected a violation of {name}, which this run does not check")

@@ -156,11 +156,14 @@ def violated_what(result: Result) -> str:
 
 def cut_short(result: Result) -> str:
     """For a run that found violations and then stopped early (a limit, a full disk, --continue
-    cut short): that it did, why, and the depth it reached; else nothing. (An incomplete run
-    without violations says so in its verdict.)"""
-    if result.status != VIOLATED or not result.incomplete_reason:
+    cut short): that it did, why, and the depth it reached; and an analysis after it that a limit
+    stopped (--liveness over --max-memory); else nothing. (An incomplete run without violations
+    says so in its verdict.)"""
+    if result.status != VIOLATED:
         return ""
-    return f"; exploration cut short: {result.incomplete_reason}, at depth {result.depth:,}"
+    cut = f"; exploration cut short: {result.incomplete_reason}, at depth {result.depth:,}" \
+        if result.incomplete_reason else ""
+    return cut + (f"; then {result.analysis_stopped}" if result.analysis_stopped else "")
 
 
 
@@ -280,7 +283,8 @@ class Terminal:
             HOLDS: ("[bold green]all invariants hold over the complete state space[/]"),
             VIOLATED: f"[bold red]{violated_what(result)}[/]",
             INCOMPLETE: (f"[bold yellow]exploration incomplete[/]: {result.incomplete_reason}, at depth "
-                         f"{result.depth:,}"),
+                         f"{result.depth:,}" if result.incomplete_reason else
+                         f"[bold yellow]incomplete[/]: every state explored, then {result.analysis_stopped}"),
         }[result.status]
         model = result.model
         if result.fingerprints and result.status == HOLDS:
