@@ -37,7 +37,10 @@ def names_used(code: types.CodeType) -> set[str]:
 
 def frozen(value, depth: int = 0) -> bytes | None:
     """How a value numba compiles in as a constant is written into a digest; None for one it does
-    not (a function, a module, a class, a list) or that is too large to be such a constant."""
+    not (a module, a list) or that is too large to be such a constant. A function or a class is
+    compiled in too, by which one it is: ``STEP = fast if ... else slow`` or ``DT = np.int8 if ...
+    else np.int64`` read by a jitted function; a function by its name and what its closure holds
+    (a jitted helper made by a factory)."""
     kind = type(value)
     tag = f"{kind.__module__}.{kind.__qualname__}:".encode()
     if value is None or isinstance(value, (str, bytes)):
@@ -59,19 +62,42 @@ def frozen(value, depth: int = 0) -> bytes | None:
         return tag + f"{value.dtype.str}{value.shape}".encode() + content
     if isinstance(value, tuple) and len(value) <= MOST_ITEMS and depth < 20:
         return tag + b"(" + b",".join(frozen(v, depth + 1) or b"?" for v in value) + b")"
+    if isinstance(value, type):
+        return tag + f"{value.__module__}.{value.__qualname__}".encode()
+    py = _python_function(value)
+    if py is not None and depth < 20:
+        cells = []
+        for cell in py.__closure__ or ():
+            try:
+                cells.append(cell.cell_contents)
+            except ValueError:  # a cell not yet filled
+                cells.append(None)
+        return (tag + f"{py.__module__}.{py.__qualname__}".encode()
+                + (frozen(tuple(cells), depth + 1) or b"?"))
     return None
 
 
-def _jitted_code(value, module_name: str) -> types.CodeType | None:
-    """The code of ``value`` if it is a jitted function (a numba dispatcher, or the function that
-    defines a numba intrinsic) defined in the module ``module_name``."""
+def _python_function(value) -> types.FunctionType | None:
+    """The Python function of a function, a numba dispatcher or a numba intrinsic; None for
+    another value."""
+    if isinstance(value, types.FunctionType):
+        return value
     try:
         py = getattr(value, "py_func", None)
         if py is None and isinstance(getattr(value, "_defn", None), types.FunctionType):
             py = value._defn  # numba.extending.intrinsic
     except Exception:  # an object whose attributes are computed, and fail
         return None
-    if isinstance(py, types.FunctionType) and py.__module__ == module_name:
+    return py if isinstance(py, types.FunctionType) else None
+
+
+def _jitted_code(value, module_name: str) -> types.CodeType | None:
+    """The code of ``value`` if it is a jitted function (a numba dispatcher, or the function that
+    defines a numba intrinsic) defined in the module ``module_name``."""
+    if isinstance(value, types.FunctionType):
+        return None
+    py = _python_function(value)
+    if py is not None and py.__module__ == module_name:
         return py.__code__
     return None
 
@@ -86,16 +112,33 @@ def module_constants(module: dict) -> bytes:
         code = _jitted_code(value, name)
         if code is not None:
             names |= names_used(code)
-    out = []
+    out: list[bytes] = []
     for n in sorted(names):
-        value = module.get(n)
-        if isinstance(value, types.ModuleType):
-            attributes = vars(value)
-            out += [f"{n}.{a}=".encode() + f for a in sorted(names)
-                    if a in attributes and (f := frozen(attributes[a])) is not None]
-        elif n in module and (f := frozen(value)) is not None:
+        if n not in module:
+            continue
+        value = module[n]
+        if (f := frozen(value)) is not None:
             out.append(f"{n}=".encode() + f)
+        _attributes_read(n, value, names, out, 0)
     return b"\0".join(out)
+
+
+def _attributes_read(prefix: str, value, names: set[str], out: list[bytes], depth: int) -> None:
+    """Add to ``out`` the attributes among ``names`` of ``value``, a module or an enum class, that
+    are constants: ``limits.LIMIT``, ``cfg.limits.LIMIT`` (a module's module), ``Kind.A`` (an enum
+    member whose value is computed when its module is imported)."""
+    if isinstance(value, types.ModuleType):
+        attributes = vars(value)
+    elif isinstance(value, enum.EnumMeta):
+        attributes = value.__members__
+    else:
+        return
+    for a in sorted(names):
+        if a in attributes:
+            if (f := frozen(attributes[a])) is not None:
+                out.append(f"{prefix}.{a}=".encode() + f)
+            if depth < 3:
+                _attributes_read(f"{prefix}.{a}", attributes[a], names, out, depth + 1)
 
 
 def files_constants(paths: Iterable) -> list[bytes]:

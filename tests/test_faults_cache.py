@@ -547,6 +547,53 @@ def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path
     assert exit_code(2) == 0  # compiled kernels found for the other value are not taken
 
 
+
+_STOP_AT_LIMIT = {
+    # a jitted helper chosen when the spec is imported: numba compiles in the function a global names
+    "a jitted function": ("@njit(cache=True)\ndef stop_at_2(x):\n    return x >= 2\n\n\n"
+                          "@njit(cache=True)\ndef stop_at_5(x):\n    return x >= 5\n\n\n"
+                          "STOP = stop_at_5 if os.environ['LIMITED_LIMIT'] == '5' else stop_at_2", "STOP(s.x)"),
+    # a jitted helper a factory made: numba compiles in what its closure holds
+    "a closure": ("def stop_at(limit):\n    @njit(cache=True)\n    def stop(x):\n        return x >= limit\n"
+                  "    return stop\n\n\nSTOP = stop_at(int(os.environ['LIMITED_LIMIT']))", "STOP(s.x)"),
+    # a class: a numpy scalar type
+    "a class": ("import numpy as np\nDT = np.int8 if os.environ['LIMITED_LIMIT'] == '2' else np.int64",
+                "(np.zeros(1, DT).itemsize == 1 and s.x >= 2) or s.x >= 5"),
+    # an enum member's value, read through its class
+    "an enum member": ("from enum import IntEnum\n\n\nclass Limit(IntEnum):\n"
+                       "    L = int(os.environ['LIMITED_LIMIT'])", "s.x >= Limit.L"),
+    # a module's module's attribute
+    "a submodule's constant": ("import cfg.limits", "s.x >= cfg.limits.LIMIT"),
+}
+
+
+@pytest.mark.parametrize("case", _STOP_AT_LIMIT)
+def test_a_function_class_or_attribute_compiled_in_that_changed_is_compiled_again(tmp_path, case):
+    """numba compiles in the function a global names, a class (a numpy type), an enum member read
+    through its class and the attribute of a module's module, as it does a number. When one of these
+    changed with no source file, the second compiled run took the kernels compiled before: 'holds'
+    (exit 0) where x reaches 3 ('violated', exit 1)."""
+    head, stop = _STOP_AT_LIMIT[case]
+    source = _LIMITED_SPEC.format(limit="import os\n\n" + head).replace("s.x >= LIMIT", stop)
+    (tmp_path / "src" / "cfg").mkdir(parents=True)
+    (tmp_path / "src" / "cfg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "cfg" / "limits.py").write_text("import os\nLIMIT = int(os.environ['LIMITED_LIMIT'])\n")
+    (tmp_path / "src" / "limited_spec.py").write_text(source)
+    spec = f"{tmp_path / 'src' / 'limited_spec.py'}:Limited"
+    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}, "PYTHONPATH": str(tmp_path / "src"),
+           "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "KRAFTCHECK_THREADS": "1"}
+
+    def exit_code(limit: int) -> int:
+        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", spec, "-q", "--compile", "now"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                             env={**env, "LIMITED_LIMIT": str(limit)})
+        assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
+        return out.returncode
+
+    assert exit_code(2) == 0  # x stops at 2: below 3 holds
+    assert exit_code(5) == 1
+
+
 _ENGINE_RUN = '''
 import sys
 from kraftcheck.checker import numba_cache
