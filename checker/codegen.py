@@ -30,7 +30,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from kraftcheck.checker import __version__, compiled_in, numba_cache
+from kraftcheck.checker import __version__, numba_cache
 from kraftcheck.checker import debug_kernels
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
@@ -1192,11 +1192,8 @@ def _dependency_digest(model: Model) -> str:
 def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     """Digest of the source files of the spec's ``functions``, of every module of their packages
     (spec functions call helpers from other modules of their package), of the modules they reach
-    (``numba_cache.reachable_files``: helpers of a spec file that is no package's), of
-    ``extra_files``, and of the constants the jitted functions of those modules compile in
-    (``compiled_in.files_constants``: a value imported from a file none of these is, or computed
-    when the spec is imported). Every jitted function of such a module counts, not only
-    ``functions``: runs that select other checks or another preset's actions share kernels."""
+    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and of
+    ``extra_files``."""
     files = set(extra_files)
     for fn in functions:
         files.add(Path(inspect.getsourcefile(python_function(fn))))
@@ -1208,8 +1205,6 @@ def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     for f in sorted(files):
         h.update(str(f.name).encode())
         h.update(f.read_bytes())
-    for entry in compiled_in.files_constants(f for f in files if f not in extra_files):
-        h.update(entry + b"\1")
     return h.hexdigest()
 
 

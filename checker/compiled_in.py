@@ -6,22 +6,19 @@ come from a file the kernel cache's stamps cover: ``from limits import LIMIT`` b
 that is no package's, or ``LIMIT = int(os.environ["LIMIT"])`` in the spec's own file. Code
 compiled with another value of it is stale, though every file is unchanged.
 
-``module_constants`` says, for a module, what *every* jitted function defined in it reads, not
-only the functions a run selects; ``files_constants`` says it for every loaded module of a set of
-source files. The generated kernel modules' names carry the latter, taken over the files their
-names cover (the package folders of the spec's functions): two runs of a spec that select other
-checks, or another preset's actions, then still share their kernels. A module of those folders
-that a process has not imported adds nothing there; its functions are in no kernel of the process.
+``module_constants`` says, for a module, what every jitted function defined in it reads.
+``numba_cache`` adds it to numba's source stamp of each function that reaches the module: a
+spec's function, and a generated kernel module's, which compiles the spec's functions in. Not to
+the generated modules' names, which another selection of checks or another preset must share:
+each function's cache entry is what goes stale.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import os
 import sys
 import types
-from typing import Iterable
 
 MOST_ITEMS = 10_000  # a larger container is taken for data, not a constant numba compiles in
 
@@ -139,15 +136,3 @@ def _attributes_read(prefix: str, value, names: set[str], out: list[bytes], dept
                 out.append(f"{prefix}.{a}=".encode() + f)
             if depth < 3:
                 _attributes_read(f"{prefix}.{a}", attributes[a], names, out, depth + 1)
-
-
-def files_constants(paths: Iterable) -> list[bytes]:
-    """For each imported module whose file is one of ``paths``, its file's name (not its folder:
-    two checkouts share a kernel cache) with its ``module_constants``; sorted."""
-    wanted = {os.path.abspath(str(p)) for p in paths}
-    out = []
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and os.path.abspath(path) in wanted:
-            out.append(os.path.basename(path).encode() + b"\0" + module_constants(vars(module)))
-    return sorted(out)

@@ -38,15 +38,17 @@ every file in it checked against what was compiled into it.
   compiled against other sources is stale: numba compiles the function again, silently, as for an
   edit of its own file. It covers the constants those modules' jitted functions compile in too
   (``compiled_in``): a value imported from another file, or computed when the spec is imported.
-  The generated kernel modules' names cover the same files and constants
-  (``codegen.sources_digest``).
+  The generated kernel modules' names cover the same files (``codegen.sources_digest``), and the
+  stamps of their functions the constants of the spec's modules they reach (below).
 * The same holds inside the engine: an engine kernel compiles in the jitted helpers it calls from
   other files of the engine (``rows.same_row`` in the visited set's kernels), and a generated
   kernel module the engine's kernels it calls. An installation from a wheel writes every file
   anew, so numba's stamp (modification time and size) changes with it; a source checkout does
   not: a pull that changed only a helper's file left its callers' cache entries compiled against
   the old helper. The stamp of those functions covers the engine files they reach
-  (``reachable_files(..., engine=True)``) as well.
+  (``reachable_files(..., engine=True)``) as well; a generated module's function's, the spec's
+  files it reaches and their modules' constants: its name stays the same for another value of a
+  constant (configurations share the modules), its compiled code does not.
 """
 
 from __future__ import annotations
@@ -324,21 +326,34 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     return None if reached is None else reached[0]
 
 
-def reachable(py_func) -> tuple[set[str], list[bytes]] | None:
-    """What a spec's function ``py_func`` compiles in: the source files it can reach
-    (``reachable_files``) and, for each module whose globals the walk went through, its file's
-    name with the constants its jitted functions compile in (``compiled_in.module_constants``);
-    None if its sources are not tracked."""
-    reached = _reach(py_func, False)
+def reachable(py_func, engine: bool = False) -> tuple[set[str], list[bytes]] | None:
+    """What ``py_func`` compiles in: the source files it can reach (``reachable_files``) and, for
+    each module of a spec's that the walk went through, its file's name (not its folder, as the
+    files) with the constants its jitted functions compile in (``compiled_in.module_constants``);
+    None where ``reachable_files`` is. With ``engine``, for a generated kernel module's function,
+    whose walk goes through the spec's functions it calls, as an engine function's never does."""
+    reached = _reach(py_func, engine)
     if reached is None:
         return None
     files, modules = reached
-    return files, sorted(os.path.basename(m["__file__"]).encode() + b"\0" + compiled_in.module_constants(m)
-                         for m in modules)
+    return files, sorted(os.path.basename(m["__file__"]).encode() + b"\0" + _module_constants(m) for m in modules)
+
+
+_constants_of: dict[int, tuple[dict, bytes]] = {}  # id of a module's globals -> (the globals, their constants)
+
+
+def _module_constants(module: dict) -> bytes:
+    """``compiled_in.module_constants``, once a module per process: numba compiles a function once
+    a process too, so a global changed after its first compile changes nothing compiled in it."""
+    known = _constants_of.get(id(module))
+    if known is None or known[0] is not module:
+        known = _constants_of[id(module)] = (module, compiled_in.module_constants(module))
+    return known[1]
 
 
 def _reach(py_func, engine: bool) -> tuple[set[str], list[dict]] | None:
-    """``reachable_files``, with the globals of each tracked module the walk went through."""
+    """``reachable_files``, with the globals of each tracked module the walk went through that
+    is not kraftcheck's engine's (its kernels read no constant computed at import)."""
     start = py_func.__globals__
     if engine != _engines_own(start) or (not engine and _tracked(start) is None):
         return None
@@ -367,7 +382,8 @@ def _reach(py_func, engine: bool) -> tuple[set[str], list[dict]] | None:
         path = _tracked(module, engine)
         if path is not None:
             files.add(path)
-            modules[id(module)] = module
+            if not path.startswith(_ENGINE + os.sep):
+                modules[id(module)] = module
             folder = os.path.dirname(path)
             if os.path.exists(os.path.join(folder, "__init__.py")):
                 files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
@@ -390,12 +406,9 @@ def reachable_sources_digest(py_func, engine: bool = False) -> str | None:
     """A digest of the sources ``py_func`` can reach (``reachable_files``), None if not tracked: of
     their contents and file names, not their folders, so that two checkouts of the same sources
     sharing a kernel cache (a generated module's numba files are in the cache) agree on it rather
-    than each compiling again what the other wrote. A spec's function's covers the constants its
-    modules' jitted functions compile in too (``reachable``)."""
-    if engine:
-        files, constants = reachable_files(py_func, engine), []
-    else:
-        files, constants = reachable(py_func) or (None, [])
+    than each compiling again what the other wrote; and of the constants that the jitted
+    functions of the spec's modules it reaches compile in (``reachable``)."""
+    files, constants = reachable(py_func, engine) or (None, [])
     if files is None:
         return None
     h = hashlib.sha256()
