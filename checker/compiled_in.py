@@ -99,16 +99,24 @@ def _jitted_code(value, module_name: str) -> types.CodeType | None:
     return None
 
 
-def module_constants(module: dict) -> bytes:
-    """The name and value of every constant that a jitted function defined in the module whose
-    globals are ``module`` reads: its globals, and the attributes it reads of a module it names
-    (``limits.LIMIT``)."""
+def names_read(module: dict) -> set[str]:
+    """The global and attribute names the jitted functions defined in the module whose globals
+    are ``module`` use."""
     name = module.get("__name__") or ""
     names: set[str] = set()
     for value in list(module.values()):
         code = _jitted_code(value, name)
         if code is not None:
             names |= names_used(code)
+    return names
+
+
+def module_constants(module: dict, names: set[str] | None = None) -> bytes:
+    """The name and value of every constant that a jitted function defined in the module whose
+    globals are ``module`` reads: its globals, and the attributes it reads of a module it names
+    (``limits.LIMIT``). ``names``: ``names_read(module)``, if known."""
+    if names is None:
+        names = names_read(module)
     out: list[bytes] = []
     for n in sorted(names):
         if n not in module:

@@ -339,16 +339,27 @@ def reachable(py_func, engine: bool = False) -> tuple[set[str], list[bytes]] | N
     return files, sorted(os.path.basename(m["__file__"]).encode() + b"\0" + _module_constants(m) for m in modules)
 
 
-_constants_of: dict[int, tuple[dict, bytes]] = {}  # id of a module's globals -> (the globals, their constants)
+# id of a module's globals -> (the globals, how many names they held, each name its jitted functions
+# read with its value then, their constants)
+_constants_of: dict[int, tuple[dict, int, tuple, bytes]] = {}
+_UNBOUND = object()
 
 
 def _module_constants(module: dict) -> bytes:
-    """``compiled_in.module_constants``, once a module per process: numba compiles a function once
-    a process too, so a global changed after its first compile changes nothing compiled in it."""
+    """``compiled_in.module_constants``, computed again only when the module's globals changed:
+    a name added (a module still being imported: a jitted function it calls as it is imported,
+    ``LIMIT = limit_of(N)``, has its stamp taken before the rest of the module is defined), or a
+    global its jitted functions read bound to another value."""
     known = _constants_of.get(id(module))
-    if known is None or known[0] is not module:
-        known = _constants_of[id(module)] = (module, compiled_in.module_constants(module))
-    return known[1]
+    if known is not None and known[0] is module and known[1] == len(module) and \
+            all(module.get(n, _UNBOUND) is v for n, v in known[2]):
+        return known[3]
+    size = len(module)
+    names = compiled_in.names_read(module)
+    values = tuple((n, module[n]) for n in sorted(names) if n in module)
+    constants = compiled_in.module_constants(module, names)
+    _constants_of[id(module)] = (module, size, values, constants)
+    return constants
 
 
 def _reach(py_func, engine: bool) -> tuple[set[str], list[dict]] | None:

@@ -564,6 +564,11 @@ _STOP_AT_LIMIT = {
                        "    L = int(os.environ['LIMITED_LIMIT'])", "s.x >= Limit.L"),
     # a module's module's attribute
     "a submodule's constant": ("import cfg.limits", "s.x >= cfg.limits.LIMIT"),
+    # computed by a jitted function called as the spec is imported: its stamp is taken then, before
+    # the constant and the functions that read it are defined
+    "a constant computed by a jitted call at import": (
+        "@njit(cache=True)\ndef ident(n):\n    return n\n\n\nLIMIT = ident(int(os.environ['LIMITED_LIMIT']))",
+        "s.x >= LIMIT"),
 }
 
 
@@ -592,6 +597,28 @@ def test_a_function_class_or_attribute_compiled_in_that_changed_is_compiled_agai
 
     assert exit_code(2) == 0  # x stops at 2: below 3 holds
     assert exit_code(5) == 1
+
+
+
+def test_the_constants_of_a_module_imported_further_or_rebound_are_taken_again():
+    """The constants of a module are kept once taken, for the stamp of every function that reaches
+    it; a module still being imported (a jitted function it calls as it is imported has its stamp
+    taken then) gets more functions and constants after: those count too, as does a global
+    bound to another value."""
+    import numba
+
+    from kraftcheck.checker import numba_cache
+
+    module: dict = {"__name__": "kc_test_partly_imported", "__file__": "/nowhere/partly.py"}
+    exec("from numba import njit\n\n@njit\ndef ident(n):\n    return n\n", module)
+    partial = numba_cache._module_constants(module)
+    exec("LIMIT = 2\n\n@njit\ndef below(x):\n    return x < LIMIT\n", module)
+    assert isinstance(module["below"], numba.core.dispatcher.Dispatcher)
+    whole = numba_cache._module_constants(module)
+    assert whole != partial and b"LIMIT=" in whole
+    assert numba_cache._module_constants(module) == whole
+    module["LIMIT"] = 5
+    assert numba_cache._module_constants(module) not in (whole, partial)
 
 
 _ENGINE_RUN = '''
