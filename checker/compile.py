@@ -90,17 +90,19 @@ def typed_marker_path(shapes: KernelShapes, key: str) -> Path:
 
 def is_compiled(shapes: KernelShapes) -> bool:
     """Every kernel of this module is in numba's cache: a finished compile said so, and numba's
-    index files are still there (``NUMBA_CACHE_DIR`` may have been changed or emptied since)."""
+    index of each is still there (``NUMBA_CACHE_DIR`` may have been changed or emptied since) and
+    current: its stamp is the one numba would load it with (``numba_cache``: a constant the
+    spec's functions compile in took another value, a helper's file changed). A stale kernel is
+    compiled as a missing one is, in the background, not in the foreground as the run loads it."""
     if not marker_path(shapes.module_path).exists():
         return False
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
     try:
         kernels = [module.pack_rows, module.unpack_rows, module.unpack_range, module.check]
-        paths = [k._cache._cache_file._index_path for k in kernels]
+        files = [k._cache._cache_file for k in kernels]
         for expand in module.EXPANDERS:  # a large layout's expanders compile two (kernels.table_expand)
-            paths += expand.cache_index_paths() if hasattr(expand, "cache_index_paths") else \
-                [expand._cache._cache_file._index_path]
-        return all(os.path.exists(path) for path in paths)
+            files += expand.cache_files() if hasattr(expand, "cache_files") else [expand._cache._cache_file]
+        return all(os.path.exists(f._index_path) and f._load_index() for f in files)
     except AttributeError:  # numba keeps its cache differently: trust the marker
         return True
 

@@ -72,11 +72,10 @@ class TableExpander:
         self._compiled = None
         self._address = None
 
-    def cache_index_paths(self) -> list[str]:
-        """Where numba's cache indexes what this expander compiles (``fire`` and the generic
-        kernel), found without compiling anything (numba's internals: AttributeError if they
-        change)."""
-        return [FunctionCache(self.fire)._cache_file._index_path, self.kernel._cache._cache_file._index_path]
+    def cache_files(self) -> list:
+        """numba's cache files of what this expander compiles (``fire`` and the generic kernel),
+        found without compiling anything (numba's internals: AttributeError if they change)."""
+        return [FunctionCache(self.fire)._cache_file, self.kernel._cache._cache_file]
 
     def compile_fire(self) -> None:
         """Compile (or load from numba's cache) this action's ``fire`` kernel alone."""
