@@ -37,7 +37,7 @@ def frozen(value, depth: int = 0) -> bytes | None:
     not (a module, a list) or that is too large to be such a constant. A function or a class is
     compiled in too, by which one it is: ``STEP = fast if ... else slow`` or ``DT = np.int8 if ...
     else np.int64`` read by a jitted function; a function by its name and what its closure holds
-    (a jitted helper made by a factory)."""
+    (a jitted helper made by a factory). So are a numpy dtype and a numba type."""
     kind = type(value)
     tag = f"{kind.__module__}.{kind.__qualname__}:".encode()
     if value is None or isinstance(value, (str, bytes)):
@@ -50,13 +50,17 @@ def frozen(value, depth: int = 0) -> bytes | None:
         base = int if isinstance(value, int) else float if isinstance(value, float) else complex
         return tag + repr(base(value)).encode()
     numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.dtype):  # a record's fields included
+        return tag + repr(value).encode()
     if numpy is not None and isinstance(value, numpy.generic):
-        return tag + value.dtype.str.encode() + b"," + value.tobytes()
+        return tag + repr(value.dtype).encode() + b"," + value.tobytes()
     if numpy is not None and isinstance(value, numpy.ndarray):
         if value.dtype.hasobject:
             return None
         content = hashlib.sha256(numpy.ascontiguousarray(value).tobytes()).digest()
-        return tag + f"{value.dtype.str}{value.shape}".encode() + content
+        return tag + f"{value.dtype!r}{value.shape}".encode() + content
+    if kind.__module__.startswith("numba.core.types"):  # IDX = types.int32 if ... else types.int64
+        return tag + str(value).encode()
     if isinstance(value, tuple) and len(value) <= MOST_ITEMS and depth < 20:
         return tag + b"(" + b",".join(frozen(v, depth + 1) or b"?" for v in value) + b")"
     if isinstance(value, type):

@@ -584,13 +584,15 @@ def test_progress_stream_is_one_json_object_per_line(project):
 def test_progress_lines_of_a_check_are_forwarded(tmp_path):
     events = []
     log = tmp_path / "output.log"
-    log.write_text("checking x\nprogress: depth 3  distinct 1,234  generated 5,678  frontier 9  1/s distinct\npartial")
+    log.write_text("checking x\nprogress: compiling kernels in the background: 3/9: Fetch\n"
+                   "progress: interpreting meanwhile: depth 2  distinct 12  generated 30  frontier 9  1/s\n"
+                   "progress: depth 3  distinct 1,234  generated 5,678  frontier 9  1/s distinct\npartial")
     job = runner._Running(runner.Outcome(None, [], "", tmp_path), None, open(log, "a"), 0.0)
     job.outcome.check = type("C", (), {"name": "x"})()
     runner._forward_progress(job, events.append)
-    assert [(e["depth"], e["distinct"], e["generated"]) for e in events] == [(3, 1234, 5678)]
+    assert [(e["depth"], e["distinct"], e["generated"]) for e in events] == [(2, 12, 30), (3, 1234, 5678)]
     runner._forward_progress(job, events.append)
-    assert len(events) == 1  # each line once
+    assert len(events) == 2  # each line once
 
 
 @pytest.mark.slow

@@ -715,3 +715,30 @@ def test_a_compile_the_file_size_limit_stops_names_the_file_and_what_to_do(tmp_p
             os.environ["KRAFTCHECK_CACHE_DIR"] = before
     assert "KRAFTCHECK_CACHE_DIR" in full and "TMPDIR" not in full
     assert "TMPDIR" in levels and "KRAFTCHECK_CACHE_DIR" not in levels
+
+
+def test_each_kind_of_compiled_in_value_is_written_by_what_it_is():
+    """Two values numba would compile in differently are written differently into the stamps:
+    numbers of one type, arrays alike but for their contents or their record's fields, numpy
+    dtypes and scalars, numba types, enum members, tuples, functions and classes."""
+    import enum
+
+    import numpy as np
+    from numba.core import types as nb_types
+
+    from kraftcheck.checker.compiled_in import frozen
+
+    class Kind(enum.IntEnum):
+        A = 1
+        B = 2
+
+    alike = [(1, 2), (1.0, 1.5), (True, False), ("a", "b"), (Kind.A, Kind.B),
+             (np.zeros(3, np.int64), np.ones(3, np.int64)), (np.zeros(3, np.int64), np.zeros(3, np.int32)),
+             (np.zeros(1, np.dtype([("a", np.int64)])), np.zeros(1, np.dtype([("b", np.int64)]))),
+             (np.dtype(np.int8), np.dtype(np.int16)), (np.dtype([("a", np.int8)]), np.dtype([("b", np.int8)])),
+             (np.int8(1), np.int16(1)), (nb_types.int32, nb_types.int64), ((1, (2, 3)), (1, (2, 4))),
+             (np.int8, np.int64), (frozen, test_each_kind_of_compiled_in_value_is_written_by_what_it_is)]
+    for one, other in alike:
+        assert frozen(one) is not None and frozen(one) != frozen(other), (one, other)
+        assert frozen(one) == frozen(one)
+    assert frozen([1, 2]) is None and frozen({"a": 1}) is None  # numba compiles neither in

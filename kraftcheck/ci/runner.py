@@ -36,7 +36,8 @@ KILL_GRACE_S = 300.0  # beyond the exploration budget: kernel compilation, trace
 STOP_GRACE_S = 10.0  # a check asked to stop (SIGTERM) ends its run within this, else it is killed
 POLL_S = 0.2
 MARKER = "ci-check.json"  # marks a directory this runner made, so it may replace it
-PROGRESS_LINE = re.compile(r"progress: depth ([\d,]+)\s+distinct ([\d,]+)\s+generated ([\d,]+)")
+# a counts line, also one that a first tier's label opens while the kernels compile in the background
+PROGRESS_LINE = re.compile(r"progress: (?:[a-z ,]+: )?depth ([\d,]+)\s+distinct ([\d,]+)\s+generated ([\d,]+)")
 
 Event = Callable[[dict], None]
 

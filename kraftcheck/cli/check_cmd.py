@@ -147,9 +147,9 @@ def check(**given: Any) -> None:
     state deadlocks (unless the spec declares terminal states intended, or --no-deadlock), even if
     the run then stopped early; 2 no verdict: usage or input error, a function of the spec raised
     on a state, or an internal error; 3 nothing violated and the exploration
-    incomplete (a limit was hit, also by --liveness's analysis, the disk filled up, or --simulate
-    found no violation: it is never exhaustive), or an output that could not be written; 130
-    interrupted.
+    incomplete (a limit was hit, also by the analysis of --liveness or --availability, the disk
+    filled up, or --simulate found no violation: it is never exhaustive), or an output that could
+    not be written; 130 interrupted.
     """
     install_stop_handlers()
     terminal = Terminal(quiet=given.pop("quiet"), color=False if given.pop("no_color") else None,

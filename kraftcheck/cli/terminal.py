@@ -255,7 +255,8 @@ class Terminal:
         if self.quiet:
             return
         if self._live is not None:
-            self._live.update(Text(progress_line(p), style="cyan", no_wrap=True, overflow="ellipsis"))
+            self._live.update(Text(progress_line(p, max(self.err.width, MAX_PROGRESS_WIDTH)), style="cyan",
+                                   no_wrap=True, overflow="ellipsis"))
         elif time.monotonic() - self._last_plain >= PLAIN_PROGRESS_EVERY_S:
             self._last_plain = time.monotonic()
             # one "progress: " line per line, each within the width where it can be (CI logs are read too)
