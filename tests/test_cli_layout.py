@@ -96,3 +96,15 @@ def test_a_local_progress_line_keeps_its_counts_whole_and_fits_80_columns():
     compiling = Progress(5, 1496, 2907, 1158, 11.5, compiling="5/21: Fetch", meanwhile="interpreting")
     meanwhile = progress_line(compiling, 70)
     assert all(len(line) <= 70 for line in meanwhile.splitlines())
+
+
+def test_a_simulation_progress_line_fits_80_columns():
+    """The time goes first, then the rates, then the counts are kept short."""
+    from kraftcheck.checker.explore.result import Progress
+    from kraftcheck.cli.terminal import progress_line
+
+    small = Progress(0, 2_680, 17_244, 40, 10.0, behaviours=100)
+    assert progress_line(small) == "behaviours 100 (10/s)  states 2,680 (268/s)  generated 17,244  running 40  10.0s"
+    big = Progress(0, 12_345_678, 123_456_789, 4_096, 100.0, behaviours=1_234_567)
+    assert progress_line(big) == "behaviours 1,234,567  states 12,345,678  generated 123,456,789  running 4,096"
+    assert progress_line(big, 70) == "behaviours 1.23M  states 12.3M  generated 123M  running 4,096"

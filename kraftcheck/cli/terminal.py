@@ -78,11 +78,23 @@ def spark_progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     return timed if len(timed) <= width else line
 
 
-def simulation_progress_line(p: Progress) -> str:
-    """A simulation's progress: behaviours ended and states passed, with their rates."""
-    return (f"behaviours {p.behaviours:,} ({_rate(p.behaviours or 0, p.elapsed_s)})  states {p.distinct:,} "
-            f"({_rate(p.distinct, p.elapsed_s)})  generated {p.generated:,}  running {p.frontier:,}  "
-            f"{p.elapsed_s:,.1f}s")
+def simulation_progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
+    """A simulation's progress: behaviours ended and states passed, with their rates, in ``width``
+    columns if they can be: the time goes first, then the rates, then the counts are kept short."""
+    behaviours = p.behaviours or 0
+    rates = (f" ({_rate(behaviours, p.elapsed_s)})", f" ({_rate(p.distinct, p.elapsed_s)})")
+    seconds = f"  {p.elapsed_s:,.1f}s"
+    whole = (f"{behaviours:,}", f"{p.distinct:,}", f"{p.generated:,}", f"{p.frontier:,}")
+    short = tuple(short_count(n) for n in (behaviours, p.distinct, p.generated, p.frontier))
+
+    def line(counts: tuple, with_rates: bool, timed: bool) -> str:
+        b, s, g, r = counts
+        return (f"behaviours {b}{rates[0] if with_rates else ''}  states {s}{rates[1] if with_rates else ''}  "
+                f"generated {g}  running {r}{seconds if timed else ''}")
+
+    candidates = (line(whole, True, True), line(whole, True, False), line(whole, False, False),
+                  line(short, False, False))
+    return next((c for c in candidates if len(c) <= width), candidates[-1])
 
 
 def exploration_counts(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
@@ -107,7 +119,7 @@ def progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     if p.engine == "spark" and p.compiling is None:
         return spark_progress_line(p, width)
     if p.behaviours is not None:
-        return simulation_progress_line(p)
+        return simulation_progress_line(p, width)
     spilled = "" if p.levels_spilled_to is None else f"\nlevels spilled to disk: {p.levels_spilled_to}"
     if p.compiling is None:
         return exploration_counts(p, width) + spilled
