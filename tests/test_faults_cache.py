@@ -576,31 +576,41 @@ _STOP_AT_LIMIT = {
 
 
 @pytest.mark.parametrize("case", _STOP_AT_LIMIT)
-def test_a_function_class_or_attribute_compiled_in_that_changed_is_compiled_again(tmp_path, case):
+def test_a_function_class_or_attribute_compiled_in_that_changed_is_compiled_again(tmp_path, monkeypatch, case):
     """numba compiles in the function a global names, a class (a numpy type), an enum member read
     through its class and the attribute of a module's module, as it does a number. When one of these
     changed with no source file, the second compiled run took the kernels compiled before: 'holds'
-    (exit 0) where x reaches 3 ('violated', exit 1)."""
+    (exit 0) where x reaches 3 ('violated', exit 1). The stamp numba's cache of the action is
+    checked against (which a generated kernel's stamp covers too, as the end-to-end test above
+    shows) now differs with the value, and is the same for the same value: the spec imported
+    afresh, under the same name, for each."""
+    import importlib
+
+    from kraftcheck.checker import numba_cache
+
     head, stop = _STOP_AT_LIMIT[case]
     source = _LIMITED_SPEC.format(limit="import os\n\n" + head).replace("s.x >= LIMIT", stop)
     (tmp_path / "src" / "cfg").mkdir(parents=True)
     (tmp_path / "src" / "cfg" / "__init__.py").write_text("")
     (tmp_path / "src" / "cfg" / "limits.py").write_text("import os\nLIMIT = int(os.environ['LIMITED_LIMIT'])\n")
-    (tmp_path / "src" / "limited_spec.py").write_text(source)
-    spec = f"{tmp_path / 'src' / 'limited_spec.py'}:Limited"
-    env = {**{k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}, "PYTHONPATH": str(tmp_path / "src"),
-           "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "KRAFTCHECK_THREADS": "1"}
+    (tmp_path / "src" / "limited_spec_of_case.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
 
-    def exit_code(limit: int) -> int:
-        out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", spec, "-q", "--compile", "now"],
-                             capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                             env={**env, "LIMITED_LIMIT": str(limit)})
-        assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
-        return out.returncode
+    def stamp(limit: int) -> str:
+        for name in ("limited_spec_of_case", "cfg.limits", "cfg"):
+            sys.modules.pop(name, None)
+        monkeypatch.setenv("LIMITED_LIMIT", str(limit))
+        importlib.invalidate_caches()
+        module = importlib.import_module("limited_spec_of_case")
+        return numba_cache.reachable_sources_digest(module.inc.py_func)
 
-    assert exit_code(2) == 0  # x stops at 2: below 3 holds
-    assert exit_code(5) == 1
-
+    try:
+        two = stamp(2)
+        assert stamp(5) != two
+        assert stamp(2) == two
+    finally:
+        for name in ("limited_spec_of_case", "cfg.limits", "cfg"):
+            sys.modules.pop(name, None)
 
 
 def test_the_constants_of_a_module_imported_further_or_rebound_are_taken_again():
