@@ -514,14 +514,12 @@ class Limited(Spec):
 '''
 
 _LIMITS = {
-    # a constant of another file beside a spec file that is no package's: no function names that file
-    "imported by value": "from limits import LIMIT",
     # the spec's file unchanged, its constant computed when it is imported
     "from the environment": "import os\nLIMIT = int(os.environ['LIMITED_LIMIT'])",
 }
 
 
-@pytest.mark.parametrize("source", _LIMITS)
+@pytest.mark.parametrize("source", _LIMITS)  # the other kinds: on the stamps, below
 def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path, source):
     """numba compiles a global a function reads in as a constant. When the constant's value changed
     and no source file the kernels' names and numba's stamps cover did, the second compiled run
@@ -535,7 +533,6 @@ def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path
            "KRAFTCHECK_CACHE_DIR": str(tmp_path / "cache"), "KRAFTCHECK_THREADS": "1"}
 
     def exit_code(limit: int, *options: str) -> int:
-        (tmp_path / "src" / "limits.py").write_text(f"LIMIT = {limit}\n")
         out = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", spec, "-q", *options],
                              capture_output=True, text=True, timeout=300, cwd=tmp_path,
                              env={**env, "LIMITED_LIMIT": str(limit)})
@@ -552,6 +549,8 @@ def test_a_constant_compiled_in_by_value_that_changed_is_compiled_again(tmp_path
 
 
 _STOP_AT_LIMIT = {
+    # a constant of another file beside a spec file that is no package's: no function names that file
+    "a constant imported by value": ("from cfg.limits import LIMIT", "s.x >= LIMIT"),
     # a jitted helper chosen when the spec is imported: numba compiles in the function a global names
     "a jitted function": ("@njit(cache=True)\ndef stop_at_2(x):\n    return x >= 2\n\n\n"
                           "@njit(cache=True)\ndef stop_at_5(x):\n    return x >= 5\n\n\n"
