@@ -65,7 +65,7 @@ def frozen(value, depth: int = 0) -> bytes | None:
         return tag + b"(" + b",".join(frozen(v, depth + 1) or b"?" for v in value) + b")"
     if isinstance(value, type):
         return tag + f"{value.__module__}.{value.__qualname__}".encode()
-    py = _python_function(value)
+    py = function_of(value)
     if py is not None and depth < 20:
         cells = []
         for cell in py.__closure__ or ():
@@ -78,18 +78,16 @@ def frozen(value, depth: int = 0) -> bytes | None:
     return None
 
 
-def _python_function(value) -> types.FunctionType | None:
-    """The Python function of a function, a numba dispatcher or a numba intrinsic; None for
-    another value."""
-    if isinstance(value, types.FunctionType):
-        return value
+def function_of(value) -> types.FunctionType | None:
+    """The Python function ``value`` is (a numba dispatcher's own, or the one that defines a numba
+    intrinsic), or None."""
     try:
-        py = getattr(value, "py_func", None)
-        if py is None and isinstance(getattr(value, "_defn", None), types.FunctionType):
-            py = value._defn  # numba.extending.intrinsic
+        value = getattr(value, "py_func", value)
+        if not isinstance(value, types.FunctionType) and isinstance(getattr(value, "_defn", None), types.FunctionType):
+            value = value._defn  # numba.extending.intrinsic
     except Exception:  # an object whose attributes are computed, and fail
         return None
-    return py if isinstance(py, types.FunctionType) else None
+    return value if isinstance(value, types.FunctionType) else None
 
 
 def _jitted_code(value, module_name: str) -> types.CodeType | None:
@@ -97,7 +95,7 @@ def _jitted_code(value, module_name: str) -> types.CodeType | None:
     defines a numba intrinsic) defined in the module ``module_name``."""
     if isinstance(value, types.FunctionType):
         return None
-    py = _python_function(value)
+    py = function_of(value)
     if py is not None and py.__module__ == module_name:
         return py.__code__
     return None

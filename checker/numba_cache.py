@@ -279,18 +279,6 @@ def _tracked(module: dict, engine: bool = False) -> str | None:
     return path
 
 
-def _function_of(value):
-    """The Python function ``value`` is (a numba dispatcher's own, or the one that defines a numba
-    intrinsic), or None."""
-    try:
-        value = getattr(value, "py_func", value)
-        if not isinstance(value, types.FunctionType) and isinstance(getattr(value, "_defn", None), types.FunctionType):
-            value = value._defn  # numba.extending.intrinsic
-    except Exception:  # an object whose attributes are computed, and fail
-        return None
-    return value if isinstance(value, types.FunctionType) else None
-
-
 def file_digest(path: str) -> bytes:
     """The SHA-256 of the file ``path``, read again only when its modification time or size changed."""
     try:
@@ -317,11 +305,11 @@ def reachable_files(py_func, engine: bool = False) -> set[str] | None:
     """The source files ``py_func`` can reach: its module's, and those of the functions, numba
     dispatchers, classes and modules it names (globals, attributes of a module it names, its
     closure), and in turn theirs; each with the other modules of its package folder, as
-    ``codegen.sources_digest``; the functions that define numba intrinsics it names, and what tuples, lists, sets
-    and dicts it names hold, are followed too. Generated kernel modules and installed packages end
-    the walk, and so do the modules of kraftcheck's engine unless ``engine``. None for a function
-    of kraftcheck's engine or a generated kernel module (unless ``engine``: then only for the
-    others), or an installed package's."""
+    ``codegen.sources_digest``; the functions that define numba intrinsics it names, and what
+    tuples, lists, sets and dicts it names hold, are followed too. Generated kernel modules and
+    installed packages end the walk, and so do the modules of kraftcheck's engine unless
+    ``engine``. None for a function of kraftcheck's engine or a generated kernel module (unless
+    ``engine``: then only for the others), or an installed package's."""
     reached = _reach(py_func, engine)
     return None if reached is None else reached[0]
 
@@ -381,7 +369,7 @@ def _reach(py_func, engine: bool) -> tuple[set[str], list[dict]] | None:
             if len(value) <= compiled_in.MOST_ITEMS:
                 todo += list(value.values() if isinstance(value, dict) else value)
             continue
-        function = _function_of(value)
+        function = compiled_in.function_of(value)
         if isinstance(value, types.ModuleType):
             module, names = vars(value), None
         elif function is not None:

@@ -58,6 +58,10 @@ def short_count(n: int) -> str:
     return f"{n:,}" if n < 10_000 else _three_digits(n / 1000, ("k", "M", "G", "T"), 1000)
 
 
+def _short_rate(n: int, seconds: float) -> str:
+    return f"{short_count(round(n / seconds))}/s" if seconds > 0 else "-"
+
+
 def byte_size(n: int) -> str:
     """Bytes in binary units, three significant digits: 812 B, 2.4 KiB, 1.02 GiB."""
     return f"{n} B" if n < 1000 else _three_digits(n / 1024, (" KiB", " MiB", " GiB", " TiB"), 1024)
@@ -71,7 +75,7 @@ def spark_progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     of the last level, the rate, the bytes that level shuffled, and the time if the line still
     fits ``width`` columns (the summary has it anyway)."""
     shuffled = "-" if p.shuffle_bytes is None else byte_size(p.shuffle_bytes)
-    rate = f"{short_count(round(p.distinct / p.elapsed_s))}/s" if p.elapsed_s > 0 else "-"
+    rate = _short_rate(p.distinct, p.elapsed_s)
     line = (f"level {p.depth:,}  distinct {short_count(p.distinct)} (+{short_count(p.frontier)})  "
             f"generated {short_count(p.generated)}  {rate}  shuffle {shuffled}")
     timed = f"{line}  {p.elapsed_s:,.1f}s"
@@ -105,7 +109,7 @@ def exploration_counts(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     head = f"depth {p.depth:,}  distinct {p.distinct:,}  generated {p.generated:,}  frontier "
     rate, seconds = _rate(p.distinct, p.elapsed_s), f"{p.elapsed_s:,.1f}s"
     frontier = f"{p.frontier:,}"
-    short_rate = f"{short_count(round(p.distinct / p.elapsed_s))}/s" if p.elapsed_s > 0 else "-"
+    short_rate = _short_rate(p.distinct, p.elapsed_s)
     candidates = (f"{head}{frontier}  {rate} distinct  {seconds}", f"{head}{frontier}  {rate}  {seconds}",
                   f"{head}{frontier}  {rate}", f"{head}{short_count(p.frontier)}  {short_rate}")
     return next((line for line in candidates if len(line) <= width), candidates[-1])
@@ -132,6 +136,7 @@ def progress_line(p: Progress, width: int = MAX_PROGRESS_WIDTH) -> str:
     if len(counts) > width:  # the counts on a line of their own
         counts = f"{meanwhile}:\n{exploration_counts(p, width)}"
     return f"compiling kernels in the background: {p.compiling}\n{counts}{spilled}"
+
 
 def spark_table(figures: dict) -> Table:
     """The Spark section of the summary, from the report's ``spark`` object."""
