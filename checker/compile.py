@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from kraftcheck.checker import detached
+from kraftcheck.checker.disk_full import disk_full_advice, disk_full_reason, is_disk_full
 from kraftcheck.checker.codegen import KernelCacheUnusable, import_kernel_module, imported_modules, kernel_cache_problem
 from kraftcheck.checker.errors import KraftcheckBug, KraftcheckError, SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
@@ -469,6 +470,9 @@ class BackgroundCompile:
         problem = kernel_cache_problem(self.cache)
         if problem is not None:  # before any work: the compile could keep nothing
             raise KernelCacheUnusable(self.cache, f"{problem}; the kernels of this run are not compiled in it")
+        earlier = detached.take_failure(self.cache, self.shapes.module_name)
+        if earlier is not None:  # the run that left it had ended: nobody has said it yet
+            print(f"kernel cache: {earlier.said()}; compiling them again", file=sys.stderr, flush=True)
         self.started = time.perf_counter()
         self.finished_s: Optional[float] = None
         self.ready: dict[str, float] = {}  # module name -> seconds from the start until compiled
@@ -576,6 +580,7 @@ def _worker() -> int:
     # group): exit through the finally clauses, which end the helpers and remove the claims folder
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     job = json.loads(sys.stdin.read())
+    failure: Optional[BaseException] = None
     if "scratch" in job:  # temporary files go there, for the run to remove if it stops this compile
         tempfile.tempdir = job["scratch"]
     try:
@@ -589,11 +594,34 @@ def _worker() -> int:
                 sys.modules[name] = module
                 spec.loader.exec_module(module)
         return _compile_job(job)
+    except BaseException as e:
+        failure = e
+        raise
     finally:
         if "scratch" in job:
             shutil.rmtree(job["scratch"], ignore_errors=True)
         if "detached" in job:
-            detached.forget(Path(job["detached"]), os.getpid())
+            left = detached.forget(Path(job["detached"]), os.getpid())
+            if left is not None and failure is not None:  # no run is there to say it: the next one will
+                detached.record_failure(Path(job["detached"]), left, _why_failed(failure, job, left.key))
+
+
+def _why_failed(e: BaseException, job: dict, key: str) -> str:
+    """A background compile's failure as the line ``kraftcheck cache status`` and the next run
+    give: what stopped it, and what to do where that is known."""
+    if isinstance(e, SystemExit):
+        if e.code == 3:
+            return (f"stopped at its time limit of {job.get('time_limit', COMPILE_TIME_LIMIT_S):g} s "
+                    "(KRAFTCHECK_COMPILE_TIME_LIMIT); what it compiled is kept")
+        if isinstance(e.code, int) and e.code > 128:
+            return f"ended by signal {signal.Signals(e.code - 128).name}"
+        return f"exited with {e.code!r}"
+    if is_disk_full(e):
+        reason = disk_full_reason(e)
+        return f"{reason}: {disk_full_advice(None, reason)}"
+    if isinstance(e, numba.core.errors.NumbaError):
+        return str(compile_error(key[len("kc_"):].rsplit("_model_", 1)[0], e))
+    return f"{type(e).__name__}: {e}"
 
 
 def _compile_job(job: dict) -> int:

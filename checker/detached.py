@@ -13,6 +13,12 @@ So each kernel cache keeps a register of its detached compiles, one file per pro
 A stopped compile loses only the kernel it was compiling: every one it finished is in numba's
 cache, and the next run of its model compiles the rest. ``kraftcheck cache status`` lists the
 register (``running``), ``kraftcheck cache clear`` stops them (``stop_all``).
+
+A detached compile that fails has no run left to tell: it leaves why in the register
+(``record_failure``), which ``kraftcheck cache status`` lists (``failures``) and the next
+background compile of the same kernels takes and says (``take_failure``). Without it, every run
+of a model whose compile fails after its run (a full disk, the compile's time limit) said the
+compile went on in the background, and none ever found the kernels compiled.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 REGISTER = "detached"
+FAILED = ".failed"  # a failed compile's record in the register: <kernel module>.failed
 SCRATCH_PREFIX = "kraftcheck-compile-"  # a background compile's scratch folder (compile.BackgroundCompile)
 
 
@@ -42,6 +49,23 @@ class Detached:
     what: str
     since: float        # when its run left it (time.time())
     scratch: Optional[str] = None  # its scratch folder, which it removes as it ends; a stopped one cannot
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A detached compile that failed: the kernel module it was to end with, what it compiled,
+    when it failed, and why (one line)."""
+
+    key: str
+    what: str
+    when: float
+    why: str
+
+    def said(self) -> str:
+        """The failure as one clause: what failed, when, and why."""
+        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.when))
+        model = self.key.rsplit("_", 1)[-1][:8]  # as `kraftcheck cache status` names the model
+        return f"the background compile of {self.what} ({model}) that a run left failed at {at}: {self.why}"
 
 
 def register_dir(cache: Path) -> Path:
@@ -192,7 +216,53 @@ def stop_all(cache: Path) -> list[Detached]:
     return stopped
 
 
-def forget(cache: Path, pid: int) -> None:
-    """A detached compile that ends removes its own entry (others are removed once seen dead)."""
+def forget(cache: Path, pid: int) -> Optional[Detached]:
+    """A detached compile that ends removes its own entry (others are removed once seen dead).
+    Returns the entry, if its run had left it one (None: its run is still there, or stopped it)."""
+    path = register_dir(cache) / f"{pid}.json"
+    try:
+        entry: Optional[Detached] = Detached(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        entry = None
     with contextlib.suppress(OSError):
-        (register_dir(cache) / f"{pid}.json").unlink()
+        path.unlink()
+    return entry
+
+
+def record_failure(cache: Path, entry: Detached, why: str) -> None:
+    """Compile ``entry`` failed after its run had ended: keep why for ``failures`` and
+    ``take_failure``. A disk too full even for this line keeps nothing (as before)."""
+    failure = Failure(entry.key, entry.what, time.time(), " ".join(why.split())[:600])
+    directory = register_dir(cache)
+    tmp = directory / f".{entry.key}{FAILED}.tmp"
+    try:
+        tmp.write_text(json.dumps(asdict(failure)))
+        os.replace(tmp, directory / f"{entry.key}{FAILED}")
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_failure(path: Path) -> Optional[Failure]:
+    try:
+        return Failure(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def failures(cache: Path) -> list[Failure]:
+    """The failed detached compiles of ``cache`` that no background compile has taken since
+    (read only)."""
+    directory = register_dir(cache)
+    if not directory.is_dir():
+        return []
+    return [f for f in map(_read_failure, sorted(directory.glob(f"*{FAILED}"))) if f is not None]
+
+
+def take_failure(cache: Path, key: str) -> Optional[Failure]:
+    """The failure a detached compile of kernel module ``key`` left, if any, removed from the
+    register: a new compile of ``key`` starts."""
+    path = register_dir(cache) / f"{key}{FAILED}"
+    failure = _read_failure(path)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return failure

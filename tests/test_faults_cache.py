@@ -296,6 +296,48 @@ def test_a_compile_the_register_cannot_take_is_not_left_and_nothing_raises(tmp_p
         sleeper.kill()
         sleeper.wait()
 
+def test_a_detached_compile_that_fails_is_told_by_cache_status_and_by_the_next_compile(
+        tmp_path, monkeypatch, capsys):
+    """A background compile its run left (the run ended first) and that then failed (a full
+    kernel cache disk, its time limit, a compile error found late) had nobody to tell: each run
+    of the model said the compile went on in the background for the next run, `cache status`
+    listed nothing, and no run ever found the kernels compiled. Now the compile leaves why in the
+    register: `cache status` lists it, and the next background compile of those kernels says it
+    as it starts again. Here the failure is the compile's time limit, reached at its first kernel."""
+    from kraftcheck.checker.compile import BackgroundCompile
+    monkeypatch.setenv("KRAFTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_TIME_LIMIT", "0.001")
+    shapes = kernel_shapes(_model())
+    kernels = Path(shapes.module_path).parent
+    builder = BackgroundCompile(shapes)
+    try:
+        builder.stop(keep=True)  # the run is over; the worker is still importing numba
+        assert builder.left_running, "the compile ended before its run could leave it"
+        assert builder.process.wait(timeout=120) == 3
+    finally:
+        if builder.process.poll() is None:
+            builder.process.kill()
+            builder.process.wait()
+    [failure] = detached.failures(kernels)
+    assert failure.key == shapes.module_name and "spec die_hard" in failure.what
+    assert "time limit of 0.001 s (KRAFTCHECK_COMPILE_TIME_LIMIT)" in failure.why
+    status = CliRunner().invoke(cli, ["cache", "status"])
+    assert status.exit_code == 0, status.output
+    assert "background compiles that failed after their run: 1" in status.output
+    assert f"die_hard ({shapes.module_name.rsplit('_', 1)[1][:8]}) that a run left failed at" in status.output
+
+    monkeypatch.setenv("KRAFTCHECK_COMPILE_TIME_LIMIT", "600")
+    capsys.readouterr()
+    again = BackgroundCompile(shapes)
+    again.stop(keep=False)
+    said = capsys.readouterr().err
+    assert "kernel cache: the background compile of the kernels of spec die_hard" in said
+    assert "time limit" in said and "compiling them again" in said
+    assert detached.failures(kernels) == [], "said once, by the compile that starts again"
+    assert "failed after their run" not in CliRunner().invoke(cli, ["cache", "status"]).output
+
+
 def test_cache_status_and_clear(warm, tmp_path, monkeypatch):
     cache, _ = warm
     status = CliRunner().invoke(cli, ["cache", "status"])

@@ -94,8 +94,8 @@ def cache() -> None:
 
 @cache.command()
 def status() -> None:
-    """Where the cache is, its size, its models, its background compiles, and the caches of
-    the other mode (KRAFTCHECK_DEBUG_KERNELS) beside it."""
+    """Where the cache is, its size, its models, its background compiles (running, or failed
+    after their run), and the caches of the other mode (KRAFTCHECK_DEBUG_KERNELS) beside it."""
     from kraftcheck.cli.terminal import byte_size
     directory = cache_dir()
     click.echo(f"kernel cache   {directory}")
@@ -125,6 +125,13 @@ def _content(directory: Path) -> None:
     running = detached.running(directory)
     click.echo(f"background compiles left running: {len(running) or 'none'}")
     _say_compiles(running)
+    # a failure the kernels were compiled after since (--compile now) is no longer news
+    failed = [f for f in detached.failures(directory) if not (directory / f"{f.key}.py.compiled").exists()]
+    if failed:
+        click.echo(f"background compiles that failed after their run: {len(failed)} (the next run of the model "
+                   "compiles again)")
+        for failure in failed:
+            click.echo(f"  {failure.said()}")
 
 
 def _say_compiles(running: list) -> None:
