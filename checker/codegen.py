@@ -34,6 +34,7 @@ from kraftcheck.checker import __version__, numba_cache
 from kraftcheck.checker import debug_kernels
 from kraftcheck.checker.errors import SpecError, UsageError
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.imported_source import imported_digest
 from kraftcheck.checker.kernels import layout_table
 from kraftcheck.checker.kernels.successor_rows import TALLY_FIRED, keep_first_lines, self_loop_lines
 from kraftcheck.checker.kernels.table_expand import UNEXPECTED_WRITE
@@ -1182,17 +1183,28 @@ def _model_source(model: Model, layout_module: str, invariants_module: str, acti
     return "\n".join(out)
 
 
+def _dependency_files(model: Model) -> set[Path]:
+    """Every source file the generated module compiles in."""
+    return source_files([a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties
+                                                         + model.constraints + model.action_constraints],
+                        [Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES])
+
+
 def _dependency_digest(model: Model) -> str:
-    """Digest of every source file the generated module compiles in."""
-    return sources_digest([a.fn for a in model.actions] + [x.fn for x in model.invariants + model.properties
-                                                           + model.constraints + model.action_constraints],
-                          [Path(__file__).parent / dep for dep in KERNEL_DEPENDENCIES])
+    """Digest of every source file the generated module compiles in, as this process imported it."""
+    return _files_digest(_dependency_files(model))
 
 
-def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
-    """Digest of the source files of the spec's ``functions``, of every module of their packages
-    (spec functions call helpers from other modules of their package), of the modules they reach
-    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and of
+def model_sources(model: Model) -> dict[str, str]:
+    """{path: SHA-256, hex} of every source file ``model``'s kernels compile in, as this process
+    imported it (``imported_source``): what a background compile checks its own imports against."""
+    return {str(f): imported_digest(str(f)).hex() for f in sorted(_dependency_files(model))}
+
+
+def source_files(functions: list[Callable], extra_files: list[Path]) -> set[Path]:
+    """The source files of the spec's ``functions``, every module of their packages (spec
+    functions call helpers from other modules of their package), the modules they reach
+    (``numba_cache.reachable_files``: helpers of a spec file that is no package's) and
     ``extra_files``."""
     files = set(extra_files)
     for fn in functions:
@@ -1201,10 +1213,19 @@ def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
     for f in list(files):
         if (f.parent / "__init__.py").exists() and f.parent.name not in ("kernels",):
             files.update(f.parent.glob("*.py"))
+    return files
+
+
+def sources_digest(functions: list[Callable], extra_files: list[Path]) -> str:
+    """Digest of ``source_files(functions, extra_files)``, each as this process imported it."""
+    return _files_digest(source_files(functions, extra_files))
+
+
+def _files_digest(files: set[Path]) -> str:
     h = hashlib.sha256()
     for f in sorted(files):
         h.update(str(f.name).encode())
-        h.update(f.read_bytes())
+        h.update(imported_digest(str(f)))
     return h.hexdigest()
 
 

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Optional
@@ -41,6 +41,7 @@ from kraftcheck.checker.codegen import KernelCacheUnusable, import_kernel_module
 from kraftcheck.checker.errors import KraftcheckBug, KraftcheckError, SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.imported_source import imported_digest
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.table_expand import TableExpansion
@@ -65,6 +66,9 @@ class KernelShapes:
     nlabels: int
     nconsts: int
     kernel_names: list           # what each of EXPANDERS computes, for progress lines
+    # {path: SHA-256} of every source file the kernels compile in, as the run imported it: a
+    # process that compiles them checks its own imports against it (``refuse_other_sources``)
+    sources: dict = field(default_factory=dict)
 
     @property
     def dtype(self) -> np.dtype:
@@ -249,6 +253,7 @@ def compile_in_process(shapes: KernelShapes,
     if problem is not None:
         return _load_read_only(shapes, problem, on_kernel)
     module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+    refuse_other_sources(shapes)
     processes = compile_processes() if processes is None else processes
     reported: set[int] = set()
 
@@ -267,6 +272,27 @@ def compile_in_process(shapes: KernelShapes,
         if not marker_path(shapes.module_path).exists():
             _mark_compiled(shapes.module_path)
     return module
+
+
+def refuse_other_sources(shapes: KernelShapes) -> None:
+    """Raise ``SourcesChanged`` if a source file the kernels compile in was imported here
+    otherwise than the run that asked for them imported it: saved in between (a background
+    compile, or its helpers, import the spec again), the kernels would be the new file's, and the
+    run would take them halfway through its exploration of the old."""
+    changed = [path for path, digest in shapes.sources.items() if imported_digest(path).hex() != digest]
+    if changed:
+        raise SourcesChanged(changed)
+
+
+class SourcesChanged(SpecError):
+    """A source file the run's kernels compile in changed after the run imported it."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+        super().__init__(f"{paths[0]}{more} changed after the run imported it: the run explores the code it "
+                         "imported, and kernels compiled from the file as it is now would not be that code (no "
+                         "verdict); run the check again once the file is saved as it should be")
 
 
 def _load_read_only(shapes: KernelShapes, problem: str,
@@ -645,6 +671,7 @@ def _compile_job(job: dict) -> int:
         parent = os.getppid()
         claims = _Claims(job["claims"])
         module = import_kernel_module(shapes.module_name, Path(shapes.module_path))
+        refuse_other_sources(shapes)
         # a helper whose compile was stopped stops too, rather than compiling the rest alone
         compile_kernels(module, shapes, claim=lambda i: os.getppid() == parent and claims(i))
         return 0

@@ -72,6 +72,7 @@ from pathlib import Path
 from numba.core import caching
 
 from kraftcheck.checker import compiled_in
+from kraftcheck.checker.imported_source import imported_digest
 
 _read_only_caches: set[str] = set()
 
@@ -261,7 +262,6 @@ _ENGINE = os.path.dirname(os.path.abspath(__file__))  # kraftcheck.checker: vers
 _INSTALLED = tuple(sorted({os.path.abspath(p) for k in ("stdlib", "platstdlib", "purelib", "platlib")
                            if (p := sysconfig.get_paths().get(k))}))
 _GENERATED = re.compile(r"kc_\w+_[0-9a-f]{20}$")  # a generated kernel module's name
-_file_digests: dict[str, tuple[tuple[int, int], bytes]] = {}  # path -> ((mtime_ns, size), SHA-256)
 
 
 def _tracked(module: dict, engine: bool = False) -> str | None:
@@ -280,17 +280,10 @@ def _tracked(module: dict, engine: bool = False) -> str | None:
 
 
 def file_digest(path: str) -> bytes:
-    """The SHA-256 of the file ``path``, read again only when its modification time or size changed."""
-    try:
-        st = os.stat(path)
-        stamp = (st.st_mtime_ns, st.st_size)
-        known = _file_digests.get(path)
-        if known is None or known[0] != stamp:
-            with open(path, "rb") as f:
-                known = _file_digests[path] = (stamp, hashlib.sha256(f.read()).digest())
-        return known[1]
-    except OSError:
-        return b"missing"
+    """The SHA-256 of the file ``path`` as this process imported the module read from it
+    (``imported_source``): a file saved while a run goes on does not change the stamps of the code
+    in memory."""
+    return imported_digest(path)
 
 
 def _engines_own(module: dict) -> bool:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence
 
 from kraftcheck.checker.errors import SpecError, UsageError
+from kraftcheck.checker.imported_source import pin_imported_folder
 
 # ----------------------------------------------------------------------------------------------
 # State layout
@@ -591,6 +593,12 @@ class Spec:
     #: terminal states are intended (a protocol that finishes) sets it to False and says why in
     #: its docstring; ``--deadlock`` / ``--no-deadlock`` override it for one run.
     check_deadlock: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # the spec's module is being imported: its files' digests now are the code's in memory
+        # (a file saved later, during a run, is not compiled into it: imported_source)
+        pin_imported_folder(getattr(sys.modules.get(cls.__module__), "__file__", None))
 
     def __init__(self, params: Any = None) -> None:
         if not dataclasses.is_dataclass(getattr(self, "Params", None)):  # an internal error in validate_params

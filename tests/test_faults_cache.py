@@ -233,6 +233,66 @@ def test_a_spec_file_loaded_by_path_is_then_imported_as_a_module(tmp_path):
     assert out.stdout.split() == ["42"]
 
 
+def test_a_source_file_is_digested_as_it_was_imported_not_as_it_is_now(tmp_path, monkeypatch):
+    """numba's stamps, the kernel modules' names and a checkpoint's record of the spec's code
+    read the file as it is now: a spec saved during a run changed what the run took its code in
+    memory to be, and it loaded kernels compiled from the saved file. The digest of a file is now
+    its module's as imported, again after a new import or a reload; a file no module was
+    imported from is read as it is."""
+    import hashlib
+    import importlib
+    from kraftcheck.checker.imported_source import changed_since_import, current_digest, imported_digest
+    path = tmp_path / "edited_spec_module.py"
+    path.write_text("LIMIT = 1\n")
+    first = hashlib.sha256(path.read_bytes()).digest()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_spec_module")
+    try:
+        assert imported_digest(str(path)) == first
+        recorded = {str(path): first.hex()}
+        path.write_text("LIMIT = 22\n")  # another size: a new stamp, whatever the clock's resolution
+        assert imported_digest(str(path)) == first, "the code in memory is still the first"
+        assert numba_cache.file_digest(str(path)) == first
+        assert current_digest(str(path)) == hashlib.sha256(b"LIMIT = 22\n").digest()
+        assert changed_since_import(recorded) == [str(path)]
+        importlib.reload(module)
+        assert module.LIMIT == 22 and imported_digest(str(path)) == current_digest(str(path))
+    finally:
+        del sys.modules["edited_spec_module"]
+    other = tmp_path / "never_imported.py"
+    other.write_text("x = 1\n")
+    assert imported_digest(str(other)) == current_digest(str(other))
+    other.write_text("x = 22\n")
+    assert imported_digest(str(other)) == hashlib.sha256(b"x = 22\n").digest()
+
+
+def test_a_spec_saved_during_a_run_is_not_compiled_into_it(tmp_path, monkeypatch):
+    """A spec file saved while its run explored it in bytecode was imported anew by the
+    background compile, whose kernels the run then took halfway through: two-phase rm=8 with
+    TMAbort disabled in the file saved 2 s into the run said "holds" over 1,638,656 states and
+    17,499,271 generated, neither the first file's count (1,745,408 and 18,507,778) nor the saved
+    one's (65,792 and 526,338). Here the file is saved before the compile starts, so that it
+    imports the saved file for certain: the kernel audit used to catch that case only because
+    TMAbort is enabled in the initial state (blaming the kernel cache). The compile now checks
+    the files it imports against the run's and refuses, and the run stops with exit 2, naming
+    the file, rather than mix two versions of the spec."""
+    from kraftcheck.checker.compile import SourcesChanged
+    text = (Path(__file__).parents[1] / "specs" / "two_phase.py").read_text()
+    # a name of its own: kernels no earlier test compiled, so the run compiles them in the background
+    text = text.replace('name = "two_phase"', f'name = "saved_during_{os.getpid()}"')
+    guard = "    if s.tm_state != TM_INIT:\n        return False\n    t.tm_state = TM_ABORTED"
+    assert guard in text
+    path = tmp_path / "saved_spec.py"
+    path.write_text(text)
+    cls = spec_class(f"{path}:TwoPhase")
+    model = Model(cls(cls.Params(rm=3)))
+    path.write_text(text.replace(guard, guard.replace("TM_INIT:", "TM_INIT or True:")))
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "0")  # the run waits for the compile at once
+    monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
+    with pytest.raises(SourcesChanged, match=f"{path} changed after the run imported it.*no verdict"):
+        Engine(compile="background").explore(model, Options())
+
+
 def _sleeper() -> subprocess.Popen:
     """A process in a session of its own, as a background compile is."""
     return subprocess.Popen(["sleep", "300"], start_new_session=True)

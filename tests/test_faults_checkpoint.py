@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from kraftcheck.checker.explore.result import Options
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.main import cli
 from kraftcheck.specs import spec_class
+from kraftcheck.checker.file_modules import file_module_name
 
 SPEC, PARAMS, STOP_AT = "two_phase", {"rm": 4}, 7
 
@@ -327,7 +329,10 @@ def test_a_checkpoint_resumed_after_its_spec_file_was_edited_is_refused_naming_t
     old, new = EDITS[edit]
     assert old in path.read_text()
     path.write_text(path.read_text().replace(old, new))
+    # this process still runs the code it imported, the checkpoint's: its identity is unchanged
+    assert run_identity(_model(ref), False)["code"] == run_identity(model, False)["code"]
     before = _contents(checkpoint)
+    del sys.modules[file_module_name(path)]  # imported again, as the next run does: the edited code
     with pytest.raises(UsageError) as refused:
         Engine().explore(_model(ref), Options(checkpoint_dir=str(checkpoint), resume=True))
     assert not isinstance(refused.value, CheckpointDamaged)  # the checkpoint is intact; the code is not its code

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kraftcheck.checker.codegen import layout_values, load_kernels, write_kernel_module
+from kraftcheck.checker.codegen import layout_values, load_kernels, model_sources, write_kernel_module
 from kraftcheck.checker.compile import SCRATCH_BYTES, KernelShapes
 from kraftcheck.checker.errors import SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
@@ -396,4 +396,5 @@ def kernel_shapes(model: Model, table: bool | None = None) -> KernelShapes:
     name, path = write_kernel_module(model, table)
     return KernelShapes(module_name=name, module_path=str(path), dtype_descr=model.layout.dtype.descr,
                         size=model.layout.size, nwords=model.layout.nwords, nlabels=len(model.labels),
-                        nconsts=len(model.layout.consts), kernel_names=[a.name for a in model.actions])
+                        nconsts=len(model.layout.consts), kernel_names=[a.name for a in model.actions],
+                        sources=model_sources(model))

@@ -22,7 +22,7 @@ import types
 from pathlib import Path
 from typing import Any, Optional
 
-from kraftcheck.checker.files import file_digest
+from kraftcheck.checker.imported_source import imported_digest
 from kraftcheck.checker.model import Model
 
 CHECKER_PACKAGE = "kraftcheck.checker"
@@ -40,7 +40,8 @@ def spec_code(model: Model) -> dict[str, str]:
                  + model.spec_action_constraints):
         seeds.append(_module_of(item.fn))
     files = _spec_files([name for name in seeds if name])
-    return {name: file_digest(files[name]) for name in sorted(files)}
+    # as imported: the code in memory, which a file saved since no longer is
+    return {name: imported_digest(str(files[name])).hex() for name in sorted(files)}
 
 
 def source_file(module_name: str) -> Optional[Path]:

@@ -22,8 +22,8 @@ import numba
 
 from kraftcheck.checker.bytecode import Untranslatable
 from kraftcheck.checker.codegen import kernel_cache_problem, uses_layout_table
-from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, compile_error, compile_in_process, is_compiled,
-                                        typed_marker_path)
+from kraftcheck.checker.compile import (BackgroundCompile, KernelShapes, SourcesChanged, compile_error, compile_in_process,
+                                        is_compiled, typed_marker_path)
 from kraftcheck.checker.errors import KraftcheckError, SpecError, UsageError
 from kraftcheck.checker.explore.bytecode_tier import BytecodeKernels, InterpreterCompile
 from kraftcheck.checker.explore.compiled import Kernels, kernel_shapes
@@ -33,6 +33,7 @@ from kraftcheck.checker.explore.result import Progress, ProgressFn, Result
 from kraftcheck.checker.explore.run_limits import Clock
 from kraftcheck.checker.stop import raise_if_stop_requested
 from kraftcheck.checker.files import atomic_write
+from kraftcheck.checker.imported_source import changed_since_import
 from kraftcheck.checker.model import Model
 from kraftcheck.checker.typing_check import check_calls, check_spec_types, kernel_calls, typing_keys
 
@@ -339,6 +340,9 @@ class Tiers:
         """The background compile failed: raise its error, numba's own (it names the spec's line)
         from a compile here."""
         builder = self.builder
+        changed = changed_since_import(builder.shapes.sources)
+        if changed:  # the compile imported the file as saved since, and refused it
+            raise SourcesChanged(changed)
         self.spec_checked = True  # the error raised here is numba's verdict
         try:
             compile_in_process(builder.shapes, processes=1)

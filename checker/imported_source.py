@@ -1,0 +1,109 @@
+"""The digest of a source file as this process imported it, not as the file is now.
+
+A run explores with the functions Python read when it imported the spec. A spec saved while the
+run goes on (an author editing it during a long check) changed what the run believed that code
+was: numba's cache stamps (``numba_cache``), the kernel modules' names (``codegen``), a
+checkpoint's record of the spec's code (``explore.spec_code``) and the background compile all
+read the file again, so a run could take kernels compiled from the edited file halfway through
+and count a state space that neither version has.
+
+So a file from which a module was imported is digested once per import (the first time a digest
+is asked for; for a spec's folder, as its class is defined: ``pin_imported_folder``) and that digest
+is kept for as long as the module is the one imported: a module imported again (a new module
+object, or ``importlib.reload``, which gives it a new ``__spec__``) is digested again. A file no
+module was imported from has no code in memory: its digest is the file's as it is now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import types
+from typing import Optional
+
+# path -> ((mtime_ns, size), SHA-256): a file read again only when it changed
+_current: dict[str, tuple[tuple[int, int], bytes]] = {}
+# id of a module -> (the module, its __spec__ when digested, the digest then)
+_pinned: dict[int, tuple[types.ModuleType, object, bytes]] = {}
+# absolute source path -> name of the module imported from it (rebuilt when sys.modules grows)
+_module_names: dict[str, str] = {}
+_indexed = [0]
+_folders_pinned: dict[str, int] = {}  # folder -> len(sys.modules) when its modules were last pinned
+
+
+def current_digest(path: str) -> bytes:
+    """The SHA-256 of the file ``path`` now (b"missing" if it cannot be read)."""
+    try:
+        st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size)
+        known = _current.get(path)
+        if known is None or known[0] != stamp:
+            with open(path, "rb") as f:
+                known = _current[path] = (stamp, hashlib.sha256(f.read()).digest())
+        return known[1]
+    except OSError:
+        return b"missing"
+
+
+def imported_digest(path: str) -> bytes:
+    """The SHA-256 of ``path`` as the module imported from it was read (see the module's
+    docstring); the file's digest now if no module was imported from it."""
+    path = os.path.abspath(path)
+    module = _module_from(path)
+    if module is None:
+        return current_digest(path)
+    spec = getattr(module, "__spec__", None)
+    pin = _pinned.get(id(module))
+    if pin is None or pin[0] is not module or pin[1] is not spec:
+        pin = _pinned[id(module)] = (module, spec, current_digest(path))
+    return pin[2]
+
+
+def pin_imported_folder(path: Optional[str]) -> None:
+    """Digest now the file ``path`` (a module being imported) and the files beside it that
+    modules were imported from: called as a spec's class is defined, so that a spec saved moments
+    later, before the run first asks for a digest, is not taken for the code in memory."""
+    if not isinstance(path, str) or not path.endswith(".py"):
+        return
+    imported_digest(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if _folders_pinned.get(folder) == len(sys.modules):  # no module imported since (classes made at run time)
+        return
+    _folders_pinned[folder] = len(sys.modules)
+    if _indexed[0] != len(sys.modules):
+        _index()
+    for source in [p for p in _module_names if os.path.dirname(p) == folder]:
+        imported_digest(source)
+
+
+def changed_since_import(paths: dict[str, str]) -> list[str]:
+    """Of ``paths`` ({path: hex SHA-256 as imported, from ``imported_digest``}), those whose
+    file now reads otherwise."""
+    return [p for p, digest in paths.items() if current_digest(p).hex() != digest]
+
+
+def _module_from(path: str) -> Optional[types.ModuleType]:
+    name = _module_names.get(path)
+    module = sys.modules.get(name) if name is not None else None
+    if module is None or _file_of(module) != path:
+        if _indexed[0] == len(sys.modules) and name is None:
+            return None
+        _index()
+        name = _module_names.get(path)
+        module = sys.modules.get(name) if name is not None else None
+    return module if module is not None and _file_of(module) == path else None
+
+
+def _index() -> None:
+    _module_names.clear()
+    for name, module in list(sys.modules.items()):
+        path = _file_of(module)
+        if path is not None:
+            _module_names.setdefault(path, name)
+    _indexed[0] = len(sys.modules)
+
+
+def _file_of(module: object) -> Optional[str]:
+    path = getattr(module, "__file__", None)
+    return os.path.abspath(path) if isinstance(path, str) and path.endswith(".py") else None
