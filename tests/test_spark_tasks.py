@@ -204,3 +204,30 @@ def test_a_tasks_kernels_run_the_threads_its_plan_gives(monkeypatch):
         plan = tasks.LevelPlan(root="", run=recipe.identity, level=0, part_counts=(1,), level_start=0,
                                splits=(0, 1), nwords=1, nlabels=1, cache_dir=None, threads=threads)
         assert tasks.worker_kernels(plan, recipe).threads == threads
+
+
+def test_an_executor_whose_spec_code_is_not_the_drivers_refuses_the_run(tmp_path, monkeypatch):
+    """An executor imports the spec from its own files (and a Python worker Spark reuses keeps
+    what an earlier run imported): a spec saved during the run, or another version installed on a
+    worker, had it explore another spec than the driver's, in silence. The recipe carries the
+    driver's spec code; an executor whose code differs raises the spec's error (exit 2)."""
+    import dataclasses
+    from pathlib import Path
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.explore.spec_code import spec_code
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    path = tmp_path / "recipe_spec.py"
+    path.write_text((Path(__file__).parents[1] / "specs" / "die_hard.py").read_text()
+                    .replace('name = "die_hard"', 'name = "recipe_jugs"'))
+    cls = spec_class(f"{path}:DieHard")
+    model = Model(cls(cls.Params()))
+    recipe = tasks.ModelRecipe.of(model)
+    assert dict(recipe.code) == spec_code(model) and recipe.code
+    assert recipe.build().spec.name == model.spec.name  # the same code: built
+    (module, digest), *rest = recipe.code
+    other = dataclasses.replace(recipe, code=((module, "0" * 64), *rest))
+    with pytest.raises(SpecError, match=f"not the driver's: module {module} differs.*no verdict"):
+        other.build()
+    with pytest.raises(SpecError, match="not the driver's: module recipe_helper differs"):  # one it lacks here
+        dataclasses.replace(recipe, code=(*recipe.code, ("recipe_helper", "0" * 64))).build()

@@ -96,11 +96,16 @@ class ModelRecipe:
     checks: tuple[str, ...]
     constraints: tuple[str, ...] = ()  # the state and action constraints applied
     deadlock: bool = False
+    # ((module, SHA-256 of its source), ...): the spec's code as the driver imported it
+    # (``spec_code``), which every executor's must be
+    code: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, model: Any) -> "ModelRecipe":
+        from kraftcheck.checker.explore.spec_code import spec_code
         return cls(type(model.spec), model.spec.params, tuple(model.check_names),
-                   tuple(c.name for c in model.constraints + model.action_constraints), model.check_deadlock)
+                   tuple(c.name for c in model.constraints + model.action_constraints), model.check_deadlock,
+                   tuple(spec_code(model).items()))
 
     @property
     def identity(self) -> str:
@@ -110,9 +115,25 @@ class ModelRecipe:
                 f"{self.deadlock!r}")
 
     def build(self) -> Any:
+        """The model, in an executor: refused (a SpecError, the run's exit 2) if the spec's code
+        there is not the driver's. An executor imports the spec itself, from its own files, and a
+        Python worker Spark reuses keeps what it imported for an earlier run: a spec saved during
+        the run, or another version of it installed on a worker, had the executors explore
+        another spec than the driver's, and the run count a state space of neither."""
+        from kraftcheck.checker.explore.spec_code import spec_code
         from kraftcheck.checker.model import Model
-        return Model(self.spec_class(self.params), check=list(self.checks) or None,
-                     constraints=list(self.constraints), deadlock=self.deadlock)
+        model = Model(self.spec_class(self.params), check=list(self.checks) or None,
+                      constraints=list(self.constraints), deadlock=self.deadlock)
+        here = spec_code(model)
+        differ = sorted({name for name, digest in self.code if here.get(name) != digest} |
+                        (set(here) - {name for name, _ in self.code}))
+        if differ:
+            raise SpecError(f"the spec's code on this executor ({os.uname().nodename}, pid {os.getpid()}) is not "
+                            f"the driver's: module {differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
+                            " differs (saved since the driver imported it, another version installed here, or an "
+                            "earlier run's, kept by a Python worker Spark reuses); no verdict: give every executor the "
+                            "driver's code, and run again")
+        return model
 
 
 class SpecErrorAt(Exception):
