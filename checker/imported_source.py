@@ -17,6 +17,8 @@ module was imported from has no code in memory: its digest is the file's as it i
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import linecache
 import os
 import sys
 import types
@@ -56,8 +58,30 @@ def imported_digest(path: str) -> bytes:
     spec = getattr(module, "__spec__", None)
     pin = _pinned.get(id(module))
     if pin is None or pin[0] is not module or pin[1] is not spec:
-        pin = _pinned[id(module)] = (module, spec, current_digest(path))
+        pin = _pinned[id(module)] = (module, spec, _pin_text(module, path))
     return pin[2]
+
+
+def _pin_text(module: types.ModuleType, path: str) -> bytes:
+    """The digest of ``path`` now, its text kept as the source ``inspect`` gives of the module's
+    functions: the bytecode tier and the analysis of what an action writes read the functions'
+    source, and would otherwise read a file saved since the import (a spec imported, edited, then
+    checked from the same Python session explored the saved text in bytecode, the imported code
+    compiled)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return b"missing"
+    try:
+        lines = importlib.util.decode_source(data).splitlines(keepends=True)
+    except (SyntaxError, UnicodeDecodeError):
+        lines = None
+    if lines is not None:
+        # no modification time: linecache.checkcache keeps such an entry, as it keeps a loader's
+        for name in {path, getattr(module, "__file__", path)}:
+            linecache.cache[name] = (len(data), None, lines, name)
+    return hashlib.sha256(data).digest()
 
 
 def pin_imported_folder(path: Optional[str]) -> None:

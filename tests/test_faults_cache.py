@@ -293,6 +293,24 @@ def test_a_spec_saved_during_a_run_is_not_compiled_into_it(tmp_path, monkeypatch
         Engine(compile="background").explore(model, Options())
 
 
+def test_a_spec_imported_then_saved_is_explored_as_imported_in_bytecode_too(tmp_path, monkeypatch):
+    """The bytecode tier translates an action from its source text, which inspect read from the
+    file as it was at the run's start: a spec imported in a Python session, then edited and
+    checked, was explored in bytecode as saved (TMAbort disabled: the run's kernel audit then
+    blamed the kernel cache), compiled as imported. Both now run the imported code."""
+    text = (Path(__file__).parents[1] / "specs" / "two_phase.py").read_text()
+    text = text.replace('name = "two_phase"', f'name = "imported_then_saved_{os.getpid()}"')
+    guard = "    if s.tm_state != TM_INIT:\n        return False\n    t.tm_state = TM_ABORTED"
+    path = tmp_path / "imported_then_saved.py"
+    path.write_text(text)
+    cls = spec_class(f"{path}:TwoPhase")
+    path.write_text(text.replace(guard, guard.replace("TM_INIT:", "TM_INIT or True:")))
+    monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
+    result = Engine(compile="background").explore(Model(cls(cls.Params(rm=3))), Options())
+    assert result.first_tier == "bytecode" and result.interpreted_states == result.distinct_states
+    assert (result.status, result.distinct_states, result.states_generated) == ("holds", 288, 1146)
+
+
 def _sleeper() -> subprocess.Popen:
     """A process in a session of its own, as a background compile is."""
     return subprocess.Popen(["sleep", "300"], start_new_session=True)
