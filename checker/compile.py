@@ -639,7 +639,7 @@ def _why_failed(e: BaseException, job: dict, key: str) -> str:
         if e.code == 3:
             return (f"stopped at its time limit of {job.get('time_limit', COMPILE_TIME_LIMIT_S):g} s "
                     "(KRAFTCHECK_COMPILE_TIME_LIMIT); what it compiled is kept")
-        if isinstance(e.code, int) and e.code > 128:
+        if isinstance(e.code, int) and e.code - 128 in set(signal.Signals):
             return f"ended by signal {signal.Signals(e.code - 128).name}"
         return f"exited with {e.code!r}"
     if is_disk_full(e):
