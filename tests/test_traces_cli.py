@@ -133,6 +133,16 @@ def test_replay_exit_codes(trace_file, tmp_path):
     assert invoke("replay", tmp_path / "missing.json").exit_code == 2
 
 
+@pytest.mark.parametrize("option", [("--variant", "flawed"), ("--one-variant",)])
+def test_replay_refuses_a_scenario_option_on_a_trace_file(trace_file, option):
+    """A scenario's --variant given with a trace file is refused, as show, render, export and
+    report refuse it: replay ignored it and said the file was valid (exit 0), a verdict on
+    something else than the variant asked for."""
+    result = invoke("replay", trace_file, "--quiet", *option)
+    assert result.exit_code == 2 and f"{option[0]} applies to scenario files only" in result.output
+    assert "valid" not in result.output
+
+
 def test_trace_group_is_registered_in_the_cli(trace_file):
     from kraftcheck.cli.main import cli
     result = CliRunner().invoke(cli, ["trace", "replay", str(trace_file), "--quiet"])

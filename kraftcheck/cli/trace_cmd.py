@@ -275,6 +275,9 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
                 print_trace(TraceView(run.graph), console)
             _print_run(console, run)
         sys.exit(EXIT_OK if all(r.ok for r in runs) else EXIT_BAD_TRACE)
+    # a trace file has no variants: its verdict would not be the one asked for
+    if variant or not all_variants:
+        _fail(f"{'--variant' if variant else '--one-variant'} applies to scenario files only")
 
     try:
         graph = load(file)
