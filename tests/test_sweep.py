@@ -234,3 +234,14 @@ def test_a_violated_row_of_a_run_cut_short_says_so(tmp_path):
     assert result.exit_code == 1, result.output
     row = result.stdout.splitlines()[2]
     assert "`tc_consistent` (6 states); stopped at --time-limit 0.5 |" in row, row
+
+
+def test_an_incomplete_row_without_counts_reads_as_its_reason():
+    """A run killed past its time limit, or never started, has no counts: its markdown verdict
+    read 'incomplete (, killed: ...)', an empty count before the reason."""
+    from kraftcheck.sweep.table import Row, markdown
+    killed = Row("rm=7", "rm=7", "incomplete", wall_s=900.0, message="killed: still running 900 s after it started")
+    counted = Row("rm=8", "rm=8", "incomplete", distinct_states=1200, message="stopped at --time-limit 1")
+    assert killed.verdict == "incomplete (killed: still running 900 s after it started)"
+    assert counted.verdict == "incomplete (1,200 states, stopped at --time-limit 1)"
+    assert "(, " not in markdown([killed, counted])

@@ -37,7 +37,8 @@ class Row:
             return f"{found}; {self.message}" if self.message else found
         if self.result in ("holds", "incomplete"):
             counted = f"{self.distinct_states:,} states" if self.distinct_states is not None else ""
-            return f"{self.result} ({counted}{', ' + self.message if self.message else ''})"
+            said = ", ".join(filter(None, [counted, self.message]))  # a run killed or never started has no counts
+            return f"{self.result} ({said})" if said else self.result
         return f"{self.result}: {self.message}"
 
 
