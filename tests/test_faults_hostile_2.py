@@ -543,6 +543,49 @@ def test_reports_reproduce_command_explores_what_the_run_did(tmp_path):
     assert "no_top_beside_zero" not in command
 
 
+def _reproduced(trace, tmp_path, *spec_ref):
+    """What the report's command finds: the kind and check of its first violation (run with the
+    reference explorer, whose search is the engine's, so that no kernel compiles)."""
+    import shlex
+    result = _cli("trace", "report", trace, *spec_ref)
+    assert result.exit_code == 0, result.output
+    command = next(line for line in result.output.splitlines() if line.startswith("kraftcheck check"))
+    json_path = tmp_path / f"{trace.stem}.report.json"
+    run = _cli(*shlex.split(command)[1:], "--engine", "reference", "--quiet", "--json", json_path,
+               "--trace-dir", tmp_path / "again")
+    assert run.exit_code == 1, (command, run.output)
+    return command, [v["invariant"] for v in json.loads(json_path.read_text())["violations"]]
+
+
+def test_reports_command_of_a_continued_run_stops_at_the_trace_check(tmp_path):
+    """A run with --deadlock --continue found a deadlock (5 states) and tc_consistent (6 states);
+    the report of tc_consistent's trace said '--deadlock --invariant tc_consistent', which stops
+    at the deadlock and never reaches tc_consistent. Checking deadlocks changes nothing of the
+    search an invariant's trace comes from, so the command leaves it out. A deadlock's trace of a
+    run that went on past a shallower invariant violation (sum_at_most_cap, 3 states; the
+    deadlock 4) said a command that stops at that invariant: it now goes on (--continue), as the
+    run did."""
+    import shutil
+    from pathlib import Path
+    found = _cli("check", "--spec", "two_phase_eager_commit", "--deadlock", "--continue", "--engine", "reference",
+                 "--trace-dir", tmp_path / "t", "--quiet")
+    assert found.exit_code == 1, found.output
+    (invariant_trace,) = (tmp_path / "t").glob("*.tc_consistent.*.json")
+    command, violated = _reproduced(invariant_trace, tmp_path)
+    assert violated == ["tc_consistent"], command
+
+    shutil.copy(Path(__file__).parent / "constraint_specs.py", tmp_path / "counters_spec.py")
+    ref = f"{tmp_path / 'counters_spec.py'}:Counters"
+    found = _cli("check", "--spec", ref, "--param", "cap=2", "--continue", "--engine", "reference",
+                 "--trace-dir", tmp_path / "c", "--quiet", "--json", tmp_path / "c.json")
+    assert found.exit_code == 1, found.output
+    depths = {v["invariant"]: v["depth"] for v in json.loads((tmp_path / "c.json").read_text())["violations"]}
+    assert depths["sum_at_most_cap"] < depths["deadlock"], depths
+    (deadlock_trace,) = (tmp_path / "c").glob("*.deadlock.*.json")
+    command, violated = _reproduced(deadlock_trace, tmp_path, "--spec", ref)
+    assert "deadlock" in violated, command
+
+
 # ----------------------------------------------------------------------------------------------
 # input files nested deeper than their parser goes, or not text
 

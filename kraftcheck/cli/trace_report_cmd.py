@@ -94,6 +94,23 @@ def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[fl
                                          f"({took})", command)
 
 
+def _stopping_at_the_trace(run_options: dict, declared: list[str], spec_checks_deadlock: bool, kind: Optional[str],
+                           options: list[str]) -> list[str]:
+    """The run's options for a command that stops at the trace's own check. A run that went on past
+    its first violation (--continue) may have found another check's first: an invariant's trace
+    needs no deadlock check (it changes nothing of the search), and a deadlock's needs the run's
+    --continue, or the command would stop at a shallower invariant; a deadlock's trace also needs
+    the run's --invariant names, the only invariants it checked."""
+    continued = run_options.get("continue") is True
+    if kind in ("invariant", "property") and continued and run_options.get("deadlock") is True:
+        return run_option_words({**run_options, "deadlock": False}, declared, spec_checks_deadlock)
+    if kind == "deadlock":
+        names = run_options.get("invariants")
+        names = [str(n) for n in names] if isinstance(names, list) else []
+        return options + [w for n in names for w in ("--invariant", n)] + (["--continue"] if continued else [])
+    return options
+
+
 @click.command("report")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
@@ -158,7 +175,9 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     options = run_option_words(run_options, declared, cls.check_deadlock) + (["--liveness"] if liveness else [])
     applied = run_options.get("constraints") if isinstance(run_options.get("constraints"), list) else None
     deadlock = run_options.get("deadlock") if isinstance(run_options.get("deadlock"), bool) else None
-    command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant, spec_ref=spec_ref, options=options)
+    command = reproduce_command(attrs, defaults, DEFAULT_SPEC, invariant, spec_ref=spec_ref,
+                                options=_stopping_at_the_trace(run_options, declared, cls.check_deadlock,
+                                                               attrs["violation"].get("kind"), options))
     verdicts = []
     for key in keys:
         fix_command = reproduce_command(attrs, defaults, DEFAULT_SPEC, None, {key: True}, spec_ref=spec_ref,
