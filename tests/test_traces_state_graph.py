@@ -33,6 +33,30 @@ def test_dump_two_phase_matches_tlc_state_count(tmp_path):
     assert any(d["violated"] == "tc_consistent" for _, d in nx.read_graphml(out2).nodes(data=True))
 
 
+def test_dump_keeps_to_the_constraints_as_the_run_does(tmp_path):
+    """A state outside a state constraint, or reached only by a step that breaks an action
+    constraint, is no state of the run's graph: the dump expanded it all the same, and wrote
+    InnerFIFO's graph with 11,640 states where the check (and TLC) counts 3,864, and a counter
+    that only its constraint bounds had its dump stop on the spec's error past the field's domain."""
+    from pathlib import Path
+
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+    from constraint_specs import Counters, CountersParams
+
+    fifo = spec_class(f"{Path(__file__).resolve().parents[1]}/bench/specs/inner_fifo.py:InnerFifo")
+    summary = traces.dump_state_graph(Model(fifo(fifo.Params(messages=3, q_len=3))), tmp_path / "fifo.graphml", 20_000)
+    assert summary["states"] == 3864
+    for params in (CountersParams(limit=3, cap=3), CountersParams(blocked=True),
+                   CountersParams(n=3, top=1, limit=2, blocked=True)):
+        model = Model(Counters(params))
+        result = ReferenceExplorer().explore(model, Options(keep_going=True))
+        summary = traces.dump_state_graph(model, tmp_path / "counters.graphml", 1000)
+        assert summary["states"] == result.distinct_states, params
+        unconstrained = traces.dump_state_graph(Model(Counters(params), constraints=[]), tmp_path / "u.graphml", 1000)
+        assert unconstrained["states"] > summary["states"], params
+
+
 def test_dump_refuses_above_the_limit_and_writes_nothing(tmp_path):
     out = tmp_path / "tp.graphml"
     with pytest.raises(UsageError, match="more than 100 states"):

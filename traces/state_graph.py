@@ -57,8 +57,18 @@ class StateGraph:
 
 
 def explore_graph(model: Model, max_states: int = DEFAULT_MAX_STATES) -> StateGraph:
-    """Every reachable state and transition; UsageError above ``max_states`` distinct states."""
+    """Every reachable state and transition; UsageError above ``max_states`` distinct states.
+
+    The graph is the one a run keeps: a state outside the model's state constraints is no state
+    of it (never expanded: its successors may lie past the fields' domains), and a step that
+    breaks an action constraint is not taken, as docs/writing-a-spec.md says of a run."""
     stepper = Stepper(model)
+    constrained = bool(model.constraints or model.action_constraints)
+
+    def kept(before: Optional[tuple[int, ...]], after: tuple[int, ...]) -> bool:
+        return not constrained or not stepper.outside_constraints(after) and (
+            before is None or not stepper.outside_action_constraints(before, after))
+
     index: dict[tuple[int, ...], int] = {}
     states: list[tuple[int, ...]] = []
     parent: list[int] = []
@@ -77,11 +87,13 @@ def explore_graph(model: Model, max_states: int = DEFAULT_MAX_STATES) -> StateGr
 
     queue: deque[int] = deque()
     for flat in model.initial:
-        if flat not in index:
+        if flat not in index and kept(None, flat):
             queue.append(add(flat, -1, -1))
     while queue:
         i = queue.popleft()
         for lab, succ in stepper.successors(states[i]):
+            if not kept(states[i], succ):
+                continue
             j = index.get(succ)
             if j is None:
                 j = add(succ, i, lab)
