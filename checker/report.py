@@ -65,7 +65,7 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
         "states_per_s": round(result.states_per_s, 1),
         "peak_rss_bytes": peak_rss_bytes(),
         "coverage": result.coverage(),
-        "never_fired": result.never_fired() if result.exhaustive else None,
+        "never_fired": result.never_fired(),
         "violations": [
             {"invariant": v.check, "kind": v.kind, "depth": v.depth, "trace_file": trace_files.get(v.check),
              "actions": [str(model.labels[s.label]) for s in v.steps if s.label is not None],

@@ -190,3 +190,14 @@ def test_threads_travel_in_the_options_and_a_bad_count_is_refused_before_any_wor
     with pytest.raises(kraftcheck.UsageError, match="threads: must be greater than 0, got 0"):
         kraftcheck.check(Watched, threads=0)
     assert Watched.built == 0
+
+
+def test_never_fired_says_nothing_of_a_run_that_did_not_see_every_state():
+    """A run stopped early (a limit, its first violation) has not seen every state: an action it
+    never fired proves nothing, so never_fired() is None there, as the JSON report's never_fired
+    is; it listed them, a finding the run had not earned (RMRcvCommitMsg 'never fires' in two_phase
+    at depth 2)."""
+    cut = kraftcheck.check("two_phase", rm=2, max_depth=2, engine="reference")
+    assert not cut.exhaustive and cut.never_fired() is None
+    whole = kraftcheck.check("two_phase", rm=2, engine="reference")
+    assert whole.exhaustive and whole.never_fired() == []

@@ -237,7 +237,11 @@ class Result:
             "violations": [(v.check, v.kind, v.depth) for v in self.violations],
         }
 
-    def never_fired(self) -> list[str]:
+    def never_fired(self) -> Optional[list[str]]:
+        """The actions that never fired, or None when the run did not see every state (an action
+        it never fired then proves nothing)."""
+        if not self.exhaustive:
+            return None
         return [a.name for a, f in zip(self.model.actions, self.fired) if f == 0]
 
 
