@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.simulate import DEFAULT_STRATEGY
 from kraftcheck.checker.explore.result import ProgressFn, Result, no_progress
 from kraftcheck.checker.spec import Spec
@@ -84,5 +84,8 @@ def run(request: CheckRequest, progress: ProgressFn = no_progress) -> Result:
     checked = pipeline.run(request, pipeline.Silent(progress))
     if checked.cut_short is not None:  # Ctrl-C after the exploration: the caller asked to stop
         raise KeyboardInterrupt
+    if checked.analyses is not None and checked.analyses.error is not None:
+        # an analysis that failed leaves no verdict, as the command line's exit 2 and 'error' say
+        raise KraftcheckError(checked.analyses.error)
     checked.result.unwritten = checked.unwritten
     return checked.result

@@ -228,3 +228,96 @@ def test_the_report_of_a_lasso_reproduces_and_re_runs_fixes_with_liveness(tmp_pa
     assert "--liveness" in command
     fix = next(line for line in text.splitlines() if line.startswith("| fair |") and "kraftcheck check" in line)
     assert "| violated |" in fix and "p1_trying_leads_to_p1_critical" in fix and "--liveness" in fix, fix
+
+
+LOOP_SPEC = """'''A counter that loops between 0 and 1 unless fix_loop lets it go on to 2; its liveness
+predicate raises on x = 2, a state only the fixed configuration reaches.'''
+from dataclasses import dataclass
+
+from numba import njit
+
+from kraftcheck import Action, Const, Int, Invariant, Liveness, Predicate, Spec, param
+
+
+@njit(cache=True)
+def up(s, t):
+    if s.x != 0:
+        return False
+    t.x = 1
+    return True
+
+
+@njit(cache=True)
+def back(s, t):
+    if s.x != 1 or s.fix_loop == 1:
+        return False
+    t.x = 0
+    return True
+
+
+@njit(cache=True)
+def go(s, t):
+    if s.x != 1 or s.fix_loop == 0:
+        return False
+    t.x = 2
+    return True
+
+
+@njit(cache=True)
+def in_range(s):
+    '''x stays in 0..2.'''
+    return s.x <= 2
+
+
+def reaches_two(v):
+    if (v["x"] == 2).any():
+        raise ValueError("the predicate fails on x = 2")
+    return v["x"] == 2
+
+
+@dataclass(frozen=True)
+class LoopParams:
+    fix_loop: bool = param(False, "let the counter go on to 2")
+
+
+class Loop(Spec):
+    name = "loop_fix"
+    summary = "a loop a fix switch breaks"
+    Params = LoopParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 2), Const("fix_loop", int(self.params.fix_loop))]
+
+    def initial_states(self):
+        yield {"x": 0}
+
+    def actions(self):
+        return [Action("Up", up), Action("Back", back), Action("Go", go)]
+
+    def invariants(self):
+        return [Invariant("in_range", in_range, in_range.__doc__)]
+
+    def liveness(self):
+        return [Liveness("reaches_two", Predicate("x is 2", reaches_two), fair=("Up", "Back", "Go"), once=True,
+                         doc="the counter eventually reaches 2")]
+"""
+
+
+def test_a_fix_whose_liveness_analysis_fails_has_no_verdict(tmp_path):
+    """The fix run of a lasso's report checks liveness; when that analysis stopped on the spec's
+    error (its predicate raising on a state only the fix reaches), the report said 'every invariant
+    and liveness property holds', though the fix's own command exits 2 with no verdict."""
+    from kraftcheck.cli.main import cli
+    (tmp_path / "loop.py").write_text(LOOP_SPEC)
+    ref = f"{tmp_path / 'loop.py'}:Loop"
+    run = CliRunner()
+    found = run.invoke(cli, ["check", "--spec", ref, "--liveness", "--engine", "reference",
+                             "--trace-dir", str(tmp_path / "t"), "-q"])
+    assert found.exit_code == 1, found.output
+    (path,) = (tmp_path / "t").glob("*.json")
+    out = run.invoke(cli, ["trace", "report", str(path), "--spec", ref, "--with-fix", "fix-loop",
+                           "-o", str(tmp_path / "r.md")])
+    assert out.exit_code == 0, out.output
+    fix = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| fix_loop |"))
+    assert "| error |" in fix and "the predicate 'x is 2' raised ValueError" in fix and "holds" not in fix, fix

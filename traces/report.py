@@ -28,7 +28,7 @@ class FixVerdict:
     """One fix switch re-run on the trace's configuration."""
 
     switch: str                 # the parameter, e.g. fix_reassignment_min_isr
-    verdict: str                # holds / violated / incomplete / refused
+    verdict: str                # holds / violated / incomplete / refused / error
     detail: str                 # "every invariant holds over 5,958,994 states (depth 43)", ...
     command: str                # the command that runs it
 

@@ -22,7 +22,7 @@ from typing import Optional
 import click
 
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import write_output
 from kraftcheck.output_paths import to_stdout
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
@@ -80,8 +80,10 @@ def _run_fix(spec, params: dict, key: str, command: str, time_limit: Optional[fl
         result = run(CheckRequest(spec, {**params, key: True}, time_limit=time_limit, deadlock=deadlock,
                                   constraints=None if constraints is None else tuple(constraints),
                                   liveness=liveness), progress)
-    except KraftcheckError as e:
+    except UsageError as e:
         return FixVerdict(key, "refused", str(e), command)
+    except KraftcheckError as e:  # the spec's code failed on a state, or an analysis did: no verdict
+        return FixVerdict(key, "error", str(e), command)
     took = f"{time.monotonic() - started:.0f} s"
     states = f"{result.distinct_states:,} states"
     if result.status == "holds":
