@@ -90,6 +90,24 @@ def test_an_exploration_that_stops_early_skips_the_analyses(tmp_path):
     assert "liveness" not in _report(tmp_path)
 
 
+def test_liveness_skipped_is_among_the_properties_not_checked(tmp_path):
+    """--liveness asked for but not run (the exploration stopped early: a limit, an interrupt)
+    left the report's liveness_not_checked empty, which says every property
+    the spec declares was checked; a program reading it took the run's verdict for the whole
+    answer. They are listed, as a run without --liveness lists them."""
+    result = _check(tmp_path, "--spec", "two_phase_eager_commit", "--max-depth", "3")
+    assert result.exit_code == 3
+    assert _report(tmp_path)["liveness_not_checked"] == []  # the spec declares none: nothing to list
+    result = _check(tmp_path, "--spec", "mutex", "--max-states", "5")
+    declared = _report(tmp_path)["liveness_not_checked"]
+    assert result.exit_code == 3 and declared
+    result = _check(tmp_path, "--spec", "mutex", "--liveness", "--max-states", "5")
+    assert result.exit_code == 3 and "did not run" in result.output
+    assert _report(tmp_path)["liveness_not_checked"] == declared
+    result = _check(tmp_path, "--spec", "mutex", "--liveness")
+    assert result.exit_code == 0 and _report(tmp_path)["liveness_not_checked"] == []
+
+
 def test_other_engines_get_a_recording_pass_of_their_own(tmp_path):
     result = _check(tmp_path, "--spec", "mutex", "--param", "algorithm=test_and_set", "--liveness",
                     "--engine", "reference")

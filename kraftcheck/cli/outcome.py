@@ -42,6 +42,13 @@ class Outcome:
         self.result = checked.result
         self.run_options = checked.run_options
         self.not_checked = list(checked.prepared.not_checked)
+        # --liveness asked for that did not run or finish (an exploration stopped early, an
+        # interrupt, a limit): the properties are as unchecked as without it
+        self.liveness_skipped = checked.prepared.request.liveness and \
+            "liveness" not in getattr(checked.analyses, "found", {})
+        if self.liveness_skipped:
+            from kraftcheck.checker.analyses.liveness_properties import unchecked_liveness
+            self.not_checked = unchecked_liveness(self.model, checking=False)
         self.trace_files = checked.trace_files
         self.unwritten: list[UnwrittenFile] = checked.unwritten
         self.analyses: Any = checked.analyses  # analyses.GraphAnalyses
@@ -101,7 +108,7 @@ class Outcome:
         self.terminal.summary(self.result, self.trace_files, not_checked=self.not_checked,
                               unwritten={u.check: f"{u.path} ({u.reason})" for u in self.unwritten
                                          if u.check is not None},
-                              errored=self.error is not None)
+                              errored=self.error is not None, liveness_skipped=self.liveness_skipped)
         if self.analyses is not None:
             from kraftcheck.cli.graph_analyses import print_analyses
             print_analyses(self.terminal, self.analyses)

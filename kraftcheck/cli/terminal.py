@@ -287,9 +287,11 @@ class Terminal:
 
     # -- the summary
     def summary(self, result: Result, trace_files: dict[str, str], not_checked: Sequence[str] = (),
-                unwritten: Optional[Mapping[str, str]] = None, errored: bool = False) -> None:
+                unwritten: Optional[Mapping[str, str]] = None, errored: bool = False,
+                liveness_skipped: bool = False) -> None:
         """The verdict, the statistics, coverage and the counterexamples. ``not_checked``: liveness
-        properties the spec declares that the run did not check; ``unwritten``: check -> the
+        properties the spec declares that the run did not check (``liveness_skipped``: though it
+        was asked to, with --liveness, whose analysis did not run); ``unwritten``: check -> the
         trace file that could not be written and why; ``errored``: an analysis after the exploration failed, so
         the run gives no verdict (the exploration's is shown, marked so)."""
         if self.quiet:
@@ -341,7 +343,8 @@ class Terminal:
         if result.spark is not None:
             self.out.print(spark_table(result.spark))
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
-        self._not_checked(not_checked, "add --liveness to check them")
+        self._not_checked(not_checked, "its --liveness analysis did not run" if liveness_skipped
+                          else "add --liveness to check them")
 
         cov = Table(title="coverage", title_justify="left", show_edge=False)
         cov.add_column("action")
