@@ -268,3 +268,15 @@ def test_reports_commands_are_quoted_for_a_shell(tmp_path):
     show = next(line for line in lines if line.startswith("kraftcheck trace show"))
     assert subprocess.run(["bash", "-c", show], cwd=tmp_path, env=env, capture_output=True,
                           timeout=300).returncode == 0
+
+
+def test_report_of_a_scenario_says_it_is_not_a_counterexample():
+    """A scenario has no recorded violation, and report refused every one with 'the trace violates
+    nothing', also a variant whose checks fail (kip903's flawed variant breaks three)."""
+    from kraftcheck.cli.main import cli
+    from pathlib import Path
+    scenario = Path(__file__).resolve().parents[1] / "traces" / "scenarios" / "kip903_stale_alter_partition.yaml"
+    result = CliRunner().invoke(cli, ["trace", "report", str(scenario), "--variant", "flawed"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "violates nothing" not in said, said
+    assert "is a scenario, not a counterexample" in said and "kraftcheck check" in said, said

@@ -27,6 +27,7 @@ from kraftcheck.checker.files import write_output
 from kraftcheck.output_paths import to_stdout
 from kraftcheck.specs import DEFAULT_SPEC, spec_class
 from kraftcheck.traces.replay import rebuild_spec
+from kraftcheck.traces.scenario import is_scenario_file
 from kraftcheck.traces.report import FORMATS, FixVerdict, report, reproduce_command, run_option_words
 
 
@@ -115,7 +116,8 @@ def _stopping_at_the_trace(run_options: dict, declared: list[str], spec_checks_d
 
 @click.command("report")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--variant", metavar="NAME", help="Scenario files: the variant (setting) to use.")
+@click.option("--variant", metavar="NAME",
+              help="Refused: a scenario is not a counterexample (trace replay shows its failing checks).")
 @click.option("--format", "fmt", default="markdown", show_default=True, type=click.Choice(FORMATS),
               help="markdown, or jira (JIRA wiki markup).")
 @click.option("--with-fix", "fixes", multiple=True, metavar="NAME",
@@ -137,12 +139,13 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     from kraftcheck.traces.replay import explained_by_spec, replay
 
     _check_output(output, file)
-    graph, run = _open(file, variant)
+    if file.exists() and is_scenario_file(file):  # it records no violation, whatever its checks do along it
+        _fail(f"{file} is a scenario, not a counterexample: a report is of a trace file kraftcheck check wrote; "
+              f"check the scenario's configuration (kraftcheck trace replay {file} shows which checks fail)")
+    graph, _ = _open(file, variant)
     attrs = graph.graph
     if not attrs.get("violation"):
         _fail(f"{file}: the trace violates nothing; a report needs a counterexample")
-    if run is not None and spec_ref:
-        _fail("--spec applies to trace files only; a scenario replays the registered spec it names")
     try:
         # a name read from the file is looked up among registered specs only: a trace must not make
         # kraftcheck import the code it names
@@ -154,15 +157,14 @@ def report_cmd(file: Path, variant: Optional[str], fmt: str, fixes: tuple[str, .
     if attrs.get("terms"):
         _fail(f"{file} is a trace shown in {attrs['terms']}'s terms (trace export --format json), which cannot be "
               "replayed: report on the trace file kraftcheck check wrote, or export it with --model-names")
-    if run is None:  # a scenario's graph is stepped by its spec; a file's says what anyone wrote in it
-        try:
-            checked = replay(graph, spec=cls)
-        except KraftcheckError as e:  # the spec's own function raised: no verdict on the trace
-            _fail(str(e))
-        if checked.error is not None:
-            _fail(f"{file} is not a valid trace, no report written: {checked.error} (kraftcheck trace replay "
-                  "shows every step)")
-        explained_by_spec(graph, checked)
+    try:  # the file says what anyone wrote in it
+        checked = replay(graph, spec=cls)
+    except KraftcheckError as e:  # the spec's own function raised: no verdict on the trace
+        _fail(str(e))
+    if checked.error is not None:
+        _fail(f"{file} is not a valid trace, no report written: {checked.error} (kraftcheck trace replay "
+              "shows every step)")
+    explained_by_spec(graph, checked)
     params = dict(attrs.get("params") or {})
     keys = [_switch(cls, name, params) for name in fixes]  # every name checked before any run
     defaults = _defaults(cls)
