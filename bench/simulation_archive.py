@@ -6,11 +6,15 @@ exchange, the ghost variables and the fault budgets; the per-broker arrays left 
 picks a batch of archived states, with weight 1 / sqrt(1 + times picked) (Ecoffet et al., 2021),
 and walks from each by-action (``choose_successors``) for ``--segment`` steps; every successor
 generated on the way is checked against ``--check`` and, if its cell is new, archived with its
-path. A walk never goes past ``--depth`` states from the initial state. Reproducible by seed (one
-thread; the archive's order is the rows' order).
+path. A walk never goes past ``--depth`` states from the initial state. With ``--with-checks``
+every invariant of the spec is checked on every successor, and a cell also takes which of them
+(other than ``--check``) the state violates: the shallower violations as stepping stones towards
+the deeper one. Reproducible by seed (one thread; the archive's order is the rows' order).
 
     .venv/bin/python bench/simulation_archive.py --seed 1 --time-limit 60
     .venv/bin/python bench/simulation_archive.py --seed 2 --fields acked,committed,c_elr,log,hwm
+    .venv/bin/python bench/simulation_archive.py --seed 3 --with-checks --resample \
+        --fields acked,committed,c_elr,c_isr,c_leader,c_fenced,fences_used,isr_shrinks_used,lossy_shutdowns_used,min_isr_changes_used
 
 The found state's length (states from the initial one) and the seconds, walks, archive size and
 successors generated are printed; "found None" means no violation within the time limit.
@@ -80,18 +84,30 @@ def main() -> None:
     ap.add_argument("--fields", default="", help="the fields of a cell (default: the scalar fields)")
     ap.add_argument("--exclude", default="", help="fields left out of the default cell")
     ap.add_argument("--arrays", action="store_true", help="the default cell takes array fields too")
+    ap.add_argument("--with-checks", action="store_true",
+                    help="every invariant of the spec is checked, and a cell also takes which of the others "
+                         "than --check a state violates (violations as stepping stones)")
     ap.add_argument("--resample", action="store_true",
                     help="a cell's state is a uniform sample of the states that reached it (reservoir), "
                          "not the first")
     a = ap.parse_args()
 
     cls = spec_class("kafka")
-    model = Model(cls(cls.Params(brokers=a.brokers, min_isr=a.min_isr, election=a.election)), check=[a.check])
+    spec = cls(cls.Params(brokers=a.brokers, min_isr=a.min_isr, election=a.election))
+    model = Model(spec) if a.with_checks else Model(spec, check=[a.check])
+    names = [c.name for c in model.invariants]
+    target = np.uint64(1 << names.index(a.check))
+    others = np.uint64(((1 << len(names)) - 1) & ~(1 << names.index(a.check)))
     with using_threads(1):
         kernels = compile_now(model, kernel_shapes(model), lambda _: None, 0.0)
         warm_up()
         elements = cell_elements(model.layout, a.fields, a.exclude, a.arrays)
-        cells = cell_hasher(elements)
+        field_cells = cell_hasher(elements)
+        if a.with_checks:
+            def cells(words: np.ndarray) -> np.ndarray:
+                return field_cells(words) ^ ((kernels.violations(words) & others) * np.uint64(0xD6E8FEB86659FD93))
+        else:
+            cells = field_cells
         print("cell fields:", ", ".join(sorted({e.field.name for e in elements})), f"({len(elements)} elements)")
         nw, nl, depth, cap = model.layout.nwords, len(model.labels), a.depth, a.capacity
         paths = np.zeros((cap, depth, nw), np.uint64)
@@ -135,7 +151,7 @@ def main() -> None:
                 out = kernels.successors(cur[alive], 0, n, buffers)
                 rows = out.valid[: valid_rows_part(out.labels, 0, n * nl, NO_LABEL, out.valid)]
                 generated += rows.size
-                bad = np.flatnonzero(kernels.violations(out.words[rows]) & np.uint64(1))
+                bad = np.flatnonzero(kernels.violations(out.words[rows]) & target)
                 if bad.size:
                     found = int(step[alive[int(rows[bad[0]]) // nl]]) + 2
                     break
