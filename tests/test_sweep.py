@@ -251,7 +251,7 @@ def test_a_configuration_whose_spec_raised_on_a_state_is_failed_with_the_error(t
     """A configuration whose spec raised on a state, partway through its run, has no verdict: its
     report (result error, no counts) made the row 'error:' with no message, and the sweep exit 0
     beside it; before such runs wrote a report, the row said 'refused', as for a configuration
-    refused at the start. It is 'failed', with the spec's error, and the sweep exits 2."""
+    refused at the start (on Spark too). It is 'failed', with the spec's error, and the sweep exits 2."""
     spec = tmp_path / "raises_at_three.py"
     spec.write_text(
         "from dataclasses import dataclass\nfrom numba import njit\n"
@@ -269,3 +269,11 @@ def test_a_configuration_whose_spec_raised_on_a_state_is_failed_with_the_error(t
     done = _sweep(tmp_path, "--spec", f"{spec}:RaisesAtThree", "--vary", "top=5")
     assert done.exit_code == 2, done.output
     assert "| failed: action Inc raised ValueError: boom" in done.output and "error:" not in done.output
+    # a Spark sweep runs each configuration in a task of its own (here called directly: no Spark)
+    from kraftcheck.sweep.matrix import Configuration
+    from kraftcheck.sweep.spark import _run_one
+    from kraftcheck.sweep.table import row_from_report
+    config = Configuration("top=5", f"{spec}:RaisesAtThree", {"top": 5})
+    _, report, wall_s, message = _run_one((0, config, str(tmp_path / "spark_runs"), "sweep-id"))
+    row = row_from_report(config, report, wall_s, message)
+    assert row.result == "failed" and row.message.startswith("action Inc raised ValueError: boom"), row
