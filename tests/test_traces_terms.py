@@ -166,3 +166,18 @@ def test_a_pending_shrink_keeps_the_committed_isr_as_its_maximal_isr():
     assert label(terms, expand, 0) == "PendingExpandIsr(isr=[1, 2], maximalIsr=[1, 2, 3])"
     for s in (shrink, expand):  # the label's maximal ISR is the model's
         assert label(terms, s, 0).endswith(f"maximalIsr={[b + 1 for b in range(3) if maximal_isr.py_func(s, 0) >> b & 1]})")
+
+
+def test_a_reports_summary_singles_out_no_participant_of_several_alike(tmp_path):
+    """The summary's path named the steps that change the main lane or the last one, taken for
+    the history: the Kafka model's last lane is its ghost variables', but two-phase's is the third
+    resource manager's, so the report of its eager-commit flaw said "the steps that change the
+    global or the rm3", singling out one resource manager of three (and would have listed its
+    steps alone). The history is the lane named so, where a spec has one."""
+    runner = CliRunner()
+    found = runner.invoke(cli, ["check", "--spec", "two_phase_eager_commit", "--trace-dir", str(tmp_path), "-q"])
+    assert found.exit_code == 1, found.output
+    (trace,) = tmp_path.glob("*.json")
+    text = runner.invoke(cli, ["trace", "report", str(trace)]).output
+    summary = text.split("## Summary", 1)[1].split("## Configuration", 1)[0]
+    assert "Before it (the steps that change the global, or where a check starts failing" in summary, summary

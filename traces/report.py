@@ -109,6 +109,9 @@ def _configuration(attrs: Mapping[str, Any], defaults: Mapping[str, Any]) -> lis
         (isinstance(v, int) and not isinstance(v, bool)) or k not in defaults or not _same(defaults[k], v))]
 
 
+HISTORY_LANE = "history"  # the lane of a spec's ghost variables (docs/traces.md: the Kafka model's)
+
+
 def summary_lines(view: TraceView) -> list[str]:
     """The summary, one paragraph per item, from the violated check's text and the steps."""
     v = view.violation or {}
@@ -126,10 +129,11 @@ def summary_lines(view: TraceView) -> list[str]:
         wrote = "; ".join(step.writes) if step.writes else ""
         out.append(f"The step that breaks it, {step.action}" + (f" ({wrote})" if wrote else "") + ", changes: "
                    + "; ".join(_changes(view, step, prev)) + ".")
-    # the steps that changed the main participant's state (the controller's) or the history (the
-    # last lane, where a spec keeps what happened: faults used, acknowledged writes), and those where
-    # a check starts failing, with what they wrote
-    lanes = {view.main_lane, view.lanes[-1]}
+    # the steps that changed the main participant's state (the controller's) or the history (a
+    # lane named so, where a spec keeps what happened: faults used, acknowledged writes), and those
+    # where a check starts failing, with what they wrote; not another participant's lane, which
+    # would single out one of several alike (two-phase's last resource manager)
+    lanes = {view.main_lane} | ({HISTORY_LANE} & set(view.lanes))
     watched = set(view.elements_for(lanes))
     path, failing = [], set(view.steps[0].failing)
     for s in view.steps[1:bad]:
