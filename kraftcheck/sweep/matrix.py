@@ -3,7 +3,7 @@
 A matrix file (TOML) says the same as the command line::
 
     spec = "kafka"                                   # default: the default spec
-    params = { brokers = 3, min_isr = 2 }            # every configuration's parameters
+    params = { brokers = 3, min_isr = 2 }            # every configuration's parameters, unless a row sets one
     continue = false                                 # --continue for every run
     time_limit = 600                                 # seconds per run (optional)
     fingerprints = false                             # --fingerprints for every run
@@ -20,7 +20,8 @@ A matrix file (TOML) says the same as the command line::
     params = { protocol = "kafka-4.x" }
 
 Every row is crossed with every combination of ``vary``; a row's name and the varied values name
-the configuration. Values are checked against the spec's parameters, and every configuration
+the configuration. A row's ``params`` take the place of the top-level ones they name, and a
+varied value the place of both. Values are checked against the spec's parameters, and every configuration
 against what its run would refuse at its start (``check_configurations``), before anything runs.
 """
 
