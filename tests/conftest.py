@@ -136,7 +136,7 @@ LONGEST_TEST_S = {
     "test_kafka_broker_conformance.py": 10, "test_faults_hostile_2.py": 10, "test_faults_cache.py": 10,
     "test_visited_compact.py": 10, "test_layout_table.py": 10, "test_faults_liveness_symmetry.py": 10,
     "test_fingerprints.py": 9, "test_two_tiers.py": 9, "test_kernels.py": 9, "test_simulate.py": 8,
-    "test_traces_state_graph.py": 8,
+    "test_traces_state_graph.py": 8, "test_lasso_traces.py": 8,
     "test_faults_verdicts.py": 8, "test_ci.py": 8, "test_kafka_controlled_shutdown.py": 8,
     "test_kafka_availability.py": 7, "test_faults_spec_errors.py": 7, "test_tla_examples_voting.py": 7,
     "test_constraints.py": 7, "test_limits.py": 7,
