@@ -41,7 +41,7 @@ from kraftcheck.checker.codegen import KernelCacheUnusable, import_kernel_module
 from kraftcheck.checker.errors import KraftcheckBug, KraftcheckError, SpecError
 from kraftcheck.checker.layout import ELEMENT, SUCCESSOR_ELEMENT
 from kraftcheck.checker.files import atomic_write
-from kraftcheck.checker.imported_source import imported_digest
+from kraftcheck.checker.imported_source import imported_digest, imported_from
 from kraftcheck.checker.kernels import successor_rows
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.table_expand import TableExpansion
@@ -278,8 +278,10 @@ def refuse_other_sources(shapes: KernelShapes) -> None:
     """Raise ``SourcesChanged`` if a source file the kernels compile in was imported here
     otherwise than the run that asked for them imported it: saved in between (a background
     compile, or its helpers, import the spec again), the kernels would be the new file's, and the
-    run would take them halfway through its exploration of the old."""
-    changed = [path for path, digest in shapes.sources.items() if imported_digest(path).hex() != digest]
+    run would take them halfway through its exploration of the old. A file no module was
+    imported from here is compiled into nothing (one of the spec's package that nothing imports)."""
+    changed = [path for path, digest in shapes.sources.items()
+               if imported_from(path) and imported_digest(path).hex() != digest]
     if changed:
         raise SourcesChanged(changed)
 

@@ -101,10 +101,17 @@ def pin_imported_folder(path: Optional[str]) -> None:
         imported_digest(source)
 
 
+def imported_from(path: str) -> bool:
+    """Whether a module of this process was imported from the file ``path``: only then is its
+    code in memory, and in what a compile here makes."""
+    return _module_from(os.path.abspath(path)) is not None
+
+
 def changed_since_import(paths: dict[str, str]) -> list[str]:
-    """Of ``paths`` ({path: hex SHA-256 as imported, from ``imported_digest``}), those whose
-    file now reads otherwise."""
-    return [p for p, digest in paths.items() if current_digest(p).hex() != digest]
+    """Of ``paths`` ({path: hex SHA-256 as imported, from ``imported_digest``}), those a module
+    of this process was imported from whose file now reads otherwise (a file nothing imported is
+    no code of the run's, whatever it reads)."""
+    return [p for p, digest in paths.items() if imported_from(p) and current_digest(p).hex() != digest]
 
 
 def _module_from(path: str) -> Optional[types.ModuleType]:
