@@ -231,3 +231,28 @@ def test_an_executor_whose_spec_code_is_not_the_drivers_refuses_the_run(tmp_path
         other.build()
     with pytest.raises(SpecError, match="not the driver's: module recipe_helper differs"):  # one it lacks here
         dataclasses.replace(recipe, code=(*recipe.code, ("recipe_helper", "0" * 64))).build()
+
+
+def test_a_worker_that_kept_an_earlier_runs_kernels_checks_the_spec_code_too(monkeypatch):
+    """A Python worker Spark reuses keeps the kernels of its recent models, by the recipe's
+    identity (spec, parameters, checks), which said nothing of the spec's code: a run after the
+    spec was saved and imported again on the driver (a notebook's context, reused) took the
+    earlier code's kernels from the worker without building the model, so the code was never
+    compared, and the run explored the earlier spec. A recipe of other code is another model."""
+    import dataclasses
+    from kraftcheck.checker.errors import SpecError
+    from kraftcheck.checker.model import Model
+    from kraftcheck.specs import spec_class
+    monkeypatch.setattr(tasks, "_kernels", {})
+    cls = spec_class("die_hard")
+    recipe = tasks.ModelRecipe.of(Model(cls(cls.Params())))
+    (module, _), *rest = recipe.code
+    other = dataclasses.replace(recipe, code=((module, "0" * 64), *rest))
+    for r in (recipe, other):
+        plan = tasks.LevelPlan(root="", run=r.identity, level=0, part_counts=(1,), level_start=0,
+                               splits=(0, 1), nwords=1, nlabels=1, cache_dir=None)
+        if r is recipe:
+            tasks.worker_kernels(plan, r)
+        else:
+            with pytest.raises(SpecError, match=f"not the driver's: module {module} differs"):
+                tasks.worker_kernels(plan, r)

@@ -29,6 +29,7 @@ to the next through files in the work dir (``workdir.candidate_path``), not thro
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import weakref
 from dataclasses import dataclass
@@ -109,10 +110,12 @@ class ModelRecipe:
 
     @property
     def identity(self) -> str:
-        """Equal for equal models: executors keep the kernels of recent models by it."""
+        """Equal for equal models: executors keep the kernels of recent models by it. The spec's
+        code is in it: kernels a worker kept from a run of other code are not this model's, and a
+        model built anew has its code compared (``build``)."""
         cls = self.spec_class
         return (f"{cls.__module__}:{cls.__qualname__}:{self.params!r}:{self.checks!r}:{self.constraints!r}:"
-                f"{self.deadlock!r}")
+                f"{self.deadlock!r}:{hashlib.sha256(repr(self.code).encode()).hexdigest()[:20]}")
 
     def build(self) -> Any:
         """The model, in an executor: refused (a SpecError, the run's exit 2) if the spec's code
