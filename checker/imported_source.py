@@ -115,11 +115,14 @@ def changed_since_import(paths: dict[str, str]) -> list[str]:
 
 
 def _module_from(path: str) -> Optional[types.ModuleType]:
+    """The module imported from ``path`` last (a file imported under two names, saved in
+    between, holds two codes: the latest import is the one a run is given, ``import my`` after
+    ``--spec my.py:X``)."""
+    if _indexed[0] != len(sys.modules):
+        _index()
     name = _module_names.get(path)
     module = sys.modules.get(name) if name is not None else None
     if module is None or _file_of(module) != path:
-        if _indexed[0] == len(sys.modules) and name is None:
-            return None
         _index()
         name = _module_names.get(path)
         module = sys.modules.get(name) if name is not None else None
@@ -128,13 +131,23 @@ def _module_from(path: str) -> Optional[types.ModuleType]:
 
 def _index() -> None:
     _module_names.clear()
-    for name, module in list(sys.modules.items()):
+    for name, module in list(sys.modules.items()):  # in the order of import: the last one stays
         path = _file_of(module)
         if path is not None:
-            _module_names.setdefault(path, name)
+            _module_names[path] = name
     _indexed[0] = len(sys.modules)
+
+
+_absolute: dict[str, str] = {}  # a module's __file__ -> its absolute path (the index reads every module's)
 
 
 def _file_of(module: object) -> Optional[str]:
     path = getattr(module, "__file__", None)
-    return os.path.abspath(path) if isinstance(path, str) and path.endswith(".py") else None
+    if not isinstance(path, str) or not path.endswith(".py"):
+        return None
+    if not os.path.isabs(path):  # relative to the working directory, which may change
+        return os.path.abspath(path)
+    absolute = _absolute.get(path)
+    if absolute is None:
+        absolute = _absolute[path] = os.path.abspath(path)
+    return absolute

@@ -347,6 +347,37 @@ def test_a_spec_imported_then_saved_is_explored_as_imported_in_bytecode_too(tmp_
     assert (result.status, result.distinct_states, result.states_generated) == ("holds", 288, 1146)
 
 
+def test_a_file_imported_again_under_another_name_is_explored_as_imported_last(tmp_path, monkeypatch):
+    """A spec file loaded by path (``spec_class("my.py:X")``), then saved, then imported as a
+    module of its own name (``import my``, as file_modules allows) is two modules of one file:
+    the digest and the source text inspect gives were the first module's, so a run of the second
+    module's spec was translated by the bytecode tier from the file as first read (TMAbort
+    enabled), not the code it checks (TMAbort disabled): here the kernel audit caught it on the
+    initial state and blamed the kernel cache (KernelsDisagree, exit 2); an edit that shows only
+    past the states the audit samples was counted. The latest import of a file is the one read."""
+    import importlib
+    import uuid
+    unique = f"imported_twice_{uuid.uuid4().hex[:12]}"  # kernels no run compiled: the run starts in bytecode
+    text = (Path(__file__).parents[1] / "specs" / "two_phase.py").read_text()
+    text = text.replace('name = "two_phase"', f'name = "{unique}"')
+    guard = "    if s.tm_state != TM_INIT:\n        return False\n    t.tm_state = TM_ABORTED"
+    path = tmp_path / f"{unique}.py"
+    path.write_text(text)
+    spec_class(f"{path}:TwoPhase")
+    path.write_text(text.replace(guard, guard.replace("TM_INIT:", "TM_INIT or True:")))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(path.stem)
+    try:
+        cls = module.TwoPhase
+        monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
+        result = Engine(compile="background").explore(Model(cls(cls.Params(rm=3))), Options())
+    finally:
+        del sys.modules[path.stem]
+    assert result.first_tier == "bytecode" and result.interpreted_states == result.distinct_states
+    assert "TMAbort" in result.never_fired()
+    assert result.distinct_states < 288
+
+
 def _sleeper() -> subprocess.Popen:
     """A process in a session of its own, as a background compile is."""
     return subprocess.Popen(["sleep", "300"], start_new_session=True)
