@@ -10,8 +10,10 @@ and count a state space that neither version has.
 So a file from which a module was imported is digested once per import (the first time a digest
 is asked for; for a spec's folder, as its class is defined: ``pin_imported_folder``) and that digest
 is kept for as long as the module is the one imported: a module imported again (a new module
-object, or ``importlib.reload``, which gives it a new ``__spec__``) is digested again. A file no
-module was imported from has no code in memory: its digest is the file's as it is now.
+object, or ``importlib.reload``, which gives it a new ``__spec__``) is digested again; a file
+imported under two names (``--spec my.py:X``, then ``import my``) is digested as its latest import.
+A file no module was imported from has no code in memory: its digest is the file's as it is now,
+and a compile refuses no such file (``compile.refuse_other_sources``).
 """
 
 from __future__ import annotations
