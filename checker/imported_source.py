@@ -53,7 +53,7 @@ def current_digest(path: str) -> bytes:
 def imported_digest(path: str) -> bytes:
     """The SHA-256 of ``path`` as the module imported from it was read (see the module's
     docstring); the file's digest now if no module was imported from it."""
-    path = os.path.abspath(path)
+    path = _real(path)
     module = _module_from(path)
     if module is None:
         return current_digest(path)
@@ -93,7 +93,7 @@ def pin_imported_folder(path: Optional[str]) -> None:
     if not isinstance(path, str) or not path.endswith(".py"):
         return
     imported_digest(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(_real(path))
     if _folders_pinned.get(folder) == len(sys.modules):  # no module imported since (classes made at run time)
         return
     _folders_pinned[folder] = len(sys.modules)
@@ -106,7 +106,7 @@ def pin_imported_folder(path: Optional[str]) -> None:
 def imported_from(path: str) -> bool:
     """Whether a module of this process was imported from the file ``path``: only then is its
     code in memory, and in what a compile here makes."""
-    return _module_from(os.path.abspath(path)) is not None
+    return _module_from(_real(path)) is not None
 
 
 def changed_since_import(paths: dict[str, str]) -> list[str]:
@@ -140,16 +140,20 @@ def _index() -> None:
     _indexed[0] = len(sys.modules)
 
 
-_absolute: dict[str, str] = {}  # a module's __file__ -> its absolute path (the index reads every module's)
+_real_paths: dict[str, str] = {}  # an absolute path -> its real one (the index reads every module's)
+
+
+def _real(path: str) -> str:
+    """``path`` with its symbolic links resolved: a module imported through a linked folder is
+    found by its file's real path too, as spec_code names it."""
+    if not os.path.isabs(path):  # relative to the working directory, which may change
+        return os.path.realpath(path)
+    real = _real_paths.get(path)
+    if real is None:
+        real = _real_paths[path] = os.path.realpath(path)
+    return real
 
 
 def _file_of(module: object) -> Optional[str]:
     path = getattr(module, "__file__", None)
-    if not isinstance(path, str) or not path.endswith(".py"):
-        return None
-    if not os.path.isabs(path):  # relative to the working directory, which may change
-        return os.path.abspath(path)
-    absolute = _absolute.get(path)
-    if absolute is None:
-        absolute = _absolute[path] = os.path.abspath(path)
-    return absolute
+    return _real(path) if isinstance(path, str) and path.endswith(".py") else None

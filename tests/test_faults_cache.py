@@ -266,6 +266,31 @@ def test_a_source_file_is_digested_as_it_was_imported_not_as_it_is_now(tmp_path,
     assert imported_digest(str(other)) == hashlib.sha256(b"x = 22\n").digest()
 
 
+def test_a_spec_imported_through_a_symlink_is_recorded_as_imported(tmp_path, monkeypatch):
+    """The record of a spec's code (a checkpoint's, the Spark recipe's: ``spec_code``) names its
+    files by their real paths, and the digests as imported were found by the path a module was
+    imported from: a spec imported from a folder reached through a symbolic link (macOS's /tmp, a
+    linked checkout) was recorded as the file is now, so a file saved after the import put the
+    saved code in the record of the code that ran."""
+    import importlib
+    from kraftcheck.checker.explore.spec_code import spec_code
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    name = f"linked_spec_{os.getpid()}"
+    path = real / f"{name}.py"
+    path.write_text(DIE_HARD.read_text().replace('name = "die_hard"', f'name = "{name}"'))
+    monkeypatch.syspath_prepend(str(tmp_path / "link"))
+    module = importlib.import_module(name)
+    try:
+        model = Model(module.DieHard(module.DieHard.Params()))
+        recorded = spec_code(model)
+        path.write_text(path.read_text() + "\n# saved after the import\n")
+        assert spec_code(model) == recorded
+    finally:
+        del sys.modules[name]
+
+
 def test_a_spec_saved_during_a_run_is_not_compiled_into_it(tmp_path, monkeypatch):
     """A spec file saved while its run explored it in bytecode was imported anew by the
     background compile, whose kernels the run then took halfway through: two-phase rm=8 with
