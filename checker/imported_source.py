@@ -8,7 +8,8 @@ read the file again, so a run could take kernels compiled from the edited file h
 and count a state space that neither version has.
 
 So a file from which a module was imported is digested once per import (the first time a digest
-is asked for; for a spec's folder, as its class is defined: ``pin_imported_folder``) and that digest
+is asked for; for a spec's folder and the modules the spec's module refers to, as its class
+is defined: ``pin_imported_folder``) and that digest
 is kept for as long as the module is the one imported: a module imported again (a new module
 object, or ``importlib.reload``, which gives it a new ``__spec__``) is digested again; a file
 imported under two names (``--spec my.py:X``, then ``import my``) is digested as its latest import.
@@ -23,6 +24,7 @@ import importlib.util
 import linecache
 import os
 import sys
+import sysconfig
 import types
 from typing import Optional
 
@@ -86,13 +88,17 @@ def _pin_text(module: types.ModuleType, path: str) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def pin_imported_folder(path: Optional[str]) -> None:
-    """Digest now the file ``path`` (a module being imported) and the files beside it that
-    modules were imported from: called as a spec's class is defined, so that a spec saved moments
+def pin_imported_folder(path: Optional[str], module: Optional[types.ModuleType] = None) -> None:
+    """Digest now the file ``path`` (a module being imported), the files beside it that modules
+    were imported from, and those of the modules ``module`` (the one being imported) refers to
+    (``from lib.helper import f``, ``import lib``) wherever they lie, Python's own and installed
+    packages apart: called as a spec's class is defined, so that a spec or a helper saved moments
     later, before the run first asks for a digest, is not taken for the code in memory."""
     if not isinstance(path, str) or not path.endswith(".py"):
         return
     imported_digest(path)
+    for source in _referenced_files(module):
+        imported_digest(source)
     folder = os.path.dirname(_real(path))
     if _folders_pinned.get(folder) == len(sys.modules):  # no module imported since (classes made at run time)
         return
@@ -101,6 +107,27 @@ def pin_imported_folder(path: Optional[str]) -> None:
         _index()
     for source in [p for p in _module_names if os.path.dirname(p) == folder]:
         imported_digest(source)
+
+
+_INSTALLED = tuple(sorted({os.path.realpath(p) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                           if (p := sysconfig.get_paths().get(k))}))
+
+
+def _referenced_files(module: Optional[types.ModuleType]) -> set[str]:
+    """The files of the modules that ``module``'s names are, or hold a function or class of, but
+    Python's own and installed packages'."""
+    files: set[str] = set()
+    for value in list(getattr(module, "__dict__", {}).values()):
+        try:
+            value = getattr(value, "py_func", value)  # a numba dispatcher's Python function
+            name = value.__name__ if isinstance(value, types.ModuleType) else \
+                getattr(value, "__module__", None) if isinstance(value, (types.FunctionType, type)) else None
+        except Exception:  # noqa: BLE001 - an object whose attributes raise refers to nothing here
+            continue
+        source = _file_of(sys.modules.get(name)) if isinstance(name, str) else None
+        if source is not None and not source.startswith(_INSTALLED):
+            files.add(source)
+    return files
 
 
 def imported_from(path: str) -> bool:

@@ -598,7 +598,8 @@ class Spec:
         super().__init_subclass__(**kwargs)
         # the spec's module is being imported: its files' digests now are the code's in memory
         # (a file saved later, during a run, is not compiled into it: imported_source)
-        pin_imported_folder(getattr(sys.modules.get(cls.__module__), "__file__", None))
+        module = sys.modules.get(cls.__module__)
+        pin_imported_folder(getattr(module, "__file__", None), module)
 
     def __init__(self, params: Any = None) -> None:
         if not dataclasses.is_dataclass(getattr(self, "Params", None)):  # an internal error in validate_params

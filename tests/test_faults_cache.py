@@ -354,6 +354,46 @@ def test_a_file_of_the_spec_package_no_module_imported_saved_during_a_run_is_not
     assert result.first_tier == "bytecode" and result.interpreted_states < result.distinct_states
 
 
+def test_a_helper_of_another_folder_saved_before_the_run_is_not_compiled_into_it(tmp_path, monkeypatch):
+    """A helper the spec imports from a folder of its own (a package beside the spec's folder)
+    was digested at the run's first digest, not as it was imported: saved in between (a spec
+    imported in a Python session, its helper then edited, then checked), it was taken for the code
+    in memory, so the background compile built kernels of the saved helper without a word, and
+    the kernel audit blamed the kernel cache (KernelsDisagree) on the initial state here; a change
+    the audit's sample misses would be counted. The modules a spec's module refers to are
+    digested as its class is defined, so the compile refuses the saved helper."""
+    import importlib
+    import uuid
+    from kraftcheck.checker.compile import SourcesChanged
+    unique = f"helper_elsewhere_{uuid.uuid4().hex[:12]}"
+    (tmp_path / "specdir").mkdir()
+    package = tmp_path / "libs" / f"{unique}_lib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    helper = package / "helper.py"
+    helper.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef abort_enabled(tm_state):\n"
+                      "    return tm_state == 0\n")
+    text = (Path(__file__).parents[1] / "specs" / "two_phase.py").read_text()
+    text = text.replace('name = "two_phase"', f'name = "{unique}"')
+    guard = "    if s.tm_state != TM_INIT:\n        return False\n    t.tm_state = TM_ABORTED"
+    text = text.replace(guard, guard.replace("s.tm_state != TM_INIT", "not abort_enabled(s.tm_state)"))
+    text = text.replace("from kraftcheck.checker.errors import UsageError",
+                        f"from kraftcheck.checker.errors import UsageError\nfrom {package.name}.helper import abort_enabled")
+    (tmp_path / "specdir" / f"{unique}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path / "libs"))
+    monkeypatch.syspath_prepend(str(tmp_path / "specdir"))
+    module = importlib.import_module(unique)
+    helper.write_text(helper.read_text().replace("return tm_state == 0", "return False"))
+    monkeypatch.setenv("KRAFTCHECK_INTERPRET_S", "0")  # the run waits for the compile at once
+    monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
+    try:
+        with pytest.raises(SourcesChanged, match=f"{helper} changed after the run imported it"):
+            Engine(compile="background").explore(Model(module.TwoPhase(module.TwoPhase.Params(rm=3))), Options())
+    finally:
+        for name in [n for n in sys.modules if n.startswith(unique)]:
+            del sys.modules[name]
+
+
 def test_a_spec_imported_then_saved_is_explored_as_imported_in_bytecode_too(tmp_path, monkeypatch):
     """The bytecode tier translates an action from its source text, which inspect read from the
     file as it was at the run's start: a spec imported in a Python session, then edited and
