@@ -630,7 +630,9 @@ def _worker() -> int:
             shutil.rmtree(job["scratch"], ignore_errors=True)
         if "detached" in job:
             left = detached.forget(Path(job["detached"]), os.getpid())
-            if left is not None and failure is not None:  # no run is there to say it: the next one will
+            # no run is there to say it: the next one will (not a refusal of a spec saved since: its
+            # kernels are those of a version no longer on disk, which no run will ask for)
+            if left is not None and failure is not None and not isinstance(failure, SourcesChanged):
                 detached.record_failure(Path(job["detached"]), left, _why_failed(failure, job, left.key))
 
 

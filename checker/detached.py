@@ -16,9 +16,9 @@ register (``running``), ``kraftcheck cache clear`` stops them (``stop_all``).
 
 A detached compile that fails has no run left to tell: it leaves why in the register
 (``record_failure``), which ``kraftcheck cache status`` lists (``failures``) and the next
-background compile of the same kernels takes and says (``take_failure``). Without it, every run
-of a model whose compile fails after its run (a full disk, the compile's time limit) said the
-compile went on in the background, and none ever found the kernels compiled.
+background compile of the same kernels takes and says (``take_failure``): each run of a model
+whose compile fails after its run (a full disk, the compile's time limit) would otherwise say the
+compile goes on in the background while none ever finds the kernels compiled.
 """
 
 from __future__ import annotations

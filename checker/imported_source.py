@@ -1,11 +1,11 @@
 """The digest of a source file as this process imported it, not as the file is now.
 
 A run explores with the functions Python read when it imported the spec. A spec saved while the
-run goes on (an author editing it during a long check) changed what the run believed that code
-was: numba's cache stamps (``numba_cache``), the kernel modules' names (``codegen``), a
-checkpoint's record of the spec's code (``explore.spec_code``) and the background compile all
-read the file again, so a run could take kernels compiled from the edited file halfway through
-and count a state space that neither version has.
+run goes on (an author editing it during a long check) must not change what the run takes that
+code to be: numba's cache stamps (``numba_cache``), the kernel modules' names (``codegen``), a
+checkpoint's record of the spec's code (``explore.spec_code``) and the background compile each
+read the file, and a run that took kernels compiled from the edited file halfway through would
+count a state space that neither version has.
 
 So a file from which a module was imported is digested once per import (the first time a digest
 is asked for; for a spec's folder and the modules the spec's module refers to, as its class

@@ -316,6 +316,21 @@ def test_a_spec_saved_during_a_run_is_not_compiled_into_it(tmp_path, monkeypatch
     monkeypatch.setenv("KRAFTCHECK_KEEP_COMPILING", "0")
     with pytest.raises(SourcesChanged, match=f"{path} changed after the run imported it.*no verdict"):
         Engine(compile="background").explore(model, Options())
+    # left to go on after its run, such a compile leaves no failure for `cache status` to list: its
+    # kernels are the first file's, which no run will ask for again
+    from kraftcheck.checker import detached
+    from kraftcheck.checker.compile import BackgroundCompile
+    shapes = kernel_shapes(model)
+    builder = BackgroundCompile(shapes)
+    try:
+        builder.stop(keep=True)
+        assert builder.left_running, "the compile ended before its run could leave it"
+        assert builder.process.wait(timeout=120) != 0
+    finally:
+        if builder.process.poll() is None:
+            builder.process.kill()
+            builder.process.wait()
+    assert detached.failures(Path(shapes.module_path).parent) == []
 
 
 def test_a_file_of_the_spec_package_no_module_imported_saved_during_a_run_is_not_refused(tmp_path, monkeypatch):

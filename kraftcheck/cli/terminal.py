@@ -343,7 +343,7 @@ class Terminal:
         if result.spark is not None:
             self.out.print(spark_table(result.spark))
         self.out.print(Text(f"checked: {', '.join(model.check_names) or '(nothing)'}"))
-        self._not_checked(not_checked, "its --liveness analysis did not run" if liveness_skipped
+        self._not_checked(not_checked, "its --liveness analysis did not run or finish" if liveness_skipped
                           else "add --liveness to check them")
 
         cov = Table(title="coverage", title_justify="left", show_edge=False)
