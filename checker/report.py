@@ -78,17 +78,6 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
     }
 
 
-def no_verdict_report(spec: Optional[str], error: str) -> dict:
-    """The report of a run that ended in ``error`` before it had counts to give (a spec's error
-    on a state, a failure the exploration met): written so that a report an earlier run left at
-    the path is not read as this one's (its "holds" stood beside this run's exit 2). The keys of
-    ``build_report``, the unknown ones null."""
-    return {"result": ERROR, "error": error, "incomplete_reason": None, "exhaustive": False, "spec": spec,
-            "params": None, "options": None, "engine": None, "kraftcheck_version": __version__, "checked": None,
-            "initial_states": None, "states_generated": None, "distinct_states": None, "depth": None,
-            "violations": [], "never_fired": None}
-
-
 def write_report(report: dict, path: str) -> None:
     """Write to ``path``: a file whole or not at all, ``-`` standard output, a device or FIFO
     written into (``files.write_output``)."""

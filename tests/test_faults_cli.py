@@ -545,21 +545,3 @@ def test_an_interrupt_during_the_graph_analyses_gives_no_verdict(tmp_path, monke
     assert said.exit_code == 130, said.output
     assert "while analysing the state graph" in said.output and "verdict above stand" not in said.output
     assert json.loads(report.read_text())["result"] == "error"
-
-
-def test_a_run_that_ends_in_an_error_leaves_its_own_report_not_an_earlier_ones(tmp_path):
-    """A spec's error during the exploration stopped the run (exit 2) without a --json report,
-    and the report an earlier run had left at the path stood: its "holds" beside this run's exit
-    2, for a program that reads the file. Such a run now writes its own: result error with the
-    message, no counts."""
-    report = tmp_path / "r.json"
-    held = run("check", "--spec", "two_phase", "--param", "rm=2", "--no-color", "--json", str(report))
-    assert held.exit_code == 0 and json.loads(report.read_text())["result"] == "holds"
-    spec = f"{Path(__file__).parent / 'odd_specs.py'}:Overflowing"  # writes past its field's domain on a state
-    raised = CliRunner().invoke(cli, ["check", "--spec", spec, "--no-color", "--json", str(report)])
-    assert raised.exit_code == 2 and "outside" in raised.stderr, raised.output
-    found = json.loads(report.read_text())
-    assert found["result"] == "error" and "outside" in found["error"] and found["spec"] == spec
-    assert found["distinct_states"] is None and found["exhaustive"] is False
-
-

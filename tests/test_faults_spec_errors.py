@@ -8,7 +8,6 @@ raises (ZeroDivisionError) once ``x`` is 2: one set of compiled kernels serves e
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -501,7 +500,7 @@ class Divides(Spec):
 
 def test_the_command_line_exits_2_with_the_error_and_writes_no_report(tmp_path):
     """``--spec path.py:Class`` whose action divides by zero on x = 2: exit 2, the file and line,
-    the path to the state; no verdict, no count: the JSON report says the error, with no counts."""
+    the path to the state; no verdict, no count, no JSON report (it would say "holds")."""
     spec = tmp_path / "divides.py"
     spec.write_text(SPEC_FILE)
     report = tmp_path / "report.json"
@@ -514,9 +513,7 @@ def test_the_command_line_exits_2_with_the_error_and_writes_no_report(tmp_path):
         run.stderr, run.stderr
     assert "3. Step: x=2" in run.stderr
     assert "hold" not in run.stdout + run.stderr and "distinct" not in run.stdout + run.stderr
-    found = json.loads(report.read_text())
-    assert found["result"] == "error" and "ZeroDivisionError" in found["error"]
-    assert found["distinct_states"] is None and found["exhaustive"] is False
+    assert not report.exists()
 
 
 def test_the_debug_mode_compiles_with_bounds_checks_into_a_cache_of_its_own(monkeypatch, tmp_path):

@@ -245,35 +245,3 @@ def test_an_incomplete_row_without_counts_reads_as_its_reason():
     assert killed.verdict == "incomplete (killed: still running 900 s after it started)"
     assert counted.verdict == "incomplete (1,200 states, stopped at --time-limit 1)"
     assert "(, " not in markdown([killed, counted])
-
-
-def test_a_configuration_whose_spec_raised_on_a_state_is_failed_with_the_error(tmp_path):
-    """A configuration whose spec raised on a state, partway through its run, has no verdict: its
-    report (result error, no counts) made the row 'error:' with no message, and the sweep exit 0
-    beside it; before such runs wrote a report, the row said 'refused', as for a configuration
-    refused at the start (on Spark too). It is 'failed', with the spec's error, and the sweep exits 2."""
-    spec = tmp_path / "raises_at_three.py"
-    spec.write_text(
-        "from dataclasses import dataclass\nfrom numba import njit\n"
-        "from kraftcheck import Action, Int, Invariant, Spec, param\n\n"
-        "@njit(cache=True)\ndef inc(s, t):\n    if s.x >= 3:\n        raise ValueError('boom')\n"
-        "    t.x = s.x + 1\n    return True\n\n"
-        "@njit(cache=True)\ndef small(s):\n    return s.x < 9\n\n"
-        "@dataclass(frozen=True)\nclass P:\n    top: int = param(2, 'where x stops', minimum=1)\n\n"
-        "class RaisesAtThree(Spec):\n    name = 'raises_at_three'\n    summary = 'x counts up; raises at 3'\n"
-        "    Params = P\n    check_deadlock = False\n\n"
-        "    def fields(self):\n        return [Int('x', 0, 9)]\n\n"
-        "    def initial_states(self):\n        yield {}\n\n"
-        "    def actions(self):\n        return [Action('Inc', inc)]\n\n"
-        "    def invariants(self):\n        return [Invariant('small', small)]\n")
-    done = _sweep(tmp_path, "--spec", f"{spec}:RaisesAtThree", "--vary", "top=5")
-    assert done.exit_code == 2, done.output
-    assert "| failed: action Inc raised ValueError: boom" in done.output and "error:" not in done.output
-    # a Spark sweep runs each configuration in a task of its own (here called directly: no Spark)
-    from kraftcheck.sweep.matrix import Configuration
-    from kraftcheck.sweep.spark import _run_one
-    from kraftcheck.sweep.table import row_from_report
-    config = Configuration("top=5", f"{spec}:RaisesAtThree", {"top": 5})
-    _, report, wall_s, message = _run_one((0, config, str(tmp_path / "spark_runs"), "sweep-id"))
-    row = row_from_report(config, report, wall_s, message)
-    assert row.result == "failed" and row.message.startswith("action Inc raised ValueError: boom"), row

@@ -7,7 +7,7 @@ through the pipeline (kraftcheck/pipeline.py) and renders what came back (cli/ou
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -37,32 +37,10 @@ def spec_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str,
 
 
 def run_check(terminal: Terminal, request: CheckRequest) -> int:
-    """Run ``request`` through the pipeline and render its outcome; the exit code. A run that
-    ends in an error past its refusals (a spec's error on a state, a failure of the exploration)
-    leaves a --json report of its own (``report_no_verdict``): a report an earlier run left at
-    the path would otherwise stand for this one."""
+    """Run ``request`` through the pipeline and render its outcome; the exit code."""
     from kraftcheck import pipeline
-    prepared = pipeline.prepare(request, terminal.note)
-    try:
-        checked = pipeline.finish(prepared, pipeline.explore(prepared, terminal), terminal)
-    except KraftcheckError as e:
-        if not isinstance(e, UsageError):  # a refusal writes nothing
-            report_no_verdict(terminal, request, str(e))
-        raise
+    checked = pipeline.run(request, terminal)
     return Outcome(terminal, checked).report(request.json_path)
-
-
-def report_no_verdict(terminal: Terminal, request: CheckRequest, error: str) -> None:
-    """The --json report of a run that ended in ``error`` without counts
-    (``checker.report.no_verdict_report``); a path that cannot take it is said, as any output the
-    disk refuses."""
-    if not request.json_path:
-        return
-    from kraftcheck.checker.report import no_verdict_report, write_report
-    try:
-        write_report(no_verdict_report(request.spec, error), request.json_path)
-    except OSError as e:
-        terminal.error(f"the JSON report could not be written to {request.json_path}: {e.strerror or e}")
 
 
 @click.command(context_settings={"show_default": True})

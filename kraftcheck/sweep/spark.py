@@ -48,7 +48,7 @@ def _run_one(item: tuple[int, Configuration, str, str]) -> tuple[int, dict | Non
     index, config, out, sweep_id = item
     from kraftcheck import pipeline
     from kraftcheck.checker.disk_full import unwritten_reason
-    from kraftcheck.checker.errors import KraftcheckError, UsageError
+    from kraftcheck.checker.errors import KraftcheckError
     from kraftcheck.checker.explore.result import no_progress
     from kraftcheck.checker.files import atomic_write
     from kraftcheck.checker.report import build_report, write_report
@@ -73,8 +73,8 @@ def _run_one(item: tuple[int, Configuration, str, str]) -> tuple[int, dict | Non
     report, message = None, ""
     try:
         checked = pipeline.run(config.request(str(run_dir)), pipeline.Silent(no_progress))
-    except KraftcheckError as e:  # a refusal, or no verdict (the spec raised on a state): failed, as locally
-        message = f"refused: {e}" if isinstance(e, UsageError) else str(e).splitlines()[0]
+    except KraftcheckError as e:
+        message = f"refused: {e}"
     else:
         if checked.cut_short is not None:  # stopped after its exploration: its outputs are partial
             raise KeyboardInterrupt

@@ -48,10 +48,6 @@ def row_from_report(config: Configuration, report: Optional[dict], wall_s: float
         result = "refused" if message.startswith("refused") else "failed"
         return Row(config.name, config.parameter_text(), result, wall_s=round(wall_s, 1),
                    message=message.removeprefix("refused: "))
-    if report["result"] == "error":  # no verdict (a spec's error on a state, an analysis that failed): why
-        error = report.get("error") or message
-        return Row(config.name, config.parameter_text(), "failed", wall_s=round(wall_s, 1),
-                   message=error.splitlines()[0] if error else "")
     reduced = [what for what, on in (("one state per orbit (--symmetry)", report.get("symmetry")),
                                      ("up to fingerprint collisions", report.get("fingerprints"))) if on]
     return Row(config.name, config.parameter_text(), report["result"],
