@@ -229,8 +229,8 @@ def test_an_executor_whose_spec_code_is_not_the_drivers_refuses_the_run(tmp_path
     other = dataclasses.replace(recipe, code=((module, "0" * 64), *rest))
     with pytest.raises(SpecError, match=f"not the driver's: module {module} differs.*no verdict"):
         other.build()
-    with pytest.raises(SpecError, match="not the driver's: module recipe_helper differs"):  # one it lacks here
-        dataclasses.replace(recipe, code=(*recipe.code, ("recipe_helper", "0" * 64))).build()
+    # a module of the driver's that this executor did not import runs no code here (a test's conftest)
+    assert dataclasses.replace(recipe, code=(*recipe.code, ("recipe_helper_nowhere", "0" * 64))).build()
 
 
 def test_a_worker_that_kept_an_earlier_runs_kernels_checks_the_spec_code_too(monkeypatch):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -122,14 +123,19 @@ class ModelRecipe:
         there is not the driver's. An executor imports the spec itself, from its own files, and a
         Python worker Spark reuses keeps what it imported for an earlier run: a spec saved during
         the run, or another version of it installed on a worker, had the executors explore
-        another spec than the driver's, and the run count a state space of neither."""
-        from kraftcheck.checker.explore.spec_code import spec_code
+        another spec than the driver's, and the run count a state space of neither. The modules
+        compared are those of the driver's spec code this executor imported, by content (it may
+        run a shipped copy of the spec's file): one it did not import runs no code here."""
+        from kraftcheck.checker.explore.spec_code import source_file
+        from kraftcheck.checker.imported_source import imported_digest
         from kraftcheck.checker.model import Model
         model = Model(self.spec_class(self.params), check=list(self.checks) or None,
                       constraints=list(self.constraints), deadlock=self.deadlock)
-        here = spec_code(model)
-        differ = sorted({name for name, digest in self.code if here.get(name) != digest} |
-                        (set(here) - {name for name, _ in self.code}))
+        differ = []
+        for name, digest in self.code:
+            path = source_file(name) if name in sys.modules else None
+            if name in sys.modules and (path is None or imported_digest(str(path)).hex() != digest):
+                differ.append(name)
         if differ:
             raise SpecError(f"the spec's code on this executor ({os.uname().nodename}, pid {os.getpid()}) is not "
                             f"the driver's: module {differ[0]}{f' and {len(differ) - 1} more' if len(differ) > 1 else ''}"
