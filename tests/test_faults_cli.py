@@ -545,3 +545,24 @@ def test_an_interrupt_during_the_graph_analyses_gives_no_verdict(tmp_path, monke
     assert said.exit_code == 130, said.output
     assert "while analysing the state graph" in said.output and "verdict above stand" not in said.output
     assert json.loads(report.read_text())["result"] == "error"
+
+
+def test_a_run_with_no_verdict_leaves_no_earlier_report_at_its_path(tmp_path):
+    """A spec's error during the exploration stops the run with no verdict (exit 2) and no
+    report; the report an earlier run had left at the path stood, its "holds" beside this run's
+    exit 2 for a program that reads the file. The run removes it as it begins (a refusal before
+    that changes nothing), and a link at the path is written through, never removed."""
+    report = tmp_path / "r.json"
+    held = run("check", "--spec", "two_phase", "--param", "rm=2", "--no-color", "--json", str(report))
+    assert held.exit_code == 0 and json.loads(report.read_text())["result"] == "holds"
+    refused = CliRunner().invoke(cli, ["check", "--spec", "nope", "--no-color", "--json", str(report)])
+    assert refused.exit_code == 2 and report.exists(), "a refusal does nothing, also to the path"
+    spec = f"{Path(__file__).parent / 'odd_specs.py'}:Overflowing"  # writes past its field's domain on a state
+    raised = CliRunner().invoke(cli, ["check", "--spec", spec, "--no-color", "--json", str(report)])
+    assert raised.exit_code == 2 and "outside" in raised.stderr, raised.output
+    assert not report.exists()
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("{}")
+    link.symlink_to(target)
+    raised = CliRunner().invoke(cli, ["check", "--spec", spec, "--no-color", "--json", str(link)])
+    assert raised.exit_code == 2 and link.is_symlink() and target.read_text() == "{}"

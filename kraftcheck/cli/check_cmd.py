@@ -7,7 +7,8 @@ through the pipeline (kraftcheck/pipeline.py) and renders what came back (cli/ou
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 import click
 
@@ -39,8 +40,25 @@ def spec_params(spec_name: str, param_items: tuple[str, ...], derived: dict[str,
 def run_check(terminal: Terminal, request: CheckRequest) -> int:
     """Run ``request`` through the pipeline and render its outcome; the exit code."""
     from kraftcheck import pipeline
-    checked = pipeline.run(request, terminal)
+    prepared = pipeline.prepare(request, terminal.note)  # a refusal: nothing written, nothing removed
+    clear_earlier_report(request.json_path)
+    checked = pipeline.finish(prepared, pipeline.explore(prepared, terminal), terminal)
     return Outcome(terminal, checked).report(request.json_path)
+
+
+def clear_earlier_report(path: Optional[str]) -> None:
+    """Remove the report an earlier run left at ``path`` as this run begins: one that then ends
+    with no verdict (exit 2, a spec's error on a state) writes none, and the earlier report's
+    "holds" would stand beside it for a program that reads the file. Only a regular file goes (a
+    link, a device or a FIFO is written into, never removed)."""
+    if not path or to_stdout(path):
+        return
+    target = Path(path).expanduser()
+    try:
+        if not target.is_symlink() and target.is_file():
+            target.unlink()
+    except OSError:  # not there, or not ours to remove: the report is written over it at the end
+        pass
 
 
 @click.command(context_settings={"show_default": True})
