@@ -75,10 +75,12 @@ def _names(given: Optional[Sequence[str]], what: str) -> Optional[tuple[str, ...
         raise UsageError(f"{what}: give a list of names, got {given!r}") from None
 
 
-def run(request: CheckRequest, progress: ProgressFn = no_progress) -> Result:
+def run(request: CheckRequest, progress: Optional[ProgressFn] = no_progress) -> Result:
     """Run ``request`` (kraftcheck/request.py) through the pipeline the command line runs; its
     Result, with the trace files the disk refused in ``result.unwritten``."""
     from kraftcheck import pipeline
+    if progress is None:  # as not given: no reports
+        progress = no_progress
     if not callable(progress):  # else a TypeError from the explorer's first report, mid-run
         raise UsageError(f"progress: give a function called with each progress report, got {progress!r}")
     checked = pipeline.run(request, pipeline.Silent(progress))

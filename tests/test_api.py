@@ -99,6 +99,13 @@ def test_an_option_of_the_wrong_kind_is_refused_before_any_work(options, words):
     assert Watched.built == 0
 
 
+def test_progress_none_is_no_reports_as_not_given():
+    """``progress=None`` was refused as a progress function that is none (a UsageError), where
+    None is how Python says 'not given'."""
+    result = kraftcheck.check("die_hard", progress=None)
+    assert result.status == "violated" and result.distinct_states > 0
+
+
 @pytest.mark.parametrize("settings, words", [
     (dict(depth=0), "depth: must be greater than 0, got 0"),
     (dict(depth=10**7), "depth: 10,000,000 states per behaviour is more than the 1,000,000"),
