@@ -35,6 +35,7 @@ _pinned: dict[int, tuple[types.ModuleType, object, bytes]] = {}
 # absolute source path -> name of the module imported from it (rebuilt when sys.modules grows)
 _module_names: dict[str, str] = {}
 _indexed = [0]
+_bytes: dict[str, bytes] = {}  # real path -> the bytes its latest pinned import read
 _folders_pinned: dict[str, int] = {}  # folder -> len(sys.modules) when its modules were last pinned
 
 
@@ -70,13 +71,15 @@ def _pin_text(module: types.ModuleType, path: str) -> bytes:
     """The digest of ``path`` now, its text kept as the source ``inspect`` gives of the module's
     functions: the bytecode tier and the analysis of what an action writes read the functions'
     source, and would otherwise read a file saved since the import (a spec imported, edited, then
-    checked from the same Python session explored the saved text in bytecode, the imported code
-    compiled)."""
+    checked from the same Python session would be explored in bytecode as saved, compiled as
+    imported). The bytes are kept too, for what ships the spec to other processes
+    (``imported_bytes``)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return b"missing"
+    _bytes[path] = data
     try:
         lines = importlib.util.decode_source(data).splitlines(keepends=True)
     except (SyntaxError, UnicodeDecodeError):
@@ -128,6 +131,16 @@ def _referenced_files(module: Optional[types.ModuleType]) -> set[str]:
         if source is not None and not source.startswith(_INSTALLED):
             files.add(source)
     return files
+
+
+def imported_bytes(path: str) -> Optional[bytes]:
+    """The bytes of ``path`` as the module imported from it was read (None if no module was):
+    what Spark ships to its executors, which must run the driver's code even if the file was
+    saved since."""
+    if not imported_from(path):
+        return None
+    imported_digest(path)
+    return _bytes.get(_real(path))
 
 
 def imported_from(path: str) -> bool:

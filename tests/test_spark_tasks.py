@@ -256,3 +256,30 @@ def test_a_worker_that_kept_an_earlier_runs_kernels_checks_the_spec_code_too(mon
         else:
             with pytest.raises(SpecError, match=f"not the driver's: module {module} differs"):
                 tasks.worker_kernels(plan, r)
+
+
+def test_a_spec_file_saved_since_the_driver_imported_it_is_shipped_as_imported(tmp_path):
+    """The driver ships a spec loaded from a file to the executors as a copy: the file as it was
+    then, saved since the driver imported it or not, so the executors refused the run (their code
+    not the driver's). The copy is the text the driver imported."""
+    from pathlib import Path
+    from kraftcheck.spark.explorer import ship_spec_files
+    from kraftcheck.specs import spec_class
+    text = (Path(__file__).parents[1] / "specs" / "die_hard.py").read_text().replace(
+        'name = "die_hard"', 'name = "shipped_jugs"')
+    path = tmp_path / "shipped_jugs.py"
+    path.write_text(text)
+    cls = spec_class(f"{path}:DieHard")
+    path.write_text(text.replace("def ", "def  "))  # saved since: another text
+
+    class Context:  # what ship_spec_files asks of a SparkContext
+        def __init__(self):
+            self.files = []
+
+        def addPyFile(self, name):
+            self.files.append(name)
+
+    context = Context()
+    shipped = ship_spec_files(context, cls)
+    assert (shipped / f"{cls.__module__}.py").read_text() == text
+    assert str(shipped / f"{cls.__module__}.py") in context.files

@@ -38,6 +38,7 @@ from kraftcheck.checker.explore.result import (Options, Progress, ProgressFn, Re
                                                replay_path)
 from kraftcheck.checker.explore.spec_raised import placed
 from kraftcheck.checker.explore.violations import initial_sources
+from kraftcheck.checker.imported_source import imported_bytes
 from kraftcheck.checker.explore.run_limits import Clock, depth_reached, limit_reached, stop_at_max_depth
 from kraftcheck.checker.kernels.hashing import fingerprints
 from kraftcheck.checker.kernels.threads import using_threads
@@ -224,7 +225,12 @@ def ship_spec_files(sc: Any, spec_class: type) -> Optional[Path]:
         shipped.mkdir()
         atexit.register(shutil.rmtree, shipped, True)  # a context given by the caller outlives explore
     copy = shipped / f"{spec_class.__module__}.py"
-    shutil.copyfile(path, copy)
+    # the text the driver imported: a file saved since would have the executors refuse the run
+    imported = imported_bytes(path)
+    if imported is not None:
+        copy.write_bytes(imported)
+    else:
+        shutil.copyfile(path, copy)
     sc.addPyFile(str(copy))
     for beside in sorted(Path(path).parent.glob("*.py")):
         if beside.resolve() != Path(path).resolve():
