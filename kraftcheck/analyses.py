@@ -22,7 +22,7 @@ from kraftcheck.checker.analyses.availability import VariantAvailability, availa
 from kraftcheck.checker.analyses.liveness_properties import LivenessChecked, check_liveness_properties
 from kraftcheck.checker.analyses.state_graph import CompiledGraph, GraphSummary
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
-from kraftcheck.checker.errors import KraftcheckError, OverBudget
+from kraftcheck.checker.errors import KraftcheckError, OverBudget, UsageError
 from kraftcheck.checker.explore.result import ProgressFn, Result, Violation, no_progress
 from kraftcheck.checker.model import Model
 from kraftcheck.traces import dump_state_graph
@@ -45,6 +45,7 @@ class GraphAnalyses:
     unwritten: list[UnwrittenFile] = field(default_factory=list)
     stopped: Optional[str] = None
     error: Optional[str] = None
+    refused: bool = False  # the error asks for other input (a limit to raise), as a UsageError does
 
 
 def analyse_after_check(reporter: Any, result: Result, make_model: Callable[[], Model],
@@ -69,7 +70,7 @@ def analyse_after_check(reporter: Any, result: Result, make_model: Callable[[], 
             error += (f"; {asked}, which {'need' if both else 'needs'} every state, did not run: raise "
                       f"--graph-limit, or leave out --dump-graph ({asked} without it {'have' if both else 'has'} "
                       f"no state limit of {'their' if both else 'its'} own)")
-        return GraphAnalyses(error=error)
+        return GraphAnalyses(error=error, refused=True)
     if asked and result.incomplete_reason:
         reporter.error(f"{asked} {'need' if both else 'needs'} every state; the exploration stopped early "
                        f"({result.incomplete_reason}), so {'they' if both else 'it'} did not run")
@@ -122,7 +123,7 @@ def _run_analyses(reporter: Any, model: Model, dump_graph: Optional[str], availa
     except OverBudget as e:  # a limit, as one that stops an exploration: incomplete, not an error
         done.stopped = f"stopped at {e.option}: {doing} did not finish: {e}"
     except KraftcheckError as e:  # said after the summary (Outcome.report)
-        done.error = str(e)
+        done.error, done.refused = str(e), isinstance(e, UsageError)
     return done
 
 

@@ -88,6 +88,6 @@ def run(request: CheckRequest, progress: Optional[ProgressFn] = no_progress) -> 
         raise KeyboardInterrupt
     if checked.analyses is not None and checked.analyses.error is not None:
         # an analysis that failed leaves no verdict, as the command line's exit 2 and 'error' say
-        raise KraftcheckError(checked.analyses.error)
+        raise (UsageError if checked.analyses.refused else KraftcheckError)(checked.analyses.error)
     checked.result.unwritten = checked.unwritten
     return checked.result

@@ -208,3 +208,17 @@ def test_never_fired_says_nothing_of_a_run_that_did_not_see_every_state():
     assert not cut.exhaustive and cut.never_fired() is None
     whole = kraftcheck.check("two_phase", rm=2, engine="reference")
     assert whole.exhaustive and whole.never_fired() == []
+
+
+def test_an_analysis_that_asks_for_other_input_raises_a_usage_error():
+    """An analysis stopped by a limit to raise (the state graph larger than --graph-limit) left
+    no verdict as a plain KraftcheckError from Python, so `trace report --with-fix` called such a
+    fix run an error of the spec's rather than refused; it is a UsageError, as on the command line's
+    refusals."""
+    import tempfile
+    from kraftcheck.api import run
+    from kraftcheck.request import CheckRequest
+    with tempfile.TemporaryDirectory() as folder:
+        request = CheckRequest("two_phase", {"rm": 3}, dump_graph=f"{folder}/g.graphml", graph_limit=10)
+        with pytest.raises(kraftcheck.UsageError, match="--graph-limit"):
+            run(request)
