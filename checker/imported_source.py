@@ -34,9 +34,9 @@ _current: dict[str, tuple[tuple[int, int], bytes]] = {}
 _pinned: dict[int, tuple[types.ModuleType, object, bytes]] = {}
 # absolute source path -> name of the module imported from it (rebuilt when sys.modules grows)
 _module_names: dict[str, str] = {}
-_indexed = [0]
+_indexed: list = [None]  # the _modules_state() the index was built at
 _bytes: dict[str, bytes] = {}  # real path -> the bytes its latest pinned import read
-_folders_pinned: dict[str, int] = {}  # folder -> len(sys.modules) when its modules were last pinned
+_folders_pinned: dict[str, tuple] = {}  # folder -> the _modules_state() when its modules were last pinned
 
 
 def current_digest(path: str) -> bytes:
@@ -103,10 +103,10 @@ def pin_imported_folder(path: Optional[str], module: Optional[types.ModuleType] 
     for source in _referenced_files(module):
         imported_digest(source)
     folder = os.path.dirname(_real(path))
-    if _folders_pinned.get(folder) == len(sys.modules):  # no module imported since (classes made at run time)
+    if _folders_pinned.get(folder) == _modules_state():  # no module imported since (classes made at run time)
         return
-    _folders_pinned[folder] = len(sys.modules)
-    if _indexed[0] != len(sys.modules):
+    _folders_pinned[folder] = _modules_state()
+    if _indexed[0] != _modules_state():
         _index()
     for source in [p for p in _module_names if os.path.dirname(p) == folder]:
         imported_digest(source)
@@ -160,11 +160,13 @@ def _module_from(path: str) -> Optional[types.ModuleType]:
     """The module imported from ``path`` last (a file imported under two names, saved in
     between, holds two codes: the latest import is the one a run is given, ``import my`` after
     ``--spec my.py:X``)."""
-    if _indexed[0] != len(sys.modules):
+    if _indexed[0] != _modules_state():
         _index()
     name = _module_names.get(path)
-    module = sys.modules.get(name) if name is not None else None
-    if module is None or _file_of(module) != path:
+    if name is None:  # the index is current: no module was imported from it
+        return None
+    module = sys.modules.get(name)
+    if module is None or _file_of(module) != path:  # replaced since, the count of modules unchanged
         _index()
         name = _module_names.get(path)
         module = sys.modules.get(name) if name is not None else None
@@ -177,7 +179,14 @@ def _index() -> None:
         path = _file_of(module)
         if path is not None:
             _module_names[path] = name
-    _indexed[0] = len(sys.modules)
+    _indexed[0] = _modules_state()
+
+
+def _modules_state() -> tuple:
+    """What changes whenever a module is imported: their count, and the last one (a module
+    inserted after another was removed keeps the count, not the last entry)."""
+    last = next(reversed(sys.modules), None)
+    return len(sys.modules), last, id(sys.modules.get(last))
 
 
 _real_paths: dict[str, str] = {}  # an absolute path -> its real one (the index reads every module's)
