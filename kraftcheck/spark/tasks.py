@@ -133,8 +133,10 @@ class ModelRecipe:
                       constraints=list(self.constraints), deadlock=self.deadlock)
         differ = []
         for name, digest in self.code:
-            path = source_file(name) if name in sys.modules else None
-            if name in sys.modules and (path is None or imported_digest(str(path)).hex() != digest):
+            if name not in sys.modules:
+                continue
+            path = source_file(name)
+            if path is None or imported_digest(str(path)).hex() != digest:
                 differ.append(name)
         if differ:
             raise SpecError(f"the spec's code on this executor ({os.uname().nodename}, pid {os.getpid()}) is not "
