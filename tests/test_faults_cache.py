@@ -330,7 +330,8 @@ def test_a_spec_saved_during_a_run_is_not_compiled_into_it(tmp_path, monkeypatch
         if builder.process.poll() is None:
             builder.process.kill()
             builder.process.wait()
-    assert detached.failures(Path(shapes.module_path).parent) == []
+    # (its own key: the suite's shared cache may hold other records)
+    assert [f for f in detached.failures(Path(shapes.module_path).parent) if f.key == shapes.module_name] == []
 
 
 def test_a_file_of_the_spec_package_no_module_imported_saved_during_a_run_is_not_refused(tmp_path, monkeypatch):
