@@ -322,6 +322,22 @@ def test_a_sweep_table_the_disk_refuses_is_shown_and_exits_3(monkeypatch):
 
 
 @needs_full
+def test_a_sweep_json_table_the_disk_refuses_says_the_exit_code_the_process_gives(monkeypatch):
+    """The table printed instead of the file it could not be written to said "exit_code": 0 (its
+    rows') while the sweep exited 3: a program reading it took a table not in its file for a pass."""
+    from kraftcheck.cli import sweep_cmd
+    from kraftcheck.sweep.table import Row
+
+    rows = [Row("big=6", "big=6", "holds", distinct_states=6, states_generated=9, depth=3, wall_s=0.1)]
+    monkeypatch.setattr(sweep_cmd, "_run", lambda *args: rows)
+    result = run("sweep", "--spec", "die_hard", "--vary", "big=6", "--format", "json", "-o", FULL)
+    assert result.exit_code == 3, result.output
+    table = json.loads(result.stdout)
+    assert table["exit_code"] == 3 and table["configurations"][0]["result"] == "holds", table
+    not_written(result, "the table")
+
+
+@needs_full
 def test_a_trace_export_the_disk_refuses_exits_3(tmp_path):
     traces = tmp_path / "traces"
     assert run(*DIE_HARD, "-q", "--trace-dir", str(traces)).exit_code == 1

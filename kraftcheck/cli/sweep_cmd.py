@@ -117,9 +117,9 @@ def _give_table(rows: list, fmt: str, output: Optional[str]) -> int:
         if write_kept("the table", output, lambda: write_output(output, text), unwritten):
             click.echo(f"table written to {output}", err=True)
         else:  # every run is done: the table is shown here instead, and the exit code says it is not in FILE
-            click.echo(text, nl=False)
-            click.echo(f"kraftcheck: error: {unwritten[0]}", err=True)
             code = EXIT_INCOMPLETE if code == EXIT_OK else code
+            click.echo(FORMATS[fmt](rows, code), nl=False)  # its JSON exit_code the process's, not the rows'
+            click.echo(f"kraftcheck: error: {unwritten[0]}", err=True)
     elif output:
         write_output(output, text)
     else:

@@ -74,7 +74,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def markdown(rows: list[Row]) -> str:
+def markdown(rows: list[Row], code: Optional[int] = None) -> str:
     lines = ["| configuration | parameters | verdict | distinct | depth |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
         distinct = f"{r.distinct_states:,}" if r.distinct_states is not None else ""
@@ -84,7 +84,7 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: list[Row]) -> str:
+def csv_text(rows: list[Row], code: Optional[int] = None) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["configuration", "parameters", "result", "violations", "distinct_states", "states_generated",
@@ -96,8 +96,12 @@ def csv_text(rows: list[Row]) -> str:
     return out.getvalue()
 
 
-def json_text(rows: list[Row]) -> str:
-    return json.dumps({"configurations": [asdict(r) for r in rows], "exit_code": exit_code(rows)}, indent=2) + "\n"
+def json_text(rows: list[Row], code: Optional[int] = None) -> str:
+    """The rows and the sweep's exit code: ``code`` when the sweep's differs from its rows' (a table
+    that could not be written to its file), so that the table says what the process exits with."""
+    return json.dumps({"configurations": [asdict(r) for r in rows],
+                       "exit_code": exit_code(rows) if code is None else code}, indent=2) + "\n"
 
 
+# each takes the rows and the sweep's exit code (the rows' if None); only JSON carries the code
 FORMATS = {"markdown": markdown, "csv": csv_text, "json": json_text}
