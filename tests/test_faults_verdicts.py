@@ -202,7 +202,7 @@ def test_a_violated_liveness_property_is_the_runs_verdict(tmp_path):
     verdict = next(line for line in result.output.splitlines() if line.startswith("mutex (fair=False):"))
     assert verdict == "mutex (fair=False): liveness property violated", result.output
     assert "all invariants hold" not in out
-    assert "violated liveness p1_trying_leads_to_p1_critical: lasso of 2 states, written to" in out
+    assert "violated liveness p1_trying_leads_to_p1_critical: lasso of 2 states (1 action), then stuttering forever in the last, written to" in out
     report = _report(tmp_path)
     assert report["result"] == "violated"
     (v,) = report["violations"]
@@ -285,7 +285,7 @@ def test_a_lasso_the_disk_refuses_is_named_and_the_liveness_verdict_kept(tmp_pat
     monkeypatch.setattr("kraftcheck.traces.analysis_traces.atomic_write", _full)
     result, out = _check(tmp_path, "--spec", "mutex", "--param", "fair=false", "--liveness")
     assert result.exit_code == 1, out
-    assert "liveness property violated" in out and "lasso of 2 states, not written to" in out
+    assert "liveness property violated" in out and "lasso of 2 states (1 action), then stuttering forever in the last, not written to" in out
     assert "kraftcheck: error: the lasso of liveness property p1_trying_leads_to_p1_critical was not written" in out
     report = _report(tmp_path)
     assert report["result"] == "violated" and report["violations"][0]["trace_file"] is None

@@ -148,7 +148,7 @@ def test_the_trace_commands_work_on_lassos(starving, tmp_path):
     path = traces.save(starving, tmp_path / "lasso.json")
     run = CliRunner()
     result = run.invoke(trace, ["replay", str(path), "--no-color"], catch_exceptions=False)
-    assert result.exit_code == 0 and "closes its cycle back to step 1" in " ".join(result.output.split())
+    assert result.exit_code == 0 and "the closing step too (back to step 1)" in " ".join(result.output.split())
     png = tmp_path / "lasso.png"
     result = run.invoke(trace, ["render", str(path), "-o", str(png)], catch_exceptions=False)
     assert result.exit_code == 0 and png.stat().st_size > 1000
@@ -321,3 +321,34 @@ def test_a_fix_whose_liveness_analysis_fails_has_no_verdict(tmp_path):
     assert out.exit_code == 0, out.output
     fix = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| fix_loop |"))
     assert "| error |" in fix and "the predicate 'x is 2' raised ValueError" in fix and "holds" not in fix, fix
+
+
+@pytest.mark.parametrize("algorithm, fair, length, listed", [
+    # p1 waits while p2 goes round: 4 states, then Leave(p=p2) back to the second, the loop's first
+    ("test_and_set", "true", "4 states (3 actions), then the closing step back into a loop of the last 3", 4),
+    # no fairness: p1 tries, then nothing happens
+    ("peterson", "false", "2 states (1 action), then stuttering forever in the last", 2),
+])
+def test_check_and_replay_say_a_lassos_length_alike(tmp_path, algorithm, fair, length, listed):
+    """check said 'lasso of 5 states' (the closing step's state, the loop's first again, counted
+    twice) where replay and show of its trace said 4 states (3 actions) and a closing edge: one
+    wording now, the distinct states, the actions between them, then the closing step or stuttering;
+    and the JSON report's depth is that count of states too."""
+    from kraftcheck.cli.main import cli
+    run = CliRunner()
+    checked = run.invoke(cli, ["check", "--no-color", "--spec", "mutex", "--param", f"algorithm={algorithm}",
+                               "--param", f"fair={fair}", "--liveness", "--trace-dir", str(tmp_path / "traces"),
+                               "--json", str(tmp_path / "r.json")],
+                         catch_exceptions=False)
+    said = " ".join(checked.output.split())
+    assert checked.exit_code == 1 and f": lasso of {length}, written to" in said, checked.output
+    numbered = [line for line in checked.output.splitlines() if line[:6].strip().rstrip(".").isdigit()]
+    assert len(numbered) == listed, checked.output  # one numbered line per state counted
+    (violation,) = json.loads((tmp_path / "r.json").read_text())["violations"]
+    assert violation["depth"] == listed and len(violation["actions"]) == (3 + 1 if listed == 4 else 1), violation
+    (path,) = (tmp_path / "traces").glob("*.json")
+    replayed = run.invoke(trace, ["replay", str(path), "--no-color"], catch_exceptions=False)
+    assert replayed.exit_code == 0 and f"valid: lasso of mutex(" in replayed.output, replayed.output
+    assert f": {length};" in " ".join(replayed.output.split()), replayed.output
+    shown = run.invoke(trace, ["show", str(path), "--no-color"], catch_exceptions=False)
+    assert f"counterexample (lasso) of {length}" in " ".join(shown.output.split()), shown.output

@@ -36,6 +36,19 @@ def fairness_phrase(requirements: Sequence[str]) -> str:
     return "weak fairness of"
 
 
+def lasso_length(states: int, cycle_start: int, stutter: bool) -> str:
+    """How long a lasso is, as ``kraftcheck check`` and the trace commands all say it: its distinct
+    states (the initial one counted, as a counterexample's), the actions between them, and how it
+    goes on: the closing step (one more action, back to state ``cycle_start``, counted from 0) into a
+    loop of the last states, or stuttering forever in the last. The closing step's state is the
+    loop's first again, so it is not counted twice."""
+    actions = f"{states - 1} action{'' if states == 2 else 's'}"
+    counted = f"{states} state{'' if states == 1 else 's'} ({actions})"
+    if stutter:
+        return f"{counted}, then stuttering forever in the last"
+    return f"{counted}, then the closing step back into a loop of the last {states - cycle_start}"
+
+
 def lasso_trace(model: Model, steps: Sequence[tuple[Optional[int], tuple[int, ...]]], *, cycle_start: int,
                 stutter: bool, trigger: int, check: str, formula: str, fair: Sequence[str], doc: str = "",
                 run_options: Optional[Mapping[str, Any]] = None,

@@ -16,7 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kraftcheck.traces.lasso import fairness_phrase
+from kraftcheck.traces.lasso import fairness_phrase, lasso_length
 from kraftcheck.traces.view import StepView, TraceView, zero_like
 
 NARROW = 72
@@ -86,7 +86,9 @@ def trace_renderable(view: TraceView, *, full: bool = False, lane: Optional[str]
     bad = view.violating_step
     kind = view.attrs.get('kind', 'trace') + (" (lasso)" if view.lasso is not None else "")
     # counted as kraftcheck check counts a counterexample: in states, the initial one included
-    title = f"{view.spec}: {kind} of {len(view.steps)} states ({len(view.steps) - 1} actions)"
+    length = f"{len(view.steps)} states ({len(view.steps) - 1} actions)" if view.lasso is None else \
+        lasso_length(len(view.steps), view.lasso["cycle_start"], view.lasso["stutter"])
+    title = f"{view.spec}: {kind} of {length}"
     # switches left off (False / None) are the defaults: naming them only buries the ones that matter
     params = {k: v for k, v in (view.attrs.get("params") or {}).items() if v is not None and v is not False}
     if params:

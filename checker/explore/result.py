@@ -116,7 +116,11 @@ class Violation:
 
     @property
     def depth(self) -> int:
-        """Number of states in the trace, the initial state counted (TLC's trace length)."""
+        """Number of states in the trace, the initial state counted (TLC's trace length). A lasso's
+        closing step (its last, unless it stutters) leads back to a state counted already: it adds
+        none, as TLC's "back to state" adds none."""
+        if self.cycle_start is not None and self.cycle_start < len(self.steps) - 1:
+            return len(self.steps) - 1
         return len(self.steps)
 
 

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from kraftcheck.checker.explore.result import HOLDS, INCOMPLETE, VIOLATED, Progress, Result
 from kraftcheck.cli.diagnostics import raw_standard_error
+from kraftcheck.traces.lasso import lasso_length
 
 PLAIN_PROGRESS_EVERY_S = 10.0
 PLAIN_PREFIX = "progress: "
@@ -372,8 +373,10 @@ class Terminal:
             where = trace_files.get(v.check)
             written = f", written to {where}" if where else \
                 f", [red]not written[/] to {unwritten[v.check]}" if v.check in unwritten else ""
+            stutters = v.cycle_start is not None and v.cycle_start == len(v.steps) - 1
             if v.kind == "liveness":
-                self.out.print(f"[red]violated[/] liveness [bold]{v.check}[/]: lasso of {v.depth} states{written}")
+                self.out.print(f"[red]violated[/] liveness [bold]{v.check}[/]: lasso of "
+                               f"{lasso_length(v.depth, v.cycle_start, stutters)}{written}")
             else:
                 what = "[red]deadlock[/]: no successor but itself" if v.kind == "deadlock" else \
                     f"[red]violated[/] {v.kind} [bold]{v.check}[/]"
@@ -381,12 +384,13 @@ class Terminal:
             for i, step in enumerate(v.steps):
                 if v.cycle_start is not None and i == v.cycle_start + 1:
                     self.out.print(f"       then forever, from {v.cycle_start + 1}:")
-                if v.cycle_start is not None and i == len(v.steps) - 1 and i != v.cycle_start:
-                    self.out.print(f"  {i + 1:>3}. {model.labels[step.label]} (back to {v.cycle_start + 1})")
+                if v.cycle_start is not None and i == len(v.steps) - 1 and not stutters:
+                    # not numbered: it leads to a state listed already
+                    self.out.print(f"       closing step: {model.labels[step.label]}, back to {v.cycle_start + 1}")
                     continue
                 action = "initial state" if step.label is None else str(model.labels[step.label])
                 self.out.print(f"  {i + 1:>3}. {action}")
-            if v.cycle_start is not None and v.cycle_start == len(v.steps) - 1:
+            if stutters:
                 self.out.print("       (stutters: no fair action changes this state)")
             if v.stricter_variant is not None:
                 self.out.print(Text(f"  {v.stricter_variant['note']}"))

@@ -31,6 +31,7 @@ from kraftcheck.output_paths import check_output_file, refuse_replacing_input, t
 from kraftcheck.checker.files import write_output
 from kraftcheck.specs import spec_class
 from kraftcheck.traces.files import load
+from kraftcheck.traces.lasso import lasso_length
 from kraftcheck.traces.replay import explained_by_spec, replay as replay_trace
 from kraftcheck.traces.scenario import is_scenario_file, load_scenario, run_scenario
 from kraftcheck.traces.spec_terms import in_spec_terms
@@ -305,12 +306,17 @@ def replay_cmd(file: Path, variant: Optional[str], all_variants: bool, compiled:
         tail = (f"; its last state is stuck (availability variant {stuck['variant']}): no state where "
                 f"{stuck['available_means']} is reachable from it")
     lasso = graph.graph.get("lasso")
-    if lasso is not None:
-        tail = (f"; {'stutters at' if lasso['stutter'] else 'closes its cycle back to'} step {lasso['cycle_start']}, "
-                f"a fair behaviour in which liveness {v['check']} never reaches its goal after step {v['step']}")
-    console.print(Text(f"valid: {len(report.steps)} states ({len(report.steps) - 1} actions) of {report.spec!r}, "
-                       "each an enabled action "
-                       f"producing exactly the next state{tail}", style="bold green"))
+    if lasso is None:
+        said = (f"valid: {len(report.steps)} states ({len(report.steps) - 1} actions) of {report.spec!r}, "
+                f"each an enabled action producing exactly the next state{tail}")
+    else:  # its length as kraftcheck check says it, the closing step apart
+        length = lasso_length(len(report.steps), lasso["cycle_start"], lasso["stutter"])
+        ending = f"then stuttering at step {lasso['cycle_start']}" if lasso["stutter"] else \
+            f"the closing step too (back to step {lasso['cycle_start']})"
+        said = (f"valid: lasso of {report.spec!r}: {length}; each step an enabled action producing exactly the "
+                f"next state, {ending}: a fair behaviour in which liveness {v['check']} never reaches its goal "
+                f"after step {v['step']}")
+    console.print(Text(said, style="bold green"))
     sys.exit(EXIT_OK)
 
 
