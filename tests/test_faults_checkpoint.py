@@ -399,6 +399,31 @@ def test_a_resume_with_a_max_depth_its_run_is_past_is_refused(checkpoint, monkey
     assert same.status == "incomplete" and same.depth == STOP_AT  # the run's own bound still resumes
 
 
+def _states_held(checkpoint):
+    return sum(json.loads(line)["states"] for line in (checkpoint / LEVEL_RECORDS).read_text().splitlines())
+
+
+def test_a_resume_with_fewer_max_states_than_its_checkpoint_holds_is_refused(checkpoint, monkeypatch):
+    """It started the kernels and stopped at the first chunk of the visited set's rebuild, 'stopped
+    at --max-states' with more states than that (exit 3): for a large checkpoint, minutes of work
+    toward a run that could not go on. Now refused before anything starts, saying how many it holds."""
+    held = _states_held(checkpoint)
+    monkeypatch.setattr("kraftcheck.checker.explore.engine.start_kernels", lambda *_: pytest.fail("started"))
+    before = _contents(checkpoint)
+    with pytest.raises(UsageError, match=f"holds {held:,} states already, more than --max-states {held - 1:,}; "
+                                         f"give --max-states {held:,} or more, or none"):
+        Engine().explore(_model(), Options(checkpoint_dir=str(checkpoint), resume=True, max_states=held - 1))
+    assert _contents(checkpoint) == before
+    result = CliRunner().invoke(cli, ["check", "--spec", SPEC, "--param", "rm=4", "--resume", str(checkpoint),
+                                      "--max-states", "1"])
+    assert result.exit_code == 2 and f"holds {held:,} states already, more than --max-states 1" in result.output, \
+        result.output
+    assert _contents(checkpoint) == before
+    monkeypatch.undo()
+    same = Engine().explore(_model(), Options(checkpoint_dir=str(checkpoint), resume=True, max_states=held))
+    assert same.status == "incomplete" and same.distinct_states > held  # as many as it holds still resumes
+
+
 def test_a_level_file_changed_in_place_after_the_check_is_still_found(checkpoint, tmp_path):
     """A resume's level files are checked before anything is compiled and again as they are mapped,
     the second time from the digest the first found if the file looks unchanged: a byte changed in

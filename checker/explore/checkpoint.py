@@ -24,6 +24,8 @@ against their recorded sizes and digests before any state is read. A damaged, tr
 the finished levels, rebuilds the visited set from their words (the visited set is exactly the
 union of all levels' states), drops whatever was written after the manifest, and continues with
 the next level, so the run ends with the counts, verdicts and traces of an uninterrupted one. A
+resume whose ``--max-depth`` or ``--max-states`` its checkpoint is already past is refused before
+any of this (exit 2), saying the depth or the states the checkpoint holds. A
 run stopped before its first level was durable resumes from the initial states, and says so
 (``Result.resumed``).
 """
@@ -289,6 +291,7 @@ def hold_checkpoint(model: Model, options: Any) -> Iterator[HeldCheckpoint]:
         manifest = check_resumable(directory, identity, options.keep_going) if resume else None
         if manifest is not None:  # damaged level files refused before anything is compiled
             check_resume_depth(directory, int(manifest["levels"]), options.max_depth)
+            check_resume_states(directory, sum(int(n) for n in manifest.get("sizes", [])), options.max_states)
             check_level_files(directory, manifest)
         yield HeldCheckpoint(identity, manifest)
     finally:
@@ -307,6 +310,15 @@ def check_resume_depth(directory: Path, levels: int, max_depth: Optional[int]) -
     if max_depth is not None and levels > max_depth:
         raise UsageError(f"--resume {directory}: its run is at depth {levels} already, past --max-depth {max_depth}; "
                          f"give --max-depth {levels} or more, or none")
+
+
+def check_resume_states(directory: Path, states: int, max_states: Optional[int]) -> None:
+    """A resume asks for no fewer states than its checkpoint's finished levels hold: it would stop
+    'at --max-states' once the first part of them was back in the visited set, with more states
+    than that counted, after what can be minutes of work (or Spark's start)."""
+    if max_states is not None and states > max_states:
+        raise UsageError(f"--resume {directory}: its checkpoint holds {states:,} states already, more than "
+                         f"--max-states {max_states:,}; give --max-states {states:,} or more, or none")
 
 
 def forget_found_digests() -> None:

@@ -104,7 +104,8 @@ def clear_earlier_report(path: Optional[str]) -> None:
                    "their share of --max-memory go to a temporary directory.)")
 @click.option("--resume", metavar="DIR",
               help="Continue the run checkpointed in DIR from its last finished level (same spec, "
-                   "parameters and checks; --continue if its run went on past a violation). Every file "
+                   "parameters and checks; --continue if its run went on past a violation; no --max-depth "
+                   "or --max-states below the depth or states it holds). Every file "
                    "of the checkpoint is checked against its checksum first; a damaged checkpoint, or one "
                    "another run holds, is refused.")
 @click.option("--simulate", is_flag=True,

@@ -29,8 +29,9 @@ from typing import Any, Optional
 import numpy as np
 
 from kraftcheck.checker.errors import SpecError, SpecRaised, UsageError
-from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resume_depth, check_resumable, counts_for_manifest,
-                                                   read_manifest, restore_counts, run_identity, write_manifest)
+from kraftcheck.checker.explore.checkpoint import (MANIFEST, check_resume_depth, check_resume_states, check_resumable,
+                                                   counts_for_manifest, read_manifest, restore_counts, run_identity,
+                                                   write_manifest)
 from kraftcheck.checker.explore.constraints import outside_constraints
 from kraftcheck.checker.explore.kernel_audit import confirm_counterexamples
 from kraftcheck.checker.explore.observer import RunObserver
@@ -124,7 +125,11 @@ class SparkExplorer:
         partitions = read_manifest(root)["identity"].get("partitions")
         manifest = check_resumable(root, run_identity_on_spark(model, partitions, options.fingerprints),
                                    options.keep_going)
-        check_resume_depth(root, len(manifest.get("level_start", [])), options.max_depth)
+        level_start = manifest.get("level_start", [])
+        check_resume_depth(root, len(level_start), options.max_depth)
+        # the states of its finished levels, as ``distinct`` counts them
+        check_resume_states(root, level_start[-1] + sum(manifest["part_counts"][-1]) if level_start else 0,
+                            options.max_states)
         damaged = workdir.damage(str(root), manifest, partitions)
         if damaged:
             raise UsageError(f"--resume {root}: the work dir does not hold the levels its manifest names "
