@@ -78,6 +78,16 @@ def build_report(result: Result, run_options: Mapping[str, Any], trace_files: Ma
     }
 
 
+def error_report(model: Any, run_options: Mapping[str, Any], error: str) -> dict:
+    """The report of a run that began and ended in ``error``, with no verdict (a function of the
+    spec raised on a state, the compiled kernels failed): its result ``error``, what ran, and that
+    it did not explore every state. The error left the counts unknown, so the report has none (a 0
+    would read as counted), nor violations: a run with no verdict names none."""
+    return {"result": ERROR, "error": error, "exhaustive": False, "spec": model.spec.name,
+            "params": model.spec.options(), "options": dict(run_options), "kraftcheck_version": __version__,
+            "checked": model.check_names}
+
+
 def write_report(report: dict, path: str) -> None:
     """Write to ``path``: a file whole or not at all, ``-`` standard output, a device or FIFO
     written into (``files.write_output``)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
 
 from kraftcheck.checker.disk_full import write_kept
-from kraftcheck.checker.errors import UsageError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.files import atomic_write
 from kraftcheck.checker.explore.observer import RunObserver
 from kraftcheck.checker.explore.result import Options, Progress, Result
@@ -282,6 +282,17 @@ def _analyse(prepared: Prepared, result: Result, reporter: Reporter, checked: Ch
                 if v.trace_file:
                     checked.trace_files[v.check] = v.trace_file
             checked.unwritten += checked.analyses.unwritten
+
+
+def error_report(prepared: Prepared, error: KraftcheckError) -> Optional[dict]:
+    """The JSON report of a run that ``prepare`` let begin and that ended in ``error`` (from
+    ``explore`` or ``finish``: a function of the spec raised on a state, the kernels failed), so that
+    a program reading it tells it from a refusal of its input, which writes none. None for a
+    ``UsageError``: input refused once the run began (a checkpoint of another run), as any refusal."""
+    if isinstance(error, UsageError):
+        return None
+    from kraftcheck.checker.report import error_report as report_of_error
+    return report_of_error(prepared.model, prepared.run_options(), str(error))
 
 
 def run(request: CheckRequest, reporter: Reporter, observer: Optional[RunObserver] = None) -> Checked:

@@ -7,6 +7,7 @@ included, is taken alike by every tier (checker/action_returns.py)."""
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -178,7 +179,7 @@ def test_trace_stepping_refuses_it_interpreted_and_compiled():
             Stepper(model, compiled=compiled).step(model.initial[0], 0)
 
 
-def test_the_command_line_exits_2_with_the_function_and_writes_no_file(tmp_path):
+def test_the_command_line_exits_2_with_the_function_and_writes_no_trace_and_a_report_saying_error(tmp_path):
     report, traces = tmp_path / "report.json", tmp_path / "traces"
     env = dict(os.environ, KRAFTCHECK_CACHE_DIR=str(tmp_path / "cache"), NO_COLOR="1")
     run = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", f"{SPECS_FILE}:GivesAPair",
@@ -187,7 +188,9 @@ def test_the_command_line_exits_2_with_the_function_and_writes_no_file(tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "action IncGivesAPair" in run.stderr and f"{SPECS_FILE}:" in run.stderr, run.stderr
     assert "hold" not in run.stdout and "distinct" not in run.stdout + run.stderr
-    assert not report.exists() and not traces.exists()
+    assert not traces.exists()
+    said = json.loads(report.read_text())  # no verdict, no count: its error, as the last line gives it
+    assert said["result"] == "error" and "action IncGivesAPair" in said["error"] and "distinct_states" not in said
 
 
 JIT_DISABLED_RUN = """

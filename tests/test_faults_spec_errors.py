@@ -8,6 +8,7 @@ raises (ZeroDivisionError) once ``x`` is 2: one set of compiled kernels serves e
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -498,9 +499,11 @@ class Divides(Spec):
 '''
 
 
-def test_the_command_line_exits_2_with_the_error_and_writes_no_report(tmp_path):
+def test_the_command_line_exits_2_with_the_error_and_a_report_saying_error(tmp_path):
     """``--spec path.py:Class`` whose action divides by zero on x = 2: exit 2, the file and line,
-    the path to the state; no verdict, no count, no JSON report (it would say "holds")."""
+    the path to the state; no verdict, no count, and a JSON report saying ``error`` with the same
+    message and no count (it wrote none, so a program could not tell this run's error from a
+    refusal of its input before it ran)."""
     spec = tmp_path / "divides.py"
     spec.write_text(SPEC_FILE)
     report = tmp_path / "report.json"
@@ -513,7 +516,16 @@ def test_the_command_line_exits_2_with_the_error_and_writes_no_report(tmp_path):
         run.stderr, run.stderr
     assert "3. Step: x=2" in run.stderr
     assert "hold" not in run.stdout + run.stderr and "distinct" not in run.stdout + run.stderr
-    assert not report.exists()
+    said = json.loads(report.read_text())
+    assert (said["result"], said["spec"]) == ("error", "divides_by_zero"), said
+    assert said["error"].startswith(f"action Step raised ZeroDivisionError: integer division or modulo by zero at "
+                                    f"{spec}:{line}; "), said
+    assert " ".join(f"kraftcheck: error: {said['error']}".split()) in " ".join(run.stderr.split()), run.stderr
+    assert said["exhaustive"] is False and not {"distinct_states", "states_generated", "depth"} & set(said), said
+    refused = subprocess.run([sys.executable, "-m", "kraftcheck", "check", "--spec", f"{spec}:Divides", "--invariant",
+                              "nope", "--json", str(report)], capture_output=True, text=True, env=env, timeout=300)
+    assert refused.returncode == 2 and "nope" in refused.stderr, refused.stderr
+    assert report.exists()  # a refusal before the run: nothing written, nothing removed
 
 
 def test_the_debug_mode_compiles_with_bounds_checks_into_a_cache_of_its_own(monkeypatch, tmp_path):

@@ -19,6 +19,7 @@ from kraftcheck.sweep import matrix
 TWO_PHASE = ["--spec", "two_phase", "--vary", "rm=2,3"]
 
 EVEN_JUGS = Path(__file__).with_name("even_jugs.py")  # a spec whose parameters raise ValueError
+FAULTY = Path(__file__).with_name("test_faults_spec_errors.py")  # Faulty: one of its functions raises on x = 2
 
 
 def test_the_matrix_is_every_row_times_every_combination():
@@ -245,3 +246,33 @@ def test_an_incomplete_row_without_counts_reads_as_its_reason():
     assert killed.verdict == "incomplete (killed: still running 900 s after it started)"
     assert counted.verdict == "incomplete (1,200 states, stopped at --time-limit 1)"
     assert "(, " not in markdown([killed, counted])
+
+
+def test_a_configuration_whose_spec_raised_partway_is_an_error_not_refused(tmp_path):
+    """Its row said 'refused', as a configuration whose check refused its input before running:
+    the sweep read only the check's exit code, 2 either way. The check's report now says ``error``
+    (its run began, then the spec raised on a state), and the row says so from it."""
+    result = _sweep(tmp_path, "--spec", f"{FAULTY}:Faulty", "--vary", "fault=1", "--format", "json")
+    assert result.exit_code == 2, result.output
+    (row,) = json.loads(result.stdout)["configurations"]
+    assert row["result"] == "error" and row["message"].startswith("action Step raised ZeroDivisionError"), row
+    assert row["distinct_states"] is None  # the error left the counts unknown: none is shown
+    report = json.loads(next((tmp_path / "runs").glob("01-*/report.json")).read_text())
+    # the row gives the error's first line; the path to the state that raised is in the report
+    assert report["result"] == "error" and report["error"].splitlines()[0] == row["message"], report
+    assert "3. Step: x=2" in report["error"]
+    assert "01-fault=1: error" in result.stderr, result.stderr
+    markdown = _sweep(tmp_path, "--spec", f"{FAULTY}:Faulty", "--vary", "fault=1")
+    assert "| fault=1 | `fault=1` | error: action Step raised ZeroDivisionError" in markdown.stdout, markdown.stdout
+
+
+def test_a_refused_row_and_an_error_row_are_told_apart_by_the_checks_report():
+    """No report: the check refused its input before it ran (exit 2). A report saying error: it ran
+    and ended in an error with no verdict. Both are no verdict: the sweep exits 2."""
+    from kraftcheck.sweep.table import exit_code, row_from_report
+    config = matrix.build("two_phase", {}, [], {"rm": [2]})[0]
+    refused = row_from_report(config, None, 1.0, "refused: bad input")
+    error = row_from_report(config, {"result": "error", "error": "invariant x raised"}, 1.0)
+    assert (refused.result, refused.verdict) == ("refused", "refused: bad input")
+    assert (error.result, error.verdict) == ("error", "error: invariant x raised")
+    assert exit_code([error]) == exit_code([refused]) == 2

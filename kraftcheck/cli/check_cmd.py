@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 import click
 
-from kraftcheck.checker.disk_full import disk_full_reason, is_disk_full, stopped_by_full_disk
+from kraftcheck.checker.disk_full import (UnwrittenFile, disk_full_reason, is_disk_full, stopped_by_full_disk,
+                                         write_kept)
 from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.stop import install_stop_handlers
 from kraftcheck.cli.outcome import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_USAGE, Outcome,  # noqa: F401 (API)
@@ -42,13 +43,23 @@ def run_check(terminal: Terminal, request: CheckRequest) -> int:
     from kraftcheck import pipeline
     prepared = pipeline.prepare(request, terminal.note)  # a refusal: nothing written, nothing removed
     clear_earlier_report(request.json_path)
-    checked = pipeline.finish(prepared, pipeline.explore(prepared, terminal), terminal)
+    try:
+        checked = pipeline.finish(prepared, pipeline.explore(prepared, terminal), terminal)
+    except KraftcheckError as e:  # no verdict: the report says error, unless the input was refused
+        report = pipeline.error_report(prepared, e)
+        if report is not None and request.json_path:
+            from kraftcheck.checker.report import write_report
+            unwritten: list[UnwrittenFile] = []
+            if not write_kept("the JSON report", request.json_path, lambda: write_report(report, request.json_path),
+                              unwritten):
+                terminal.error(str(unwritten[0]))  # before the error itself, the run's last line
+        raise
     return Outcome(terminal, checked).report(request.json_path)
 
 
 def clear_earlier_report(path: Optional[str]) -> None:
-    """Remove the report an earlier run left at ``path`` as this run begins: one that then ends
-    with no verdict (exit 2, a spec's error on a state) writes none, and the earlier report's
+    """Remove the report an earlier run left at ``path`` as this run begins: one whose input is
+    then refused (exit 2, a checkpoint of another run) writes none, and the earlier report's
     "holds" would stand beside it for a program that reads the file. Only a regular file goes (a
     link, a device or a FIFO is written into, never removed)."""
     if not path or to_stdout(path):

@@ -1,7 +1,8 @@
 """``kraftcheck sweep``: run a matrix of configurations as independent checks, one table out.
 
 Exit codes: 0 every configuration holds; 1 some configuration is violated; 2 bad input (the
-matrix, or a configuration the spec refuses); 3 some run is incomplete, or the table could not be
+matrix, or a configuration the spec refuses), or a run with no verdict (refused at its start, ended
+in an error, failed: ``sweep.table.NO_VERDICT``); 3 some run is incomplete, or the table could not be
 written to ``--output`` (a full disk: it is printed on standard output instead), and none violated.
 """
 
@@ -62,9 +63,9 @@ def sweep(matrix_path: Optional[str], spec_ref: Optional[str], params: tuple[str
     """Run every configuration of a matrix (a TOML file, or --param/--vary on the command line) as
     its own check and print one table of verdicts, counts and shortest counterexamples.
 
-    Exit codes: 0 every configuration holds; 1 one is violated; 2 bad input or a refused
-    configuration; 3 a run is incomplete, or the table could not be written to --output (it is
-    printed on standard output instead).
+    Exit codes: 0 every configuration holds; 1 one is violated; 2 bad input, or a configuration
+    with no verdict (its row refused, error or failed); 3 a run is incomplete, or the table could
+    not be written to --output (it is printed on standard output instead).
     """
     try:
         configs = _configurations(matrix_path, spec_ref, params, vary, keep_going, time_limit, max_states,

@@ -70,11 +70,17 @@ def _run_one(item: tuple[int, Configuration, str, str]) -> tuple[int, dict | Non
         gone = "" if not run_dir.exists() else " (what was made of it could not be removed either: remove it)"
         return index, None, time.monotonic() - started, \
             f"not started: its run directory {run_dir} could not be written: {unwritten_reason(e)}{gone}"
-    report, message = None, ""
-    try:
-        checked = pipeline.run(config.request(str(run_dir)), pipeline.Silent(no_progress))
+    report, message, prepared = None, "", None
+    reporter = pipeline.Silent(no_progress)
+    try:  # as kraftcheck check's command: a refusal has no report, a run that ended in an error one saying so
+        prepared = pipeline.prepare(config.request(str(run_dir)), reporter.note)
+        checked = pipeline.finish(prepared, pipeline.explore(prepared, reporter), reporter)
     except KraftcheckError as e:
-        message = f"refused: {e}"
+        report = None if prepared is None else pipeline.error_report(prepared, e)
+        if report is None:
+            message = f"refused: {e}"
+        else:
+            report["options"]["sweep"] = "spark"  # as its other reports say where they ran
     else:
         if checked.cut_short is not None:  # stopped after its exploration: its outputs are partial
             raise KeyboardInterrupt

@@ -16,12 +16,18 @@ from kraftcheck.sweep.matrix import Configuration
 
 EXIT_OK, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
+# A row's result is its check's verdict (holds, violated, incomplete) or why it has none, told apart
+# by what the check left, never by its text: refused, no report and exit 2 (it refused its input
+# before it ran; also kraftcheck's own internal error, which its message says); error, a report
+# saying error (it ran, and a function of the spec raised on a state, say); failed, no report otherwise.
+NO_VERDICT = {"refused", "error", "failed"}
+
 
 @dataclass
 class Row:
     configuration: str
     parameters: str
-    result: str                      # holds / violated / incomplete / refused / failed
+    result: str                      # holds / violated / incomplete, or NO_VERDICT: refused / error / failed
     violations: list[dict[str, Any]] = field(default_factory=list)  # {invariant, depth, trace_file}
     distinct_states: Optional[int] = None
     states_generated: Optional[int] = None
@@ -48,6 +54,10 @@ def row_from_report(config: Configuration, report: Optional[dict], wall_s: float
         result = "refused" if message.startswith("refused") else "failed"
         return Row(config.name, config.parameter_text(), result, wall_s=round(wall_s, 1),
                    message=message.removeprefix("refused: "))
+    if report["result"] == "error":  # the run began, then ended with no verdict and no counts
+        first = (report.get("error") or "").splitlines()  # the rest, a path to the state, is in the report
+        return Row(config.name, config.parameter_text(), "error", wall_s=round(wall_s, 1),
+                   message=first[0] if first else "")
     reduced = [what for what, on in (("one state per orbit (--symmetry)", report.get("symmetry")),
                                      ("up to fingerprint collisions", report.get("fingerprints"))) if on]
     return Row(config.name, config.parameter_text(), report["result"],
@@ -58,10 +68,10 @@ def row_from_report(config: Configuration, report: Optional[dict], wall_s: float
 
 
 def exit_code(rows: list[Row]) -> int:
-    """2 if a configuration was refused or failed, else 1 if one is violated, else 3 if one is
-    incomplete, else 0."""
+    """2 if a configuration has no verdict (refused, error or failed), else 1 if one is violated,
+    else 3 if one is incomplete, else 0."""
     results = {r.result for r in rows}
-    if results & {"refused", "failed"}:
+    if results & NO_VERDICT:
         return EXIT_BAD_INPUT
     if "violated" in results:
         return EXIT_VIOLATED
