@@ -114,6 +114,12 @@ class Layout:
         out: list[int] = []
         for f in self.fields:
             if f.const is not None:
+                # a Const holds its declared value in every state: one given another value here would
+                # be explored with the declared one, from another state than the spec wrote
+                if f.name in values and not (_integers(f, values[f.name]) == f.const).all():
+                    raise SpecError(f"field {f.name} is a Const, {f.const} in every state; an initial state gives it "
+                                    f"{values[f.name]!r}: leave it out of initial_states() or change the Const in "
+                                    "fields()")
                 out.extend([f.const] * f.size)
                 continue
             v = values.get(f.name, 0)
@@ -323,7 +329,10 @@ def _integers(f: Field, v: Any) -> np.ndarray:
     """The value ``v`` given for field ``f`` in an initial state as an int64 array, refused
     (SpecError) unless every element is an integer: numpy's int64 conversion cut 0.5 to 0 (a run
     from another state than the spec wrote, in silence) and raised on a string."""
-    arr = np.asarray(v)
+    try:
+        arr = np.asarray(v)
+    except ValueError:  # nested lists of ragged lengths ([1, [0]]): no array at all
+        arr = np.asarray(None)
     if arr.dtype.kind in "iub":
         return arr.astype(np.int64)
     if arr.dtype.kind == "O":  # integers past int64 (refused by the domain check as they are), or a mix

@@ -76,6 +76,25 @@ def test_an_initial_value_that_is_no_integer_is_refused(values, message):
         layout.flat_from_values(values)
 
 
+def test_an_initial_value_for_a_const_other_than_its_own_is_refused():
+    """A Const holds its declared value in every state: an initial state that gave it another was
+    taken with the declared value in silence, so the run explored other states than the spec wrote
+    (an author who sets a capacity in initial_states() checked the capacity of fields())."""
+    layout = Layout([Int("x", 3), Const("cap", 2)])
+    assert layout.flat_from_values({"x": 1, "cap": 2}) == (1, 2)
+    with pytest.raises(SpecError, match=r"field cap is a Const, 2 in every state; an initial state gives it 3: "
+                                        r"leave it out of initial_states\(\) or change the Const in fields\(\)"):
+        layout.flat_from_values({"x": 1, "cap": 3})
+
+
+def test_an_initial_value_of_ragged_nested_lists_is_refused_naming_the_field():
+    """numpy's conversion of [1, [0]] raised ValueError: an internal error instead of the spec's."""
+    layout = Layout([Int("c", 2, (2,))])
+    with pytest.raises(SpecError, match=r"field c: an initial state gives it \[1, \[0\]\], which is not made of "
+                                        r"integers: give integers in the shape \(2,\)"):
+        layout.flat_from_values({"c": [1, [0]]})
+
+
 def test_initial_values_of_any_integer_type_are_taken():
     import numpy as np
     layout = Layout([Int("c", 2, (2,)), Int("x", 3), Enum("e", ("idle", "busy"))])
