@@ -199,6 +199,7 @@ def _liveness_report(checked: LivenessChecked, trace_dir, run_options: Optional[
             "fairness_requirements": found.fair, "doc": " ".join(prop.doc.split()),
             "verdict": found.verdict, "trigger_states": found.trigger_states,
             "doomed_states": found.doomed_states, "fair_components": found.fair_components,
+            "vacuous": found.vacuous,
         }
         if found.lasso is not None:
             lasso = found.lasso

@@ -465,6 +465,19 @@ def test_a_deadlock_fails_a_check_that_expects_holds_and_can_be_expected(project
                                                                          for c in judged["stuck"].cases]
 
 
+def test_a_liveness_property_that_holds_vacuously_is_noted(project):
+    """A property whose "holds" no behaviour earned (docs/analyses.md, "A property that holds
+    vacuously") passed the gate with nothing said."""
+    def vacuous(report):
+        report["liveness"] = {"properties": [{"property": "p1_critical", "verdict": "holds",
+                                              "vacuous": "no reachable state satisfies its left side, so no "
+                                                         "behaviour can violate it"}]}
+    judged = _judged(project, '[checks.a]\nspec = "stuck_jugs.py:Stuck"\nviolates = ["deadlock"]\n', vacuous)["a"]
+    assert judged.status == "pass"
+    assert ("liveness p1_critical holds vacuously: no reachable state satisfies its left side, so no behaviour can "
+            "violate it") in judged.notes
+
+
 def test_a_run_stopped_by_a_full_disk_is_not_a_budget_that_ran_out(project):
     def stopped(reason):
         def change(report):

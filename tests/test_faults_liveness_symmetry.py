@@ -30,6 +30,7 @@ from kraftcheck.checker.analyses.state_graph import build_graph
 from kraftcheck.checker.analyses.graph_kernels import component_fairness, component_fairness_reference
 from kraftcheck.checker.model import Model
 from kraftcheck.cli.main import cli
+from kraftcheck.specs import spec_class
 
 # -- a counter under a constraint: the boundary probe
 
@@ -101,6 +102,34 @@ def test_a_step_that_leaves_the_constraint_still_enables_its_action(strong):
     # without the leaving step the stutter at x = 2 would be fair: the old, wrong answer
     graph.leaving_sources, graph.leaving_labels = graph.leaving_sources[:0], graph.leaving_labels[:0]
     assert verdicts(graph, model) == ["violated"]
+
+
+def vacuity(model: Model, liveness: list) -> list:
+    graph = build_graph(model, InterpretedKernels(model))
+    return [(found.verdict, found.vacuous) for found in check_all(graph, InterpretedKernels(model), liveness)]
+
+
+def test_a_property_that_holds_only_because_no_behaviour_is_fair_says_so():
+    """<>(x = 3) under x <= 2 holds because the only behaviour that never reaches 3 breaks the
+    fairness of Inc: a "holds" that no behaviour earned, which was reported as a plain "holds"
+    (read as proof that x reaches 3). Without fairness it is violated; Peterson's starvation
+    freedom holds by fair behaviours, not vacuously."""
+    found = vacuity(counter(), counter().spec.liveness())
+    assert found[0][0] == "holds" and "no behaviour from a reachable initial state where it could fail meets the " \
+        "fairness" in found[0][1]
+    unfair = Liveness("reaches_three", Predicate("x = 3", lambda v: v["x"] == 3), once=True)
+    assert vacuity(counter(), [unfair]) == [("violated", None)]
+    peterson = Model(spec_class("mutex")())
+    assert vacuity(peterson, peterson.spec.liveness()) == [("holds", None)]
+
+
+def test_a_leads_to_whose_left_side_never_holds_says_so():
+    peterson = Model(spec_class("mutex")())
+    (starvation_free,) = peterson.spec.liveness()
+    never = Liveness("never", starvation_free.eventually, after=Predicate("pc is 7", lambda v: (v["pc"] == 7).any(axis=1)),
+                     fair=starvation_free.fair)
+    assert vacuity(peterson, [never]) == [("holds", "no reachable state satisfies its left side, so no behaviour "
+                                                    "can violate it")]
 
 
 def test_the_engine_records_the_leaving_steps_the_recording_pass_does():

@@ -76,6 +76,9 @@ class LivenessResult:
     requirements: list[Requirement] = field(default_factory=list)
     lasso: Optional[Lasso] = None
     notes: list[str] = field(default_factory=list)
+    #: why a property that holds says nothing of any behaviour (None: it does not hold, or not so):
+    #: ``after`` holds in no reachable state, or no fair behaviour passes a state that could violate it
+    vacuous: Optional[str] = None
 
     @property
     def verdict(self) -> str:
@@ -292,6 +295,20 @@ def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair, eventual
     if bad.size:
         result.lasso = fair_lasso(graph, int(bad[0]), allowed, comps, label_bit, weak, strong)
         result.lasso.fairness = explain_fairness(graph, result.lasso, requirements)
+    elif after is not None and not after.any():
+        result.vacuous = "no reachable state satisfies its left side, so no behaviour can violate it"
+    elif trigger.any() and requirements:
+        # a "holds" that no behaviour earned: from every state where a violation would start, every
+        # behaviour breaks the fairness (a requirement enabled for ever and never taken, as a step out
+        # of a state constraint leaves its action), so the property constrains nothing there
+        everywhere = np.ones(n, np.uint8)
+        fair_anywhere, _ = doomed_states(graph.offsets, graph.targets, rev_offsets, rev_sources, graph.labels,
+                                         label_bit, everywhere, weak, strong, graph.leaving_bits(label_bit))
+        if not (fair_anywhere & trigger).any():
+            where = "initial state" if once else "state"
+            result.vacuous = (f"no behaviour from a reachable {where} where it could fail meets the fairness: "
+                              "each keeps a requirement enabled for ever and never takes it (a step out of a "
+                              "state constraint enables its action)")
     return result
 
 

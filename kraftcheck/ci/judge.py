@@ -112,6 +112,9 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
     deadlock = report.get("options", {}).get("deadlock") or DEADLOCK in found
     # with liveness = true the liveness properties analysed are checks too (their lassos among the violations)
     analysed = [p["property"] for p in (report.get("liveness") or {}).get("properties") or []]
+    for p in (report.get("liveness") or {}).get("properties") or []:
+        if p.get("vacuous"):  # its "holds" proves nothing of any behaviour: said, as the command line says it
+            j.notes.append(f"liveness {p['property']} holds vacuously: {p['vacuous']}")
     checked = list(report["checked"]) + analysed + ([DEADLOCK] if deadlock else [])
     unchecked = report.get("liveness_not_checked") or []
     if unchecked:  # a "holds" says nothing of them: said, as the command line says it

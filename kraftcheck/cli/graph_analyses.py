@@ -87,6 +87,8 @@ def print_liveness(terminal: Terminal, report: dict) -> None:
             out.print(Text(f"    {fairness_phrase(p['fair'])}: {', '.join(p['fair'])}", style="dim"))
         else:
             out.print(Text("    no fairness: any step may never happen", style="dim"))
+        if p.get("vacuous"):
+            out.print(Text(f"    vacuously: {p['vacuous']}", style="yellow"))
         lasso = p.get("lasso")
         if lasso:
             prefix = " -> ".join(lasso["prefix"]) or "(initial state)"
