@@ -206,6 +206,7 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
         explorer = explorer_for(request.engine, request.compile_mode, request.spark.given())
         reporter.note(f"checking {model.spec.title()}: {len(model.labels)} action instances, "
                       f"{model.layout.state_bits} bits per state")
+    from kraftcheck.checker.explore.checkpoint import ResumePastMaxStates
     reporter.start_progress()
     try:
         if request.simulation is not None:
@@ -214,6 +215,13 @@ def explore(prepared: Prepared, reporter: Reporter, observer: Optional[RunObserv
                               compile="never" if request.compile == "never" else "now")
         else:
             result = explorer.explore(model, options, reporter.progress, observer)
+    except ResumePastMaxStates as e:
+        if options.max_states == request.max_states:
+            raise
+        # the limit is --graph-limit's (_max_states): --max-states, however large, would not lift it
+        raise UsageError(f"--resume {e.directory}: its checkpoint holds {e.states:,} states already, more than "
+                         f"--graph-limit {e.max_states:,} lets --dump-graph write; give --graph-limit {e.states:,} "
+                         "or more, or leave --dump-graph out") from None
     finally:
         reporter.stop_progress()
     if request.simulation is None and options.max_states != request.max_states \

@@ -424,6 +424,22 @@ def test_a_resume_with_fewer_max_states_than_its_checkpoint_holds_is_refused(che
     assert same.status == "incomplete" and same.distinct_states > held  # as many as it holds still resumes
 
 
+def test_a_resume_past_the_graph_limit_names_the_graph_limit(checkpoint, tmp_path):
+    """--dump-graph bounds the exploration by --graph-limit, not --max-states: the refusal told the
+    user to give '--max-states N or more' (also when they had), which changed nothing; it names
+    the option that set the limit."""
+    held = _states_held(checkpoint)
+    before = _contents(checkpoint)
+    for extra in ([], ["--max-states", str(held * 10)]):
+        result = CliRunner().invoke(cli, ["check", "--spec", SPEC, "--param", "rm=4", "--resume", str(checkpoint),
+                                          "--dump-graph", str(tmp_path / "g.graphml"), "--graph-limit", "5",
+                                          *extra])
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and f"holds {held:,} states already, more than --graph-limit 5" in said, said
+        assert f"give --graph-limit {held:,} or more" in said and "--max-states" not in said, said
+        assert _contents(checkpoint) == before and not (tmp_path / "g.graphml").exists()
+
+
 def test_a_level_file_changed_in_place_after_the_check_is_still_found(checkpoint, tmp_path):
     """A resume's level files are checked before anything is compiled and again as they are mapped,
     the second time from the digest the first found if the file looks unchanged: a byte changed in

@@ -312,13 +312,22 @@ def check_resume_depth(directory: Path, levels: int, max_depth: Optional[int]) -
                          f"give --max-depth {levels} or more, or none")
 
 
+class ResumePastMaxStates(UsageError):
+    """A resume's state limit is below the states its checkpoint holds (``check_resume_states``).
+    Its fields let a caller whose limit is another option's (``--graph-limit``) say that one."""
+
+    def __init__(self, directory: Path, states: int, max_states: int) -> None:
+        super().__init__(f"--resume {directory}: its checkpoint holds {states:,} states already, more than "
+                         f"--max-states {max_states:,}; give --max-states {states:,} or more, or none")
+        self.directory, self.states, self.max_states = directory, states, max_states
+
+
 def check_resume_states(directory: Path, states: int, max_states: Optional[int]) -> None:
     """A resume asks for no fewer states than its checkpoint's finished levels hold: it would stop
     'at --max-states' once the first part of them was back in the visited set, with more states
     than that counted, after what can be minutes of work (or Spark's start)."""
     if max_states is not None and states > max_states:
-        raise UsageError(f"--resume {directory}: its checkpoint holds {states:,} states already, more than "
-                         f"--max-states {max_states:,}; give --max-states {states:,} or more, or none")
+        raise ResumePastMaxStates(directory, states, max_states)
 
 
 def forget_found_digests() -> None:
