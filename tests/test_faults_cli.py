@@ -583,3 +583,26 @@ def test_a_run_with_no_verdict_leaves_no_earlier_report_at_its_path(tmp_path):
     raised = CliRunner().invoke(cli, ["check", "--spec", spec, "--no-color", "--json", str(link)])
     # its report written through the link, into its target
     assert raised.exit_code == 2 and link.is_symlink() and json.loads(target.read_text())["result"] == "error"
+
+
+def test_a_spark_run_that_could_not_start_writes_no_report(tmp_path, monkeypatch):
+    """An unreachable --master ("start it or give another --master") is refused as any bad option
+    is: no report. It wrote one saying error, as for a run that began and ended in an error, so a
+    program reading it took a mistyped master for a run that had explored and failed."""
+    import socket
+    from kraftcheck import pipeline
+    from kraftcheck.spark.readiness import SparkWaitError
+    from kraftcheck.spark.session import SparkSetupError
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    report = tmp_path / "r.json"
+    monkeypatch.setattr("kraftcheck.spark.session._java_home", lambda: "/java")  # past Java's check, to the master's
+    result = CliRunner().invoke(cli, ["check", "--spec", "die_hard", "--engine", "spark", "--master",
+                                      f"spark://127.0.0.1:{port}", "--work-dir", str(tmp_path / "shared"),
+                                      "--json", str(report)], catch_exceptions=False)
+    assert result.exit_code == 2 and "cannot reach the Spark master" in result.stderr, result.output
+    assert not report.exists()
+    # no Java, a context that cannot start, no executor within --spark-wait: none began a level
+    for error in (SparkSetupError("Spark needs Java 17 or 21"), SparkWaitError("no executor after 60 s")):
+        assert pipeline.error_report(None, error) is None, error

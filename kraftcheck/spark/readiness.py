@@ -43,8 +43,10 @@ _STREAM_REQUEST, _LAST_MESSAGE_TYPE = 6, 12
 _PROBE_STREAM = b"/kraftcheck/probe"
 
 
-class SparkWaitError(KraftcheckError):
-    """Spark did not become ready within the bounded wait, or a master URL is not a Spark master."""
+class SparkWaitError(UsageError):
+    """Spark did not become ready within the bounded wait, or a master URL is not a Spark master.
+    Before the first level: refused as bad input is (exit 2, no ``--json`` report), not a run that
+    ended in an error."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from typing import Optional
 
-from kraftcheck.checker.errors import KraftcheckError
+from kraftcheck.checker.errors import KraftcheckError, UsageError
 from kraftcheck.checker.explore.result import ProgressFn, no_progress
 from kraftcheck.spark import failures, leftovers, readiness
 from kraftcheck.spark.jvm_output import JvmOutput
@@ -19,8 +19,9 @@ _LOCAL = re.compile(r"^local(?:\[(\*|\d+)\])?$")
 LOCAL_TASK_ATTEMPTS = 4  # spark.task.maxFailures' default on a cluster
 
 
-class SparkSetupError(KraftcheckError):
-    """Spark could not be started or reached: no Java, an unreachable master, PySpark missing."""
+class SparkSetupError(UsageError):
+    """Spark could not be started or reached: no Java, an unreachable master, PySpark missing.
+    Refused as bad input is (exit 2, no ``--json`` report): no level was explored."""
 
 
 class SparkRunError(KraftcheckError):
