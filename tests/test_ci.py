@@ -795,3 +795,21 @@ def test_a_report_file_inside_a_checks_run_directory_is_refused_before_any_check
     result = ci("--progress-json", "kraftcheck-ci/progress.jsonl")
     assert result.exit_code == 0, result.output
     assert (project / "kraftcheck-ci" / "progress.jsonl").stat().st_size > 0
+
+
+def test_a_new_lasso_is_listed_as_kraftcheck_check_lists_it(project):
+    """A liveness finding's depth counts a lasso's distinct states, its closing step apart (as
+    kraftcheck check says it): the gate said "counterexample (4 states)" and numbered five steps,
+    the closing step's as a fifth state. It lists the closing step unnumbered, back to the loop's
+    first state, on the console, in the JUnit details and in the job summary."""
+    write_manifest(project, '[checks.a]\nspec = "mutex"\nparams = { algorithm = "test_and_set" }\nliveness = true\n'
+                            'expect = "holds"\n')
+    result = ci("--junit", "junit.xml", env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "summary.md"})
+    said = result.output
+    assert result.exit_code == 1 and "counterexample (4 states):" in said, said
+    listing = said[said.index("counterexample (4 states):"):].splitlines()[1:6]
+    assert [line.strip() for line in listing] == ["1. initial state", "2. Try(p=p1)", "3. Try(p=p2)",
+                                                  "4. Enter(p=p2)", "closing step: Leave(p=p2), back to 2"], said
+    details = next(c for c in junit(project / "junit.xml").iter("failure")).text
+    assert "4. Enter(p=p2)\nclosing step: Leave(p=p2), back to 2\n" in details, details
+    assert "closing step: Leave(p=p2), back to 2" in (project / "summary.md").read_text()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from kraftcheck.checker.files import CONFIG_MAX_BYTES, NotARegularFileError, read_at_most, write_output
 from kraftcheck.ci.manifest import ManifestError
@@ -32,6 +32,8 @@ class Finding:
     signature: str
     depth: int = 0
     actions: tuple[str, ...] = ()
+    # a lasso's (its report's): the step its loop starts at, counted from 0; not part of its identity
+    cycle_start: Optional[int] = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, str, str]:

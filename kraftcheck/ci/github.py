@@ -10,7 +10,7 @@ import os
 from typing import Callable
 
 from kraftcheck.checker.disk_full import UnwrittenFile, write_kept
-from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement
+from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, step_lines
 
 ICON = {PASS: "✅ pass", FAIL: "❌ fail", BUDGET: "⏱️ budget ran out", STOPPED: "⏹️ stopped before its end",
         BAD_INPUT: "⚠️ bad input"}
@@ -63,7 +63,7 @@ def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
         rows += ["", f"### {j.name}", ""] + [f"- {p}" for p in j.problems]
         for f in j.new:
             rows += ["", f"<details><summary>{f.invariant}: {f.depth} states</summary>", "", "```text",
-                     "initial state", *f.actions, "```", "</details>"]
+                     *step_lines(f), "```", "</details>"]
         rows += ["", "Reproduce:", "", "```bash", j.outcome.reproduce, "```"]
     return "\n".join(rows) + "\n"
 

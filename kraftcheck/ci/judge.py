@@ -57,9 +57,18 @@ class Judgement:
             self.status = FAIL
 
 
-def steps_text(finding: Finding) -> str:
+def step_lines(finding: Finding) -> list[str]:
+    """A finding's counterexample as ``kraftcheck check`` lists it: a numbered line per state (its
+    ``depth`` of them) and, for a lasso that does not stutter, its closing step unnumbered: it leads
+    back to a state listed already (its actions as many as its states)."""
     lines = ["1. initial state"] + [f"{i}. {a}" for i, a in enumerate(finding.actions, 2)]
-    return "\n".join(lines)
+    if finding.cycle_start is not None and len(finding.actions) == finding.depth:
+        lines[-1] = f"closing step: {finding.actions[-1]}, back to {finding.cycle_start + 1}"
+    return lines
+
+
+def steps_text(finding: Finding) -> str:
+    return "\n".join(step_lines(finding))
 
 
 def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
@@ -95,7 +104,8 @@ def judge(outcome: Outcome, accepted: list[Finding]) -> Judgement:
 
     mine = [f for f in accepted if f.check == check.name]
     for v in report["violations"]:
-        j.found.append(Finding(check.name, v["invariant"], signature(v["actions"]), v["depth"], tuple(v["actions"])))
+        j.found.append(Finding(check.name, v["invariant"], signature(v["actions"]), v["depth"], tuple(v["actions"]),
+                               v.get("cycle_start")))
     found = {f.invariant: f for f in j.found}
     reason = report.get("incomplete_reason") or ""
     bounded = reason.startswith(tuple(f"stopped at {b}" for b in BOUNDED))

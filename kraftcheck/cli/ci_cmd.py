@@ -28,7 +28,8 @@ from kraftcheck.checker.stop import deferred, stop_honoured
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
-from kraftcheck.ci.judge import BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge
+from kraftcheck.ci.judge import (BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge,
+                                 step_lines)
 from kraftcheck.ci.runner import (MARKER, Interrupted, hold_out, how_it_ended, refuse_before_running, release_out,
                                   run_checks)
 from kraftcheck.output_paths import (check_output_dir, check_output_file, check_replaceable, refuse_inside,
@@ -284,9 +285,8 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
             console.print(Text(f"{j.name}: {j.status}: {problem}", style=STYLE[j.status]))
         for f in j.new:
             console.print(f"  counterexample ({f.depth} states):")
-            console.print("    1. initial state")
-            for i, action in enumerate(f.actions, 2):
-                console.print(f"    {i}. {action}")
+            for line in step_lines(f):
+                console.print(f"    {line}")
         for v in (j.outcome.report or {}).get("violations", []):
             if v.get("trace_file"):
                 console.print(f"  trace: {v['trace_file']}")
