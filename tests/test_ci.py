@@ -813,3 +813,17 @@ def test_a_new_lasso_is_listed_as_kraftcheck_check_lists_it(project):
     details = next(c for c in junit(project / "junit.xml").iter("failure")).text
     assert "4. Enter(p=p2)\nclosing step: Leave(p=p2), back to 2\n" in details, details
     assert "closing step: Leave(p=p2), back to 2" in (project / "summary.md").read_text()
+
+
+def test_a_check_with_no_counts_shows_none_not_zero(project):
+    """A check whose spec raised on a state has no counts (its report, saying error, gives none:
+    a 0 would read as counted); the gate's table and job summary showed 0 distinct states."""
+    faulty = Path(__file__).with_name("test_faults_spec_errors.py")
+    write_manifest(project, f'[checks.f]\nspec = "{faulty}:Faulty"\nparams = {{ fault = 1 }}\nexpect = "holds"\n')
+    result = ci(env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "summary.md"})
+    assert result.exit_code == 2, result.output
+    row = next(line for line in result.output.splitlines() if line.startswith("│ f "))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[2] == "bad input" and cells[3] == "" and cells[4] == "", row
+    summary_row = next(line for line in (project / "summary.md").read_text().splitlines() if line.startswith("| f |"))
+    assert "| 0 |" not in summary_row, summary_row

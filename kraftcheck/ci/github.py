@@ -43,9 +43,16 @@ def annotations(judgements: list[Judgement]) -> list[str]:
     return lines
 
 
-def _seconds(value) -> str:
-    """A report's seconds, or "-" where there are none (a compile unfinished when the run ended)."""
+def seconds_cell(value) -> str:
+    """A report's seconds, or "-" where there are none (a compile unfinished when the run ended, a
+    run with no report)."""
     return "-" if value is None else f"{value:.1f}"
+
+
+def count_cell(value) -> str:
+    """A report's count, or nothing where it has none (no report, or one saying error): a 0 would
+    read as counted."""
+    return "" if value is None else f"{value:,}"
 
 
 def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
@@ -56,7 +63,8 @@ def summary_markdown(judgements: list[Judgement], exit_code: int) -> str:
     for j in judgements:
         r = j.outcome.report or {}
         rows.append(f"| {j.name} | {j.outcome.check.expectation} | {ICON[j.status]} | "
-                    f"{r.get('distinct_states', 0):,} | {_seconds(r.get('compile_s'))} | {r.get('elapsed_s', 0):.1f} |")
+                    f"{count_cell(r.get('distinct_states'))} | {seconds_cell(r.get('compile_s'))} | "
+                    f"{seconds_cell(r.get('elapsed_s'))} |")
     for j in judgements:
         if j.status == PASS:
             continue

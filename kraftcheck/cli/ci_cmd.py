@@ -28,6 +28,7 @@ from kraftcheck.checker.stop import deferred, stop_honoured
 from kraftcheck.ci import baseline as baselines
 from kraftcheck.ci import manifest as manifests
 from kraftcheck.ci.jobs import JOBS_PER_CPU
+from kraftcheck.ci.github import count_cell, seconds_cell
 from kraftcheck.ci.judge import (BAD_INPUT, BUDGET, FAIL, INCOMPLETE, PASS, STOPPED, Judgement, counts_of, judge,
                                  step_lines)
 from kraftcheck.ci.runner import (MARKER, Interrupted, hold_out, how_it_ended, refuse_before_running, release_out,
@@ -273,8 +274,9 @@ def _print_summary(console: Console, judgements: list[Judgement], code: int, out
     for j in judgements:
         r = j.outcome.report or {}
         table.add_row(j.name, j.outcome.check.expectation, Text(j.status, style=STYLE[j.status]),
-                      f"{r.get('distinct_states', 0):,}", str(r.get("depth", "")),
-                      "-" if r.get("compile_s") is None else f"{r['compile_s']:.1f}", f"{r.get('elapsed_s', 0):.1f}", f"{j.outcome.wall_s:.1f}")
+                      # none where the run gave none (no report, or one saying error): a 0 would read as counted
+                      count_cell(r.get("distinct_states")), str(r.get("depth", "")),
+                      seconds_cell(r.get("compile_s")), seconds_cell(r.get("elapsed_s")), f"{j.outcome.wall_s:.1f}")
     console.print(table)
     for j in judgements:
         for note in j.notes:
