@@ -301,15 +301,24 @@ def check_leads_to(graph: CompiledGraph, name: str, formula: str, fair, eventual
         # a "holds" that no behaviour earned: from every state where a violation would start, every
         # behaviour breaks the fairness (a requirement enabled for ever and never taken, as a step out
         # of a state constraint leaves its action), so the property constrains nothing there
-        everywhere = np.ones(n, np.uint8)
-        fair_anywhere, _ = doomed_states(graph.offsets, graph.targets, rev_offsets, rev_sources, graph.labels,
-                                         label_bit, everywhere, weak, strong, graph.leaving_bits(label_bit))
-        if not (fair_anywhere & trigger).any():
+        del doomed, comps  # the pass below allocates as much again
+        if not (_fair_run_states(graph, label_bit, weak, strong) & trigger).any():
             where = "initial state" if once else "state"
             result.vacuous = (f"no behaviour from a reachable {where} where it could fail meets the fairness: "
                               "each keeps a requirement enabled for ever and never takes it (a step out of a "
                               "state constraint enables its action)")
     return result
+
+
+def _fair_run_states(graph: CompiledGraph, label_bit: np.ndarray, weak: np.uint64, strong: np.uint64) -> np.ndarray:
+    """The states a fair run can start from (a uint8 mask), computed once per fairness and graph."""
+    key = (label_bit.tobytes(), int(weak), int(strong))
+    if key not in graph._fair_runs:
+        rev_offsets, rev_sources = graph.reversed()
+        graph._fair_runs[key], _ = doomed_states(graph.offsets, graph.targets, rev_offsets, rev_sources, graph.labels,
+                                                 label_bit, np.ones(graph.size, np.uint8), weak, strong,
+                                                 graph.leaving_bits(label_bit))
+    return graph._fair_runs[key]
 
 
 def _lasso_states(graph: CompiledGraph, lasso: Lasso) -> list[int]:

@@ -69,6 +69,9 @@ class CompiledGraph:
     leaving_sources: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     leaving_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
     _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
+    # fairness (label bits, weak, strong) -> the states a fair run can start from (liveness's vacuity
+    # test): it depends on the fairness alone, so the properties that share one share it
+    _fair_runs: dict = field(default_factory=dict)
 
     def summary(self) -> GraphSummary:
         return GraphSummary(self.size, self.transitions, self.depth, self.built_by, self.nbytes, self.build_s)
