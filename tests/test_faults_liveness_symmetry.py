@@ -9,6 +9,7 @@ compiles a kernel.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,7 +287,10 @@ def test_the_cli_refuses_the_padded_queue_under_symmetry_with_one_error_line_exi
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and "the declared symmetry is not one of spec padded_queue" in errors[0], errors
     assert "field q breaks it" in errors[0]
-    assert "states" not in result.stdout and not out.exists()  # refused before exploring: no count
+    # found as the exploration began: no count printed, and a report saying error with none
+    said = json.loads(out.read_text())
+    assert "states" not in result.stdout and said["result"] == "error" and "distinct_states" not in said, said
+    assert said["error"].startswith("the declared symmetry is not one of spec padded_queue"), said
 
 
 @pytest.mark.parametrize("compile", ["now", "never", "reference"])
