@@ -8,16 +8,20 @@ import os
 import subprocess
 import sys
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from counterexample_support import assert_counterexample_replays
 from hypothesis import given, settings
+from numba import njit
 from hypothesis import strategies as st
 from simulation_reference import behaviour_starts as behaviour_starts_reference
 from simulation_reference import choose_successors as choose_successors_reference
 from simulation_reference import take_steps as take_steps_reference
 from test_conformance import CASES, _model, _reference
 
+from kraftcheck import Action, ActionConstraint, Constraint, Int, Spec, param
 from kraftcheck.checker.codegen import NO_LABEL
 from kraftcheck.checker.explore import simulate as simulate_module
 from kraftcheck.checker.explore.simulate import SimulationOptions, simulate, without_cycles
@@ -178,6 +182,72 @@ def test_the_default_depth_is_twice_the_levels_of_a_model_the_probe_exhausts():
     result = simulate(model, SimulationOptions(seed=1, max_behaviours=10))
     assert result.simulation["depth"] == max(10, 2 * levels)
     assert f"{levels} levels of the whole state space" in result.simulation["depth_source"]
+
+
+@njit(cache=True)
+def _chain_step(s, t):
+    if s.x >= 8:
+        return False
+    t.x = s.x + 1
+    return True
+
+
+@njit(cache=True)
+def _not_one_to_two(s, t):
+    return not (s.x == 1 and t.x == 2)
+
+
+@njit(cache=True)
+def _neither_two_nor_five(s):
+    return s.x != 2 and s.x != 5
+
+
+@dataclass(frozen=True)
+class _ChainParams:
+    blocked: bool = param(True, "the action constraint: no step from 1 to 2 (else the state constraint: x is "
+                                "neither 2 nor 5, and x = 5 an initial state too)")
+
+
+class _Chain(Spec):
+    """x counts 0 to 8, the step from 1 to 2 refused by an action constraint: the search keeps x = 0
+    and 1, two levels; as it does under the state constraint that leaves out 2 and 5 with initial
+    states 0 and 5 (5 is not kept, so neither are 6, 7 and 8)."""
+
+    name = "probe_chain"
+    Params = _ChainParams
+    check_deadlock = False
+
+    def fields(self):
+        return [Int("x", 8)]
+
+    def initial_states(self):
+        for x in ((0,) if self.params.blocked else (0, 5)):
+            yield {"x": x}
+
+    def actions(self):
+        return [Action("Step", _chain_step)]
+
+    def constraints(self):
+        return [] if self.params.blocked else [Constraint("neither_two_nor_five", _neither_two_nor_five)]
+
+    def action_constraints(self):
+        return [ActionConstraint("not_one_to_two", _not_one_to_two)] if self.params.blocked else []
+
+
+@pytest.mark.parametrize("blocked", [True, False], ids=["action constraint", "initial states outside"])
+def test_the_probe_counts_the_levels_of_the_constrained_state_space(blocked):
+    """The default depth's probe expanded steps outside the action constraints and initial states
+    outside the state constraints, which the search never expands: 'the 9 levels' (and 4) 'of the
+    whole state space' of a model whose search has 2."""
+    from kraftcheck.checker.explore.interpreted import InterpretedKernels
+    from kraftcheck.checker.explore.reference import ReferenceExplorer
+    from kraftcheck.checker.explore.result import Options
+    from kraftcheck.checker.explore.simulate import estimate_depth
+
+    model = Model(_Chain(_Chain.Params(blocked=blocked)))
+    assert ReferenceExplorer().explore(model, Options(keep_going=True)).depth == 2
+    _, source = estimate_depth(model, InterpretedKernels(model))
+    assert source == "2 x the 2 levels of the whole state space"
 
 
 @pytest.mark.parametrize("depth", [1, 2])

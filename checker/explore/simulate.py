@@ -136,10 +136,15 @@ class SimulationFigures:
 def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
     """The default behaviour length and where it comes from: a breadth-first probe of up to
     PROBE_STATES states (PROBE_STATES_INTERPRETED on the interpreted tier), fingerprints only (a
-    collision could only make it shorter), not expanding states outside the state constraints."""
+    collision could only make it shorter), keeping to the constraints as the exhaustive search
+    does: an initial state or a step's successor outside a state constraint, and a step outside an
+    action constraint, are not expanded (else "the levels of the whole state space" counted
+    levels the search does not have)."""
     most = PROBE_STATES if kernels.compiled else PROBE_STATES_INTERPRETED
     nl = len(model.labels)
     level = kernels.pack(model.initial)
+    if model.constraints:
+        level = np.ascontiguousarray(level[~outside_constraints(model, kernels.violations(level))])
     seen = np.unique(fingerprints(level))
     levels = 1
     buf = kernels.buffers(PROBE_CHUNK)
@@ -149,6 +154,8 @@ def estimate_depth(model: Model, kernels: Any) -> tuple[int, str]:
             hi = min(level.shape[0], lo + PROBE_CHUNK)
             out = kernels.successors(level, lo, hi, buf)
             rows = np.flatnonzero(out.labels[: (hi - lo) * nl] != NO_LABEL)
+            if model.action_constraints and rows.size:
+                rows = rows[~outside_constraints(model, props=out.props[rows].astype(np.uint64))]
             found.append((out.words[rows].copy(), out.hashes[rows].copy()))
         words = np.concatenate([w for w, _ in found])
         hashes, first = np.unique(np.concatenate([h for _, h in found]), return_index=True)
