@@ -204,3 +204,67 @@ class DeepAsymmetry(Spec):
 
     def symmetry(self):
         return Symmetry(DEEP_DATA, (Permuted("x", holds="member"),))
+
+
+# -- a symmetry broken only where no generator of the group looks
+
+
+REVERSED_TOP = 6
+
+
+@njit(cache=True)
+def raise_counter(s, t, i):
+    if s.c[i] >= REVERSED_TOP:
+        return False
+    t.c[i] = s.c[i] + 1
+    return True
+
+
+@njit(cache=True)
+def trip_when_reversed(s, t):
+    """Enabled only at c = (top, top - 1, 0): a step that tells the counters apart."""
+    if s.tripped or s.c[0] != REVERSED_TOP or s.c[1] != REVERSED_TOP - 1 or s.c[2] != 0:
+        return False
+    t.tripped = True
+    return True
+
+
+@njit(cache=True)
+def never_tripped(s):
+    return not s.tripped
+
+
+@dataclass(frozen=True)
+class ReversedParams:
+    pass
+
+
+class ReversedAsymmetry(Spec):
+    """Three counters declared interchangeable, and one step that is not: it fires only at
+    c = (6, 5, 0), 343 counter states in, and breaks the invariant. The state's orbit is
+    represented by (0, 5, 6), whose images under the group's generators (the swap of k1 and k2,
+    the rotation) are (5, 0, 6), (6, 0, 5) and (5, 6, 0): no trial of the declaration on
+    representatives sees (6, 5, 0), and the reduced search never takes the step."""
+
+    name = "reversed_asymmetry"
+    Params = ReversedParams
+    check_deadlock = False
+
+    def names(self):
+        return ("k1", "k2", "k3")
+
+    def fields(self):
+        return [Int("c", REVERSED_TOP, (3,), index_labels=self.names()), Bool("tripped")]
+
+    def initial_states(self):
+        yield {}
+
+    def actions(self):
+        return [Action("Raise", raise_counter, params=(Param("i", 3, self.names()),)),
+                Action("Trip", trip_when_reversed)]
+
+    def invariants(self):
+        return [Invariant("never_tripped", never_tripped)]
+
+    def symmetry(self):
+        return Symmetry(self.names(), (Permuted("c", axes=(0,)),))

@@ -294,12 +294,12 @@ def test_the_cli_refuses_the_padded_queue_under_symmetry_with_one_error_line_exi
 
 
 @pytest.mark.parametrize("compile", ["now", "never", "reference"])
-def test_a_symmetry_broken_past_the_first_sample_is_found_during_the_run(compile, monkeypatch):
+def test_a_symmetry_broken_past_the_first_sample_is_found_during_the_run(compile):
     """The step that names a value is enabled only at the count's limit, past the 200 states
     ``check_symmetry`` tries before exploring, and the reduced search said "holds" with 310
     "orbits"; the kernel audit now tries the declaration on each state it samples (every chunk of
     a short run), on the run's kernels, and the run stops with the same refusal. The reference
-    explorer tries it on the states it expands, within the same budget."""
+    explorer tries it on every state it expands."""
     from symmetry_specs import DeepAsymmetry
 
     from kraftcheck.checker.explore.reference import ReferenceExplorer
@@ -308,13 +308,22 @@ def test_a_symmetry_broken_past_the_first_sample_is_found_during_the_run(compile
     model = Model(DeepAsymmetry(DeepAsymmetry.Params()))
     check_symmetry(model, InterpretedKernels(model))  # the first sample finds nothing
     run = ReferenceExplorer if compile == "reference" else lambda: Engine(compile=compile)
-    if compile == "reference":
-        # the reference explorer tries state after state while its trials took under the floor: the
-        # state that breaks the symmetry is the 265th tried, 0.05 s of trials on an idle machine,
-        # past 0.1 s on one the suite loads; a floor that covers the run makes the test this machine's
-        from kraftcheck.checker.explore import kernel_audit
-        monkeypatch.setattr(kernel_audit, "FLOOR_S", 60.0)
     assert run().explore(model, Options(keep_going=True)).distinct_states == 620
     with pytest.raises(SpecError, match=r"^the declared symmetry is not one of spec deep_asymmetry \(swapping d1 and "
                                         r"d2\): field \w+ breaks it; .* ResetToD1 leads"):
         run().explore(model, Options(keep_going=True, symmetry=True))
+
+
+def test_the_reference_explorer_refuses_a_symmetry_broken_where_no_generator_looks():
+    """The reduced search said "holds" with 84 "orbits" where the spec's step at c = (6, 5, 0)
+    breaks the invariant (the unreduced search: violated): the trials, on the engine and on the
+    reference explorer, look at representatives under the group's generators, and no such image
+    is (6, 5, 0). The reference explorer now compares every member of each orbit it expands."""
+    from symmetry_specs import ReversedAsymmetry
+
+    model = Model(ReversedAsymmetry(ReversedAsymmetry.Params()))
+    assert ReferenceExplorer().explore(model, Options()).status == "violated"
+    with pytest.raises(SpecError, match=r"^the declared symmetry is not one of spec reversed_asymmetry: the reachable "
+                                        r"state \[c=\[0, 5, 6\], tripped=False\] and its image \[c=\[6, 5, 0\], "
+                                        r"tripped=False\] under a permutation of the declared values differ"):
+        ReferenceExplorer().explore(model, Options(symmetry=True))

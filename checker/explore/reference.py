@@ -53,16 +53,12 @@ class ReferenceExplorer:
         # --symmetry: every state is replaced by its orbit's representative, computed here by brute
         # force on field values, sharing no code with the engine's tables and kernel
         canon = orbit_representative(model) if options.symmetry else (lambda flat: flat)
-        trials = None
-        # a declared symmetry is tried on a sample before it is trusted, then during the run: these
-        # trials are the engine's (symmetry_check, with the first tier's kernels); they decide no
-        # count, only whether the declaration is refused
+        # a declared symmetry is tried on the engine's sample before anything is explored (its
+        # refusal names the field), then on every state expanded (refuse_unless_orbit_agrees)
         if options.symmetry:
             from kraftcheck.checker.explore.interpreted import InterpretedKernels
-            from kraftcheck.checker.explore.kernel_audit import FLOOR_S, SHARE
             from kraftcheck.checker.symmetry_check import SymmetryAudit, check_symmetry_interpreted
             check_symmetry_interpreted(model)
-            trials, python = SymmetryAudit(model), InterpretedKernels(model)
         # a state's fields are ints and numpy arrays of one buffer (Layout.to_object): copied
         # as such, faster than deepcopy
         copy_state = state_copier(layout)
@@ -121,6 +117,47 @@ class ReferenceExplorer:
                 last_ok = lambda before, after: not prop(layout.to_object(before, read_only=True),  # noqa: E731
                                                          layout.to_object(after, read_only=True))
             return concrete_trace(model, steps, model.initial[initial_source[first]], step, canon, last_ok)
+
+        def orbit_view(flat: tuple[int, ...]) -> tuple:
+            """What the reduced search takes from a state: its invariants' and state constraints'
+            verdicts, whether it moves, and per step the successor's orbit with the step's
+            transition properties' and action constraints' verdicts."""
+            before = layout.to_object(flat, read_only=True)
+            steps, moved = set(), False
+            for fn, values in actions:
+                after = copy_state(before)
+                if not fn(before, after, *values):
+                    continue
+                succ = layout.from_object(after)
+                layout.check_domains(succ)
+                moved = moved or succ != flat
+                after = layout.to_object(succ, read_only=True)
+                steps.add((canon(succ), tuple(bool(prop(before, after)) for _, prop in properties),
+                           tuple(bool(c(before, after)) for c in action_constraints)))
+            return (tuple(bool(fn(before)) for _, fn in invariants), tuple(bool(c(before)) for c in constraints),
+                    moved, frozenset(steps))
+
+        def shown(flat: tuple[int, ...]) -> str:
+            return "[" + ", ".join(f"{k}={v}" for k, v in layout.show(flat).items()) + "]"
+
+        def refuse_unless_orbit_agrees(flat: tuple[int, ...]) -> None:
+            """Every member of the orbit of ``flat``, a state the reduced search expands for all of
+            them, must give it the same view (``orbit_view``): then the orbits it reaches are those
+            of the reachable states and its verdicts theirs. A sample of the states (the engine's
+            trials) would let a declaration the spec breaks deep in the space count what are no
+            orbits, hide a violation and answer holds; this explorer, the one the others are
+            compared with, tries every state it expands under every permutation."""
+            own = orbit_view(flat)
+            for other in sorted(canon.images(flat)):
+                if other != flat and orbit_view(other) != own:
+                    # the engine's trial names the field and the action when a generator shows it
+                    SymmetryAudit(model).state(InterpretedKernels(model), np.array([layout.pack(flat)], np.uint64))
+                    raise SpecError(
+                        f"the declared symmetry is not one of spec {model.spec.name}: the reachable state "
+                        f"{shown(flat)} and its image {shown(other)} under a permutation "
+                        "of the declared values differ in what the spec does there (their successors' orbits, "
+                        "or the verdict of an invariant, a constraint or a transition property); see "
+                        "docs/writing-a-spec.md, Declaring a symmetry")
 
         # the state the spec's functions run on, for the error if one raises: ("initial", flat),
         # ("state", i) or ("step", i, label, successor)
@@ -188,8 +225,9 @@ class ReferenceExplorer:
                 for position, i in enumerate(frontier):
                     raise_if_stop_requested()
                     source = states[i]
-                    if trials is not None and trials.within(SHARE, FLOOR_S):  # as the engine's KernelAudit
-                        trials.state(python, np.array([layout.pack(source)], np.uint64))
+                    if options.symmetry:
+                        evaluating[0] = ("state", i)
+                        refuse_unless_orbit_agrees(source)
                     before = layout.to_object(source, read_only=True)
                     pristine = copy_state(before)  # what an action that does not fire leaves
                     moved = False  # a successor other than the state itself (else: a deadlock)
@@ -335,6 +373,13 @@ def orbit_representative(model: Model):
     def representative(flat: tuple[int, ...]) -> tuple[int, ...]:
         values = layout.values(flat)
         return min(image(values, perms) for perms in group)
+
+    def images(flat: tuple[int, ...]) -> set[tuple[int, ...]]:
+        """Every member of ``flat``'s orbit."""
+        values = layout.values(flat)
+        return {image(values, perms) for perms in group}
+
+    representative.images = images
 
     return representative
 
