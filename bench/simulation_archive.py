@@ -9,12 +9,19 @@ generated on the way is checked against ``--check`` and, if its cell is new, arc
 path. A walk never goes past ``--depth`` states from the initial state. With ``--with-checks``
 every invariant of the spec is checked on every successor, and a cell also takes which of them
 (other than ``--check``) the state violates: the shallower violations as stepping stones towards
-the deeper one. Reproducible by seed (one thread; the archive's order is the rows' order).
+the deeper one; with ``--violation-weight K`` a cell is also picked K-fold more often per power
+of (1 + the checks it violates), so the walks go on from the states that break the most. With
+``--action-set`` a cell also takes which actions (by name) its path took, a spec-independent record
+of the faults that have happened; ``--fields none`` leaves the state's fields out of the cell.
+Reproducible by seed (one thread; the archive's order is the rows' order); ``--max-walks`` stops
+at a number of walks, which a seed fixes whatever the machine's load, where ``--time-limit`` does not.
 
     .venv/bin/python bench/simulation_archive.py --seed 1 --time-limit 60
     .venv/bin/python bench/simulation_archive.py --seed 2 --fields acked,committed,c_elr,log,hwm
     .venv/bin/python bench/simulation_archive.py --seed 3 --with-checks --resample \
         --fields acked,committed,c_elr,c_isr,c_leader,c_fenced,fences_used,isr_shrinks_used,lossy_shutdowns_used,min_isr_changes_used
+    .venv/bin/python bench/simulation_archive.py --seed 4 --with-checks --resample --violation-weight 2 \
+        --max-walks 1300000 --time-limit 900 --fields acked,committed,c_elr,c_isr,c_leader,c_fenced,...
 
 The found state's length (states from the initial one) and the seconds, walks, archive size and
 successors generated are printed; "found None" means no violation within the time limit.
@@ -39,6 +46,8 @@ from kraftcheck.specs import spec_class
 
 def cell_elements(layout, fields: str, exclude: str, arrays: bool) -> list:
     """The elements whose values make a cell."""
+    if fields == "none":
+        return []
     named, left_out = set(filter(None, fields.split(","))), set(exclude.split(","))
 
     def wanted(e) -> bool:
@@ -53,7 +62,7 @@ def cell_elements(layout, fields: str, exclude: str, arrays: bool) -> list:
 
 def cell_hasher(elements: list):
     """A function from packed states to a 64-bit hash of their cells' values."""
-    word = np.array([e.word for e in elements])
+    word = np.array([e.word for e in elements], np.int64)
     shift = np.array([e.shift for e in elements], np.uint64)
     mask = np.array([(1 << e.bits) - 1 for e in elements], np.uint64)
     mults = (np.arange(1, len(elements) + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
@@ -80,8 +89,10 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=2048, help="walks a round")
     ap.add_argument("--depth", type=int, default=28, help="states of a path at most")
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--max-walks", type=int, default=None,
+                    help="stop after this many walks (what a seed fixes, whatever the machine's load)")
     ap.add_argument("--capacity", type=int, default=400_000, help="cells the archive holds at most")
-    ap.add_argument("--fields", default="", help="the fields of a cell (default: the scalar fields)")
+    ap.add_argument("--fields", default="", help="the fields of a cell (default: the scalar fields; none: no field)")
     ap.add_argument("--exclude", default="", help="fields left out of the default cell")
     ap.add_argument("--arrays", action="store_true", help="the default cell takes array fields too")
     ap.add_argument("--with-checks", action="store_true",
@@ -90,6 +101,12 @@ def main() -> None:
     ap.add_argument("--resample", action="store_true",
                     help="a cell's state is a uniform sample of the states that reached it (reservoir), "
                          "not the first")
+    ap.add_argument("--violation-weight", type=float, default=0.0,
+                    help="with --with-checks, a cell is picked with its weight times (1 + the checks it "
+                         "violates) to this power: states that break more checks are nearer a deep violation")
+    ap.add_argument("--action-set", action="store_true",
+                    help="a cell also takes the set of actions (by name) its path took: a spec-independent "
+                         "record of which faults have happened")
     a = ap.parse_args()
 
     cls = spec_class("kafka")
@@ -103,11 +120,8 @@ def main() -> None:
         warm_up()
         elements = cell_elements(model.layout, a.fields, a.exclude, a.arrays)
         field_cells = cell_hasher(elements)
-        if a.with_checks:
-            def cells(words: np.ndarray) -> np.ndarray:
-                return field_cells(words) ^ ((kernels.violations(words) & others) * np.uint64(0xD6E8FEB86659FD93))
-        else:
-            cells = field_cells
+        def cells(words: np.ndarray, broken_checks: np.ndarray) -> np.ndarray:
+            return field_cells(words) ^ (broken_checks * np.uint64(0xD6E8FEB86659FD93))
         print("cell fields:", ", ".join(sorted({e.field.name for e in elements})), f"({len(elements)} elements)")
         nw, nl, depth, cap = model.layout.nwords, len(model.labels), a.depth, a.capacity
         paths = np.zeros((cap, depth, nw), np.uint64)
@@ -115,10 +129,14 @@ def main() -> None:
         length = np.zeros(cap, np.int64)
         picked = np.zeros(cap, np.int64)
         reached = np.zeros(cap, np.int64)
+        acts = np.zeros(cap, np.uint64)
+        broken = np.zeros(cap, np.int64)
+        action_bit = np.uint64(1) << np.array(model.label_action, np.uint64)
         index: dict[int, int] = {}
         initial = kernels.pack(model.initial)
         size = 0
-        for i, c in enumerate(cells(initial).tolist()):
+        initial_broken = kernels.violations(initial) & others if a.with_checks else np.zeros(len(initial), np.uint64)
+        for i, c in enumerate(cells(initial, initial_broken).tolist()):
             if c not in index:
                 index[c] = size
                 paths[size, 0] = initial[i]
@@ -135,11 +153,14 @@ def main() -> None:
         t0 = time.perf_counter()
         walks = generated = rounds = 0
         found = None
-        while time.perf_counter() - t0 < a.time_limit and found is None:
+        while time.perf_counter() - t0 < a.time_limit and found is None and walks < (a.max_walks or walks + 1):
             weight = (length[:size] < depth) / np.sqrt(1 + picked[:size])
+            if a.violation_weight:
+                weight = weight * (1.0 + broken[:size]) ** a.violation_weight
             pick = rng.choice(size, size=batch, p=weight / weight.sum())
             np.add.at(picked, pick, 1)
             walk_paths, walk_labels, step = paths[pick].copy(), path_labels[pick].copy(), length[pick] - 1
+            walk_acts = acts[pick].copy()
             cur = walk_paths[np.arange(batch), step].copy()
             alive = np.arange(batch)
             behaviours = np.arange(walks, walks + batch, dtype=np.int64)
@@ -159,7 +180,14 @@ def main() -> None:
                                   0, n, NO_LABEL, np.uint64(a.seed), behaviours[alive],
                                   np.full(n, rounds * 64 + k, np.int64), True, chosen, moved)
                 draws = rng.random(rows.size) if a.resample else None
-                for j, c in enumerate(cells(out.words[rows]).tolist()):
+                broken_checks = (kernels.violations(out.words[rows]) & others if a.with_checks
+                                 else np.zeros(rows.size, np.uint64))
+                row_cells = cells(out.words[rows], broken_checks)
+                row_broken = np.bitwise_count(broken_checks)
+                row_acts = walk_acts[alive[rows // nl]] | action_bit[rows % nl]
+                if a.action_set:
+                    row_cells = row_cells ^ ((row_acts + np.uint64(0x632BE59BD9B4E019)) * np.uint64(0x9E3779B97F4A7C15))
+                for j, c in enumerate(row_cells.tolist()):
                     r = int(rows[j])
                     i = alive[r // nl]
                     s = int(step[i])
@@ -183,12 +211,15 @@ def main() -> None:
                     path_labels[at, :s] = walk_labels[i, :s]
                     path_labels[at, s] = r % nl
                     length[at] = s + 2
+                    acts[at] = row_acts[j]
+                    broken[at] = row_broken[j]
                 go = (chosen[:n] >= 0) & (step[alive] + 2 < depth)
                 movers, r = alive[go], chosen[:n][go]
                 step[movers] += 1
                 walk_paths[movers, step[movers]] = out.words[r]
                 walk_labels[movers, step[movers] - 1] = r % nl
                 cur[movers] = out.words[r]
+                walk_acts[movers] |= action_bit[r % nl]
                 alive = movers
             rounds += 1
         print(f"seed {a.seed}: found {found} (states), {time.perf_counter() - t0:.1f} s, {walks:,} walks, "
