@@ -15,11 +15,15 @@ So before exploring, ``check_symmetry`` tries the claim on a bounded sample: the
 ``SAMPLE_STATES`` reachable states in breadth-first order (inside the constraints), under the
 generators of the group (for each symmetry set, the swap of its first two values and the rotation
 of all of them: together they give every permutation, so steps symmetric under them are symmetric
-under the whole group). It runs the kernels the exploration runs (whatever tier they are), in a
+under the whole group, on a set of states the group maps into itself). A group of
+``EVERY_PERMUTATION_UP_TO`` permutations or fewer is tried whole, since the states tried are not
+such a set: during the run they are representatives, whose break may show only under a product of
+the generators. It runs the kernels the exploration runs (whatever tier they are), in a
 few batches. A broken claim is a ``SpecError`` naming the permutation, the state, the action and
 the fields where the state the spec computes differs from the one the symmetry promises. A sample
 cannot prove the claim; it catches a declaration that is wrong from the first steps. During the
-run, ``SymmetryAudit`` tries it again on a state of each chunk, deep ones too.
+run, ``SymmetryAudit`` tries it again on the states of each chunk while its budget allows, deep
+ones too.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ from kraftcheck.checker.model import Model
 from kraftcheck.checker.symmetry import PermutationTables, declared_symmetry
 
 SAMPLE_STATES = 200  # reachable states, breadth-first from the initial ones
+# a group of this many permutations or fewer (four interchangeable values) is tried whole on each
+# state, not only its generators
+EVERY_PERMUTATION_UP_TO = 24
 PYTHON_SAMPLE = 40   # with the spec's functions run as Python (the reference explorer, --compile never)
 _checked: set = set()  # (spec class, parameters, selected checks and constraints) found symmetric here
 
@@ -65,10 +72,10 @@ class SymmetryAudit:
     """The declared symmetry tried again during the run, on states the exploration expands: a
     declaration wrong only past the first ``SAMPLE_STATES`` states (a step that breaks it deep in
     the space) passes ``check_symmetry``, and the reduced search would count what are no orbits in
-    silence. ``kernel_audit.KernelAudit`` hands it one state at random of each chunk, the
-    reference explorer each state it expands, while ``within`` their budget; each is tried under
-    the group's generators with the run's kernels, as ``check_symmetry`` tries its sample: a
-    broken claim is the same ``SpecError``."""
+    silence. ``kernel_audit.KernelAudit`` hands it batches of each chunk's states while
+    ``within`` its budget (the reference explorer, which decides the claim itself, asks it for the
+    detail of a break); each is tried under the permutations ``check_symmetry`` tries, with the
+    run's kernels: a broken claim is the same ``SpecError``."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -87,7 +94,7 @@ class SymmetryAudit:
         return self.spent <= max(floor, share * (time.perf_counter() - self._started))
 
     def state(self, kernels: Any, words: np.ndarray) -> None:
-        """Try the claim on the one packed state ``words`` with ``kernels`` (the run's)."""
+        """Try the claim on the packed states ``words`` (rows) with ``kernels`` (the run's)."""
         if not self.generators:
             return
         t0 = time.thread_time()
@@ -99,7 +106,7 @@ class SymmetryAudit:
                 trial.compare(rows, own, p, text)
         finally:
             self.spent += time.thread_time() - t0
-        self.tried += 1
+        self.tried += len(words)
 
 
 def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> list[tuple[int, str]]:
@@ -117,6 +124,25 @@ def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> lis
             moves.append((tuple(range(1, n)) + (0,), "the rotation " + " -> ".join(names + (names[0],))))
         for perm, text in moves:
             out.append((perms.index(identity[:start] + perm + identity[start + n:]), text))
+        start += n
+    if len(perms) <= EVERY_PERMUTATION_UP_TO:
+        # the generators alone miss a break that only a product of them shows on the states tried
+        # (representatives): a step at c = (6, 5, 0) of (0, 5, 6)'s orbit is the reversal's, which
+        # neither the swap nor the rotation gives
+        tried = {p for p, _ in out}
+        names = [n for group in labels for n in group]
+        for p, perm in enumerate(perms):
+            if p and p not in tried:
+                moved = [f"{names[i]} -> {names[j]}" for i, j in enumerate(_flat(perm, tables.sizes)) if i != j]
+                out.append((p, "the permutation " + ", ".join(moved)))
+    return out
+
+
+def _flat(perm: tuple[int, ...], sizes: tuple[int, ...]) -> list[int]:
+    """A product permutation (each set's over 0..n-1) over the sets' values numbered in a row."""
+    out, start = [], 0
+    for n in sizes:
+        out.extend(start + v for v in perm[start:start + n])
         start += n
     return out
 

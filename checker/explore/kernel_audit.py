@@ -19,9 +19,9 @@ costs about a millisecond in Python). A difference stops the run with no verdict
 (``KernelsDisagree``, exit 2), naming the state, the action and the fields; a state on which the
 spec's Python raises (``SpecRaised``, not a tier's limit: a check writing its state through a view,
 which compiled code does in silence) stops it with that error, as the first tier would. Under ``--symmetry``
-one state of each chunk is also tried against the declared symmetry
+the states of each chunk are also tried against the declared symmetry, in a random order
 (``symmetry_check.SymmetryAudit``), whatever the tier, while those trials have taken less than
-``SHARE`` of the run's time or less than ``FLOOR_S``.
+``SHARE`` of the run's time or less than ``FLOOR_S`` of CPU: every state of a short run.
 ``confirm_counterexamples`` replays, the same way, each counterexample a run is about to report.
 """
 
@@ -43,6 +43,8 @@ SHARE = 0.005
 # seconds a run may spend trying its declared symmetry, whatever its share: each chunk of a short
 # run is tried (a symmetry broken deep in the space is not seen on the first states)
 FLOOR_S = 0.1
+# states of a chunk tried against the declared symmetry in one call
+SYMMETRY_BATCH = 64
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
 SEED = 20261207  # the sample is the same on every run of the same model
@@ -71,6 +73,7 @@ class KernelAudit:
         if symmetry:
             from kraftcheck.checker.symmetry_check import SymmetryAudit
             self._symmetry = SymmetryAudit(model)
+            self._symmetry_rng = np.random.default_rng(SEED + 1)
         self.share = share
         self.first_states = first_states
         self.audited = 0          # states compared so far
@@ -89,9 +92,15 @@ class KernelAudit:
         if hi <= lo:
             return
         if self._symmetry is not None and self._symmetry.within(self.share, FLOOR_S):
-            # the declared symmetry, on a state of every chunk while its own budget allows
-            i = int(self._rng.integers(lo, hi))
-            self._symmetry.state(kernels, level[i:i + 1])
+            # the declared symmetry, on the chunk's states in a random order and in batches (a
+            # trial's cost is mostly per call) while its own budget allows: every state of a short
+            # run, whose break a state or two a level would miss, and at least a batch of each chunk
+            # within it, deep ones too
+            order = lo + self._symmetry_rng.permutation(hi - lo)
+            for start in range(0, order.size, SYMMETRY_BATCH):
+                self._symmetry.state(kernels, level[np.sort(order[start:start + SYMMETRY_BATCH])])
+                if not self._symmetry.within(self.share, FLOOR_S):
+                    break
         if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
             if kernels not in self._seen:
                 self._seen.add(kernels)
