@@ -43,7 +43,8 @@ SHARE = 0.005
 # seconds a run may spend trying its declared symmetry, whatever its share: each chunk of a short
 # run is tried (a symmetry broken deep in the space is not seen on the first states)
 FLOOR_S = 0.1
-# states of a chunk tried against the declared symmetry in one call
+# states of a chunk tried against the declared symmetry in one call, at most (fewer when the
+# budget left pays for fewer: symmetry_check.SymmetryAudit.affordable)
 SYMMETRY_BATCH = 64
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
@@ -94,13 +95,17 @@ class KernelAudit:
         if self._symmetry is not None and self._symmetry.within(self.share, FLOOR_S):
             # the declared symmetry, on the chunk's states in a random order and in batches (a
             # trial's cost is mostly per call) while its own budget allows: every state of a short
-            # run, whose break a state or two a level would miss, and at least a batch of each chunk
-            # within it, deep ones too
+            # run, whose break a state or two a level would miss, and at least one state of each
+            # chunk within it, deep ones too. A batch is what the budget left affords, so that the
+            # last one does not overrun it by up to SYMMETRY_BATCH states' trials
             order = lo + self._symmetry_rng.permutation(hi - lo)
-            for start in range(0, order.size, SYMMETRY_BATCH):
-                self._symmetry.state(kernels, level[np.sort(order[start:start + SYMMETRY_BATCH])])
-                if not self._symmetry.within(self.share, FLOOR_S):
+            start = 0
+            while start < order.size:
+                take = self._symmetry.affordable(self.share, FLOOR_S, SYMMETRY_BATCH)
+                if not take:
                     break
+                self._symmetry.state(kernels, level[np.sort(order[start:start + take])])
+                start += take
         if _plain_python(kernels):  # nothing compiled to audit: the spec's Python against itself, once
             if kernels not in self._seen:
                 self._seen.add(kernels)
