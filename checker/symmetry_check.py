@@ -122,8 +122,10 @@ class SymmetryAudit:
 
 
 def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> list[tuple[int, str]]:
-    """For each symmetry set of two values or more: the permutation that swaps its first two
-    values and the one that rotates them all (the others fixed), as (index in ``tables``, text)."""
+    """The permutations a trial compares states under, as (index in ``tables``, text): for each
+    symmetry set of two values or more, the one that swaps its first two values and the one that
+    rotates them all (the others fixed); then, when the group has ``EVERY_PERMUTATION_UP_TO``
+    permutations or fewer, every other one but the identity."""
     perms = [tuple(p) for p in tables.perms.tolist()]
     identity = perms[0]
     out: list[tuple[int, str]] = []
