@@ -15,10 +15,12 @@ So before exploring, ``check_symmetry`` tries the claim on a bounded sample: the
 ``SAMPLE_STATES`` reachable states in breadth-first order (inside the constraints), under the
 generators of the group (for each symmetry set, the swap of its first two values and the rotation
 of all of them: together they give every permutation, so steps symmetric under them are symmetric
-under the whole group, on a set of states the group maps into itself). A group of
-``EVERY_PERMUTATION_UP_TO`` permutations or fewer is tried whole, since the states tried are not
-such a set: during the run they are representatives, whose break may show only under a product of
-the generators. It runs the kernels the exploration runs (whatever tier they are), in a
+under the whole group, on a set of states the group maps into itself). During the run the
+states tried are no such set but representatives, whose break may show only under a product of
+the generators, so there a group of ``EVERY_PERMUTATION_UP_TO`` permutations or fewer is tried
+whole; before exploring, only one of ``EVERY_PERMUTATION_BEFORE`` or fewer, since that check is
+not budgeted (the whole group of four brokers costs about a second compiled there, several on the
+first tier). It runs the kernels the exploration runs (whatever tier they are), in a
 few batches. A broken claim is a ``SpecError`` naming the permutation, the state, the action and
 the fields where the state the spec computes differs from the one the symmetry promises. A sample
 cannot prove the claim; it catches a declaration that is wrong from the first steps. During the
@@ -43,8 +45,9 @@ from kraftcheck.checker.symmetry import PermutationTables, declared_symmetry
 
 SAMPLE_STATES = 200  # reachable states, breadth-first from the initial ones
 # a group of this many permutations or fewer (four interchangeable values) is tried whole on each
-# state, not only its generators
+# state during the run, not only its generators; before exploring, one of EVERY_PERMUTATION_BEFORE
 EVERY_PERMUTATION_UP_TO = 24
+EVERY_PERMUTATION_BEFORE = 6
 PYTHON_SAMPLE = 40   # with the spec's functions run as Python (the reference explorer, --compile never)
 _checked: set = set()  # (spec class, parameters, selected checks and constraints) found symmetric here
 
@@ -62,7 +65,7 @@ def check_symmetry(model: Model, kernels: Any, sample: Optional[int] = None) -> 
         sample = PYTHON_SAMPLE if type(kernels) is InterpretedKernels else SAMPLE_STATES
     sets = declared_symmetry(model.spec)
     tables = PermutationTables(model.layout, sets)
-    generators = _generators(tables, [s.labels for s in sets])
+    generators = _generators(tables, [s.labels for s in sets], EVERY_PERMUTATION_BEFORE)
     if generators:
         _Trial(model, kernels, tables).run(generators, sample)
     _checked.add(key)
@@ -81,7 +84,7 @@ class SymmetryAudit:
         self.model = model
         sets = declared_symmetry(model.spec)
         self.tables = PermutationTables(model.layout, sets)
-        self.generators = _generators(self.tables, [s.labels for s in sets])
+        self.generators = _generators(self.tables, [s.labels for s in sets], EVERY_PERMUTATION_UP_TO)
         self.tried = 0  # states tried so far
         # CPU seconds of the trials (the thread's, not the wall's): on a loaded machine the wall's
         # budget would try fewer states, and whether a deep break is seen would depend on the load
@@ -121,11 +124,12 @@ class SymmetryAudit:
         self.tried += len(words)
 
 
-def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> list[tuple[int, str]]:
+def _generators(tables: PermutationTables, labels: list[tuple[str, ...]], every_up_to: int
+                ) -> list[tuple[int, str]]:
     """The permutations a trial compares states under, as (index in ``tables``, text): for each
     symmetry set of two values or more, the one that swaps its first two values and the one that
-    rotates them all (the others fixed); then, when the group has ``EVERY_PERMUTATION_UP_TO``
-    permutations or fewer, every other one but the identity."""
+    rotates them all (the others fixed); then, when the group has ``every_up_to`` permutations or
+    fewer, every other one but the identity."""
     perms = [tuple(p) for p in tables.perms.tolist()]
     identity = perms[0]
     out: list[tuple[int, str]] = []
@@ -139,7 +143,7 @@ def _generators(tables: PermutationTables, labels: list[tuple[str, ...]]) -> lis
         for perm, text in moves:
             out.append((perms.index(identity[:start] + perm + identity[start + n:]), text))
         start += n
-    if len(perms) <= EVERY_PERMUTATION_UP_TO:
+    if len(perms) <= every_up_to:
         # the generators alone miss a break that only a product of them shows on the states tried
         # (representatives): a step at c = (6, 5, 0) of (0, 5, 6)'s orbit is the reversal's, which
         # neither the swap nor the rotation gives
