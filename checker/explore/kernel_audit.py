@@ -44,7 +44,9 @@ SHARE = 0.005
 # run is tried (a symmetry broken deep in the space is not seen on the first states)
 FLOOR_S = 0.1
 # states of a chunk tried against the declared symmetry in one call, at most (fewer when the
-# budget left pays for fewer: symmetry_check.SymmetryAudit.affordable)
+# budget left pays for fewer: symmetry_check.SymmetryAudit.affordable). Below the 256 states at
+# which the kernels split a call over the worker threads (compiled.Kernels._parts): the trials'
+# budget counts the calling thread's CPU only
 SYMMETRY_BATCH = 64
 # states of the first chunk audited, each time compiled kernels start expanding
 FIRST_STATES = 4
