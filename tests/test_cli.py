@@ -49,6 +49,7 @@ def test_broken_variant_exits_1_with_its_shortest_trace(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--spec", "two_phase", "--param", "rm=abc"], "parameter rm must be an integer"),
+    (["--spec", "two_phase", "--param", "rm=3_0"], "parameter rm must be an integer, got '3_0'"),  # int() says 30
     (["--spec", "two_phase", "--param", "rm=0"], "rm=0 is out of range: allowed 1..30"),
     (["--spec", "two_phase", "--param", "nodes=3"], "has no parameter 'nodes'"),
     (["--spec", "two_phase", "--param", "rm"], "--param expects KEY=VALUE"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import click
@@ -28,10 +29,11 @@ def parse_value(f: dataclasses.Field, text: str) -> Any:
     if optional(f) and text.lower() in ("none", ""):
         return None
     if kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise UsageError(f"parameter {f.name} must be an integer, got {text!r}") from None
+        # decimal digits only: Python's int() also takes "3_0" as 30 and other scripts' digits,
+        # which a typo would pass for a value the user did not mean
+        if not re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+            raise UsageError(f"parameter {f.name} must be an integer, got {text!r}")
+        return int(text)
     if kind == "bool":
         low = text.lower()
         if low in ("1", "true", "yes", "on"):
