@@ -9,8 +9,8 @@ generated on the way is checked against ``--check`` and, if its cell is new, arc
 path. A walk never goes past ``--depth`` states from the initial state. With ``--with-checks``
 every invariant of the spec is checked on every successor, and a cell also takes which of them
 (other than ``--check``) the state violates: the shallower violations as stepping stones towards
-the deeper one; with ``--violation-weight K`` a cell is also picked K-fold more often per power
-of (1 + the checks it violates), so the walks go on from the states that break the most. With
+the deeper one; with ``--violation-weight K`` a cell's pick weight is also multiplied by (1 + the
+checks it violates) to the power K, so the walks go on from the states that break the most. With
 ``--action-set`` a cell also takes which actions (by name) its path took, a spec-independent record
 of the faults that have happened; ``--fields none`` leaves the state's fields out of the cell.
 Reproducible by seed (one thread; the archive's order is the rows' order); ``--max-walks`` stops
@@ -108,6 +108,8 @@ def main() -> None:
                     help="a cell also takes the set of actions (by name) its path took: a spec-independent "
                          "record of which faults have happened")
     a = ap.parse_args()
+    if a.max_walks is not None and a.max_walks < 1:
+        ap.error("--max-walks must be 1 or more")
 
     cls = spec_class("kafka")
     spec = cls(cls.Params(brokers=a.brokers, min_isr=a.min_isr, election=a.election))
@@ -141,6 +143,7 @@ def main() -> None:
                 index[c] = size
                 paths[size, 0] = initial[i]
                 length[size] = 1
+                broken[size] = int(np.bitwise_count(initial_broken[i]))
                 size += 1
         rng = np.random.default_rng(a.seed)
         batch = a.batch
@@ -153,7 +156,7 @@ def main() -> None:
         t0 = time.perf_counter()
         walks = generated = rounds = 0
         found = None
-        while time.perf_counter() - t0 < a.time_limit and found is None and walks < (a.max_walks or walks + 1):
+        while time.perf_counter() - t0 < a.time_limit and found is None and (a.max_walks is None or walks < a.max_walks):
             weight = (length[:size] < depth) / np.sqrt(1 + picked[:size])
             if a.violation_weight:
                 weight = weight * (1.0 + broken[:size]) ** a.violation_weight

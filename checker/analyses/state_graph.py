@@ -71,7 +71,7 @@ class CompiledGraph:
     _reversed: Optional[tuple[np.ndarray, np.ndarray]] = None
     # fairness (label bits, weak, strong) -> the states a fair run can start from (liveness's vacuity
     # test): it depends on the fairness alone, so the properties that share one share it
-    _fair_runs: dict = field(default_factory=dict)
+    _fair_runs: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def summary(self) -> GraphSummary:
         return GraphSummary(self.size, self.transitions, self.depth, self.built_by, self.nbytes, self.build_s)
