@@ -91,17 +91,21 @@ class SymmetryAudit:
         self.spent = 0.0
         self._started = time.perf_counter()
 
+    def _left(self, share: float, floor: float) -> float:
+        """CPU seconds the trials may still take: ``share`` of the run's time so far, or ``floor``."""
+        return max(floor, share * (time.perf_counter() - self._started)) - self.spent
+
     def within(self, share: float, floor: float) -> bool:
         """Whether the trials so far took less than ``share`` of the run's time, or ``floor`` seconds
         of CPU."""
-        return self.spent <= max(floor, share * (time.perf_counter() - self._started))
+        return self._left(share, floor) >= 0
 
     def affordable(self, share: float, floor: float, most: int) -> int:
         """How many states the next trial may take: none past the budget ``within`` keeps to; else
         as many (1 to ``most``) as what is left of it pays for at the CPU a state has taken so far,
         one while none has been tried. A batch sized by ``most`` alone overran the budget by that
         many states' trials (a Kafka state under 24 permutations in the Python tier: 0.15 s of CPU)."""
-        left = max(floor, share * (time.perf_counter() - self._started)) - self.spent
+        left = self._left(share, floor)
         if not self.generators or left < 0:
             return 0
         if not self.tried or self.spent <= 0:
